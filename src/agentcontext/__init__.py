@@ -1,0 +1,15 @@
+"""agentcontext: the context layer for AI agents."""
+from __future__ import annotations
+
+from .context import AgentContext
+from .errors import (AccessDeniedError, AgentContextError, BudgetExceededError, ConflictError, CycleError,
+                     MissingModuleError, NotFoundError, ProcessingError, ReadOnlyError, ValidationError)
+from .workspace import Workspace
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentContext", "Workspace", "AgentContextError", "AccessDeniedError", "BudgetExceededError",
+    "ConflictError", "CycleError", "MissingModuleError", "NotFoundError", "ProcessingError", "ReadOnlyError",
+    "ValidationError",
+]

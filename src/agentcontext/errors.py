@@ -1,0 +1,71 @@
+"""One exception tree for the whole library.
+
+Every error carries data (``error.data``) as well as a message that says what to do, so the
+CLI (``--json``), the MCP server and Python callers can all report it without parsing text.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class AgentContextError(Exception):
+    """Base of every error agentcontext raises on purpose."""
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+    @property
+    def type(self) -> str:
+        return type(self).__name__
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "message": self.message, **self.data}
+
+
+class NotFoundError(AgentContextError, KeyError):
+    """A pack, doc, node, memory or record does not exist."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.message
+
+
+class ValidationError(AgentContextError, ValueError):
+    """Input is malformed; the message names what to fix."""
+
+
+class CycleError(AgentContextError):
+    """A dependency cycle; ``data['cycle']`` is the whole path, first node repeated at the end."""
+
+
+class MissingModuleError(AgentContextError):
+    """A prerequisite does not exist; ``data['missing']`` and the ``data['chain']`` that required it."""
+
+
+class AccessDeniedError(AgentContextError, PermissionError):
+    """The acting principal may not do this."""
+
+
+class ReadOnlyError(AgentContextError):
+    """A write to something read-only (a ``pkg:`` pack)."""
+
+
+class BudgetExceededError(AgentContextError):
+    """A bundle is larger than the token budget; carries ``needed``, ``budget`` and ``largest``."""
+
+
+class ConflictError(AgentContextError):
+    """An optimistic-concurrency check failed (``expected_version`` is stale)."""
+
+
+class ProcessingError(AgentContextError, RuntimeError):
+    """An operation could not complete (a snapshot changed under it, a backend failed)."""
+
+
+class StoreError(AgentContextError):
+    """The store could not be opened or written."""
+
+
+class DependencyMissingError(AgentContextError, ImportError):
+    """An optional extra is not installed; the message names the extra to install."""

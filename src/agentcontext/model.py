@@ -1,0 +1,133 @@
+"""Plain records shared by every layer: nodes, edges and their versions."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+
+def utcnow() -> str:
+    """The current time as a sortable ISO-8601 UTC string with microseconds."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def to_utc_iso(value: str | datetime | None) -> str | None:
+    """Normalise a timestamp (aware, naive-as-UTC, or ISO text) to the store's sortable form."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        dt = datetime.fromtimestamp(float(value), timezone.utc)
+    elif isinstance(value, datetime):
+        dt = value
+    else:
+        text = str(value).strip()
+        if text.endswith("Z"):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError as exc:
+            from .errors import ValidationError
+
+            raise ValidationError(
+                f"not an ISO-8601 timestamp: {value!r}; use e.g. 2026-01-31T12:00:00+00:00", value=str(value)
+            ) from exc
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def content_hash(*parts: Any) -> str:
+    """A stable sha256 over text parts (JSON for non-strings)."""
+    h = hashlib.sha256()
+    for part in parts:
+        text = part if isinstance(part, str) else json.dumps(part, sort_keys=True, default=str)
+        h.update(text.encode("utf-8"))
+        h.update(b"\x1f")
+    return h.hexdigest()
+
+
+def edge_id(src: str, type: str, dst: str) -> str:
+    """Edge ids derive from (src, type, dst), so adding the same edge twice is a no-op."""
+    return "e_" + content_hash(src, type, dst)[:32]
+
+
+@dataclass
+class Node:
+    id: str
+    kind: str
+    namespace: str
+    key: str = ""
+    title: str = ""
+    summary: str = ""
+    content: str = ""
+    props: dict[str, Any] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+    valid_from: str | None = None
+    valid_until: str | None = None
+    recorded_at: str | None = None
+    retracted_at: str | None = None
+    version: int = 0
+    content_hash: str = ""
+    created_by: str = ""
+    embed_text: str | None = None  # text to embed; None = not embedded
+    tokens: int | None = None  # cached token count of the rendered doc, if the service sets it
+    embed_hash: str | None = None  # hash of embed_text, set by the store
+
+    def compute_hash(self) -> str:
+        return content_hash(
+            self.kind, self.key, self.title, self.summary, self.content, self.props, sorted(self.tags),
+            self.valid_from, self.valid_until,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "kind": self.kind, "namespace": self.namespace, "key": self.key,
+            "title": self.title, "summary": self.summary, "content": self.content,
+            "props": self.props, "tags": list(self.tags), "valid_from": self.valid_from,
+            "valid_until": self.valid_until, "recorded_at": self.recorded_at,
+            "retracted_at": self.retracted_at, "version": self.version,
+            "content_hash": self.content_hash, "created_by": self.created_by,
+        }
+
+
+@dataclass
+class Edge:
+    src: str
+    type: str
+    dst: str
+    namespace: str = ""
+    weight: float = 1.0
+    props: dict[str, Any] = field(default_factory=dict)
+    valid_from: str | None = None
+    valid_until: str | None = None
+    recorded_at: str | None = None
+    retracted_at: str | None = None
+    position: int = 0  # declared order among the source's edges (deterministic tie-breaks)
+
+    @property
+    def id(self) -> str:
+        return edge_id(self.src, self.type, self.dst)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "src": self.src, "type": self.type, "dst": self.dst,
+            "namespace": self.namespace, "weight": self.weight, "props": self.props,
+            "valid_from": self.valid_from, "valid_until": self.valid_until,
+            "recorded_at": self.recorded_at, "retracted_at": self.retracted_at,
+            "position": self.position,
+        }
+
+
+@dataclass
+class Change:
+    """One row of the append-only change log."""
+
+    seq: int
+    at: str
+    actor: str
+    op: str  # put_node, retract_node, purge_node, put_edge, retract_edge, put_record, ...
+    target: str
+    namespace: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)

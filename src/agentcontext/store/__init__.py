@@ -1,0 +1,24 @@
+"""Store backends and ``open_store(url)``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ValidationError
+from .base import Store
+from .sqlite import SQLiteStore
+
+__all__ = ["Store", "SQLiteStore", "open_store"]
+
+
+def open_store(url: str | Path) -> Store:
+    """Open ``sqlite:///path``, a plain file path, or ``postgresql://...``."""
+    text = str(url)
+    if text.startswith("sqlite:///"):
+        return SQLiteStore(text[len("sqlite:///") - 1:] if text.startswith("sqlite:////") else text[len("sqlite:///"):])
+    if text.startswith(("postgresql://", "postgres://")):
+        from .postgres import PostgresStore  # optional extra
+
+        return PostgresStore(text)
+    if "://" in text:
+        raise ValidationError(f"unknown store URL {text!r}; use sqlite:///path or postgresql://...", url=text)
+    return SQLiteStore(text)

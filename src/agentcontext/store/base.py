@@ -1,0 +1,148 @@
+"""The store protocol: the only boundary behind which SQL lives.
+
+A store holds nodes (with every version), edges (as validity intervals), embeddings keyed by
+(text hash, model), a text index, tombstones, small keyed records, an audit log and an
+append-only change log. Derived structures elsewhere (vector matrices, adjacency caches) are
+rebuilt from it and invalidated by ``change_counter()``.
+"""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ..model import Change, Edge, Node
+
+Adjacency = list[tuple[str, str, str, float, int]]  # (src, dst, type, weight, position)
+
+
+@runtime_checkable
+class Store(Protocol):
+    url: str
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def transaction(self) -> AbstractContextManager[None]:
+        """Everything inside lands whole or not at all; nested calls join the outer one."""
+
+    def close(self) -> None: ...
+
+    def check_integrity(self) -> str:
+        """'ok' or the backend's description of what is damaged."""
+
+    # --- nodes -----------------------------------------------------------------------------
+    def put_nodes(self, nodes: Sequence[Node], actor: str = "", at: str | None = None) -> list[int]:
+        """Insert or update; an unchanged node keeps its version. Returns each node's version."""
+
+    def get_node(self, id: str, as_of: str | None = None, include_retracted: bool = False) -> Node | None: ...
+
+    def get_nodes(self, ids: Iterable[str], as_of: str | None = None) -> dict[str, Node]: ...
+
+    def find_nodes(
+        self,
+        namespace: str | Sequence[str] | None = None,
+        kind: str | Sequence[str] | None = None,
+        key_prefix: str | None = None,
+        keys: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        valid_at: str | None = None,
+        as_of: str | None = None,
+        order: str = "key",
+        offset: int = 0,
+        limit: int | None = None,
+        with_content: bool = True,
+    ) -> list[Node]:
+        """Active nodes matching every given filter; ``tags`` is all-of; ``order`` is
+        ``key``, ``recorded`` or ``recorded_desc``."""
+
+    def count_nodes(self, namespace: str | Sequence[str] | None = None, kind: str | None = None) -> int: ...
+
+    def count_by_kind(self, namespace: str | Sequence[str] | None = None) -> dict[str, int]: ...
+
+    def node_versions(self, id: str) -> list[Node]: ...
+
+    def node_version(self, id: str, version: int) -> Node | None: ...
+
+    def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int:
+        """Withdraw nodes (history stays; ``as_of`` still sees them) and their edges."""
+
+    def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "", at: str | None = None) -> dict[str, int]:
+        """Remove content, versions, text-index rows, edges and orphaned embeddings; leave a tombstone."""
+
+    def tombstone(self, id: str) -> dict[str, Any] | None: ...
+
+    def tombstones(self, namespace: str | None = None) -> list[dict[str, Any]]: ...
+
+    def namespaces(self) -> list[str]: ...
+
+    # --- edges -----------------------------------------------------------------------------
+    def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
+        """Insert or update (same src, type, dst = same edge). Returns how many were new."""
+
+    def retract_edges(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int: ...
+
+    def edges(
+        self,
+        src: str | Sequence[str] | None = None,
+        dst: str | Sequence[str] | None = None,
+        type: str | Sequence[str] | None = None,
+        namespace: str | Sequence[str] | None = None,
+        as_of: str | None = None,
+        valid_at: str | None = None,
+        min_weight: float | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[Edge]: ...
+
+    def count_edges(self, namespace: str | Sequence[str] | None = None, type: str | None = None) -> int: ...
+
+    def count_edges_by_type(self, namespace: str | Sequence[str] | None = None) -> dict[str, int]: ...
+
+    def adjacency(
+        self,
+        namespace: str | Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+        as_of: str | None = None,
+        valid_at: str | None = None,
+    ) -> Adjacency:
+        """Every active edge as a tuple, in (src, position) order: the bulk read for engines."""
+
+    # --- text index ------------------------------------------------------------------------
+    def text_search(
+        self,
+        query: str,
+        namespace: str | Sequence[str] | None = None,
+        kind: str | Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> list[tuple[str, float]]:
+        """(node id, relevance) best first; relevance is positive BM25 (higher is better)."""
+
+    # --- vectors ---------------------------------------------------------------------------
+    def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int: ...
+
+    def get_vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]: ...
+
+    def missing_vectors(self, model: str, namespace: str | Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """(embed hash, text) of active nodes whose text has no vector for ``model``."""
+
+    def load_vectors(
+        self, model: str, namespace: str | Sequence[str] | None = None, kind: str | Sequence[str] | None = None
+    ) -> tuple[list[str], np.ndarray]:
+        """Ids of active nodes with a vector, and the float32 matrix (one row each)."""
+
+    # --- records, audit and change log -----------------------------------------------------
+    def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None: ...
+
+    def get_record(self, kind: str, key: str) -> dict[str, Any] | None: ...
+
+    def list_records(self, kind: str, prefix: str | None = None) -> list[tuple[str, dict[str, Any]]]: ...
+
+    def delete_record(self, kind: str, key: str, actor: str = "") -> bool: ...
+
+    def append_audit(self, principal: str, action: str, target: str, outcome: str, detail: dict | None = None) -> None: ...
+
+    def audit(self, principal: str | None = None, since: str | None = None, limit: int | None = None) -> list[dict]: ...
+
+    def change_counter(self) -> int: ...
+
+    def changes_since(self, seq: int, limit: int | None = None) -> list[Change]: ...

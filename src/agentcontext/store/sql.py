@@ -1,0 +1,60 @@
+"""SQLite schema and the FTS5 query builder (SQL stays inside store/)."""
+from __future__ import annotations
+
+import re
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS nodes (
+        rid INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL DEFAULT '',
+        title TEXT NOT NULL DEFAULT '', summary TEXT NOT NULL DEFAULT '', content TEXT NOT NULL DEFAULT '',
+        props TEXT, tags TEXT, valid_from TEXT, valid_until TEXT, recorded_at TEXT, retracted_at TEXT,
+        version INTEGER NOT NULL, content_hash TEXT, created_by TEXT, embed_hash TEXT, tokens INTEGER,
+        embed_text TEXT)""",
+    "CREATE INDEX IF NOT EXISTS nodes_ns_key ON nodes(namespace, key)",
+    "CREATE INDEX IF NOT EXISTS nodes_ns_kind ON nodes(namespace, kind, key)",
+    "CREATE INDEX IF NOT EXISTS nodes_kind ON nodes(kind, key)",
+    "CREATE INDEX IF NOT EXISTS nodes_embed ON nodes(embed_hash)",
+    """CREATE TABLE IF NOT EXISTS node_versions (
+        id TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL DEFAULT '',
+        title TEXT, summary TEXT, content TEXT, props TEXT, tags TEXT, valid_from TEXT, valid_until TEXT,
+        recorded_at TEXT, retracted_at TEXT, version INTEGER NOT NULL, content_hash TEXT, created_by TEXT,
+        embed_hash TEXT, tokens INTEGER, embed_text TEXT, PRIMARY KEY (id, version)) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS versions_ns ON node_versions(namespace, recorded_at)",
+    "CREATE INDEX IF NOT EXISTS versions_embed ON node_versions(embed_hash)",
+    """CREATE TABLE IF NOT EXISTS node_tags (rid INTEGER NOT NULL, tag TEXT NOT NULL, PRIMARY KEY (tag, rid))
+        WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS node_tags_rid ON node_tags(rid)",
+    """CREATE TABLE IF NOT EXISTS edges (
+        rowid INTEGER PRIMARY KEY, eid TEXT NOT NULL, src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL,
+        namespace TEXT NOT NULL DEFAULT '', weight REAL NOT NULL DEFAULT 1.0, props TEXT, valid_from TEXT,
+        valid_until TEXT, recorded_at TEXT NOT NULL, retracted_at TEXT, position INTEGER NOT NULL DEFAULT 0)""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS edges_live ON edges(eid) WHERE retracted_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS edges_src ON edges(src, type)",
+    "CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst, type)",
+    "CREATE INDEX IF NOT EXISTS edges_ns ON edges(namespace, type)",
+    """CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(key, title, summary, content, tags,
+        tokenize = 'porter unicode61 remove_diacritics 2')""",
+    """CREATE TABLE IF NOT EXISTS vectors (hash TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
+        vector BLOB NOT NULL, PRIMARY KEY (hash, model)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS tombstones (id TEXT PRIMARY KEY, namespace TEXT, kind TEXT, purged_at TEXT,
+        reason TEXT, actor TEXT)""",
+    """CREATE TABLE IF NOT EXISTS records (kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+        updated_at TEXT NOT NULL, PRIMARY KEY (kind, key)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL,
+        principal TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT)""",
+    "CREATE INDEX IF NOT EXISTS audit_principal ON audit(principal, at)",
+    """CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL,
+        actor TEXT, op TEXT NOT NULL, target TEXT NOT NULL, namespace TEXT, detail TEXT)""",
+]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fts_query(text: str, mode: str = "or") -> str:
+    """Turn free text into a safe FTS5 MATCH expression: quoted terms joined by OR."""
+    words = [w for w in _WORD.findall(text.lower()) if w]
+    if not words:
+        return ""
+    quoted = ['"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words)]
+    return (" OR " if mode == "or" else " ").join(quoted)
