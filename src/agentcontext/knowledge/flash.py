@@ -1,0 +1,127 @@
+"""Flash: a module plus its transitive prerequisites, once each, foundations first (seed 000)."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .. import access
+from ..errors import BudgetExceededError, ValidationError
+from ..graph.closure import dependency_order
+from ..model import Node, to_utc_iso
+from ..workspace import Workspace
+from .graphview import pack_view
+from .manifest import check_pack_name, check_selector
+from .packs import doc_id, get_pack, render_section
+
+DEGRADE_POLICIES = ("summaries",)
+
+
+@dataclass
+class BundleDoc:
+    selector: str
+    title: str
+    kind: str
+    version: int
+    tokens: int
+    content: str
+    summary: str = ""
+    degraded: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"selector": self.selector, "title": self.title, "kind": self.kind, "version": self.version,
+                "tokens": self.tokens, "degraded": self.degraded}
+
+
+@dataclass
+class Bundle:
+    """The assembled knowledge: ``order`` (selectors, foundations first), ``digest``, ``tokens``, ``text``."""
+
+    pack: str
+    targets: list[str]
+    docs: list[BundleDoc]
+    digest: str
+    tokens: int
+    text: str
+    as_of: str | None = None
+    degraded: list[str] = field(default_factory=list)
+    policy: str | None = None
+
+    @property
+    def order(self) -> list[str]:
+        return [d.selector for d in self.docs]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pack": self.pack, "targets": self.targets, "order": self.order, "digest": self.digest,
+                "tokens": self.tokens, "text": self.text, "as_of": self.as_of, "degraded": self.degraded,
+                "policy": self.policy, "docs": [d.to_dict() for d in self.docs]}
+
+
+def bundle_digest(nodes: Sequence[Node]) -> str:
+    """Same graph state, same digest, on any machine: ids, versions and content hashes in order."""
+    h = hashlib.sha256()
+    for n in nodes:
+        h.update(f"{n.id}\x1f{n.version}\x1f{n.content_hash}\x1e".encode())
+    return h.hexdigest()
+
+
+def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_tokens: int | None = None,
+          as_of: Any = None, principal: str | None = None, degrade: str | None = None) -> Bundle:
+    """Assemble ``selectors`` of ``pack`` with every prerequisite (``depends_on``) first.
+
+    Raises CycleError, MissingModuleError, AccessDeniedError (the first unreadable doc; never a
+    partial bundle) or BudgetExceededError (unless ``degrade="summaries"`` makes it fit).
+    """
+    check_pack_name(pack)
+    targets = [selectors] if isinstance(selectors, str) else list(selectors)
+    if not targets:
+        raise ValidationError("flash needs at least one selector")
+    for s in targets:
+        check_selector(s, "flash target")
+    if budget_tokens is not None and (not isinstance(budget_tokens, int) or budget_tokens < 0):
+        raise ValidationError(f"budget_tokens must be a non-negative integer, got {budget_tokens!r}")
+    if degrade is not None and degrade not in DEGRADE_POLICIES:
+        raise ValidationError(f"unknown degradation policy {degrade!r}; use one of {DEGRADE_POLICIES}")
+    get_pack(ws, pack)
+    stamp = to_utc_iso(as_of)
+    view = pack_view(ws, pack, stamp)
+    access.require(ws, principal, pack, "read", "flash", pack)
+    ids = dependency_order(
+        [doc_id(pack, s) for s in targets], view.depends_on, view.exists,
+        label=lambda i: i.split("/", 1)[1] if "/" in i else i)
+    nodes_by_id = ws.store.get_nodes(ids, as_of=stamp)
+    nodes = [nodes_by_id[i] for i in ids]
+    docs = [BundleDoc(n.key, n.title, n.kind, n.version, n.tokens if n.tokens is not None else 0, n.content,
+                      n.summary) for n in nodes]
+    total = sum(d.tokens for d in docs)
+    degraded: list[str] = []
+    if budget_tokens is not None and total > budget_tokens:
+        if degrade == "summaries":
+            total, degraded = _degrade_to_summaries(docs, set(targets), budget_tokens, total)
+        if total > budget_tokens:
+            largest = sorted(docs, key=lambda d: (-d.tokens, d.selector))[:5]
+            raise BudgetExceededError(
+                f"the bundle needs {total} tokens but the budget is {budget_tokens}; largest: "
+                + ", ".join(f"{d.selector} ({d.tokens})" for d in largest)
+                + "; raise the budget, split the large docs or pass degrade='summaries'",
+                needed=total, budget=budget_tokens,
+                largest=[{"selector": d.selector, "tokens": d.tokens} for d in largest])
+    text = "\n".join(render_section(d.selector, d.title, d.summary if d.degraded else d.content) for d in docs)
+    return Bundle(pack=pack, targets=targets, docs=docs, digest=bundle_digest(nodes), tokens=total, text=text,
+                  as_of=stamp, degraded=degraded, policy=degrade if degraded else None)
+
+
+def _degrade_to_summaries(docs: list[BundleDoc], targets: set[str], budget: int, total: int) -> tuple[int, list[str]]:
+    """Replace the bodies of the largest prerequisites (never the targets) by their summaries until it fits."""
+    from ..tokens import count_tokens
+
+    degraded = []
+    for doc in sorted((d for d in docs if d.selector not in targets), key=lambda d: (-d.tokens, d.selector)):
+        if total <= budget:
+            break
+        small = count_tokens(render_section(doc.selector, doc.title, doc.summary))
+        if small < doc.tokens:
+            total -= doc.tokens - small
+            doc.tokens, doc.degraded = small, True
+            degraded.append(doc.selector)
+    return total, degraded

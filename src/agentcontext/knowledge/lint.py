@@ -1,0 +1,57 @@
+"""Maintenance helpers: ``lint`` (cycles, unknown targets, redundant edges, orphans, oversize docs) and ``why``."""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import access
+from ..errors import NotFoundError
+from ..graph.closure import cycle_in, redundant_edges, shortest_path, strongly_connected
+from ..workspace import Workspace
+from .graphview import pack_view
+from .manifest import check_selector
+from .packs import doc_id, get_pack
+
+OVERSIZE_TOKENS = 4000
+
+
+def _sel(doc: str) -> str:
+    return doc.split("/", 1)[1]
+
+
+def lint(ws: Workspace, pack: str, max_tokens: int = OVERSIZE_TOKENS, principal: str | None = None) -> dict[str, Any]:
+    """Every problem found, grouped by kind; ``ok`` is True when there is none."""
+    get_pack(ws, pack)
+    access.require(ws, principal, pack, "read", "lint", pack)
+    view = pack_view(ws, pack)
+    cycles = [[_sel(n) for n in cycle_in(comp, view.depends_on)]
+              for comp in strongly_connected(view.order, view.depends_on)]
+    missing = [{"selector": _sel(src), "type": etype, "target": _sel(dst)}
+               for src in view.order for etype, dst in view.outbound.get(src, []) if dst not in view.ids]
+    in_cycle = {n for c in cycles for n in c}
+    acyclic = {k: [c for c in v if c in view.ids] for k, v in view.depends_on.items() if _sel(k) not in in_cycle}
+    redundant = [{"selector": _sel(a), "target": _sel(b), "implied_by": [_sel(x) for x in path]}
+                 for a, b, path in redundant_edges(acyclic)]
+    orphans = [_sel(i) for i in view.order if not view.outbound.get(i) and not view.inbound.get(i)]
+    oversize = [{"selector": n.key, "tokens": n.tokens}
+                for n in ws.store.find_nodes(namespace=pack, with_content=False)
+                if n.tokens is not None and n.tokens > max_tokens]
+    problems = {"cycles": cycles, "missing_targets": missing, "redundant_edges": redundant,
+                "orphans": orphans if len(view.order) > 1 else [], "oversize": oversize}
+    return {"pack": pack, "docs": len(view.order), "ok": not any(problems.values()), **problems}
+
+
+def why(ws: Workspace, pack: str, from_selector: str, to_selector: str, principal: str | None = None) -> list[str]:
+    """The dependency path (selectors) by which ``from_selector`` pulls ``to_selector`` into its flash."""
+    check_selector(from_selector, "from")
+    check_selector(to_selector, "to")
+    get_pack(ws, pack)
+    access.require(ws, principal, pack, "read", "why", pack)
+    view = pack_view(ws, pack)
+    for s in (from_selector, to_selector):
+        if not view.exists(doc_id(pack, s)):
+            raise NotFoundError(f"no doc {s!r} in {pack}", pack=pack, selector=s)
+    path = shortest_path(doc_id(pack, from_selector), doc_id(pack, to_selector), view.depends_on)
+    if path is None:
+        raise NotFoundError(f"{from_selector} does not depend on {to_selector} in {pack}, directly or "
+                            "transitively", pack=pack, source=from_selector, target=to_selector)
+    return [_sel(p) for p in path]

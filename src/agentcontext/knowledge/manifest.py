@@ -1,0 +1,301 @@
+"""Load and validate pack folders in the ``nenjo.knowledge.v1`` shape (and ``nenjo.package.v1`` packages).
+
+Everything is checked before anything is returned, so a bad pack never half-loads; every problem is a
+``ValidationError`` naming the file, the selector and what to fix.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import AgentContextError, ValidationError
+
+KNOWLEDGE_SCHEMA = "nenjo.knowledge.v1"
+PACKAGE_SCHEMA = "nenjo.package.v1"
+EDGE_TYPES = ("part_of", "defines", "governs", "classifies", "references", "depends_on", "extends", "related_to")
+MAX_DOC_BYTES = 5 * 1024 * 1024
+SELECTOR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+PKG_SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_-]*"
+PKG_RE = re.compile(rf"^pkg:{PKG_SEGMENT}\.{PKG_SEGMENT}\.{PKG_SEGMENT}\.{PKG_SEGMENT}$")
+LIB_RE = re.compile(r"^lib:[a-z0-9][a-z0-9_-]{0,62}$")
+
+try:  # the C loader when PyYAML was built with libyaml; both are safe loaders
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+
+@dataclass
+class RelatedSpec:
+    type: str
+    target: str
+    description: str = ""
+
+
+@dataclass
+class DocSpec:
+    selector: str
+    source_path: str
+    title: str
+    summary: str
+    kind: str
+    tags: list[str]
+    related: list[RelatedSpec]
+    content: str
+
+
+@dataclass
+class PackSpec:
+    pack: str  # lib:<slug> or pkg:<scope>.<repo>.<package>.<pack>
+    slug: str
+    name: str
+    pack_id: str
+    root: Path
+    docs: list[DocSpec] = field(default_factory=list)
+
+
+def slugify(text: str) -> str:
+    """Open-vocabulary kinds are slugified: lower case, runs of other characters become '-'."""
+    slug = re.sub(r"[^a-z0-9_]+", "-", str(text).strip().lower()).strip("-")
+    return slug or "reference"
+
+
+def check_selector(selector: Any, where: str) -> str:
+    if not isinstance(selector, str) or not SELECTOR_RE.match(selector):
+        raise ValidationError(
+            f"{where}: selector {selector!r} is not valid; use dotted segments like design.agents, each "
+            "starting with a letter or '_' and holding only letters, digits and '_'",
+            file=where, selector=str(selector))
+    return selector
+
+
+def check_pack_name(pack: Any, where: str = "pack") -> str:
+    if not isinstance(pack, str) or not (LIB_RE.match(pack) or PKG_RE.match(pack)):
+        raise ValidationError(
+            f"{where}: {pack!r} is not a pack name; use lib:<slug> (lower-case letters, digits, '-', '_') or "
+            "pkg:<scope>.<repo>.<package>.<pack>", file=where, pack=str(pack))
+    return pack
+
+
+def selector_from_path(source_path: str) -> str:
+    """``docs/design/agents.md`` -> ``design.agents``."""
+    path = source_path.replace("\\", "/")
+    if path.startswith("docs/"):
+        path = path[len("docs/"):]
+    if path.endswith(".md"):
+        path = path[: -len(".md")]
+    return path.replace("/", ".")
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ValidationError(f"{path}: file not found", file=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path}: not UTF-8 text ({exc.reason}); save it as UTF-8", file=str(path)) from exc
+    except OSError as exc:
+        raise ValidationError(f"{path}: cannot read ({exc.strerror})", file=str(path)) from exc
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ValidationError(f"{path}: malformed YAML{at}: {problem}", file=str(path)) from exc
+    except (RecursionError, ValueError, TypeError) as exc:
+        raise ValidationError(f"{path}: YAML could not be loaded: {exc}", file=str(path)) from exc
+
+
+def _text(value: Any, where: str, name: str, selector: str = "", required: bool = False) -> str:
+    if value is None:
+        if required:
+            raise ValidationError(f"{where}: doc {selector!r} needs a {name}", file=where, selector=selector)
+        return ""
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise ValidationError(f"{where}: doc {selector!r}: {name} must be text, got {type(value).__name__}",
+                              file=where, selector=selector)
+    return str(value).strip()
+
+
+def _resolve_source(root: Path, source_path: Any, where: str, selector: str) -> Path:
+    if not isinstance(source_path, str) or not source_path.strip():
+        raise ValidationError(f"{where}: doc {selector!r}: source_path must be a relative path to a .md file",
+                              file=where, selector=selector)
+    raw = source_path.replace("\\", "/")
+    if raw.startswith("/") or re.match(r"^[A-Za-z]:", raw) or os.path.isabs(source_path):
+        raise ValidationError(f"{where}: doc {selector!r}: source_path {source_path!r} is absolute; make it "
+                              "relative to the pack folder", file=where, selector=selector)
+    if ".." in raw.split("/"):
+        raise ValidationError(f"{where}: doc {selector!r}: source_path {source_path!r} contains '..'; keep docs "
+                              "inside the pack folder", file=where, selector=selector)
+    if "\x00" in raw:
+        raise ValidationError(f"{where}: doc {selector!r}: source_path contains a NUL byte",
+                              file=where, selector=selector)
+    path = root / raw
+    try:
+        real = path.resolve(strict=True)
+    except FileNotFoundError as exc:
+        raise ValidationError(f"{where}: doc {selector!r}: file {raw} is missing", file=where,
+                              selector=selector, source_path=raw) from exc
+    except (OSError, RuntimeError) as exc:
+        raise ValidationError(f"{where}: doc {selector!r}: cannot open {raw}: {exc}", file=where,
+                              selector=selector) from exc
+    if not real.is_relative_to(root.resolve()):
+        raise ValidationError(f"{where}: doc {selector!r}: {raw} leads out of the pack folder (a symlink?); "
+                              "copy the file into the pack", file=where, selector=selector, source_path=raw)
+    if not real.is_file():
+        raise ValidationError(f"{where}: doc {selector!r}: {raw} is not a file", file=where, selector=selector)
+    return real
+
+
+def _read_doc(path: Path, where: str, selector: str) -> str:
+    size = path.stat().st_size
+    if size > MAX_DOC_BYTES:
+        raise ValidationError(f"{where}: doc {selector!r}: {path.name} is {size} bytes, over the 5 MB limit; split "
+                              "it into several docs", file=where, selector=selector, size=size)
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{where}: doc {selector!r}: {path.name} is not UTF-8 ({exc.reason} at byte "
+                              f"{exc.start}); save it as UTF-8", file=where, selector=selector) from exc
+
+
+def _parse_related(raw: Any, where: str, selector: str) -> list[RelatedSpec]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ValidationError(f"{where}: doc {selector!r}: related must be a list of {{type, target}}",
+                              file=where, selector=selector)
+    out: list[RelatedSpec] = []
+    for item in raw:
+        if not isinstance(item, dict):
+            raise ValidationError(f"{where}: doc {selector!r}: each related entry needs type and target",
+                                  file=where, selector=selector)
+        etype = item.get("type")
+        if etype not in EDGE_TYPES:
+            raise ValidationError(
+                f"{where}: doc {selector!r}: related type {etype!r} is unknown; use one of {', '.join(EDGE_TYPES)}",
+                file=where, selector=selector, edge_type=str(etype))
+        target = check_selector(item.get("target"), f"{where}: doc {selector!r} related target")
+        out.append(RelatedSpec(etype, target, _text(item.get("description"), where, "description", selector)))
+    return out
+
+
+def _parse_tags(raw: Any, where: str, selector: str) -> list[str]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(t, (str, int, float)) and not isinstance(t, bool)
+                                            for t in raw):
+        raise ValidationError(f"{where}: doc {selector!r}: tags must be a list of strings like intent:design",
+                              file=where, selector=selector)
+    tags = [str(t).strip() for t in raw]
+    if any(not t or len(t) > 200 for t in tags):
+        raise ValidationError(f"{where}: doc {selector!r}: tags must be non-empty and short",
+                              file=where, selector=selector)
+    return list(dict.fromkeys(tags))
+
+
+def load_manifest(manifest_path: str | Path) -> PackSpec:
+    """Parse and validate one pack manifest and read its docs."""
+    path = Path(manifest_path)
+    try:
+        return _load_manifest(path)
+    except AgentContextError:
+        raise
+    except (RecursionError, OSError, ValueError, TypeError, AttributeError) as exc:
+        raise ValidationError(f"{path}: cannot load manifest: {exc}", file=str(path)) from exc
+
+
+def _load_manifest(path: Path) -> PackSpec:
+    where = str(path)
+    data = _read_yaml(path)
+    if not isinstance(data, dict):
+        raise ValidationError(f"{where}: a manifest must be a mapping with schema, slug and manifest",
+                              file=where)
+    if data.get("schema") != KNOWLEDGE_SCHEMA:
+        raise ValidationError(f"{where}: unknown schema {data.get('schema')!r}; expected {KNOWLEDGE_SCHEMA}",
+                              file=where, schema=str(data.get("schema")))
+    slug = data.get("slug")
+    if not isinstance(slug, str) or not SLUG_RE.match(slug):
+        raise ValidationError(f"{where}: slug {slug!r} must be lower-case letters, digits, '-' or '_'",
+                              file=where)
+    body = data.get("manifest")
+    if not isinstance(body, dict):
+        raise ValidationError(f"{where}: missing 'manifest' mapping (name, pack_id, selector, docs)", file=where)
+    pack = body.get("selector") or f"lib:{slug}"
+    check_pack_name(pack, where)
+    docs_raw = body.get("docs") or []
+    if not isinstance(docs_raw, list):
+        raise ValidationError(f"{where}: manifest.docs must be a list", file=where)
+    root = path.parent
+    spec = PackSpec(pack=pack, slug=slug, name=_text(body.get("name"), where, "name") or slug,
+                    pack_id=_text(body.get("pack_id"), where, "pack_id") or slug, root=root)
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(docs_raw):
+        if not isinstance(raw, dict):
+            raise ValidationError(f"{where}: docs[{index}] must be a mapping", file=where)
+        source = raw.get("source_path")
+        selector = raw.get("selector")
+        if selector is None and isinstance(source, str):
+            selector = selector_from_path(source)
+        selector = check_selector(selector, f"{where} docs[{index}]")
+        if selector in seen:
+            raise ValidationError(f"{where}: duplicate selector {selector!r} (docs[{seen[selector]}] and "
+                                  f"docs[{index}]); selectors must be unique in a pack", file=where,
+                                  selector=selector)
+        seen[selector] = index
+        doc_path = _resolve_source(root, source, where, selector)
+        spec.docs.append(DocSpec(
+            selector=selector,
+            source_path=source.replace("\\", "/"),
+            title=_text(raw.get("title"), where, "title", selector) or selector,
+            summary=_text(raw.get("summary"), where, "summary", selector),
+            kind=slugify(_text(raw.get("kind"), where, "kind", selector) or "reference"),
+            tags=_parse_tags(raw.get("tags"), where, selector),
+            related=_parse_related(raw.get("related"), where, selector),
+            content=_read_doc(doc_path, where, selector),
+        ))
+    return spec
+
+
+def load_folder(folder: str | Path) -> list[PackSpec]:
+    """Packs in a folder: its ``package.yaml`` modules, else its ``manifest.yaml``, else a manifest file."""
+    path = Path(folder)
+    if path.is_file():
+        if path.name == "package.yaml":
+            return _load_package(path)
+        return [load_manifest(path)]
+    if not path.is_dir():
+        raise ValidationError(f"{path}: no such pack folder", file=str(path))
+    if (path / "package.yaml").is_file():
+        return _load_package(path / "package.yaml")
+    for name in ("manifest.yaml", "manifest.yml"):
+        if (path / name).is_file():
+            return [load_manifest(path / name)]
+    raise ValidationError(f"{path}: no manifest.yaml or package.yaml here; point at a pack folder", file=str(path))
+
+
+def _load_package(path: Path) -> list[PackSpec]:
+    where = str(path)
+    data = _read_yaml(path)
+    if not isinstance(data, dict) or data.get("schema") != PACKAGE_SCHEMA:
+        schema = data.get("schema") if isinstance(data, dict) else None
+        raise ValidationError(f"{where}: unknown schema {schema!r}; expected {PACKAGE_SCHEMA}", file=where)
+    modules = data.get("modules")
+    if not isinstance(modules, list) or not modules:
+        raise ValidationError(f"{where}: modules must list manifest paths, e.g. [core/manifest.yaml]", file=where)
+    packs = []
+    for module in modules:
+        manifest = _resolve_source(path.parent, module, where, f"module {module}")
+        packs.append(load_manifest(manifest))
+    names = [p.pack for p in packs]
+    if len(set(names)) != len(names):
+        raise ValidationError(f"{where}: two modules declare the same pack selector", file=where)
+    return packs

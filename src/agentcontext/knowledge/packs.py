@@ -1,0 +1,226 @@
+"""Knowledge packs in the store: install from folders, create and edit ``lib:`` packs.
+
+A doc is a node (namespace = pack name, key = selector, id = ``<pack>/<selector>``); its ``related``
+entries are typed edges in the pack's namespace, kept in declared order (``position``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .. import access
+from ..embed import embed_missing
+from ..errors import ConflictError, NotFoundError, ValidationError
+from ..model import Edge, Node, utcnow
+from ..tokens import count_tokens
+from ..workspace import Workspace
+from .manifest import EDGE_TYPES, LIB_RE, DocSpec, PackSpec, check_pack_name, check_selector, load_folder, slugify
+
+PACK = "pack"  # record kind holding each pack's metadata
+Progress = Callable[[str, int, int], None]
+
+
+def doc_id(pack: str, selector: str) -> str:
+    return f"{pack}/{selector}"
+
+
+def render_section(selector: str, title: str, content: str) -> str:
+    """How one doc appears in a flash bundle; its token count is cached on the node."""
+    return f"## {title} ({selector})\n\n{content.strip()}\n"
+
+
+def embed_text(title: str, summary: str, tags: Sequence[str], content: str) -> str:
+    return f"{title}. {summary}\n{' '.join(tags)}\n{content[:2000]}"
+
+
+def doc_node(pack: str, spec: DocSpec, actor: str) -> Node:
+    return Node(
+        id=doc_id(pack, spec.selector), kind=spec.kind, namespace=pack, key=spec.selector, title=spec.title,
+        summary=spec.summary, content=spec.content, tags=list(spec.tags),
+        props={"source_path": spec.source_path}, created_by=actor,
+        embed_text=embed_text(spec.title, spec.summary, spec.tags, spec.content),
+        tokens=count_tokens(render_section(spec.selector, spec.title, spec.content)),
+    )
+
+
+def doc_edges(pack: str, spec: DocSpec) -> list[Edge]:
+    src = doc_id(pack, spec.selector)
+    edges: dict[str, Edge] = {}
+    for position, rel in enumerate(spec.related):
+        edge = Edge(src=src, type=rel.type, dst=doc_id(pack, rel.target), namespace=pack,
+                    props={"description": rel.description} if rel.description else {}, position=position)
+        edges.setdefault(edge.id, edge)
+    return list(edges.values())
+
+
+def get_pack(ws: Workspace, pack: str) -> dict[str, Any]:
+    record = ws.store.get_record(PACK, pack)
+    if record is None:
+        raise NotFoundError(f"no pack {pack!r}; see `agentcontext pack list`", pack=pack)
+    return record
+
+
+def install_spec(ws: Workspace, spec: PackSpec, principal: str | None = None, source: str = "",
+                 defer_embeddings: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+    """Install or replace a pack in one transaction; docs and edges no longer present are retracted."""
+    pack = spec.pack
+    actor = access.effective_principal(ws, principal)
+    access.require(ws, principal, pack, "admin" if pack.startswith("pkg:") else "write", "install", pack)
+    store = ws.store
+    nodes = []
+    total = len(spec.docs)
+    for i, doc in enumerate(spec.docs):
+        nodes.append(doc_node(pack, doc, actor))
+        if progress and (i % 500 == 0 or i == total - 1):
+            progress("reading docs", i + 1, total)
+    edges = [e for doc in spec.docs for e in doc_edges(pack, doc)]
+    with store.transaction():
+        old_ids = {n.id for n in store.find_nodes(namespace=pack, with_content=False, order="none")}
+        new_ids = {n.id for n in nodes}
+        store.retract_nodes(sorted(old_ids - new_ids), actor=actor)
+        keep = {e.id for e in edges}
+        stale = [e.id for e in store.edges(namespace=pack) if e.id not in keep]
+        store.retract_edges(stale, actor=actor)
+        store.put_nodes(nodes, actor=actor)
+        store.put_edges(edges, actor=actor)
+        record = {"pack": pack, "slug": spec.slug, "name": spec.name, "pack_id": spec.pack_id,
+                  "source": source, "installed_at": utcnow(), "editable": pack.startswith("lib:")}
+        store.put_record(PACK, pack, record, actor=actor)
+        store.append_audit(actor, "pack.install", pack, "ok", {"docs": len(nodes), "edges": len(edges)})
+    if progress:
+        progress("installed", total, total)
+    if not defer_embeddings:
+        embed_pack(ws, pack, progress)
+    return {**record, "docs": len(nodes), "edges": len(edges)}
+
+
+def install_folder(ws: Workspace, path: str | Path, as_lib: str | None = None, principal: str | None = None,
+                   defer_embeddings: bool = False, progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Load (and fully validate) a pack folder or package, then install each pack it holds."""
+    specs = load_folder(path)
+    if as_lib:
+        if len(specs) != 1:
+            raise ValidationError(f"{path} holds {len(specs)} packs; --as-lib imports exactly one", file=str(path))
+        check_pack_name(f"lib:{as_lib}", "--as-lib")
+        specs[0].pack, specs[0].slug = f"lib:{as_lib}", as_lib
+    source = str(Path(path).resolve())
+    with ws.store.transaction():  # every pack of a package lands together or not at all
+        results = [install_spec(ws, s, principal, source, True, progress) for s in specs]
+    if not defer_embeddings:
+        for spec in specs:
+            embed_pack(ws, spec.pack, progress)
+    return results
+
+
+def embed_pack(ws: Workspace, pack: str | None = None, progress: Progress | None = None) -> int:
+    """Compute the vectors a pack (or every namespace) is missing; returns how many were embedded."""
+    report = (lambda done, total: progress("embedding", done, total)) if progress else None
+    return embed_missing(ws.store, ws.embedder, pack, progress=report)
+
+
+def create_pack(ws: Workspace, slug: str, name: str | None = None, principal: str | None = None) -> dict[str, Any]:
+    pack = f"lib:{slug}"
+    if not LIB_RE.match(pack):
+        raise ValidationError(f"pack slug {slug!r} must be lower-case letters, digits, '-' or '_'", slug=slug)
+    access.require(ws, principal, pack, "write", "pack.create", pack)
+    if ws.store.get_record(PACK, pack):
+        raise ValidationError(f"pack {pack} already exists", pack=pack)
+    actor = access.effective_principal(ws, principal)
+    record = {"pack": pack, "slug": slug, "name": name or slug, "pack_id": slug, "source": "",
+              "installed_at": utcnow(), "editable": True}
+    with ws.store.transaction():
+        ws.store.put_record(PACK, pack, record, actor=actor)
+        ws.store.append_audit(actor, "pack.create", pack, "ok")
+    return {**record, "docs": 0, "edges": 0}
+
+
+def _writable(ws: Workspace, pack: str, principal: str | None, action: str, target: str) -> str:
+    check_pack_name(pack)
+    get_pack(ws, pack)
+    if pack.startswith("pkg:"):
+        ws.store.append_audit(access.effective_principal(ws, principal), action, target, "denied",
+                              {"reason": "read-only"})
+        access.require_writable(pack)
+    access.require(ws, principal, pack, "write", action, target)
+    return access.effective_principal(ws, principal)
+
+
+def put_doc(ws: Workspace, pack: str, selector: str, *, title: str | None = None, summary: str | None = None,
+            kind: str | None = None, tags: Sequence[str] | None = None, content: str | None = None,
+            related: Sequence[dict[str, str]] | None = None, expected_version: int | None = None,
+            principal: str | None = None, embed: bool = True) -> dict[str, Any]:
+    """Create or update a doc of a ``lib:`` pack; ``None`` keeps the current value on update."""
+    check_selector(selector, "selector")
+    target = doc_id(pack, selector)
+    actor = _writable(ws, pack, principal, "doc.put", target)
+    with ws.store.transaction():
+        current = ws.store.get_node(target)
+        if expected_version is not None and (current.version if current else 0) != expected_version:
+            raise ConflictError(
+                f"{pack} {selector} is at version {current.version if current else 0}, not {expected_version}; "
+                "re-read it and retry", pack=pack, selector=selector,
+                current_version=current.version if current else 0, expected_version=expected_version)
+        old_related = [] if current is None else [
+            {"type": e.type, "target": e.dst.split("/", 1)[1], "description": e.props.get("description", "")}
+            for e in ws.store.edges(src=target)]
+        spec = DocSpec(
+            selector=selector, source_path=(current.props.get("source_path", "") if current else ""),
+            title=title if title is not None else (current.title if current else selector),
+            summary=summary if summary is not None else (current.summary if current else ""),
+            kind=slugify(kind) if kind is not None else (current.kind if current else "reference"),
+            tags=list(dict.fromkeys(tags)) if tags is not None else (current.tags if current else []),
+            related=[], content=content if content is not None else (current.content if current else ""),
+        )
+        from .manifest import _parse_related  # validation shared with the manifest loader
+        spec.related = _parse_related(list(related) if related is not None else old_related, "doc put", selector)
+        ws.store.put_nodes([doc_node(pack, spec, actor)], actor=actor)
+        edges = doc_edges(pack, spec)
+        keep = {e.id for e in edges}
+        ws.store.retract_edges([e.id for e in ws.store.edges(src=target) if e.id not in keep], actor=actor)
+        ws.store.put_edges(edges, actor=actor)
+        node = ws.store.get_node(target)
+        assert node is not None
+        ws.store.append_audit(actor, "doc.put", target, "ok", {"version": node.version})
+    if embed:
+        embed_missing(ws.store, ws.embedder, pack)
+    return {"pack": pack, "selector": selector, "version": node.version, "content_hash": node.content_hash}
+
+
+def delete_doc(ws: Workspace, pack: str, selector: str, principal: str | None = None) -> dict[str, Any]:
+    target = doc_id(pack, selector)
+    actor = _writable(ws, pack, principal, "doc.delete", target)
+    with ws.store.transaction():
+        if ws.store.get_node(target) is None:
+            raise NotFoundError(f"no doc {selector!r} in {pack}", pack=pack, selector=selector)
+        ws.store.retract_nodes([target], actor=actor)
+        ws.store.append_audit(actor, "doc.delete", target, "ok")
+    return {"pack": pack, "selector": selector, "deleted": True}
+
+
+def set_edge(ws: Workspace, pack: str, selector: str, edge_type: str, target: str, present: bool = True,
+             principal: str | None = None) -> dict[str, Any]:
+    """Add (``present=True``) or remove one typed edge of a ``lib:`` doc."""
+    if edge_type not in EDGE_TYPES:
+        raise ValidationError(f"unknown edge type {edge_type!r}; use one of {', '.join(EDGE_TYPES)}")
+    check_selector(target, "target")
+    src = doc_id(pack, selector)
+    actor = _writable(ws, pack, principal, "edge.put" if present else "edge.delete", src)
+    with ws.store.transaction():
+        if ws.store.get_node(src) is None:
+            raise NotFoundError(f"no doc {selector!r} in {pack}", pack=pack, selector=selector)
+        edge = Edge(src=src, type=edge_type, dst=doc_id(pack, target), namespace=pack,
+                    position=len(ws.store.edges(src=src)))
+        if present:
+            ws.store.put_edges([edge], actor=actor)
+        else:
+            ws.store.retract_edges([edge.id], actor=actor)
+        ws.store.append_audit(actor, "edge.put" if present else "edge.delete", f"{src} {edge_type} {target}", "ok")
+    return {"pack": pack, "selector": selector, "type": edge_type, "target": target, "present": present}
+
+
+def list_packs(ws: Workspace, principal: str | None = None) -> list[dict[str, Any]]:
+    out = []
+    for pack, record in ws.store.list_records(PACK):
+        if access.can(ws, principal, pack, "read"):
+            out.append({**record, "docs": ws.store.count_nodes(namespace=pack)})
+    return out

@@ -1,0 +1,177 @@
+"""``search_knowledge``: metadata first (selector, title, tags, summary), then body text and meaning.
+
+Candidates come from the selector index, the FTS5 index and the pack's vector matrix; each is then
+scored per signal so every hit says which signals matched and how much each contributed.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import access
+from ..embed import embed_missing
+from ..errors import ValidationError
+from ..model import Node
+from ..workspace import Workspace
+from .graphview import pack_view
+from .manifest import EDGE_TYPES, check_pack_name, check_selector
+from .packs import doc_id, get_pack
+
+WEIGHTS = {"selector_exact": 10.0, "selector_prefix": 4.0, "selector": 3.0, "title": 3.0, "tags": 2.0,
+           "summary": 2.0, "body": 1.0, "meaning": 1.5}
+MEANING_FLOOR = 0.25  # cosine below this is noise for MiniLM
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass
+class SearchHit:
+    selector: str
+    title: str
+    kind: str
+    summary: str
+    tags: list[str]
+    score: float
+    signals: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"selector": self.selector, "title": self.title, "kind": self.kind, "summary": self.summary,
+                "tags": self.tags, "score": round(self.score, 4),
+                "signals": {k: round(v, 4) for k, v in self.signals.items()}}
+
+
+def _terms(text: str) -> set[str]:
+    return {_stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1}
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ies", "es", "s", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _overlap(query: set[str], text: str) -> float:
+    if not query:
+        return 0.0
+    return len(query & _terms(text)) / len(query)
+
+
+def _vector_index(ws: Workspace, pack: str) -> tuple[list[str], np.ndarray]:
+    return ws.cached(f"packvectors:{pack}", lambda: ws.store.load_vectors(ws.embedder.name, namespace=pack))
+
+
+def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[str] | None = None,
+                     kind: str | None = None, selector_prefix: str | None = None, related_to: str | None = None,
+                     edge_type: str | None = None, limit: int = 10, principal: str | None = None,
+                     use_meaning: bool = True) -> list[SearchHit]:
+    """Docs of ``pack`` best first. ``tags`` is all-of; ``related_to`` keeps docs joined to that selector by an
+    edge in either direction (of ``edge_type`` if given)."""
+    check_pack_name(pack)
+    if not isinstance(query, str):
+        raise ValidationError("query must be text")
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+        raise ValidationError(f"limit must be an integer from 1 to 1000, got {limit!r}")
+    if edge_type is not None and edge_type not in EDGE_TYPES:
+        raise ValidationError(f"unknown edge_type {edge_type!r}; use one of {', '.join(EDGE_TYPES)}")
+    if edge_type is not None and related_to is None:
+        raise ValidationError("edge_type filters related_to; pass related_to=<selector> too")
+    get_pack(ws, pack)
+    access.require(ws, principal, pack, "read", "search", pack)
+    store = ws.store
+    allowed: set[str] | None = None
+    if tags or kind or selector_prefix:
+        allowed = {n.id for n in store.find_nodes(namespace=pack, kind=kind, key_prefix=selector_prefix,
+                                                   tags=list(tags or []), with_content=False, order="none")}
+    related_signal: dict[str, float] = {}
+    if related_to is not None:
+        check_selector(related_to, "related_to")
+        view = pack_view(ws, pack)
+        anchor = doc_id(pack, related_to)
+        linked = {dst for t, dst in view.outbound.get(anchor, []) if edge_type in (None, t)}
+        linked |= {src for t, src in view.inbound.get(anchor, []) if edge_type in (None, t)}
+        linked &= view.ids
+        related_signal = {i: 1.0 for i in linked}
+        allowed = linked if allowed is None else allowed & linked
+    q = query.strip()
+    candidates: dict[str, dict[str, float]] = {}
+    if q:
+        _selector_candidates(ws, pack, q, candidates)
+        for nid, score in store.text_search(q, namespace=pack, limit=200):
+            candidates.setdefault(nid, {})["_bm25"] = score
+        if use_meaning:
+            _meaning_candidates(ws, pack, q, candidates, allowed)
+    else:
+        ids = allowed if allowed is not None else set(pack_view(ws, pack).ids)
+        candidates = {i: {} for i in ids}
+    if allowed is not None:
+        candidates = {i: s for i, s in candidates.items() if i in allowed}
+    nodes = store.get_nodes(list(candidates))
+    qterms = _terms(q)
+    max_bm25 = max((s.get("_bm25", 0.0) for s in candidates.values()), default=0.0) or 1.0
+    hits = []
+    for nid, raw in candidates.items():
+        node = nodes.get(nid)
+        if node is None:
+            continue
+        signals = _score(node, q, qterms, raw, max_bm25)
+        if nid in related_signal:
+            signals["related"] = related_signal[nid]
+        if q and not signals:
+            continue
+        hits.append(SearchHit(node.key, node.title, node.kind, node.summary, node.tags,
+                              sum(signals.values()), signals))
+    hits.sort(key=lambda h: (-h.score, h.selector))
+    return hits[:limit]
+
+
+def _selector_candidates(ws: Workspace, pack: str, q: str, out: dict[str, dict[str, float]]) -> None:
+    token = q.strip().lower()
+    if not re.fullmatch(r"[a-z0-9_.]+", token):
+        return
+    for node in ws.store.find_nodes(namespace=pack, key_prefix=token, with_content=False, order="key", limit=200):
+        out.setdefault(node.id, {})
+
+
+def _meaning_candidates(ws: Workspace, pack: str, q: str, out: dict[str, dict[str, float]],
+                        allowed: set[str] | None) -> None:
+    if ws.cached(f"packmissing:{pack}", lambda: bool(ws.store.missing_vectors(ws.embedder.name, pack))):
+        embed_missing(ws.store, ws.embedder, pack)  # deferred embeddings: computed on the first search needing them
+    ids, matrix = _vector_index(ws, pack)
+    if not ids:
+        return
+    qvec = ws.embedder.embed([q])[0]  # queries are not stored: nothing of them lingers in the store
+    sims = matrix @ qvec
+    top = np.argsort(-sims)[:50]
+    for i in top:
+        if allowed is not None and ids[i] not in allowed:
+            continue
+        if sims[i] >= MEANING_FLOOR:
+            out.setdefault(ids[i], {})["_cos"] = float(sims[i])
+
+
+def _score(node: Node, q: str, qterms: set[str], raw: dict[str, float], max_bm25: float) -> dict[str, float]:
+    signals: dict[str, float] = {}
+    if not q:
+        return signals
+    low = q.lower()
+    key = node.key.lower()
+    if low == key:
+        signals["selector_exact"] = WEIGHTS["selector_exact"]
+    elif key.startswith(low) and ("." in low or low.isidentifier()):
+        signals["selector_prefix"] = WEIGHTS["selector_prefix"]
+    else:
+        sel = _overlap(qterms, key.replace(".", " ").replace("_", " "))
+        if sel:
+            signals["selector"] = WEIGHTS["selector"] * sel
+    for name, text in (("title", node.title), ("summary", node.summary), ("tags", " ".join(node.tags))):
+        value = _overlap(qterms, text.replace(":", " "))
+        if value:
+            signals[name] = WEIGHTS[name] * value
+    if "_bm25" in raw and _overlap(qterms, node.content):
+        signals["body"] = WEIGHTS["body"] * raw["_bm25"] / max_bm25
+    if "_cos" in raw:
+        signals["meaning"] = WEIGHTS["meaning"] * raw["_cos"]
+    return signals
