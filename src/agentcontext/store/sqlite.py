@@ -90,6 +90,7 @@ class SQLiteStore:
         self.url = f"sqlite:///{self.path}"
         self._lock = threading.RLock()
         self._depth = 0
+        self._tx_at = ""
         self._timeout = timeout
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -138,6 +139,7 @@ class SQLiteStore:
                     self._depth -= 1
                 return
             self._retry(lambda: self._db.execute("BEGIN IMMEDIATE"))
+            self._tx_at = utcnow()  # one transaction, one moment: as_of sees all of it or none
             self._depth = 1
             try:
                 yield
@@ -147,6 +149,9 @@ class SQLiteStore:
                 raise
             self._depth = 0
             self._retry(lambda: self._db.execute("COMMIT"))
+
+    def _now(self) -> str:
+        return self._tx_at if self._depth else utcnow()
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
@@ -167,7 +172,7 @@ class SQLiteStore:
 
     # --- nodes -----------------------------------------------------------------------------
     def put_nodes(self, nodes: Sequence[Node], actor: str = "", at: str | None = None) -> list[int]:
-        at = at or utcnow()
+        at = at or self._now()
         ids = [n.id for n in nodes]
         if len(set(ids)) != len(ids):
             raise ValidationError("put_nodes got the same id twice in one call; merge them first")
@@ -341,7 +346,7 @@ class SQLiteStore:
         return _row_to_node(rows[0]) if rows else None
 
     def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int:
-        at = at or utcnow()
+        at = at or self._now()
         count = 0
         with self.transaction():
             for chunk in _chunks(list(ids)):
@@ -376,7 +381,7 @@ class SQLiteStore:
         return count
 
     def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "", at: str | None = None) -> dict[str, int]:
-        at = at or utcnow()
+        at = at or self._now()
         totals = {"nodes": 0, "versions": 0, "edges": 0, "vectors": 0}
         with self.transaction():
             for chunk in _chunks(list(ids), 400):
@@ -428,9 +433,42 @@ class SQLiteStore:
         return [r[0] for r in self._read(
             "SELECT DISTINCT namespace FROM nodes WHERE retracted_at IS NULL ORDER BY namespace")]
 
+    # --- graph engine helpers (additive; used by graph/ for caches and persistence) --------
+    def node_ids(self, namespace=None, include_retracted: bool = False) -> list[str]:
+        """Ids of the nodes in ``namespace`` (active only unless ``include_retracted``), in rid order."""
+        where = _Where()
+        where.eq_any("namespace", _as_list(namespace))
+        if not include_retracted:
+            where.add("retracted_at IS NULL")
+        return [r[0] for r in self._read(f"SELECT id FROM nodes{where.sql()} ORDER BY rid", where.params)]
+
+    def timed_edges(self, namespace=None) -> list[tuple[str, str, str, str | None, str | None]]:
+        """(src, dst, type, valid_from, valid_until) of active edges that carry a validity bound."""
+        where = self._edge_where(None, None, None, namespace, None, None, None)
+        where.add("(valid_from IS NOT NULL OR valid_until IS NOT NULL)")
+        return self._read(f"SELECT src, dst, type, valid_from, valid_until FROM edges{where.sql()}", where.params)
+
+    def edge_history(self, namespace=None) -> list[Edge]:
+        """Every edge interval, retracted ones included, in the order the store recorded them."""
+        where = _Where()
+        where.eq_any("namespace", _as_list(namespace))
+        rows = self._read(f"SELECT {EDGE_COLS} FROM edges{where.sql()} ORDER BY recorded_at, rowid", where.params)
+        return [_row_to_edge(r) for r in rows]
+
+    def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Restore tombstones (from a saved graph); existing ones with the same id are replaced."""
+        with self.transaction():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO tombstones(id, namespace, kind, purged_at, reason, actor) VALUES (?,?,?,?,?,?)",
+                [(r["id"], r.get("namespace"), r.get("kind"), r.get("purged_at"), r.get("reason"), r.get("actor"))
+                 for r in rows])
+            if rows:
+                self._log(self._now(), "", "tombstones.put", "*", "", {"count": len(rows)})
+        return len(rows)
+
     # --- edges -----------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
-        at = at or utcnow()
+        at = at or self._now()
         new = 0
         with self.transaction():
             keyed = {e.id: e for e in edges}
@@ -470,7 +508,7 @@ class SQLiteStore:
         return new
 
     def retract_edges(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int:
-        at = at or utcnow()
+        at = at or self._now()
         count = 0
         with self.transaction():
             for chunk in _chunks(list(ids)):
@@ -554,6 +592,8 @@ class SQLiteStore:
             rows.append((h, model, int(arr.shape[0]), arr.tobytes()))
         with self.transaction():
             self._db.executemany("INSERT OR REPLACE INTO vectors(hash, model, dim, vector) VALUES (?,?,?,?)", rows)
+            if rows:
+                self._log(self._now(), "", "vectors.put", model, "", {"count": len(rows)})
         return len(rows)
 
     def get_vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
@@ -593,7 +633,7 @@ class SQLiteStore:
 
     # --- records, audit, change log --------------------------------------------------------
     def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
-        at = utcnow()
+        at = self._now()
         with self.transaction():
             self._db.execute("INSERT OR REPLACE INTO records(kind, key, value, updated_at) VALUES (?,?,?,?)",
                              (kind, key, json.dumps(value, sort_keys=True, default=str), at))
@@ -612,7 +652,7 @@ class SQLiteStore:
         return [(k, json.loads(v)) for k, v in rows]
 
     def delete_record(self, kind: str, key: str, actor: str = "") -> bool:
-        at = utcnow()
+        at = self._now()
         with self.transaction():
             n = self._db.execute("DELETE FROM records WHERE kind = ? AND key = ?", (kind, key)).rowcount
             if n:
@@ -623,7 +663,7 @@ class SQLiteStore:
         with self.transaction():
             self._db.execute(
                 "INSERT INTO audit(at, principal, action, target, outcome, detail) VALUES (?,?,?,?,?,?)",
-                (utcnow(), principal, action, target, outcome, json.dumps(detail or {}, default=str)))
+                (self._now(), principal, action, target, outcome, json.dumps(detail or {}, default=str)))
 
     def audit(self, principal: str | None = None, since: str | None = None, limit: int | None = None) -> list[dict]:
         where = _Where()
