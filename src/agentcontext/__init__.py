@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .context import AgentContext
+from .decisions import CausalChainAnalyzer, DecisionRecorder, PolicyEngine
 from .errors import (AccessDeniedError, AgentContextError, BudgetExceededError, ConflictError, CycleError,
                      MissingModuleError, NotFoundError, ProcessingError, ReadOnlyError, ValidationError)
 from .workspace import Workspace
@@ -13,3 +14,4 @@ __all__ = [
     "ConflictError", "CycleError", "MissingModuleError", "NotFoundError", "ProcessingError", "ReadOnlyError",
     "ValidationError",
 ]
+__all__ += ["DecisionRecorder", "PolicyEngine", "CausalChainAnalyzer"]

@@ -1,0 +1,123 @@
+"""Checkpoints: named snapshots of the graph's decisions, nodes and relationships, and their diffs.
+
+A snapshot keeps, for every node, its kind, version and content hash, and for every edge its
+ends, type, weight and a hash of its properties: enough to say what was added, removed or
+modified between two snapshots without copying content. ``flush_checkpoint`` writes a snapshot
+into the store as a record (kind ``checkpoint``), so it survives a restart and ``save``/``load``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import NotFoundError, ValidationError
+from ..model import content_hash, utcnow
+from .common import DECISION, workspace_of
+
+RECORD_KIND = "checkpoint"
+
+
+def _scope(graph: Any) -> str | None:
+    if hasattr(graph, "scope"):
+        return graph.scope
+    ns = getattr(graph, "namespace", None)
+    return ns if isinstance(ns, str) and ns else None
+
+
+def take_snapshot(graph: Any, label: str) -> dict[str, Any]:
+    """The current state of ``graph`` (a ContextGraph, Workspace or Store) under ``label``."""
+    if not isinstance(label, str) or not label.strip():
+        raise ValidationError("a checkpoint needs a non-empty label")
+    store = workspace_of(graph).store
+    scope = _scope(graph)
+    with store.transaction():  # one consistent read
+        counter = store.change_counter()
+        nodes = store.find_nodes(namespace=scope, order="none", with_content=False)
+        edges = store.edges(namespace=scope)
+    node_map: dict[str, list[Any]] = {}
+    decisions: dict[str, dict[str, Any]] = {}
+    for n in nodes:
+        node_map[n.id] = [n.kind, n.version, n.content_hash]
+        if n.kind == DECISION:
+            decisions[n.id] = {"version": n.version, "hash": n.content_hash,
+                               "category": n.props.get("category", ""), "outcome": n.props.get("outcome", ""),
+                               "scenario": n.props.get("scenario", n.title)}
+    relationships = {e.id: {"source": e.src, "target": e.dst, "type": e.type, "weight": e.weight,
+                            "hash": content_hash(e.weight, e.props, e.valid_from, e.valid_until)} for e in edges}
+    return {"label": label, "at": utcnow(), "change_counter": counter, "scope": scope, "decisions": decisions,
+            "nodes": node_map, "relationships": relationships}
+
+
+def summary(snap: dict[str, Any]) -> dict[str, Any]:
+    return {"label": snap["label"], "at": snap["at"], "change_counter": snap["change_counter"],
+            "decision_count": len(snap["decisions"]), "node_count": len(snap["nodes"]),
+            "relationship_count": len(snap["relationships"])}
+
+
+def _split(old: dict[str, Any], new: dict[str, Any], same: Any) -> tuple[list[str], list[str], list[str]]:
+    added = sorted(k for k in new if k not in old)
+    removed = sorted(k for k in old if k not in new)
+    modified = sorted(k for k in new if k in old and not same(old[k], new[k]))
+    return added, removed, modified
+
+
+def diff_snapshots(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """What changed from snapshot ``a`` to snapshot ``b``."""
+    d_add, d_rem, d_mod = _split(a["decisions"], b["decisions"], lambda x, y: x["hash"] == y["hash"])
+    r_add, r_rem, r_mod = _split(a["relationships"], b["relationships"], lambda x, y: x["hash"] == y["hash"])
+    n_add, n_rem, n_mod = _split(a["nodes"], b["nodes"], lambda x, y: x[2] == y[2] and x[0] == y[0])
+
+    def dec(snap: dict[str, Any], did: str) -> dict[str, Any]:
+        row = snap["decisions"][did]
+        return {"decision_id": did, "category": row["category"], "outcome": row["outcome"],
+                "scenario": row["scenario"], "version": row["version"]}
+
+    def rel(snap: dict[str, Any], rid: str) -> dict[str, Any]:
+        row = snap["relationships"][rid]
+        return {"id": rid, "source": row["source"], "target": row["target"], "type": row["type"],
+                "weight": row["weight"]}
+
+    out = {
+        "from": a["label"], "to": b["label"], "from_at": a["at"], "to_at": b["at"],
+        "decisions_added": [dec(b, i) for i in d_add],
+        "decisions_removed": [dec(a, i) for i in d_rem],
+        "decisions_modified": [{**dec(b, i), "previous": dec(a, i)} for i in d_mod],
+        "relationships_added": [rel(b, i) for i in r_add],
+        "relationships_removed": [rel(a, i) for i in r_rem],
+        "relationships_modified": [{**rel(b, i), "previous": rel(a, i)} for i in r_mod],
+        "nodes_added": n_add, "nodes_removed": n_rem, "nodes_modified": n_mod,
+    }
+    out["summary"] = {k: len(v) for k, v in out.items() if isinstance(v, list)}
+    return out
+
+
+class Checkpoints:
+    """Snapshots held in memory until flushed; flushed ones are read back from the store."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, dict[str, Any]] = {}
+
+    def take(self, graph: Any, label: str) -> dict[str, Any]:
+        snap = take_snapshot(graph, label)
+        self._held[label] = snap
+        return summary(snap)
+
+    def get(self, graph: Any, label: str) -> dict[str, Any]:
+        snap = self._held.get(label)
+        if snap is None:
+            snap = workspace_of(graph).store.get_record(RECORD_KIND, label)
+        if snap is None:
+            raise NotFoundError(f"no checkpoint {label!r}; take it with checkpoint({label!r}) first", label=label,
+                                known=self.labels(graph))
+        return snap
+
+    def diff(self, graph: Any, a: str, b: str) -> dict[str, Any]:
+        return diff_snapshots(self.get(graph, a), self.get(graph, b))
+
+    def flush(self, graph: Any, label: str) -> dict[str, Any]:
+        snap = self.get(graph, label)
+        workspace_of(graph).store.put_record(RECORD_KIND, label, snap)
+        return summary(snap)
+
+    def labels(self, graph: Any) -> list[str]:
+        stored = [k for k, _ in workspace_of(graph).store.list_records(RECORD_KIND)]
+        return sorted(set(stored) | set(self._held))

@@ -1,0 +1,155 @@
+"""Shared plumbing for the decision layer: where a graph's store is, and decision <-> node mapping.
+
+Decisions are nodes of kind ``decision`` in the graph's namespace; their embedding text is the
+scenario and the reasoning, so the store caches one vector per decision. Entities, policies,
+exceptions and approvals are nodes too; causal links and entity links are typed edges.
+"""
+from __future__ import annotations
+
+import uuid
+import weakref
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import ValidationError
+from ..model import Node, to_utc_iso
+from ..store.base import Store
+from ..workspace import Workspace
+from .models import Decision
+
+DEFAULT_NAMESPACE = "decisions"
+DECISION = "decision"
+ENTITY = "entity"
+POLICY = "policy"
+EXCEPTION = "policy_exception"
+APPROVAL = "approval"
+
+CAUSAL_TYPES = ("caused", "informed")  # src = cause, dst = effect
+INVOLVES = "involves"  # decision -> entity
+APPLIES_POLICY = "applies_policy"  # decision -> policy
+HAS_EXCEPTION = "has_exception"  # decision -> policy_exception
+EXCEPTION_TO = "exception_to"  # policy_exception -> policy
+APPROVED_BY = "approved_by"  # decision -> approval
+PRECEDENT = "has_precedent"  # decision -> earlier decision it followed
+STRUCTURAL_TYPES = (INVOLVES, APPLIES_POLICY)
+
+_workspaces: "weakref.WeakKeyDictionary[Any, Workspace]" = weakref.WeakKeyDictionary()
+
+
+def workspace_of(graph: Any) -> Workspace:
+    """The workspace behind a ContextGraph, a Workspace, or a bare Store."""
+    if isinstance(graph, Workspace):
+        return graph
+    ws = getattr(graph, "workspace", None)
+    if isinstance(ws, Workspace):
+        return ws
+    store = getattr(graph, "store", None) if not isinstance(graph, Store) else graph
+    if isinstance(store, Store):
+        found = _workspaces.get(store)
+        if found is None:
+            found = Workspace(store)
+            _workspaces[store] = found
+        return found
+    raise ValidationError(
+        f"expected a ContextGraph, Workspace or Store, got {type(graph).__name__}; pass "
+        "knowledge_graph=ContextGraph() (or a Workspace)", got=type(graph).__name__)
+
+
+def namespace_of(graph: Any) -> str:
+    """The namespace the graph keeps its nodes in (decisions live beside them)."""
+    ns = getattr(graph, "namespace", None)
+    return ns if isinstance(ns, str) and ns else DEFAULT_NAMESPACE
+
+
+def entity_store_id(graph: Any, name: str) -> str:
+    """The store id of the graph node called ``name``: an existing node the graph resolves it to,
+    else the id the graph would give a new node of that name (a bare store: the name itself)."""
+    resolve = getattr(graph, "resolve", None)
+    if callable(resolve):
+        found = resolve(name)
+        if found:
+            return str(found)
+    mapper = getattr(graph, "store_id", None)
+    if callable(mapper):
+        return str(mapper(name))
+    return name
+
+
+class Bound:
+    """Something bound to a graph; its workspace is looked up on use (a graph may swap it on clear())."""
+
+    def _bind(self, target: Any, namespace: str | None, who: str) -> None:
+        if target is None:
+            raise ValidationError(f"{who} needs graph_store= (a ContextGraph, Workspace or Store)")
+        self.graph = target
+        workspace_of(target)  # fail now on a wrong type
+        self.namespace = namespace or namespace_of(target)
+
+    @property
+    def ws(self) -> Workspace:
+        return workspace_of(self.graph)
+
+    @property
+    def store(self) -> Store:
+        return workspace_of(self.graph).store
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+def embed_text(scenario: str, reasoning: str) -> str:
+    return f"{scenario}\n{reasoning}".strip()
+
+
+def as_datetime(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    text = to_utc_iso(value)
+    return datetime.fromisoformat(text) if text else datetime.now(timezone.utc)
+
+
+def epoch(value: str | datetime | None, default: float) -> float:
+    text = to_utc_iso(value)
+    return datetime.fromisoformat(text).timestamp() if text else default
+
+
+def decision_node(d: Decision, namespace: str) -> Node:
+    """The store node for a decision (validity defaults to 'from when it was made, open-ended')."""
+    if not isinstance(d.confidence, (int, float)) or not 0.0 <= float(d.confidence) <= 1.0:
+        raise ValidationError(f"confidence must be a number from 0.0 to 1.0, got {d.confidence!r}",
+                              confidence=d.confidence)
+    for name in ("category", "scenario", "outcome"):
+        value = getattr(d, name)
+        if not isinstance(value, str) or not value.strip():
+            raise ValidationError(f"a decision needs a non-empty {name}", field=name)
+    if not isinstance(d.reasoning, str):
+        raise ValidationError("reasoning must be a string (may be empty)", field="reasoning")
+    stamp = to_utc_iso(d.timestamp) or to_utc_iso(datetime.now(timezone.utc))
+    valid_from = to_utc_iso(d.valid_from) or stamp
+    valid_until = to_utc_iso(d.valid_until)
+    if valid_until is not None and valid_until <= valid_from:
+        raise ValidationError(f"valid_until ({valid_until}) must be after valid_from ({valid_from})",
+                              valid_from=valid_from, valid_until=valid_until)
+    props = {
+        "category": d.category, "scenario": d.scenario, "reasoning": d.reasoning, "outcome": d.outcome,
+        "confidence": float(d.confidence), "decision_maker": d.decision_maker or "", "timestamp": stamp,
+        "metadata": dict(d.metadata or {}),
+    }
+    return Node(
+        id=d.decision_id, kind=DECISION, namespace=namespace, key=d.decision_id, title=d.scenario,
+        summary=d.outcome, content=d.reasoning, props=props, tags=[f"category:{d.category}"],
+        valid_from=valid_from, valid_until=valid_until, created_by=d.decision_maker or "",
+        embed_text=embed_text(d.scenario, d.reasoning),
+    )
+
+
+def decision_from_node(node: Node) -> Decision:
+    p = node.props
+    return Decision(
+        decision_id=node.id, category=p.get("category", ""), scenario=p.get("scenario", node.title),
+        reasoning=p.get("reasoning", node.content), outcome=p.get("outcome", node.summary),
+        confidence=float(p.get("confidence", 0.0)), timestamp=as_datetime(p.get("timestamp") or node.recorded_at),
+        decision_maker=p.get("decision_maker", ""), valid_from=node.valid_from, valid_until=node.valid_until,
+        metadata=dict(p.get("metadata") or {}),
+    )

@@ -1,0 +1,391 @@
+"""``DecisionRecorder``: record decisions (with embeddings, entity links and causal links) and find precedents.
+
+Module functions ``record_decision(graph, ...)``, ``record_decisions(graph, items)``,
+``find_precedents(graph, ...)`` and ``find_precedents_by_scenario(graph, ...)`` are what
+``ContextGraph`` and ``AgentContext`` delegate to.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Iterable, Sequence
+
+
+from ..embed.cache import embed_texts
+from ..errors import CycleError, NotFoundError, ValidationError
+from ..model import Edge, Node, to_utc_iso
+from .common import (APPLIES_POLICY, CAUSAL_TYPES, Bound, DECISION, ENTITY, INVOLVES, PRECEDENT, STRUCTURAL_TYPES,
+                     decision_from_node, decision_node, entity_store_id, epoch, new_id)
+from .index import index_for
+from .models import Decision, Precedent
+
+BATCH = 256
+PRECEDENT_TYPES = ("similar_scenario", "same_policy", "exception_precedent")
+DECISION_FIELDS = ("decision_id", "category", "scenario", "reasoning", "outcome", "confidence", "timestamp",
+                   "decision_maker", "valid_from", "valid_until", "metadata")
+
+
+def policy_node_id(policy_id: str) -> str:
+    return f"policy:{policy_id}"
+
+
+class DecisionRecorder(Bound):
+    """Records decisions as graph nodes and searches them; bound to a ContextGraph, Workspace or Store."""
+
+    def __init__(self, graph_store: Any = None, namespace: str | None = None, actor: str = "",
+                 graph: Any = None) -> None:
+        self._bind(graph_store if graph_store is not None else graph, namespace, "DecisionRecorder")
+        self.actor = actor
+
+    # --- recording -------------------------------------------------------------------------
+    def record_decision(
+        self,
+        category: str,
+        scenario: str,
+        reasoning: str,
+        outcome: str,
+        confidence: float,
+        entities: Sequence[str] | None = None,
+        decision_maker: str = "",
+        valid_from: str | datetime | None = None,
+        valid_until: str | datetime | None = None,
+        metadata: dict[str, Any] | None = None,
+        decision_id: str | None = None,
+        timestamp: str | datetime | None = None,
+        caused_by: Sequence[str] | None = None,
+        informed_by: Sequence[str] | None = None,
+        policies: Sequence[str] | None = None,
+        **extra: Any,
+    ) -> str:
+        """Record one decision; ``caused_by`` / ``informed_by`` name earlier decisions that led to it."""
+        item = dict(category=category, scenario=scenario, reasoning=reasoning, outcome=outcome,
+                    confidence=confidence, entities=entities, decision_maker=decision_maker,
+                    valid_from=valid_from, valid_until=valid_until, metadata={**(metadata or {}), **extra},
+                    decision_id=decision_id, timestamp=timestamp, caused_by=caused_by, informed_by=informed_by,
+                    policies=policies)
+        return self.record_decisions([item])[0]
+
+    def record_decisions(self, items: Iterable[dict[str, Any] | Decision], batch_size: int = BATCH) -> list[str]:
+        """Record many decisions, embedding them in batches, one transaction per batch."""
+        ids: list[str] = []
+        batch: list[dict[str, Any] | Decision] = []
+        for item in items:
+            batch.append(item)
+            if len(batch) >= batch_size:
+                ids.extend(self._record_batch(batch))
+                batch = []
+        if batch:
+            ids.extend(self._record_batch(batch))
+        return ids
+
+    def _record_batch(self, items: list[dict[str, Any] | Decision]) -> list[str]:
+        nodes: list[Node] = []
+        links: list[tuple[str, list[str], list[str], dict[str, list[str]]]] = []
+        for item in items:
+            if isinstance(item, Decision):
+                d, entities, policies, causes = item, [], [], {}
+            else:
+                unknown = set(item) - set(DECISION_FIELDS) - {"entities", "policies", "caused_by", "informed_by"}
+                if unknown:
+                    raise ValidationError(f"unknown decision fields {sorted(unknown)}; put extra data in metadata",
+                                          fields=sorted(unknown))
+                fields = {k: item[k] for k in DECISION_FIELDS if item.get(k) is not None}
+                fields.setdefault("decision_id", new_id("dec"))
+                fields.setdefault("reasoning", "")
+                if "timestamp" in fields:
+                    fields["timestamp"] = to_utc_iso(fields["timestamp"])
+                missing = [k for k in ("category", "scenario", "outcome", "confidence") if k not in fields]
+                if missing:
+                    raise ValidationError(f"a decision needs {missing}", missing=missing)
+                d = Decision(**fields)
+                entities = [str(e) for e in (item.get("entities") or [])]
+                policies = [str(p) for p in (item.get("policies") or [])]
+                causes = {"caused": list(item.get("caused_by") or []), "informed": list(item.get("informed_by") or [])}
+            nodes.append(decision_node(d, self.namespace))
+            links.append((d.decision_id, entities, policies, causes))
+        ids = [n.id for n in nodes]
+        if len(set(ids)) != len(ids):
+            raise ValidationError("the same decision_id appears twice in one batch", ids=ids)
+        # Vectors first (cached in the store by text hash), so the index never has to embed them.
+        embed_texts(self.store, self.ws.embedder, [n.embed_text or "" for n in nodes])
+        entity_ids = {name: entity_store_id(self.graph, name) for _, ents, _, _ in links for name in ents}
+        policy_ids = {p: policy_node_id(p) for _, _, pols, _ in links for p in pols}
+        cause_ids = {c for _, _, _, causes in links for group in causes.values() for c in group}
+        with self.store.transaction():
+            existing = self.store.get_nodes([*entity_ids.values(), *policy_ids.values(), *cause_ids])
+            batch_ids = set(ids)
+            missing_policies = [p for p, nid in policy_ids.items() if nid not in existing]
+            if missing_policies:
+                raise NotFoundError(f"unknown policies {missing_policies}; add them with PolicyEngine.add_policy",
+                                    missing=missing_policies)
+            missing_causes = sorted(c for c in cause_ids if c not in batch_ids and (
+                c not in existing or existing[c].kind != DECISION))
+            if missing_causes:
+                raise NotFoundError(f"caused_by/informed_by name decisions that do not exist: {missing_causes}",
+                                    missing=missing_causes)
+            new_entities = [Node(id=nid, kind=ENTITY, namespace=self.namespace, key=name, title=name)
+                            for name, nid in entity_ids.items() if nid not in existing]
+            self.store.put_nodes([*new_entities, *nodes], actor=self.actor)
+            edges: list[Edge] = []
+            for did, ents, pols, causes in links:
+                for pos, name in enumerate(ents):
+                    edges.append(Edge(did, INVOLVES, entity_ids[name], namespace=self.namespace, position=pos))
+                for pos, pid in enumerate(pols):
+                    edges.append(Edge(did, APPLIES_POLICY, policy_ids[pid], namespace=self.namespace, position=pos,
+                                      props={"policy_version": existing[policy_ids[pid]].props.get("version")}))
+                for rel, group in causes.items():
+                    for cause in group:
+                        if cause == did:
+                            raise CycleError(f"decision {did} cannot cause itself", cycle=[did, did])
+                        edges.append(Edge(cause, rel, did, namespace=self.namespace))
+            if edges:
+                self.store.put_edges(edges, actor=self.actor)
+        return ids
+
+    def link_decisions(self, cause_id: str, effect_id: str, relationship: str = "caused", weight: float = 1.0,
+                       properties: dict[str, Any] | None = None) -> str:
+        """Say that ``cause_id`` caused (or informed) ``effect_id``; refuses links that would close a cycle."""
+        if relationship not in CAUSAL_TYPES:
+            raise ValidationError(f"relationship must be one of {list(CAUSAL_TYPES)}, got {relationship!r}",
+                                  relationship=relationship)
+        found = self.store.get_nodes([cause_id, effect_id])
+        for did in (cause_id, effect_id):
+            if did not in found or found[did].kind != DECISION:
+                raise NotFoundError(f"no decision {did!r}; record it first", decision_id=did)
+        from .causal import CausalChainAnalyzer
+
+        path = CausalChainAnalyzer(self.graph, namespace=self.namespace).path(effect_id, cause_id)
+        if cause_id == effect_id or path:
+            cycle = [cause_id, *(path or [cause_id])]
+            raise CycleError(f"linking {cause_id} -> {effect_id} would make a causal cycle: {' -> '.join(cycle)}",
+                             cycle=cycle)
+        edge = Edge(cause_id, relationship, effect_id, namespace=self.namespace, weight=weight,
+                    props=dict(properties or {}))
+        self.store.put_edges([edge], actor=self.actor)
+        return edge.id
+
+    def link_precedent(self, decision_id: str, precedent_id: str, relationship_type: str = "similar_scenario",
+                       similarity_score: float | None = None, metadata: dict[str, Any] | None = None) -> Precedent:
+        """Record that ``decision_id`` followed the earlier decision ``precedent_id``."""
+        if relationship_type not in PRECEDENT_TYPES:
+            raise ValidationError(f"relationship_type must be one of {list(PRECEDENT_TYPES)}, got "
+                                  f"{relationship_type!r}", relationship_type=relationship_type)
+        found = self.store.get_nodes([decision_id, precedent_id])
+        for did in (decision_id, precedent_id):
+            if did not in found or found[did].kind != DECISION:
+                raise NotFoundError(f"no decision {did!r}; record it first", decision_id=did)
+        score = float(similarity_score) if similarity_score is not None else 0.0
+        props = {"relationship_type": relationship_type, "similarity_score": score, "metadata": dict(metadata or {})}
+        edge = Edge(decision_id, PRECEDENT, precedent_id, namespace=self.namespace, weight=score, props=props)
+        self.store.put_edges([edge], actor=self.actor)
+        return Precedent(precedent_id=edge.id, source_decision_id=precedent_id, similarity_score=score,
+                         relationship_type=relationship_type, metadata={"decision_id": decision_id,
+                                                                        **(metadata or {})})
+
+    # --- reading ---------------------------------------------------------------------------
+    def get_decision(self, decision_id: str, as_of: str | datetime | None = None,
+                     with_embedding: bool = False) -> Decision:
+        node = self.store.get_node(decision_id, as_of=to_utc_iso(as_of))
+        if node is None or node.kind != DECISION:
+            raise NotFoundError(f"no decision {decision_id!r}", decision_id=decision_id)
+        d = decision_from_node(node)
+        if with_embedding and node.embed_hash:
+            vec = self.store.get_vectors([node.embed_hash], self.ws.embedder.name).get(node.embed_hash)
+            d.reasoning_embedding = vec.tolist() if vec is not None else None
+        return d
+
+    def get_decisions(self, ids: Sequence[str]) -> dict[str, Decision]:
+        return {i: decision_from_node(n) for i, n in self.store.get_nodes(ids).items() if n.kind == DECISION}
+
+    def list_decisions(self, category: str | None = None, limit: int | None = None,
+                       valid_at: str | datetime | None = None) -> list[Decision]:
+        tags = [f"category:{category}"] if category else None
+        nodes = self.store.find_nodes(namespace=self.namespace, kind=DECISION, tags=tags, order="recorded",
+                                      valid_at=to_utc_iso(valid_at), limit=limit)
+        return [decision_from_node(n) for n in nodes]
+
+    def links_of(self, ids: Sequence[str]) -> dict[str, set[str]]:
+        """Entity and policy node ids each decision is linked to (its structural signature)."""
+        out: dict[str, set[str]] = {i: set() for i in ids}
+        if ids:
+            for e in self.store.edges(src=list(ids), type=list(STRUCTURAL_TYPES)):
+                out[e.src].add(e.dst)
+        return out
+
+    # --- precedents ------------------------------------------------------------------------
+    def find_precedents(
+        self,
+        scenario: str,
+        category: str | None = None,
+        limit: int = 5,
+        use_hybrid_search: bool = True,
+        max_hops: int = 2,
+        as_of: str | datetime | None = None,
+        entities: Sequence[str] | None = None,
+        policies: Sequence[str] | None = None,
+        proximity_weight: float | None = None,
+        min_similarity: float = 0.0,
+        exclude: Sequence[str] | None = None,
+    ) -> list[Decision]:
+        """Past decisions most like ``scenario``, best first, with their scores in ``metadata``.
+
+        Semantic: cosine of the scenario against each decision's scenario + reasoning embedding.
+        Structural (hybrid): Jaccard overlap of linked entities and policies with the query's
+        (``entities=``/``policies=``; otherwise those of the best semantic match), blended with
+        weight ``proximity_weight`` (default 0.3 when hybrid, 0 otherwise); ``max_hops >= 2`` also
+        pulls in decisions that share those entities but were not near in meaning.
+        ``as_of`` keeps only decisions whose validity window contains that time.
+        """
+        if not isinstance(scenario, str) or not scenario.strip():
+            raise ValidationError("find_precedents needs a non-empty scenario text")
+        if limit <= 0:
+            return []
+        w = (0.3 if use_hybrid_search else 0.0) if proximity_weight is None else float(proximity_weight)
+        if not 0.0 <= w <= 1.0:
+            raise ValidationError(f"proximity_weight must be in [0, 1], got {w}", proximity_weight=w)
+        index = index_for(self.ws, self.namespace)
+        qvec = self.ws.embedder.embed([scenario])[0]
+        at = epoch(as_of, 0.0) if as_of is not None else None
+        skip = set(exclude or ())
+        pool = max(limit * 4, 20) + len(skip)
+        hits, sims, mask = index.top(qvec, pool, category, at)
+        sem = {i: max(0.0, s) for i, s in hits if i not in skip}
+        struct: dict[str, float] = {}
+        shared: dict[str, list[str]] = {}
+        query_links = {entity_store_id(self.graph, e) for e in (entities or ())}
+        query_links |= {policy_node_id(p) for p in (policies or ())}
+        if w > 0 and sem:
+            links = self.links_of(list(sem))
+            if not query_links:  # anchor on the best semantic match
+                query_links = links[max(sem, key=sem.get)]
+            if query_links and max_hops >= 2:
+                for e in self.store.edges(dst=sorted(query_links), type=list(STRUCTURAL_TYPES), limit=pool * 10):
+                    i = index.pos.get(e.src)
+                    if e.src not in sem and e.src not in skip and i is not None and i < len(mask) and mask[i]:
+                        sem[e.src] = max(0.0, float(sims[i]))
+                extra = [i for i in sem if i not in links]
+                links.update(self.links_of(extra))
+            for did in sem:
+                mine = links.get(did, set())
+                union = mine | query_links
+                struct[did] = len(mine & query_links) / len(union) if union else 0.0
+                shared[did] = sorted(mine & query_links)
+        scored = sorted(sem, key=lambda i: (-((1 - w) * sem[i] + w * struct.get(i, 0.0)), i))
+        scored = [i for i in scored if (1 - w) * sem[i] + w * struct.get(i, 0.0) >= min_similarity][:limit]
+        found = self.get_decisions(scored)
+        out: list[Decision] = []
+        for rank, did in enumerate(scored, 1):
+            d = found.get(did)
+            if d is None:  # retracted between the index sync and the read
+                continue
+            combined = (1 - w) * sem[did] + w * struct.get(did, 0.0)
+            same_policy = any(x.startswith("policy:") for x in shared.get(did, []))
+            d.metadata = {**d.metadata, "similarity": round(combined, 6), "combined_score": round(combined, 6),
+                          "semantic_score": round(sem[did], 6), "structural_score": round(struct.get(did, 0.0), 6),
+                          "proximity_score": round(struct.get(did, 0.0), 6), "shared_links": shared.get(did, []),
+                          "relationship_type": "same_policy" if same_policy else "similar_scenario",
+                          "rank": rank}
+            out.append(d)
+        return out
+
+    def keyword_precedents(self, scenario: str, category: str | None = None, limit: int = 5,
+                           as_of: str | datetime | None = None) -> list[Decision]:
+        """Precedents by words alone (BM25 over scenario, outcome and reasoning), no embeddings."""
+        hits = self.store.text_search(scenario, namespace=self.namespace, kind=DECISION, limit=max(limit * 10, 50))
+        found = self.get_decisions([i for i, _ in hits])
+        at = to_utc_iso(as_of)
+        out: list[Decision] = []
+        for did, score in hits:
+            d = found.get(did)
+            if d is None or (category and d.category != category):
+                continue
+            if at and not ((d.valid_from or "") <= at and (d.valid_until is None or d.valid_until > at)):
+                continue
+            d.metadata = {**d.metadata, "similarity": round(score, 6), "keyword_score": round(score, 6)}
+            out.append(d)
+            if len(out) >= limit:
+                break
+        return out
+
+    def query_decisions(self, query: str, max_hops: int = 2, use_hybrid_search: bool = True,
+                        limit: int = 10, category: str | None = None) -> list[Decision]:
+        """Broad decision search: meaning and keywords (BM25), then causal neighbours up to ``max_hops``."""
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("query_decisions needs a non-empty query")
+        index = index_for(self.ws, self.namespace)
+        qvec = self.ws.embedder.embed([query])[0]
+        hits, _, _ = index.top(qvec, max(limit * 2, 20), category)
+        scores: dict[str, float] = {i: max(0.0, s) for i, s in hits}
+        if use_hybrid_search:
+            text = self.store.text_search(query, namespace=self.namespace, kind=DECISION, limit=max(limit * 2, 20))
+            if text:
+                top = max(s for _, s in text) or 1.0
+                for i, s in text:
+                    scores[i] = scores.get(i, 0.0) + 0.3 * (s / top)
+        ranked = sorted(scores, key=lambda i: (-scores[i], i))[:limit]
+        hop_of = {i: 0 for i in ranked}
+        if max_hops > 0 and ranked:
+            frontier = list(ranked)
+            for hop in range(1, max_hops + 1):
+                nxt: list[str] = []
+                for e in [*self.store.edges(src=frontier, type=list(CAUSAL_TYPES)),
+                          *self.store.edges(dst=frontier, type=list(CAUSAL_TYPES))]:
+                    for other in (e.src, e.dst):
+                        if other not in hop_of:
+                            hop_of[other] = hop
+                            scores[other] = max(scores.get(other, 0.0),
+                                                max(scores.get(e.src, 0.0), scores.get(e.dst, 0.0)) * 0.5 ** hop)
+                            nxt.append(other)
+                frontier = nxt
+                if not frontier:
+                    break
+        found = self.get_decisions(list(hop_of))
+        if category:
+            found = {i: d for i, d in found.items() if d.category == category}
+        order = sorted(found, key=lambda i: (-scores.get(i, 0.0), hop_of[i], i))[:limit]
+        out = []
+        for did in order:
+            d = found[did]
+            d.metadata = {**d.metadata, "similarity": round(scores.get(did, 0.0), 6), "hops": hop_of[did]}
+            out.append(d)
+        return out
+
+
+def _recorder(graph: Any) -> DecisionRecorder:
+    return DecisionRecorder(graph)
+
+
+def record_decision(graph: Any, category: str, scenario: str, reasoning: str, outcome: str, confidence: float,
+                    entities: Sequence[str] | None = None, decision_maker: str = "", **kwargs: Any) -> str:
+    return _recorder(graph).record_decision(category, scenario, reasoning, outcome, confidence, entities,
+                                            decision_maker, **kwargs)
+
+
+def record_decisions(graph: Any, items: Iterable[dict[str, Any] | Decision], batch_size: int = BATCH) -> list[str]:
+    return _recorder(graph).record_decisions(items, batch_size)
+
+
+def find_precedents(graph: Any, scenario: str, category: str | None = None, limit: int = 5,
+                    **kwargs: Any) -> list[Decision]:
+    return _recorder(graph).find_precedents(scenario, category=category, limit=limit, **kwargs)
+
+
+def find_precedents_by_scenario(graph: Any, scenario: str, category: str | None = None, limit: int = 5,
+                                use_semantic_search: bool = True, as_of: str | datetime | None = None,
+                                **kwargs: Any) -> list[dict[str, Any]]:
+    """ContextGraph's form: dicts (the decision's fields plus ``similarity``), best first."""
+    rec = _recorder(graph)
+    if use_semantic_search:
+        found = rec.find_precedents(scenario, category=category, limit=limit, as_of=as_of, **kwargs)
+    else:
+        found = rec.keyword_precedents(scenario, category=category, limit=limit, as_of=as_of)
+    out = []
+    for d in found:
+        row = d.to_dict()
+        row["similarity"] = d.metadata.get("similarity")
+        row["id"] = d.decision_id
+        out.append(row)
+    return out
+
+
+__all__ = ["DecisionRecorder", "record_decision", "record_decisions", "find_precedents",
+           "find_precedents_by_scenario", "policy_node_id"]
