@@ -77,7 +77,7 @@ def install_spec(ws: Workspace, spec: PackSpec, principal: str | None = None, so
     with store.transaction():
         old_ids = {n.id for n in store.find_nodes(namespace=pack, with_content=False, order="none")}
         new_ids = {n.id for n in nodes}
-        store.retract_nodes(sorted(old_ids - new_ids), actor=actor)
+        store.retract_nodes(sorted(old_ids - new_ids), actor=actor, edges="outbound")
         keep = {e.id for e in edges}
         stale = [e.id for e in store.edges(namespace=pack) if e.id not in keep]
         store.retract_edges(stale, actor=actor)
@@ -192,7 +192,7 @@ def delete_doc(ws: Workspace, pack: str, selector: str, principal: str | None = 
     with ws.store.transaction():
         if ws.store.get_node(target) is None:
             raise NotFoundError(f"no doc {selector!r} in {pack}", pack=pack, selector=selector)
-        ws.store.retract_nodes([target], actor=actor)
+        ws.store.retract_nodes([target], actor=actor, edges="outbound")
         ws.store.append_audit(actor, "doc.delete", target, "ok")
     return {"pack": pack, "selector": selector, "deleted": True}
 

@@ -63,8 +63,10 @@ class Store(Protocol):
 
     def node_version(self, id: str, version: int) -> Node | None: ...
 
-    def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int:
-        """Withdraw nodes (history stays; ``as_of`` still sees them) and their edges."""
+    def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None,
+                      edges: str = "both") -> int:
+        """Withdraw nodes (history stays; ``as_of`` still sees them) and their edges: ``both`` directions, or
+        only ``outbound`` ones (a deleted doc must not silently vanish from its dependents' declarations)."""
 
     def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "", at: str | None = None) -> dict[str, int]:
         """Remove content, versions, text-index rows, edges and orphaned embeddings; leave a tombstone."""

@@ -345,7 +345,8 @@ class SQLiteStore:
         rows = self._read(f"SELECT {NODE_COLS} FROM node_versions WHERE id = ? AND version = ?", (id, version))
         return _row_to_node(rows[0]) if rows else None
 
-    def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int:
+    def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None,
+                      edges: str = "both") -> int:
         at = at or self._now()
         count = 0
         with self.transaction():
@@ -369,10 +370,12 @@ class SQLiteStore:
                 )
                 rids = [r[1] for r in rows]
                 self._db.execute(f"DELETE FROM fts WHERE rowid IN ({','.join('?' * len(rids))})", rids)
-                self._db.execute(
-                    f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND (src IN ({lm}) OR dst IN ({lm}))",
-                    [at, *live, *live],
-                )
+                if edges == "both":
+                    self._db.execute(f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND "
+                                     f"(src IN ({lm}) OR dst IN ({lm}))", [at, *live, *live])
+                else:
+                    self._db.execute(f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND "
+                                     f"src IN ({lm})", [at, *live])
                 self._db.executemany(
                     "INSERT INTO changes(at, actor, op, target, namespace, detail) VALUES (?,?,?,?,?,'{}')",
                     [(at, actor, "node.retract", r[0], r[2]) for r in rows],
