@@ -15,3 +15,9 @@ __all__ = [
     "ValidationError",
 ]
 __all__ += ["DecisionRecorder", "PolicyEngine", "CausalChainAnalyzer"]
+
+from .entities import EntityLink, EntityLinker, LinkedEntity  # noqa: E402
+from .erasure import ErasureCoordinator, ErasureReceipt  # noqa: E402
+from .graph import ContextGraph  # noqa: E402
+
+__all__ += ["ContextGraph", "EntityLinker", "LinkedEntity", "EntityLink", "ErasureCoordinator", "ErasureReceipt"]

@@ -1,0 +1,468 @@
+"""``ContextGraph``: seed 003's knowledge graph over the one store of record.
+
+``ContextGraph()`` alone keeps everything in an in-memory SQLite store (nothing on disk);
+``ContextGraph(workspace=ws)`` is the workspace graph, where knowledge docs, memories, entities
+and decisions are nodes too. User node ids live in the namespace ``graph:<name>`` (store id
+``graph:<name>/<node_id>``); nodes from other namespaces keep their store id as their visible id.
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import NotFoundError, ValidationError
+from ..model import Edge, Node, edge_id, to_utc_iso, utcnow
+from ..store.base import Store
+from ..workspace import Workspace
+from . import analytics, traversal
+from .records import edge_dict, node_dict, parse_edge_item, parse_node_item
+
+DEFAULT_NODE_TYPE = "entity"
+
+
+class ContextGraph:
+    """Nodes and typed, weighted, time-bounded edges; traversal, analytics, persistence, cross-graph links."""
+
+    def __init__(
+        self,
+        advanced_analytics: bool = True,
+        centrality_analysis: bool = True,
+        community_detection: bool = True,
+        node_embeddings: bool = True,
+        workspace: Workspace | None = None,
+        store: Store | None = None,
+        name: str | None = None,
+        actor: str = "",
+        **options: Any,
+    ) -> None:
+        if workspace is not None and store is not None:
+            raise ValidationError("pass workspace= or store=, not both")
+        self._owns_workspace = workspace is None and store is None
+        self.workspace = workspace or (Workspace(store) if store is not None else Workspace.in_memory())
+        self.advanced_analytics = advanced_analytics
+        self.centrality_analysis = centrality_analysis
+        self.community_detection = community_detection
+        self.node_embeddings = node_embeddings
+        self.options = options
+        self.actor = actor
+        self.name = name or "default"
+        self.namespace = f"graph:{self.name}"
+        # An unnamed graph over a shared workspace sees the whole workspace; a named one only itself.
+        self.scope: str | None = None if name is None else self.namespace
+        self.graph_id = options.get("graph_id") or f"{self.name}-{uuid.uuid4().hex[:8]}"
+        self._prefix = self.namespace + "/"
+        self._links: dict[str, dict[str, Any]] = {}
+        from .crossgraph import register
+
+        register(self)
+
+    # --- ids -------------------------------------------------------------------------------
+    @property
+    def store(self) -> Store:
+        return self.workspace.store
+
+    def store_id(self, node_id: str) -> str:
+        """The store id a user node id of this graph maps to (``graph:<name>/<node_id>``)."""
+        return self._prefix + str(node_id)
+
+    def user_id(self, store_id: str) -> str:
+        return store_id[len(self._prefix):] if store_id.startswith(self._prefix) else store_id
+
+    def _cache_key(self, what: str) -> str:
+        return f"graph[{self.scope or '*'}]:{what}"
+
+    def _live_ids(self) -> set[str]:
+        ids_fn = getattr(self.store, "node_ids", None)
+
+        def build() -> set[str]:
+            if ids_fn is not None:
+                return set(ids_fn(self.scope))
+            return {n.id for n in self.store.find_nodes(namespace=self.scope, with_content=False, order="none")}
+
+        return self.workspace.cached(self._cache_key("ids"), build)
+
+    def resolve(self, node_id: str) -> str | None:
+        """The store id of an existing node (own namespace first, then any store id in scope), or None."""
+        live = self._live_ids()
+        own = self.store_id(node_id)
+        if own in live:
+            return own
+        return node_id if node_id in live else None
+
+    def _require(self, node_id: str) -> str:
+        sid = self.resolve(node_id)
+        if sid is None:
+            raise NotFoundError(f"node {node_id!r} is not in graph {self.name!r}; add it with add_node() first",
+                                node_id=node_id, graph=self.name)
+        return sid
+
+    # --- writing ---------------------------------------------------------------------------
+    def _make_node(self, item: dict[str, Any]) -> Node:
+        node_id = item["node_id"]
+        props = dict(item.get("properties") or {})
+        content = item.get("content")
+        if content is None:
+            content = str(props.get("content", node_id))
+        node = Node(id=self.store_id(node_id), kind=item.get("node_type") or DEFAULT_NODE_TYPE,
+                    namespace=self.namespace, key=str(node_id), title=str(props.get("name", node_id)),
+                    content=str(content), props=props, tags=list(item.get("tags") or []),
+                    valid_from=to_utc_iso(item.get("valid_from")), valid_until=to_utc_iso(item.get("valid_until")),
+                    created_by=self.actor)
+        if node.valid_from and node.valid_until and node.valid_until <= node.valid_from:
+            raise ValidationError(f"node {node_id!r}: valid_until must be after valid_from", node_id=node_id)
+        if item.get("embed"):
+            node.embed_text = node.content
+        return node
+
+    def add_node(self, node_id: str, node_type: str = DEFAULT_NODE_TYPE, content: str | None = None,
+                 properties: dict[str, Any] | None = None, valid_from: Any = None, valid_until: Any = None,
+                 embed: bool = False, tags: Sequence[str] | None = None, **extra_properties: Any) -> None:
+        """Add or update a node (an update appends a version; unchanged content keeps it)."""
+        props = {**(properties or {}), **extra_properties}
+        self.add_nodes([{"node_id": node_id, "node_type": node_type, "content": content, "properties": props,
+                         "valid_from": valid_from, "valid_until": valid_until, "embed": embed, "tags": tags}])
+
+    def add_nodes(self, nodes: Iterable[dict[str, Any]]) -> int:
+        """Bulk add in one transaction; items use add_node's parameter names (or id/type). Returns the count."""
+        parsed: dict[str, dict[str, Any]] = {}
+        for i, raw in enumerate(nodes):
+            item = parse_node_item(raw, i)
+            parsed[item["node_id"]] = item  # a repeated id: the last one wins, as sequential adds would
+        built = [self._make_node(item) for item in parsed.values()]
+        if built:
+            self.store.put_nodes(built, actor=self.actor)
+        return len(built)
+
+    def add_edge(self, source_id: str, target_id: str, edge_type: str = "related_to", weight: float = 1.0,
+                 properties: dict[str, Any] | None = None, valid_from: Any = None, valid_until: Any = None,
+                 **extra_properties: Any) -> None:
+        """Add a directed edge; a repeated (source, type, target) updates it. Missing endpoints are created."""
+        self.add_edges([{"source_id": source_id, "target_id": target_id, "edge_type": edge_type, "weight": weight,
+                         "properties": {**(properties or {}), **extra_properties}, "valid_from": valid_from,
+                         "valid_until": valid_until}])
+
+    def add_edges(self, edges: Iterable[dict[str, Any]]) -> int:
+        """Bulk add in one transaction (endpoints created as ``entity`` nodes if missing). Returns the count."""
+        items = [parse_edge_item(raw, i) for i, raw in enumerate(edges)]
+        live = self._live_ids()
+        sid_of: dict[str, str] = {}
+        missing: dict[str, Node] = {}
+        for item in items:
+            for end in (item["source_id"], item["target_id"]):
+                if end in sid_of:
+                    continue
+                own = self.store_id(end)
+                if own in live or end not in live:
+                    sid_of[end] = own
+                    if own not in live:
+                        missing[own] = self._make_node({"node_id": end, "node_type": DEFAULT_NODE_TYPE})
+                else:
+                    sid_of[end] = end
+        built: dict[str, Edge] = {}
+        for item in items:
+            vf, vu = to_utc_iso(item.get("valid_from")), to_utc_iso(item.get("valid_until"))
+            if vf and vu and vu <= vf:
+                raise ValidationError("edge valid_until must be after valid_from", edge=item)
+            e = Edge(src=sid_of[item["source_id"]], type=item["edge_type"], dst=sid_of[item["target_id"]],
+                     namespace=self.namespace, weight=item["weight"], props=item.get("properties") or {},
+                     valid_from=vf, valid_until=vu)
+            built[e.id] = e
+        with self.store.transaction():
+            if missing:
+                self.store.put_nodes(list(missing.values()), actor=self.actor)
+            if built:
+                self.store.put_edges(list(built.values()), actor=self.actor)
+        return len(built)
+
+    def retract_node(self, node_id: str, at: Any = None) -> int:
+        """Withdraw a node and its edges; history stays (``as_of`` still sees them)."""
+        return self.store.retract_nodes([self._require(node_id)], actor=self.actor, at=to_utc_iso(at))
+
+    def retract_edge(self, source_id: str, target_id: str, edge_type: str = "related_to", at: Any = None) -> int:
+        src, dst = self._require(source_id), self._require(target_id)
+        return self.store.retract_edges([edge_id(src, edge_type, dst)], actor=self.actor, at=to_utc_iso(at))
+
+    def purge_node(self, node_id: str, reason: str = "", at: Any = None) -> dict[str, Any]:
+        """Remove a node's content, versions, edges and vectors; leave a tombstone (``purged_at`` = at)."""
+        sid = self.resolve(node_id)
+        if sid is None:
+            own = self.store_id(node_id)
+            stone = self.store.tombstone(own) or self.store.tombstone(node_id)
+            return {"nodes": 0, "edges": 0, "versions": 0, "vectors": 0, "tombstone": stone}
+        when = to_utc_iso(at) or utcnow()
+        totals = self.store.purge_nodes([sid], reason=reason, actor=self.actor, at=when)
+        return {**totals, "tombstone": self.store.tombstone(sid)}
+
+    def tombstones(self) -> list[dict[str, Any]]:
+        return [{**t, "node_id": self.user_id(t["id"])} for t in self.store.tombstones(self.scope)]
+
+    def clear(self) -> None:
+        """Reset the graph: a private in-memory graph gets a fresh store; a workspace graph purges its namespace."""
+        self._links.clear()
+        if self._owns_workspace:
+            embedder = self.workspace._embedder
+            self.workspace.close()
+            self.workspace = Workspace.in_memory(embedder)
+            return
+        ids = self.store.node_ids(self.namespace, include_retracted=True) if hasattr(self.store, "node_ids") else [
+            n.id for n in self.store.find_nodes(namespace=self.namespace, with_content=False)]
+        if ids:
+            self.store.purge_nodes(ids, reason="graph.clear", actor=self.actor)
+
+    # --- reading ---------------------------------------------------------------------------
+    def find_node(self, node_id: str, as_of: Any = None) -> dict[str, Any] | None:
+        if as_of is None:
+            sid = self.resolve(node_id)
+            node = self.store.get_node(sid) if sid else None
+        else:
+            when = to_utc_iso(as_of)
+            node = self.store.get_node(self.store_id(node_id), as_of=when) or self.store.get_node(node_id, as_of=when)
+        return node_dict(node, self.user_id) if node else None
+
+    def node_history(self, node_id: str) -> list[dict[str, Any]]:
+        """Every stored version of a node, oldest first (retractions included)."""
+        own = self.store.node_versions(self.store_id(node_id))
+        return [node_dict(n, self.user_id) for n in (own or self.store.node_versions(node_id))]
+
+    def find_nodes(self, node_type: str | None = None, skip: int = 0, limit: int | None = None,
+                   as_of: Any = None) -> list[dict[str, Any]]:
+        nodes = self.store.find_nodes(namespace=self.scope, kind=node_type, offset=skip, limit=limit,
+                                      as_of=to_utc_iso(as_of))
+        return [node_dict(n, self.user_id) for n in nodes]
+
+    def find_active_nodes(self, node_type: str | None = None, at_time: Any = None, skip: int = 0,
+                          limit: int | None = None) -> list[dict[str, Any]]:
+        """Nodes whose validity window contains ``at_time`` (default now)."""
+        when = to_utc_iso(at_time) or utcnow()
+        nodes = self.store.find_nodes(namespace=self.scope, kind=node_type, valid_at=when, offset=skip, limit=limit)
+        return [node_dict(n, self.user_id) for n in nodes]
+
+    def find_edges(self, edge_type: str | None = None, skip: int = 0, limit: int | None = None,
+                   source_id: str | None = None, target_id: str | None = None, as_of: Any = None,
+                   valid_at: Any = None) -> list[dict[str, Any]]:
+        src = self.resolve(source_id) or self.store_id(source_id) if source_id is not None else None
+        dst = self.resolve(target_id) or self.store_id(target_id) if target_id is not None else None
+        edges = self.store.edges(src=src, dst=dst, type=edge_type, namespace=self.scope, as_of=to_utc_iso(as_of),
+                                 valid_at=to_utc_iso(valid_at), offset=skip, limit=limit)
+        return [edge_dict(e, self.user_id) for e in edges]
+
+    def query(self, query: str, skip: int = 0, limit: int | None = 10) -> list[dict[str, Any]]:
+        """Full-text search over node content (BM25 via the store's index), best first."""
+        want = skip + (limit if limit is not None else 1000)
+        hits = self.store.text_search(query, namespace=self.scope, limit=want)[skip:]
+        nodes = self.store.get_nodes([h for h, _ in hits])
+        out = []
+        for sid, score in hits:
+            if sid in nodes:
+                d = node_dict(nodes[sid], self.user_id)
+                out.append({"id": d["id"], "node": d, "score": score, "content": d["content"]})
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        nodes = self.store.count_nodes(self.scope)
+        edges = self.store.count_edges(self.scope)
+        return {"node_count": nodes, "edge_count": edges, "node_types": self.store.count_by_kind(self.scope),
+                "edge_types": self.store.count_edges_by_type(self.scope), "density": _density(nodes, edges)}
+
+    def density(self) -> float:
+        return _density(self.store.count_nodes(self.scope), self.store.count_edges(self.scope))
+
+    # --- traversal -------------------------------------------------------------------------
+    def csr(self, as_of: Any = None) -> traversal.CSR:
+        """The adjacency as it stands now (cached by the change counter) or as it stood ``as_of``."""
+        if as_of is not None:
+            when = to_utc_iso(as_of)
+            return self.workspace.cached(self._cache_key(f"csr@{when}"),
+                                         lambda: traversal.load_adjacency(self.store, self.scope, as_of=when))
+        return self.workspace.cached(self._cache_key("csr"), lambda: traversal.load_adjacency(
+            self.store, self.scope, node_ids=sorted(self._live_ids())))
+
+    def _walk(self, node_id: str, hops: int, relationship_types: Sequence[str] | None, min_weight: float | None,
+              direction: str, as_of: Any) -> tuple[traversal.CSR, int, list[traversal.Reached]]:
+        if hops < 0:
+            raise ValidationError(f"hops must be >= 0 (got {hops})", hops=hops)
+        csr = self.csr(as_of)
+        if as_of is None:
+            sid = self._require(node_id)
+        else:
+            sid = self.store_id(node_id) if self.store_id(node_id) in csr.index else node_id
+            if sid not in csr.index and self.find_node(node_id, as_of=as_of) is None:
+                raise NotFoundError(f"node {node_id!r} did not exist at {as_of}", node_id=node_id)
+        start = csr.index.get(sid)
+        if start is None:  # an isolated node (not in the adjacency as of then)
+            return csr, -1, []
+        blocked = traversal.blocked_edges(csr, utcnow()) if as_of is None and csr.timed else frozenset()
+        types = traversal.type_codes(csr, relationship_types)
+        return csr, start, traversal.bfs(csr, start, hops, direction, types, min_weight, blocked)
+
+    def get_neighbors(self, node_id: str, hops: int = 1, relationship_types: Sequence[str] | None = None,
+                      min_weight: float | None = None, skip: int = 0, limit: int | None = None,
+                      include_distance_metadata: bool = False, direction: str = "out",
+                      as_of: Any = None) -> list[dict[str, Any]]:
+        """BFS neighbours up to ``hops``, nearest first; never via retracted or expired edges unless ``as_of``."""
+        csr, start, reached = self._walk(node_id, hops, relationship_types, min_weight, direction, as_of)
+        page = reached[skip: None if limit is None else skip + limit]
+        nodes = self.store.get_nodes([csr.ids[r.index] for r in page], as_of=to_utc_iso(as_of))
+        by_index = {r.index: r for r in reached}
+        by_index[start] = traversal.Reached(start, 0, -1, -1, 1.0)
+        out: list[dict[str, Any]] = []
+        for r in page:
+            sid = csr.ids[r.index]
+            node = nodes.get(sid)
+            uid = self.user_id(sid)
+            entry: dict[str, Any] = {
+                "id": uid, "node_id": uid, "type": node.kind if node else DEFAULT_NODE_TYPE,
+                "content": node.content if node else "", "properties": dict(node.props) if node else {},
+                "relationship": csr.types[int(csr.etype[r.edge])], "weight": float(csr.weight[r.edge]),
+                "hop": r.hop,
+            }
+            if include_distance_metadata:
+                entry["hop_count"] = r.hop
+                entry["distance_band"] = traversal.distance_band(r.hop)
+                entry["confidence_decay"] = r.decay
+                entry["path_to_anchor"] = [self.user_id(csr.ids[i]) for i in traversal.path_to(by_index, r.index)]
+            out.append(entry)
+        return out
+
+    def get_neighbor_distances(self, node_id: str, hops: int = 3, relationship_types: Sequence[str] | None = None,
+                               min_confidence: float = 0.0, direction: str = "out",
+                               as_of: Any = None) -> list[dict[str, Any]]:
+        """Neighbours with distance metadata, nearest hop first, then strongest confidence decay."""
+        found = self.get_neighbors(node_id, hops=hops, relationship_types=relationship_types,
+                                   include_distance_metadata=True, direction=direction, as_of=as_of)
+        kept = [n for n in found if n["confidence_decay"] >= min_confidence]
+        return sorted(kept, key=lambda n: (n["hop_count"], -n["confidence_decay"]))
+
+    def hop_distances(self, node_id: str, max_hops: int | None = None, direction: str = "out",
+                      as_of: Any = None) -> dict[str, int]:
+        """BFS hop count from ``node_id`` to every reachable node (the anchor at 0)."""
+        csr, start, reached = self._walk(node_id, max_hops if max_hops is not None else 1 << 30, None, None,
+                                         direction, as_of)
+        out = {node_id: 0}
+        out.update({self.user_id(csr.ids[r.index]): r.hop for r in reached})
+        return out
+
+    def shortest_path(self, source_id: str, target_id: str, max_hops: int | None = None, direction: str = "out",
+                      as_of: Any = None) -> list[str] | None:
+        """Fewest-edges path as node ids, or None when ``target_id`` is unreachable."""
+        csr = self.csr(as_of)
+        s, t = self._require(source_id), self._require(target_id)
+        if s not in csr.index or t not in csr.index:
+            return [source_id] if s == t else None
+        blocked = traversal.blocked_edges(csr, utcnow()) if as_of is None and csr.timed else frozenset()
+        path = traversal.shortest_path(csr, csr.index[s], csr.index[t], max_hops, direction, blocked)
+        return None if path is None else [self.user_id(csr.ids[i]) for i in path]
+
+    # --- analytics -------------------------------------------------------------------------
+    def _check(self, flag: str) -> None:
+        if not getattr(self, flag):
+            raise ValidationError(f"{flag} is off for this graph; construct ContextGraph({flag}=True)", option=flag)
+
+    def _igraph(self) -> Any:
+        return self.workspace.cached(self._cache_key("igraph"), lambda: analytics.to_igraph(self.csr()))
+
+    def _scored(self, values: np.ndarray, top_k: int | None) -> dict[str, float]:
+        csr = self.csr()
+        order = np.argsort(-values, kind="stable")[: top_k if top_k is not None else None]
+        return {self.user_id(csr.ids[i]): float(values[i]) for i in order}
+
+    def pagerank(self, damping: float = 0.85, weighted: bool = True, top_k: int | None = None) -> dict[str, float]:
+        """PageRank (igraph PRPACK) of every node, highest first; cached until the graph changes."""
+        self._check("advanced_analytics")
+        values = self.workspace.cached(self._cache_key(f"pagerank:{damping}:{weighted}"),
+                                       lambda: analytics.pagerank(self.csr(), self._igraph(), damping, weighted))
+        return self._scored(values, top_k)
+
+    def centrality(self, measure: str = "degree", top_k: int | None = None) -> dict[str, float]:
+        """degree / in_degree / out_degree / betweenness / closeness / pagerank, highest first."""
+        self._check("advanced_analytics")
+        if measure in ("betweenness", "closeness"):
+            self._check("centrality_analysis")
+        if measure == "pagerank":
+            return self.pagerank(top_k=top_k)
+        values = self.workspace.cached(self._cache_key(f"centrality:{measure}"),
+                                       lambda: analytics.centrality(self.csr(), self._igraph(), measure))
+        return self._scored(values, top_k)
+
+    def get_node_centrality(self, node_id: str) -> dict[str, float]:
+        sid = self._require(node_id)
+        uid = self.user_id(sid)
+        measures = ["degree", "in_degree", "out_degree", "pagerank"]
+        if self.centrality_analysis:
+            measures += ["betweenness", "closeness"]
+        return {m: self.centrality(m).get(uid, 0.0) for m in measures}
+
+    def detect_communities(self, algorithm: str = "louvain", resolution: float = 1.0) -> dict[str, Any]:
+        """Communities on the undirected graph (Louvain or Leiden), largest first, with modularity."""
+        self._check("community_detection")
+        membership, modularity = self.workspace.cached(
+            self._cache_key(f"communities:{algorithm}:{resolution}"),
+            lambda: analytics.communities(self.csr(), self._igraph(), algorithm, resolution))
+        csr = self.csr()
+        groups: dict[int, list[str]] = {}
+        for i, c in enumerate(membership):
+            groups.setdefault(c, []).append(self.user_id(csr.ids[i]))
+        ordered = sorted(groups.values(), key=lambda g: (-len(g), g[0]))
+        member_of = {uid: k for k, group in enumerate(ordered) for uid in group}
+        return {"algorithm": algorithm, "count": len(ordered), "communities": ordered, "membership": member_of,
+                "modularity": modularity}
+
+    # --- decisions (the decisions service owns the logic) ---------------------------------------
+    def record_decision(self, category: str, scenario: str, reasoning: str, outcome: str, confidence: float,
+                        entities: Sequence[str] | None = None, decision_maker: str = "", **kwargs: Any) -> str:
+        from ..decisions import recorder
+
+        return recorder.record_decision(self, category=category, scenario=scenario, reasoning=reasoning,
+                                        outcome=outcome, confidence=confidence, entities=entities,
+                                        decision_maker=decision_maker, **kwargs)
+
+    def find_precedents_by_scenario(self, scenario: str, category: str | None = None, limit: int = 10,
+                                    use_semantic_search: bool = True, as_of: Any = None,
+                                    **kwargs: Any) -> list[dict[str, Any]]:
+        from ..decisions import recorder
+
+        return recorder.find_precedents_by_scenario(self, scenario=scenario, category=category, limit=limit,
+                                                    use_semantic_search=use_semantic_search, as_of=as_of, **kwargs)
+
+    # --- persistence, conversations, cross-graph links -----------------------------------------
+    def save_to_file(self, path: str, format: str = "json") -> None:
+        from .persistence import save_graph
+
+        save_graph(self, path, format)
+
+    def load_from_file(self, path: str, format: str | None = None) -> None:
+        from .persistence import load_graph
+
+        load_graph(self, path, format)
+
+    def build_from_conversations(self, conversations: Sequence[Any], link_entities: bool = True,
+                                 **options: Any) -> dict[str, Any]:
+        from .conversations import build_from_conversations
+
+        return build_from_conversations(self, conversations, link_entities, **options)
+
+    def link_graph(self, other_graph: "ContextGraph", source_node_id: str, target_node_id: str,
+                   link_type: str = "CROSS_GRAPH") -> str:
+        from .crossgraph import link_graph
+
+        return link_graph(self, other_graph, source_node_id, target_node_id, link_type)
+
+    def navigate_to(self, link_id: str) -> tuple["ContextGraph", str]:
+        from .crossgraph import navigate_to
+
+        return navigate_to(self, link_id)
+
+    def cross_graph_path(self, source_node_id: str, target_graph: "ContextGraph", target_node_id: str,
+                         max_hops: int = 10) -> dict[str, Any]:
+        from .crossgraph import cross_graph_path
+
+        return cross_graph_path(self, source_node_id, target_graph, target_node_id, max_hops)
+
+    def __repr__(self) -> str:
+        return f"ContextGraph(name={self.name!r}, store={self.store.url!r})"
+
+
+def _density(nodes: int, edges: int) -> float:
+    return edges / (nodes * (nodes - 1)) if nodes > 1 else 0.0

@@ -1,0 +1,260 @@
+"""Save and load a ContextGraph as JSON or as a Markdown directory, history included.
+
+The saved form holds every node version (retractions are versions too), every edge interval
+(retracted ones included), the tombstones of purged nodes and the cross-graph links, so a load
+replays the same history: ``as_of`` queries answer the same after a round trip. Writes are atomic:
+a JSON file is replaced in one rename; a Markdown directory is built beside the target and swapped in.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from ..errors import ValidationError
+from ..model import Edge, Node, utcnow
+from .crossgraph import LINK_KIND
+
+if TYPE_CHECKING:
+    from .context_graph import ContextGraph
+
+FORMAT = "agentcontext.graph.v1"
+NODE_FIELDS = ("id", "kind", "namespace", "key", "title", "summary", "content", "props", "tags", "valid_from",
+               "valid_until", "recorded_at", "retracted_at", "version", "created_by")
+
+
+# --- export / import of the state dict ------------------------------------------------------------
+def export_state(graph: "ContextGraph") -> dict[str, Any]:
+    store = graph.store
+    ids_fn = getattr(store, "node_ids", None)
+    history_fn = getattr(store, "edge_history", None)
+    if ids_fn is None or history_fn is None:
+        raise ValidationError(f"store {store.url} cannot list history (node_ids/edge_history); save needs them")
+    nodes = []
+    for sid in ids_fn(graph.scope, include_retracted=True):
+        versions = [{k: v for k, v in n.to_dict().items() if k in NODE_FIELDS} for n in store.node_versions(sid)]
+        nodes.append({"id": sid, "versions": versions})
+    edges = [e.to_dict() for e in history_fn(graph.scope)]
+    for e in edges:
+        e.pop("id", None)
+    links = [value for _, value in store.list_records(LINK_KIND, prefix=graph.namespace + ":")]
+    return {"format": FORMAT, "name": graph.name, "namespace": graph.namespace, "graph_id": graph.graph_id,
+            "saved_at": utcnow(), "nodes": nodes, "edges": edges, "tombstones": store.tombstones(graph.scope),
+            "links": links}
+
+
+def _remapper(old_ns: str, new_ns: str):
+    old_prefix, new_prefix = old_ns + "/", new_ns + "/"
+
+    def remap(value: str) -> str:
+        return new_prefix + value[len(old_prefix):] if value.startswith(old_prefix) else value
+
+    return remap
+
+
+def import_state(graph: "ContextGraph", state: dict[str, Any]) -> dict[str, int]:
+    """Replay a saved state into ``graph`` (which the caller has cleared)."""
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise ValidationError(f"not a saved agentcontext graph (format {FORMAT} expected)",
+                              got=state.get("format") if isinstance(state, dict) else type(state).__name__)
+    old_ns = state.get("namespace") or graph.namespace
+    remap = _remapper(old_ns, graph.namespace)
+
+    def ns_of(ns: str | None) -> str | None:
+        return graph.namespace if ns == old_ns else ns
+
+    events: list[tuple[str, int, str, Any]] = []  # (time, order, op, payload); puts before retractions
+    for entry in state.get("nodes", []):
+        for v in entry["versions"]:
+            node = Node(**{k: v.get(k) for k in NODE_FIELDS if k in v})
+            node.id, node.namespace = remap(node.id), ns_of(node.namespace)
+            node.props, node.tags = node.props or {}, node.tags or []
+            if v.get("retracted_at"):
+                events.append((v["retracted_at"], 2, "retract_node", node.id))
+            else:
+                events.append((v["recorded_at"], 0, "put_node", node))
+    by_eid: dict[str, list[Edge]] = {}
+    for raw in state.get("edges", []):
+        e = Edge(**{k: raw[k] for k in ("src", "type", "dst", "namespace", "weight", "props", "valid_from",
+                                        "valid_until", "recorded_at", "retracted_at", "position") if k in raw})
+        e.src, e.dst, e.namespace = remap(e.src), remap(e.dst), ns_of(e.namespace)
+        by_eid.setdefault(e.id, []).append(e)
+    for rows in by_eid.values():
+        rows.sort(key=lambda r: r.recorded_at or "")
+        for i, e in enumerate(rows):
+            events.append((e.recorded_at or "", 1, "put_edge", e))
+            superseded = i + 1 < len(rows) and rows[i + 1].recorded_at == e.retracted_at
+            if e.retracted_at and not superseded:
+                events.append((e.retracted_at, 3, "retract_edge", e.id))
+    events.sort(key=lambda ev: (ev[0], ev[1]))
+    store = graph.store
+    counts = {"node_versions": 0, "edges": 0, "tombstones": 0, "links": 0}
+    with store.transaction():
+        i = 0
+        while i < len(events):
+            at, order, op, _ = events[i]
+            j = i
+            while j < len(events) and events[j][0] == at and events[j][2] == op:
+                j += 1
+            batch = [ev[3] for ev in events[i:j]]
+            if op == "put_node":
+                for node in batch:  # one call per node: a batch may hold two versions of one node
+                    store.put_nodes([node], actor=node.created_by, at=at)
+                counts["node_versions"] += len(batch)
+            elif op == "retract_node":
+                store.retract_nodes(batch, at=at)
+            elif op == "put_edge":
+                for e in batch:
+                    e.recorded_at = None
+                store.put_edges(batch, at=at)
+                counts["edges"] += len(batch)
+            else:
+                store.retract_edges(batch, at=at)
+            i = j
+        stones = [{**t, "id": remap(t["id"]), "namespace": ns_of(t.get("namespace"))}
+                  for t in state.get("tombstones", [])]
+        if stones:
+            store.put_tombstones(stones)
+            counts["tombstones"] = len(stones)
+        for link in state.get("links", []):
+            store.put_record(LINK_KIND, f"{graph.namespace}:{link['link_id']}", link)
+            counts["links"] += 1
+    return counts
+
+
+# --- files ------------------------------------------------------------------------------------
+def _refuse_link(path: Path) -> None:
+    if path.is_symlink():
+        raise ValidationError(f"{path} is a symbolic link; refusing to write through it", path=str(path))
+
+
+def save_graph(graph: "ContextGraph", path: str | os.PathLike, format: str = "json") -> None:
+    target = Path(path)
+    _refuse_link(target)
+    state = export_state(graph)
+    if format == "json":
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(state, fh, ensure_ascii=False, indent=1, sort_keys=True)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    elif format == "markdown":
+        _write_markdown(state, target)
+    else:
+        raise ValidationError(f"unknown format {format!r}; use json or markdown", format=format)
+
+
+def load_graph(graph: "ContextGraph", path: str | os.PathLike, format: str | None = None) -> dict[str, int]:
+    source = Path(path)
+    if not source.exists():
+        from ..errors import NotFoundError
+
+        raise NotFoundError(f"no saved graph at {source}", path=str(source))
+    _refuse_link(source)
+    fmt = format or ("markdown" if source.is_dir() else "json")
+    if fmt == "json":
+        try:
+            state = json.loads(source.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"{source} is not valid JSON: {exc}", path=str(source)) from exc
+    elif fmt == "markdown":
+        state = _read_markdown(source)
+    else:
+        raise ValidationError(f"unknown format {fmt!r}; use json or markdown", format=fmt)
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise ValidationError(f"{source} is not a saved agentcontext graph", path=str(source))
+    graph.clear()
+    return import_state(graph, state)
+
+
+# --- markdown directory -----------------------------------------------------------------------
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _filename(node_id: str) -> str:
+    import hashlib
+
+    stem = _SAFE.sub("_", node_id.split("/")[-1])[:60].strip("._") or "node"
+    return f"{stem}-{hashlib.sha256(node_id.encode()).hexdigest()[:10]}.md"
+
+
+def _dump(front: dict[str, Any], body: str) -> str:
+    return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + body
+
+
+def _write_markdown(state: dict[str, Any], target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and not target.is_dir():
+        raise ValidationError(f"{target} exists and is not a directory", path=str(target))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        (tmp / "nodes").mkdir()
+        node_ids = {n["id"] for n in state["nodes"]}
+        out_edges: dict[str, list[dict[str, Any]]] = {}
+        loose = []
+        for e in state["edges"]:
+            (out_edges.setdefault(e["src"], []) if e["src"] in node_ids else loose).append(e)
+        for entry in state["nodes"]:
+            versions = [dict(v) for v in entry["versions"]]
+            body = versions[-1].pop("content", "") if versions else ""
+            front = {"id": entry["id"], "versions": versions, "edges": out_edges.get(entry["id"], [])}
+            (tmp / "nodes" / _filename(entry["id"])).write_text(_dump(front, body or ""), encoding="utf-8")
+        index = {k: state[k] for k in ("format", "name", "namespace", "graph_id", "saved_at", "tombstones", "links")}
+        index["edges"] = loose
+        body = (f"# Graph {state['name']}\n\n{len(state['nodes'])} nodes, {len(state['edges'])} edge records, "
+                f"{len(state['tombstones'])} tombstones. One file per node under nodes/.\n")
+        (tmp / "graph.md").write_text(_dump(index, body), encoding="utf-8")
+        old = None
+        if target.exists():
+            old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _split(text: str, where: Path) -> tuple[dict[str, Any], str]:
+    if not text.startswith("---\n"):
+        raise ValidationError(f"{where} has no YAML front matter", path=str(where))
+    end = text.find("\n---\n", 4)
+    if end < 0:
+        raise ValidationError(f"{where}: front matter is not closed with ---", path=str(where))
+    front = yaml.load(text[4:end], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    body = text[end + 5:]
+    return front or {}, body[1:] if body.startswith("\n") else body
+
+
+def _read_markdown(source: Path) -> dict[str, Any]:
+    index_file = source / "graph.md"
+    if not index_file.is_file():
+        raise ValidationError(f"{source} has no graph.md; not a saved Markdown graph", path=str(source))
+    state, _ = _split(index_file.read_text(encoding="utf-8"), index_file)
+    edges = list(state.pop("edges", []) or [])
+    nodes = []
+    for f in sorted((source / "nodes").glob("*.md")):
+        _refuse_link(f)
+        front, body = _split(f.read_text(encoding="utf-8"), f)
+        versions = front.get("versions") or []
+        if versions:
+            versions[-1]["content"] = body
+        nodes.append({"id": front["id"], "versions": versions})
+        edges.extend(front.get("edges") or [])
+    state["nodes"] = nodes
+    state["edges"] = edges
+    return state

@@ -1,0 +1,238 @@
+"""Traversal engine: a CSR adjacency built from the store, BFS with distance metadata, shortest paths.
+
+Everything is iterative (no recursion), so very deep graphs are fine. The CSR arrays are a derived
+structure: ``load_adjacency`` builds them from ``store.adjacency()`` and the caller caches them by
+the store's change counter (``Workspace.cached``).
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from ..store.base import Store
+
+
+@dataclass
+class CSR:
+    """Directed adjacency in compressed sparse row form, plus the reverse direction on demand."""
+
+    ids: list[str]
+    index: dict[str, int]
+    ptr: np.ndarray  # int64, len n+1
+    dst: np.ndarray  # int32
+    weight: np.ndarray  # float64
+    etype: np.ndarray  # int32 codes into ``types``
+    types: list[str]
+    # edges with a validity window: CSR position -> (valid_from, valid_until) as sortable ISO text
+    timed: dict[int, tuple[str | None, str | None]] = field(default_factory=dict)
+    _reverse: "CSR | None" = None
+    _rev_pos: np.ndarray | None = None  # reverse position -> forward position
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    @property
+    def m(self) -> int:
+        return int(self.dst.shape[0])
+
+    def sources(self) -> np.ndarray:
+        """The source index of every edge (aligned with ``dst``)."""
+        return np.repeat(np.arange(self.n, dtype=np.int32), np.diff(self.ptr))
+
+    def reverse(self) -> tuple["CSR", np.ndarray]:
+        """The transposed adjacency and, for each of its edges, the forward edge position."""
+        if self._reverse is None:
+            src = self.sources()
+            order = np.lexsort((src, self.dst))  # by dst, then src
+            counts = np.bincount(self.dst, minlength=self.n)
+            ptr = np.zeros(self.n + 1, dtype=np.int64)
+            np.cumsum(counts, out=ptr[1:])
+            self._reverse = CSR(self.ids, self.index, ptr, src[order].astype(np.int32), self.weight[order],
+                                self.etype[order], self.types)
+            self._rev_pos = order.astype(np.int64)
+        assert self._rev_pos is not None
+        return self._reverse, self._rev_pos
+
+
+def load_adjacency(store: Store, namespace: str | Sequence[str] | None = None, as_of: str | None = None,
+                   node_ids: Sequence[str] | None = None) -> CSR:
+    """Build the CSR from the store: every edge active now (or as it stood ``as_of``, valid then).
+
+    ``node_ids`` adds isolated nodes so analytics count them; edges may name nodes outside it.
+    """
+    rows = store.adjacency(namespace=namespace, as_of=as_of, valid_at=as_of)
+    index: dict[str, int] = {}
+    ids: list[str] = []
+    for nid in node_ids or ():
+        if nid not in index:
+            index[nid] = len(ids)
+            ids.append(nid)
+    type_index: dict[str, int] = {}
+    types: list[str] = []
+    m = len(rows)
+    src = np.empty(m, dtype=np.int32)
+    dst = np.empty(m, dtype=np.int32)
+    weight = np.empty(m, dtype=np.float64)
+    etype = np.empty(m, dtype=np.int32)
+    get = index.get
+    for i, (s, d, t, w, _pos) in enumerate(rows):
+        si = get(s)
+        if si is None:
+            si = index[s] = len(ids)
+            ids.append(s)
+        di = get(d)
+        if di is None:
+            di = index[d] = len(ids)
+            ids.append(d)
+        ti = type_index.get(t)
+        if ti is None:
+            ti = type_index[t] = len(types)
+            types.append(t)
+        src[i], dst[i], weight[i], etype[i] = si, di, w, ti
+    n = len(ids)
+    order = np.argsort(src, kind="stable")  # rows come in (src, position) order already per src text
+    src, dst, weight, etype = src[order], dst[order], weight[order], etype[order]
+    counts = np.bincount(src, minlength=n) if m else np.zeros(n, dtype=np.int64)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    csr = CSR(ids, index, ptr, dst, weight, etype, types)
+    if as_of is None:
+        timed_fn = getattr(store, "timed_edges", None)
+        timed_rows = timed_fn(namespace) if timed_fn else [
+            (e.src, e.dst, e.type, e.valid_from, e.valid_until)
+            for e in store.edges(namespace=namespace) if e.valid_from or e.valid_until]
+        for s, d, t, vf, vu in timed_rows:
+            si, di, ti = index.get(s), index.get(d), type_index.get(t)
+            if si is None or di is None or ti is None:
+                continue
+            for p in range(int(ptr[si]), int(ptr[si + 1])):
+                if dst[p] == di and etype[p] == ti:
+                    csr.timed[p] = (vf, vu)
+                    break
+    return csr
+
+
+def blocked_edges(csr: CSR, at: str) -> set[int]:
+    """Forward positions of edges whose validity window does not contain ``at``."""
+    return {p for p, (vf, vu) in csr.timed.items() if (vf is not None and vf > at) or (vu is not None and vu <= at)}
+
+
+@dataclass
+class Reached:
+    index: int
+    hop: int
+    parent: int  # -1 for the anchor
+    edge: int  # forward edge position used to reach it (-1 for the anchor)
+    decay: float  # product of the edge weights along the BFS path
+
+
+def _steps(csr: CSR, node: int, direction: str, types: set[int] | None, min_weight: float | None,
+           blocked: set[int]) -> list[tuple[int, int, float]]:
+    """(neighbour, forward edge position, weight) for one node's usable edges, in declared order."""
+    out: list[tuple[int, int, float]] = []
+    if direction in ("out", "both"):
+        a, b = int(csr.ptr[node]), int(csr.ptr[node + 1])
+        for k, (nb, w, t) in enumerate(zip(csr.dst[a:b].tolist(), csr.weight[a:b].tolist(),
+                                           csr.etype[a:b].tolist())):
+            p = a + k
+            if (types is None or t in types) and (min_weight is None or w >= min_weight) and p not in blocked:
+                out.append((nb, p, w))
+    if direction in ("in", "both"):
+        rev, rev_pos = csr.reverse()
+        a, b = int(rev.ptr[node]), int(rev.ptr[node + 1])
+        for k, (nb, w, t) in enumerate(zip(rev.dst[a:b].tolist(), rev.weight[a:b].tolist(),
+                                           rev.etype[a:b].tolist())):
+            p = int(rev_pos[a + k])
+            if (types is None or t in types) and (min_weight is None or w >= min_weight) and p not in blocked:
+                out.append((nb, p, w))
+    return out
+
+
+def type_codes(csr: CSR, relationship_types: Sequence[str] | None) -> set[int] | None:
+    if relationship_types is None:
+        return None
+    wanted = set(relationship_types)
+    return {i for i, t in enumerate(csr.types) if t in wanted}
+
+
+def bfs(csr: CSR, start: int, hops: int, direction: str = "out", types: set[int] | None = None,
+        min_weight: float | None = None, blocked: set[int] | frozenset[int] = frozenset()) -> list[Reached]:
+    """Breadth-first search from ``start`` up to ``hops`` edges; the anchor itself is not returned.
+
+    Each node is reached once, by the first (shortest, then declared-order) path.
+    """
+    if direction not in ("out", "in", "both"):
+        from ..errors import ValidationError
+
+        raise ValidationError(f"unknown direction {direction!r}; use out, in or both", direction=direction)
+    blocked_set = blocked if isinstance(blocked, set) else set(blocked)
+    seen = {start: Reached(start, 0, -1, -1, 1.0)}
+    order: list[Reached] = []
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        here = seen[node]
+        if here.hop >= hops:
+            continue
+        for nb, pos, w in _steps(csr, node, direction, types, min_weight, blocked_set):
+            if nb in seen:
+                continue
+            reached = Reached(nb, here.hop + 1, node, pos, here.decay * w)
+            seen[nb] = reached
+            order.append(reached)
+            queue.append(nb)
+    return order
+
+
+def path_to(reached: dict[int, Reached], target: int) -> list[int]:
+    """The anchor-to-target index path recorded by ``bfs`` (iterative walk up the parents)."""
+    path = [target]
+    node = reached[target]
+    while node.parent != -1:
+        path.append(node.parent)
+        node = reached[node.parent]
+    path.reverse()
+    return path
+
+
+def shortest_path(csr: CSR, source: int, target: int, max_hops: int | None = None, direction: str = "out",
+                  blocked: set[int] | frozenset[int] = frozenset()) -> list[int] | None:
+    """An unweighted shortest path (fewest edges) as node indices, or None if unreachable."""
+    if source == target:
+        return [source]
+    limit = csr.n if max_hops is None else max_hops
+    parent = {source: -1}
+    frontier = [source]
+    depth = 0
+    blocked = blocked if isinstance(blocked, set) else set(blocked)
+    while frontier and depth < limit:
+        depth += 1
+        nxt: list[int] = []
+        for node in frontier:
+            for nb, _pos, _w in _steps(csr, node, direction, None, None, blocked):
+                if nb in parent:
+                    continue
+                parent[nb] = node
+                if nb == target:
+                    path = [nb]
+                    while parent[path[-1]] != -1:
+                        path.append(parent[path[-1]])
+                    return path[::-1]
+                nxt.append(nb)
+        frontier = nxt
+    return None
+
+
+def distance_band(hops: int) -> str:
+    """Seed 003's bands: direct (1), near (2), mid-range (3-4), distant (5+)."""
+    if hops <= 1:
+        return "direct"
+    if hops == 2:
+        return "near"
+    if hops <= 4:
+        return "mid-range"
+    return "distant"
