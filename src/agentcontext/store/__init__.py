@@ -14,7 +14,7 @@ def open_store(url: str | Path) -> Store:
     """Open ``sqlite:///path``, a plain file path, or ``postgresql://...``."""
     text = str(url)
     if text.startswith("sqlite:///"):
-        return SQLiteStore(text[len("sqlite:///") - 1:] if text.startswith("sqlite:////") else text[len("sqlite:///"):])
+        return SQLiteStore(text[len("sqlite:///"):])  # sqlite:////abs/path or sqlite:///relative/path
     if text.startswith(("postgresql://", "postgres://")):
         from .postgres import PostgresStore  # optional extra
 
