@@ -1,0 +1,93 @@
+"""Hybrid scoring engine: normalise dense and BM25 signals, smooth over neighbours, fuse.
+
+Pure numpy over candidate rows; services decide which rows are candidates. The defaults were
+tuned on the LoCoMo development split (see ``eval_locomo.py`` and the benchmark notes).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+# Words that carry no topic in a question; dropped from the BM25 query (the dense query keeps them).
+STOPWORDS = frozenset(
+    "a an the is are was were be been being am do does did doing done have has had having i me my mine we us our "
+    "you your yours he him his she her hers it its they them their what which who whom whose when where why how "
+    "this that these those to of in on at by for with about from as into onto over under and or but if then so "
+    "than too very can could would should will shall may might must not no nor yes any some all each every other "
+    "such only own same just also ever there here up down out off again once s t don ve ll re d m".split()
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """How the signals combine: ``dense`` + (1 - ``dense``) BM25, plus the mention boost."""
+
+    dense: float = 0.5
+    neighbour: float = 0.4  # share of a neighbouring turn's BM25 score a turn inherits
+    mention: float = 0.2  # boost when the query names the memory's speaker/title
+
+
+def keyword_query(query: str) -> str:
+    """The query's content words (stopwords removed) for BM25; the whole query if nothing is left."""
+    words = [w for w in _WORD.findall(query.lower()) if w not in STOPWORDS]
+    return " ".join(words) if words else query
+
+
+def relative(values: np.ndarray) -> np.ndarray:
+    """Clip at zero and divide by the maximum, so the best candidate of a signal scores 1."""
+    clipped = np.clip(values, 0.0, None)
+    top = float(clipped.max()) if clipped.size else 0.0
+    return clipped / top if top > 0 else clipped
+
+
+def smooth_neighbours(scores: np.ndarray, prev: np.ndarray, nxt: np.ndarray, weight: float) -> np.ndarray:
+    """Each row gains ``weight`` times the scores of its previous and next rows (index -1 = none)."""
+    if weight == 0 or scores.size == 0:
+        return scores
+    out = scores.copy()
+    has_prev = prev >= 0
+    has_next = nxt >= 0
+    out[has_prev] += weight * scores[prev[has_prev]]
+    out[has_next] += weight * scores[nxt[has_next]]
+    return out
+
+
+def mentioned(query: str, names: list[str]) -> np.ndarray:
+    """1.0 where the row's name (a speaker, a title) appears in the query as a whole word."""
+    out = np.zeros(len(names), dtype=np.float32)
+    if not names:
+        return out
+    words = set(_WORD.findall(query.lower()))
+    cache: dict[str, bool] = {}
+    for i, name in enumerate(names):
+        if not name:
+            continue
+        hit = cache.get(name)
+        if hit is None:
+            parts = _WORD.findall(name.lower())
+            hit = cache[name] = bool(parts) and all(p in words for p in parts)
+        if hit:
+            out[i] = 1.0
+    return out
+
+
+def fuse(dense: np.ndarray, bm25: np.ndarray, mention: np.ndarray | None, weights: FusionWeights) -> np.ndarray:
+    """The fused score of every candidate row."""
+    score = weights.dense * relative(dense) + (1.0 - weights.dense) * relative(bm25)
+    if mention is not None and weights.mention:
+        score = score + weights.mention * mention
+    return score
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest scores, best first (ties by index)."""
+    if k <= 0 or scores.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k < scores.size:
+        part = np.argpartition(-scores, k - 1)[:k]
+    else:
+        part = np.arange(scores.size)
+    return part[np.lexsort((part, -scores[part]))]

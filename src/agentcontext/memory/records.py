@@ -1,0 +1,96 @@
+"""How a memory is laid out as a store node, and back to the dict shape seed 003 returns.
+
+A memory is a node of kind ``memory`` in the namespace ``memory:<name>``: ``content`` is the text,
+``title`` the speaker (if the metadata names one), ``key`` sorts by creation time, tags carry
+``conversation:<id>``, ``user:<id>`` and ``type:<type>`` so filters are exact and indexed, and
+``props`` hold the caller's metadata plus creation/update times with their original offsets.
+"""
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import ValidationError
+from ..model import Node, to_utc_iso
+
+KIND = "memory"
+CONV = "conversation:"
+USER = "user:"
+TYPE = "type:"
+
+
+def new_id() -> str:
+    return "mem_" + uuid.uuid4().hex[:20]
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def memory_text(title: str, content: str) -> str:
+    """The text that is embedded: the speaker, then what was said."""
+    return f"{title}: {content}" if title else content
+
+
+def iso_with_offset(value: Any, field: str) -> str:
+    """A timestamp as ISO text, keeping the caller's offset (naive values stay naive)."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, str):
+        to_utc_iso(value)  # validates
+        return value
+    raise ValidationError(f"{field} must be an ISO-8601 timestamp or datetime, got {type(value).__name__}",
+                          field=field)
+
+
+def build_node(namespace: str, content: str, metadata: dict[str, Any] | None, conversation_id: str | None,
+               user_id: str | None, memory_id: str | None = None, created_at: str | None = None,
+               updated_at: str | None = None, seq: int = 0, prev: str | None = None,
+               pair_hash: str | None = None) -> Node:
+    if not isinstance(content, str) or not content.strip():
+        raise ValidationError("a memory needs non-empty text content", content=repr(content)[:80])
+    metadata = dict(metadata or {})
+    created = created_at or now_iso()
+    mtype = metadata.get("type") or metadata.get("kind")
+    speaker = metadata.get("speaker")
+    tags = []
+    if conversation_id is not None:
+        tags.append(CONV + str(conversation_id))
+    if user_id is not None:
+        tags.append(USER + str(user_id))
+    if mtype:
+        tags.append(TYPE + str(mtype))
+    mid = memory_id or new_id()
+    props: dict[str, Any] = {
+        "metadata": metadata, "conversation_id": conversation_id, "user_id": user_id,
+        "created_at": created, "updated_at": updated_at or created,
+    }
+    if prev:
+        props["prev"] = prev
+    if pair_hash:
+        props["pair_hash"] = pair_hash
+    title = str(speaker) if isinstance(speaker, str) else ""
+    return Node(
+        id=mid, kind=KIND, namespace=namespace, key=f"{to_utc_iso(created)}#{seq:08d}", title=title,
+        content=content, props=props, tags=tags, embed_text=memory_text(title, content),
+    )
+
+
+def to_memory(node: Node, score: float | None = None) -> dict[str, Any]:
+    """The dict seed 003 returns for one memory."""
+    props = node.props or {}
+    metadata = dict(props.get("metadata") or {})
+    out: dict[str, Any] = {
+        "id": node.id, "memory_id": node.id, "content": node.content, "metadata": metadata,
+        "conversation_id": props.get("conversation_id"), "user_id": props.get("user_id"),
+        "timestamp": props.get("created_at"), "created_at": props.get("created_at"),
+        "updated_at": props.get("updated_at"), "version": node.version,
+    }
+    if score is not None:
+        out["score"] = score
+    return out
+
+
+def conversation_of(node: Node) -> str | None:
+    return (node.props or {}).get("conversation_id")

@@ -1,0 +1,95 @@
+"""Hybrid memory search: dense (with conversation context) + BM25 (FTS5) + speaker mentions, fused."""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..index.hybrid import FusionWeights, fuse, keyword_query, mentioned, smooth_neighbours, top_k
+from ..workspace import Workspace
+from .index import MemoryIndex
+from .records import KIND
+
+BM25_LIMIT = 1000
+
+
+@dataclass
+class Hit:
+    id: str
+    score: float
+    signals: dict[str, float]
+
+
+class QueryVectors:
+    """A small per-process cache of query embeddings (never written to the store: reads stay reads)."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._size = size
+
+    def get(self, ws: Workspace, text: str) -> np.ndarray:
+        key = (ws.embedder.name, text)
+        vec = self._cache.get(key)
+        if vec is None:
+            vec = ws.embedder.embed([text])[0]
+            self._cache[key] = vec
+            if len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return vec
+
+
+QUERY_VECTORS = QueryVectors()
+
+
+def candidate_rows(index: MemoryIndex, conversation_id: str | None, user_id: str | None,
+                   where: Callable[[dict[str, Any]], bool] | None) -> np.ndarray:
+    rows: np.ndarray | None = None
+    if conversation_id is not None:
+        rows = index.convs.get(str(conversation_id), np.zeros(0, dtype=np.int64))
+    if user_id is not None:
+        users = index.users.get(str(user_id), np.zeros(0, dtype=np.int64))
+        rows = users if rows is None else np.intersect1d(rows, users, assume_unique=True)
+    if rows is None:
+        rows = np.arange(len(index), dtype=np.int64)
+    if where is not None and rows.size:
+        keep = np.fromiter((where(index.props[i]) for i in rows), dtype=bool, count=rows.size)
+        rows = rows[keep]
+    return rows
+
+
+def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int, rows: np.ndarray,
+           weights: FusionWeights = FusionWeights()) -> list[Hit]:
+    """The ``k`` best candidate rows for ``query``, each with the signals that produced its score."""
+    if rows.size == 0 or k <= 0:
+        return []
+    qv = QUERY_VECTORS.get(ws, query)
+    dense = index.dense[rows] @ qv
+    n = len(index)
+    bm25_raw = np.zeros(n, dtype=np.float32)
+    for nid, score in ws.store.text_search(keyword_query(query), namespace=namespace, kind=KIND,
+                                           limit=min(BM25_LIMIT, max(n, 1))):
+        i = index.row.get(nid)
+        if i is not None:
+            bm25_raw[i] = score
+    bm25_all = smooth_neighbours(bm25_raw, index.prev, index.next, weights.neighbour)
+    bm25 = bm25_all[rows]
+    mention = mentioned(query, [index.titles[i] for i in rows]) if weights.mention else None
+    fused = fuse(dense, bm25, mention, weights)
+    out: list[Hit] = []
+    for j in top_k(fused, k):
+        i = int(rows[j])
+        signals: dict[str, float] = {"dense": float(index.own[i] @ qv)}
+        if index.dense is not index.own:
+            signals["dense_context"] = float(dense[j])
+        if bm25_raw[i] > 0:
+            signals["bm25"] = float(bm25_raw[i])
+        if bm25[j] > bm25_raw[i]:
+            signals["bm25_neighbours"] = float(bm25[j] - bm25_raw[i])
+        if mention is not None and mention[j]:
+            signals["mention"] = weights.mention
+        out.append(Hit(index.ids[i], float(fused[j]), signals))
+    return out

@@ -1,0 +1,447 @@
+"""``AgentMemory``: memories as nodes of the workspace graph, with hybrid retrieval and retention.
+
+Writes land whole (one store transaction per call); vectors are computed first and cached by the
+hash of the embedded text, so a killed ``batch_store`` leaves either none or all of its memories.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..embed.cache import embed_texts
+from ..errors import NotFoundError, ValidationError
+from ..index.hybrid import FusionWeights
+from ..model import Node, content_hash, to_utc_iso, utcnow
+from ..vector_store import VectorStore
+from ..workspace import Workspace
+from . import io as memory_io
+from .index import MemoryIndex, memory_index
+from .records import CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, to_memory
+from .search import candidate_rows, search
+
+EVICTIONS = "memory.evictions"
+_RETENTION = re.compile(r"^(\d+)_days?$")
+
+
+def parse_retention(policy: str | int | None) -> int | None:
+    """``"90_days"`` -> 90; ``"unlimited"``/None -> None."""
+    if policy is None or policy == "unlimited":
+        return None
+    if isinstance(policy, int) and not isinstance(policy, bool):
+        if policy <= 0:
+            raise ValidationError("retention must be a positive number of days", retention=policy)
+        return policy
+    match = _RETENTION.match(str(policy))
+    if not match or int(match.group(1)) <= 0:
+        raise ValidationError(f"retention_policy {policy!r} is not understood; use 'N_days' (e.g. '30_days') or "
+                              "'unlimited'", retention_policy=str(policy))
+    return int(match.group(1))
+
+
+def metadata_filter(filters: dict[str, Any] | None) -> Callable[[dict[str, Any]], bool] | None:
+    if not filters:
+        return None
+    items = list(filters.items())
+
+    def keep(props: dict[str, Any]) -> bool:
+        meta = props.get("metadata") or {}
+        return all(meta.get(k) == v for k, v in items)
+
+    return keep
+
+
+class AgentMemory:
+    """Vector-backed persistent memory (seed 003): store, retrieve, forget, conversations, export."""
+
+    def __init__(self, vector_store: VectorStore | None = None, max_memory_size: int = 10000,
+                 retention_policy: str | int | None = "unlimited", *, namespace: str = "default",
+                 workspace: Workspace | None = None, context_turns: bool = True,
+                 weights: FusionWeights | None = None, actor: str = "") -> None:
+        if workspace is None:
+            vector_store = vector_store if vector_store is not None else VectorStore()
+            workspace = vector_store.workspace
+        self.vector_store = vector_store
+        self.workspace = workspace
+        if max_memory_size is not None and int(max_memory_size) <= 0:
+            raise ValidationError("max_memory_size must be positive", max_memory_size=max_memory_size)
+        self.max_memory_size = int(max_memory_size) if max_memory_size is not None else None
+        self.retention_days = parse_retention(retention_policy)
+        self.namespace = namespace if namespace.startswith("memory:") else f"memory:{namespace}"
+        self.context_turns = context_turns
+        self.weights = weights or FusionWeights()
+        self.actor = actor
+        self._access: dict[str, int] = {}
+        self._tick = 0
+        self._lock = threading.RLock()
+
+    # --- plumbing --------------------------------------------------------------------------
+    @property
+    def db(self) -> Any:
+        """The workspace's store of record (``store`` is the seed's method that stores a memory)."""
+        return self.workspace.store
+
+    @property
+    def dimension(self) -> int:
+        return self.vector_store.dimension if self.vector_store is not None else self.workspace.embedder.dimension
+
+    def _index(self) -> MemoryIndex:
+        return memory_index(self.workspace, self.namespace, self.dimension)
+
+    def _touch(self, ids: Iterable[str]) -> None:
+        with self._lock:
+            for mid in ids:
+                self._tick += 1
+                self._access[mid] = self._tick
+
+    def _last_in_conversation(self, conversation_id: str) -> Node | None:
+        found = self.db.find_nodes(namespace=self.namespace, kind=KIND, tags=[CONV + str(conversation_id)],
+                                      order="recorded_desc", limit=1)
+        return found[0] if found else None
+
+    # --- writes ----------------------------------------------------------------------------
+    def store(self, content: str | Sequence[Any], metadata: dict[str, Any] | None = None,
+              conversation_id: str | None = None, user_id: str | None = None, **kwargs: Any) -> str | dict[str, Any]:
+        """A string stores one memory and returns its id; a list stores them all and returns stats."""
+        if isinstance(content, (list, tuple)):
+            items = [self._item(x, metadata, conversation_id, user_id) for x in content]
+            ids = self.batch_store(items)
+            return {"stored": len(ids), "ids": ids, "total": self.count()}
+        return self.batch_store([{"content": content, "metadata": metadata, "conversation_id": conversation_id,
+                                  "user_id": user_id, **kwargs}])[0]
+
+    @staticmethod
+    def _item(x: Any, metadata: dict | None, conversation_id: str | None, user_id: str | None) -> dict[str, Any]:
+        if isinstance(x, str):
+            return {"content": x, "metadata": metadata, "conversation_id": conversation_id, "user_id": user_id}
+        if isinstance(x, dict):
+            item = dict(x)
+            item.setdefault("conversation_id", conversation_id)
+            item.setdefault("user_id", user_id)
+            if metadata and not item.get("metadata"):
+                item["metadata"] = metadata
+            return item
+        raise ValidationError(f"cannot store a {type(x).__name__}; pass text or a dict with 'content'")
+
+    def batch_store(self, items: Sequence[Any], progress: Callable[[int, int], None] | None = None) -> list[str]:
+        """Store many memories in one transaction; returns their ids in order.
+
+        Each item is text or a dict with ``content`` (or ``text``) and optional ``metadata``,
+        ``conversation_id``, ``user_id``, ``id``, ``created_at`` and ``vector`` (precomputed embedding)."""
+        items = [self._item(x, None, None, None) for x in items]
+        if not items:
+            return []
+        stamp = now_iso()
+        last: dict[str, Node | None] = {}
+        nodes: list[Node] = []
+        pair_texts: list[str] = []
+        supplied: dict[str, np.ndarray] = {}
+        prev_text: dict[str, str] = {}
+        for seq, item in enumerate(items):
+            content = item.get("content", item.get("text"))
+            conv = item.get("conversation_id")
+            if conv is not None:
+                conv = str(conv)
+            prev_id = None
+            if conv is not None and self.context_turns:
+                if conv not in prev_text:
+                    before = last.setdefault(conv, self._last_in_conversation(conv))
+                    if before is not None:
+                        prev_text[conv] = memory_text(before.title, before.content)
+                        last[conv] = before
+                before = last.get(conv)
+                prev_id = before.id if before is not None else None
+            created = item.get("created_at")
+            updated = item.get("updated_at")
+            node = build_node(self.namespace, content, item.get("metadata"), conv,
+                              None if item.get("user_id") is None else str(item["user_id"]),
+                              memory_id=item.get("id"),
+                              created_at=iso_with_offset(created, "created_at") if created else stamp,
+                              updated_at=iso_with_offset(updated, "updated_at") if updated else None,
+                              seq=seq, prev=prev_id)
+            if conv is not None and self.context_turns:
+                own = node.embed_text or ""
+                if conv in prev_text:
+                    pair = prev_text[conv] + "\n" + own
+                    node.props["pair_hash"] = content_hash(pair)
+                    pair_texts.append(pair)
+                prev_text[conv] = own
+                last[conv] = node
+            vector = item.get("vector", item.get("embedding"))
+            if vector is not None:
+                vec = np.asarray(vector, dtype=np.float32)
+                if vec.shape != (self.dimension,):
+                    raise ValidationError(f"memory {seq}: vector has shape {vec.shape}, expected ({self.dimension},)",
+                                          index=seq, expected=self.dimension)
+                supplied[content_hash(node.embed_text)] = vec
+            nodes.append(node)
+        ids = [n.id for n in nodes]
+        if len(set(ids)) != len(ids):
+            raise ValidationError("batch_store got the same memory id twice; ids must be unique")
+        self._embed(nodes, pair_texts, supplied, progress)
+        self.db.put_nodes(nodes, actor=self.actor)
+        self._touch(ids)
+        self._enforce_limits()
+        return ids
+
+    def _embed(self, nodes: list[Node], pair_texts: list[str], supplied: dict[str, np.ndarray],
+               progress: Callable[[int, int], None] | None) -> None:
+        if supplied:
+            self.db.put_vectors(supplied, self.workspace.embedder.name)
+        texts = [n.embed_text for n in nodes if n.embed_text and content_hash(n.embed_text) not in supplied]
+        texts += pair_texts
+        if not texts:
+            return
+        step = 2048
+        for start in range(0, len(texts), step):
+            embed_texts(self.db, self.workspace.embedder, texts[start: start + step])
+            if progress:
+                progress(min(start + step, len(texts)), len(texts))
+
+    def update(self, memory_id: str, content: str | None = None, metadata: dict[str, Any] | None = None) -> bool:
+        """Change the text and/or merge metadata; the id stays, the store keeps the previous version.
+
+        Returns False when there is no such memory."""
+        node = self.db.get_node(memory_id)
+        if node is None or node.kind != KIND or node.namespace != self.namespace:
+            return False
+        meta = dict((node.props or {}).get("metadata") or {})
+        meta.update(metadata or {})
+        self._rewrite(node, content if content is not None else node.content, meta, now_iso())
+        return True
+
+    def _rewrite(self, node: Node, content: str, metadata: dict[str, Any], updated_at: str) -> None:
+        """Write a new version of ``node`` with exactly this content and metadata."""
+        props = node.props or {}
+        new = build_node(self.namespace, content, metadata, props.get("conversation_id"), props.get("user_id"),
+                         memory_id=node.id, created_at=props.get("created_at"), updated_at=updated_at,
+                         prev=props.get("prev"))
+        new.key = node.key
+        texts = [new.embed_text or ""]
+        if props.get("pair_hash") and content == node.content and new.title == node.title:
+            new.props["pair_hash"] = props["pair_hash"]
+        elif props.get("prev"):
+            before = self.db.get_node(props["prev"])
+            if before is not None:
+                pair = memory_text(before.title, before.content) + "\n" + (new.embed_text or "")
+                new.props["pair_hash"] = content_hash(pair)
+                texts.append(pair)
+        embed_texts(self.db, self.workspace.embedder, texts)
+        self.db.put_nodes([new], actor=self.actor)
+        self._touch([node.id])
+
+    # --- reads -----------------------------------------------------------------------------
+    def get_memory(self, memory_id: str) -> dict[str, Any] | None:
+        node = self.db.get_node(memory_id)
+        if node is None or node.kind != KIND or node.namespace != self.namespace:
+            return None
+        self._touch([memory_id])
+        return to_memory(node)
+
+    def retrieve(self, query: str, max_results: int = 5, min_score: float = 0.0,
+                 conversation_id: str | None = None, user_id: str | None = None,
+                 filters: dict[str, Any] | None = None, type: str | None = None,
+                 **metadata_filters: Any) -> list[dict[str, Any]]:
+        """Best memories for ``query`` (hybrid: dense + context + BM25 + mentions), best first.
+
+        ``conversation_id``/``user_id`` restrict exactly; ``filters``, ``type`` and any other keyword
+        are metadata equality filters. Each result carries ``score`` and the ``signals`` behind it."""
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("retrieve needs a non-empty query text")
+        if max_results <= 0:
+            return []
+        self._expire()
+        wanted = dict(filters or {})
+        wanted.update(metadata_filters)
+        if type is not None:
+            wanted["type"] = type
+        index = self._index()
+        rows = candidate_rows(index, conversation_id, user_id, metadata_filter(wanted))
+        hits = search(self.workspace, index, self.namespace, query, max_results, rows, self.weights)
+        hits = [h for h in hits if h.score >= min_score]
+        nodes = self.db.get_nodes([h.id for h in hits])
+        out = []
+        for h in hits:
+            node = nodes.get(h.id)
+            if node is None:  # removed since the index was built
+                continue
+            item = to_memory(node, h.score)
+            item["signals"] = h.signals
+            item["source"] = "memory"
+            out.append(item)
+        self._touch(r["id"] for r in out)
+        return out
+
+    def get_conversation_history(self, conversation_id: str, max_items: int = 100) -> list[dict[str, Any]]:
+        """The last ``max_items`` memories of a conversation, oldest first."""
+        nodes = self.db.find_nodes(namespace=self.namespace, kind=KIND, tags=[CONV + str(conversation_id)],
+                                      order="key")
+        return [to_memory(n) for n in nodes[-max_items:]] if max_items else []
+
+    def conversation(self, conversation_id: str, max_items: int = 100) -> list[dict[str, Any]]:
+        return self.get_conversation_history(conversation_id, max_items)
+
+    def list_memories(self, conversation_id: str | None = None, user_id: str | None = None,
+                      type: str | None = None) -> list[dict[str, Any]]:
+        return [to_memory(n) for n in self._nodes(conversation_id, user_id, type)]
+
+    def _nodes(self, conversation_id: str | None = None, user_id: str | None = None,
+               type: str | None = None) -> list[Node]:
+        tags = []
+        if conversation_id is not None:
+            tags.append(CONV + str(conversation_id))
+        if user_id is not None:
+            tags.append(USER + str(user_id))
+        if type is not None:
+            tags.append(TYPE + str(type))
+        return self.db.find_nodes(namespace=self.namespace, kind=KIND, tags=tags or None, order="key")
+
+    def count(self) -> int:
+        return self.db.count_nodes(namespace=self.namespace, kind=KIND)
+
+    def find_by_entity(self, entity_id: str) -> list[str]:
+        """Ids of memories that name ``entity_id`` in their metadata (``entities``/``entity_id``)."""
+        out = []
+        for node in self.db.find_nodes(namespace=self.namespace, kind=KIND, with_content=False):
+            meta = (node.props or {}).get("metadata") or {}
+            ents = meta.get("entities") or []
+            if meta.get("entity_id") == entity_id or (isinstance(ents, list) and entity_id in ents):
+                out.append(node.id)
+        return out
+
+    # --- deletes, retention, eviction ------------------------------------------------------
+    def _purge(self, ids: Sequence[str], reason: str) -> int:
+        if not ids:
+            return 0
+        result = self.db.purge_nodes(list(ids), reason=reason, actor=self.actor)
+        with self._lock:
+            for mid in ids:
+                self._access.pop(mid, None)
+        return int(result.get("nodes", len(ids))) if isinstance(result, dict) else len(ids)
+
+    def delete_memory(self, memory_id: str) -> bool:
+        node = self.db.get_node(memory_id)
+        if node is None or node.kind != KIND or node.namespace != self.namespace:
+            return False
+        return self._purge([memory_id], "delete_memory") > 0
+
+    def batch_delete(self, memory_ids: Sequence[str]) -> int:
+        nodes = self.db.get_nodes(memory_ids)
+        mine = [i for i, n in nodes.items() if n.kind == KIND and n.namespace == self.namespace]
+        return self._purge(mine, "batch_delete")
+
+    def clear_memory(self, conversation_id: str | None = None, user_id: str | None = None) -> int:
+        """Delete a conversation's (or user's) memories; with neither, every memory of this store."""
+        return self._purge([n.id for n in self._nodes(conversation_id, user_id)], "clear_memory")
+
+    def forget(self, memory_id: str | None = None, conversation_id: str | None = None,
+               days_old: int | float | None = None, user_id: str | None = None) -> int:
+        """Delete by id, by conversation/user, or everything older than ``days_old`` (combined: all must match)."""
+        if memory_id is None and conversation_id is None and days_old is None and user_id is None:
+            raise ValidationError("forget needs memory_id, conversation_id, user_id or days_old; "
+                                  "use clear_memory() to delete everything")
+        if memory_id is not None:
+            node = self.db.get_node(memory_id)
+            if node is None or node.kind != KIND or node.namespace != self.namespace:
+                return 0
+            props = node.props or {}
+            if conversation_id is not None and props.get("conversation_id") != str(conversation_id):
+                return 0
+            if user_id is not None and props.get("user_id") != str(user_id):
+                return 0
+            candidates = [node]
+        else:
+            candidates = self._nodes(conversation_id, user_id)
+        if days_old is not None:
+            cutoff = to_utc_iso(datetime.now(timezone.utc) - timedelta(days=float(days_old)))
+            candidates = [n for n in candidates if n.key < (cutoff or "")]
+        return self._purge([n.id for n in candidates], "forget")
+
+    def _record_evictions(self, reason: str, ids: list[str]) -> None:
+        if not ids:
+            return
+        rec = self.db.get_record(EVICTIONS, self.namespace) or {"expired": 0, "lru": 0, "recent": []}
+        rec[reason] = int(rec.get(reason, 0)) + len(ids)
+        rec["recent"] = ([{"id": i, "reason": reason, "at": utcnow()} for i in ids] + list(rec.get("recent", [])))[:50]
+        self.db.put_record(EVICTIONS, self.namespace, rec, actor=self.actor)
+
+    def _expire(self) -> int:
+        """Delete memories created more than ``retention_days`` ago (oldest keys first)."""
+        if self.retention_days is None:
+            return 0
+        cutoff = to_utc_iso(datetime.now(timezone.utc) - timedelta(days=self.retention_days)) or ""
+        old: list[str] = []
+        while True:
+            page = self.db.find_nodes(namespace=self.namespace, kind=KIND, order="key", with_content=False,
+                                      offset=len(old), limit=500)
+            expired = [n.id for n in page if n.key < cutoff]
+            old += expired
+            if len(expired) < len(page) or len(page) < 500:
+                break
+        if old:
+            self._purge(old, f"retention {self.retention_days} days")
+            self._record_evictions("expired", old)
+        return len(old)
+
+    def _enforce_limits(self) -> None:
+        self._expire()
+        if self.max_memory_size is None:
+            return
+        excess = self.count() - self.max_memory_size
+        if excess <= 0:
+            return
+        with self._lock:
+            accessed = dict(self._access)
+        # Least recently used first: never-touched (oldest first), then by last access in this process.
+        pool = self.db.find_nodes(namespace=self.namespace, kind=KIND, order="key", with_content=False,
+                                     limit=excess + len(accessed))
+        untouched = [n.id for n in pool if n.id not in accessed]
+        victims = untouched[:excess]
+        if len(victims) < excess:
+            victims += sorted(accessed, key=accessed.__getitem__)[: excess - len(victims)]
+        self._purge(victims, "lru eviction")
+        self._record_evictions("lru", victims)
+
+    # --- reports ---------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        rec = self.db.get_record(EVICTIONS, self.namespace) or {}
+        convs = set()
+        users = set()
+        for node in self.db.find_nodes(namespace=self.namespace, kind=KIND, with_content=False):
+            props = node.props or {}
+            if props.get("conversation_id") is not None:
+                convs.add(props["conversation_id"])
+            if props.get("user_id") is not None:
+                users.add(props["user_id"])
+        return {
+            "namespace": self.namespace, "total_memories": self.count(), "conversations": len(convs),
+            "users": len(users), "max_memory_size": self.max_memory_size,
+            "retention_days": self.retention_days,
+            "evicted": {"expired": int(rec.get("expired", 0)), "lru": int(rec.get("lru", 0)),
+                        "recent": list(rec.get("recent", []))},
+            "vector_store": self.vector_store.backend if self.vector_store is not None else "workspace",
+        }
+
+    def health(self) -> dict[str, Any]:
+        integrity = self.db.check_integrity()
+        return {"status": "ok" if integrity == "ok" else "degraded", "store": integrity,
+                "memories": self.count(), "embedder": self.workspace.embedder.name,
+                "dimension": self.dimension}
+
+    # --- export / import -------------------------------------------------------------------
+    def export(self, conversation_id: str | None = None, format: str = "json", destination: Any = None,
+               type: str | None = None, user_id: str | None = None) -> Any:
+        nodes = self._nodes(conversation_id, user_id, type)
+        return memory_io.export_nodes(self, nodes, format, destination)
+
+    def import_data(self, data: Any, format: str = "json") -> int:
+        return memory_io.import_any(self, data, format)
+
+    def require(self, memory_id: str) -> dict[str, Any]:
+        found = self.get_memory(memory_id)
+        if found is None:
+            raise NotFoundError(f"no memory {memory_id!r} in {self.namespace}", id=memory_id)
+        return found

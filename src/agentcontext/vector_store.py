@@ -1,0 +1,104 @@
+"""``VectorStore``: where embeddings live. A thin handle on a workspace and its exact vector index.
+
+- ``backend="sqlite"`` (default): the workspace store on disk (found like git, or created as
+  ``.agentcontext/`` in the current directory), so memories persist between runs.
+- ``backend="inmemory"``: an in-memory workspace; nothing touches the disk.
+- ``backend="faiss"``: in-memory workspace, searched through faiss-cpu's exact ``IndexFlatIP``;
+  needs the optional ``faiss`` extra (``pip install 'agentcontext[faiss]'``).
+
+``dimension`` must equal the embedder's (384 for the default all-MiniLM-L6-v2); anything else is a
+``ValidationError``, never silent padding or truncation.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from .embed.base import Embedder, MiniLMEmbedder
+from .errors import DependencyMissingError, ValidationError
+from .index.vectors import vector_matrix
+from .workspace import Workspace
+
+BACKENDS = ("sqlite", "inmemory", "faiss")
+
+
+class VectorStore:
+    def __init__(self, backend: str = "sqlite", dimension: int | None = None, *, home: str | Path | None = None,
+                 url: str | None = None, workspace: Workspace | None = None, embedder: Embedder | None = None,
+                 **options: Any) -> None:
+        if backend not in BACKENDS:
+            raise ValidationError(f"unknown vector store backend {backend!r}; use one of {', '.join(BACKENDS)}",
+                                  backend=backend)
+        expected = embedder.dimension if embedder is not None else (
+            workspace._embedder.dimension if workspace is not None and workspace._embedder is not None
+            else MiniLMEmbedder.dimension)
+        if dimension is not None and int(dimension) != expected:
+            raise ValidationError(
+                f"dimension={dimension} does not match the embedder, which produces {expected}-dimensional vectors; "
+                f"pass dimension={expected} (or omit it), or use an embedder with {dimension} dimensions",
+                dimension=dimension, expected=expected)
+        if backend == "faiss":
+            try:
+                import faiss  # noqa: F401
+            except ImportError as exc:
+                raise DependencyMissingError(
+                    "backend='faiss' needs faiss-cpu: install the optional extra with "
+                    "pip install 'agentcontext[faiss]', or use backend='sqlite' or 'inmemory'",
+                    extra="faiss") from exc
+        self.backend = backend
+        self.dimension = expected
+        self.options = options
+        if workspace is not None:
+            self.workspace = workspace
+        elif backend == "sqlite":
+            self.workspace = Workspace.open(home=home, url=url, create=True, embedder=embedder)
+        else:
+            self.workspace = Workspace.in_memory(embedder=embedder)
+        if embedder is not None and workspace is not None and workspace._embedder is None:
+            workspace._embedder = embedder
+
+    @property
+    def store(self) -> Any:
+        return self.workspace.store
+
+    @property
+    def persistent(self) -> bool:
+        return self.backend == "sqlite"
+
+    def search(self, query: str | Any, limit: int = 10, namespace: str | Sequence[str] | None = None,
+               kind: str | Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Nearest nodes to ``query`` (text or a vector) by cosine: ``{id, score, content, metadata}`` rows."""
+        import numpy as np
+
+        if isinstance(query, str):
+            qv = self.workspace.embedder.embed([query])[0]
+        else:
+            qv = np.asarray(query, dtype=np.float32)
+            if qv.shape != (self.dimension,):
+                raise ValidationError(f"query vector has shape {qv.shape}; expected ({self.dimension},)",
+                                      expected=self.dimension)
+        hits = vector_matrix(self.workspace, namespace, kind, self.backend == "faiss").search(qv, limit)
+        nodes = self.workspace.store.get_nodes([h for h, _ in hits])
+        rows = []
+        for nid, score in hits:
+            node = nodes.get(nid)
+            if node is None:
+                continue
+            meta = dict((node.props or {}).get("metadata") or {})
+            rows.append({"id": nid, "score": score, "content": node.content or node.summary or node.title,
+                         "metadata": meta, "kind": node.kind, "namespace": node.namespace})
+        return rows
+
+    def count(self) -> int:
+        ids, _ = self.workspace.store.load_vectors(self.workspace.embedder.name)
+        return len(ids)
+
+    def status(self) -> dict[str, Any]:
+        return {"backend": self.backend, "dimension": self.dimension, "persistent": self.persistent,
+                "url": self.workspace.store.url, "integrity": self.workspace.store.check_integrity()}
+
+    def close(self) -> None:
+        self.workspace.close()
+
+    def __repr__(self) -> str:
+        return f"VectorStore(backend={self.backend!r}, dimension={self.dimension})"
