@@ -90,14 +90,17 @@ def main() -> None:
         sizes = [len(graph.get_neighbors(a, hops=2)) for a in anchors]
         print(f"anchors: {len(anchors)} nodes with {min(sizes)}..{max(sizes)} 2-hop neighbours")
         nb = statistics.median(median_ms(lambda a=a: graph.get_neighbors(a, hops=2), args.runs) for a in anchors)
-        nb_meta = statistics.median(median_ms(lambda a=a: graph.get_neighbors(a, hops=2, include_distance_metadata=True),
-                                              args.runs) for a in anchors)
+        nb_meta = statistics.median(median_ms(
+            lambda a=a: graph.get_neighbors(a, hops=2, include_distance_metadata=True), args.runs) for a in anchors)
 
         t = time.perf_counter()
         graph.pagerank()
         pr_first = time.perf_counter() - t
         pr_cached = median_ms(lambda: graph.pagerank(top_k=10), args.runs)
 
+        t = time.perf_counter()
+        graph.find_nodes(node_type="company", skip=5000, limit=50)
+        page_first = (time.perf_counter() - t) * 1000
         page = median_ms(lambda: graph.find_nodes(node_type="company", skip=5000, limit=50), args.runs * 4)
         page0 = median_ms(lambda: graph.find_nodes(node_type="company", skip=0, limit=50), args.runs * 4)
 
@@ -119,7 +122,8 @@ def main() -> None:
               f" networkx BFS ids only {nx_bfs:.2f} ms (ratio {nb / nx_bfs:.1f}x)")
         print(f"pagerank: {pr_first:.2f} s first (adjacency cached), {pr_cached:.2f} ms cached   target <= 5 s;"
               f" networkx {nx_pr:.2f} s (ratio {pr_first / nx_pr:.2f}x; networkx graph build {nx_build:.1f} s)")
-        print(f"find_nodes(type, limit=50): {page0:.2f} ms first page, {page:.2f} ms at skip=5000   target <= 5 ms")
+        print(f"find_nodes(type, limit=50): {page0:.2f} ms first page, {page:.2f} ms at skip=5000   target <= 5 ms"
+              f" (the first deep page after a change builds the ordered id list: {page_first:.0f} ms)")
         ws.close()
 
 

@@ -107,6 +107,17 @@ def test_find_nodes_and_find_edges_paginate_in_stable_order() -> None:
     assert len(g.find_edges("next")) == 19 and g.find_edges("missing") == []
 
 
+def test_deep_pages_agree_with_the_full_listing() -> None:
+    g = ContextGraph()
+    g.add_nodes([{"id": f"n{i:05d}", "type": "a" if i % 3 else "b"} for i in range(3000)])
+    everything = [n["id"] for n in g.find_nodes("a")]
+    assert len(everything) == 2000
+    for skip in (0, 999, 1000, 1500, 1990):
+        assert [n["id"] for n in g.find_nodes("a", skip=skip, limit=25)] == everything[skip: skip + 25]
+    g.add_node("n00000x", "a")  # the cached order follows changes
+    assert g.find_nodes("a", skip=1000, limit=1)[0]["id"] == [n["id"] for n in g.find_nodes("a")][1000]
+
+
 def test_find_active_nodes_uses_validity_windows() -> None:
     g = ContextGraph()
     g.add_node("old", "policy", valid_from="2020-01-01T00:00:00Z", valid_until="2021-01-01T00:00:00Z")
@@ -328,7 +339,8 @@ def test_build_from_conversations_links_entities() -> None:
     out = g.build_from_conversations([
         {"id": "c1", "messages": [{"role": "user", "content": "Apple Inc. hired Alice"},
                                   {"role": "agent", "content": "Noted: Alice works at Apple"}],
-         "entities": [{"id": "e1", "text": "Apple Inc.", "type": "ORG"}, {"id": "e2", "text": "Alice", "type": "PERSON"}],
+         "entities": [{"id": "e1", "text": "Apple Inc.", "type": "ORG"},
+                      {"id": "e2", "text": "Alice", "type": "PERSON"}],
          "relationships": [{"source": "e2", "target": "e1", "type": "works_at"}]},
         {"id": "c2", "messages": [{"role": "user", "content": "Apple shipped a phone"}],
          "entities": [{"id": "e3", "text": "Apple", "type": "ORG"}]},

@@ -20,6 +20,7 @@ from . import analytics, traversal
 from .records import edge_dict, node_dict, parse_edge_item, parse_node_item
 
 DEFAULT_NODE_TYPE = "entity"
+DEEP_PAGE = 1000  # from this offset on, find_nodes pages through a cached id list
 
 
 class ContextGraph:
@@ -228,6 +229,13 @@ class ContextGraph:
 
     def find_nodes(self, node_type: str | None = None, skip: int = 0, limit: int | None = None,
                    as_of: Any = None) -> list[dict[str, Any]]:
+        if skip >= DEEP_PAGE and limit is not None and as_of is None:
+            # deep pages: OFFSET would walk every skipped row; slice a cached, ordered id list instead
+            order = self.workspace.cached(self._cache_key(f"ids-by-type:{node_type}"), lambda: [
+                n.id for n in self.store.find_nodes(namespace=self.scope, kind=node_type, with_content=False)])
+            page = order[skip: skip + limit]
+            found = self.store.get_nodes(page)
+            return [node_dict(found[i], self.user_id) for i in page if i in found]
         nodes = self.store.find_nodes(namespace=self.scope, kind=node_type, offset=skip, limit=limit,
                                       as_of=to_utc_iso(as_of))
         return [node_dict(n, self.user_id) for n in nodes]
@@ -453,6 +461,12 @@ class ContextGraph:
         from .crossgraph import navigate_to
 
         return navigate_to(self, link_id)
+
+    def resolve_links(self, graphs: dict[str, "ContextGraph"]) -> int:
+        """Re-point saved links at live graphs, keyed by the saved graph_id or graph name."""
+        from .crossgraph import resolve_links
+
+        return resolve_links(self, graphs)
 
     def cross_graph_path(self, source_node_id: str, target_graph: "ContextGraph", target_node_id: str,
                          max_hops: int = 10) -> dict[str, Any]:
