@@ -58,7 +58,8 @@ def test_modified_decision_shows_up():
     store.put_nodes([node])
     context.checkpoint("b")
     diff = context.diff_checkpoints("a", "b")
-    assert [(d["outcome"], d["previous"]["outcome"]) for d in diff["decisions_modified"]] == [("scaled_to_20", "scaled")]
+    changed = [(d["outcome"], d["previous"]["outcome"]) for d in diff["decisions_modified"]]
+    assert changed == [("scaled_to_20", "scaled")]
 
 
 def test_flushed_checkpoints_survive_a_restart(tmp_path):

@@ -12,7 +12,8 @@ from agentcontext.graph.context_graph import ContextGraph
 SHARED_GRAPH = ContextGraph()  # decisions of every generated case share one store (ids differ per case)
 
 
-def _record_random_dag(rec: DecisionRecorder, rng: random.Random, case: int, n: int, p: float) -> tuple[list[str], nx.DiGraph]:
+def _record_random_dag(rec: DecisionRecorder, rng: random.Random, case: int, n: int,
+                       p: float) -> tuple[list[str], nx.DiGraph]:
     """Decisions 0..n-1; each may be caused/informed by earlier ones. Some links are added afterwards."""
     items, later, oracle = [], [], nx.DiGraph()
     for i in range(n):

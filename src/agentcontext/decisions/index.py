@@ -156,7 +156,9 @@ class DecisionIndex:
         n = len(self.ids)
         if n == 0:
             return np.zeros(0, dtype=np.float32)
-        return self.matrix[:n] @ qvec.astype(np.float32, copy=False)
+        # einsum, not BLAS: right after an ONNX run the BLAS threads fight the model's spinning
+        # threads and a 10k x 384 matvec takes 2-20 ms instead of 0.4 ms.
+        return np.einsum("ij,j->i", self.matrix[:n], qvec.astype(np.float32, copy=False))
 
     def top(self, qvec: np.ndarray, k: int, category: str | None = None, at: float | None = None
             ) -> tuple[list[tuple[str, float]], np.ndarray, np.ndarray]:
