@@ -1,56 +1,168 @@
-"""Who may do what to which pack. The service layer calls these; interfaces never check on their own.
+"""Who may do what to which pack or doc. The service layer calls these; interfaces never check on their own.
 
-Until a workspace has a principal other than the owner, everything is allowed (single-user mode).
+A grant gives a principal ``read``, ``write`` or ``admin`` on a PATTERN. A pattern without ``/`` is a glob
+over pack names (``lib:hr-*``, ``pkg:acme.*``, ``*``) and covers every doc of the packs it matches; a
+pattern with ``/`` is a glob over doc ids ``<pack>/<selector>`` (``lib:eng/api.*``) and covers only the
+docs it matches. The owner holds admin on everything. Until a workspace has another principal (a grant
+or a token was ever issued) everything is allowed (single-user mode); after that every call is checked
+and a revoked principal does not fall back to single-user mode.
+
+Denied attempts are appended to the audit log before the error is raised.
 """
 from __future__ import annotations
 
 import fnmatch
-from typing import Iterable
+import hashlib
+import re
+import secrets
+from typing import Any, Callable, Iterable
 
-from .errors import AccessDeniedError, ReadOnlyError, ValidationError
+from .errors import AccessDeniedError, NotFoundError, ReadOnlyError, ValidationError
+from .model import to_utc_iso, utcnow
 from .workspace import Workspace
 
 LEVELS = {"read": 1, "write": 2, "admin": 3}
 GRANT = "grant"
+TOKEN = "token"
+ACCESS = "access"  # record kind; key "mode" marks a workspace that went multi-user
+TOKEN_PREFIX = "actx_"
+PRINCIPAL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
+PATTERN_RE = re.compile(r"^[A-Za-z0-9_.:*?\[\]/!-]{1,200}$")
 
 
 def effective_principal(ws: Workspace, principal: str | None) -> str:
     return principal or ws.owner
 
 
+# --- state ---------------------------------------------------------------------------------------
+
+
+def _state(ws: Workspace) -> tuple[list[dict], bool]:
+    def build() -> tuple[list[dict], bool]:
+        grants = [v for _, v in ws.store.list_records(GRANT)]
+        return grants, bool(grants) or ws.store.get_record(ACCESS, "mode") is not None
+
+    return ws.cached("access.state", build)
+
+
 def _grants(ws: Workspace) -> list[dict]:
-    return ws.cached("access.grants", lambda: [v for _, v in ws.store.list_records(GRANT)])
+    return _state(ws)[0]
 
 
 def multi_user(ws: Workspace) -> bool:
-    return bool(_grants(ws))
+    return _state(ws)[1]
+
+
+def _mark_multi_user(ws: Workspace, actor: str) -> None:
+    if ws.store.get_record(ACCESS, "mode") is None:
+        ws.store.put_record(ACCESS, "mode", {"multi_user": True, "since": utcnow()}, actor=actor)
+
+
+def _split(pattern: str) -> tuple[str, str | None]:
+    pack, _, doc = pattern.partition("/")
+    return pack, (doc if "/" in pattern else None)
+
+
+def _unrestricted(ws: Workspace, who: str) -> bool:
+    return who == ws.owner or not multi_user(ws)
+
+
+# --- checks --------------------------------------------------------------------------------------
 
 
 def level_for(ws: Workspace, principal: str | None, pack: str) -> int:
+    """The level ``principal`` holds on the whole of ``pack`` (0 = none)."""
     who = effective_principal(ws, principal)
-    grants = _grants(ws)
-    if who == ws.owner or not grants:
+    if _unrestricted(ws, who):
         return LEVELS["admin"]
     best = 0
-    for g in grants:
-        if g["principal"] == who and fnmatch.fnmatchcase(pack, g["pattern"]):
+    for g in _grants(ws):
+        if g["principal"] == who and "/" not in g["pattern"] and fnmatch.fnmatchcase(pack, g["pattern"]):
+            best = max(best, LEVELS[g["level"]])
+    return best
+
+
+def level_for_doc(ws: Workspace, principal: str | None, pack: str, selector: str) -> int:
+    """The level on one doc: the pack-wide level or a doc-pattern grant, whichever is higher."""
+    best = level_for(ws, principal, pack)
+    if best == LEVELS["admin"]:
+        return best
+    who = effective_principal(ws, principal)
+    target = f"{pack}/{selector}"
+    for g in _grants(ws):
+        if g["principal"] == who and "/" in g["pattern"] and fnmatch.fnmatchcase(target, g["pattern"]):
             best = max(best, LEVELS[g["level"]])
     return best
 
 
 def can(ws: Workspace, principal: str | None, pack: str, level: str = "read") -> bool:
+    """Whether ``principal`` holds ``level`` on every doc of ``pack``."""
     return level_for(ws, principal, pack) >= LEVELS[level]
 
 
-def require(ws: Workspace, principal: str | None, pack: str, level: str, action: str, target: str = "") -> None:
-    """Raise AccessDeniedError (and audit the attempt) unless ``principal`` holds ``level`` on ``pack``."""
-    if can(ws, principal, pack, level):
-        return
+def can_doc(ws: Workspace, principal: str | None, pack: str, selector: str, level: str = "read") -> bool:
+    return level_for_doc(ws, principal, pack, selector) >= LEVELS[level]
+
+
+def can_see(ws: Workspace, principal: str | None, pack: str) -> bool:
+    """Whether ``principal`` may read the pack or at least some of its docs (so it may know it exists)."""
+    if can(ws, principal, pack, "read"):
+        return True
     who = effective_principal(ws, principal)
-    ws.store.append_audit(who, action, target or pack, "denied", {"needed": level})
-    raise AccessDeniedError(f"{who} may not {action} {target or pack}: needs {level} on {pack}; ask an admin for "
-                            f"`agentcontext grant {who} {pack} {level}`", principal=who, pack=pack,
-                            target=target or pack, needed=level)
+    for g in _grants(ws):
+        if g["principal"] == who and "/" in g["pattern"]:
+            pack_pattern, _ = _split(g["pattern"])
+            if fnmatch.fnmatchcase(pack, pack_pattern):
+                return True
+    return False
+
+
+def doc_filter(ws: Workspace, principal: str | None, pack: str, level: str = "read"
+               ) -> Callable[[str], bool] | None:
+    """None when ``principal`` holds ``level`` on the whole pack, else a predicate over selectors."""
+    if can(ws, principal, pack, level):
+        return None
+    need = LEVELS[level]
+    return lambda selector: level_for_doc(ws, principal, pack, selector) >= need
+
+
+def deny(ws: Workspace, principal: str | None, action: str, target: str, needed: str, pack: str,
+         selector: str | None = None, hint: str | None = None) -> AccessDeniedError:
+    """Audit a denied attempt and return the error to raise."""
+    who = effective_principal(ws, principal)
+    detail: dict[str, Any] = {"needed": needed}
+    if selector is not None:
+        detail["selector"] = selector
+    ws.store.append_audit(who, action, target, "denied", detail)
+    what = f"{selector!r} in {pack}" if selector is not None else pack
+    grant_on = f"{pack}/{selector}" if selector is not None else pack
+    message = (f"{who} may not {action} {what}: needs {needed}; "
+               + (hint or f"ask an admin for `agentcontext grant {who} {grant_on} {needed}`"))
+    data: dict[str, Any] = {"principal": who, "pack": pack, "target": target, "needed": needed}
+    if selector is not None:
+        data["selector"] = selector
+    return AccessDeniedError(message, **data)
+
+
+def require(ws: Workspace, principal: str | None, pack: str, level: str, action: str, target: str = "") -> None:
+    """Raise AccessDeniedError (and audit the attempt) unless ``principal`` holds ``level`` on all of ``pack``."""
+    if not can(ws, principal, pack, level):
+        raise deny(ws, principal, action, target or pack, level, pack)
+
+
+def require_visible(ws: Workspace, principal: str | None, pack: str, action: str, target: str = "") -> None:
+    """For reads that work on the readable part of a pack: deny only if no doc of it is readable.
+
+    Callers check this before looking the pack up, so a pack one may not read and a pack that does
+    not exist answer alike (the existence of an unreadable pack is not revealed).
+    """
+    if not can_see(ws, principal, pack):
+        raise deny(ws, principal, action, target or pack, "read", pack)
+
+
+def require_doc(ws: Workspace, principal: str | None, pack: str, selector: str, level: str, action: str) -> None:
+    if not can_doc(ws, principal, pack, selector, level):
+        raise deny(ws, principal, action, f"{pack}/{selector}", level, pack, selector)
 
 
 def require_writable(pack: str) -> None:
@@ -60,22 +172,153 @@ def require_writable(pack: str) -> None:
 
 
 def visible(ws: Workspace, principal: str | None, packs: Iterable[str]) -> list[str]:
-    return [p for p in packs if can(ws, principal, p, "read")]
+    return [p for p in packs if can_see(ws, principal, p)]
+
+
+def is_superadmin(ws: Workspace, principal: str | None) -> bool:
+    """The owner, anyone in single-user mode, or a principal granted admin on ``*``."""
+    who = effective_principal(ws, principal)
+    if _unrestricted(ws, who):
+        return True
+    return any(g["principal"] == who and g["level"] == "admin" and g["pattern"] == "*" for g in _grants(ws))
+
+
+def can_administer(ws: Workspace, principal: str | None, pattern: str) -> bool:
+    """Whether ``principal`` may grant or revoke on ``pattern``: admin on a pattern that covers it."""
+    who = effective_principal(ws, principal)
+    if _unrestricted(ws, who):
+        return True
+    return any(g["principal"] == who and g["level"] == "admin" and fnmatch.fnmatchcase(pattern, g["pattern"])
+               for g in _grants(ws))
+
+
+# --- grants --------------------------------------------------------------------------------------
+
+
+def check_principal(name: Any, what: str = "principal") -> str:
+    if not isinstance(name, str) or not PRINCIPAL_RE.match(name):
+        raise ValidationError(f"{what} {name!r} must be 1-100 letters, digits or . _ @ + - (starting with a "
+                              "letter or digit)", principal=str(name)[:100])
+    return name
+
+
+def check_pattern(pattern: Any) -> str:
+    if not isinstance(pattern, str) or not PATTERN_RE.match(pattern):
+        raise ValidationError(f"pattern {str(pattern)[:80]!r} must be a glob over pack names (lib:hr-*, pkg:acme.*, *) "
+                              "or doc ids (lib:eng/api.*)", pattern=str(pattern)[:200])
+    return pattern
 
 
 def grant(ws: Workspace, principal: str, pattern: str, level: str, actor: str | None = None) -> dict:
+    """Give ``principal`` ``level`` on ``pattern``; only an admin covering the pattern may (once multi-user)."""
+    check_principal(principal)
+    check_pattern(pattern)
     if level not in LEVELS:
         raise ValidationError(f"unknown level {level!r}; use read, write or admin", level=level)
-    if not principal or principal == ws.owner:
+    if principal == ws.owner:
         raise ValidationError(f"cannot grant to {principal!r}: the owner already holds admin on everything")
-    record = {"principal": principal, "pattern": pattern, "level": level}
-    ws.store.put_record(GRANT, f"{principal}\x1f{pattern}", record, actor=effective_principal(ws, actor))
+    who = effective_principal(ws, actor)
+    if not can_administer(ws, actor, pattern):
+        raise deny(ws, actor, "grant", f"{principal} {pattern} {level}", "admin", pattern,
+                   hint="only an admin of a pattern covering it may grant on it")
+    record = {"principal": principal, "pattern": pattern, "level": level, "granted_by": who, "granted_at": utcnow()}
+    with ws.store.transaction():
+        ws.store.put_record(GRANT, f"{principal}\x1f{pattern}", record, actor=who)
+        _mark_multi_user(ws, who)
+        ws.store.append_audit(who, "grant", f"{principal} {pattern}", "ok", {"level": level})
     return record
 
 
 def revoke(ws: Workspace, principal: str, pattern: str, actor: str | None = None) -> bool:
-    return ws.store.delete_record(GRANT, f"{principal}\x1f{pattern}", actor=effective_principal(ws, actor))
+    """Remove the grant of ``principal`` on exactly ``pattern``; False if there was none."""
+    check_principal(principal)
+    check_pattern(pattern)
+    who = effective_principal(ws, actor)
+    if not can_administer(ws, actor, pattern):
+        raise deny(ws, actor, "revoke", f"{principal} {pattern}", "admin", pattern,
+                   hint="only an admin of a pattern covering it may revoke on it")
+    with ws.store.transaction():
+        removed = ws.store.delete_record(GRANT, f"{principal}\x1f{pattern}", actor=who)
+        ws.store.append_audit(who, "revoke", f"{principal} {pattern}", "ok" if removed else "absent")
+    return removed
 
 
-def grants(ws: Workspace) -> list[dict]:
-    return list(_grants(ws))
+def grants(ws: Workspace, actor: str | None = None) -> list[dict]:
+    """The grants ``actor`` may see: all for a superadmin, else its own and those on patterns it administers."""
+    everything = sorted(_grants(ws), key=lambda g: (g["principal"], g["pattern"]))
+    if is_superadmin(ws, actor):
+        return everything
+    who = effective_principal(ws, actor)
+    return [g for g in everything if g["principal"] == who or can_administer(ws, actor, g["pattern"])]
+
+
+# --- tokens --------------------------------------------------------------------------------------
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def create_token(ws: Workspace, principal: str, actor: str | None = None, note: str = "") -> dict[str, Any]:
+    """Issue a bearer token for ``principal`` (only its hash is stored; the token is shown once)."""
+    check_principal(principal)
+    who = effective_principal(ws, actor)
+    if not is_superadmin(ws, actor):
+        raise deny(ws, actor, "token.create", principal, "admin", "*",
+                   hint="only the owner or an admin of `*` may issue tokens")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    digest = _token_hash(token)
+    record = {"principal": principal, "created_at": utcnow(), "created_by": who, "note": note, "id": digest[:12]}
+    with ws.store.transaction():
+        ws.store.put_record(TOKEN, digest, record, actor=who)
+        if principal != ws.owner:
+            _mark_multi_user(ws, who)
+        ws.store.append_audit(who, "token.create", principal, "ok", {"id": record["id"]})
+    return {**record, "token": token}
+
+
+def principal_for_token(ws: Workspace, token: str | None) -> str | None:
+    """The principal a bearer token stands for, or None for a missing, unknown or revoked one."""
+    if not token or not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > 200:
+        return None
+    record = ws.store.get_record(TOKEN, _token_hash(token))
+    return record["principal"] if record else None
+
+
+def tokens(ws: Workspace, actor: str | None = None) -> list[dict[str, Any]]:
+    """Issued tokens (never the secret): id, principal, created_at, created_by, note."""
+    if not is_superadmin(ws, actor):
+        raise deny(ws, actor, "token.list", "tokens", "admin", "*",
+                   hint="only the owner or an admin of `*` may list tokens")
+    return [v for _, v in ws.store.list_records(TOKEN)]
+
+
+def revoke_token(ws: Workspace, token_id: str, actor: str | None = None) -> bool:
+    """Revoke a token by its id (the first 12 hex digits of its hash, as `tokens` lists it)."""
+    if not is_superadmin(ws, actor):
+        raise deny(ws, actor, "token.revoke", token_id, "admin", "*",
+                   hint="only the owner or an admin of `*` may revoke tokens")
+    who = effective_principal(ws, actor)
+    for key, value in ws.store.list_records(TOKEN):
+        if value.get("id") == token_id:
+            with ws.store.transaction():
+                ws.store.delete_record(TOKEN, key, actor=who)
+                ws.store.append_audit(who, "token.revoke", value["principal"], "ok", {"id": token_id})
+            return True
+    raise NotFoundError(f"no token with id {token_id!r}; `agentcontext token list` shows them", id=token_id)
+
+
+# --- audit ---------------------------------------------------------------------------------------
+
+
+def audit_log(ws: Workspace, actor: str | None = None, principal: str | None = None, since: Any = None,
+              limit: int | None = None) -> list[dict]:
+    """Audit entries (oldest first). A superadmin sees everyone's; others only their own."""
+    stamp = to_utc_iso(since) if since is not None else None
+    if not is_superadmin(ws, actor):
+        who = effective_principal(ws, actor)
+        if principal not in (None, who):
+            raise deny(ws, actor, "audit.read", principal, "admin", "*",
+                       hint="only the owner or an admin of `*` may read other principals' audit entries")
+        principal = who
+    return ws.store.audit(principal=principal, since=stamp, limit=limit)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .. import access
-from ..errors import BudgetExceededError, ValidationError
+from ..errors import BudgetExceededError, CycleError, MissingModuleError, ValidationError
 from ..graph.closure import dependency_order
 from ..model import Node, to_utc_iso
 from ..workspace import Workspace
@@ -82,13 +82,28 @@ def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_token
         raise ValidationError(f"budget_tokens must be a non-negative integer, got {budget_tokens!r}")
     if degrade is not None and degrade not in DEGRADE_POLICIES:
         raise ValidationError(f"unknown degradation policy {degrade!r}; use one of {DEGRADE_POLICIES}")
+    if not access.can_see(ws, principal, pack):  # before the lookup: reveals nothing
+        raise access.deny(ws, principal, "flash", doc_id(pack, targets[0]), "read", pack, targets[0])
     get_pack(ws, pack)
     stamp = to_utc_iso(as_of)
     view = pack_view(ws, pack, stamp)
-    access.require(ws, principal, pack, "read", "flash", pack)
-    ids = dependency_order(
-        [doc_id(pack, s) for s in targets], view.depends_on, view.exists,
-        label=lambda i: i.split("/", 1)[1] if "/" in i else i)
+    readable = access.doc_filter(ws, principal, pack)  # None = the whole pack is readable
+    try:
+        ids = dependency_order(
+            [doc_id(pack, s) for s in targets], view.depends_on, view.exists,
+            label=lambda i: i.split("/", 1)[1] if "/" in i else i)
+    except (CycleError, MissingModuleError) as exc:
+        # A cycle or chain through docs the principal may not read must not reveal them.
+        path = exc.data.get("cycle") or exc.data.get("chain") or []
+        hidden = [s for s in path if readable is not None and view.exists(doc_id(pack, s)) and not readable(s)]
+        if hidden:
+            raise access.deny(ws, principal, "flash", doc_id(pack, hidden[0]), "read", pack, hidden[0]) from None
+        raise
+    if readable is not None:  # never a silently partial bundle: name the first unreadable doc in reading order
+        for i in ids:
+            selector = i.split("/", 1)[1]
+            if not readable(selector):
+                raise access.deny(ws, principal, "flash", i, "read", pack, selector)
     nodes_by_id = ws.store.get_nodes(ids, as_of=stamp)
     nodes = [nodes_by_id[i] for i in ids]
     docs = [BundleDoc(n.key, n.title, n.kind, n.version, n.tokens if n.tokens is not None else 0, n.content,

@@ -20,8 +20,8 @@ def _sel(doc: str) -> str:
 
 def lint(ws: Workspace, pack: str, max_tokens: int = OVERSIZE_TOKENS, principal: str | None = None) -> dict[str, Any]:
     """Every problem found, grouped by kind; ``ok`` is True when there is none."""
+    access.require(ws, principal, pack, "read", "lint", pack)  # before the lookup: reveals nothing
     get_pack(ws, pack)
-    access.require(ws, principal, pack, "read", "lint", pack)
     view = pack_view(ws, pack)
     cycles = [[_sel(n) for n in cycle_in(comp, view.depends_on)]
               for comp in strongly_connected(view.order, view.depends_on)]
@@ -44,8 +44,8 @@ def why(ws: Workspace, pack: str, from_selector: str, to_selector: str, principa
     """The dependency path (selectors) by which ``from_selector`` pulls ``to_selector`` into its flash."""
     check_selector(from_selector, "from")
     check_selector(to_selector, "to")
+    access.require(ws, principal, pack, "read", "why", pack)  # before the lookup: reveals nothing
     get_pack(ws, pack)
-    access.require(ws, principal, pack, "read", "why", pack)
     view = pack_view(ws, pack)
     for s in (from_selector, to_selector):
         if not view.exists(doc_id(pack, s)):

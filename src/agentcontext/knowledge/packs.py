@@ -104,6 +104,9 @@ def install_folder(ws: Workspace, path: str | Path, as_lib: str | None = None, p
         check_pack_name(f"lib:{as_lib}", "--as-lib")
         specs[0].pack, specs[0].slug = f"lib:{as_lib}", as_lib
     source = str(Path(path).resolve())
+    for spec in specs:  # checked (and denials audited) before the transaction, which would roll the audit back
+        access.require(ws, principal, spec.pack, "admin" if spec.pack.startswith("pkg:") else "write", "install",
+                       spec.pack)
     with ws.store.transaction():  # every pack of a package lands together or not at all
         results = [install_spec(ws, s, principal, source, True, progress) for s in specs]
     if not defer_embeddings:
@@ -136,12 +139,16 @@ def create_pack(ws: Workspace, slug: str, name: str | None = None, principal: st
 
 def _writable(ws: Workspace, pack: str, principal: str | None, action: str, target: str) -> str:
     check_pack_name(pack)
+    selector = target[len(pack) + 1:] if target.startswith(pack + "/") else None
+    if selector is None:  # checked before the lookup, so a non-writer learns nothing about the pack
+        access.require(ws, principal, pack, "write", action, target)
+    else:  # a doc-pattern grant (lib:eng/api.*) may cover just this doc
+        access.require_doc(ws, principal, pack, selector, "write", action)
     get_pack(ws, pack)
-    if pack.startswith("pkg:"):
+    if pack.startswith("pkg:"):  # read-only even to admins
         ws.store.append_audit(access.effective_principal(ws, principal), action, target, "denied",
                               {"reason": "read-only"})
         access.require_writable(pack)
-    access.require(ws, principal, pack, "write", action, target)
     return access.effective_principal(ws, principal)
 
 
@@ -221,6 +228,11 @@ def set_edge(ws: Workspace, pack: str, selector: str, edge_type: str, target: st
 def list_packs(ws: Workspace, principal: str | None = None) -> list[dict[str, Any]]:
     out = []
     for pack, record in ws.store.list_records(PACK):
-        if access.can(ws, principal, pack, "read"):
-            out.append({**record, "docs": ws.store.count_nodes(namespace=pack)})
+        if not access.can_see(ws, principal, pack):
+            continue
+        readable = access.doc_filter(ws, principal, pack)
+        docs = ws.store.count_nodes(namespace=pack) if readable is None else sum(
+            1 for n in ws.store.find_nodes(namespace=pack, with_content=False, order="none") if readable(n.key))
+        out.append({**record, "docs": docs, "editable": bool(record.get("editable")) and pack.startswith("lib:")
+                    and access.can(ws, principal, pack, "write")})
     return out

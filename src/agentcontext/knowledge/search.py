@@ -78,8 +78,9 @@ def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[s
         raise ValidationError(f"unknown edge_type {edge_type!r}; use one of {', '.join(EDGE_TYPES)}")
     if edge_type is not None and related_to is None:
         raise ValidationError("edge_type filters related_to; pass related_to=<selector> too")
+    access.require_visible(ws, principal, pack, "search", pack)  # before the lookup: reveals nothing
     get_pack(ws, pack)
-    access.require(ws, principal, pack, "read", "search", pack)
+    readable = access.doc_filter(ws, principal, pack)  # None = the whole pack is readable
     store = ws.store
     allowed: set[str] | None = None
     if tags or kind or selector_prefix:
@@ -88,6 +89,8 @@ def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[s
     related_signal: dict[str, float] = {}
     if related_to is not None:
         check_selector(related_to, "related_to")
+        if readable is not None and not readable(related_to):
+            raise access.deny(ws, principal, "search", f"{pack}/{related_to}", "read", pack, related_to)
         view = pack_view(ws, pack)
         anchor = doc_id(pack, related_to)
         linked = {dst for t, dst in view.outbound.get(anchor, []) if edge_type in (None, t)}
@@ -108,6 +111,8 @@ def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[s
         candidates = {i: {} for i in ids}
     if allowed is not None:
         candidates = {i: s for i, s in candidates.items() if i in allowed}
+    if readable is not None:  # never reveal docs the principal may not read
+        candidates = {i: s for i, s in candidates.items() if readable(i.split("/", 1)[1])}
     nodes = store.get_nodes(list(candidates))
     qterms = _terms(q)
     max_bm25 = max((s.get("_bm25", 0.0) for s in candidates.values()), default=0.0) or 1.0

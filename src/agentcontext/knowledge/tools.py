@@ -37,8 +37,9 @@ def list_knowledge_neighbors(ws: Workspace, pack: str, selector: str, edge_type:
         from ..errors import ValidationError
 
         raise ValidationError(f"unknown edge_type {edge_type!r}; use one of {', '.join(EDGE_TYPES)}")
+    access.require_doc(ws, principal, pack, selector, "read", "neighbors")  # before the lookup: reveals nothing
     get_pack(ws, pack)
-    access.require(ws, principal, pack, "read", "neighbors", pack)
+    readable = access.doc_filter(ws, principal, pack)  # None = the whole pack is readable
     view = pack_view(ws, pack)
     src = doc_id(pack, selector)
     if not view.exists(src):
@@ -50,6 +51,8 @@ def list_knowledge_neighbors(ws: Workspace, pack: str, selector: str, edge_type:
     for etype, dst in view.outbound.get(src, []):
         if edge_type is not None and etype != edge_type or (etype, dst) in seen:
             continue
+        if readable is not None and not readable(dst.split("/", 1)[1]):
+            continue  # never reveal docs the principal may not read
         seen.add((etype, dst))
         node = targets.get(dst)
         out.append({"selector": dst.split("/", 1)[1], "type": etype, "exists": node is not None,
@@ -64,15 +67,17 @@ def read_knowledge_doc(ws: Workspace, pack: str, selector: str, version: int | N
     """The full body of one doc with its metadata and outbound edges (``version=`` reads an older one)."""
     check_pack_name(pack)
     check_selector(selector, "selector")
+    access.require_doc(ws, principal, pack, selector, "read", "read")  # before the lookup: reveals nothing
     get_pack(ws, pack)
-    access.require(ws, principal, pack, "read", "read", doc_id(pack, selector))
     nid = doc_id(pack, selector)
     node = ws.store.node_version(nid, version) if version is not None else ws.store.get_node(nid)
     if node is None or (version is not None and node.retracted_at is not None):
         raise NotFoundError(f"no doc {selector!r}{f' version {version}' if version else ''} in {pack}; "
                             "search_knowledge finds selectors", pack=pack, selector=selector, version=version)
+    readable = access.doc_filter(ws, principal, pack)
     related = [{"type": e.type, "target": e.dst.split("/", 1)[1]}
-               for e in ws.store.edges(src=nid, as_of=node.recorded_at if version is not None else None)]
+               for e in ws.store.edges(src=nid, as_of=node.recorded_at if version is not None else None)
+               if readable is None or readable(e.dst.split("/", 1)[1])]
     return {"pack": pack, "selector": node.key, "title": node.title, "summary": node.summary, "kind": node.kind,
             "tags": node.tags, "related": related, "content": node.content, "version": node.version,
             "content_hash": node.content_hash, "updated_at": node.recorded_at, "updated_by": node.created_by,

@@ -1,0 +1,163 @@
+"""The tool registry every capability plugs into, and the one place MCP calls become service calls.
+
+A capability describes each tool as a ``ToolSpec`` (name, description, a strict pydantic model of its
+arguments, a function over the ``CallContext``) and registers a provider with ``register_tools``. The
+server turns every spec into an MCP tool whose input schema forbids unknown properties, validates the
+arguments itself, and turns any failure into an MCP tool error carrying our error type and message:
+never a traceback, never a crashed server.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pydantic
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import AgentContextError, ValidationError
+from ..workspace import Workspace
+
+log = logging.getLogger("agentcontext.mcp")
+
+
+class StrictArgs(BaseModel):
+    """Base of every tool's argument model: unknown keys and type coercions are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+@dataclass
+class CallContext:
+    """What a tool call runs against: the workspace and the acting principal (None = the owner)."""
+
+    ws: Workspace
+    principal_of: Callable[[], str | None]
+
+    @property
+    def principal(self) -> str | None:
+        return self.principal_of()
+
+
+@dataclass
+class ToolSpec:
+    name: str
+    description: str
+    args: type[StrictArgs]
+    run: Callable[[CallContext, Any], dict[str, Any]]
+    output_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    read_only: bool = True
+    destructive: bool = False
+    title: str | None = None
+
+
+Provider = Callable[[], list[ToolSpec]]
+_PROVIDERS: dict[str, Provider] = {}
+
+
+def register_tools(capability: str, provider: Provider) -> None:
+    """Register (or replace) the tools of one capability; ``build_server`` serves every registered one."""
+    _PROVIDERS[capability] = provider
+
+
+def registered_capabilities() -> list[str]:
+    return list(_PROVIDERS)
+
+
+def tool_specs(capabilities: list[str] | None = None) -> list[ToolSpec]:
+    names = capabilities if capabilities is not None else list(_PROVIDERS)
+    specs: list[ToolSpec] = []
+    for name in names:
+        if name not in _PROVIDERS:
+            raise ValidationError(f"no MCP capability {name!r}; registered: {', '.join(_PROVIDERS)}")
+        specs.extend(_PROVIDERS[name]())
+    return specs
+
+
+# --- errors ----------------------------------------------------------------------------------------
+
+
+def jsonable(data: Any) -> Any:
+    return json.loads(json.dumps(data, default=str))
+
+
+def error_result(exc: AgentContextError) -> CallToolResult:
+    """An MCP tool error: ``Type: message`` as text, ``{"error": {type, message, ...data}}`` as structure."""
+    return CallToolResult(content=[TextContent(type="text", text=f"{exc.type}: {exc.message}")],
+                          structured_content={"error": jsonable(exc.to_dict())}, is_error=True)
+
+
+def describe_validation(exc: pydantic.ValidationError, model: type[BaseModel]) -> ValidationError:
+    """Our ValidationError from pydantic's, naming the arguments (never echoing the values)."""
+    allowed = ", ".join(model.model_fields)
+    problems, fields = [], []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
+        fields.append(loc)
+        if err["type"] == "extra_forbidden":
+            problems.append(f"unknown argument {loc!r} (allowed: {allowed or 'none'})")
+        elif err["type"] == "missing":
+            problems.append(f"missing required argument {loc!r}")
+        else:
+            problems.append(f"argument {loc!r}: {err['msg']}")
+    shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+    return ValidationError(f"invalid arguments: {shown}", fields=fields[:20])
+
+
+def call_spec(spec: ToolSpec, ctx: CallContext, raw: dict[str, Any]) -> CallToolResult:
+    """Validate ``raw`` against the spec's model, run it, and wrap the answer or the failure."""
+    try:
+        if not isinstance(raw, dict):
+            raise ValidationError("arguments must be a JSON object")
+        try:
+            args = spec.args.model_validate(raw)
+        except pydantic.ValidationError as exc:
+            raise describe_validation(exc, spec.args) from None
+        data = jsonable(spec.run(ctx, args))
+    except AgentContextError as exc:
+        return error_result(exc)
+    except RecursionError:
+        return error_result(ValidationError("arguments are nested too deeply"))
+    except Exception:  # a bug of ours: logged on stderr, reported without internals, the server keeps going
+        log.exception("tool %s failed unexpectedly", spec.name)
+        return CallToolResult(content=[TextContent(type="text", text=f"InternalError: {spec.name} failed "
+                                                   "unexpectedly; the server log has the details")],
+                              structured_content={"error": {"type": "InternalError",
+                                                            "message": f"{spec.name} failed unexpectedly"}},
+                              is_error=True)
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+                          structured_content=data)
+
+
+class _RawArgs(ArgModelBase):
+    """Accepts any object; the spec's strict model validates inside ``call_spec`` so errors are ours."""
+
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return {"arguments": dict(self.model_extra or {})}
+
+
+def input_schema(spec: ToolSpec) -> dict[str, Any]:
+    schema = spec.args.model_json_schema(by_alias=True)
+    schema.setdefault("properties", {})
+    schema["additionalProperties"] = False
+    return schema
+
+
+def as_mcp_tool(spec: ToolSpec, ctx: CallContext) -> Tool:
+    """The SDK tool for ``spec``: our schema, our validation, structured results."""
+
+    def run(arguments: dict[str, Any]) -> CallToolResult:
+        return call_spec(spec, ctx, arguments)
+
+    return Tool(fn=run, name=spec.name, title=spec.title, description=spec.description,
+                parameters=input_schema(spec), fn_metadata=FuncMetadata(arg_model=_RawArgs,
+                                                                        output_schema=spec.output_schema),
+                is_async=False,
+                annotations=ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                                            idempotent_hint=spec.read_only, open_world_hint=False))
