@@ -86,7 +86,7 @@ def test_markdown_directory_is_readable_one_file_per_node(tmp_path) -> None:
     assert "secret" not in "".join(p.read_text() for p in (tmp_path / "md").rglob("*.md"))
 
 
-def test_saves_are_atomic_and_leave_no_temporary_files(tmp_path) -> None:
+def test_saves_are_atomic_and_leave_no_temporary_files(tmp_path, monkeypatch) -> None:
     g, _ = rich_graph()
     path = tmp_path / "g.json"
     g.save_to_file(str(path))
@@ -97,12 +97,19 @@ def test_saves_are_atomic_and_leave_no_temporary_files(tmp_path) -> None:
     g.save_to_file(str(tmp_path / "md"), format="markdown")
     g.save_to_file(str(tmp_path / "md"), format="markdown")  # replacing a directory
     assert sorted(os.listdir(tmp_path)) == ["g.json", "md"]
-    # a failed save (unserialisable property) leaves the previous file untouched
-    g.add_node("bad", "x", properties={"when": {1, 2}})
+    # a save that dies half-way (disk full, a kill) leaves the previous file whole and no temp file
     before = path.read_text()
-    g.store.put_record("graph_link", "graph:kb:x", {"link_id": "x", "not": float("nan")})
-    g.save_to_file(str(path))  # NaN is valid in Python's JSON: still a clean replace
-    assert path.read_text() != before
+
+    def dies_half_way(obj, fh, **kw):
+        fh.write('{"format": "agentcontext.graph.v1", "nodes": [')
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(json, "dump", dies_half_way)
+    with pytest.raises(OSError):
+        g.save_to_file(str(path))
+    monkeypatch.undo()
+    assert path.read_text() == before
+    assert sorted(os.listdir(tmp_path)) == ["g.json", "md"]
     os.symlink(path, tmp_path / "link.json")
     with pytest.raises(ValidationError):
         g.save_to_file(str(tmp_path / "link.json"))

@@ -142,7 +142,10 @@ class EntityLinker:
                       context: dict[str, Any] | None = None) -> str:
         name = str(text or entity_id)
         frag = f"#{entity_type.lower()}" if entity_type else ""
-        ent = {"id": str(entity_id), "name": name, "type": entity_type, "uri": self.base_uri + _slug(name) + frag,
+        uri = self.base_uri + _slug(name) + frag
+        if any(e["uri"] == uri for e in self._entities.values()):  # a namesake: the id keeps URIs unique
+            uri = self.base_uri + _slug(name) + "~" + _slug(str(entity_id)) + frag
+        ent = {"id": str(entity_id), "name": name, "type": entity_type, "uri": uri,
                "aliases": [], "alias_ids": [], "context": dict(context or {})}
         self._entities[ent["id"]] = ent
         self._save(ent)
