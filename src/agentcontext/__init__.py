@@ -21,3 +21,9 @@ from .erasure import ErasureCoordinator, ErasureReceipt  # noqa: E402
 from .graph import ContextGraph  # noqa: E402
 
 __all__ += ["ContextGraph", "EntityLinker", "LinkedEntity", "EntityLink", "ErasureCoordinator", "ErasureReceipt"]
+
+from .memory import AgentMemory  # noqa: E402
+from .retrieval import ContextRetriever, RetrievedContext  # noqa: E402
+from .vector_store import VectorStore  # noqa: E402
+
+__all__ += ["AgentMemory", "ContextRetriever", "RetrievedContext", "VectorStore"]

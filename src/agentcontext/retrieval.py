@@ -1,0 +1,236 @@
+"""``ContextRetriever``: hybrid retrieval over memory, a vector store and the graph (seed 003).
+
+Candidates come from the memory store (dense + conversation context + BM25, see
+``memory/search.py``) and/or any vector store exposing ``search(query=, limit=)``. An optional
+truth filter removes unsupported candidates *before* ranking. Graph expansion then walks up to
+``max_expansion_hops`` edges (either direction) from the surviving candidates in the backing
+stores; a node reached at hop ``h`` from a seed of score ``s`` over edges of weight ``w`` gets a
+graph score ``s * w * 0.5 ** (h - 1)``. The final score is ``(1 - hybrid_alpha) * retrieval +
+hybrid_alpha * graph`` (a seed's graph score is its own retrieval score, so ``hybrid_alpha`` only
+decides how far graph-only neighbours rise; 0 = pure vector, 1 = pure graph). Every result names
+the signals that produced it, with their scores.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+from .errors import ValidationError
+
+MODES = ("local", "global", "drift", "hybrid")
+HOP_DECAY = 0.5
+
+
+@dataclass
+class RetrievedContext:
+    content: str
+    score: float
+    source: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    id: str | None = None
+    signals: dict[str, float] = field(default_factory=dict)
+    related_entities: list[dict[str, Any]] = field(default_factory=list)
+    related_relationships: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(out.pop("extra"))
+        return out
+
+
+def _stores_of(*owners: Any) -> list[Any]:
+    stores: list[Any] = []
+    for owner in owners:
+        if owner is None:
+            continue
+        store = getattr(owner, "db", None) or getattr(owner, "store", None)
+        if store is None and getattr(owner, "workspace", None) is not None:
+            store = owner.workspace.store
+        if store is not None and hasattr(store, "edges") and hasattr(store, "get_node"):
+            if all(store is not s for s in stores):
+                stores.append(store)
+    return stores
+
+
+class ContextRetriever:
+    def __init__(self, memory_store: Any = None, knowledge_graph: Any = None, vector_store: Any = None,
+                 use_graph_expansion: bool = True, max_expansion_hops: int = 2, hybrid_alpha: float = 0.5,
+                 **options: Any) -> None:
+        if not 0.0 <= float(hybrid_alpha) <= 1.0:
+            raise ValidationError(f"hybrid_alpha must be in [0, 1], got {hybrid_alpha}", hybrid_alpha=hybrid_alpha)
+        if int(max_expansion_hops) < 0:
+            raise ValidationError("max_expansion_hops must be >= 0", max_expansion_hops=max_expansion_hops)
+        self.memory_store = memory_store
+        self.knowledge_graph = knowledge_graph
+        self.vector_store = vector_store
+        self.use_graph_expansion = use_graph_expansion
+        self.max_expansion_hops = int(max_expansion_hops)
+        self.hybrid_alpha = float(hybrid_alpha)
+        self.options = options
+
+    # --- candidates ------------------------------------------------------------------------
+    def _memory_candidates(self, query: str, pool: int, **filters: Any) -> list[RetrievedContext]:
+        if self.memory_store is None:
+            return []
+        out = []
+        for item in self.memory_store.retrieve(query, max_results=pool, **filters):
+            extra = {k: item[k] for k in ("conversation_id", "user_id", "timestamp", "created_at", "updated_at")
+                     if k in item}
+            out.append(RetrievedContext(content=item["content"], score=float(item["score"]), source="memory",
+                                        metadata=dict(item.get("metadata") or {}), id=item["id"],
+                                        signals=dict(item.get("signals") or {}), extra=extra))
+        return out
+
+    def _vector_candidates(self, query: str, pool: int, skip_ids: set[str]) -> list[RetrievedContext]:
+        vs = self.vector_store
+        if vs is None:
+            return []
+        mem_ws = getattr(self.memory_store, "workspace", None)
+        if mem_ws is not None and getattr(vs, "workspace", None) is mem_ws:
+            from .memory.records import KIND
+
+            rows = vs.search(query=query, limit=pool + len(skip_ids))
+            rows = [r for r in rows if r.get("kind") != KIND]  # memories come through the memory source
+        else:
+            rows = vs.search(query=query, limit=pool)
+        out = []
+        for row in rows:
+            if not isinstance(row, dict) or "content" not in row:
+                raise ValidationError("vector_store.search must return dicts with at least 'content' and 'score'",
+                                      row=repr(row)[:120])
+            rid = row.get("id")
+            if rid is not None and rid in skip_ids:
+                continue
+            score = float(row.get("score", 0.0))
+            out.append(RetrievedContext(content=str(row["content"]), score=score, source="vector",
+                                        metadata=copy.deepcopy(dict(row.get("metadata") or {})),
+                                        id=None if rid is None else str(rid), signals={"dense": score},
+                                        related_entities=copy.deepcopy(list(row.get("related_entities") or [])),
+                                        related_relationships=copy.deepcopy(
+                                            list(row.get("related_relationships") or []))))
+        return out
+
+    # --- graph expansion -------------------------------------------------------------------
+    def _expand(self, seeds: list[RetrievedContext], hops: int) -> list[RetrievedContext]:
+        stores = _stores_of(self.memory_store, self.knowledge_graph, self.vector_store)
+        if not stores or hops <= 0:
+            return []
+        known = {c.id for c in seeds if c.id}
+        # frontier: node id -> (graph score, seed id); one batched edge query per hop and store.
+        frontier: dict[str, tuple[float, str]] = {}
+        for seed in seeds:
+            if seed.id and seed.score > frontier.get(seed.id, (-1.0, ""))[0]:
+                frontier[seed.id] = (seed.score, seed.id)
+        seen = set(frontier)
+        best: dict[str, tuple[float, int, str]] = {}
+        for hop in range(1, hops + 1):
+            nxt: dict[str, tuple[float, str]] = {}
+            ids = list(frontier)
+            for store in stores:
+                for edge in list(store.edges(src=ids)) + list(store.edges(dst=ids)):
+                    here, there = (edge.src, edge.dst) if edge.src in frontier else (edge.dst, edge.src)
+                    if there in seen:
+                        continue
+                    base, via = frontier[here]
+                    g = base * max(0.0, min(1.0, float(edge.weight))) * (HOP_DECAY ** (hop - 1))
+                    if g > nxt.get(there, (0.0, ""))[0]:
+                        nxt[there] = (g, via)
+            for nid, (g, via) in nxt.items():
+                seen.add(nid)
+                if nid not in known:
+                    best[nid] = (g, hop, via)
+            frontier = nxt
+            if not frontier:
+                break
+        out = []
+        for nid, (g, hop, via) in best.items():
+            node = None
+            for store in stores:
+                node = store.get_node(nid)
+                if node is not None:
+                    break
+            if node is None:
+                continue
+            props = node.props or {}
+            meta = copy.deepcopy(dict(props.get("metadata") or props))
+            out.append(RetrievedContext(content=node.content or node.summary or node.title, score=0.0,
+                                        source="graph", metadata=meta, id=nid,
+                                        signals={"graph": g, "hops": float(hop)}, extra={"via": via,
+                                                                                        "kind": node.kind}))
+        return out
+
+    # --- the entry point -------------------------------------------------------------------
+    def retrieve(self, query: str, max_results: int = 5, use_graph_expansion: bool | None = None,
+                 min_relevance_score: float = 0.0, conversation_id: str | None = None, user_id: str | None = None,
+                 filters: dict[str, Any] | None = None, truth_filter: Any = None, mode: str = "local",
+                 max_hops: int | None = None, **kwargs: Any) -> list[RetrievedContext]:
+        if mode not in MODES:
+            raise ValidationError(f"unknown retrieval mode {mode!r}; use one of {', '.join(MODES)}", mode=mode)
+        if truth_filter is not None and mode != "local":
+            raise ValidationError(f"truth_filter is supported only with mode='local', not {mode!r}; those modes are "
+                                  "outside the dependency-validation guarantee", mode=mode)
+        if mode in ("global", "drift"):
+            raise ValidationError(f"mode={mode!r} (community summaries) is not available; use mode='local'",
+                                  mode=mode)
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("retrieve needs a non-empty query text")
+        if max_results <= 0:
+            return []
+        expand = self.use_graph_expansion if use_graph_expansion is None else use_graph_expansion
+        hops = self.max_expansion_hops if max_hops is None else int(max_hops)
+        pool = max(max_results * 3, 20)
+        snapshot = truth_filter.begin() if truth_filter is not None else None
+        mem_filters: dict[str, Any] = {"conversation_id": conversation_id, "user_id": user_id}
+        if filters:
+            mem_filters["filters"] = filters
+        mem_filters.update(kwargs)
+        candidates = self._memory_candidates(query, pool, **mem_filters)
+        if conversation_id is None and user_id is None and not filters:
+            candidates += self._vector_candidates(query, pool, {c.id for c in candidates if c.id})
+        if truth_filter is not None:
+            candidates = truth_filter.filter(candidates, snapshot)
+        for c in candidates:
+            c.signals.setdefault("retrieval", c.score)
+        if expand and hops > 0 and self.hybrid_alpha > 0 and candidates:
+            graph_hits = self._expand(candidates, hops)
+            if truth_filter is not None:
+                graph_hits = truth_filter.filter(graph_hits, snapshot)
+            a = self.hybrid_alpha
+            for c in graph_hits:
+                c.score = a * c.signals["graph"]
+            candidates += graph_hits
+        if truth_filter is not None:
+            truth_filter.finish(snapshot)
+        ranked = sorted((c for c in candidates if c.score >= min_relevance_score),
+                        key=lambda c: (-c.score, c.id or ""))
+        return ranked[:max_results]
+
+    # --- delegates -------------------------------------------------------------------------
+    def search(self, query: str, max_results: int = 5, **kwargs: Any) -> list[RetrievedContext]:
+        return self.retrieve(query, max_results=max_results, **kwargs)
+
+    def vector_search(self, query: str, max_results: int = 5, **kwargs: Any) -> list[RetrievedContext]:
+        kwargs.setdefault("use_graph_expansion", False)
+        return self.retrieve(query, max_results=max_results, **kwargs)
+
+    def graph_search(self, query: str, max_results: int = 5, **kwargs: Any) -> list[RetrievedContext]:
+        kwargs.setdefault("use_graph_expansion", True)
+        return self.retrieve(query, max_results=max_results, **kwargs)
+
+    def memory_search(self, query: str, max_results: int = 5, **filters: Any) -> list[RetrievedContext]:
+        """Memory only, straight from the memory store (no truth filter: use retrieve for grounded results)."""
+        if "truth_filter" in filters:
+            raise ValidationError("memory_search does not apply truth_filter; use retrieve(..., truth_filter=...)")
+        return self._memory_candidates(query, max_results, **filters)[:max_results]
+
+    def query_with_reasoning(self, *args: Any, truth_filter: Any = None, **kwargs: Any) -> Any:
+        if truth_filter is not None:
+            raise ValidationError("truth_filter is not accepted by query_with_reasoning; assemble verified context "
+                                  "with ContextRetriever.retrieve(..., truth_filter=...) and pass it to the model")
+        raise ValidationError("query_with_reasoning needs an LLM provider; none is wired into ContextRetriever")
+
+
+def as_dicts(results: Iterable[RetrievedContext]) -> list[dict[str, Any]]:
+    return [r.to_dict() for r in results]
