@@ -7,57 +7,53 @@ explicit stack so a 100,000-deep chain works.
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Container, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import CycleError, MissingModuleError
 
 Deps = Mapping[str, Sequence[str]]
 
 
-def dependency_order(targets: Iterable[str], deps: Deps, exists: Callable[[str], bool],
+def dependency_order(targets: Iterable[str], deps: Deps, known: Container[str] | Callable[[str], bool],
                      label: Callable[[str], str] = str) -> list[str]:
     """Targets and their transitive prerequisites, each once, every prerequisite before its dependents.
 
-    Raises CycleError (``cycle`` = the whole path, first repeated last) or MissingModuleError
-    (``missing`` and the ``chain`` from the target that required it).
+    ``known`` is the set of existing modules (or a predicate). Raises CycleError (``cycle`` = the whole
+    path, first repeated last) or MissingModuleError (``missing`` and the ``chain`` that required it).
     """
+    exists = known if callable(known) and not isinstance(known, (set, frozenset, dict)) else known.__contains__
     included: set[str] = set()
     order: list[str] = []
     empty: Sequence[str] = ()
+    get = deps.get
     for target in targets:
         if target in included:
             continue
         if not exists(target):
             raise MissingModuleError(f"module {label(target)!r} does not exist; check the selector",
                                      missing=label(target), chain=[label(target)], required_by=None)
-        stack: list[str] = [target]
-        cursor: list[int] = [0]
-        on_path: dict[str, int] = {target: 0}  # node -> index in stack (the "visiting" set)
+        stack: list[tuple[str, Iterator[str]]] = [(target, iter(get(target, empty)))]
+        on_path: dict[str, int] = {target: 0}  # node -> depth in stack (the "visiting" set)
         while stack:
-            node = stack[-1]
-            children = deps.get(node, empty)
-            i = cursor[-1]
-            if i < len(children):
-                cursor[-1] = i + 1
-                child = children[i]
+            node, children = stack[-1]
+            for child in children:
                 if child in included:
                     continue
                 if child in on_path:
-                    cycle = [label(n) for n in stack[on_path[child]:]] + [label(child)]
+                    cycle = [label(n) for n, _ in stack[on_path[child]:]] + [label(child)]
                     raise CycleError(f"dependency cycle: {' -> '.join(cycle)}; remove one of these edges",
                                      cycle=cycle)
                 if not exists(child):
-                    chain = [label(n) for n in stack] + [label(child)]
+                    chain = [label(n) for n, _ in stack] + [label(child)]
                     raise MissingModuleError(
                         f"missing module {label(child)!r}, required by {label(node)!r} "
                         f"(chain: {' -> '.join(chain)}); add it or remove the edge",
                         missing=label(child), required_by=label(node), chain=chain)
                 on_path[child] = len(stack)
-                stack.append(child)
-                cursor.append(0)
+                stack.append((child, iter(get(child, empty))))
+                break
             else:
                 stack.pop()
-                cursor.pop()
                 del on_path[node]
                 included.add(node)
                 order.append(node)

@@ -2,22 +2,23 @@
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .. import access
 from ..errors import BudgetExceededError, CycleError, MissingModuleError, ValidationError
 from ..graph.closure import dependency_order
-from ..model import Node, to_utc_iso
+from ..model import to_utc_iso
 from ..workspace import Workspace
-from .graphview import pack_view
+from .graphview import DocMeta, pack_view
 from .manifest import check_pack_name, check_selector
 from .packs import doc_id, get_pack, render_section
 
 DEGRADE_POLICIES = ("summaries",)
 
 
-@dataclass
+@dataclass(slots=True)
 class BundleDoc:
     selector: str
     title: str
@@ -57,12 +58,40 @@ class Bundle:
                 "policy": self.policy, "docs": [d.to_dict() for d in self.docs]}
 
 
-def bundle_digest(nodes: Sequence[Node]) -> str:
+def bundle_digest(ids: Sequence[str], metas: Sequence[DocMeta]) -> str:
     """Same graph state, same digest, on any machine: ids, versions and content hashes in order."""
-    h = hashlib.sha256()
-    for n in nodes:
-        h.update(f"{n.id}\x1f{n.version}\x1f{n.content_hash}\x1e".encode())
-    return h.hexdigest()
+    text = "".join(f"{i}\x1f{m.version}\x1f{m.content_hash}\x1e" for i, m in zip(ids, metas))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+_content_cache: OrderedDict[str, str] = OrderedDict()  # content hash -> body; immutable, so never stale
+_content_bytes = 0
+CONTENT_CACHE_BYTES = 64 * 1024 * 1024
+
+
+def _contents(ws: Workspace, ids: Sequence[str], metas: Sequence[DocMeta], as_of: str | None) -> dict[str, str]:
+    """Bodies by id, from a bounded process-wide cache keyed by content hash, else from the store."""
+    global _content_bytes
+    out: dict[str, str] = {}
+    missing = []
+    for i, m in zip(ids, metas):
+        body = _content_cache.get(m.content_hash)
+        if body is None:
+            missing.append(i)
+        else:
+            out[i] = body
+    if missing:
+        fetched = ws.store.get_contents(missing, as_of=as_of)
+        by_id = dict(zip(ids, metas))
+        for i, body in fetched.items():
+            out[i] = body
+            key = by_id[i].content_hash
+            if key not in _content_cache and len(body) < CONTENT_CACHE_BYTES // 64:
+                _content_cache[key] = body
+                _content_bytes += len(body)
+        while _content_bytes > CONTENT_CACHE_BYTES and _content_cache:
+            _content_bytes -= len(_content_cache.popitem(last=False)[1])
+    return out
 
 
 def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_tokens: int | None = None,
@@ -89,9 +118,8 @@ def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_token
     view = pack_view(ws, pack, stamp)
     readable = access.doc_filter(ws, principal, pack)  # None = the whole pack is readable
     try:
-        ids = dependency_order(
-            [doc_id(pack, s) for s in targets], view.depends_on, view.exists,
-            label=lambda i: i.split("/", 1)[1] if "/" in i else i)
+        ids = dependency_order([doc_id(pack, s) for s in targets], view.depends_on, view.ids,
+                               label=lambda i: i.split("/", 1)[1] if "/" in i else i)
     except (CycleError, MissingModuleError) as exc:
         # A cycle or chain through docs the principal may not read must not reveal them.
         path = exc.data.get("cycle") or exc.data.get("chain") or []
@@ -104,10 +132,10 @@ def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_token
             selector = i.split("/", 1)[1]
             if not readable(selector):
                 raise access.deny(ws, principal, "flash", i, "read", pack, selector)
-    nodes_by_id = ws.store.get_nodes(ids, as_of=stamp)
-    nodes = [nodes_by_id[i] for i in ids]
-    docs = [BundleDoc(n.key, n.title, n.kind, n.version, n.tokens if n.tokens is not None else 0, n.content,
-                      n.summary) for n in nodes]
+    metas = [view.meta[i] for i in ids]
+    contents = _contents(ws, ids, metas, stamp)
+    docs = [BundleDoc(m.key, m.title, m.kind, m.version, m.tokens or 0, contents[i], m.summary)
+            for i, m in zip(ids, metas)]
     total = sum(d.tokens for d in docs)
     degraded: list[str] = []
     if budget_tokens is not None and total > budget_tokens:
@@ -122,8 +150,8 @@ def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_token
                 needed=total, budget=budget_tokens,
                 largest=[{"selector": d.selector, "tokens": d.tokens} for d in largest])
     text = "\n".join(render_section(d.selector, d.title, d.summary if d.degraded else d.content) for d in docs)
-    return Bundle(pack=pack, targets=targets, docs=docs, digest=bundle_digest(nodes), tokens=total, text=text,
-                  as_of=stamp, degraded=degraded, policy=degrade if degraded else None)
+    return Bundle(pack=pack, targets=targets, docs=docs, digest=bundle_digest(ids, metas), tokens=total,
+                  text=text, as_of=stamp, degraded=degraded, policy=degrade if degraded else None)
 
 
 def _degrade_to_summaries(docs: list[BundleDoc], targets: set[str], budget: int, total: int) -> tuple[int, list[str]]:

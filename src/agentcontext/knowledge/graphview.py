@@ -2,14 +2,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..workspace import Workspace
+
+
+class DocMeta(NamedTuple):
+    key: str
+    kind: str
+    title: str
+    summary: str
+    version: int
+    content_hash: str
+    tokens: int | None
 
 
 @dataclass
 class PackView:
     pack: str
     ids: set[str] = field(default_factory=set)
+    meta: dict[str, DocMeta] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)  # doc ids sorted by selector
     depends_on: dict[str, list[str]] = field(default_factory=dict)
     outbound: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # src -> [(type, dst)] declared order
@@ -21,9 +33,10 @@ class PackView:
 
 def build_view(ws: Workspace, pack: str, as_of: str | None = None) -> PackView:
     view = PackView(pack)
-    for node in ws.store.find_nodes(namespace=pack, as_of=as_of, with_content=False, order="key"):
-        view.ids.add(node.id)
-        view.order.append(node.id)
+    for row in ws.store.node_index(pack, as_of=as_of):
+        view.ids.add(row[0])
+        view.order.append(row[0])
+        view.meta[row[0]] = DocMeta(*row[1:])
     for src, dst, etype, _weight, _pos in ws.store.adjacency(namespace=pack, as_of=as_of):
         if etype == "depends_on":
             view.depends_on.setdefault(src, []).append(dst)

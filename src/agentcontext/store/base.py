@@ -55,6 +55,13 @@ class Store(Protocol):
         """Active nodes matching every given filter; ``tags`` is all-of; ``order`` is
         ``key``, ``recorded`` or ``recorded_desc``."""
 
+    def node_index(self, namespace: str | Sequence[str], as_of: str | None = None) -> list[tuple]:
+        """Light rows (id, key, kind, title, summary, version, content_hash, tokens) of active nodes, by key:
+        the bulk read for in-memory views (no content, nothing to decode)."""
+
+    def get_contents(self, ids: Sequence[str], as_of: str | None = None) -> dict[str, str]:
+        """Only the content of each node, as it stood at ``as_of``."""
+
     def count_nodes(self, namespace: str | Sequence[str] | None = None, kind: str | None = None) -> int: ...
 
     def count_by_kind(self, namespace: str | Sequence[str] | None = None) -> dict[str, int]: ...

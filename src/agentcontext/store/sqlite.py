@@ -326,6 +326,35 @@ class SQLiteStore:
             raise ValidationError(f"unknown order {order!r}; use key, recorded, recorded_desc, id or none")
         return self._select_nodes(where, as_of, with_content, order_sql, limit, offset)
 
+    def node_index(self, namespace, as_of: str | None = None) -> list[tuple]:
+        """Light rows (id, key, kind, title, summary, version, content_hash, tokens) of active nodes, by key."""
+        cols = "id, key, kind, title, summary, version, content_hash, tokens"
+        where = _Where()
+        where.eq_any("n.namespace", _as_list(namespace))
+        if as_of is None:
+            where.add("n.retracted_at IS NULL")
+            return self._read(f"SELECT {cols} FROM nodes n{where.sql()} ORDER BY n.key, n.id", where.params)
+        inner = ("SELECT * FROM node_versions v WHERE v.recorded_at <= ? AND v.version = "
+                 "(SELECT max(version) FROM node_versions w WHERE w.id = v.id AND w.recorded_at <= ?)")
+        where.add("n.retracted_at IS NULL")
+        return self._read(f"SELECT {cols} FROM ({inner}) n{where.sql()} ORDER BY n.key, n.id",
+                          [as_of, as_of, *where.params])
+
+    def get_contents(self, ids: Sequence[str], as_of: str | None = None) -> dict[str, str]:
+        """The content of each node (as it stood at ``as_of``), without decoding anything else."""
+        out: dict[str, str] = {}
+        for chunk in _chunks(list(dict.fromkeys(ids))):
+            marks = ",".join("?" * len(chunk))
+            if as_of is None:
+                rows = self._read(f"SELECT id, content FROM nodes WHERE id IN ({marks})", chunk)
+            else:
+                rows = self._read(
+                    f"SELECT v.id, v.content FROM node_versions v WHERE v.id IN ({marks}) AND v.version = "
+                    "(SELECT max(version) FROM node_versions w WHERE w.id = v.id AND w.recorded_at <= ?)",
+                    [*chunk, as_of])
+            out.update(rows)
+        return out
+
     def count_nodes(self, namespace=None, kind=None) -> int:
         where = self._node_where(namespace, kind, None, None, None, None)
         where.add("n.retracted_at IS NULL")

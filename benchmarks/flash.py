@@ -1,0 +1,143 @@
+"""Flash on a synthetic in-store pack of 100,000 docs and 500,000 depends_on edges.
+
+Target: flash of a closure of >= 20,000 docs, median <= 100 ms, printed beside the seed's recursive
+reference algorithm on the same graph in the same process (ratio), and where the reference fails.
+Run: .venv/bin/python benchmarks/flash.py [--docs 100000 --edges-per-doc 5]
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _util import median, ms, report, timed  # noqa: E402
+
+from agentcontext.errors import AgentContextError  # noqa: E402
+from agentcontext.graph.closure import dependency_order, reference_assemble  # noqa: E402
+from agentcontext.knowledge.flash import flash  # noqa: E402
+from agentcontext.knowledge.graphview import pack_view  # noqa: E402
+from agentcontext.knowledge.manifest import DocSpec, PackSpec, RelatedSpec  # noqa: E402
+from agentcontext.knowledge.packs import doc_id, install_spec  # noqa: E402
+from agentcontext.workspace import Workspace  # noqa: E402
+
+PACK = "lib:synthetic"
+
+
+def synthetic_spec(n: int, per_doc: int, seed: int = 7) -> PackSpec:
+    """Doc i depends on ``per_doc`` docs among the next few thousand: a DAG with long, wide closures."""
+    rng = random.Random(seed)
+    docs = []
+    for i in range(n):
+        targets = sorted({rng.randint(i + 1, min(n - 1, i + 4000)) for _ in range(per_doc)}) if i < n - 1 else []
+        docs.append(DocSpec(selector=f"m{i}", source_path=f"docs/m{i}.md", title=f"Module {i}",
+                            summary=f"Synthetic module {i}.", kind="reference", tags=[f"band:{i // 10000}"],
+                            related=[RelatedSpec("depends_on", f"m{t}") for t in targets],
+                            content=f"Module {i} explains one subject and relies on {len(targets)} others."))
+    return PackSpec(pack=PACK, slug="synthetic", name="synthetic", pack_id="synthetic", root=Path("."), docs=docs)
+
+
+def run_reference(deps, exists, target, recursion_limit=None, stack_mb=None):
+    """The seed's recursive algorithm; returns (seconds, result or the error's name)."""
+    out: dict = {}
+
+    def go():
+        old = sys.getrecursionlimit()
+        if recursion_limit:
+            sys.setrecursionlimit(recursion_limit)
+        try:
+            t = time.perf_counter()
+            out["order"] = reference_assemble(target, deps, exists)
+            out["seconds"] = time.perf_counter() - t
+        except RecursionError:
+            out["error"] = "RecursionError"
+        finally:
+            sys.setrecursionlimit(old)
+
+    if stack_mb:
+        threading.stack_size(stack_mb * 1024 * 1024)
+    thread = threading.Thread(target=go)
+    thread.start()
+    thread.join()
+    threading.stack_size(0)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=100_000)
+    parser.add_argument("--edges-per-doc", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="bench-flash-")) / ".agentcontext"
+    ws = Workspace.open(home=home, create=True)
+    spec = synthetic_spec(args.docs, args.edges_per_doc)
+    edges = sum(len(d.related) for d in spec.docs)
+    t = time.perf_counter()
+    install_spec(ws, spec, defer_embeddings=True)
+    install_s = time.perf_counter() - t
+    print(f"installed {args.docs} docs, {edges} depends_on edges in {install_s:.1f}s (deferred embeddings)")
+
+    t = time.perf_counter()
+    view = pack_view(ws, PACK)
+    view_s = time.perf_counter() - t
+    # A target whose closure holds at least 20,000 docs.
+    label = lambda i: i.split("/", 1)[1]  # noqa: E731
+    target = None
+    for i in range(args.docs - 30_000, 0, -2_000):
+        size = len(dependency_order([doc_id(PACK, f"m{i}")], view.depends_on, view.exists, label))
+        if size >= 20_000:
+            target, closure = f"m{i}", size
+            break
+    assert target is not None, "no closure of 20,000 docs; raise --docs"
+    first = time.perf_counter()
+    flash(ws, PACK, target)
+    cold_s = time.perf_counter() - first
+    flash_times, bundle = timed(lambda: flash(ws, PACK, target), runs=args.runs)
+    order_times, order = timed(lambda: dependency_order([doc_id(PACK, target)], view.depends_on, view.exists, label),
+                               runs=args.runs)
+    exists = view.exists
+    ref = run_reference(view.depends_on, exists, doc_id(PACK, target))
+    ref_deep = run_reference(view.depends_on, exists, doc_id(PACK, target), recursion_limit=1_000_000, stack_mb=512)
+    ref_times = []
+    for _ in range(args.runs):
+        r = run_reference(view.depends_on, exists, doc_id(PACK, target), recursion_limit=1_000_000, stack_mb=512)
+        ref_times.append(r["seconds"])
+    assert ref_deep["order"] == order, "reference and iterative orders differ"
+
+    # A 100,000-deep chain: ours works; the reference overflows even with a raised limit and big stack.
+    chain = {f"c{i}": [f"c{i + 1}"] for i in range(99_999)}
+    chain_exists = lambda x: True  # noqa: E731
+    t = time.perf_counter()
+    deep = dependency_order(["c0"], chain, chain_exists)
+    chain_s = time.perf_counter() - t
+    chain_ref_default = run_reference(chain, chain_exists, "c0")
+    chain_ref_raised = run_reference(chain, chain_exists, "c0", recursion_limit=200_000, stack_mb=512)
+
+    figures = {
+        "docs": args.docs, "edges": edges, "install_seconds": round(install_s, 1),
+        "view_build_seconds": round(view_s, 2), "target": target, "closure_docs": closure,
+        "bundle_tokens": bundle.tokens,
+        "flash_cold": ms(cold_s), "flash_median": ms(median(flash_times)), "flash_target": "<= 100 ms",
+        "order_only_median": ms(median(order_times)),
+        "reference_default_limit": ref.get("error", "ok"),
+        "reference_raised_limit_median": ms(median(ref_times)),
+        "ratio_reference_over_ours_order_only": round(median(ref_times) / median(order_times), 2),
+        "ratio_reference_over_ours_full_flash": round(median(ref_times) / median(flash_times), 2),
+        "chain_100k_ours": f"{len(deep)} docs in {ms(chain_s)}",
+        "chain_100k_reference_default_limit": chain_ref_default.get("error", "ok"),
+        "chain_100k_reference_limit_200k_stack_512MB": chain_ref_raised.get("error", "ok"),
+    }
+    report("flash", figures)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AgentContextError as exc:
+        sys.exit(f"error: {exc}")
