@@ -24,6 +24,7 @@ class ErasureReceipt:
     reason: str | None
     erased_at: str
     stores: dict[str, dict[str, Any]] = field(default_factory=dict)
+    audit: list[dict[str, Any]] = field(default_factory=list)  # where the receipt was logged
 
     @property
     def complete(self) -> bool:
@@ -69,7 +70,12 @@ class ErasureCoordinator:
         self.graph = graph
         self.memory = memory
         self.vector_store = vector_store
-        self.audit_store = audit_store or getattr(graph, "store", None)
+        candidates = [audit_store] if audit_store is not None else [
+            getattr(getattr(memory, "workspace", None), "store", None), getattr(graph, "store", None)]
+        self.audit_stores: list[Any] = []
+        for store in candidates:
+            if callable(getattr(store, "append_audit", None)) and all(store is not s for s in self.audit_stores):
+                self.audit_stores.append(store)
 
     # --- legs ----------------------------------------------------------------------------------
     def _vectors(self, ids: list[str]) -> dict[str, Any]:
@@ -130,6 +136,11 @@ class ErasureCoordinator:
         return {"status": "erased", "nodes": totals["nodes"], "edges": totals.get("edges", 0),
                 "versions": totals.get("versions", 0), "vectors": totals.get("vectors", 0)}
 
+    def _vectors_live_with_memory(self) -> bool:
+        vs_ws, mem_ws = getattr(self.vector_store, "workspace", None), getattr(self.memory, "workspace", None)
+        return (self.vector_store is not None and vs_ws is not None and mem_ws is not None
+                and getattr(vs_ws, "store", None) is getattr(mem_ws, "store", object()))
+
     # --- API -----------------------------------------------------------------------------------
     def erase_entity(self, entity_id: str, reason: str | None = None, at: Any = None,
                      vector_ids: Sequence[str] | None = None) -> ErasureReceipt:
@@ -139,13 +150,34 @@ class ErasureCoordinator:
         when = to_utc_iso(at) or utcnow()
         receipt = ErasureReceipt(entity_id, reason, when)
         found, outcome = self._find(entity_id)
-        receipt.stores["vectors"] = self._vectors(list(vector_ids) if vector_ids is not None else list(found or []))
-        receipt.stores["memory"] = outcome if outcome is not None else self._memory(found or [])
+        if vector_ids is None and self._vectors_live_with_memory():
+            # one store of record: a memory's embedding is purged with the memory node, in one transaction
+            receipt.stores["vectors"] = {"status": "pending"}
+            receipt.stores["memory"] = outcome if outcome is not None else self._memory(found or [])
+            mem_status = receipt.stores["memory"]["status"]
+            receipt.stores["vectors"] = {
+                "status": mem_status if mem_status in ("erased", "not_found", "failed") else "failed",
+                "backend": getattr(self.vector_store, "backend", type(self.vector_store).__name__),
+                "ids": len(found or []) if mem_status == "erased" else 0,
+                "detail": "embeddings live in the memory's store of record and are purged with the memories"}
+        else:
+            receipt.stores["vectors"] = self._vectors(list(vector_ids) if vector_ids is not None
+                                                      else list(found or []))
+            receipt.stores["memory"] = outcome if outcome is not None else self._memory(found or [])
         receipt.stores["graph"] = self._graph(entity_id, reason, when)
-        if self.audit_store is not None and callable(getattr(self.audit_store, "append_audit", None)):
-            outcome = "complete" if receipt.complete else "incomplete"
-            self.audit_store.append_audit("erasure", "erase_entity", entity_id, outcome, receipt.to_dict())
+        self._audit(receipt)
         return receipt
+
+    def _audit(self, receipt: ErasureReceipt) -> None:
+        """Append the receipt to the audit log of each bound store of record; a failure is noted on the receipt."""
+        outcome = "complete" if receipt.complete else "incomplete"
+        body = receipt.to_dict()
+        for store in self.audit_stores:
+            try:
+                store.append_audit("erasure", "erase_entity", receipt.entity_id, outcome, body)
+                receipt.audit.append({"store": store.url, "status": "recorded"})
+            except Exception as exc:  # e.g. the graph's database is the store that failed
+                receipt.audit.append({"store": getattr(store, "url", "?"), "status": "failed", "error": str(exc)})
 
     def erase_entities(self, entity_ids: Sequence[str], reason: str | None = None,
                        at: Any = None) -> list[ErasureReceipt]:
