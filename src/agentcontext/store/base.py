@@ -75,7 +75,8 @@ class Store(Protocol):
         """Withdraw nodes (history stays; ``as_of`` still sees them) and their edges: ``both`` directions, or
         only ``outbound`` ones (a deleted doc must not silently vanish from its dependents' declarations)."""
 
-    def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "", at: str | None = None) -> dict[str, int]:
+    def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "",
+                    at: str | None = None) -> dict[str, int]:
         """Remove content, versions, text-index rows, edges and orphaned embeddings; leave a tombstone."""
 
     def tombstone(self, id: str) -> dict[str, Any] | None: ...
@@ -148,7 +149,8 @@ class Store(Protocol):
 
     def delete_record(self, kind: str, key: str, actor: str = "") -> bool: ...
 
-    def append_audit(self, principal: str, action: str, target: str, outcome: str, detail: dict | None = None) -> None: ...
+    def append_audit(self, principal: str, action: str, target: str, outcome: str,
+                     detail: dict | None = None) -> None: ...
 
     def audit(self, principal: str | None = None, since: str | None = None, limit: int | None = None) -> list[dict]: ...
 

@@ -268,7 +268,8 @@ class SQLiteStore:
             f"SELECT {cols} FROM node_versions v WHERE v.recorded_at <= ? AND v.version = "
             "(SELECT max(version) FROM node_versions w WHERE w.id = v.id AND w.recorded_at <= ?)"
         )
-        sql = f"SELECT * FROM ({inner}) n{where.sql()}{' AND ' if where.parts else ' WHERE '}n.retracted_at IS NULL{order}{page}"
+        live = (" AND " if where.parts else " WHERE ") + "n.retracted_at IS NULL"
+        sql = f"SELECT * FROM ({inner}) n{where.sql()}{live}{order}{page}"
         return [_row_to_node(r) for r in self._read(sql, [as_of, as_of, *where.params])]
 
     def get_node(self, id: str, as_of: str | None = None, include_retracted: bool = False) -> Node | None:
@@ -412,7 +413,8 @@ class SQLiteStore:
                 count += len(rows)
         return count
 
-    def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "", at: str | None = None) -> dict[str, int]:
+    def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "",
+                    at: str | None = None) -> dict[str, int]:
         at = at or self._now()
         totals = {"nodes": 0, "versions": 0, "edges": 0, "vectors": 0}
         with self.transaction():
