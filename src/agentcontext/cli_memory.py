@@ -1,0 +1,170 @@
+"""``agentcontext memory ...`` and ``agentcontext eval locomo``: thin wrappers over AgentMemory and eval_locomo."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .cli_common import JSON_OPTION, emit, out, progress_bar
+from .errors import ValidationError
+from .memory import AgentMemory
+from .workspace import Workspace
+
+memory_app = typer.Typer(help="Agent memory: store, retrieve, forget, export, import.", no_args_is_help=True)
+eval_app = typer.Typer(help="Retrieval benchmarks.", no_args_is_help=True)
+
+NS_OPTION = typer.Option("default", "--namespace", "-n", help="Memory store name (namespace memory:<name>).")
+
+
+def _workspace(ctx: typer.Context) -> Workspace:
+    obj = ctx.find_root().obj if ctx is not None else None
+    return Workspace.open(home=obj.get("home") if isinstance(obj, dict) else None)
+
+
+def _memory(ctx: typer.Context, namespace: str) -> AgentMemory:
+    # The CLI never evicts or expires on its own: limits are an application policy.
+    return AgentMemory(workspace=_workspace(ctx), namespace=namespace, max_memory_size=None,
+                       retention_policy="unlimited")
+
+
+def _meta(pairs: list[str] | None) -> dict[str, Any]:
+    out_: dict[str, Any] = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise ValidationError(f"--meta expects key=value, got {pair!r}", meta=pair)
+        key, value = pair.split("=", 1)
+        if not key:
+            raise ValidationError(f"--meta expects key=value, got {pair!r}", meta=pair)
+        out_[key] = value
+    return out_
+
+
+def _print_results(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        out.print("no memories match")
+    for r in rows:
+        signals = ", ".join(f"{k}={v:.3f}" for k, v in r.get("signals", {}).items())
+        out.print(f"[{r['score']:.3f}] {r['id']}  {r['content']}", markup=False)
+        if signals:
+            out.print(f"         {signals}", markup=False, style="dim")
+
+
+@memory_app.command("store")
+def store_cmd(ctx: typer.Context, text: str = typer.Argument(..., help="The memory text."),
+              conversation: Optional[str] = typer.Option(None, "--conversation", "-c"),
+              user: Optional[str] = typer.Option(None, "--user", "-u"),
+              meta: Optional[list[str]] = typer.Option(None, "--meta", "-m", help="Metadata key=value (repeatable)."),
+              namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """Store one memory; prints its id."""
+    mem = _memory(ctx, namespace)
+    mid = mem.store(text, metadata=_meta(meta), conversation_id=conversation, user_id=user)
+    emit({"id": mid, "namespace": mem.namespace}, json_out, lambda d: out.print(d["id"]))
+
+
+@memory_app.command("retrieve")
+def retrieve_cmd(ctx: typer.Context, query: str = typer.Argument(...), k: int = typer.Option(5, "--k", "-k"),
+                 conversation: Optional[str] = typer.Option(None, "--conversation", "-c"),
+                 user: Optional[str] = typer.Option(None, "--user", "-u"),
+                 meta: Optional[list[str]] = typer.Option(None, "--meta", "-m", help="Metadata filter key=value."),
+                 min_score: float = typer.Option(0.0, "--min-score"),
+                 namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """The best memories for QUERY (hybrid: dense + BM25 + conversation context)."""
+    mem = _memory(ctx, namespace)
+    rows = mem.retrieve(query, max_results=k, min_score=min_score, conversation_id=conversation, user_id=user,
+                        filters=_meta(meta))
+    emit(rows, json_out, _print_results)
+
+
+@memory_app.command("forget")
+def forget_cmd(ctx: typer.Context, memory_id: Optional[str] = typer.Argument(None, help="A memory id."),
+               conversation: Optional[str] = typer.Option(None, "--conversation", "-c"),
+               user: Optional[str] = typer.Option(None, "--user", "-u"),
+               days_old: Optional[float] = typer.Option(None, "--days-old", help="Older than this many days."),
+               namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """Delete memories by id, conversation, user or age (all given conditions must match)."""
+    mem = _memory(ctx, namespace)
+    count = mem.forget(memory_id, conversation, days_old, user)
+    emit({"forgotten": count}, json_out, lambda d: out.print(f"forgot {d['forgotten']} memories"))
+
+
+@memory_app.command("export")
+def export_cmd(ctx: typer.Context,
+               destination: Optional[Path] = typer.Argument(None, help="Folder for one Markdown file per memory."),
+               format: Optional[str] = typer.Option(None, "--format", "-f", help="json (to stdout) or markdown."),
+               conversation: Optional[str] = typer.Option(None, "--conversation", "-c"),
+               user: Optional[str] = typer.Option(None, "--user", "-u"),
+               type: Optional[str] = typer.Option(None, "--type"),
+               namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """Export memories: a DIR of Markdown files, or --format json to stdout."""
+    mem = _memory(ctx, namespace)
+    fmt = format or ("markdown" if destination is not None else "json")
+    if fmt == "markdown" and destination is None:
+        raise ValidationError("Markdown export needs a destination folder: agentcontext memory export DIR")
+    data = mem.export(conversation_id=conversation, user_id=user, type=type, format=fmt,
+                      destination=destination if fmt == "markdown" else None)
+    if fmt == "markdown":
+        emit({"written": len(data), "paths": data}, json_out, lambda d: out.print(f"wrote {d['written']} files"))
+    else:
+        if destination is not None:
+            Path(destination).write_text(data, encoding="utf-8")
+            emit({"written": str(destination)}, json_out, lambda d: out.print(f"wrote {d['written']}"))
+        else:
+            sys.stdout.write(data + "\n")
+
+
+@memory_app.command("import")
+def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="A Markdown folder/file or a JSON file."),
+               format: Optional[str] = typer.Option(None, "--format", "-f", help="json or markdown (default: guess)."),
+               namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """Import memories: new ids are created, existing ids updated, unchanged ones left alone."""
+    mem = _memory(ctx, namespace)
+    fmt = format or ("json" if path.suffix == ".json" else "markdown")
+    data: Any = path
+    if fmt == "json":
+        data = path.read_text(encoding="utf-8")
+    count = mem.import_data(data, format=fmt)
+    emit({"imported": count}, json_out, lambda d: out.print(f"imported {d['imported']} memories"))
+
+
+@memory_app.command("conversation")
+def conversation_cmd(ctx: typer.Context, conversation_id: str = typer.Argument(...),
+                     max_items: int = typer.Option(50, "--max-items"), namespace: str = NS_OPTION,
+                     json_out: bool = JSON_OPTION) -> None:
+    """A conversation's memories, oldest first."""
+    rows = _memory(ctx, namespace).get_conversation_history(conversation_id, max_items)
+    emit(rows, json_out, lambda d: [out.print(f"[{r['timestamp']}] {r['content']}", markup=False) for r in d])
+
+
+@memory_app.command("stats")
+def stats_cmd(ctx: typer.Context, namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """Memory counts and evictions."""
+    emit(_memory(ctx, namespace).stats(), json_out, lambda d: out.print_json(json.dumps(d, default=str)))
+
+
+@eval_app.command("locomo")
+def locomo_cmd(file: Path = typer.Argument(..., help="A LoCoMo JSON file (list of samples)."),
+               k: str = typer.Option("1,5,10", "--k", help="Comma-separated cut-offs."),
+               json_out: bool = JSON_OPTION) -> None:
+    """Retrieval-only LoCoMo: evidence recall at each k (partial and full hits), category 5 left out."""
+    from .eval_locomo import evaluate
+
+    try:
+        ks = [int(x) for x in k.split(",") if x.strip()]
+    except ValueError as exc:
+        raise ValidationError(f"--k expects comma-separated integers, got {k!r}") from exc
+    with progress_bar(not json_out) as report:
+        result = evaluate(file, ks, progress=report)
+
+    def human(d: dict[str, Any]) -> None:
+        out.print(f"LoCoMo retrieval: {d['conversations']} conversations, {d['questions']} questions "
+                  f"({d['skipped_no_evidence']} without usable evidence skipped), {d['seconds']} s")
+        for kk in d["k"]:
+            out.print(f"  recall@{kk}: {d['recall'][str(kk)]:.3f}   full@{kk}: {d['full_recall'][str(kk)]:.3f}")
+        for cat, row in d["by_category"].items():
+            parts = "  ".join(f"@{kk} {row[f'recall@{kk}']:.3f}" for kk in d["k"])
+            out.print(f"  category {cat} ({row['questions']} q): {parts}")
+
+    emit(result, json_out, human)
