@@ -1,0 +1,76 @@
+"""Proximity-blended retrieval (seed 003) and AgentContext.load_graph, with the real memory and model."""
+from __future__ import annotations
+
+import pytest
+
+from agentcontext import AgentContext, ContextGraph, ValidationError
+from agentcontext.vector_store import VectorStore
+
+
+def framework_graph() -> ContextGraph:
+    g = ContextGraph(advanced_analytics=True)
+    g.add_node("web API frameworks", "topic", content="Web API frameworks")
+    g.add_edges([
+        {"source": "web API frameworks", "target": "FastAPI", "type": "includes"},
+        {"source": "web API frameworks", "target": "Flask", "type": "includes"},
+        {"source": "FastAPI", "target": "Starlette", "type": "built_on"},
+        {"source": "Kubernetes", "target": "Helm", "type": "packaged_by"},
+    ])
+    return g
+
+
+@pytest.fixture
+def context() -> AgentContext:
+    ctx = AgentContext(vector_store=VectorStore(backend="inmemory"), knowledge_graph=framework_graph(),
+                       proximity_weight=0.3)
+    ctx.store("FastAPI generates OpenAPI docs automatically")
+    ctx.store("Starlette provides the ASGI toolkit underneath")
+    ctx.store("Helm charts package Kubernetes applications")
+    ctx.store("REST endpoints should return JSON error bodies")
+    return ctx
+
+
+def test_seed_proximity_example(context: AgentContext) -> None:
+    results = context.retrieve("web API frameworks", max_results=10)
+    lines = [f"[{r['combined_score']:.3f}]  semantic={r['semantic_score']:.3f}  proximity={r['proximity_score']:.3f}"
+             f"  {r['content'][:60]}" for r in results]
+    assert len(lines) == len(results) >= 3
+    for r in results:
+        assert r["combined_score"] == pytest.approx(0.7 * r["semantic_score"] + 0.3 * r["proximity_score"])
+    prox = {r["content"].split()[0]: r["proximity_score"] for r in results}
+    assert prox["FastAPI"] == pytest.approx(1 / 2)  # named node, one hop from the anchor
+    assert prox["Starlette"] == pytest.approx(1 / 3)  # two hops
+    assert prox["Helm"] == 0.0  # another component of the graph
+    assert [r["combined_score"] for r in results] == sorted((r["combined_score"] for r in results), reverse=True)
+
+
+def test_weight_one_ranks_purely_by_proximity_and_zero_purely_by_semantics(context: AgentContext) -> None:
+    base = context.retrieve("web API frameworks", max_results=10)
+    texts = {r["content"]: r for r in base}
+    graph_only = context.blend_proximity(base, "web API frameworks", proximity_weight=1.0)
+    assert [r["content"].split()[0] for r in graph_only][:2] == ["FastAPI", "Starlette"]
+    assert all(r["combined_score"] == r["proximity_score"] for r in graph_only)
+    plain = context.blend_proximity(base, "web API frameworks", proximity_weight=0.0)
+    assert [r["combined_score"] for r in plain] == [texts[r["content"]]["semantic_score"] for r in plain]
+    assert [r["semantic_score"] for r in plain] == sorted((r["semantic_score"] for r in plain), reverse=True)
+    with pytest.raises(ValidationError):
+        context.blend_proximity(base, "x", proximity_weight=1.5)
+
+
+def test_proximity_scores_and_anchors() -> None:
+    ctx = AgentContext(vector_store=VectorStore(backend="inmemory"), knowledge_graph=framework_graph())
+    anchors = ctx.query_anchors("Which web API frameworks exist?")
+    assert anchors["web API frameworks"] == 1.0
+    scores = ctx.proximity_scores("web API frameworks", ["FastAPI", "Starlette", "Helm", "unknown"])
+    assert scores == {"FastAPI": 0.5, "Starlette": pytest.approx(1 / 3), "Helm": 0.0, "unknown": 0.0}
+    assert ctx.proximity_scores("web API frameworks", ["Starlette"], hops=1) == {"Starlette": 0.0}
+    assert ctx.mentioned_nodes("We moved from Flask to FastAPI") == ["Flask", "FastAPI"]
+
+
+def test_load_graph_replaces_the_knowledge_graph(tmp_path) -> None:
+    framework_graph().save_to_file(str(tmp_path / "company_kg.json"))
+    ctx = AgentContext(vector_store=VectorStore(backend="inmemory"), knowledge_graph=ContextGraph(),
+                       hybrid_alpha=0.4, max_expansion_hops=3)
+    stats = ctx.load_graph(str(tmp_path / "company_kg.json"))
+    assert stats["node_count"] == 6 and stats["edge_count"] == 4
+    assert [n["id"] for n in ctx.knowledge_graph.get_neighbors("FastAPI")] == ["Starlette"]
