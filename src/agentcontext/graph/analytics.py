@@ -91,3 +91,65 @@ def communities(csr: CSR, g: Any, algorithm: str = "louvain", resolution: float 
     membership = list(clusters.membership)
     modularity = float(und.modularity(membership, weights=weights)) if csr.m else 0.0
     return membership, modularity
+
+
+class AnalyticsMethods:
+    """ContextGraph's analytics (mixed into the class): igraph over the cached CSR, cached by change counter."""
+
+    workspace: Any
+    advanced_analytics: bool
+    centrality_analysis: bool
+    community_detection: bool
+
+    def _check(self, flag: str) -> None:
+        if not getattr(self, flag):
+            raise ValidationError(f"{flag} is off for this graph; construct ContextGraph({flag}=True)", option=flag)
+
+    def _igraph(self) -> Any:
+        return self.workspace.cached(self._cache_key("igraph"), lambda: to_igraph(self.csr()))
+
+    def _scored(self, values: np.ndarray, top_k: int | None) -> dict[str, float]:
+        csr = self.csr()
+        order = np.argsort(-values, kind="stable")[: top_k if top_k is not None else None]
+        return {self.user_id(csr.ids[i]): float(values[i]) for i in order}
+
+    def pagerank(self, damping: float = 0.85, weighted: bool = True, top_k: int | None = None) -> dict[str, float]:
+        """PageRank (igraph PRPACK) of every node, highest first; cached until the graph changes."""
+        self._check("advanced_analytics")
+        values = self.workspace.cached(self._cache_key(f"pagerank:{damping}:{weighted}"),
+                                       lambda: pagerank(self.csr(), self._igraph(), damping, weighted))
+        return self._scored(values, top_k)
+
+    def centrality(self, measure: str = "degree", top_k: int | None = None) -> dict[str, float]:
+        """degree / in_degree / out_degree / betweenness / closeness / pagerank, highest first."""
+        self._check("advanced_analytics")
+        if measure in ("betweenness", "closeness"):
+            self._check("centrality_analysis")
+        if measure == "pagerank":
+            return self.pagerank(top_k=top_k)
+        values = self.workspace.cached(self._cache_key(f"centrality:{measure}"),
+                                       lambda: centrality(self.csr(), self._igraph(), measure))
+        return self._scored(values, top_k)
+
+    def get_node_centrality(self, node_id: str) -> dict[str, float]:
+        sid = self._require(node_id)
+        uid = self.user_id(sid)
+        measures = ["degree", "in_degree", "out_degree", "pagerank"]
+        if self.centrality_analysis:
+            measures += ["betweenness", "closeness"]
+        return {m: self.centrality(m).get(uid, 0.0) for m in measures}
+
+    def detect_communities(self, algorithm: str = "louvain", resolution: float = 1.0) -> dict[str, Any]:
+        """Communities on the undirected graph (Louvain or Leiden), largest first, with modularity."""
+        self._check("community_detection")
+        membership, modularity = self.workspace.cached(
+            self._cache_key(f"communities:{algorithm}:{resolution}"),
+            lambda: communities(self.csr(), self._igraph(), algorithm, resolution))
+        csr = self.csr()
+        groups: dict[int, list[str]] = {}
+        for i, c in enumerate(membership):
+            groups.setdefault(c, []).append(self.user_id(csr.ids[i]))
+        ordered = sorted(groups.values(), key=lambda g: (-len(g), g[0]))
+        member_of = {uid: k for k, group in enumerate(ordered) for uid in group}
+        return {"algorithm": algorithm, "count": len(ordered), "communities": ordered, "membership": member_of,
+                "modularity": modularity}

@@ -10,20 +10,19 @@ from __future__ import annotations
 import uuid
 from typing import Any, Iterable, Sequence
 
-import numpy as np
-
 from ..errors import NotFoundError, ValidationError
 from ..model import Edge, Node, edge_id, to_utc_iso, utcnow
 from ..store.base import Store
 from ..workspace import Workspace
-from . import analytics, traversal
+from . import traversal
+from .analytics import AnalyticsMethods
 from .records import edge_dict, node_dict, parse_edge_item, parse_node_item
 
 DEFAULT_NODE_TYPE = "entity"
 DEEP_PAGE = 1000  # from this offset on, find_nodes pages through a cached id list
 
 
-class ContextGraph:
+class ContextGraph(AnalyticsMethods):
     """Nodes and typed, weighted, time-bounded edges; traversal, analytics, persistence, cross-graph links."""
 
     def __init__(
@@ -280,10 +279,8 @@ class ContextGraph:
     # --- traversal -------------------------------------------------------------------------
     def csr(self, as_of: Any = None) -> traversal.CSR:
         """The adjacency as it stands now (cached by the change counter) or as it stood ``as_of``."""
-        if as_of is not None:
-            when = to_utc_iso(as_of)
-            return self.workspace.cached(self._cache_key(f"csr@{when}"),
-                                         lambda: traversal.load_adjacency(self.store, self.scope, as_of=when))
+        if as_of is not None:  # built per call: caching every distinct as_of would grow without bound
+            return traversal.load_adjacency(self.store, self.scope, as_of=to_utc_iso(as_of))
         return self.workspace.cached(self._cache_key("csr"), lambda: traversal.load_adjacency(
             self.store, self.scope, node_ids=sorted(self._live_ids())))
 
@@ -362,60 +359,6 @@ class ContextGraph:
         blocked = traversal.blocked_edges(csr, utcnow()) if as_of is None and csr.timed else frozenset()
         path = traversal.shortest_path(csr, csr.index[s], csr.index[t], max_hops, direction, blocked)
         return None if path is None else [self.user_id(csr.ids[i]) for i in path]
-
-    # --- analytics -------------------------------------------------------------------------
-    def _check(self, flag: str) -> None:
-        if not getattr(self, flag):
-            raise ValidationError(f"{flag} is off for this graph; construct ContextGraph({flag}=True)", option=flag)
-
-    def _igraph(self) -> Any:
-        return self.workspace.cached(self._cache_key("igraph"), lambda: analytics.to_igraph(self.csr()))
-
-    def _scored(self, values: np.ndarray, top_k: int | None) -> dict[str, float]:
-        csr = self.csr()
-        order = np.argsort(-values, kind="stable")[: top_k if top_k is not None else None]
-        return {self.user_id(csr.ids[i]): float(values[i]) for i in order}
-
-    def pagerank(self, damping: float = 0.85, weighted: bool = True, top_k: int | None = None) -> dict[str, float]:
-        """PageRank (igraph PRPACK) of every node, highest first; cached until the graph changes."""
-        self._check("advanced_analytics")
-        values = self.workspace.cached(self._cache_key(f"pagerank:{damping}:{weighted}"),
-                                       lambda: analytics.pagerank(self.csr(), self._igraph(), damping, weighted))
-        return self._scored(values, top_k)
-
-    def centrality(self, measure: str = "degree", top_k: int | None = None) -> dict[str, float]:
-        """degree / in_degree / out_degree / betweenness / closeness / pagerank, highest first."""
-        self._check("advanced_analytics")
-        if measure in ("betweenness", "closeness"):
-            self._check("centrality_analysis")
-        if measure == "pagerank":
-            return self.pagerank(top_k=top_k)
-        values = self.workspace.cached(self._cache_key(f"centrality:{measure}"),
-                                       lambda: analytics.centrality(self.csr(), self._igraph(), measure))
-        return self._scored(values, top_k)
-
-    def get_node_centrality(self, node_id: str) -> dict[str, float]:
-        sid = self._require(node_id)
-        uid = self.user_id(sid)
-        measures = ["degree", "in_degree", "out_degree", "pagerank"]
-        if self.centrality_analysis:
-            measures += ["betweenness", "closeness"]
-        return {m: self.centrality(m).get(uid, 0.0) for m in measures}
-
-    def detect_communities(self, algorithm: str = "louvain", resolution: float = 1.0) -> dict[str, Any]:
-        """Communities on the undirected graph (Louvain or Leiden), largest first, with modularity."""
-        self._check("community_detection")
-        membership, modularity = self.workspace.cached(
-            self._cache_key(f"communities:{algorithm}:{resolution}"),
-            lambda: analytics.communities(self.csr(), self._igraph(), algorithm, resolution))
-        csr = self.csr()
-        groups: dict[int, list[str]] = {}
-        for i, c in enumerate(membership):
-            groups.setdefault(c, []).append(self.user_id(csr.ids[i]))
-        ordered = sorted(groups.values(), key=lambda g: (-len(g), g[0]))
-        member_of = {uid: k for k, group in enumerate(ordered) for uid in group}
-        return {"algorithm": algorithm, "count": len(ordered), "communities": ordered, "membership": member_of,
-                "modularity": modularity}
 
     # --- decisions (the decisions service owns the logic) ---------------------------------------
     def record_decision(self, category: str, scenario: str, reasoning: str, outcome: str, confidence: float,
