@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 import weakref
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Sequence
 
 from ..errors import ValidationError
 from ..model import Node, to_utc_iso
@@ -61,18 +61,14 @@ def namespace_of(graph: Any) -> str:
     return ns if isinstance(ns, str) and ns else DEFAULT_NAMESPACE
 
 
-def entity_store_id(graph: Any, name: str) -> str:
-    """The store id of the graph node called ``name``: an existing node the graph resolves it to,
-    else the id the graph would give a new node of that name (a bare store: the name itself)."""
-    resolve = getattr(graph, "resolve", None)
-    if callable(resolve):
-        found = resolve(name)
-        if found:
-            return str(found)
+def resolve_entities(graph: Any, store: Store, names: Sequence[str]) -> tuple[dict[str, str], set[str]]:
+    """Store ids for entity names in one query: the graph's own node of that name, else a node whose
+    store id is the name, else the id a new node would get. Also returns the ids that exist."""
     mapper = getattr(graph, "store_id", None)
-    if callable(mapper):
-        return str(mapper(name))
-    return name
+    own = {n: (str(mapper(n)) if callable(mapper) else n) for n in names}
+    found = store.get_nodes([*own.values(), *names]) if names else {}
+    out = {n: own[n] if own[n] in found else (n if n in found else own[n]) for n in names}
+    return out, {i for i in out.values() if i in found}
 
 
 class Bound:

@@ -6,15 +6,20 @@ Module functions ``record_decision(graph, ...)``, ``record_decisions(graph, item
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
 
+import numpy as np
+
 from ..embed.cache import embed_texts
 from ..errors import CycleError, NotFoundError, ValidationError
 from ..model import Edge, Node, to_utc_iso
+from ..workspace import Workspace
 from .common import (APPLIES_POLICY, CAUSAL_TYPES, Bound, DECISION, ENTITY, INVOLVES, PRECEDENT, STRUCTURAL_TYPES,
-                     decision_from_node, decision_node, entity_store_id, epoch, new_id)
+                     decision_from_node, decision_node, epoch, new_id, resolve_entities)
 from .index import index_for
 from .models import Decision, Precedent
 
@@ -107,10 +112,11 @@ class DecisionRecorder(Bound):
             raise ValidationError("the same decision_id appears twice in one batch", ids=ids)
         # Vectors first (cached in the store by text hash), so the index never has to embed them.
         embed_texts(self.store, self.ws.embedder, [n.embed_text or "" for n in nodes])
-        entity_ids = {name: entity_store_id(self.graph, name) for _, ents, _, _ in links for name in ents}
         policy_ids = {p: policy_node_id(p) for _, _, pols, _ in links for p in pols}
         cause_ids = {c for _, _, _, causes in links for group in causes.values() for c in group}
         with self.store.transaction():
+            names = list(dict.fromkeys(name for _, ents, _, _ in links for name in ents))
+            entity_ids, _ = resolve_entities(self.graph, self.store, names)
             existing = self.store.get_nodes([*entity_ids.values(), *policy_ids.values(), *cause_ids])
             batch_ids = set(ids)
             missing_policies = [p for p, nid in policy_ids.items() if nid not in existing]
@@ -243,7 +249,7 @@ class DecisionRecorder(Bound):
         if not 0.0 <= w <= 1.0:
             raise ValidationError(f"proximity_weight must be in [0, 1], got {w}", proximity_weight=w)
         index = index_for(self.ws, self.namespace)
-        qvec = self.ws.embedder.embed([scenario])[0]
+        qvec = query_vector(self.ws, scenario)
         at = epoch(as_of, 0.0) if as_of is not None else None
         skip = set(exclude or ())
         pool = max(limit * 4, 20) + len(skip)
@@ -251,7 +257,7 @@ class DecisionRecorder(Bound):
         sem = {i: max(0.0, s) for i, s in hits if i not in skip}
         struct: dict[str, float] = {}
         shared: dict[str, list[str]] = {}
-        query_links = {entity_store_id(self.graph, e) for e in (entities or ())}
+        query_links = set(resolve_entities(self.graph, self.store, list(entities or ()))[0].values())
         query_links |= {policy_node_id(p) for p in (policies or ())}
         if w > 0 and sem:
             links = self.links_of(list(sem))
@@ -312,7 +318,7 @@ class DecisionRecorder(Bound):
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query_decisions needs a non-empty query")
         index = index_for(self.ws, self.namespace)
-        qvec = self.ws.embedder.embed([query])[0]
+        qvec = query_vector(self.ws, query)
         hits, _, _ = index.top(qvec, max(limit * 2, 20), category)
         scores: dict[str, float] = {i: max(0.0, s) for i, s in hits}
         if use_hybrid_search:
@@ -348,6 +354,26 @@ class DecisionRecorder(Bound):
             d.metadata = {**d.metadata, "similarity": round(scores.get(did, 0.0), 6), "hops": hop_of[did]}
             out.append(d)
         return out
+
+
+_query_cache: "OrderedDict[tuple[str, str], np.ndarray]" = OrderedDict()
+_query_lock = threading.Lock()
+
+
+def query_vector(ws: Workspace, text: str, keep: int = 512) -> np.ndarray:
+    """The embedding of a query text, remembered for the last ``keep`` distinct queries."""
+    key = (ws.embedder.name, text)
+    with _query_lock:
+        hit = _query_cache.get(key)
+        if hit is not None:
+            _query_cache.move_to_end(key)
+            return hit
+    vec = ws.embedder.embed([text])[0]
+    with _query_lock:
+        _query_cache[key] = vec
+        while len(_query_cache) > keep:
+            _query_cache.popitem(last=False)
+    return vec
 
 
 def _recorder(graph: Any) -> DecisionRecorder:
