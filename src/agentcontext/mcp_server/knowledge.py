@@ -147,9 +147,9 @@ def _create(ctx: CallContext, a: CreateArgs) -> dict[str, Any]:
                          principal=ctx.principal)
 
 
-def _current(ctx: CallContext, pack: str, selector: str) -> int | None:
+def _current(ctx: CallContext, pack: str, selector: str, action: str = "doc.put") -> int | None:
     """The current version (after the write check, so nothing is revealed to those who may not write)."""
-    packs._writable(ctx.ws, pack, ctx.principal, "doc.put", packs.doc_id(pack, selector))
+    packs._writable(ctx.ws, pack, ctx.principal, action, packs.doc_id(pack, selector))
     node = ctx.ws.store.get_node(packs.doc_id(pack, selector))
     return node.version if node else None
 
@@ -164,7 +164,7 @@ def _update(ctx: CallContext, a: UpdateArgs) -> dict[str, Any]:
 
 
 def _delete(ctx: CallContext, a: DeleteArgs) -> dict[str, Any]:
-    current = _current(ctx, a.pack, a.selector)
+    current = _current(ctx, a.pack, a.selector, "doc.delete")
     if a.expected_version is not None and current is not None and current != a.expected_version:
         raise ConflictError(f"{a.pack} {a.selector} is at version {current}, not {a.expected_version}; re-read it "
                             "and retry", pack=a.pack, selector=a.selector, current_version=current,

@@ -1,0 +1,264 @@
+"""The MCP server in process (a real mcp.Client session): tools, schemas, every tool, errors, resource, prompt.
+
+The same checks over stdio and HTTP are in test_mcp_transports.py; argument fuzzing in test_mcp_fuzz.py.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from agentcontext.knowledge import packs, tools
+from agentcontext.mcp_server import build_server
+
+from .test_access import build_workspace
+
+TOOLS = {"list_knowledge_packs", "search_knowledge", "list_knowledge_neighbors", "read_knowledge_doc",
+         "flash_knowledge", "create_knowledge_doc", "update_knowledge_doc", "delete_knowledge_doc"}
+WRITERS = {"create_knowledge_doc", "update_knowledge_doc", "delete_knowledge_doc"}
+
+
+def run(server, script):
+    """Run ``script(client)`` in one real client session against ``server``; return what it returns."""
+    async def main():
+        async with Client(server) as client:
+            return await script(client)
+
+    return anyio.run(main)
+
+
+async def call(client, name: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    result = await client.call_tool(name, args)
+    if result.is_error:
+        assert result.structured_content is None or "error" in result.structured_content
+        text = result.content[0].text
+        assert "Traceback" not in text and 'File "' not in text
+    return bool(result.is_error), result.structured_content or {}
+
+
+def walk_objects(schema):
+    if isinstance(schema, dict):
+        if schema.get("type") == "object" or "properties" in schema:
+            yield schema
+        for value in schema.values():
+            yield from walk_objects(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from walk_objects(value)
+
+
+def check_tool_list(listed) -> None:
+    """Every tool is there, with a description an agent can act on and schemas that forbid unknown keys."""
+    by_name = {t.name: t for t in listed.tools}
+    assert TOOLS <= set(by_name)
+    for name in TOOLS:
+        tool = by_name[name]
+        assert len(tool.description) > 60, name
+        assert tool.input_schema["type"] == "object"
+        for obj in walk_objects(tool.input_schema):
+            assert obj.get("additionalProperties") is False, (name, obj)
+        assert tool.output_schema and tool.output_schema["type"] == "object"
+        assert tool.annotations.read_only_hint is (name not in WRITERS)
+    assert by_name["search_knowledge"].input_schema["required"] == ["pack"]
+    assert set(by_name["flash_knowledge"].input_schema["properties"]) == {"pack", "selectors", "budget_tokens",
+                                                                            "as_of"}
+    assert "first" in by_name["list_knowledge_packs"].description.lower() or \
+        "start here" in by_name["list_knowledge_packs"].description.lower()
+    assert "never bodies" in by_name["search_knowledge"].description
+
+
+async def exercise_every_tool(client, pack: str = "lib:open") -> dict[str, Any]:
+    """Call each tool with good arguments and then with bad ones; returns the good results by tool."""
+    check_tool_list(await client.list_tools())
+    good = {}
+    for name, args in [
+        ("list_knowledge_packs", {}),
+        ("search_knowledge", {"pack": pack, "query": "onboarding guide", "limit": 5}),
+        ("list_knowledge_neighbors", {"pack": pack, "selector": "guide"}),
+        ("read_knowledge_doc", {"pack": pack, "selector": "guide"}),
+        ("flash_knowledge", {"pack": pack, "selectors": ["guide"]}),
+        ("create_knowledge_doc", {"pack": pack, "selector": "mcp.note", "title": "Note", "summary": "From MCP.",
+                                  "tags": ["origin:mcp"], "content": "Written through MCP.",
+                                  "related": [{"type": "depends_on", "target": "basics"}]}),
+        ("update_knowledge_doc", {"pack": pack, "selector": "mcp.note", "content": "Rewritten.",
+                                  "expected_version": 1}),
+        ("delete_knowledge_doc", {"pack": pack, "selector": "mcp.note", "expected_version": 2}),
+    ]:
+        is_error, data = await call(client, name, args)
+        assert not is_error, (name, data)
+        good[name] = data
+    assert any(p["pack"] == pack for p in good["list_knowledge_packs"]["packs"])
+    assert good["search_knowledge"]["hits"][0]["selector"] == "guide"
+    assert [(n["selector"], n["type"]) for n in good["list_knowledge_neighbors"]["neighbors"]] == \
+        [("basics", "depends_on")]
+    assert good["read_knowledge_doc"]["content"].startswith("The onboarding guide")
+    assert good["flash_knowledge"]["order"] == ["basics", "guide"] and len(good["flash_knowledge"]["digest"]) == 64
+    assert good["create_knowledge_doc"]["version"] == 1 and good["update_knowledge_doc"]["version"] == 2
+    assert good["delete_knowledge_doc"]["deleted"] is True
+
+    bad = [
+        ("read_knowledge_doc", {"pack": pack}, "ValidationError"),
+        ("read_knowledge_doc", {"pack": pack, "selector": "guide", "bogus": 1}, "ValidationError"),
+        ("read_knowledge_doc", {"pack": pack, "selector": 42}, "ValidationError"),
+        ("read_knowledge_doc", {"pack": pack, "selector": "no.such.doc"}, "NotFoundError"),
+        ("read_knowledge_doc", {"pack": pack, "selector": "not a selector!"}, "ValidationError"),
+        ("search_knowledge", {"pack": pack, "limit": "10"}, "ValidationError"),
+        ("search_knowledge", {"pack": "nonsense"}, "ValidationError"),
+        ("list_knowledge_neighbors", {"pack": pack, "selector": "guide", "edge_type": "loves"}, "ValidationError"),
+        ("flash_knowledge", {"pack": pack, "selectors": []}, "ValidationError"),
+        ("flash_knowledge", {"pack": pack, "selectors": ["guide"], "budget_tokens": 1}, "BudgetExceededError"),
+        ("flash_knowledge", {"pack": pack, "selectors": ["guide"], "as_of": "last tuesday"}, "ValidationError"),
+        ("create_knowledge_doc", {"pack": pack, "selector": "guide", "title": "Dup"}, "ConflictError"),
+        ("update_knowledge_doc", {"pack": pack, "selector": "guide", "title": "X", "expected_version": 99},
+         "ConflictError"),
+        ("update_knowledge_doc", {"pack": pack, "selector": "ghost", "title": "X"}, "NotFoundError"),
+        ("delete_knowledge_doc", {"pack": pack, "selector": "ghost"}, "NotFoundError"),
+        ("create_knowledge_doc", {"pack": pack, "selector": "x", "title": "X",
+                                  "related": [{"type": "depends_on", "target": "y", "weight": 2}]}, "ValidationError"),
+    ]
+    for name, args, expected in bad:
+        is_error, data = await call(client, name, args)
+        assert is_error and data["error"]["type"] == expected, (name, args, data)
+    result = await client.call_tool("no_such_tool", {})
+    assert result.is_error
+    # The server still answers after all of that.
+    assert not (await call(client, "list_knowledge_packs", {}))[0]
+    return good
+
+
+@pytest.fixture
+def aws(ws):
+    return build_workspace(ws)
+
+
+def test_in_process_session_lists_checks_and_calls_every_tool(aws):
+    good = run(build_server(aws), exercise_every_tool)
+    # An MCP call and a Python call of the same thing return the same data.
+    assert good["read_knowledge_doc"] == tools.read_knowledge_doc(aws, "lib:open", "guide")
+    actions = [(r["principal"], r["action"], r["target"]) for r in aws.store.audit() if r["outcome"] == "ok"][-3:]
+    assert actions == [("owner", "doc.put", "lib:open/mcp.note"), ("owner", "doc.put", "lib:open/mcp.note"),
+                       ("owner", "doc.delete", "lib:open/mcp.note")]
+
+
+def test_errors_carry_our_type_message_and_data(ws, write_pack):
+    from agentcontext.knowledge.packs import install_folder
+
+    install_folder(ws, write_pack("cyc", {"a": (["b"], "A"), "b": (["c"], "B"), "c": (["a"], "C"),
+                                          "m": (["ghost"], "M")}), defer_embeddings=True)
+    install_folder(ws, write_pack("core", {"p": ([], "P")}, selector="pkg:acme.tools.knowledge.core"),
+                   defer_embeddings=True)
+
+    async def script(client):
+        _, cycle = await call(client, "flash_knowledge", {"pack": "lib:cyc", "selectors": ["a"]})
+        _, missing = await call(client, "flash_knowledge", {"pack": "lib:cyc", "selectors": ["m"]})
+        result = await client.call_tool("create_knowledge_doc", {"pack": "pkg:acme.tools.knowledge.core",
+                                                                 "selector": "q", "title": "Q"})
+        return cycle, missing, result
+
+    cycle, missing, readonly = run(build_server(ws), script)
+    assert cycle["error"]["type"] == "CycleError" and cycle["error"]["cycle"][0] == cycle["error"]["cycle"][-1]
+    assert set(cycle["error"]["cycle"]) == {"a", "b", "c"}
+    assert missing["error"]["type"] == "MissingModuleError" and missing["error"]["missing"] == "ghost"
+    assert readonly.is_error and readonly.content[0].text.startswith("ReadOnlyError: pkg:acme.tools.knowledge.core")
+
+
+def test_resource_and_prompt(aws):
+    async def script(client):
+        templates = await client.list_resource_templates()
+        doc = await client.read_resource("knowledge://lib:open/guide")
+        encoded = await client.read_resource("knowledge://lib%3Aopen/basics")
+        prompts = await client.list_prompts()
+        index = await client.get_prompt("knowledge_pack_index", {"pack": "lib:open"})
+        errors = []
+        for attempt in (lambda: client.read_resource("knowledge://lib:open/ghost"),
+                        lambda: client.get_prompt("knowledge_pack_index", {"pack": "lib:ghost"})):
+            with pytest.raises(MCPError) as info:
+                await attempt()
+            errors.append(info.value)
+        return templates, doc, encoded, prompts, index, errors
+
+    templates, doc, encoded, prompts, index, errors = run(build_server(aws), script)
+    assert [t.uri_template for t in templates.resource_templates] == ["knowledge://{pack}/{selector}"]
+    assert doc.contents[0].text.startswith("# Guide (guide)\n\nThe onboarding guide")
+    assert doc.contents[0].mime_type == "text/markdown"
+    assert encoded.contents[0].text.startswith("# Basics (basics)")
+    assert [p.name for p in prompts.prompts] == ["knowledge_pack_index"]
+    text = index.messages[0].content.text
+    assert "`guide` [reference] Guide: About guide. (related: depends_on basics)" in text
+    assert "onboarding guide builds" not in text  # an index never carries bodies
+    assert [e.message.split(":")[0] for e in errors] == ["NotFoundError", "NotFoundError"]
+    assert errors[0].data["error"]["selector"] == "ghost"
+
+
+def test_a_reader_sees_no_trace_of_a_denied_pack_through_mcp(aws):
+    async def script(client):
+        listed = await call(client, "list_knowledge_packs", {})
+        denied = []
+        for name, args in [("search_knowledge", {"pack": "lib:secret", "query": "salary"}),
+                           ("list_knowledge_neighbors", {"pack": "lib:secret", "selector": "bonus"}),
+                           ("read_knowledge_doc", {"pack": "lib:secret", "selector": "salaries"}),
+                           ("flash_knowledge", {"pack": "lib:secret", "selectors": ["bonus"]}),
+                           ("create_knowledge_doc", {"pack": "lib:open", "selector": "z", "title": "Z"}),
+                           ("update_knowledge_doc", {"pack": "lib:open", "selector": "guide", "title": "Z"}),
+                           ("delete_knowledge_doc", {"pack": "lib:open", "selector": "guide"})]:
+            denied.append(await call(client, name, args))
+        with pytest.raises(MCPError) as res:
+            await client.read_resource("knowledge://lib:secret/salaries")
+        with pytest.raises(MCPError) as prompt:
+            await client.get_prompt("knowledge_pack_index", {"pack": "lib:secret"})
+        return listed, denied, res.value, prompt.value
+
+    listed, denied, res, prompt = run(build_server(aws, principal="reader"), script)
+    assert [p["pack"] for p in listed[1]["packs"]] == ["lib:open"]
+    assert all(is_error and data["error"]["type"] == "AccessDeniedError" for is_error, data in denied)
+    assert res.message.startswith("AccessDeniedError") and prompt.message.startswith("AccessDeniedError")
+    refused = [(r["action"], r["outcome"]) for r in aws.store.audit(principal="reader")]
+    assert ("doc.put", "denied") in refused and ("doc.delete", "denied") in refused
+    assert len(refused) == 9
+    assert tools.read_knowledge_doc(aws, "lib:open", "guide")["title"] == "Guide"
+
+
+def test_flash_through_mcp_names_the_first_unreadable_doc(aws):
+    async def script(client):
+        ok = await call(client, "flash_knowledge", {"pack": "lib:eng", "selectors": ["api.public"]})
+        bad = await call(client, "flash_knowledge", {"pack": "lib:eng", "selectors": ["api.leaky"]})
+        hits = await call(client, "search_knowledge", {"pack": "lib:eng", "query": "", "limit": 100})
+        return ok, bad, hits
+
+    ok, bad, hits = run(build_server(aws, principal="apireader"), script)
+    assert ok[1]["order"] == ["core.public", "api.public"]
+    assert bad[0] and bad[1]["error"]["selector"] == "core.secret"
+    assert "core.secret" not in {h["selector"] for h in hits[1]["hits"]}
+
+
+def test_more_capabilities_register_on_the_same_server(aws):
+    from pydantic import Field
+
+    from agentcontext.mcp_server import StrictArgs, ToolSpec, register_tools
+    from agentcontext.mcp_server import registry
+
+    class EchoArgs(StrictArgs):
+        text: str = Field(max_length=100)
+
+    def echo(ctx, args):
+        return {"text": args.text, "principal": ctx.principal or "owner",
+                "packs": len(packs.list_packs(ctx.ws, ctx.principal))}
+
+    register_tools("echo", lambda: [ToolSpec("echo", "Echo text back (a test capability).", EchoArgs, echo,
+                                             read_only=True)])
+    try:
+        async def script(client):
+            names = {t.name for t in (await client.list_tools()).tools}
+            return names, await call(client, "echo", {"text": "hi"}), await call(client, "echo", {"txt": "hi"})
+
+        names, ok, bad = run(build_server(aws, principal="reader"), script)
+        assert TOOLS | {"echo"} <= names
+        assert ok == (False, {"text": "hi", "principal": "reader", "packs": 1})
+        assert bad[0] and "unknown argument 'txt'" in bad[1]["error"]["message"]
+        only = run(build_server(aws, capabilities=["echo"]), lambda c: c.list_tools())
+        assert [t.name for t in only.tools] == ["echo"]
+    finally:
+        registry._PROVIDERS.pop("echo", None)
