@@ -1,0 +1,84 @@
+"""The retrieval-only LoCoMo protocol: mechanics on a tiny file, quality on a real dev conversation."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentcontext.errors import ValidationError
+from agentcontext.eval_locomo import evaluate, evidence, session_date
+
+DEV = Path("/work/shared/data/locomo/locomo_dev.json")
+if not DEV.exists():
+    DEV = Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json"
+
+
+def tiny_sample() -> list[dict]:
+    turns1 = [
+        {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a grey kitten called Miso last week."},
+        {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely! I started learning the cello."},
+        {"speaker": "Ann", "dia_id": "D1:3", "text": "My sister is moving to Lisbon in June.",
+         "blip_caption": "a photo of a tram on a hill"},
+    ]
+    turns2 = [
+        {"speaker": "Bob", "dia_id": "D2:1", "text": "I played my first cello recital yesterday."},
+        {"speaker": "Ann", "dia_id": "D2:2", "text": "Miso knocked a plant off the shelf again."},
+    ]
+    return [{
+        "sample_id": "tiny",
+        "conversation": {"speaker_a": "Ann", "speaker_b": "Bob",
+                         "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns1,
+                         "session_2_date_time": "10:00 am on 9 June, 2023", "session_2": turns2},
+        "qa": [
+            {"question": "What is the name of Ann's kitten?", "answer": "Miso", "evidence": ["D1:1"], "category": 1},
+            {"question": "What instrument does Bob play?", "answer": "cello", "evidence": ["D1:2; D2:1"],
+             "category": 4},
+            {"question": "Where is Ann's sister moving?", "answer": "Lisbon", "evidence": ["D:1:3"], "category": 1},
+            {"question": "What did Bob adopt?", "adversarial_answer": "a kitten", "evidence": ["D1:1"],
+             "category": 5},
+            {"question": "Is Ann kind?", "answer": "yes", "evidence": [], "category": 3},
+        ],
+    }]
+
+
+def test_protocol_mechanics(tmp_path):
+    assert session_date("1:56 pm on 8 May, 2023") == "2023-05-08T13:56:00"
+    assert evidence(["D8:6; D9:17", "D:11:26", "D"], {"D8:6", "D9:17", "D11:26"}) == {"D8:6", "D9:17", "D11:26"}
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_sample()))
+    result = evaluate(path, ks=(1, 2, 5))
+    assert result["questions"] == 3 and result["skipped_no_evidence"] == 1  # category 5 left out entirely
+    assert set(result["by_category"]) == {"1", "4"}
+    assert result["recall"]["5"] == 1.0 and result["full_recall"]["5"] == 1.0  # 5 turns: everything is in the top 5
+    assert result["recall"]["1"] <= result["recall"]["2"] <= 1.0
+    assert result["full_recall"]["1"] <= result["recall"]["1"]
+    with pytest.raises(ValidationError):
+        evaluate(path, ks=(0,))
+    (tmp_path / "bad.json").write_text(json.dumps({"not": "locomo"}))
+    with pytest.raises(ValidationError, match="LoCoMo"):
+        evaluate(tmp_path / "bad.json")
+
+
+def test_cli_eval_locomo_json(tmp_path):
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_sample()))
+    proc = subprocess.run([sys.executable, "-m", "agentcontext.cli", "eval", "locomo", str(path), "--k", "1,3",
+                           "--json"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["k"] == [1, 3] and data["questions"] == 3 and set(data["recall"]) == {"1", "3"}
+
+
+@pytest.mark.slow
+def test_recall_on_a_real_dev_conversation(tmp_path):
+    """conv-30 of the dev split (369 turns, 81 questions); the whole split is measured by the CLI/benchmark."""
+    samples = [s for s in json.loads(DEV.read_text()) if s["sample_id"] == "conv-30"]
+    path = tmp_path / "conv30.json"
+    path.write_text(json.dumps(samples))
+    result = evaluate(path)
+    assert result["questions"] == 81
+    assert result["recall"]["5"] >= 0.68, result
+    assert result["recall"]["10"] >= 0.72, result
