@@ -14,7 +14,7 @@ graphs = st.integers(min_value=2, max_value=25).flatmap(lambda n: st.tuples(
     st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1),
                        st.floats(min_value=0.05, max_value=1.0, allow_nan=False)), max_size=80)))
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def build(n: int, edges: list[tuple[int, int, float]]) -> tuple[ContextGraph, nx.DiGraph]:

@@ -150,25 +150,26 @@ class ContextGraph(AnalyticsMethods):
         sid_of: dict[str, str] = {}
         missing: dict[str, Node] = {}
         for item in items:
-            for end in (item["source_id"], item["target_id"]):
+            for end in (item[0], item[1]):
                 if end in sid_of:
                     continue
-                own = self.store_id(end)
+                own = self._prefix + end
                 if own in live or end not in live:
                     sid_of[end] = own
                     if own not in live:
                         missing[own] = self._make_node({"node_id": end, "node_type": DEFAULT_NODE_TYPE})
                 else:
                     sid_of[end] = end
-        built: dict[str, Edge] = {}
-        for item in items:
-            vf, vu = to_utc_iso(item.get("valid_from")), to_utc_iso(item.get("valid_until"))
-            if vf and vu and vu <= vf:
-                raise ValidationError("edge valid_until must be after valid_from", edge=item)
-            e = Edge(src=sid_of[item["source_id"]], type=item["edge_type"], dst=sid_of[item["target_id"]],
-                     namespace=self.namespace, weight=item["weight"], props=item.get("properties") or {},
-                     valid_from=vf, valid_until=vu)
-            built[e.id] = e
+        built: dict[tuple[str, str, str], Edge] = {}  # (src, type, dst): a repeat in one call, the last wins
+        ns = self.namespace
+        for src, dst, etype, weight, props, vf, vu in items:
+            if vf is not None or vu is not None:
+                vf, vu = to_utc_iso(vf), to_utc_iso(vu)
+                if vf and vu and vu <= vf:
+                    raise ValidationError("edge valid_until must be after valid_from", source_id=src, target_id=dst)
+            s, d = sid_of[src], sid_of[dst]
+            built[(s, etype, d)] = Edge(src=s, type=etype, dst=d, namespace=ns, weight=weight, props=props,
+                                        valid_from=vf, valid_until=vu)
         with self.store.transaction():
             if missing:
                 self.store.put_nodes(list(missing.values()), actor=self.actor)

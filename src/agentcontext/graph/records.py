@@ -8,8 +8,6 @@ from ..model import Edge, Node
 
 NODE_KEYS = {"node_id": ("node_id", "id"), "node_type": ("node_type", "type"),
              "properties": ("properties", "metadata")}
-EDGE_KEYS = {"source_id": ("source_id", "source"), "target_id": ("target_id", "target"),
-             "edge_type": ("edge_type", "type", "relationship")}
 
 
 def _pick(raw: dict[str, Any], names: tuple[str, ...]) -> Any:
@@ -35,28 +33,40 @@ def parse_node_item(raw: dict[str, Any], index: int) -> dict[str, Any]:
     return item
 
 
-def parse_edge_item(raw: dict[str, Any], index: int) -> dict[str, Any]:
-    """A bulk edge item, keyed like add_edge's parameters (``source``/``target``/``type`` accepted too)."""
+def parse_edge_item(raw: dict[str, Any], index: int) -> tuple[str, str, str, float, dict[str, Any], Any, Any]:
+    """A bulk edge item as (source, target, type, weight, properties, valid_from, valid_until).
+
+    Items are keyed like add_edge's parameters; ``source``/``target``/``type``/``metadata`` are accepted too.
+    """
     if not isinstance(raw, dict):
         raise ValidationError(f"add_edges item {index} is {type(raw).__name__}, expected a dict", index=index)
-    item = dict(raw)
-    for canon, names in EDGE_KEYS.items():
-        item[canon] = _pick(raw, names)
-    for end in ("source_id", "target_id"):
-        if item[end] is None or str(item[end]).strip() == "":
-            raise ValidationError(f"add_edges item {index} has no {end}", index=index)
-        item[end] = str(item[end])
-    item["edge_type"] = str(item["edge_type"] or "related_to")
-    weight = raw.get("weight", 1.0)
-    try:
-        item["weight"] = 1.0 if weight is None else float(weight)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"add_edges item {index}: weight {weight!r} is not a number", index=index) from exc
-    props = _pick(raw, ("properties", "metadata"))
-    if props is not None and not isinstance(props, dict):
+    get = raw.get
+    src = get("source_id")
+    if src is None:
+        src = get("source")
+    dst = get("target_id")
+    if dst is None:
+        dst = get("target")
+    if src is None or dst is None or str(src).strip() == "" or str(dst).strip() == "":
+        raise ValidationError(f"add_edges item {index} needs source_id and target_id (or source/target)",
+                              index=index)
+    etype = get("edge_type") or get("type") or get("relationship") or "related_to"
+    weight = get("weight", 1.0)
+    if weight is None:
+        weight = 1.0
+    elif type(weight) is not float:
+        try:
+            weight = float(weight)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"add_edges item {index}: weight {weight!r} is not a number", index=index) from exc
+    props = get("properties")
+    if props is None:
+        props = get("metadata")
+    if props is None:
+        props = {}
+    elif not isinstance(props, dict):
         raise ValidationError(f"add_edges item {index}: properties must be a dict", index=index)
-    item["properties"] = props or {}
-    return item
+    return str(src), str(dst), str(etype), weight, props, get("valid_from"), get("valid_until")
 
 
 def node_dict(node: Node, user_id: Callable[[str], str]) -> dict[str, Any]:
