@@ -3,17 +3,24 @@
 A snapshot keeps, for every node, its kind, version and content hash, and for every edge its
 ends, type, weight and a hash of its properties: enough to say what was added, removed or
 modified between two snapshots without copying content. ``flush_checkpoint`` writes a snapshot
-into the store as a record (kind ``checkpoint``), so it survives a restart and ``save``/``load``.
+into the store as a record (kind ``checkpoint``) and as a graph node of kind ``checkpoint`` (the
+snapshot in its props), so it survives a restart and travels with the graph through
+``save``/``load``. Checkpoint nodes are left out of snapshots, so they never show up in diffs.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from ..errors import NotFoundError, ValidationError
-from ..model import content_hash, utcnow
-from .common import DECISION, workspace_of
+from ..model import Node, content_hash, utcnow
+from .common import DECISION, namespace_of, workspace_of
 
 RECORD_KIND = "checkpoint"
+NODE_KIND = "checkpoint"
+
+
+def node_id(label: str) -> str:
+    return f"checkpoint:{label}"
 
 
 def _scope(graph: Any) -> str | None:
@@ -36,6 +43,8 @@ def take_snapshot(graph: Any, label: str) -> dict[str, Any]:
     node_map: dict[str, list[Any]] = {}
     decisions: dict[str, dict[str, Any]] = {}
     for n in nodes:
+        if n.kind == NODE_KIND:
+            continue
         node_map[n.id] = [n.kind, n.version, n.content_hash]
         if n.kind == DECISION:
             decisions[n.id] = {"version": n.version, "hash": n.content_hash,
@@ -103,8 +112,12 @@ class Checkpoints:
 
     def get(self, graph: Any, label: str) -> dict[str, Any]:
         snap = self._held.get(label)
+        store = workspace_of(graph).store
         if snap is None:
-            snap = workspace_of(graph).store.get_record(RECORD_KIND, label)
+            snap = store.get_record(RECORD_KIND, label)
+        if snap is None:  # e.g. the graph came back from save/load, which carries nodes, not records
+            node = store.get_node(node_id(label))
+            snap = node.props.get("snapshot") if node is not None and node.kind == NODE_KIND else None
         if snap is None:
             raise NotFoundError(f"no checkpoint {label!r}; take it with checkpoint({label!r}) first", label=label,
                                 known=self.labels(graph))
@@ -115,9 +128,16 @@ class Checkpoints:
 
     def flush(self, graph: Any, label: str) -> dict[str, Any]:
         snap = self.get(graph, label)
-        workspace_of(graph).store.put_record(RECORD_KIND, label, snap)
+        store = workspace_of(graph).store
+        with store.transaction():
+            store.put_record(RECORD_KIND, label, snap)
+            store.put_nodes([Node(id=node_id(label), kind=NODE_KIND, namespace=namespace_of(graph), key=label,
+                                  title=f"checkpoint {label}", summary=f"taken {snap['at']}",
+                                  props={"label": label, "at": snap["at"], "snapshot": snap})])
         return summary(snap)
 
     def labels(self, graph: Any) -> list[str]:
-        stored = [k for k, _ in workspace_of(graph).store.list_records(RECORD_KIND)]
-        return sorted(set(stored) | set(self._held))
+        store = workspace_of(graph).store
+        stored = {k for k, _ in store.list_records(RECORD_KIND)}
+        stored |= {n.key for n in store.find_nodes(namespace=_scope(graph), kind=NODE_KIND, with_content=False)}
+        return sorted(stored | set(self._held))
