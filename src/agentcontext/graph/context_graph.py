@@ -19,6 +19,7 @@ from .analytics import AnalyticsMethods
 from .records import edge_dict, node_dict, parse_edge_item, parse_node_item
 
 DEFAULT_NODE_TYPE = "entity"
+BRIEF_CACHE = 200_000  # node summaries kept for traversal results between changes
 DEEP_PAGE = 1000  # from this offset on, find_nodes pages through a cached id list
 
 
@@ -310,17 +311,17 @@ class ContextGraph(AnalyticsMethods):
         """BFS neighbours up to ``hops``, nearest first; never via retracted or expired edges unless ``as_of``."""
         csr, start, reached = self._walk(node_id, hops, relationship_types, min_weight, direction, as_of)
         page = reached[skip: None if limit is None else skip + limit]
-        nodes = self.store.get_nodes([csr.ids[r.index] for r in page], as_of=to_utc_iso(as_of))
+        briefs = self._briefs([csr.ids[r.index] for r in page], as_of)
         by_index = {r.index: r for r in reached}
         by_index[start] = traversal.Reached(start, 0, -1, -1, 1.0)
         out: list[dict[str, Any]] = []
+        missing = (DEFAULT_NODE_TYPE, "", {})
         for r in page:
             sid = csr.ids[r.index]
-            node = nodes.get(sid)
+            kind, content, props = briefs.get(sid, missing)
             uid = self.user_id(sid)
             entry: dict[str, Any] = {
-                "id": uid, "node_id": uid, "type": node.kind if node else DEFAULT_NODE_TYPE,
-                "content": node.content if node else "", "properties": dict(node.props) if node else {},
+                "id": uid, "node_id": uid, "type": kind, "content": content, "properties": dict(props),
                 "relationship": csr.types[int(csr.etype[r.edge])], "weight": float(csr.weight[r.edge]),
                 "hop": r.hop,
             }
@@ -331,6 +332,23 @@ class ContextGraph(AnalyticsMethods):
                 entry["path_to_anchor"] = [self.user_id(csr.ids[i]) for i in traversal.path_to(by_index, r.index)]
             out.append(entry)
         return out
+
+    def _briefs(self, sids: list[str], as_of: Any) -> dict[str, tuple[str, str, dict[str, Any]]]:
+        """(kind, content, props) per store id; current ones come from a cache reset by the change counter."""
+        if as_of is not None:
+            found = self.store.get_nodes(sids, as_of=to_utc_iso(as_of))
+            return {k: (n.kind, n.content, n.props) for k, n in found.items()}
+        cache: dict[str, tuple[str, str, dict[str, Any]]] = self.workspace.cached(self._cache_key("briefs"), dict)
+        todo = [s for s in sids if s not in cache]
+        if todo:
+            if len(cache) > BRIEF_CACHE:
+                cache.clear()
+            brief_fn = getattr(self.store, "node_briefs", None)
+            if brief_fn is not None:
+                cache.update(brief_fn(todo))
+            else:
+                cache.update({k: (n.kind, n.content, n.props) for k, n in self.store.get_nodes(todo).items()})
+        return {s: cache[s] for s in sids if s in cache}
 
     def get_neighbor_distances(self, node_id: str, hops: int = 3, relationship_types: Sequence[str] | None = None,
                                min_confidence: float = 0.0, direction: str = "out",

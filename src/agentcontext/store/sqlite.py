@@ -476,6 +476,17 @@ class SQLiteStore:
             where.add("retracted_at IS NULL")
         return [r[0] for r in self._read(f"SELECT id FROM nodes{where.sql()} ORDER BY rid", where.params)]
 
+    def node_briefs(self, ids: Sequence[str]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+        """(kind, content, props) of active nodes by id: the lean read traversal results need."""
+        out: dict[str, tuple[str, str, dict[str, Any]]] = {}
+        loads = json.loads
+        for chunk in _chunks(list(ids)):
+            for nid, kind, content, props in self._read(
+                    f"SELECT id, kind, content, props FROM nodes WHERE id IN ({','.join('?' * len(chunk))}) "
+                    "AND retracted_at IS NULL", chunk):
+                out[nid] = (kind, content, loads(props) if props and props != "{}" else {})
+        return out
+
     def timed_edges(self, namespace=None) -> list[tuple[str, str, str, str | None, str | None]]:
         """(src, dst, type, valid_from, valid_until) of active edges that carry a validity bound."""
         where = self._edge_where(None, None, None, namespace, None, None, None)
