@@ -238,3 +238,18 @@ def test_link_precedent_and_explainability(ctx: AgentContext):
     assert ex_a["effects"][1]["path"] == [a, b, c]
     with pytest.raises(NotFoundError):
         ctx.trace_decision_explainability("dec_nope")
+
+
+def test_two_handles_on_one_store_see_each_others_decisions(tmp_path):
+    home = tmp_path / "shared"
+    ws_a = Workspace.open(home=home, create=True)
+    ws_b = Workspace.open(home=home)  # a second connection, as another process would have
+    a, b = DecisionRecorder(ws_a), DecisionRecorder(ws_b)
+    first = a.record_decision(category="ops", scenario="Enable autoscaling on the web tier", reasoning="spiky load",
+                              outcome="enabled", confidence=0.9)
+    assert [d.decision_id for d in b.find_precedents("turn on automatic scaling", limit=1)] == [first]
+    second = a.record_decision(category="ops", scenario="Switch CDN provider", reasoning="cheaper egress",
+                               outcome="switched", confidence=0.8)
+    assert b.find_precedents("change content delivery network", limit=1)[0].decision_id == second
+    ws_b.store.purge_nodes([first], reason="erasure request")
+    assert first not in [d.decision_id for d in a.find_precedents("turn on automatic scaling", limit=5)]
