@@ -24,6 +24,7 @@ from .index import index_for
 from .models import Decision, Precedent
 
 BATCH = 256
+DEFAULT_STRUCTURAL_WEIGHT = 0.3
 PRECEDENT_TYPES = ("similar_scenario", "same_policy", "exception_precedent")
 DECISION_FIELDS = ("decision_id", "category", "scenario", "reasoning", "outcome", "confidence", "timestamp",
                    "decision_maker", "valid_from", "valid_until", "metadata")
@@ -237,7 +238,8 @@ class DecisionRecorder(Bound):
         Semantic: cosine of the scenario against each decision's scenario + reasoning embedding.
         Structural (hybrid): Jaccard overlap of linked entities and policies with the query's
         (``entities=``/``policies=``; otherwise those of the best semantic match), blended with
-        weight ``proximity_weight`` (default 0.3 when hybrid, 0 otherwise); ``max_hops >= 2`` also
+        weight ``proximity_weight`` (default 0.3 when hybrid and there is something structural to
+        compare, else 0: a decision with no links is ranked by meaning alone); ``max_hops >= 2`` also
         pulls in decisions that share those entities but were not near in meaning.
         ``as_of`` keeps only decisions whose validity window contains that time.
         """
@@ -245,7 +247,8 @@ class DecisionRecorder(Bound):
             raise ValidationError("find_precedents needs a non-empty scenario text")
         if limit <= 0:
             return []
-        w = (0.3 if use_hybrid_search else 0.0) if proximity_weight is None else float(proximity_weight)
+        explicit = proximity_weight is not None
+        w = float(proximity_weight) if explicit else (DEFAULT_STRUCTURAL_WEIGHT if use_hybrid_search else 0.0)
         if not 0.0 <= w <= 1.0:
             raise ValidationError(f"proximity_weight must be in [0, 1], got {w}", proximity_weight=w)
         index = index_for(self.ws, self.namespace)
@@ -270,6 +273,8 @@ class DecisionRecorder(Bound):
                         sem[e.src] = max(0.0, float(sims[i]))
                 extra = [i for i in sem if i not in links]
                 links.update(self.links_of(extra))
+            if not query_links and not explicit:  # nothing structural to compare: stay purely semantic
+                w = 0.0
             for did in sem:
                 mine = links.get(did, set())
                 union = mine | query_links
@@ -289,7 +294,7 @@ class DecisionRecorder(Bound):
                           "semantic_score": round(sem[did], 6), "structural_score": round(struct.get(did, 0.0), 6),
                           "proximity_score": round(struct.get(did, 0.0), 6), "shared_links": shared.get(did, []),
                           "relationship_type": "same_policy" if same_policy else "similar_scenario",
-                          "rank": rank}
+                          "proximity_weight": w, "rank": rank}
             out.append(d)
         return out
 
