@@ -30,7 +30,9 @@ def render_section(selector: str, title: str, content: str) -> str:
 
 
 def embed_text(title: str, summary: str, tags: Sequence[str], content: str) -> str:
-    return f"{title}. {summary}\n{' '.join(tags)}\n{content[:2000]}"
+    """What the meaning signal sees: the metadata first, then the opening of the body (MiniLM reads ~128
+    word pieces well; longer text costs time and blurs the vector)."""
+    return f"{title}. {summary}\n{' '.join(tags)}\n{content[:600]}"
 
 
 def doc_node(pack: str, spec: DocSpec, actor: str) -> Node:

@@ -5,6 +5,7 @@ scored per signal so every hit says which signals matched and how much each cont
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -15,6 +16,7 @@ from .. import access
 from ..embed import embed_missing
 from ..errors import ValidationError
 from ..model import Node
+from ..text import STOPWORDS
 from ..workspace import Workspace
 from .graphview import pack_view
 from .manifest import EDGE_TYPES, check_pack_name, check_selector
@@ -42,8 +44,9 @@ class SearchHit:
                 "signals": {k: round(v, 4) for k, v in self.signals.items()}}
 
 
-def _terms(text: str) -> set[str]:
-    return {_stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1}
+@functools.lru_cache(maxsize=65536)
+def _terms(text: str) -> frozenset[str]:
+    return frozenset(_stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in STOPWORDS)
 
 
 def _stem(word: str) -> str:
@@ -53,7 +56,7 @@ def _stem(word: str) -> str:
     return word
 
 
-def _overlap(query: set[str], text: str) -> float:
+def _overlap(query: frozenset[str], text: str) -> float:
     if not query:
         return 0.0
     return len(query & _terms(text)) / len(query)
@@ -102,7 +105,7 @@ def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[s
     candidates: dict[str, dict[str, float]] = {}
     if q:
         _selector_candidates(ws, pack, q, candidates)
-        for nid, score in store.text_search(q, namespace=pack, limit=200):
+        for nid, score in store.text_search(q, namespace=pack, limit=100):
             candidates.setdefault(nid, {})["_bm25"] = score
         if use_meaning:
             _meaning_candidates(ws, pack, q, candidates, allowed)
@@ -157,7 +160,7 @@ def _meaning_candidates(ws: Workspace, pack: str, q: str, out: dict[str, dict[st
             out.setdefault(ids[i], {})["_cos"] = float(sims[i])
 
 
-def _score(node: Node, q: str, qterms: set[str], raw: dict[str, float], max_bm25: float) -> dict[str, float]:
+def _score(node: Node, q: str, qterms: frozenset[str], raw: dict[str, float], max_bm25: float) -> dict[str, float]:
     signals: dict[str, float] = {}
     if not q:
         return signals
@@ -175,7 +178,7 @@ def _score(node: Node, q: str, qterms: set[str], raw: dict[str, float], max_bm25
         value = _overlap(qterms, text.replace(":", " "))
         if value:
             signals[name] = WEIGHTS[name] * value
-    if "_bm25" in raw and _overlap(qterms, node.content):
+    if "_bm25" in raw and _overlap(qterms, node.content[:20000]):
         signals["body"] = WEIGHTS["body"] * raw["_bm25"] / max_bm25
     if "_cos" in raw:
         signals["meaning"] = WEIGHTS["meaning"] * raw["_cos"]

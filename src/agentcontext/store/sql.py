@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from ..text import STOPWORDS
+
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS nodes (
         rid INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -50,11 +52,12 @@ SCHEMA = [
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
-
 def fts_query(text: str, mode: str = "or") -> str:
-    """Turn free text into a safe FTS5 MATCH expression: quoted terms joined by OR."""
+    """Turn free text into a safe FTS5 MATCH expression: quoted terms joined by OR (stopwords dropped
+    unless nothing else is left)."""
     words = [w for w in _WORD.findall(text.lower()) if w]
     if not words:
         return ""
+    words = [w for w in words if w not in STOPWORDS] or words
     quoted = ['"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words)]
     return (" OR " if mode == "or" else " ").join(quoted)
