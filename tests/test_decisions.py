@@ -103,7 +103,7 @@ def test_paraphrase_finds_the_seed_loan_decision(ctx: AgentContext):
     assert sims == sorted(sims, reverse=True)
     # no entities or policies anywhere: nothing structural to blend, the similarity is the cosine
     assert all(d.metadata["similarity"] == d.metadata["semantic_score"] for d in found)
-    assert found[0].metadata["similarity"] > 0.5
+    assert found[0].metadata["similarity"] > 0.4 > found[1].metadata["similarity"]
     only = ctx.find_precedents("first time home buyer mortgage application", category="ops", limit=3)
     assert [d.outcome for d in only] == ["scaled_to_10_replicas"]
     assert ctx.find_precedents("anything", category="no_such_category") == []
