@@ -50,5 +50,12 @@ class Workspace:
             self._caches[name] = (counter, value)
         return value
 
+    def peek(self, name: str) -> Any:
+        """The cached value if it is still fresh (the change counter has not moved since it was built), else None."""
+        counter = self.store.change_counter()
+        with self._lock:
+            hit = self._caches.get(name)
+        return hit[1] if hit and hit[0] == counter else None
+
     def close(self) -> None:
         self.store.close()

@@ -21,6 +21,8 @@ from .records import edge_dict, node_dict, parse_edge_item, parse_node_item
 DEFAULT_NODE_TYPE = "entity"
 BRIEF_CACHE = 200_000  # node summaries kept for traversal results between changes
 DEEP_PAGE = 1000  # from this offset on, find_nodes pages through a cached id list
+SQL_WALK_HOPS = 3  # walks this shallow may skip a stale CSR and ask the store frontier by frontier
+SQL_WALKS_BEFORE_CSR = 3  # the third walk at the same change counter rebuilds the CSR
 
 
 class ContextGraph(AnalyticsMethods):
@@ -54,7 +56,7 @@ class ContextGraph(AnalyticsMethods):
         self.scope: str | None = None if name is None else self.namespace
         self.graph_id = options.get("graph_id") or f"{self.name}-{uuid.uuid4().hex[:8]}"
         self._prefix = self.namespace + "/"
-        self._links: dict[str, dict[str, Any]] = {}
+        self._stale = (-1, 0)  # (change counter, walks since the CSR went stale)
         from .crossgraph import register
 
         register(self)
@@ -202,7 +204,6 @@ class ContextGraph(AnalyticsMethods):
 
     def clear(self) -> None:
         """Reset the graph: a private in-memory graph gets a fresh store; a workspace graph purges its namespace."""
-        self._links.clear()
         if self._owns_workspace:
             embedder = self.workspace._embedder
             self.workspace.close()
@@ -287,49 +288,57 @@ class ContextGraph(AnalyticsMethods):
             self.store, self.scope, node_ids=sorted(self._live_ids())))
 
     def _walk(self, node_id: str, hops: int, relationship_types: Sequence[str] | None, min_weight: float | None,
-              direction: str, as_of: Any) -> tuple[traversal.CSR, int, list[traversal.Reached]]:
+              direction: str, as_of: Any) -> tuple[str, list[traversal.Step]]:
+        """(anchor store id, steps). Uses the cached CSR when fresh; right after a write, small walks ask the
+        store frontier by frontier instead of rebuilding the whole adjacency (rebuilt once reads dominate)."""
         if hops < 0:
             raise ValidationError(f"hops must be >= 0 (got {hops})", hops=hops)
-        csr = self.csr(as_of)
-        if as_of is None:
-            sid = self._require(node_id)
-        else:
+        if as_of is not None:
+            csr = self.csr(as_of)
             sid = self.store_id(node_id) if self.store_id(node_id) in csr.index else node_id
             if sid not in csr.index and self.find_node(node_id, as_of=as_of) is None:
                 raise NotFoundError(f"node {node_id!r} did not exist at {as_of}", node_id=node_id)
+            blocked: set[int] | frozenset[int] = frozenset()
+        else:
+            sid = self._require(node_id)
+            csr = self.workspace.peek(self._cache_key("csr"))
+            if csr is None:
+                counter = self.store.change_counter()
+                self._stale = (counter, self._stale[1] + 1 if self._stale[0] == counter else 1)
+                if hops <= SQL_WALK_HOPS and self._stale[1] < SQL_WALKS_BEFORE_CSR:
+                    return sid, traversal.sql_bfs(self.store, self.scope, sid, hops, direction, relationship_types,
+                                                  min_weight, utcnow())
+                csr = self.csr()
+            blocked = traversal.blocked_edges(csr, utcnow()) if csr.timed else frozenset()
         start = csr.index.get(sid)
-        if start is None:  # an isolated node (not in the adjacency as of then)
-            return csr, -1, []
-        blocked = traversal.blocked_edges(csr, utcnow()) if as_of is None and csr.timed else frozenset()
+        if start is None:  # an isolated node
+            return sid, []
         types = traversal.type_codes(csr, relationship_types)
-        return csr, start, traversal.bfs(csr, start, hops, direction, types, min_weight, blocked)
+        return sid, traversal.csr_steps(csr, traversal.bfs(csr, start, hops, direction, types, min_weight, blocked))
 
     def get_neighbors(self, node_id: str, hops: int = 1, relationship_types: Sequence[str] | None = None,
                       min_weight: float | None = None, skip: int = 0, limit: int | None = None,
                       include_distance_metadata: bool = False, direction: str = "out",
                       as_of: Any = None) -> list[dict[str, Any]]:
         """BFS neighbours up to ``hops``, nearest first; never via retracted or expired edges unless ``as_of``."""
-        csr, start, reached = self._walk(node_id, hops, relationship_types, min_weight, direction, as_of)
-        page = reached[skip: None if limit is None else skip + limit]
-        briefs = self._briefs([csr.ids[r.index] for r in page], as_of)
-        by_index = {r.index: r for r in reached}
-        by_index[start] = traversal.Reached(start, 0, -1, -1, 1.0)
+        anchor, steps = self._walk(node_id, hops, relationship_types, min_weight, direction, as_of)
+        page = steps[skip: None if limit is None else skip + limit]
+        briefs = self._briefs([s.sid for s in page], as_of)
+        by_sid = {s.sid: s for s in steps}
+        by_sid[anchor] = traversal.Step(anchor, 0, None, "", 1.0, 1.0)
         out: list[dict[str, Any]] = []
         missing = (DEFAULT_NODE_TYPE, "", {})
-        for r in page:
-            sid = csr.ids[r.index]
-            kind, content, props = briefs.get(sid, missing)
-            uid = self.user_id(sid)
-            entry: dict[str, Any] = {
-                "id": uid, "node_id": uid, "type": kind, "content": content, "properties": dict(props),
-                "relationship": csr.types[int(csr.etype[r.edge])], "weight": float(csr.weight[r.edge]),
-                "hop": r.hop,
-            }
+        for s in page:
+            kind, content, props = briefs.get(s.sid, missing)
+            uid = self.user_id(s.sid)
+            entry: dict[str, Any] = {"id": uid, "node_id": uid, "type": kind, "content": content,
+                                     "properties": dict(props), "relationship": s.rel, "weight": s.weight,
+                                     "hop": s.hop}
             if include_distance_metadata:
-                entry["hop_count"] = r.hop
-                entry["distance_band"] = traversal.distance_band(r.hop)
-                entry["confidence_decay"] = r.decay
-                entry["path_to_anchor"] = [self.user_id(csr.ids[i]) for i in traversal.path_to(by_index, r.index)]
+                entry["hop_count"] = s.hop
+                entry["distance_band"] = traversal.distance_band(s.hop)
+                entry["confidence_decay"] = s.decay
+                entry["path_to_anchor"] = [self.user_id(x) for x in traversal.step_path(by_sid, s.sid)]
             out.append(entry)
         return out
 
@@ -362,10 +371,9 @@ class ContextGraph(AnalyticsMethods):
     def hop_distances(self, node_id: str, max_hops: int | None = None, direction: str = "out",
                       as_of: Any = None) -> dict[str, int]:
         """BFS hop count from ``node_id`` to every reachable node (the anchor at 0)."""
-        csr, start, reached = self._walk(node_id, max_hops if max_hops is not None else 1 << 30, None, None,
-                                         direction, as_of)
+        _, steps = self._walk(node_id, max_hops if max_hops is not None else 1 << 30, None, None, direction, as_of)
         out = {node_id: 0}
-        out.update({self.user_id(csr.ids[r.index]): r.hop for r in reached})
+        out.update({self.user_id(s.sid): s.hop for s in steps})
         return out
 
     def shortest_path(self, source_id: str, target_id: str, max_hops: int | None = None, direction: str = "out",

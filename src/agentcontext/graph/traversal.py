@@ -236,3 +236,79 @@ def distance_band(hops: int) -> str:
     if hops <= 4:
         return "mid-range"
     return "distant"
+
+
+@dataclass
+class Step:
+    """One node reached by a traversal, by store id (the same shape whichever engine walked)."""
+
+    sid: str
+    hop: int
+    parent: str | None
+    rel: str
+    weight: float
+    decay: float
+
+
+def csr_steps(csr: CSR, reached: list[Reached]) -> list[Step]:
+    ids, types = csr.ids, csr.types
+    return [Step(ids[r.index], r.hop, ids[r.parent], types[int(csr.etype[r.edge])], float(csr.weight[r.edge]),
+                 r.decay) for r in reached]
+
+
+def sql_bfs(store: Store, namespace: str | None, start: str, hops: int, direction: str,
+            relationship_types: Sequence[str] | None, min_weight: float | None, now: str) -> list[Step]:
+    """BFS that asks the store for each frontier's edges: cost follows the neighbourhood, not the graph.
+
+    Used while the CSR is stale (right after a write); visits edges in the same order as ``bfs``.
+    """
+    if direction not in ("out", "in", "both"):
+        from ..errors import ValidationError
+
+        raise ValidationError(f"unknown direction {direction!r}; use out, in or both", direction=direction)
+    types = list(relationship_types) if relationship_types is not None else None
+    if types is not None and not types:
+        return []
+    seen: dict[str, Step] = {start: Step(start, 0, None, "", 1.0, 1.0)}
+    order: list[Step] = []
+    frontier = [start]
+    for depth in range(1, hops + 1):
+        if not frontier:
+            break
+        outs: dict[str, list[tuple[str, str, float]]] = {}
+        ins: dict[str, list[tuple[str, str, float]]] = {}
+        if direction in ("out", "both"):
+            for e in store.edges(src=frontier, type=types, namespace=namespace, min_weight=min_weight):
+                if _usable(e.valid_from, e.valid_until, now):
+                    outs.setdefault(e.src, []).append((e.dst, e.type, e.weight))
+        if direction in ("in", "both"):
+            for e in store.edges(dst=frontier, type=types, namespace=namespace, min_weight=min_weight):
+                if _usable(e.valid_from, e.valid_until, now):
+                    ins.setdefault(e.dst, []).append((e.src, e.type, e.weight))
+        nxt: list[str] = []
+        for node in frontier:
+            here = seen[node]
+            for nb, rel, w in outs.get(node, []) + ins.get(node, []):
+                if nb in seen:
+                    continue
+                step = Step(nb, depth, node, rel, w, here.decay * w)
+                seen[nb] = step
+                order.append(step)
+                nxt.append(nb)
+        frontier = nxt
+    return order
+
+
+def _usable(valid_from: str | None, valid_until: str | None, now: str) -> bool:
+    return not ((valid_from is not None and valid_from > now) or (valid_until is not None and valid_until <= now))
+
+
+def step_path(steps: dict[str, Step], sid: str) -> list[str]:
+    """Anchor-to-node store ids along the recorded parents (iterative)."""
+    path = [sid]
+    node = steps[sid]
+    while node.parent is not None:
+        path.append(node.parent)
+        node = steps[node.parent]
+    path.reverse()
+    return path
