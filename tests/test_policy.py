@@ -167,3 +167,29 @@ def test_record_decision_under_a_policy_needs_the_policy(engine: PolicyEngine):
     assert [e.dst for e in graph.store.edges(src=did, type="applies_policy")] == ["policy:p1"]
     edge = graph.store.edges(src=did, type="applies_policy")[0]
     assert edge.props["policy_version"] == "1.0"
+
+
+def test_policies_decisions_and_chains_survive_graph_save_and_load(tmp_path):
+    graph = ContextGraph()
+    ctx = AgentContext(knowledge_graph=graph, decision_tracking=True)
+    engine = ctx.get_policy_engine()
+    engine.add_policy(_policy(policy_id="lend", category="loan_approval", rules={"min_confidence": 0.8}))
+    engine.update_policy("lend", rules={"min_confidence": 0.85}, change_reason="tighten")
+    a = ctx.record_decision(category="loan_approval", scenario="Approve loan A", reasoning="good credit",
+                            outcome="approved", confidence=0.9, entities=["applicant_a"], policies=["lend"])
+    b = ctx.record_decision(category="loan_approval", scenario="Approve loan B", reasoning="like A",
+                            outcome="approved", confidence=0.7, caused_by=[a])
+    engine.record_exception(b, "lend", reason="collateral", approver="cro")
+    engine.record_approval(b, approver="committee", approval_method="email")
+    graph.save_to_file(str(tmp_path / "g.json"))
+
+    other = ContextGraph()
+    other.load_from_file(str(tmp_path / "g.json"))
+    ctx2 = AgentContext(knowledge_graph=other, decision_tracking=True)
+    engine2 = ctx2.get_policy_engine()
+    assert [p.version for p in engine2.get_policy_history("lend")] == ["1.0", "1.1"]
+    assert engine2.check_compliance(b, "lend").exception_id is not None
+    assert [d.decision_id for d in ctx2.get_causal_chain(b, "upstream")] == [a]
+    ex = ctx2.trace_decision_explainability(b)
+    assert ex["approvals"][0]["approver"] == "committee" and ex["causes"][0]["decision_id"] == a
+    assert ctx2.find_precedents("loan approval for a good applicant", limit=1)[0].decision_id in {a, b}
