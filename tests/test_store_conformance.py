@@ -1,0 +1,166 @@
+"""Store conformance: every backend must pass these (SQLite file, SQLite in memory; PostgreSQL joins here)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agentcontext.errors import ValidationError
+from agentcontext.model import Edge, Node, content_hash
+
+
+def _sqlite_file(tmp_path):
+    from agentcontext.store import SQLiteStore
+
+    return SQLiteStore(tmp_path / "s.db")
+
+
+def _sqlite_memory(tmp_path):
+    from agentcontext.store import SQLiteStore
+
+    return SQLiteStore(":memory:")
+
+
+BACKENDS = {"sqlite-file": _sqlite_file, "sqlite-memory": _sqlite_memory}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def store(request, tmp_path):
+    s = BACKENDS[request.param](tmp_path)
+    yield s
+    s.close()
+
+
+def node(i, ns="ns:a", **kw):
+    base = dict(id=f"n{i}", kind="doc", namespace=ns, key=f"k{i}", title=f"Title {i}", content=f"body {i}")
+    base.update(kw)
+    return Node(**base)
+
+
+def test_put_get_version_and_noop(store):
+    assert store.put_nodes([node(1), node(2)]) == [1, 1]
+    assert store.put_nodes([node(1)]) == [1]  # unchanged: no new version
+    assert store.put_nodes([node(1, title="New")]) == [2]
+    got = store.get_node("n1")
+    assert got.title == "New" and got.version == 2 and got.content_hash
+    assert [v.title for v in store.node_versions("n1")] == ["Title 1", "New"]
+    assert store.node_version("n1", 1).title == "Title 1"
+    with pytest.raises(ValidationError):
+        store.put_nodes([node(3), node(3)])
+
+
+def test_find_filters_and_pagination(store):
+    store.put_nodes([node(i, tags=["t:even"] if i % 2 == 0 else ["t:odd"], kind="a" if i < 5 else "b")
+                     for i in range(10)])
+    assert [n.key for n in store.find_nodes(namespace="ns:a", tags=["t:even"])] == ["k0", "k2", "k4", "k6", "k8"]
+    assert store.count_nodes("ns:a", kind="a") == 5
+    assert store.count_by_kind("ns:a") == {"a": 5, "b": 5}
+    page = store.find_nodes(namespace="ns:a", order="key", offset=2, limit=3)
+    assert [n.key for n in page] == ["k2", "k3", "k4"]
+    assert [n.key for n in store.find_nodes(key_prefix="k1")] == ["k1"]
+    assert [n.key for n in store.find_nodes(keys=["k3", "k7"])] == ["k3", "k7"]
+
+
+def test_retract_keeps_history_and_as_of(store):
+    store.put_nodes([node(1), node(2)])
+    store.put_edges([Edge("n1", "rel", "n2", namespace="ns:a")])
+    before = store.edges(src="n1")[0].recorded_at
+    assert store.retract_nodes(["n1"]) == 1
+    assert store.get_node("n1") is None
+    assert store.get_node("n1", include_retracted=True).retracted_at
+    assert store.edges(src="n1") == []
+    assert [n.id for n in store.find_nodes(namespace="ns:a", as_of=before)] == ["n1", "n2"]
+    assert len(store.edges(src="n1", as_of=before)) == 1
+    store.put_nodes([node(1)])  # revive
+    assert store.get_node("n1").version == 3
+
+
+def test_edges_idempotent_and_intervals(store):
+    store.put_nodes([node(1), node(2), node(3)])
+    e = Edge("n1", "depends_on", "n2", namespace="ns:a", weight=0.5)
+    assert store.put_edges([e]) == 1
+    assert store.put_edges([Edge("n1", "depends_on", "n2", namespace="ns:a", weight=0.5)]) == 0
+    store.put_edges([Edge("n1", "depends_on", "n3", namespace="ns:a", position=1)])
+    assert [x.dst for x in store.edges(src="n1")] == ["n2", "n3"]
+    assert store.adjacency("ns:a", types=["depends_on"]) == [("n1", "n2", "depends_on", 0.5, 0),
+                                                               ("n1", "n3", "depends_on", 1.0, 1)]
+    assert store.retract_edges([e.id]) == 1
+    assert [x.dst for x in store.edges(src="n1")] == ["n3"]
+    assert store.count_edges("ns:a") == 1 and store.count_edges_by_type("ns:a") == {"depends_on": 1}
+    assert [x.dst for x in store.edges(dst="n3", min_weight=0.9)] == ["n3"]
+
+
+def test_text_search_ranks_and_filters(store):
+    store.put_nodes([node(1, content="the quick brown fox"), node(2, content="lazy dogs sleep"),
+                     node(3, ns="ns:b", content="quick quick fox fox")])
+    hits = store.text_search("quick fox", namespace="ns:a")
+    assert [h[0] for h in hits] == ["n1"] and hits[0][1] > 0
+    assert {h[0] for h in store.text_search("fox")} == {"n1", "n3"}
+    assert store.text_search("!!!") == []
+    store.retract_nodes(["n1"])
+    assert [h[0] for h in store.text_search("fox")] == ["n3"]
+
+
+def test_vectors_cache_and_missing(store):
+    store.put_nodes([node(1, embed_text="alpha"), node(2, embed_text="beta"), node(3)])
+    missing = dict(store.missing_vectors("m"))
+    assert set(missing.values()) == {"alpha", "beta"}
+    store.put_vectors({content_hash("alpha"): np.ones(4, dtype=np.float32)}, "m")
+    assert list(dict(store.missing_vectors("m")).values()) == ["beta"]
+    store.put_vectors({content_hash("beta"): np.zeros(4, dtype=np.float32)}, "m")
+    ids, matrix = store.load_vectors("m", namespace="ns:a")
+    assert ids == ["n1", "n2"] and matrix.shape == (2, 4) and matrix.dtype == np.float32
+    got = store.get_vectors([content_hash("alpha")], "m")
+    assert np.allclose(got[content_hash("alpha")], 1.0)
+
+
+def test_purge_leaves_tombstone_and_nothing_else(store):
+    store.put_nodes([node(1, content="secret text", embed_text="secret text"), node(2)])
+    store.put_edges([Edge("n1", "rel", "n2", namespace="ns:a")])
+    store.put_vectors({content_hash("secret text"): np.ones(3, dtype=np.float32)}, "m")
+    out = store.purge_nodes(["n1"], reason="gdpr")
+    assert out["nodes"] == 1 and out["versions"] == 1 and out["edges"] == 1 and out["vectors"] == 1
+    assert store.get_node("n1", include_retracted=True) is None and store.node_versions("n1") == []
+    assert store.text_search("secret") == [] and store.get_vectors([content_hash("secret text")], "m") == {}
+    assert store.tombstone("n1")["reason"] == "gdpr"
+    assert [t["id"] for t in store.tombstones("ns:a")] == ["n1"]
+
+
+def test_transaction_all_or_nothing(store):
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.put_nodes([node(1)])
+            store.put_edges([Edge("n1", "rel", "n9", namespace="ns:a")])
+            raise RuntimeError("boom")
+    assert store.get_node("n1") is None and store.edges(src="n1") == []
+
+
+def test_records_audit_changes(store):
+    c0 = store.change_counter()
+    store.put_record("pack", "lib:x", {"a": 1})
+    assert store.get_record("pack", "lib:x") == {"a": 1}
+    assert store.list_records("pack", prefix="lib:") == [("lib:x", {"a": 1})]
+    assert store.delete_record("pack", "lib:x") and store.get_record("pack", "lib:x") is None
+    store.append_audit("alice", "doc.put", "lib:x/a", "ok", {"v": 1})
+    store.append_audit("bob", "doc.put", "lib:x/a", "denied")
+    assert [a["principal"] for a in store.audit(principal="bob")] == ["bob"]
+    store.put_nodes([node(1)])
+    changes = store.changes_since(c0)
+    assert store.change_counter() > c0 and [c.op for c in changes][-1] == "node.put"
+    assert store.check_integrity() == "ok"
+
+
+def test_same_transaction_same_moment(store):
+    with store.transaction():
+        store.put_nodes([node(1)])
+        store.put_edges([Edge("n1", "rel", "n1", namespace="ns:a")])
+    assert store.get_node("n1").recorded_at == store.edges(src="n1")[0].recorded_at
+
+
+def test_node_index_and_contents(store):
+    store.put_nodes([node(2, tokens=7), node(1)])
+    rows = store.node_index("ns:a")
+    assert [r[0] for r in rows] == ["n1", "n2"] and rows[1][7] == 7
+    old = store.node_versions("n1")[0].recorded_at
+    store.put_nodes([node(1, content="changed")])
+    assert store.get_contents(["n1", "n2"]) == {"n1": "changed", "n2": "body 2"}
+    assert store.get_contents(["n1"], as_of=old) == {"n1": "body 1"}
