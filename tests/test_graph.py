@@ -356,3 +356,37 @@ def test_build_from_conversations_links_entities() -> None:
     plain = ContextGraph().build_from_conversations([{"id": "c", "content": "x", "entities": ["Apple", "Apple Inc."]}],
                                                     link_entities=False)
     assert plain["entities_merged"] == 0 and plain["node_count"] == 3
+
+
+def test_concurrent_writers_and_readers(tmp_path) -> None:
+    import threading
+
+    ws = Workspace.open(home=tmp_path / ".agentcontext", create=True)
+    g = ContextGraph(workspace=ws, name="threads")
+    g.add_node("hub", "x")
+    errors: list[BaseException] = []
+
+    def writer(k: int) -> None:
+        try:
+            for i in range(40):
+                g.add_edge("hub", f"w{k}-{i}", "r")
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            for _ in range(40):
+                ids = [n["id"] for n in g.get_neighbors("hub")]
+                assert len(ids) == len(set(ids))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)] + [
+        threading.Thread(target=reader) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(g.get_neighbors("hub")) == 120
+    ws.close()
