@@ -6,7 +6,8 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from agentcontext import AgentContext, DecisionRecorder, NotFoundError, ValidationError, Workspace
+from agentcontext import (AgentContext, CausalChainAnalyzer, ConflictError, CycleError, DecisionRecorder, NotFoundError,
+                          ValidationError, Workspace)
 from agentcontext.decision_models import Decision
 from agentcontext.decisions.common import embed_text
 from agentcontext.decisions.index import index_for
@@ -256,3 +257,36 @@ def test_two_handles_on_one_store_see_each_others_decisions(tmp_path):
     assert b.find_precedents("change content delivery network", limit=1)[0].decision_id == second
     ws_b.store.purge_nodes([first], reason="erasure request")
     assert first not in [d.decision_id for d in a.find_precedents("turn on automatic scaling", limit=5)]
+
+
+def test_batches_refuse_repeats_and_forward_causes_atomically(graph: ContextGraph):
+    rec = DecisionRecorder(graph)
+    rec.record_decision(decision_id="d1", category="x", scenario="first", reasoning="", outcome="o", confidence=0.5)
+    with pytest.raises(ConflictError):
+        rec.record_decision(decision_id="d1", category="x", scenario="again", reasoning="", outcome="o",
+                            confidence=0.5)
+    with pytest.raises(CycleError):  # d3 names d4 as its cause, but d4 comes later: could close a loop
+        rec.record_decisions([
+            dict(decision_id="d3", category="x", scenario="c", outcome="o", confidence=0.5, caused_by=["d4"]),
+            dict(decision_id="d4", category="x", scenario="d", outcome="o", confidence=0.5, caused_by=["d3"])])
+    assert graph.store.get_node("d3") is None and graph.store.get_node("d4") is None
+    ok = rec.record_decisions([
+        dict(decision_id="d5", category="x", scenario="e", outcome="o", confidence=0.5, caused_by=["d1"]),
+        dict(decision_id="d6", category="x", scenario="f", outcome="o", confidence=0.5, informed_by=["d5"])])
+    assert ok == ["d5", "d6"]
+    chain = CausalChainAnalyzer(graph).get_causal_chain("d1", "downstream")
+    assert [d.decision_id for d in chain] == ["d5", "d6"]
+
+
+def test_supplied_reasoning_embedding_is_used(graph: ContextGraph):
+    rec = DecisionRecorder(graph)
+    dim = graph.workspace.embedder.dimension
+    vec = np.zeros(dim, dtype=np.float32)
+    vec[0] = 3.0
+    did = rec.record_decisions([Decision(decision_id="dv", category="x", scenario="anything", reasoning="at all",
+                                         outcome="o", confidence=0.5, reasoning_embedding=vec.tolist())])[0]
+    stored = rec.get_decision(did, with_embedding=True).reasoning_embedding
+    assert stored[0] == pytest.approx(1.0) and sum(abs(v) for v in stored[1:]) == 0.0  # normalised, not re-embedded
+    with pytest.raises(ValidationError):
+        rec.record_decisions([dict(category="x", scenario="s", outcome="o", confidence=0.5,
+                                   reasoning_embedding=[1.0, 2.0])])

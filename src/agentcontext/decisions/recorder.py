@@ -15,8 +15,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..embed.cache import embed_texts
-from ..errors import CycleError, NotFoundError, ValidationError
-from ..model import Edge, Node, to_utc_iso
+from ..errors import ConflictError, CycleError, NotFoundError, ValidationError
+from ..model import Edge, Node, content_hash, to_utc_iso
 from ..workspace import Workspace
 from .common import (APPLIES_POLICY, CAUSAL_TYPES, Bound, DECISION, ENTITY, INVOLVES, PRECEDENT, STRUCTURAL_TYPES,
                      decision_from_node, decision_node, epoch, new_id, resolve_entities)
@@ -86,11 +86,13 @@ class DecisionRecorder(Bound):
     def _record_batch(self, items: list[dict[str, Any] | Decision]) -> list[str]:
         nodes: list[Node] = []
         links: list[tuple[str, list[str], list[str], dict[str, list[str]]]] = []
+        supplied_vectors: dict[str, Any] = {}
         for item in items:
             if isinstance(item, Decision):
                 d, entities, policies, causes = item, [], [], {}
             else:
-                unknown = set(item) - set(DECISION_FIELDS) - {"entities", "policies", "caused_by", "informed_by"}
+                unknown = set(item) - set(DECISION_FIELDS) - {"entities", "policies", "caused_by", "informed_by",
+                                                              "reasoning_embedding"}
                 if unknown:
                     raise ValidationError(f"unknown decision fields {sorted(unknown)}; put extra data in metadata",
                                           fields=sorted(unknown))
@@ -102,29 +104,48 @@ class DecisionRecorder(Bound):
                 missing = [k for k in ("category", "scenario", "outcome", "confidence") if k not in fields]
                 if missing:
                     raise ValidationError(f"a decision needs {missing}", missing=missing)
-                d = Decision(**fields)
+                d = Decision(**fields, reasoning_embedding=item.get("reasoning_embedding"))
                 entities = [str(e) for e in (item.get("entities") or [])]
                 policies = [str(p) for p in (item.get("policies") or [])]
                 causes = {"caused": list(item.get("caused_by") or []), "informed": list(item.get("informed_by") or [])}
             nodes.append(decision_node(d, self.namespace))
             links.append((d.decision_id, entities, policies, causes))
+            if d.reasoning_embedding is not None:
+                supplied_vectors[d.decision_id] = d.reasoning_embedding
         ids = [n.id for n in nodes]
         if len(set(ids)) != len(ids):
             raise ValidationError("the same decision_id appears twice in one batch", ids=ids)
         # Vectors first (cached in the store by text hash), so the index never has to embed them.
-        embed_texts(self.store, self.ws.embedder, [n.embed_text or "" for n in nodes])
+        emb = self.ws.embedder
+        supplied = {}
+        for n, (did, *_rest) in zip(nodes, links):
+            vec = supplied_vectors.get(did)
+            if vec is not None:
+                arr = np.asarray(vec, dtype=np.float32)
+                if arr.shape != (emb.dimension,):
+                    raise ValidationError(f"reasoning_embedding of {did} has shape {arr.shape}; the embedder "
+                                          f"{emb.name} makes ({emb.dimension},)", decision_id=did)
+                supplied[content_hash(n.embed_text or "")] = arr / max(float(np.linalg.norm(arr)), 1e-12)
+        if supplied:
+            self.store.put_vectors(supplied, emb.name)
+        embed_texts(self.store, emb, [n.embed_text or "" for n in nodes if content_hash(n.embed_text or "")
+                                      not in supplied])
         policy_ids = {p: policy_node_id(p) for _, _, pols, _ in links for p in pols}
         cause_ids = {c for _, _, _, causes in links for group in causes.values() for c in group}
         with self.store.transaction():
             names = list(dict.fromkeys(name for _, ents, _, _ in links for name in ents))
             entity_ids, _ = resolve_entities(self.graph, self.store, names)
-            existing = self.store.get_nodes([*entity_ids.values(), *policy_ids.values(), *cause_ids])
-            batch_ids = set(ids)
+            existing = self.store.get_nodes([*entity_ids.values(), *policy_ids.values(), *cause_ids, *ids])
+            taken = sorted(i for i in ids if i in existing)
+            if taken:
+                raise ConflictError(f"decisions {taken} are already recorded; a decision is a record of what "
+                                    "happened: record a new one and link it (caused_by=/informed_by=)", ids=taken)
+            order = {did: k for k, did in enumerate(ids)}
             missing_policies = [p for p, nid in policy_ids.items() if nid not in existing]
             if missing_policies:
                 raise NotFoundError(f"unknown policies {missing_policies}; add them with PolicyEngine.add_policy",
                                     missing=missing_policies)
-            missing_causes = sorted(c for c in cause_ids if c not in batch_ids and (
+            missing_causes = sorted(c for c in cause_ids if c not in order and (
                 c not in existing or existing[c].kind != DECISION))
             if missing_causes:
                 raise NotFoundError(f"caused_by/informed_by name decisions that do not exist: {missing_causes}",
@@ -141,8 +162,9 @@ class DecisionRecorder(Bound):
                                       props={"policy_version": existing[policy_ids[pid]].props.get("version")}))
                 for rel, group in causes.items():
                     for cause in group:
-                        if cause == did:
-                            raise CycleError(f"decision {did} cannot cause itself", cycle=[did, did])
+                        if order.get(cause, -1) >= order[did]:  # causes come first, so links never close a cycle
+                            raise CycleError(f"decision {did} cannot be {rel} by {cause}, which is recorded with or "
+                                             "after it; list causes before their effects", cycle=[did, cause])
                         edges.append(Edge(cause, rel, did, namespace=self.namespace))
             if edges:
                 self.store.put_edges(edges, actor=self.actor)
