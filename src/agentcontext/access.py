@@ -120,10 +120,13 @@ def can_see(ws: Workspace, principal: str | None, pack: str) -> bool:
 def doc_filter(ws: Workspace, principal: str | None, pack: str, level: str = "read"
                ) -> Callable[[str], bool] | None:
     """None when ``principal`` holds ``level`` on the whole pack, else a predicate over selectors."""
-    if can(ws, principal, pack, level):
-        return None
     need = LEVELS[level]
-    return lambda selector: level_for_doc(ws, principal, pack, selector) >= need
+    if level_for(ws, principal, pack) >= need:
+        return None
+    who = effective_principal(ws, principal)
+    patterns = [g["pattern"] for g in _grants(ws)  # one snapshot of the grants for the whole call
+                if g["principal"] == who and "/" in g["pattern"] and LEVELS[g["level"]] >= need]
+    return lambda selector: any(fnmatch.fnmatchcase(f"{pack}/{selector}", p) for p in patterns)
 
 
 def deny(ws: Workspace, principal: str | None, action: str, target: str, needed: str, pack: str,
