@@ -262,3 +262,41 @@ def test_more_capabilities_register_on_the_same_server(aws):
         assert [t.name for t in only.tools] == ["echo"]
     finally:
         registry._PROVIDERS.pop("echo", None)
+
+
+def test_a_crashing_tool_is_an_internal_tool_error_and_the_server_goes_on(aws, capsys):
+    from agentcontext.mcp_server import StrictArgs, ToolSpec, register_tools
+    from agentcontext.mcp_server import registry
+
+    def boom(ctx, args):
+        raise RuntimeError("secret internals /etc/passwd")
+
+    register_tools("boom", lambda: [ToolSpec("boom", "Always fails (a test capability).", StrictArgs, boom)])
+    try:
+        async def script(client):
+            return await client.call_tool("boom", {}), await call(client, "list_knowledge_packs", {})
+
+        crashed, after = run(build_server(aws), script)
+    finally:
+        registry._PROVIDERS.pop("boom", None)
+    assert crashed.is_error and crashed.content[0].text.startswith("InternalError: boom failed unexpectedly")
+    assert "secret internals" not in crashed.content[0].text
+    assert crashed.structured_content["error"]["type"] == "InternalError"
+    assert not after[0]
+
+
+def test_flash_as_of_over_mcp_matches_python(aws):
+    from agentcontext.knowledge.flash import flash
+    from agentcontext.model import utcnow
+
+    stamp = utcnow()
+    packs.put_doc(aws, "lib:open", "basics", content="Changed later.", embed=False)
+
+    async def script(client):
+        return (await call(client, "flash_knowledge", {"pack": "lib:open", "selectors": ["guide"], "as_of": stamp}),
+                await call(client, "flash_knowledge", {"pack": "lib:open", "selectors": ["guide"]}))
+
+    (_, past), (_, now) = run(build_server(aws), script)
+    assert past["digest"] == flash(aws, "lib:open", "guide", as_of=stamp).digest != now["digest"]
+    assert "Open basics about onboarding." in past["text"] and "Changed later." in now["text"]
+    assert now == flash(aws, "lib:open", ["guide"]).to_dict()
