@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 
@@ -30,10 +31,22 @@ class FusionWeights:
     mention: float = 0.2  # boost when the query names the memory's speaker/title
 
 
-def keyword_query(query: str) -> str:
-    """The query's content words (stopwords removed) for BM25; the whole query if nothing is left."""
-    words = [w for w in _WORD.findall(query.lower()) if w not in STOPWORDS]
-    return " ".join(words) if words else query
+COMMON_SHARE = 0.1  # in a large store, a word in more than this share of memories is left out of BM25
+COMMON_MIN_DOCS = 5000
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def keyword_query(query: str, df: Mapping[str, int] | None = None, total: int = 0) -> str:
+    """The query's content words for BM25: stopwords removed and, in a store of at least
+    ``COMMON_MIN_DOCS`` memories, words found in more than ``COMMON_SHARE`` of them (they barely
+    change BM25's order but make SQLite score every row). A query of stopwords only keeps them."""
+    kept = [w for w in words(query) if w not in STOPWORDS] or words(query)
+    if df is not None and total >= COMMON_MIN_DOCS:
+        kept = [w for w in kept if df.get(w, 0) <= COMMON_SHARE * total]
+    return " ".join(kept)
 
 
 def relative(values: np.ndarray) -> np.ndarray:

@@ -1,104 +1,204 @@
 """The derived memory index: vectors as one matrix, plus conversation neighbours and filters.
 
-Rebuilt from the store whenever its change counter moves (``Workspace.cached``). Each memory of a
-conversation may carry a *pair vector*: the embedding of the previous turn followed by this one
-(``props.pair_hash``). A turn's dense vector is the mean of its own vector, its pair vector and the
-next turn's pair vector, so a reply is found through the question that prompted it and vice versa.
+Built from the store, then kept current from its change log: new memories are appended (one
+``changes_since`` read); an update, retraction or purge in the namespace rebuilds it. Each memory
+of a conversation may carry a *pair vector*: the embedding of the previous turn followed by this
+one (``props.pair_hash``). A turn's dense vector is the mean of its own vector, its pair vector and
+the next turn's pair vector, so a reply is found through the question that prompted it and back.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import threading
+from collections import Counter
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..embed.cache import embed_missing
+from ..index.hybrid import words
+from ..model import Node
 from ..workspace import Workspace
 from .records import KIND
 
+APPEND_LIMIT = 5000  # more pending changes than this: rebuild instead of replaying
 
-@dataclass
+
 class MemoryIndex:
-    ids: list[str]
-    row: dict[str, int]
-    own: np.ndarray  # (N, d) each memory's own vector
-    dense: np.ndarray  # (N, d) own + neighbouring pair vectors, averaged
-    titles: list[str]
-    prev: np.ndarray  # row of the previous turn in the conversation, -1 if none
-    next: np.ndarray
-    props: list[dict[str, Any]]
-    keys: list[str]
-    convs: dict[str, np.ndarray] = field(default_factory=dict)
-    users: dict[str, np.ndarray] = field(default_factory=dict)
+    def __init__(self, dimension: int, capacity: int = 1024) -> None:
+        self.dimension = dimension
+        self.n = 0
+        self.counter = 0
+        self.ids: list[str] = []
+        self.row: dict[str, int] = {}
+        self.props: list[dict[str, Any]] = []
+        self.keys: list[str] = []
+        self.title_names: list[str] = []
+        self._title_code: dict[str, int] = {}
+        self.convs: dict[str, list[int]] = {}
+        self.users: dict[str, list[int]] = {}
+        self.df: Counter[str] = Counter()  # lower-cased word -> memories containing it (for query pruning)
+        self._alloc(capacity)
+
+    def _alloc(self, capacity: int) -> None:
+        def grow(old: np.ndarray | None, shape: tuple[int, ...], dtype: Any, fill: Any) -> np.ndarray:
+            new = np.full(shape, fill, dtype=dtype)
+            if old is not None:
+                new[: self.n] = old[: self.n]
+            return new
+
+        d = self.dimension
+        self._own = grow(getattr(self, "_own", None), (capacity, d), np.float32, 0.0)
+        self._pair = grow(getattr(self, "_pair", None), (capacity, d), np.float32, 0.0)
+        self._dense = grow(getattr(self, "_dense", None), (capacity, d), np.float32, 0.0)
+        self._has_pair = grow(getattr(self, "_has_pair", None), (capacity,), bool, False)
+        self._prev = grow(getattr(self, "_prev", None), (capacity,), np.int64, -1)
+        self._next = grow(getattr(self, "_next", None), (capacity,), np.int64, -1)
+        self._title = grow(getattr(self, "_title", None), (capacity,), np.int32, 0)
+        self.capacity = capacity
+
+    # views over the used rows
+    @property
+    def own(self) -> np.ndarray:
+        return self._own[: self.n]
+
+    @property
+    def dense(self) -> np.ndarray:
+        return self._dense[: self.n]
+
+    @property
+    def prev(self) -> np.ndarray:
+        return self._prev[: self.n]
+
+    @property
+    def next(self) -> np.ndarray:
+        return self._next[: self.n]
+
+    @property
+    def title_codes(self) -> np.ndarray:
+        return self._title[: self.n]
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return self.n
+
+    def _code(self, title: str) -> int:
+        code = self._title_code.get(title)
+        if code is None:
+            code = self._title_code[title] = len(self.title_names)
+            self.title_names.append(title)
+        return code
+
+    def _refresh_dense(self, rows: Sequence[int]) -> None:
+        for i in rows:
+            acc = self._own[i].copy()
+            count = 1
+            if self._has_pair[i]:
+                acc += self._pair[i]
+                count += 1
+            j = self._next[i]
+            if j >= 0 and self._has_pair[j]:
+                acc += self._pair[j]
+                count += 1
+            self._dense[i] = acc / count
+
+    def add(self, nodes: Sequence[Node], vectors: dict[str, np.ndarray], pairs: dict[str, np.ndarray]) -> None:
+        """Append memories (their own vectors keyed by embed hash, pair vectors by pair hash)."""
+        if self.n + len(nodes) > self.capacity:
+            self._alloc(max(self.capacity * 2, self.n + len(nodes)))
+        start = self.n
+        for node in nodes:
+            i = self.n
+            self.n += 1
+            props = node.props or {}
+            self.ids.append(node.id)
+            self.row[node.id] = i
+            self.props.append(props)
+            self.keys.append(node.key)
+            self._title[i] = self._code(node.title or "")
+            vec = vectors.get(node.embed_hash or "")
+            self._own[i] = vec if vec is not None else 0.0
+            pair = pairs.get(props.get("pair_hash") or "")
+            if pair is not None:
+                self._pair[i] = pair
+                self._has_pair[i] = True
+            if props.get("conversation_id") is not None:
+                self.convs.setdefault(str(props["conversation_id"]), []).append(i)
+            if props.get("user_id") is not None:
+                self.users.setdefault(str(props["user_id"]), []).append(i)
+            self.df.update(set(words((node.title or "") + " " + (node.content or ""))))
+        touched = set(range(start, self.n))
+        for i in range(start, self.n):
+            j = self.row.get(self.props[i].get("prev") or "", -1)
+            if j >= 0:
+                self._prev[i] = j
+                if self._next[j] < 0:
+                    self._next[j] = i
+                    touched.add(j)
+        # A row whose next turn arrived before it (out-of-order import) links up too.
+        self._refresh_dense(sorted(touched))
 
 
-def _group(values: list[str | None]) -> dict[str, np.ndarray]:
-    groups: dict[str, list[int]] = {}
-    for i, value in enumerate(values):
-        if value is not None:
-            groups.setdefault(str(value), []).append(i)
-    return {k: np.asarray(v, dtype=np.int64) for k, v in groups.items()}
+def _load_nodes(ws: Workspace, namespace: str) -> list[Node]:
+    return ws.store.find_nodes(namespace=namespace, kind=KIND, order="none", with_content=True)
 
 
 def build_index(ws: Workspace, namespace: str, dimension: int) -> MemoryIndex:
     store = ws.store
     model = ws.embedder.name
+    counter = store.change_counter()
     if store.missing_vectors(model, namespace):
         embed_missing(store, ws.embedder, namespace)
-    nodes = store.find_nodes(namespace=namespace, kind=KIND, order="key", with_content=False)
-    n = len(nodes)
-    ids = [node.id for node in nodes]
-    row = {nid: i for i, nid in enumerate(ids)}
+        counter = store.change_counter()
+    nodes = _load_nodes(ws, namespace)
     vec_ids, matrix = store.load_vectors(model, namespace, KIND)
-    own = np.zeros((n, dimension), dtype=np.float32)
-    if vec_ids:
-        rows = np.fromiter((row.get(v, -1) for v in vec_ids), dtype=np.int64, count=len(vec_ids))
-        keep = rows >= 0
-        own[rows[keep]] = matrix[keep]
-    props = [node.props or {} for node in nodes]
-    prev = np.full(n, -1, dtype=np.int64)
-    nxt = np.full(n, -1, dtype=np.int64)
-    pair_rows: list[int] = []
-    pair_hashes: list[str] = []
-    for i, p in enumerate(props):
-        before = p.get("prev")
-        if before is not None:
-            j = row.get(before, -1)
-            if j >= 0:
-                prev[i] = j
-                if nxt[j] < 0:
-                    nxt[j] = i
-        if p.get("pair_hash"):
-            pair_rows.append(i)
-            pair_hashes.append(p["pair_hash"])
-    dense = own
-    if pair_rows:
-        found = store.get_vectors(list(dict.fromkeys(pair_hashes)), model)
-        pairs = np.zeros((n, dimension), dtype=np.float32)
-        has_pair = np.zeros(n, dtype=bool)
-        for i, h in zip(pair_rows, pair_hashes):
-            vec = found.get(h)
-            if vec is not None:
-                pairs[i] = vec
-                has_pair[i] = True
-        dense = own.copy()
-        count = np.ones(n, dtype=np.float32)
-        dense[has_pair] += pairs[has_pair]
-        count[has_pair] += 1
-        nxt_ok = (nxt >= 0)
-        nxt_ok[nxt_ok] = has_pair[nxt[nxt_ok]]
-        dense[nxt_ok] += pairs[nxt[nxt_ok]]
-        count[nxt_ok] += 1
-        dense /= count[:, None]
-    return MemoryIndex(
-        ids=ids, row=row, own=own, dense=dense, titles=[node.title for node in nodes], prev=prev, next=nxt,
-        props=props, keys=[node.key for node in nodes],
-        convs=_group([p.get("conversation_id") for p in props]), users=_group([p.get("user_id") for p in props]),
-    )
+    by_id = {nid: i for i, nid in enumerate(vec_ids)}
+    vectors = {n.embed_hash: matrix[by_id[n.id]] for n in nodes if n.id in by_id and n.embed_hash}
+    pair_hashes = [n.props["pair_hash"] for n in nodes if (n.props or {}).get("pair_hash")]
+    pairs = store.get_vectors(list(dict.fromkeys(pair_hashes)), model) if pair_hashes else {}
+    index = MemoryIndex(dimension, capacity=max(1024, len(nodes) + len(nodes) // 4))
+    index.add(nodes, vectors, pairs)
+    index.counter = counter
+    return index
+
+
+def _catch_up(ws: Workspace, index: MemoryIndex, namespace: str, counter: int) -> bool:
+    """Replay new memories from the change log; False when only a rebuild will do."""
+    changes = ws.store.changes_since(index.counter, limit=APPEND_LIMIT)
+    if len(changes) >= APPEND_LIMIT:
+        return False
+    new_ids: list[str] = []
+    for change in changes:
+        if change.namespace != namespace:
+            continue
+        if change.op != "node.put" or change.detail.get("version") != 1 or change.target in index.row:
+            return False
+        new_ids.append(change.target)
+    if new_ids:
+        found = ws.store.get_nodes(new_ids)
+        if len(found) != len(new_ids):
+            return False
+        nodes = [found[i] for i in new_ids]
+        model = ws.embedder.name
+        vectors = ws.store.get_vectors([n.embed_hash for n in nodes if n.embed_hash], model)
+        if any(n.embed_hash and n.embed_hash not in vectors for n in nodes):
+            return False
+        pair_hashes = [n.props["pair_hash"] for n in nodes if (n.props or {}).get("pair_hash")]
+        pairs = ws.store.get_vectors(pair_hashes, model) if pair_hashes else {}
+        index.add(nodes, vectors, pairs)
+    index.counter = changes[-1].seq if changes else counter
+    return True
+
+
+_LOCK = threading.RLock()
 
 
 def memory_index(ws: Workspace, namespace: str, dimension: int) -> MemoryIndex:
-    return ws.cached(f"memory-index:{namespace}", lambda: build_index(ws, namespace, dimension))
+    """The current index for ``namespace``: cached on the workspace, caught up from the change log."""
+    with _LOCK:
+        cache: dict[str, MemoryIndex] = ws.__dict__.setdefault("_memory_indexes", {})
+        counter = ws.store.change_counter()
+        index = cache.get(namespace)
+        if index is not None and index.counter == counter:
+            return index
+        if index is None or not _catch_up(ws, index, namespace, counter):
+            index = cache[namespace] = build_index(ws, namespace, dimension)
+        return index

@@ -46,14 +46,17 @@ QUERY_VECTORS = QueryVectors()
 
 
 def candidate_rows(index: MemoryIndex, conversation_id: str | None, user_id: str | None,
-                   where: Callable[[dict[str, Any]], bool] | None) -> np.ndarray:
+                   where: Callable[[dict[str, Any]], bool] | None) -> np.ndarray | None:
+    """Rows passing the filters, or None for every row (no copy of the matrix needed)."""
     rows: np.ndarray | None = None
     if conversation_id is not None:
-        rows = index.convs.get(str(conversation_id), np.zeros(0, dtype=np.int64))
+        rows = np.asarray(index.convs.get(str(conversation_id), []), dtype=np.int64)
     if user_id is not None:
-        users = index.users.get(str(user_id), np.zeros(0, dtype=np.int64))
+        users = np.asarray(index.users.get(str(user_id), []), dtype=np.int64)
         rows = users if rows is None else np.intersect1d(rows, users, assume_unique=True)
     if rows is None:
+        if where is None:
+            return None
         rows = np.arange(len(index), dtype=np.int64)
     if where is not None and rows.size:
         keep = np.fromiter((where(index.props[i]) for i in rows), dtype=bool, count=rows.size)
@@ -61,29 +64,38 @@ def candidate_rows(index: MemoryIndex, conversation_id: str | None, user_id: str
     return rows
 
 
-def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int, rows: np.ndarray,
+def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int, rows: np.ndarray | None,
            weights: FusionWeights = FusionWeights()) -> list[Hit]:
-    """The ``k`` best candidate rows for ``query``, each with the signals that produced its score."""
+    """The ``k`` best candidate rows (None = all) for ``query``, each with the signals behind its score."""
+    n = len(index)
+    if rows is None:
+        rows = np.arange(n, dtype=np.int64)
+        dense = index.dense @ QUERY_VECTORS.get(ws, query) if n else np.zeros(0, dtype=np.float32)
+    else:
+        dense = index.dense[rows] @ QUERY_VECTORS.get(ws, query) if rows.size else np.zeros(0, dtype=np.float32)
     if rows.size == 0 or k <= 0:
         return []
-    qv = QUERY_VECTORS.get(ws, query)
-    dense = index.dense[rows] @ qv
-    n = len(index)
+    qv = QUERY_VECTORS.get(ws, query)  # cached: computed once above
     bm25_raw = np.zeros(n, dtype=np.float32)
-    for nid, score in ws.store.text_search(keyword_query(query), namespace=namespace, kind=KIND,
-                                           limit=min(BM25_LIMIT, max(n, 1))):
+    keywords = keyword_query(query, index.df, n)
+    hits = ws.store.text_search(keywords, namespace=namespace, kind=KIND, limit=BM25_LIMIT) if keywords else []
+    for nid, score in hits:
         i = index.row.get(nid)
         if i is not None:
             bm25_raw[i] = score
     bm25_all = smooth_neighbours(bm25_raw, index.prev, index.next, weights.neighbour)
     bm25 = bm25_all[rows]
-    mention = mentioned(query, [index.titles[i] for i in rows]) if weights.mention else None
+    mention = None
+    if weights.mention and len(index.title_names) > 1:
+        named = mentioned(query, index.title_names)
+        if named.any():
+            mention = named[index.title_codes[rows]]
     fused = fuse(dense, bm25, mention, weights)
     out: list[Hit] = []
     for j in top_k(fused, k):
         i = int(rows[j])
         signals: dict[str, float] = {"dense": float(index.own[i] @ qv)}
-        if index.dense is not index.own:
+        if abs(float(dense[j]) - signals["dense"]) > 1e-6:
             signals["dense_context"] = float(dense[j])
         if bm25_raw[i] > 0:
             signals["bm25"] = float(bm25_raw[i])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Iterable, Sequence
 
@@ -24,6 +25,7 @@ from .records import CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory
 from .search import candidate_rows, search
 
 EVICTIONS = "memory.evictions"
+SWEEP_SECONDS = 30.0  # retrieve() sweeps expired memories at most this often (writes always sweep)
 _RETENTION = re.compile(r"^(\d+)_days?$")
 
 
@@ -76,6 +78,7 @@ class AgentMemory:
         self.actor = actor
         self._access: dict[str, int] = {}
         self._tick = 0
+        self._swept = 0.0
         self._lock = threading.RLock()
 
     # --- plumbing --------------------------------------------------------------------------
@@ -253,7 +256,8 @@ class AgentMemory:
             raise ValidationError("retrieve needs a non-empty query text")
         if max_results <= 0:
             return []
-        self._expire()
+        if self.retention_days is not None and time.monotonic() - self._swept > SWEEP_SECONDS:
+            self._expire()
         wanted = dict(filters or {})
         wanted.update(metadata_filters)
         if type is not None:
@@ -372,7 +376,11 @@ class AgentMemory:
         """Delete memories created more than ``retention_days`` ago (oldest keys first)."""
         if self.retention_days is None:
             return 0
+        self._swept = time.monotonic()
         cutoff = to_utc_iso(datetime.now(timezone.utc) - timedelta(days=self.retention_days)) or ""
+        oldest = self.db.find_nodes(namespace=self.namespace, kind=KIND, order="key", with_content=False, limit=1)
+        if not oldest or oldest[0].key >= cutoff:
+            return 0
         old: list[str] = []
         while True:
             page = self.db.find_nodes(namespace=self.namespace, kind=KIND, order="key", with_content=False,
