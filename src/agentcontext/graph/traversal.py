@@ -65,36 +65,25 @@ def load_adjacency(store: Store, namespace: str | Sequence[str] | None = None, a
     ``node_ids`` adds isolated nodes so analytics count them; edges may name nodes outside it.
     """
     rows = store.adjacency(namespace=namespace, as_of=as_of, valid_at=as_of)
-    index: dict[str, int] = {}
-    ids: list[str] = []
-    for nid in node_ids or ():
-        if nid not in index:
-            index[nid] = len(ids)
-            ids.append(nid)
-    type_index: dict[str, int] = {}
-    types: list[str] = []
     m = len(rows)
-    src = np.empty(m, dtype=np.int32)
-    dst = np.empty(m, dtype=np.int32)
-    weight = np.empty(m, dtype=np.float64)
-    etype = np.empty(m, dtype=np.int32)
-    get = index.get
-    for i, (s, d, t, w, _pos) in enumerate(rows):
-        si = get(s)
-        if si is None:
-            si = index[s] = len(ids)
-            ids.append(s)
-        di = get(d)
-        if di is None:
-            di = index[d] = len(ids)
-            ids.append(d)
-        ti = type_index.get(t)
-        if ti is None:
-            ti = type_index[t] = len(types)
-            types.append(t)
-        src[i], dst[i], weight[i], etype[i] = si, di, w, ti
+    if m:
+        col_src, col_dst, col_type, col_weight, col_pos = zip(*rows)
+    else:
+        col_src = col_dst = col_type = col_weight = col_pos = ()
+    # node index = text order of the ids (as the store sorts them), so index order is declared order too
+    ids = sorted(set(node_ids or ()).union(col_src, col_dst))
+    index = {nid: i for i, nid in enumerate(ids)}
+    types = sorted(set(col_type))
+    type_index = {t: i for i, t in enumerate(types)}
+    src = np.fromiter(map(index.__getitem__, col_src), dtype=np.int32, count=m)
+    dst = np.fromiter(map(index.__getitem__, col_dst), dtype=np.int32, count=m)
+    etype = np.fromiter(map(type_index.__getitem__, col_type), dtype=np.int32, count=m)
+    weight = np.fromiter(col_weight, dtype=np.float64, count=m)
+    pos = np.fromiter(col_pos, dtype=np.int64, count=m)
+    del rows, col_src, col_dst, col_type, col_weight, col_pos
     n = len(ids)
-    order = np.argsort(src, kind="stable")  # rows come in (src, position) order already per src text
+    # each node's edges in declared order: (position, target, type), as the store lists them
+    order = np.lexsort((etype, dst, pos, src)) if m else np.zeros(0, dtype=np.int64)
     src, dst, weight, etype = src[order], dst[order], weight[order], etype[order]
     counts = np.bincount(src, minlength=n) if m else np.zeros(n, dtype=np.int64)
     ptr = np.zeros(n + 1, dtype=np.int64)
