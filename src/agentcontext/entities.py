@@ -121,6 +121,7 @@ class EntityLinker:
         self._entities: dict[str, dict[str, Any]] = {}
         self._id_alias: dict[str, str] = {}
         self._vectors: dict[str, np.ndarray] = {}
+        self._key_cache: dict[str, tuple[tuple[str, ...], tuple[set[str], set[str], set[str]]]] = {}
         for node in self.graph.find_nodes(node_type="entity"):
             props = node["properties"]
             if "uri" in props:
@@ -173,6 +174,16 @@ class EntityLinker:
     def _names(self, ent: dict[str, Any]) -> list[str]:
         return [ent["name"], *ent["aliases"]]
 
+    def _keys(self, ent: dict[str, Any]) -> tuple[set[str], set[str], set[str]]:
+        """(normalised names, core names, multi-word initials) of an entity, cached until its names change."""
+        names = tuple(self._names(ent))
+        hit = self._key_cache.get(ent["id"])
+        if hit is None or hit[0] != names:
+            keys = ({normalize(n) for n in names}, {core_name(n) for n in names},
+                    {initials(n) for n in names if len(core_name(n).split()) > 1})
+            hit = self._key_cache[ent["id"]] = (names, keys)
+        return hit[1]
+
     def _compatible(self, ent: dict[str, Any], entity_type: str | None,
                     context: dict[str, Any] | None) -> str | None:
         if entity_type and ent["type"] and entity_type.casefold() != str(ent["type"]).casefold():
@@ -195,19 +206,17 @@ class EntityLinker:
         for ent in self._entities.values():
             why = self._compatible(ent, entity_type, context)
             if why:
-                if any(core_name(n) == core for n in self._names(ent)):
+                if core in self._keys(ent)[1]:
                     rejected.append({"entity_id": ent["id"], "reason": why})
                 continue
             candidates.append(ent)
-        for rule, score, test in (
-            ("exact_name", 1.0, lambda n: normalize(n) == norm),
-            ("legal_suffix", 0.95, lambda n: core_name(n) == core),
-            ("alias", 0.9, lambda n: alias_target is not None and core_name(n) == alias_target),
-            ("acronym", 0.85, lambda n: text.isupper() and 2 <= len(norm) <= 6 and " " not in norm
-             and len(n.split()) > 1 and initials(n) == norm),
-        ):
+        acronym = norm if text.isupper() and 2 <= len(norm) <= 6 and " " not in norm else None
+        for rule, score, slot, key in (("exact_name", 1.0, 0, norm), ("legal_suffix", 0.95, 1, core),
+                                       ("alias", 0.9, 1, alias_target), ("acronym", 0.85, 2, acronym)):
+            if key is None:
+                continue
             for ent in candidates:
-                if any(test(n) for n in self._names(ent)):
+                if key in self._keys(ent)[slot]:
                     return Resolution(ent["id"], rule, score, len(candidates), rejected)
         if self.use_embeddings and candidates:
             best, score = self._nearest(text, candidates)
