@@ -1,14 +1,14 @@
 """How a memory is laid out as a store node, and back to the dict shape seed 003 returns.
 
 A memory is a node of kind ``memory`` in the namespace ``memory:<name>``: ``content`` is the text,
-``title`` the speaker (if the metadata names one), ``key`` sorts by creation time, tags carry
+``title`` the speaker (if the metadata names one), ``key`` sorts by creation time (``time_key``), tags carry
 ``conversation:<id>``, ``user:<id>`` and ``type:<type>`` so filters are exact and indexed, and
 ``props`` hold the caller's metadata plus creation/update times with their original offsets.
 """
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import ValidationError
@@ -26,6 +26,19 @@ def new_id() -> str:
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_OFFSET = 1 << 60  # keeps pre-1970 times positive
+
+
+def time_key(created: str | None, seq: int = 0) -> str:
+    """A sort key for creation time: one hex token (no digits groups that would match words in
+    the text index, as an ISO date would), microseconds then the position within a batch."""
+    iso = to_utc_iso(created) if created else None
+    dt = datetime.fromisoformat(iso) if iso else _EPOCH
+    micros = (dt - _EPOCH) // timedelta(microseconds=1) + _OFFSET
+    return f"t{micros:016x}{seq:06x}"
 
 
 def memory_text(title: str, content: str) -> str:
@@ -72,7 +85,7 @@ def build_node(namespace: str, content: str, metadata: dict[str, Any] | None, co
         props["pair_hash"] = pair_hash
     title = str(speaker) if isinstance(speaker, str) else ""
     return Node(
-        id=mid, kind=KIND, namespace=namespace, key=f"{to_utc_iso(created)}#{seq:08d}", title=title,
+        id=mid, kind=KIND, namespace=namespace, key=time_key(created, seq), title=title,
         content=content, props=props, tags=tags, embed_text=memory_text(title, content),
     )
 

@@ -16,12 +16,13 @@ import numpy as np
 from ..embed.cache import embed_texts
 from ..errors import NotFoundError, ValidationError
 from ..index.hybrid import FusionWeights
-from ..model import Node, content_hash, to_utc_iso, utcnow
+from ..model import Node, content_hash, utcnow
 from ..vector_store import VectorStore
 from ..workspace import Workspace
 from . import io as memory_io
 from .index import MemoryIndex, memory_index
-from .records import CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, to_memory
+from .records import (CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, time_key,
+                      to_memory)
 from .search import candidate_rows, search
 
 EVICTIONS = "memory.evictions"
@@ -360,8 +361,8 @@ class AgentMemory:
         else:
             candidates = self._nodes(conversation_id, user_id)
         if days_old is not None:
-            cutoff = to_utc_iso(datetime.now(timezone.utc) - timedelta(days=float(days_old)))
-            candidates = [n for n in candidates if n.key < (cutoff or "")]
+            cutoff = time_key((datetime.now(timezone.utc) - timedelta(days=float(days_old))).isoformat())
+            candidates = [n for n in candidates if n.key < cutoff]
         return self._purge([n.id for n in candidates], "forget")
 
     def _record_evictions(self, reason: str, ids: list[str]) -> None:
@@ -377,7 +378,7 @@ class AgentMemory:
         if self.retention_days is None:
             return 0
         self._swept = time.monotonic()
-        cutoff = to_utc_iso(datetime.now(timezone.utc) - timedelta(days=self.retention_days)) or ""
+        cutoff = time_key((datetime.now(timezone.utc) - timedelta(days=self.retention_days)).isoformat())
         oldest = self.db.find_nodes(namespace=self.namespace, kind=KIND, order="key", with_content=False, limit=1)
         if not oldest or oldest[0].key >= cutoff:
             return 0
