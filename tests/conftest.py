@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.pg_server import pg_server, pg_url  # noqa: F401  (session PostgreSQL server fixtures)
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 PACKS = EXAMPLES / "packs"

