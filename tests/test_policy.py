@@ -193,3 +193,14 @@ def test_policies_decisions_and_chains_survive_graph_save_and_load(tmp_path):
     ex = ctx2.trace_decision_explainability(b)
     assert ex["approvals"][0]["approver"] == "committee" and ex["causes"][0]["decision_id"] == a
     assert ctx2.find_precedents("loan approval for a good applicant", limit=1)[0].decision_id in {a, b}
+
+
+def test_engine_follows_the_graph_through_clear():
+    graph = ContextGraph()
+    engine = PolicyEngine(graph_store=graph)
+    engine.add_policy(_policy())
+    graph.clear()  # an in-memory graph gets a fresh store
+    with pytest.raises(NotFoundError):
+        engine.get_policy("p1")
+    engine.add_policy(_policy())
+    assert graph.store.get_node("policy:p1") is not None
