@@ -27,3 +27,7 @@ from .retrieval import ContextRetriever, RetrievedContext  # noqa: E402
 from .vector_store import VectorStore  # noqa: E402
 
 __all__ += ["AgentMemory", "ContextRetriever", "RetrievedContext", "VectorStore"]
+
+from .truth import TruthMaintenanceContextFilter  # noqa: E402
+
+__all__ += ["TruthMaintenanceContextFilter"]

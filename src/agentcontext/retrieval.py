@@ -180,7 +180,8 @@ class ContextRetriever:
             return []
         expand = self.use_graph_expansion if use_graph_expansion is None else use_graph_expansion
         hops = self.max_expansion_hops if max_hops is None else int(max_hops)
-        pool = max(max_results * 3, 20)
+        # With a truth filter, fetch deeper: stale records must not crowd valid ones out of the pool.
+        pool = max(max_results * 3, 20) if truth_filter is None else max(max_results * 10, 100)
         snapshot = truth_filter.begin() if truth_filter is not None else None
         mem_filters: dict[str, Any] = {"conversation_id": conversation_id, "user_id": user_id}
         if filters:
