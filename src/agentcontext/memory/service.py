@@ -80,6 +80,8 @@ class AgentMemory:
         self._access: dict[str, int] = {}
         self._tick = 0
         self._swept = 0.0
+        self._count_estimate: int | None = None
+        self._writes_since_count = 0
         self._lock = threading.RLock()
 
     # --- plumbing --------------------------------------------------------------------------
@@ -188,14 +190,15 @@ class AgentMemory:
         self._embed(nodes, pair_texts, supplied, progress)
         self.db.put_nodes(nodes, actor=self.actor)
         self._touch(ids)
-        self._enforce_limits()
+        self._enforce_limits(len(ids))
         return ids
 
     def _embed(self, nodes: list[Node], pair_texts: list[str], supplied: dict[str, np.ndarray],
                progress: Callable[[int, int], None] | None) -> None:
         if supplied:
             self.db.put_vectors(supplied, self.workspace.embedder.name)
-        texts = [n.embed_text for n in nodes if n.embed_text and content_hash(n.embed_text) not in supplied]
+        texts = [] if len(supplied) >= len(nodes) else [
+            n.embed_text for n in nodes if n.embed_text and content_hash(n.embed_text) not in supplied]
         texts += pair_texts
         if not texts:
             return
@@ -322,6 +325,7 @@ class AgentMemory:
         if not ids:
             return 0
         result = self.db.purge_nodes(list(ids), reason=reason, actor=self.actor)
+        self._count_estimate = None
         with self._lock:
             for mid in ids:
                 self._access.pop(mid, None)
@@ -395,11 +399,19 @@ class AgentMemory:
             self._record_evictions("expired", old)
         return len(old)
 
-    def _enforce_limits(self) -> None:
+    def _enforce_limits(self, added: int = 0) -> None:
         self._expire()
         if self.max_memory_size is None:
             return
-        excess = self.count() - self.max_memory_size
+        # An exact COUNT costs O(n); keep an estimate and count for real near the cap or every 1000 writes.
+        if (self._count_estimate is None or self._writes_since_count >= 1000
+                or self._count_estimate + added >= 0.9 * self.max_memory_size):
+            self._count_estimate = self.count()
+            self._writes_since_count = 0
+        else:
+            self._count_estimate += added
+            self._writes_since_count += 1
+        excess = self._count_estimate - self.max_memory_size
         if excess <= 0:
             return
         with self._lock:
@@ -413,6 +425,7 @@ class AgentMemory:
             victims += sorted(accessed, key=accessed.__getitem__)[: excess - len(victims)]
         self._purge(victims, "lru eviction")
         self._record_evictions("lru", victims)
+        self._count_estimate = None
 
     # --- reports ---------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
