@@ -1,0 +1,139 @@
+"""PostgreSQL-specific store behaviour on a real server: API parity with SQLiteStore, transactions seen from a
+second connection, several writer processes, the optional extra, and services running unchanged on it."""
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+from agentcontext.model import Edge, Node
+from agentcontext.store import SQLiteStore, open_store
+
+from .conftest import PACKS, ROOT
+
+
+@pytest.fixture
+def pg(pg_url):
+    store = open_store(pg_url)
+    yield store
+    store.close()
+
+
+def _public(cls) -> dict[str, inspect.Signature]:
+    return {name: inspect.signature(fn) for name, fn in inspect.getmembers(cls, inspect.isfunction)
+            if not name.startswith("_")}
+
+
+def test_every_public_sqlite_method_exists_with_the_same_parameters():
+    from agentcontext.store.postgres import PostgresStore
+
+    sqlite, postgres = _public(SQLiteStore), _public(PostgresStore)
+    assert sorted(set(sqlite) - set(postgres)) == []
+    for name, sig in sqlite.items():
+        ours = postgres[name].parameters
+        for pname, param in sig.parameters.items():
+            assert pname in ours, f"PostgresStore.{name} lacks parameter {pname}"
+            assert ours[pname].default == param.default, f"PostgresStore.{name}({pname}=) default differs"
+
+
+def test_importing_agentcontext_does_not_import_psycopg():
+    code = ("import sys, agentcontext, agentcontext.workspace, agentcontext.store, agentcontext.context; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('psycopg', 'pgvector')]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_schema_parameter_separates_workspaces(pg_server):
+    a, b = open_store(pg_server.url("ws_a")), open_store(pg_server.url("ws_b"))
+    try:
+        a.put_nodes([Node(id="x", kind="doc", namespace="ns", title="only in a")])
+        assert a.get_node("x").title == "only in a" and b.get_node("x") is None
+        again = open_store(pg_server.url("ws_a"))  # reopening finds the same tables and rows
+        assert again.get_node("x").version == 1 and again.change_counter() == a.change_counter()
+        again.close()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_outermost_transaction_commits_and_others_see_nothing_before(pg, pg_server):
+    other = open_store(pg.url)
+    try:
+        with pg.transaction():
+            pg.put_nodes([Node(id="a", kind="doc", namespace="ns")])
+            with pg.transaction():  # joins the outer one
+                pg.put_edges([Edge("a", "rel", "a", namespace="ns")])
+            assert other.get_node("a") is None and other.edges(src="a") == []
+        assert other.get_node("a").version == 1 and len(other.edges(src="a")) == 1
+        assert other.get_node("a").recorded_at == other.edges(src="a")[0].recorded_at
+    finally:
+        other.close()
+
+
+def test_text_search_stopwords_and_case(pg):
+    pg.put_nodes([Node(id="a", kind="doc", namespace="ns", key="design.agents", title="The Agent Design",
+                       content="How to build reliable agents.", tags=["intent:design"])])
+    assert pg.text_search("the of and") == []  # only stopwords: an empty answer, not an error
+    assert [h[0] for h in pg.text_search("AGENTS")] == ["a"]  # stemmed, case-folded, found through the key
+    assert [h[0] for h in pg.text_search("intent")] == ["a"]  # tags are indexed
+    assert pg.text_search("design' | !! & (x")[0][0] == "a"  # tsquery syntax in user text is just text
+
+
+WRITER = """
+import sys
+from agentcontext.model import Edge, Node
+from agentcontext.store import open_store
+url, tag = sys.argv[1], sys.argv[2]
+store = open_store(url)
+for i in range(25):
+    with store.transaction():
+        store.put_nodes([Node(id="shared", kind="doc", namespace="ns", content=f"{tag} {i}"),
+                         Node(id=f"{tag}{i}", kind="doc", namespace="ns")])
+        store.put_edges([Edge(f"{tag}{i}", "rel", "shared", namespace="ns")])
+        store.put_record("counter", f"{tag}{i}", {"i": i})
+store.close()
+"""
+
+
+def test_several_writer_processes_and_a_change_log_tail_that_misses_nothing(pg):
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, pg.url, tag], cwd=ROOT) for tag in "abc"]
+    seen: list[int] = []
+    while any(p.poll() is None for p in procs):
+        seen.extend(c.seq for c in pg.changes_since(seen[-1] if seen else 0))
+    assert [p.wait() for p in procs] == [0, 0, 0]
+    seen.extend(c.seq for c in pg.changes_since(seen[-1] if seen else 0))
+    everything = [c.seq for c in pg.changes_since(0)]
+    assert seen == everything  # a tail that polled while others committed skipped nothing
+    assert pg.count_nodes("ns") == 76 and pg.count_edges("ns") == 75
+    assert pg.get_node("shared").version == 75 == len(pg.node_versions("shared"))
+    assert len(pg.list_records("counter")) == 75 and pg.check_integrity() == "ok"
+
+
+def test_workspace_on_postgres_installs_and_flashes_a_pack(pg_url, monkeypatch, tmp_path):
+    from agentcontext.knowledge.flash import flash
+    from agentcontext.knowledge.packs import install_folder, list_packs
+    from agentcontext.knowledge.search import search_knowledge
+    from agentcontext.workspace import Workspace
+
+    monkeypatch.setenv("AGENTCONTEXT_URL", pg_url)
+    ws = Workspace.open()
+    local = Workspace.open(home=tmp_path / ".agentcontext", create=True, embedder=None)
+    try:
+        assert ws.store.url == pg_url and type(ws.store).__name__ == "PostgresStore"
+        install_folder(ws, PACKS / "semdag")  # embeds through the real model into pgvector columns
+        install_folder(local, PACKS / "semdag", defer_embeddings=True)
+        assert [p["pack"] for p in list_packs(ws)] == [p["pack"] for p in list_packs(local)]
+        bundle = flash(ws, "lib:semdag", "invitations")
+        assert bundle.order == ["identity", "account", "membership", "invitations"]
+        same = flash(local, "lib:semdag", "invitations")
+        assert (bundle.text, bundle.digest, bundle.tokens) == (same.text, same.digest, same.tokens)
+        ids, matrix = ws.store.load_vectors(ws.embedder.name, namespace="lib:semdag")
+        assert len(ids) == 4 and matrix.shape[0] == 4 and matrix.dtype.name == "float32"
+        hits = search_knowledge(ws, "lib:semdag", "who can invite people")
+        assert hits and hits[0].selector == "invitations"
+    finally:
+        ws.close()
+        local.close()
+
