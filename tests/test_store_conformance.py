@@ -171,3 +171,118 @@ def test_node_index_and_contents(store):
     store.put_nodes([node(1, content="changed")])
     assert store.get_contents(["n1", "n2"]) == {"n1": "changed", "n2": "body 2"}
     assert store.get_contents(["n1"], as_of=old) == {"n1": "body 1"}
+
+
+def test_key_order_is_binary_codepoint_order(store):
+    keys = ["b", "B", "a", "_x", "é", "a.b", "a_b", "a-b", "Z9", "z"]
+    store.put_nodes([node(i, key=k) for i, k in enumerate(keys)])
+    assert [n.key for n in store.find_nodes(namespace="ns:a")] == sorted(keys)
+    assert [n.key for n in store.find_nodes(key_prefix="a")] == sorted(k for k in keys if k.startswith("a"))
+    assert [r[1] for r in store.node_index("ns:a")] == sorted(keys)
+
+
+def test_nested_transaction_joins_the_outer_one(store):
+    with store.transaction():
+        store.put_nodes([node(1)])
+        with pytest.raises(RuntimeError):
+            with store.transaction():
+                store.put_nodes([node(2)])
+                raise RuntimeError("inner")
+        store.put_nodes([node(3)])
+    assert sorted(store.get_nodes(["n1", "n2", "n3"])) == ["n1", "n2", "n3"]  # no savepoint: the outer decides
+    assert len({store.get_node(i).recorded_at for i in ["n1", "n2", "n3"]}) == 1
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            with store.transaction():
+                store.put_nodes([node(4)])
+            raise RuntimeError("outer")
+    assert store.get_node("n4") is None
+
+
+def test_as_of_sees_old_versions_and_intervals(store):
+    store.put_nodes([node(1, tags=["x", "y"]), node(2)])
+    store.put_edges([Edge("n1", "rel", "n2", namespace="ns:a", weight=0.5)])
+    t1 = store.edges(src="n1")[0].recorded_at
+    store.put_nodes([node(1, title="Second", tags=["x"])])
+    store.put_edges([Edge("n1", "rel", "n2", namespace="ns:a", weight=0.9)])  # same edge, new interval
+    assert store.get_node("n1", as_of=t1).title == "Title 1" and store.get_node("n1").title == "Second"
+    assert [n.id for n in store.find_nodes(tags=["x", "y"])] == []
+    assert [e.weight for e in store.edges(src="n1", as_of=t1)] == [0.5]
+    assert [e.weight for e in store.edges(src="n1")] == [0.9]
+    history = store.edge_history("ns:a")
+    assert [(e.weight, e.retracted_at is None) for e in history] == [(0.5, False), (0.9, True)]
+    assert store.node_index("ns:a", as_of=t1)[0][3] == "Title 1"
+    assert store.get_node("n3", as_of=t1) is None
+
+
+def test_valid_time_filters(store):
+    store.put_nodes([node(1, valid_from="2020-01-01T00:00:00.000000+00:00",
+                          valid_until="2021-01-01T00:00:00.000000+00:00"), node(2)])
+    store.put_edges([Edge("n1", "rel", "n2", namespace="ns:a", valid_until="2021-01-01T00:00:00.000000+00:00")])
+    assert [n.id for n in store.find_nodes(valid_at="2020-06-01T00:00:00.000000+00:00")] == ["n1", "n2"]
+    assert [n.id for n in store.find_nodes(valid_at="2022-06-01T00:00:00.000000+00:00")] == ["n2"]
+    assert store.edges(src="n1", valid_at="2022-06-01T00:00:00.000000+00:00") == []
+    assert store.timed_edges("ns:a") == [("n1", "n2", "rel", None, "2021-01-01T00:00:00.000000+00:00")]
+
+
+def test_retract_outbound_only_and_revive(store):
+    store.put_nodes([node(1), node(2), node(3)])
+    store.put_edges([Edge("n1", "rel", "n2", namespace="ns:a"), Edge("n3", "rel", "n1", namespace="ns:a")])
+    assert store.retract_nodes(["n1", "missing"], edges="outbound") == 1
+    assert store.retract_nodes(["n1"]) == 0  # already withdrawn
+    assert store.edges(src="n1") == [] and [e.src for e in store.edges(dst="n1")] == ["n3"]
+    assert store.node_ids("ns:a") == ["n2", "n3"] and store.node_ids("ns:a", include_retracted=True) == [
+        "n1", "n2", "n3"]
+    assert store.namespaces() == ["ns:a"] and store.count_nodes() == 2
+
+
+def test_shared_vector_survives_purge_and_dimensions_must_agree(store):
+    store.put_nodes([node(1, embed_text="same"), node(2, embed_text="same"), node(3, embed_text="other")])
+    store.put_vectors({content_hash("same"): np.arange(3, dtype=np.float32),
+                       content_hash("other"): np.ones(2, dtype=np.float32)}, "m")
+    with pytest.raises(ValidationError):
+        store.load_vectors("m")
+    assert store.purge_nodes(["n1"])["vectors"] == 0  # n2 still uses it
+    assert np.array_equal(store.get_vectors([content_hash("same")], "m")[content_hash("same")], [0, 1, 2])
+    store.purge_nodes(["n3"])
+    ids, matrix = store.load_vectors("m")
+    assert ids == ["n2"] and matrix.tolist() == [[0.0, 1.0, 2.0]]
+    none_ids, empty = store.load_vectors("other-model")
+    assert none_ids == [] and empty.shape == (0, 0) and empty.dtype == np.float32
+
+
+def test_text_search_kind_filter_limit_and_stopwords(store):
+    store.put_nodes([node(i, kind="a" if i % 2 else "b", content=f"apple number {i}") for i in range(6)])
+    assert {h[0] for h in store.text_search("apple", kind="a")} == {"n1", "n3", "n5"}
+    assert len(store.text_search("apple", limit=2)) == 2
+    assert store.text_search("") == []
+    store.put_nodes([node(9, key="design.agents", title="Agents", tags=["intent:design"], content="x")])
+    assert store.text_search("agents")[0][0] == "n9"
+    scores = [s for _, s in store.text_search("apple number")]
+    assert all(s > 0 for s in scores) and scores == sorted(scores, reverse=True)
+
+
+def test_records_audit_changes_paging(store):
+    for k in ["lib:b", "lib:a", "pkg:c", "lib:a2"]:
+        store.put_record("pack", k, {"k": k})
+    store.put_record("pack", "lib:a", {"k": "again"})
+    assert [k for k, _ in store.list_records("pack")] == ["lib:a", "lib:a2", "lib:b", "pkg:c"]
+    assert store.get_record("pack", "lib:a") == {"k": "again"} and not store.delete_record("pack", "nope")
+    for i in range(3):
+        store.append_audit("alice", "doc.read", f"t{i}", "ok")
+    rows = store.audit(principal="alice")
+    assert [r["target"] for r in store.audit(limit=2)] == ["t0", "t1"]
+    assert [r["target"] for r in store.audit(since=rows[2]["at"])] == ["t2"]
+    c0 = store.change_counter()
+    store.put_nodes([node(1), node(2)])
+    assert [c.target for c in store.changes_since(c0, limit=1)] == ["n1"]
+
+
+def test_briefs_tombstones_and_integrity(store):
+    store.put_nodes([node(1, props={"a": 1}), node(2)])
+    assert store.node_briefs(["n1", "n2", "zz"]) == {"n1": ("doc", "body 1", {"a": 1}), "n2": ("doc", "body 2", {})}
+    store.put_tombstones([{"id": "old", "namespace": "ns:a", "kind": "doc", "purged_at": "2020", "reason": "r"}])
+    store.purge_nodes(["n2"], reason="erase", actor="bob")
+    assert [t["id"] for t in store.tombstones("ns:a")] == ["old", "n2"]
+    assert store.tombstone("n2")["actor"] == "bob" and store.tombstone("n1") is None
+    assert store.check_integrity() == "ok"
