@@ -31,8 +31,11 @@ class FusionWeights:
     mention: float = 0.2  # boost when the query names the memory's speaker/title
 
 
-COMMON_SHARE = 0.1  # in a large store, a word in more than this share of memories is left out of BM25
-COMMON_MIN_DOCS = 5000
+# In a large store, a word found in more than COMMON_SHARE of the memories is left out of the BM25
+# query: SQLite scores every row a term matches (O(matches)), and such a word's IDF is low anyway.
+# Measured at 100k memories: a 4-word query over words in ~5% of rows costs 30-50 ms in FTS5 alone.
+COMMON_SHARE = 0.01
+COMMON_MIN_DOCS = 20000
 
 
 def words(text: str) -> list[str]:

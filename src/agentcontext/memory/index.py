@@ -37,24 +37,33 @@ class MemoryIndex:
         self.convs: dict[str, list[int]] = {}
         self.users: dict[str, list[int]] = {}
         self.df: Counter[str] = Counter()  # lower-cased word -> memories containing it (for query pruning)
+        self._pair: np.ndarray | None = None
+        self._dense: np.ndarray | None = None
         self._alloc(capacity)
 
     def _alloc(self, capacity: int) -> None:
         def grow(old: np.ndarray | None, shape: tuple[int, ...], dtype: Any, fill: Any) -> np.ndarray:
-            new = np.full(shape, fill, dtype=dtype)
+            new = np.empty(shape, dtype=dtype) if fill is None else np.full(shape, fill, dtype=dtype)
             if old is not None:
                 new[: self.n] = old[: self.n]
             return new
 
         d = self.dimension
-        self._own = grow(getattr(self, "_own", None), (capacity, d), np.float32, 0.0)
-        self._pair = grow(getattr(self, "_pair", None), (capacity, d), np.float32, 0.0)
-        self._dense = grow(getattr(self, "_dense", None), (capacity, d), np.float32, 0.0)
+        self._own = grow(getattr(self, "_own", None), (capacity, d), np.float32, None)
+        if getattr(self, "_pair", None) is not None:  # context arrays exist only once a pair vector does
+            self._pair = grow(self._pair, (capacity, d), np.float32, None)
+            self._dense = grow(self._dense, (capacity, d), np.float32, None)
         self._has_pair = grow(getattr(self, "_has_pair", None), (capacity,), bool, False)
         self._prev = grow(getattr(self, "_prev", None), (capacity,), np.int64, -1)
         self._next = grow(getattr(self, "_next", None), (capacity,), np.int64, -1)
         self._title = grow(getattr(self, "_title", None), (capacity,), np.int32, 0)
         self.capacity = capacity
+
+    def _ensure_context(self) -> None:
+        if self._pair is None:
+            self._pair = np.empty((self.capacity, self.dimension), dtype=np.float32)
+            self._dense = np.empty((self.capacity, self.dimension), dtype=np.float32)
+            self._dense[: self.n] = self._own[: self.n]
 
     # views over the used rows
     @property
@@ -63,7 +72,8 @@ class MemoryIndex:
 
     @property
     def dense(self) -> np.ndarray:
-        return self._dense[: self.n]
+        """Own vectors averaged with conversation context (the own vectors when there is none)."""
+        return self._own[: self.n] if self._dense is None else self._dense[: self.n]
 
     @property
     def prev(self) -> np.ndarray:
@@ -88,6 +98,8 @@ class MemoryIndex:
         return code
 
     def _refresh_dense(self, rows: Sequence[int]) -> None:
+        if self._pair is None or self._dense is None:
+            return
         for i in rows:
             acc = self._own[i].copy()
             count = 1
@@ -105,6 +117,19 @@ class MemoryIndex:
         if self.n + len(nodes) > self.capacity:
             self._alloc(max(self.capacity * 2, self.n + len(nodes)))
         start = self.n
+        zero = np.zeros(self.dimension, dtype=np.float32)
+        own = [vectors.get(node.embed_hash or "", zero) for node in nodes]
+        if own:
+            self._own[start: start + len(nodes)] = np.stack(own)
+        pair_rows = [(start + k, pairs[h]) for k, node in enumerate(nodes)
+                     if (h := (node.props or {}).get("pair_hash")) and h in pairs]
+        if pair_rows:
+            self._ensure_context()
+        if self._dense is not None and own:
+            self._dense[start: start + len(nodes)] = self._own[start: start + len(nodes)]
+        for i, vec in pair_rows:
+            self._pair[i] = vec  # type: ignore[index]
+            self._has_pair[i] = True
         for node in nodes:
             i = self.n
             self.n += 1
@@ -114,18 +139,12 @@ class MemoryIndex:
             self.props.append(props)
             self.keys.append(node.key)
             self._title[i] = self._code(node.title or "")
-            vec = vectors.get(node.embed_hash or "")
-            self._own[i] = vec if vec is not None else 0.0
-            pair = pairs.get(props.get("pair_hash") or "")
-            if pair is not None:
-                self._pair[i] = pair
-                self._has_pair[i] = True
             if props.get("conversation_id") is not None:
                 self.convs.setdefault(str(props["conversation_id"]), []).append(i)
             if props.get("user_id") is not None:
                 self.users.setdefault(str(props["user_id"]), []).append(i)
             self.df.update(set(words((node.title or "") + " " + (node.content or ""))))
-        touched = set(range(start, self.n))
+        touched = {i for i, _ in pair_rows}
         for i in range(start, self.n):
             j = self.row.get(self.props[i].get("prev") or "", -1)
             if j >= 0:
@@ -145,11 +164,13 @@ def build_index(ws: Workspace, namespace: str, dimension: int) -> MemoryIndex:
     store = ws.store
     model = ws.embedder.name
     counter = store.change_counter()
-    if store.missing_vectors(model, namespace):
-        embed_missing(store, ws.embedder, namespace)
-        counter = store.change_counter()
     nodes = _load_nodes(ws, namespace)
     vec_ids, matrix = store.load_vectors(model, namespace, KIND)
+    if len(vec_ids) < sum(1 for n in nodes if n.embed_hash):  # text without a vector (e.g. another model)
+        embed_missing(store, ws.embedder, namespace)
+        counter = store.change_counter()
+        nodes = _load_nodes(ws, namespace)
+        vec_ids, matrix = store.load_vectors(model, namespace, KIND)
     by_id = {nid: i for i, nid in enumerate(vec_ids)}
     vectors = {n.embed_hash: matrix[by_id[n.id]] for n in nodes if n.id in by_id and n.embed_hash}
     pair_hashes = [n.props["pair_hash"] for n in nodes if (n.props or {}).get("pair_hash")]
