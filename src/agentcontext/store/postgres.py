@@ -160,7 +160,6 @@ class PostgresStore(EdgeVectorOps):
                 logs.append((at, actor, "node.put", node.id, node.namespace,
                              json.dumps({"version": node.version, "kind": node.kind})))
             cols = NODE_COLS + ", embed_text"
-            marks = ",".join(["%s"] * 19)
             with self._db.cursor() as cur:
                 if updates:
                     cur.executemany(
@@ -169,10 +168,13 @@ class PostgresStore(EdgeVectorOps):
                         "content_hash=%s, created_by=%s, embed_hash=%s, tokens=%s, embed_text=%s, tag_text=%s "
                         "WHERE id=%s", [r[1:] + (" ".join(r[8]), r[0]) for r in updates])
                 if inserts:
-                    cur.executemany(f"INSERT INTO nodes({cols}, tag_text) VALUES ({marks}, %s)",
-                                    [r + (" ".join(r[8]),) for r in inserts])
+                    with cur.copy(f"COPY nodes({cols}, tag_text) FROM STDIN") as copy:
+                        for r in inserts:
+                            copy.write_row(r + (" ".join(r[8]),))
                 if inserts or updates:
-                    cur.executemany(f"INSERT INTO node_versions({cols}) VALUES ({marks})", inserts + updates)
+                    with cur.copy(f"COPY node_versions({cols}) FROM STDIN") as copy:
+                        for r in inserts + updates:
+                            copy.write_row(r)
                     cur.executemany("INSERT INTO changes(at, actor, op, target, namespace, detail) "
                                     "VALUES (%s,%s,%s,%s,%s,%s)", logs)
         return versions
