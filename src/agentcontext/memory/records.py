@@ -41,6 +41,15 @@ def time_key(created: str | None, seq: int = 0) -> str:
     return f"t{micros:016x}{seq:06x}"
 
 
+def human_date(created: str | None) -> str:
+    """'2023-05-08T13:56:00' -> '8 May 2023' (in the timestamp's own offset), indexed for text search
+    so questions that name a date, month or year meet the memories of that day."""
+    if not created:
+        return ""
+    dt = datetime.fromisoformat(created[:-1] + "+00:00" if created.endswith("Z") else created)
+    return f"{dt.day} {dt.strftime('%B')} {dt.year}"
+
+
 def memory_text(title: str, content: str) -> str:
     """The text that is embedded: the speaker, then what was said."""
     return f"{title}: {content}" if title else content
@@ -85,7 +94,7 @@ def build_node(namespace: str, content: str, metadata: dict[str, Any] | None, co
         props["pair_hash"] = pair_hash
     title = str(speaker) if isinstance(speaker, str) else ""
     return Node(
-        id=mid, kind=KIND, namespace=namespace, key=time_key(created, seq), title=title,
+        id=mid, kind=KIND, namespace=namespace, key=time_key(created, seq), title=title, summary=human_date(created),
         content=content, props=props, tags=tags, embed_text=memory_text(title, content),
     )
 
