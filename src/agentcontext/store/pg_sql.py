@@ -120,6 +120,14 @@ def split_url(url: str) -> tuple[str, str | None]:
     return urlunsplit(parts._replace(query=rest)), schema or None
 
 
+def redact(url: str) -> str:
+    """The URL with any password replaced by ``***`` (for messages and logs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)))
+
+
 class Where:
     """Collects SQL conditions and their parameters (``= ANY(array)`` needs no chunking)."""
 

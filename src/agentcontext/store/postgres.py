@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import StoreError, ValidationError
 from ..model import Edge, Node, content_hash, utcnow
-from .pg_sql import SCHEMA, Where, as_list, page, row_to_edge, row_to_node, split_url
+from .pg_sql import SCHEMA, Where, as_list, page, redact, row_to_edge, row_to_node, split_url
 from .postgres_ops import EDGE_COLS, EdgeVectorOps  # imports psycopg or names the missing extra
 
 import psycopg  # noqa: E402,I001
@@ -33,7 +33,7 @@ class PostgresStore(EdgeVectorOps):
     """PostgreSQL store. One connection per instance (thread-safe by a lock); processes share the database."""
 
     def __init__(self, url: str, schema: str | None = None, timeout: float = 60.0) -> None:
-        self.url = url
+        self.url = redact(url)  # shown by the CLI and in receipts: never the password
         conninfo, url_schema = split_url(url)
         self.schema = schema or url_schema
         self._lock = threading.RLock()
@@ -42,8 +42,9 @@ class PostgresStore(EdgeVectorOps):
         try:
             self._db = psycopg.connect(conninfo, autocommit=True, connect_timeout=int(timeout))
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to the PostgreSQL store at {conninfo}: {exc}; check that the server "
-                             "runs and the URL (user, host, port, database) is right", url=conninfo) from exc
+            safe = redact(conninfo)
+            raise StoreError(f"cannot connect to the PostgreSQL store at {safe}: {exc}; check that the server "
+                             "runs and the URL (user, host, port, database) is right", url=safe) from exc
         db = self._db
         db.execute(f"SET lock_timeout = '{int(timeout * 1000)}ms'")
         if self.schema:
