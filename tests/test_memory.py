@@ -208,3 +208,16 @@ def test_agent_context_quick_start_and_persistence(tmp_path):
     assert restored.get_memory(memory_id)["content"].startswith("GPT-4")
     assert restored.retrieve("load scaling decisions", max_results=3)
     assert context.forget(conversation_id="conv_001") == 2
+
+
+def test_forget_removes_context_vectors_derived_from_the_text(memory):
+    a, b, c = memory.batch_store([{"content": t, "conversation_id": "x"}
+                                  for t in ("my card number is 4111", "thanks, noted", "anything else?")])
+    model = memory.workspace.embedder.name
+    pair_b = memory.db.get_node(b).props["pair_hash"]  # embeds a's text followed by b's
+    pair_c = memory.db.get_node(c).props["pair_hash"]
+    assert memory.db.get_vectors([pair_b, pair_c], model).keys() == {pair_b, pair_c}
+    assert memory.forget(memory_id=a) == 1
+    assert memory.db.get_vectors([pair_b], model) == {}  # the next turn's context vector held a's text
+    assert memory.db.get_vectors([pair_c], model).keys() == {pair_c}
+    assert [r["id"] for r in memory.retrieve("anything else", max_results=3)][0] == c

@@ -324,7 +324,21 @@ class AgentMemory:
     def _purge(self, ids: Sequence[str], reason: str) -> int:
         if not ids:
             return 0
-        result = self.db.purge_nodes(list(ids), reason=reason, actor=self.actor)
+        ids = list(ids)
+        # Context (pair) vectors embed a memory's text together with its neighbour's: the memory's own
+        # and the next turn's go with it, so no embedding derived from the forgotten text remains.
+        pairs = {(n.props or {}).get("pair_hash") for n in self.db.get_nodes(ids).values()}
+        index = self._index()
+        for mid in ids:
+            i = index.row.get(mid)
+            if i is not None and index.next[i] >= 0:
+                pairs.add(index.props[int(index.next[i])].get("pair_hash"))
+        pairs.discard(None)
+        delete_vectors = getattr(self.db, "delete_vectors", None)
+        with self.db.transaction():
+            result = self.db.purge_nodes(ids, reason=reason, actor=self.actor)
+            if pairs and delete_vectors is not None:
+                delete_vectors(sorted(pairs))
         self._count_estimate = None
         with self._lock:
             for mid in ids:

@@ -642,6 +642,16 @@ class SQLiteStore:
                 self._log(self._now(), "", "vectors.put", model, "", {"count": len(rows)})
         return len(rows)
 
+    def delete_vectors(self, hashes: Sequence[str]) -> int:
+        count = 0
+        with self.transaction():
+            for chunk in _chunks(list(dict.fromkeys(hashes))):
+                count += self._db.execute(
+                    f"DELETE FROM vectors WHERE hash IN ({','.join('?' * len(chunk))})", chunk).rowcount
+            if count:
+                self._log(self._now(), "", "vectors.delete", "*", "", {"count": count})
+        return count
+
     def get_vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         for chunk in _chunks(list(hashes)):
