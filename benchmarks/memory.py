@@ -38,7 +38,7 @@ PLACES = [f"{p} {s}" for p in ("North", "South", "East", "West", "Old", "New", "
 def facts(n: int, seed: int) -> list[str]:
     rng = np.random.default_rng(seed)
     out = []
-    for i in range(n):
+    for _ in range(n):
         out.append(f"{NAMES[rng.integers(len(NAMES))]} {RELATIONS[rng.integers(len(RELATIONS))]} the "
                    f"{OBJECTS[rng.integers(len(OBJECTS))]} near {PLACES[rng.integers(len(PLACES))]} "
                    f"on day {rng.integers(1, 366)}")
