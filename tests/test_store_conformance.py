@@ -286,3 +286,14 @@ def test_briefs_tombstones_and_integrity(store):
     assert [t["id"] for t in store.tombstones("ns:a")] == ["old", "n2"]
     assert store.tombstone("n2")["actor"] == "bob" and store.tombstone("n1") is None
     assert store.check_integrity() == "ok"
+
+
+def test_delete_vectors_every_model(store):
+    h = content_hash("x")
+    store.put_vectors({h: np.ones(2, dtype=np.float32)}, "m1")
+    store.put_vectors({h: np.ones(3, dtype=np.float32), content_hash("y"): np.ones(3, dtype=np.float32)}, "m2")
+    c0 = store.change_counter()
+    assert store.delete_vectors([h, h, content_hash("nope")]) == 2
+    assert store.get_vectors([h], "m1") == {} and list(store.get_vectors([content_hash("y")], "m2")) == [
+        content_hash("y")]
+    assert store.change_counter() > c0 and store.delete_vectors([h]) == 0

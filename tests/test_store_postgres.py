@@ -148,3 +148,18 @@ def test_bad_url_is_a_store_error_without_the_password(pg_server):
         open_store(url)
     assert "s3cret" not in str(info.value) and "no_such_db" in str(info.value)
     assert redact(url) == f"postgresql://postgres:***@127.0.0.1:{pg_server.port}/no_such_db"
+
+
+def test_huge_random_body_stores_whole_and_nul_is_a_validation_error(pg):
+    import random
+    import string
+
+    from agentcontext.errors import ValidationError
+
+    rng = random.Random(3)
+    body = "zebraword " + " ".join("".join(rng.choices(string.ascii_lowercase, k=6)) for _ in range(200_000))
+    pg.put_nodes([Node(id="big", kind="doc", namespace="ns", content=body)])  # > 1 MB of distinct lexemes
+    assert pg.get_contents(["big"])["big"] == body and pg.text_search("zebraword")[0][0] == "big"
+    with pytest.raises(ValidationError):
+        pg.put_nodes([Node(id="nul", kind="doc", namespace="ns", content="a\x00b")])
+    assert pg.get_node("nul") is None

@@ -23,9 +23,12 @@ def _tsv(col: str, weight: str) -> str:
     return f"setweight(to_tsvector('english'::regconfig, {_SPLIT.format(col=col)}), '{weight}')"
 
 
+# A tsvector holds at most 1 MB: random text of 500k+ characters can exceed it and fail the insert, so only the
+# first INDEXED_CHARS characters of a body are text-searchable (the whole body is still stored and returned).
+INDEXED_CHARS = 300_000
 # key A, title B, summary and tags C, content D; RANK_WEIGHTS gives them 4:3:2:1 like SQLite's bm25 weights.
 TSV = " || ".join([_tsv("key", "A"), _tsv("title", "B"), _tsv("summary", "C"), _tsv("tag_text", "C"),
-                   _tsv("content", "D")])
+                   _tsv(f"left(content, {INDEXED_CHARS})", "D")])
 RANK_WEIGHTS = "{0.25, 0.5, 0.75, 1.0}"  # D, C, B, A
 
 NODE_FIELDS = f"""kind {T} NOT NULL, namespace {T} NOT NULL, key {T} NOT NULL DEFAULT '',

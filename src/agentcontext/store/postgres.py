@@ -130,6 +130,11 @@ class PostgresStore(EdgeVectorOps):
         ids = [n.id for n in nodes]
         if len(set(ids)) != len(ids):
             raise ValidationError("put_nodes got the same id twice in one call; merge them first")
+        for node in nodes:
+            if any("\x00" in (text or "") for text in (node.id, node.key, node.title, node.summary, node.content,
+                                                         node.embed_text, *node.tags)):
+                raise ValidationError(f"node {node.id!r} holds a NUL character, which PostgreSQL text cannot store; "
+                                      "remove it", id=node.id)
         versions: list[int] = []
         with self.transaction():
             existing = {row[0]: row for row in self._db.execute(

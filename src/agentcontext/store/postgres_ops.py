@@ -180,6 +180,15 @@ class EdgeVectorOps:
                 self._log(self._now(), "", "vectors.put", model, "", {"count": len(rows)})
         return len(rows)
 
+    def delete_vectors(self, hashes: Sequence[str]) -> int:
+        """Delete the vectors of these text hashes (every model)."""
+        with self.transaction():
+            unique = list(dict.fromkeys(hashes))
+            count = self._db.execute("DELETE FROM vectors WHERE hash = ANY(%s)", (unique,)).rowcount
+            if count:
+                self._log(self._now(), "", "vectors.delete", "*", "", {"count": count})
+        return count
+
     def get_vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
         rows = self._raw_read("SELECT hash, vector FROM vectors WHERE model = %s AND hash = ANY(%s)",
                               (model, list(hashes)))
