@@ -1,0 +1,40 @@
+"""The memory CLI in a real subprocess against a real workspace."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def cli(home, *args, ok=True):
+    proc = subprocess.run([sys.executable, "-m", "agentcontext.cli", "--home", str(home), *args],
+                          capture_output=True, text=True, timeout=300)
+    if ok:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def test_memory_cli_round_trip(tmp_path):
+    home = tmp_path / ".agentcontext"
+    cli(home, "init", str(tmp_path), "--json")
+    a = json.loads(cli(home, "memory", "store", "Alice drinks green tea every morning", "--conversation", "c1",
+                       "--user", "alice", "--meta", "type=preference", "--json").stdout)["id"]
+    b = json.loads(cli(home, "memory", "store", "Bob prefers black coffee", "--conversation", "c2",
+                       "--json").stdout)["id"]
+    rows = json.loads(cli(home, "memory", "retrieve", "what does Alice drink", "--k", "1", "--json").stdout)
+    assert [r["id"] for r in rows] == [a] and rows[0]["metadata"] == {"type": "preference"}
+    assert "signals" in rows[0]
+    scoped = json.loads(cli(home, "memory", "retrieve", "coffee", "--conversation", "c1", "--json").stdout)
+    assert [r["id"] for r in scoped] == [a]
+    exported = json.loads(cli(home, "memory", "export", "--format", "json").stdout)
+    assert {m["id"] for m in exported["memories"]} == {a, b}
+    folder = tmp_path / "md"
+    assert json.loads(cli(home, "memory", "export", str(folder), "--json").stdout)["written"] == 2
+    assert json.loads(cli(home, "memory", "import", str(folder), "--json").stdout) == {"imported": 0}
+    assert json.loads(cli(home, "memory", "forget", "--conversation", "c2", "--json").stdout) == {"forgotten": 1}
+    other = tmp_path / "other" / ".agentcontext"
+    cli(other, "init", str(tmp_path / "other"), "--json")
+    (tmp_path / "dump.json").write_text(json.dumps(exported))
+    assert json.loads(cli(other, "memory", "import", str(tmp_path / "dump.json"), "--json").stdout) == {"imported": 2}
+    bad = cli(home, "memory", "store", "x", "--meta", "novalue", "--json", ok=False)
+    assert bad.returncode != 0 and json.loads(bad.stdout)["error"]["type"] == "ValidationError"
