@@ -97,6 +97,25 @@ store.close()
 """
 
 
+OPENER = """
+import sys
+from agentcontext.model import Node
+from agentcontext.store import open_store
+store = open_store(sys.argv[1])
+store.put_nodes([Node(id=sys.argv[2], kind="doc", namespace="ns")])
+store.close()
+"""
+
+
+def test_processes_opening_a_new_schema_at_once(pg_server):
+    url = pg_server.url()
+    procs = [subprocess.Popen([sys.executable, "-c", OPENER, url, f"p{i}"], cwd=ROOT) for i in range(4)]
+    assert [p.wait() for p in procs] == [0, 0, 0, 0]
+    store = open_store(url)
+    assert store.count_nodes("ns") == 4 and store.check_integrity() == "ok"
+    store.close()
+
+
 def test_several_writer_processes_and_a_change_log_tail_that_misses_nothing(pg):
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, pg.url, tag], cwd=ROOT) for tag in "abc"]
     seen: list[int] = []

@@ -48,7 +48,9 @@ class PostgresStore(EdgeVectorOps):
         db = self._db
         db.execute(f"SET lock_timeout = '{int(timeout * 1000)}ms'")
         if self.schema:
-            db.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(self.schema)))
+            with db.transaction():  # concurrent CREATE SCHEMA IF NOT EXISTS can still collide: serialise it
+                db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))
+                db.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(self.schema)))
             db.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(self.schema)))
         self._lock_key = int.from_bytes(
             hashlib.sha256((self.schema or db.execute("SELECT current_schema()").fetchone()[0]).encode()).digest()[:4],
