@@ -100,10 +100,12 @@ def main() -> None:
                 times.append((time.perf_counter() - t0) * 1000)
             return statistics.median(times)
 
+        scratch = iter(range(10**9))
+
         def timed_after_write(a: str) -> float:
             times = []
-            for k in range(args.runs):
-                graph.add_node(f"scratch{k}", "scratch")  # a write: CSR and summaries are stale now
+            for _ in range(args.runs):
+                graph.add_node(f"scratch{next(scratch)}", "scratch")  # a real write: CSR and summaries go stale
                 t0 = time.perf_counter()
                 graph.get_neighbors(a, hops=2)
                 times.append((time.perf_counter() - t0) * 1000)

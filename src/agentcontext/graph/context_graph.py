@@ -88,8 +88,14 @@ class ContextGraph(AnalyticsMethods):
 
     def resolve(self, node_id: str) -> str | None:
         """The store id of an existing node (own namespace first, then any store id in scope), or None."""
-        live = self._live_ids()
         own = self.store_id(node_id)
+        live = self.workspace.peek(self._cache_key("ids"))
+        if live is None:  # stale after a write: two point lookups beat reloading every id
+            found = self.store.get_nodes([own, node_id])
+            if own in found:
+                return own
+            hit = found.get(node_id)
+            return node_id if hit is not None and (self.scope is None or hit.namespace == self.scope) else None
         if own in live:
             return own
         return node_id if node_id in live else None

@@ -249,7 +249,8 @@ def sql_bfs(store: Store, namespace: str | None, start: str, hops: int, directio
             relationship_types: Sequence[str] | None, min_weight: float | None, now: str) -> list[Step]:
     """BFS that asks the store for each frontier's edges: cost follows the neighbourhood, not the graph.
 
-    Used while the CSR is stale (right after a write); visits edges in the same order as ``bfs``.
+    Used while the CSR is stale (right after a write); visits edges in the same order as ``bfs``. The
+    namespace is filtered here, not in SQL: with it there, SQLite may pick the namespace index and scan it.
     """
     if direction not in ("out", "in", "both"):
         from ..errors import ValidationError
@@ -267,12 +268,12 @@ def sql_bfs(store: Store, namespace: str | None, start: str, hops: int, directio
         outs: dict[str, list[tuple[str, str, float]]] = {}
         ins: dict[str, list[tuple[str, str, float]]] = {}
         if direction in ("out", "both"):
-            for e in store.edges(src=frontier, type=types, namespace=namespace, min_weight=min_weight):
-                if _usable(e.valid_from, e.valid_until, now):
+            for e in store.edges(src=frontier, type=types, min_weight=min_weight):
+                if (namespace is None or e.namespace == namespace) and _usable(e.valid_from, e.valid_until, now):
                     outs.setdefault(e.src, []).append((e.dst, e.type, e.weight))
         if direction in ("in", "both"):
-            for e in store.edges(dst=frontier, type=types, namespace=namespace, min_weight=min_weight):
-                if _usable(e.valid_from, e.valid_until, now):
+            for e in store.edges(dst=frontier, type=types, min_weight=min_weight):
+                if (namespace is None or e.namespace == namespace) and _usable(e.valid_from, e.valid_until, now):
                     ins.setdefault(e.dst, []).append((e.src, e.type, e.weight))
         nxt: list[str] = []
         for node in frontier:
