@@ -114,7 +114,7 @@ class PostgresStore(EdgeVectorOps):
             self._db.close()
 
     def check_integrity(self) -> str:
-        """'ok', or what is inconsistent: live nodes without their current version, duplicate live edges."""
+        """'ok', or what is inconsistent (live nodes without their current version row)."""
         problems = []
         lost = self._read("SELECT count(*) FROM nodes n WHERE NOT EXISTS (SELECT 1 FROM node_versions v "
                           "WHERE v.id = n.id AND v.version = n.version)")[0][0]
