@@ -48,6 +48,9 @@ def test_importing_agentcontext_does_not_import_psycopg():
 def test_schema_parameter_separates_workspaces(pg_server):
     a, b = open_store(pg_server.url("ws_a")), open_store(pg_server.url("ws_b"))
     try:
+        from agentcontext.store import Store
+
+        assert isinstance(a, Store)
         a.put_nodes([Node(id="x", kind="doc", namespace="ns", title="only in a")])
         assert a.get_node("x").title == "only in a" and b.get_node("x") is None
         again = open_store(pg_server.url("ws_a"))  # reopening finds the same tables and rows
