@@ -268,13 +268,13 @@ def sql_bfs(store: Store, namespace: str | None, start: str, hops: int, directio
         outs: dict[str, list[tuple[str, str, float]]] = {}
         ins: dict[str, list[tuple[str, str, float]]] = {}
         if direction in ("out", "both"):
-            for e in store.edges(src=frontier, type=types, min_weight=min_weight):
-                if (namespace is None or e.namespace == namespace) and _usable(e.valid_from, e.valid_until, now):
-                    outs.setdefault(e.src, []).append((e.dst, e.type, e.weight))
+            for s, d, t, w, ns, vf, vu in _touching(store, frontier, "src", types, min_weight):
+                if (namespace is None or ns == namespace) and _usable(vf, vu, now):
+                    outs.setdefault(s, []).append((d, t, w))
         if direction in ("in", "both"):
-            for e in store.edges(dst=frontier, type=types, min_weight=min_weight):
-                if (namespace is None or e.namespace == namespace) and _usable(e.valid_from, e.valid_until, now):
-                    ins.setdefault(e.dst, []).append((e.src, e.type, e.weight))
+            for s, d, t, w, ns, vf, vu in _touching(store, frontier, "dst", types, min_weight):
+                if (namespace is None or ns == namespace) and _usable(vf, vu, now):
+                    ins.setdefault(d, []).append((s, t, w))
         nxt: list[str] = []
         for node in frontier:
             here = seen[node]
@@ -287,6 +287,16 @@ def sql_bfs(store: Store, namespace: str | None, start: str, hops: int, directio
                 nxt.append(nb)
         frontier = nxt
     return order
+
+
+def _touching(store: Store, ids: list[str], side: str, types: list[str] | None,
+              min_weight: float | None) -> list[tuple]:
+    fn = getattr(store, "edges_touching", None)
+    if fn is not None:
+        return fn(ids, side, types, min_weight)
+    found = store.edges(src=ids if side == "src" else None, dst=ids if side == "dst" else None, type=types,
+                        min_weight=min_weight)
+    return [(e.src, e.dst, e.type, e.weight, e.namespace, e.valid_from, e.valid_until) for e in found]
 
 
 def _usable(valid_from: str | None, valid_until: str | None, now: str) -> bool:

@@ -487,6 +487,22 @@ class SQLiteStore:
                 out[nid] = (kind, content, loads(props) if props and props != "{}" else {})
         return out
 
+    def edges_touching(self, ids: Sequence[str], side: str = "src", types: Sequence[str] | None = None,
+                       min_weight: float | None = None) -> list[tuple]:
+        """Active edges leaving (``side="src"``) or entering (``"dst"``) the given nodes, as tuples
+        (src, dst, type, weight, namespace, valid_from, valid_until), in (src, position, dst, type) order:
+        the lean read for a traversal frontier."""
+        if side not in ("src", "dst"):
+            raise ValidationError("side must be src or dst", side=side)
+        out: list[tuple] = []
+        for chunk in _chunks(list(ids)):
+            where = self._edge_where(chunk if side == "src" else None, chunk if side == "dst" else None,
+                                     _as_list(types), None, None, None, min_weight)
+            out.extend(self._read(f"SELECT src, dst, type, weight, namespace, valid_from, valid_until, position "
+                                  f"FROM edges{where.sql()}", where.params))
+        out.sort(key=lambda r: (r[0], r[7], r[1], r[2]))
+        return [r[:7] for r in out]
+
     def timed_edges(self, namespace=None) -> list[tuple[str, str, str, str | None, str | None]]:
         """(src, dst, type, valid_from, valid_until) of active edges that carry a validity bound."""
         where = self._edge_where(None, None, None, namespace, None, None, None)
