@@ -28,20 +28,25 @@ KILL_CHILD = textwrap.dedent("""
 """ % BATCH)
 
 WORKER = textwrap.dedent("""
-    import json, sys, time
+    import json, random, sys, time
     from agentcontext import AgentMemory, VectorStore
+    WORDS = ("amber basil cedar delta ember falcon garnet harbor indigo jasper kestrel lantern meadow nectar "
+             "orchid pepper quartz raven saffron thistle umber velvet willow yarrow zephyr").split()
     home, name, seconds, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
     mem = AgentMemory(vector_store=VectorStore(home=home), max_memory_size=10**7)
-    ids, misses, i = [], 0, 0
+    ids, misses, i, detail = [], 0, 0, None
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        text = f"worker {name} remembers item number {i} of its own sequence"
+        rng = random.Random(f"{name}-{i}")
+        text = f"{name} note {i}: " + " ".join(rng.sample(WORDS, 6))
         mid = mem.store(text, conversation_id=f"conv-{name}", user_id=name)
         ids.append(mid)
-        found = [r["id"] for r in mem.retrieve(text, max_results=5, user_id=name)]
-        misses += mid not in found
+        found = mem.retrieve(text, max_results=5, user_id=name)
+        if mid not in [r["id"] for r in found]:
+            misses += 1
+            detail = {"i": i, "mid": mid, "found": [(r["content"], r["score"], r["signals"]) for r in found]}
         i += 1
-    json.dump({"ids": ids, "misses": misses}, open(out, "w"))
+    json.dump({"ids": ids, "misses": misses, "detail": detail}, open(out, "w"))
 """)
 
 
@@ -85,7 +90,7 @@ def test_four_processes_share_one_workspace(tmp_path):
     total = 0
     for n in range(4):
         result = json.loads((tmp_path / f"w{n}.json").read_text())
-        assert result["ids"] and result["misses"] == 0
+        assert result["ids"] and result["misses"] == 0, result["detail"]
         for mid in result["ids"]:
             got = mem.get_memory(mid)
             assert got is not None and got["user_id"] == f"w{n}"
