@@ -64,9 +64,16 @@ def load_adjacency(store: Store, namespace: str | Sequence[str] | None = None, a
 
     ``node_ids`` adds isolated nodes so analytics count them; edges may name nodes outside it.
     """
-    rows = store.adjacency(namespace=namespace, as_of=as_of, valid_at=as_of)
+    columns = getattr(store, "edge_columns", None) if as_of is None else None
+    rows = columns(namespace) if columns else store.adjacency(namespace=namespace, as_of=as_of, valid_at=as_of)
     m = len(rows)
-    if m:
+    timed_at: list[int] = []  # row numbers of edges with a validity window (edge_columns rows carry it)
+    col_from: tuple = ()
+    col_until: tuple = ()
+    if m and len(rows[0]) == 7:
+        col_src, col_dst, col_type, col_weight, col_pos, col_from, col_until = zip(*rows)
+        timed_at = [i for i, (a, b) in enumerate(zip(col_from, col_until)) if a is not None or b is not None]
+    elif m:
         col_src, col_dst, col_type, col_weight, col_pos = zip(*rows)
     else:
         col_src = col_dst = col_type = col_weight = col_pos = ()
@@ -89,7 +96,12 @@ def load_adjacency(store: Store, namespace: str | Sequence[str] | None = None, a
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=ptr[1:])
     csr = CSR(ids, index, ptr, dst, weight, etype, types)
-    if as_of is None:
+    if col_from:  # validity came with the rows: map row numbers to CSR positions
+        position_of = np.empty(m, dtype=np.int64)
+        position_of[order] = np.arange(m)
+        for i in timed_at:
+            csr.timed[int(position_of[i])] = (col_from[i], col_until[i])
+    elif as_of is None:
         timed_fn = getattr(store, "timed_edges", None)
         timed_rows = timed_fn(namespace) if timed_fn else [
             (e.src, e.dst, e.type, e.valid_from, e.valid_until)

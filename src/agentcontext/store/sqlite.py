@@ -503,6 +503,15 @@ class SQLiteStore:
         out.sort(key=lambda r: (r[0], r[7], r[1], r[2]))
         return [r[:7] for r in out]
 
+    def edge_columns(self, namespace=None) -> list[tuple]:
+        """Every active edge as (src, dst, type, weight, position, valid_from, valid_until) in no particular
+        order: one table scan, no sort; about twice as fast as ``adjacency()`` for engines that order rows."""
+        where = _Where()
+        where.add("retracted_at IS NULL")
+        where.eq_any("namespace", _as_list(namespace))
+        return self._read("SELECT src, dst, type, weight, position, valid_from, valid_until FROM edges NOT INDEXED"
+                          f"{where.sql()}", where.params)
+
     def timed_edges(self, namespace=None) -> list[tuple[str, str, str, str | None, str | None]]:
         """(src, dst, type, valid_from, valid_until) of active edges that carry a validity bound."""
         where = self._edge_where(None, None, None, namespace, None, None, None)
