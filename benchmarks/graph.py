@@ -122,6 +122,10 @@ def main() -> None:
         graph.pagerank()
         pr_first = time.perf_counter() - t
         pr_cached = median_ms(lambda: graph.pagerank(top_k=10), args.runs)
+        graph.add_node("scratch-pr", "scratch")  # a write: adjacency, igraph graph and scores are all stale
+        t = time.perf_counter()
+        graph.pagerank()
+        pr_stale = time.perf_counter() - t
 
         t = time.perf_counter()
         graph.find_nodes(node_type="company", skip=5000, limit=50)
@@ -147,7 +151,8 @@ def main() -> None:
               f"{nb_warm:.2f} ms warm ({nb_meta:.2f} ms with distance metadata), {nb_write:.2f} ms right after a "
               f"write (walks the store, no CSR rebuild); networkx BFS, ids only, in memory: {nx_bfs:.2f} ms "
               f"(ratio cold/networkx {nb_cold / nx_bfs:.0f}x)")
-        print(f"pagerank: {pr_first:.2f} s first (adjacency cached), {pr_cached:.2f} ms cached   target <= 5 s;"
+        print(f"pagerank: {pr_first:.2f} s first (adjacency cached), {pr_stale:.2f} s right after a write "
+              f"(adjacency rebuilt too), {pr_cached:.2f} ms cached   target <= 5 s;"
               f" networkx {nx_pr:.2f} s (ratio {pr_first / nx_pr:.2f}x; networkx graph build {nx_build:.1f} s)")
         print(f"find_nodes(type, limit=50): {page0:.2f} ms first page, {page:.2f} ms at skip=5000   target <= 5 ms"
               f" (the first deep page after a change builds the ordered id list: {page_first:.0f} ms)")
