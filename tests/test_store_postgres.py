@@ -185,3 +185,26 @@ def test_huge_random_body_stores_whole_and_nul_is_a_validation_error(pg):
     with pytest.raises(ValidationError):
         pg.put_nodes([Node(id="nul", kind="doc", namespace="ns", content="a\x00b")])
     assert pg.get_node("nul") is None
+
+
+def test_agent_memory_on_postgres_ranks_like_sqlite_and_forgets(pg_url, tmp_path):
+    from agentcontext import AgentMemory, VectorStore
+
+    facts = ["Critical compliance rule: all trades must be pre-approved",
+             "The office coffee machine is on the third floor",
+             "Quarterly reports are due on the fifth business day"]
+    on_pg, on_sqlite = VectorStore(url=pg_url), VectorStore(home=tmp_path / ".agentcontext")
+    try:
+        assert type(on_pg.workspace.store).__name__ == "PostgresStore"
+        results = []
+        for vs in (on_pg, on_sqlite):
+            memory = AgentMemory(vector_store=vs, max_memory_size=1000)
+            ids = memory.batch_store(facts)
+            top = memory.retrieve(query="trade approval requirements", max_results=3)
+            results.append([facts[ids.index(r["id"])] for r in top])
+            assert memory.forget(ids[0]) == 1 and memory.get_memory(ids[0]) is None
+            assert ids[0] not in {r["id"] for r in memory.retrieve(query="trade approval", max_results=3)}
+        assert results[0][0] == results[1][0] == facts[0]
+    finally:
+        on_pg.close()
+        on_sqlite.close()
