@@ -297,3 +297,22 @@ def test_delete_vectors_every_model(store):
     assert store.get_vectors([h], "m1") == {} and list(store.get_vectors([content_hash("y")], "m2")) == [
         content_hash("y")]
     assert store.change_counter() > c0 and store.delete_vectors([h]) == 0
+
+
+def test_edge_columns_and_edges_touching(store):
+    store.put_nodes([node(1), node(2), node(3)])
+    store.put_edges([Edge("n1", "b", "n3", namespace="ns:a", position=1, weight=0.2),
+                     Edge("n1", "a", "n2", namespace="ns:a", position=2, valid_until="2030"),
+                     Edge("n2", "a", "n3", namespace="ns:b"),
+                     Edge("n3", "a", "n1", namespace="ns:a")])
+    store.retract_edges([Edge("n3", "a", "n1").id])
+    assert sorted(store.edge_columns("ns:a")) == [("n1", "n2", "a", 1.0, 2, None, "2030"),
+                                                  ("n1", "n3", "b", 0.2, 1, None, None)]
+    assert len(store.edge_columns()) == 3
+    assert store.edges_touching(["n1", "n2"]) == [("n1", "n3", "b", 0.2, "ns:a", None, None),
+                                                  ("n1", "n2", "a", 1.0, "ns:a", None, "2030"),
+                                                  ("n2", "n3", "a", 1.0, "ns:b", None, None)]
+    assert [r[0] for r in store.edges_touching(["n3"], side="dst", types=["a"])] == ["n2"]
+    assert store.edges_touching(["n1"], min_weight=0.5) == [("n1", "n2", "a", 1.0, "ns:a", None, "2030")]
+    with pytest.raises(ValidationError):
+        store.edges_touching(["n1"], side="both")

@@ -134,6 +134,27 @@ class EdgeVectorOps:
                           f"{page(limit, offset)}", where.params)
         return [row_to_edge(r) for r in rows]
 
+    def edge_columns(self, namespace=None) -> list[tuple]:
+        """Every active edge as (src, dst, type, weight, position, valid_from, valid_until) in no particular
+        order: one scan, no sort, for engines that order rows themselves."""
+        where = Where()
+        where.add("retracted_at IS NULL")
+        where.eq_any("namespace", as_list(namespace))
+        return self._read(f"SELECT src, dst, type, weight, position, valid_from, valid_until FROM edges{where.sql()}",
+                          where.params)
+
+    def edges_touching(self, ids: Sequence[str], side: str = "src", types: Sequence[str] | None = None,
+                       min_weight: float | None = None) -> list[tuple]:
+        """Active edges leaving (``side="src"``) or entering (``"dst"``) the given nodes, as tuples
+        (src, dst, type, weight, namespace, valid_from, valid_until), in (src, position, dst, type) order."""
+        if side not in ("src", "dst"):
+            raise ValidationError("side must be src or dst", side=side)
+        ids = list(ids)
+        where = self._edge_where(ids if side == "src" else None, ids if side == "dst" else None, as_list(types),
+                                 None, None, None, min_weight)
+        return self._read(f"SELECT src, dst, type, weight, namespace, valid_from, valid_until FROM edges{where.sql()} "
+                          "ORDER BY src, position, dst, type", where.params)
+
     def count_edges(self, namespace=None, type=None) -> int:
         where = self._edge_where(None, None, type, namespace, None, None, None)
         return self._read(f"SELECT count(*) FROM edges{where.sql()}", where.params)[0][0]
