@@ -221,3 +221,21 @@ def test_forget_removes_context_vectors_derived_from_the_text(memory):
     assert memory.db.get_vectors([pair_b], model) == {}  # the next turn's context vector held a's text
     assert memory.db.get_vectors([pair_c], model).keys() == {pair_c}
     assert [r["id"] for r in memory.retrieve("anything else", max_results=3)][0] == c
+
+
+def test_seed_agent_memory_example(tmp_path):
+    memory = AgentMemory(vector_store=VectorStore(backend="inmemory", dimension=384), max_memory_size=10000,
+                         retention_policy="90_days")
+    memory_id = memory.store("Critical compliance rule: all trades must be pre-approved",
+                             metadata={"type": "compliance"})
+    memory.store("Desk chat: lunch order", conversation_id="conv_001")
+    memory.store("Desk chat: who approves trades today?", conversation_id="conv_001")
+    keep = memory.store("Another thread", conversation_id="conv_002")
+    results = memory.retrieve(query="trade approval requirements", max_results=5, min_score=0.0)
+    assert results[0]["id"] == memory_id
+    history = memory.get_conversation_history(conversation_id="conv_001", max_items=100)
+    assert [h["content"] for h in history] == ["Desk chat: lunch order", "Desk chat: who approves trades today?"]
+    assert memory.delete_memory(memory_id) is True and memory.delete_memory(memory_id) is False
+    assert memory.clear_memory(conversation_id="conv_001") == 2
+    assert memory.get_conversation_history(conversation_id="conv_001") == []
+    assert [m["id"] for m in memory.list_memories()] == [keep]
