@@ -96,3 +96,52 @@ def test_checkpoint_errors():
         context.flush_checkpoint("never_taken")
     with pytest.raises(RuntimeError):
         AgentContext().checkpoint("x")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_diff_matches_a_model_of_random_changes(seed: int):
+    import random
+
+    rng = random.Random(seed)
+    graph = ContextGraph()
+    context = AgentContext(knowledge_graph=graph, decision_tracking=True)
+    for name in "abcdef":
+        graph.add_node(name, "service")
+    live_dec = set(context.record_decisions([dict(category="x", scenario=f"seed decision {i}", outcome="o",
+                                                  confidence=0.5) for i in range(6)]))
+    edges = {}  # (src, type, dst) -> weight
+    for _ in range(8):
+        s, t = rng.sample("abcdef", 2)
+        w = rng.choice([0.5, 1.0])
+        graph.add_edge(s, t, "calls", weight=w)
+        edges[(graph.store_id(s), "calls", graph.store_id(t))] = w
+    context.checkpoint("a")
+    dec_before, edges_before = set(live_dec), dict(edges)
+    for step in range(25):
+        op = rng.choice(["add_dec", "drop_dec", "edge", "drop_edge"])
+        if op == "add_dec":
+            live_dec.add(context.record_decision(category="x", scenario=f"new {seed} {step}", reasoning="",
+                                                 outcome="o", confidence=0.5))
+        elif op == "drop_dec" and live_dec:
+            victim = rng.choice(sorted(live_dec))
+            graph.store.retract_nodes([victim])
+            live_dec.discard(victim)
+        elif op == "edge":
+            s, t = rng.sample("abcdef", 2)
+            w = rng.choice([0.5, 1.0, 2.0])
+            graph.add_edge(s, t, "calls", weight=w)
+            edges[(graph.store_id(s), "calls", graph.store_id(t))] = w
+        elif op == "drop_edge" and edges:
+            key = rng.choice(sorted(edges))
+            graph.retract_edge(graph.user_id(key[0]), graph.user_id(key[2]), "calls")
+            del edges[key]
+    context.checkpoint("b")
+    diff = context.diff_checkpoints("a", "b")
+    assert {d["decision_id"] for d in diff["decisions_added"]} == live_dec - dec_before
+    assert {d["decision_id"] for d in diff["decisions_removed"]} == dec_before - live_dec
+    triple = [(r["source"], r["type"], r["target"]) for r in diff["relationships_added"]]
+    assert set(triple) == set(edges) - set(edges_before)
+    assert {(r["source"], r["type"], r["target"]) for r in diff["relationships_removed"]} == set(
+        edges_before) - set(edges)
+    changed = {k for k in set(edges) & set(edges_before) if edges[k] != edges_before[k]}
+    assert {(r["source"], r["type"], r["target"]) for r in diff["relationships_modified"]} == changed
