@@ -16,16 +16,17 @@ import numpy as np
 from ..embed.cache import embed_texts
 from ..errors import NotFoundError, ValidationError
 from ..index.hybrid import FusionWeights
-from ..model import Node, content_hash, utcnow
+from ..model import Node, content_hash
 from ..vector_store import VectorStore
 from ..workspace import Workspace
 from . import io as memory_io
+from . import retention
+from .retention import EVICTIONS
 from .index import MemoryIndex, memory_index
 from .records import (CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, time_key,
                       to_memory)
 from .search import candidate_rows, search
 
-EVICTIONS = "memory.evictions"
 SWEEP_SECONDS = 30.0  # retrieve() sweeps expired memories at most this often (writes always sweep)
 _RETENTION = re.compile(r"^(\d+)_days?$")
 
@@ -190,7 +191,7 @@ class AgentMemory:
         self._embed(nodes, pair_texts, supplied, progress)
         self.db.put_nodes(nodes, actor=self.actor)
         self._touch(ids)
-        self._enforce_limits(len(ids))
+        retention.enforce_limits(self, len(ids))
         return ids
 
     def _embed(self, nodes: list[Node], pair_texts: list[str], supplied: dict[str, np.ndarray],
@@ -261,7 +262,7 @@ class AgentMemory:
         if max_results <= 0:
             return []
         if self.retention_days is not None and time.monotonic() - self._swept > SWEEP_SECONDS:
-            self._expire()
+            retention.expire(self)
         wanted = dict(filters or {})
         wanted.update(metadata_filters)
         if type is not None:
@@ -382,64 +383,6 @@ class AgentMemory:
             cutoff = time_key((datetime.now(timezone.utc) - timedelta(days=float(days_old))).isoformat())
             candidates = [n for n in candidates if n.key < cutoff]
         return self._purge([n.id for n in candidates], "forget")
-
-    def _record_evictions(self, reason: str, ids: list[str]) -> None:
-        if not ids:
-            return
-        rec = self.db.get_record(EVICTIONS, self.namespace) or {"expired": 0, "lru": 0, "recent": []}
-        rec[reason] = int(rec.get(reason, 0)) + len(ids)
-        rec["recent"] = ([{"id": i, "reason": reason, "at": utcnow()} for i in ids] + list(rec.get("recent", [])))[:50]
-        self.db.put_record(EVICTIONS, self.namespace, rec, actor=self.actor)
-
-    def _expire(self) -> int:
-        """Delete memories created more than ``retention_days`` ago (oldest keys first)."""
-        if self.retention_days is None:
-            return 0
-        self._swept = time.monotonic()
-        cutoff = time_key((datetime.now(timezone.utc) - timedelta(days=self.retention_days)).isoformat())
-        oldest = self.db.find_nodes(namespace=self.namespace, kind=KIND, order="key", with_content=False, limit=1)
-        if not oldest or oldest[0].key >= cutoff:
-            return 0
-        old: list[str] = []
-        while True:
-            page = self.db.find_nodes(namespace=self.namespace, kind=KIND, order="key", with_content=False,
-                                      offset=len(old), limit=500)
-            expired = [n.id for n in page if n.key < cutoff]
-            old += expired
-            if len(expired) < len(page) or len(page) < 500:
-                break
-        if old:
-            self._purge(old, f"retention {self.retention_days} days")
-            self._record_evictions("expired", old)
-        return len(old)
-
-    def _enforce_limits(self, added: int = 0) -> None:
-        self._expire()
-        if self.max_memory_size is None:
-            return
-        # An exact COUNT costs O(n); keep an estimate and count for real near the cap or every 1000 writes.
-        if (self._count_estimate is None or self._writes_since_count >= 1000
-                or self._count_estimate + added >= 0.9 * self.max_memory_size):
-            self._count_estimate = self.count()
-            self._writes_since_count = 0
-        else:
-            self._count_estimate += added
-            self._writes_since_count += 1
-        excess = self._count_estimate - self.max_memory_size
-        if excess <= 0:
-            return
-        with self._lock:
-            accessed = dict(self._access)
-        # Least recently used first: never-touched (oldest first), then by last access in this process.
-        pool = self.db.find_nodes(namespace=self.namespace, kind=KIND, order="key", with_content=False,
-                                     limit=excess + len(accessed))
-        untouched = [n.id for n in pool if n.id not in accessed]
-        victims = untouched[:excess]
-        if len(victims) < excess:
-            victims += sorted(accessed, key=accessed.__getitem__)[: excess - len(victims)]
-        self._purge(victims, "lru eviction")
-        self._record_evictions("lru", victims)
-        self._count_estimate = None
 
     # --- reports ---------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
