@@ -204,3 +204,26 @@ def test_engine_follows_the_graph_through_clear():
         engine.get_policy("p1")
     engine.add_policy(_policy())
     assert graph.store.get_node("policy:p1") is not None
+
+
+def test_policy_impact_analysis_writes_nothing():
+    graph = ContextGraph()
+    ctx = AgentContext(knowledge_graph=graph, decision_tracking=True)
+    engine = ctx.get_policy_engine()
+    engine.add_policy(_policy(policy_id="lend", category="loan_approval", rules={"min_confidence": 0.7}))
+    hi, mid, low = ctx.record_decisions([
+        dict(category="loan_approval", scenario="a", reasoning="r", outcome="approved", confidence=0.95),
+        dict(category="loan_approval", scenario="b", reasoning="r", outcome="approved", confidence=0.8),
+        dict(category="loan_approval", scenario="c", reasoning="r", outcome="approved", confidence=0.6)])
+    ctx.record_decision(category="other", scenario="d", reasoning="r", outcome="x", confidence=0.1)
+    before = graph.store.change_counter()
+    impact = engine.analyze_policy_impact("lend", {"min_confidence": 0.9})
+    assert impact["decisions_checked"] == 3
+    assert [r["decision_id"] for r in impact["newly_violating"]] == [mid]
+    assert "below the minimum 0.9" in impact["newly_violating"][0]["reasons"][0]
+    assert [r["decision_id"] for r in impact["still_violating"]] == [low]
+    loose = engine.analyze_policy_impact("lend", {"min_confidence": 0.5})
+    assert [r["decision_id"] for r in loose["newly_compliant"]] == [low] and hi not in str(loose)
+    assert graph.store.change_counter() == before
+    with pytest.raises(ValidationError):
+        engine.analyze_policy_impact("lend", {"min_confidance": 0.5})

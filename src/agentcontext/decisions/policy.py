@@ -158,6 +158,16 @@ def validate_rules(rules: Any) -> None:
             raise ValidationError(f"policy rule {key} must be {wants}, got {value!r}", rule=key, value=value)
 
 
+def evaluate_rules(rules: dict[str, Any], decision: Decision) -> list[RuleViolation]:
+    """The rules the decision breaks, each with the reason (empty: compliant)."""
+    out = []
+    for rule, value in rules.items():
+        failed = RULES[rule][2](decision, value)
+        if failed is not None:
+            out.append(RuleViolation(rule, value, failed[0], failed[1]))
+    return out
+
+
 def next_version(version: str) -> str:
     """'1.2' -> '1.3'; '2' -> '3'; anything else gets '.1' appended."""
     m = re.fullmatch(r"(.*?)(\d+)", str(version))
@@ -280,11 +290,7 @@ class PolicyEngine(Bound):
         """Evaluate every rule of the current policy version against the decision and its metadata."""
         d = self._decision(decision)
         policy = self.get_policy(policy_id)
-        violations = []
-        for rule, value in policy.rules.items():
-            failed = RULES[rule][2](d, value)
-            if failed is not None:
-                violations.append(RuleViolation(rule, value, failed[0], failed[1]))
+        violations = evaluate_rules(policy.rules, d)
         excepted = None
         if violations:
             for exc in self.get_exceptions(decision_id=d.decision_id, policy_id=policy_id):
@@ -297,6 +303,27 @@ class PolicyEngine(Bound):
         if stored is not None and stored.kind == DECISION:
             self._link_policy(d.decision_id, policy, {"compliant": result.compliant, "outcome": outcome})
         return result
+
+    def analyze_policy_impact(self, policy_id: str, rules: dict[str, Any]) -> dict[str, Any]:
+        """What proposed rules would change for the recorded decisions the policy applies to (nothing is written)."""
+        validate_rules(rules)
+        policy = self.get_policy(policy_id)
+        tags = None if policy.category in ("*", "global") else [f"category:{policy.category}"]
+        nodes = self.store.find_nodes(namespace=self.namespace, kind=DECISION, tags=tags, order="recorded")
+        newly_violating, newly_compliant, still_violating = [], [], []
+        for node in nodes:
+            d = decision_from_node(node)
+            now, then = evaluate_rules(policy.rules, d), evaluate_rules(rules, d)
+            row = {"decision_id": d.decision_id, "outcome": d.outcome, "reasons": [v.message for v in then]}
+            if then and not now:
+                newly_violating.append(row)
+            elif now and not then:
+                newly_compliant.append({**row, "reasons": [v.message for v in now]})
+            elif now and then:
+                still_violating.append(row)
+        return {"policy_id": policy_id, "current_version": policy.version, "decisions_checked": len(nodes),
+                "newly_violating": newly_violating, "newly_compliant": newly_compliant,
+                "still_violating": still_violating}
 
     def check_all(self, decision: Decision | str) -> dict[str, ComplianceResult]:
         d = self._decision(decision)
