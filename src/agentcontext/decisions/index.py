@@ -8,6 +8,7 @@ filters are masks over one matrix product.
 from __future__ import annotations
 
 import math
+from datetime import datetime
 import threading
 import weakref
 from typing import Any
@@ -19,6 +20,11 @@ from ..workspace import Workspace
 from .common import DECISION, embed_text, epoch
 
 REBUILD_AFTER = 50_000  # more changes than this since the last sync: reload everything
+
+
+def _stored_epoch(value: str | None, default: float) -> float:
+    """Seconds since the epoch of a timestamp as the store writes it (already normalised ISO-8601)."""
+    return datetime.fromisoformat(value).timestamp() if value else default
 
 
 class DecisionIndex:
@@ -97,11 +103,27 @@ class DecisionIndex:
                 for n in nodes]
 
     def _full_rebuild(self) -> None:
-        store = self.ws.store
+        store, emb = self.ws.store, self.ws.embedder
         counter = store.change_counter()
-        nodes = store.find_nodes(namespace=self.namespace, kind=DECISION, order="none", with_content=False)
-        self._reset(0)
-        self._put(self._rows_for(nodes))
+        ids, matrix = store.load_vectors(emb.name, namespace=self.namespace, kind=DECISION)
+        nodes = {n.id: n for n in store.find_nodes(namespace=self.namespace, kind=DECISION, order="none",
+                                                   with_content=False)}
+        self._reset(matrix.shape[1] if ids else 0)
+        rows = [i for i, node_id in enumerate(ids) if node_id in nodes]  # skip any written since the first read
+        n = len(rows)
+        self._grow(n)
+        self.matrix[:n] = matrix[rows]
+        self.alive[:n] = True
+        for k, i in enumerate(rows):
+            node = nodes[ids[i]]
+            self.ids.append(node.id)
+            self.pos[node.id] = k
+            self.cat[k] = self.codes.setdefault(str(node.props.get("category", "")), len(self.codes))
+            self.vfrom[k] = _stored_epoch(node.valid_from, -math.inf)
+            self.vuntil[k] = _stored_epoch(node.valid_until, math.inf)
+        lacking = [node for node_id, node in nodes.items() if node_id not in self.pos]
+        if lacking:  # no vector for this model yet (e.g. a graph loaded from a file): embed them now
+            self._put(self._rows_for(lacking))
         self.counter = counter
 
     def sync(self) -> None:
