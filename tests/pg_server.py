@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 PG_USER = "postgres"
+PREFIX = "actx-pg-"
 
 
 def _bin_dir() -> Path:
@@ -37,14 +38,23 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
 class PgServer:
     """initdb + pg_ctl start on 127.0.0.1:<free port>; ``url(schema)`` names a fresh schema."""
 
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="actx-pg-"))
-        self.data = self.root / "data"
         self.bin = _bin_dir()
         self.as_root = os.geteuid() == 0
+        self._reap_stale()
+        self.root = Path(tempfile.mkdtemp(prefix=PREFIX))
+        (self.root / "owner.pid").write_text(str(os.getpid()))
+        self.data = self.root / "data"
         self.port = 0
         self._counter = itertools.count(1)
         self._running = False
@@ -70,6 +80,26 @@ class PgServer:
             subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER],
                            check=True)
 
+    def _reap_stale(self) -> None:
+        """Stop and delete servers left behind by test sessions that died without tearing down (e.g. SIGKILL)."""
+        for folder in Path(tempfile.gettempdir()).glob(PREFIX + "*"):
+            try:
+                owner = int((folder / "owner.pid").read_text())
+                os.kill(owner, 0)
+                if not _zombie(owner):
+                    continue  # its session still runs
+            except ProcessLookupError:
+                pass
+            except (OSError, ValueError):
+                continue  # not ours to judge (no owner file yet, or not readable)
+            if (folder / "data" / "postmaster.pid").exists():
+                own = folder / "pg" / self.bin.parent.parent.name / "pginstall" / "bin"  # its private copy, if any
+                pg_ctl = str((own if own.is_dir() else self.bin) / "pg_ctl")
+                cmd = [pg_ctl, "-D", str(folder / "data"), "-m", "immediate", "-w", "stop"]
+                subprocess.run(["runuser", "-u", PG_USER, "--", *cmd] if self.as_root else cmd, cwd="/",
+                               capture_output=True, timeout=60)
+            shutil.rmtree(folder, ignore_errors=True)
+
     def _user_can_run(self) -> bool:
         probe = ["runuser", "-u", PG_USER, "--", str(self.bin / "pg_ctl"), "--version"]
         return subprocess.run(probe, cwd="/", capture_output=True).returncode == 0
@@ -85,6 +115,14 @@ class PgServer:
         return done
 
     def start(self) -> "PgServer":
+        try:
+            return self._start()
+        except BaseException:
+            self._running = True  # stop whatever part of it came up, and delete the folder
+            self.stop()
+            raise
+
+    def _start(self) -> "PgServer":
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
                   "--locale-provider=builtin", "--builtin-locale=C.UTF-8", "--no-sync", "--no-instructions")
         for attempt in range(3):  # a free port can be taken between probing and binding
@@ -117,7 +155,8 @@ class PgServer:
         if self._running:
             self._running = False
             try:
-                self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+                if (self.data / "postmaster.pid").exists():
+                    self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
             finally:
                 shutil.rmtree(self.root, ignore_errors=True)
 
