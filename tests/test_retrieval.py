@@ -91,3 +91,26 @@ def test_modes_and_unsupported_entry_points(memory):
         retriever.query_with_reasoning("q", truth_filter=object())
     with pytest.raises(ValidationError):
         retriever.memory_search("q", truth_filter=object())
+
+
+def test_agent_context_links_memories_to_entities_and_expands():
+    from agentcontext import AgentContext, ContextGraph
+
+    ctx = AgentContext(vector_store=VectorStore(backend="inmemory", dimension=384), knowledge_graph=ContextGraph(),
+                       max_expansion_hops=2, hybrid_alpha=0.5)
+    ctx.knowledge_graph.add_node("gpt-4", "model", content="GPT-4, a large language model")
+    ctx.knowledge_graph.add_node("openai", "company", content="OpenAI, an AI lab")
+    ctx.knowledge_graph.add_edge("gpt-4", "openai", "made_by")
+    first = ctx.store("GPT-4 outperforms GPT-3.5 on reasoning benchmarks by 40%", metadata={"entities": ["gpt-4"]})
+    ctx.batch_store([{"content": "Claude is reviewed next quarter", "metadata": {"entities": ["claude"]}}])
+    assert ctx.knowledge_graph.resolve("claude") is not None  # missing entities are created
+    results = ctx.retrieve("reasoning benchmark results", max_results=5)
+    by_id = {r["id"]: r for r in results}
+    assert results[0]["id"] == first
+    gpt = by_id[ctx.knowledge_graph.resolve("gpt-4")]
+    lab = by_id[ctx.knowledge_graph.resolve("openai")]
+    assert gpt["source"] == "graph" and gpt["signals"]["hops"] == 1.0 and lab["signals"]["hops"] == 2.0
+    plain = ctx.retrieve("reasoning benchmark results", max_results=5, use_graph=False)
+    assert all(r["source"] == "memory" for r in plain)
+    assert ctx.forget(memory_id=first) == 1
+    assert ctx.memory.db.edges(src=first) == []  # the memory's mention edges went with it

@@ -6,9 +6,9 @@ truth filter removes unsupported candidates *before* ranking. Graph expansion th
 ``max_expansion_hops`` edges (either direction) from the surviving candidates in the backing
 stores; a node reached at hop ``h`` from a seed of score ``s`` over edges of weight ``w`` gets a
 graph score ``s * w * 0.5 ** (h - 1)``. The final score is ``(1 - hybrid_alpha) * retrieval +
-hybrid_alpha * graph`` (a seed's graph score is its own retrieval score, so ``hybrid_alpha`` only
-decides how far graph-only neighbours rise; 0 = pure vector, 1 = pure graph). Every result names
-the signals that produced it, with their scores.
+hybrid_alpha * graph``, where a candidate's graph score is the larger of its own retrieval score
+and what the graph gives it (so with ``hybrid_alpha`` = 0 the graph changes nothing and with 1 the
+graph alone ranks what it reaches). Every result names the signals that produced it, with scores.
 """
 from __future__ import annotations
 
@@ -139,13 +139,19 @@ class ContextRetriever:
                         nxt[there] = (g, via)
             for nid, (g, via) in nxt.items():
                 seen.add(nid)
-                if nid not in known:
-                    best[nid] = (g, hop, via)
+                best[nid] = (g, hop, via)
             frontier = nxt
             if not frontier:
                 break
         out = []
+        by_id = {c.id: c for c in seeds if c.id}
         for nid, (g, hop, via) in best.items():
+            if nid in known:  # a candidate reached through the graph too: the graph may lift it
+                c = by_id[nid]
+                if g > c.score:
+                    c.signals.update({"graph": g, "hops": float(hop)})
+                    c.score = (1 - self.hybrid_alpha) * c.score + self.hybrid_alpha * g
+                continue
             node = None
             for store in stores:
                 node = store.get_node(nid)

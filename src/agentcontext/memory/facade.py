@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from ..errors import NotFoundError, ValidationError
 from ..retrieval import ContextRetriever
 from ..vector_store import VectorStore
+from .links import entity_ids, link_memories
 from .service import AgentMemory
 
 MEMORY_FILE = "memory.json"
@@ -40,11 +41,23 @@ class MemoryMethods:
     # --- memory ----------------------------------------------------------------------------
     def store(self, content: str | Sequence[Any], metadata: dict[str, Any] | None = None,
               conversation_id: str | None = None, user_id: str | None = None, **kwargs: Any) -> str | dict[str, Any]:
-        return self.memory.store(content, metadata=metadata, conversation_id=conversation_id, user_id=user_id,
-                                 **kwargs)
+        result = self.memory.store(content, metadata=metadata, conversation_id=conversation_id, user_id=user_id,
+                                   **kwargs)
+        if isinstance(result, str):
+            self._link([(result, metadata)])
+        else:
+            self._link([(m["id"], m["metadata"]) for m in map(self.memory.get_memory, result["ids"]) if m])
+        return result
 
     def batch_store(self, items: Sequence[Any], **kwargs: Any) -> list[str]:
-        return self.memory.batch_store(items, **kwargs)
+        ids = self.memory.batch_store(items, **kwargs)
+        self._link([(i, x.get("metadata") if isinstance(x, dict) else None) for i, x in zip(ids, items)])
+        return ids
+
+    def _link(self, items: list[tuple[str, Any]]) -> None:
+        """``graph_expansion``: link memories to the entities their metadata names (see memory/links.py)."""
+        if self.graph_expansion and self.knowledge_graph is not None and any(entity_ids(m) for _, m in items):
+            link_memories(self.memory, self.knowledge_graph, items)
 
     def retrieve(self, query: str, max_results: int = 5, min_score: float = 0.0, use_graph: bool | None = None,
                  conversation_id: str | None = None, user_id: str | None = None,
