@@ -256,7 +256,10 @@ class AgentMemory:
         """Best memories for ``query`` (hybrid: dense + context + BM25 + mentions), best first.
 
         ``conversation_id``/``user_id`` restrict exactly; ``filters``, ``type`` and any other keyword
-        are metadata equality filters. Each result carries ``score`` and the ``signals`` behind it."""
+        are metadata equality filters. Each result carries ``score`` and the ``signals`` behind it.
+        ``score`` = 0.5 x dense + 0.5 x BM25, each relative to the best candidate of that signal
+        (so the top is near 1), + 0.2 when the query names the memory's speaker; ``min_score``
+        applies to it."""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("retrieve needs a non-empty query text")
         if max_results <= 0:
