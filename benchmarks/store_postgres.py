@@ -48,6 +48,14 @@ def measure(store, nodes, edges, vectors, runs: int) -> dict[str, float]:
     for i in range(0, len(nodes), 2000):
         store.put_nodes(nodes[i:i + 2000])
     out["put_nodes (all, 2000 per call)"] = time.perf_counter() - t
+    for n in nodes:
+        n.content += " revised"
+    t = time.perf_counter()
+    for i in range(0, len(nodes), 2000):
+        store.put_nodes(nodes[i:i + 2000])
+    out["put_nodes again, every node changed (new versions)"] = time.perf_counter() - t
+    for n in nodes:
+        n.content = n.content[: -len(" revised")]
     t = time.perf_counter()
     store.put_edges(edges)
     out["put_edges (all, one call)"] = time.perf_counter() - t
