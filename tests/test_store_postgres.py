@@ -208,3 +208,29 @@ def test_agent_memory_on_postgres_ranks_like_sqlite_and_forgets(pg_url, tmp_path
     finally:
         on_pg.close()
         on_sqlite.close()
+
+
+def test_a_lost_connection_is_reopened_outside_transactions(pg, pg_server):
+    import psycopg
+
+    pg.put_nodes([Node(id="a", kind="doc", namespace="ns")])
+
+    def kill_backend() -> None:
+        backend = pg._db.info.backend_pid
+        with psycopg.connect(pg_server.url(None), autocommit=True) as admin:
+            assert admin.execute("SELECT pg_terminate_backend(%s)", (backend,)).fetchone()[0]
+
+    kill_backend()
+    assert pg.get_node("a").version == 1  # a read reconnects
+    kill_backend()
+    pg.put_nodes([Node(id="b", kind="doc", namespace="ns")])  # so does the start of a transaction
+    assert pg.count_nodes("ns") == 2 and pg.load_vectors("m")[0] == []
+    with pytest.raises(psycopg.OperationalError):
+        with pg.transaction():
+            pg.put_nodes([Node(id="c", kind="doc", namespace="ns")])
+            kill_backend()  # mid-transaction: the write is lost and the caller must know
+            pg.put_nodes([Node(id="d", kind="doc", namespace="ns")])
+    assert sorted(pg.get_nodes(["a", "b", "c", "d"])) == ["a", "b"]
+    pg.close()
+    with pytest.raises(psycopg.OperationalError):
+        pg.get_node("a")  # closed on purpose: no silent reconnect

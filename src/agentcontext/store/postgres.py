@@ -17,7 +17,7 @@ import hashlib
 import json
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from ..errors import StoreError, ValidationError
 from ..model import Edge, Node, content_hash, utcnow
@@ -25,6 +25,7 @@ from .pg_sql import SCHEMA, Where, as_list, page, redact, row_to_edge, row_to_no
 from .postgres_ops import EDGE_COLS, EdgeVectorOps  # imports psycopg or names the missing extra
 
 import psycopg  # noqa: E402,I001
+from pgvector.psycopg import register_vector  # noqa: E402
 from psycopg import sql as pgsql  # noqa: E402
 
 NODE_COLS = (
@@ -33,6 +34,7 @@ NODE_COLS = (
 )
 LIGHT_COLS = NODE_COLS.replace(" content,", " '' AS content,")
 _LOCK_CLASS = 0x61637478  # 'actx'
+T = TypeVar("T")
 
 
 class PostgresStore(EdgeVectorOps):
@@ -45,29 +47,48 @@ class PostgresStore(EdgeVectorOps):
         self._lock = threading.RLock()
         self._depth = 0
         self._tx_at = ""
+        self._conninfo = conninfo
+        self._timeout = timeout
+        self._closed = False
+        self._connect()
+        db = self._db
+        self._lock_key = int.from_bytes(
+            hashlib.sha256((self.schema or db.execute("SELECT current_schema()").fetchone()[0]).encode()).digest()[:4],
+            "big", signed=True)
+        self._ensure_vector_extension()
+        register_vector(db)
+        with self.transaction():
+            for statement in SCHEMA:
+                db.execute(statement)
+
+    def _connect(self) -> None:
+        """Open the connection and set the session up (lock timeout, our schema first on the search path)."""
         try:
-            self._db = psycopg.connect(conninfo, autocommit=True, connect_timeout=int(timeout))
+            db = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=int(self._timeout))
         except psycopg.Error as exc:
-            safe = redact(conninfo)
+            safe = redact(self._conninfo)
             raise StoreError(f"cannot connect to the PostgreSQL store at {safe}: {exc}; check that the server "
                              "runs and the URL (user, host, port, database) is right", url=safe) from exc
-        db = self._db
-        db.execute(f"SET lock_timeout = '{int(timeout * 1000)}ms'")
+        db.execute(f"SET lock_timeout = '{int(self._timeout * 1000)}ms'")
         if self.schema:
             with db.transaction():  # concurrent CREATE SCHEMA IF NOT EXISTS can still collide: serialise it
                 db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))
                 db.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(self.schema)))
             db.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(self.schema)))
-        self._lock_key = int.from_bytes(
-            hashlib.sha256((self.schema or db.execute("SELECT current_schema()").fetchone()[0]).encode()).digest()[:4],
-            "big", signed=True)
-        self._ensure_vector_extension()
-        from pgvector.psycopg import register_vector
+        self._db = db
 
-        register_vector(db)
-        with self.transaction():
-            for statement in SCHEMA:
-                db.execute(statement)
+    def _retrying(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` (a read, or the first statement of a transaction); if the connection was lost (server
+        restart, idle timeout, terminated backend) and no transaction is open, reconnect once and run it again."""
+        try:
+            return fn()
+        except psycopg.OperationalError:
+            if self._closed or self._depth or not (self._db.broken or self._db.closed):
+                raise
+        self._db.close()
+        self._connect()
+        register_vector(self._db)
+        return fn()
 
     def _ensure_vector_extension(self) -> None:
         has = "SELECT 1 FROM pg_extension WHERE extname = 'vector'"
@@ -92,31 +113,41 @@ class PostgresStore(EdgeVectorOps):
                 finally:
                     self._depth -= 1
                 return
+            self._retrying(self._begin)
+            self._tx_at = utcnow()  # one transaction, one moment: as_of sees all of it or none
+            self._depth = 1
             try:
-                with self._db.transaction():
-                    try:
-                        self._db.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_CLASS, self._lock_key))
-                    except psycopg.errors.LockNotAvailable as exc:
-                        raise StoreError(f"the store at {self.url} stayed locked too long; another process holds "
-                                         "a long write", url=self.url) from exc
-                    self._tx_at = utcnow()  # one transaction, one moment: as_of sees all of it or none
-                    self._depth = 1
-                    yield
-            finally:
+                yield
+            except BaseException:
                 self._depth = 0
+                if not (self._db.broken or self._db.closed):
+                    self._db.execute("ROLLBACK")
+                raise
+            self._depth = 0
+            self._db.execute("COMMIT")
+
+    def _begin(self) -> None:
+        """BEGIN and take this schema's writer lock, in one round trip."""
+        try:
+            self._db.execute(f"BEGIN; SELECT pg_advisory_xact_lock({_LOCK_CLASS}, {int(self._lock_key)})")
+        except psycopg.errors.LockNotAvailable as exc:
+            self._db.execute("ROLLBACK")
+            raise StoreError(f"the store at {self.url} stayed locked too long; another process holds a long write",
+                             url=self.url) from exc
 
     def _now(self) -> str:
         return self._tx_at if self._depth else utcnow()
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
-            return self._db.execute(sql, params).fetchall()
+            return self._retrying(lambda: self._db.execute(sql, params).fetchall())
 
     def _exec(self, sql: str, params: Sequence[Any] = ()) -> int:
         return self._db.execute(sql, params).rowcount
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._db.close()
 
     def check_integrity(self) -> str:

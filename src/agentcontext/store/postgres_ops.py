@@ -51,16 +51,20 @@ class EdgeVectorOps:
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...  # provided by PostgresStore
 
+    def _retrying(self, fn: Any) -> Any: ...  # provided by PostgresStore
+
     def _log(self, at: str, actor: str, op: str, target: str, namespace: str = "",
              detail: dict | None = None) -> None: ...  # provided by PostgresStore
 
     def _raw_read(self, sql: str, params: Sequence[Any]) -> list[tuple]:
         """Rows with vector columns as raw bytes (binary protocol, no per-row numpy objects)."""
-        with self._lock:
+        def run() -> list[tuple]:
             cur = self._db.cursor(binary=True)
-            oid = self._db.adapters.types["vector"].oid
-            cur.adapters.register_loader(oid, RawVector)
+            cur.adapters.register_loader(self._db.adapters.types["vector"].oid, RawVector)
             return cur.execute(sql, params).fetchall()
+
+        with self._lock:
+            return self._retrying(run)
 
     # --- edges -----------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
