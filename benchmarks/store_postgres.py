@@ -73,6 +73,8 @@ def measure(store, nodes, edges, vectors, runs: int) -> dict[str, float]:
         "text_search x20": lambda: [store.text_search(f"{WORDS[k]} {WORDS[k + 1]}", limit=20) for k in range(20)],
         "load_vectors(all)": lambda: store.load_vectors("bench"),
         "change_counter x200": lambda: [store.change_counter() for _ in range(200)],
+        "append_audit x200 (one transaction each)": lambda: [store.append_audit("bench", "read", f"t{k}", "ok")
+                                                             for k in range(200)],
     }
     for name, fn in cases.items():
         times, _ = timed(fn, runs=runs)
