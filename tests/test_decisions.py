@@ -201,7 +201,10 @@ def test_query_decisions_combines_meaning_keywords_and_causal_neighbours(ctx: Ag
     found = ctx.query_decisions("Kubernetes adoption", max_hops=1, limit=2)
     assert found[0].decision_id == root
     assert child in [d.decision_id for d in found]
-    assert {d.metadata["hops"] for d in found} == {0, 1} or found[1].metadata["hops"] == 0
+    assert all(d.metadata["hops"] in (0, 1) for d in found)
+    assert [d.decision_id for d in ctx.query_decisions("Kubernetes adoption", max_hops=0, limit=1)] == [root]
+    pizza = ctx.query_decisions("pizza", max_hops=1, limit=1, use_hybrid_search=True)
+    assert pizza[0].outcome == "pizza" and pizza[0].metadata["hops"] == 0
 
 
 def test_link_precedent_and_explainability(ctx: AgentContext):
