@@ -26,7 +26,14 @@ class MemoryMethods:
 
     def _init_memory(self, vector_store: Any) -> None:
         if vector_store is None:
-            vector_store = VectorStore()
+            # Memories join the knowledge graph's store when there is one (one graph); otherwise the
+            # default VectorStore: the workspace found like git, or .agentcontext/ created in the cwd.
+            ws = getattr(self.knowledge_graph, "workspace", None)
+            if ws is not None:
+                backend = "inmemory" if str(ws.store.url).endswith(":memory:") else "sqlite"
+                vector_store = VectorStore(backend=backend, workspace=ws)
+            else:
+                vector_store = VectorStore()
         if not isinstance(vector_store, VectorStore):
             raise ValidationError("vector_store must be an agentcontext VectorStore (backend='sqlite', 'inmemory' "
                                   "or 'faiss')", got=type(vector_store).__name__)
