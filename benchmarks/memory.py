@@ -125,6 +125,51 @@ def bench_retrieve(folder: Path, n: int, queries: int) -> dict[str, float]:
             "p95_ms": float(np.percentile(lat, 95))}
 
 
+WORKER = """
+import json, random, sys, time
+from agentcontext import AgentMemory, VectorStore
+home, name, seconds, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+mem = AgentMemory(vector_store=VectorStore(home=home), max_memory_size=10**7)
+words = "amber basil cedar delta ember falcon garnet harbor indigo jasper kestrel lantern meadow".split()
+ids, misses, retrieves, i = [], 0, 0, 0
+deadline = time.monotonic() + seconds
+while time.monotonic() < deadline:
+    text = f"{name} note {i}: " + " ".join(random.Random(f"{name}-{i}").sample(words, 6))
+    mid = mem.store(text, conversation_id=f"conv-{name}", user_id=name)
+    ids.append(mid)
+    misses += mid not in [r["id"] for r in mem.retrieve(text, max_results=5, user_id=name)]
+    retrieves += 1
+    i += 1
+json.dump({"ids": ids, "misses": misses, "retrieves": retrieves}, open(out, "w"))
+"""
+
+
+def bench_concurrency(folder: Path, processes: int, seconds: float) -> dict:
+    """``processes`` processes store and retrieve in one workspace; every stored memory must be found."""
+    import subprocess
+
+    home = folder / "concurrent"
+    VectorStore(home=home).close()
+    script = folder / "worker.py"
+    script.write_text(WORKER)
+    procs = [subprocess.Popen([sys.executable, str(script), str(home), f"w{n}", str(seconds),
+                               str(folder / f"w{n}.json")], stderr=subprocess.PIPE, text=True)
+             for n in range(processes)]
+    errors = [p.communicate()[1] for p in procs]
+    locked = sum("locked" in e.lower() for e in errors)
+    failed = sum(p.returncode != 0 for p in procs)
+    results = [json.loads((folder / f"w{n}.json").read_text()) for n in range(processes) if procs[n].returncode == 0]
+    mem = fresh(folder, "concurrent")
+    ids = [i for r in results for i in r["ids"]]
+    found = sum(mem.get_memory(i) is not None for i in ids)
+    out = {"processes": processes, "seconds": seconds, "stored": len(ids), "found_afterwards": found,
+           "not_top5_right_after_store": sum(r["misses"] for r in results), "locked_errors": locked,
+           "failed_processes": failed, "integrity": mem.db.check_integrity(),
+           "store_retrieve_pairs_per_s": round(sum(r["retrieves"] for r in results) / seconds, 1)}
+    mem.workspace.close()
+    return out
+
+
 def semantica_compare(n: int) -> dict | None:
     try:
         from semantica.context import AgentContext as SAgentContext  # type: ignore
@@ -143,6 +188,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--concurrency-seconds", type=float, default=30.0, help="4-process run length (0 = skip)")
     args = ap.parse_args()
     n_embed, n_supplied, n_retrieve = (1000, 5000, 20000) if args.quick else (10000, 10000, 100000)
     results: dict = {}
@@ -165,6 +211,13 @@ def main() -> None:
         results["retrieve"] = r
         print(f"retrieve at {r['memories']:,} memories: median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms "
               f"(targets 30 / 60 ms; index build {r['index_build_s']:.1f} s once)", flush=True)
+        if args.concurrency_seconds > 0:
+            c = bench_concurrency(folder, 4, args.concurrency_seconds)
+            results["concurrency"] = c
+            print(f"4 processes for {c['seconds']:.0f} s: {c['stored']} stored, {c['found_afterwards']} found "
+                  f"afterwards, {c['locked_errors']} 'database is locked' errors, {c['failed_processes']} failed "
+                  f"processes, integrity {c['integrity']}, {c['store_retrieve_pairs_per_s']} store+retrieve/s",
+                  flush=True)
         sem = semantica_compare(min(n_embed, 2000))
         if sem is None:
             print("semantica is not importable (optional 'compare' extra): no side-by-side ratio this run")

@@ -41,10 +41,11 @@ WORKER = textwrap.dedent("""
         text = f"{name} note {i}: " + " ".join(rng.sample(WORDS, 6))
         mid = mem.store(text, conversation_id=f"conv-{name}", user_id=name)
         ids.append(mid)
-        found = mem.retrieve(text, max_results=5, user_id=name)
-        if mid not in [r["id"] for r in found]:
+        # Visibility, not ranking: every memory of this user comes back when asking for all of them.
+        found = mem.retrieve(text, max_results=10**6, user_id=name)
+        if mid not in [r["id"] for r in found] or len(found) != len(ids):
             misses += 1
-            detail = {"i": i, "mid": mid, "found": [(r["content"], r["score"], r["signals"]) for r in found]}
+            detail = {"i": i, "mid": mid, "returned": len(found), "stored": len(ids)}
         i += 1
     json.dump({"ids": ids, "misses": misses, "detail": detail}, open(out, "w"))
 """)
