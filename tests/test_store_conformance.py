@@ -316,3 +316,12 @@ def test_edge_columns_and_edges_touching(store):
     assert store.edges_touching(["n1"], min_weight=0.5) == [("n1", "n2", "a", 1.0, "ns:a", None, "2030")]
     with pytest.raises(ValidationError):
         store.edges_touching(["n1"], side="both")
+
+
+def test_tags_as_of_are_the_tags_then(store):
+    store.put_nodes([node(1, tags=["old"])])
+    then = store.get_node("n1").recorded_at
+    store.put_nodes([node(1, tags=["new"])])
+    assert [n.id for n in store.find_nodes(tags=["old"], as_of=then)] == ["n1"]
+    assert store.find_nodes(tags=["new"], as_of=then) == []
+    assert [n.id for n in store.find_nodes(tags=["new"])] == ["n1"]

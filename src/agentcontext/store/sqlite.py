@@ -291,7 +291,7 @@ class SQLiteStore:
                 out[node.id] = node
         return out
 
-    def _node_where(self, namespace, kind, key_prefix, keys, tags, valid_at) -> _Where:
+    def _node_where(self, namespace, kind, key_prefix, keys, tags, valid_at, as_of=None) -> _Where:
         where = _Where()
         where.eq_any("n.namespace", _as_list(namespace))
         where.eq_any("n.kind", _as_list(kind))
@@ -299,7 +299,10 @@ class SQLiteStore:
             where.eq_any("n.key", list(keys) or [""])
         if key_prefix:
             where.add("n.key >= ? AND n.key < ?", key_prefix, key_prefix + "\U0010ffff")
-        if tags:
+        if tags and as_of is not None:  # the tags the node had then, from the version row
+            for tag in dict.fromkeys(tags):
+                where.add("EXISTS (SELECT 1 FROM json_each(n.tags) j WHERE j.value = ?)", tag)
+        elif tags:
             tags = list(dict.fromkeys(tags))
             where.add(
                 f"n.id IN (SELECT x.id FROM nodes x JOIN node_tags t ON t.rid = x.rid WHERE t.tag IN "
@@ -313,7 +316,7 @@ class SQLiteStore:
 
     def find_nodes(self, namespace=None, kind=None, key_prefix=None, keys=None, tags=None, valid_at=None,
                    as_of=None, order="key", offset=0, limit=None, with_content=True) -> list[Node]:
-        where = self._node_where(namespace, kind, key_prefix, keys, tags, valid_at)
+        where = self._node_where(namespace, kind, key_prefix, keys, tags, valid_at, as_of)
         if as_of is None:
             where.add("n.retracted_at IS NULL")
         order_sql = {
