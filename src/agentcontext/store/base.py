@@ -132,6 +132,9 @@ class Store(Protocol):
 
     def get_vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]: ...
 
+    def delete_vectors(self, hashes: Sequence[str]) -> int:
+        """Remove the vectors with these text hashes (every model); returns how many rows went."""
+
     def missing_vectors(self, model: str, namespace: str | Sequence[str] | None = None) -> list[tuple[str, str]]:
         """(embed hash, text) of active nodes whose text has no vector for ``model``."""
 
