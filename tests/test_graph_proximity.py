@@ -74,3 +74,23 @@ def test_load_graph_replaces_the_knowledge_graph(tmp_path) -> None:
     stats = ctx.load_graph(str(tmp_path / "company_kg.json"))
     assert stats["node_count"] == 6 and stats["edge_count"] == 4
     assert [n["id"] for n in ctx.knowledge_graph.get_neighbors("FastAPI")] == ["Starlette"]
+
+
+def test_per_call_proximity_weight_overrides_and_never_filters():
+    from agentcontext import AgentContext, ContextGraph, VectorStore
+
+    g = ContextGraph()
+    g.add_node("fastapi", "framework")
+    g.add_node("python", "language")
+    g.add_edge("python", "fastapi", "enables")
+    c = AgentContext(vector_store=VectorStore(backend="inmemory", dimension=384), knowledge_graph=g,
+                     proximity_weight=0.0)
+    for text in ("FastAPI is a Python web framework", "Django is a Python web framework", "I like cats"):
+        c.store(text)
+    plain = c.retrieve("web frameworks", max_results=2)
+    assert len(plain) == 2
+    heavy = c.retrieve("fastapi", max_results=3, proximity_weight=0.9)
+    assert len(heavy) == 3
+    for r in heavy:
+        assert abs(r["combined_score"] - (0.1 * r["semantic_score"] + 0.9 * r["proximity_score"])) < 1e-6
+    assert heavy[0]["content"].startswith("FastAPI")

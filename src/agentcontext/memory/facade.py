@@ -76,14 +76,17 @@ class MemoryMethods:
         if "top_k" in kwargs:
             raise ValidationError("retrieve() takes max_results=, not top_k=")
         expand = (self.knowledge_graph is not None) if use_graph is None else bool(use_graph)
-        results = self.retriever.retrieve(query, max_results=max_results, use_graph_expansion=expand,
+        weight = kwargs.pop("proximity_weight", None)  # a per-call override, never a metadata filter
+        blend = getattr(self, "blend_proximity", None) if self.knowledge_graph is not None else None
+        w = self.proximity_weight if weight is None else float(weight)
+        pool = max_results * 3 if blend is not None and w > 0 else max_results  # room to re-rank
+        results = self.retriever.retrieve(query, max_results=pool, use_graph_expansion=expand,
                                           min_relevance_score=min_score, conversation_id=conversation_id,
                                           user_id=user_id, filters=filters, **kwargs)
         out = [r.to_dict() for r in results]
-        blend = getattr(self, "blend_proximity", None)
-        if blend is not None and self.knowledge_graph is not None and out:
-            out = blend(out, query)
-        return out
+        if blend is not None and out:
+            out = blend(out, query, proximity_weight=w)
+        return out[:max_results]
 
     def forget(self, memory_id: str | None = None, conversation_id: str | None = None,
                days_old: int | float | None = None, user_id: str | None = None) -> int:
