@@ -5,13 +5,11 @@ Timestamps stay sortable ISO-8601 text, as in SQLite, so ``as_of`` compares the 
 """
 from __future__ import annotations
 
-import json
 import re
-from typing import Any, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..model import Edge, Node
 from ..text import STOPWORDS
+from .rows import Where
 
 T = 'TEXT COLLATE "C"'
 # Split what the default parser would keep whole (hosts, paths, selectors like design.agents, tags like
@@ -87,29 +85,6 @@ def ts_query(text: str) -> str:
     return " | ".join("'" + w + "'" for w in dict.fromkeys(words))
 
 
-def as_list(value: str | Sequence[str] | None) -> list[str] | None:
-    if value is None:
-        return None
-    return [value] if isinstance(value, str) else list(value)
-
-
-def row_to_node(row: tuple) -> Node:
-    return Node(
-        id=row[0], kind=row[1], namespace=row[2], key=row[3], title=row[4], summary=row[5],
-        content=row[6], props=json.loads(row[7]) if row[7] else {}, tags=list(row[8] or []),
-        valid_from=row[9], valid_until=row[10], recorded_at=row[11], retracted_at=row[12],
-        version=row[13], content_hash=row[14], created_by=row[15] or "", embed_hash=row[16], tokens=row[17],
-    )
-
-
-def row_to_edge(row: tuple) -> Edge:
-    return Edge(
-        src=row[0], type=row[1], dst=row[2], namespace=row[3], weight=row[4],
-        props=json.loads(row[5]) if row[5] else {}, valid_from=row[6], valid_until=row[7],
-        recorded_at=row[8], retracted_at=row[9], position=row[10],
-    )
-
-
 def page(limit: int | None, offset: int) -> str:
     return (f" LIMIT {int(limit)}" if limit is not None else "") + (f" OFFSET {int(offset)}" if offset else "")
 
@@ -131,12 +106,8 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)))
 
 
-class Where:
-    """Collects SQL conditions and their parameters (``= ANY(array)`` needs no chunking)."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.params: list[Any] = []
+class PgWhere(Where):
+    """``= ANY(array)`` needs no chunking."""
 
     def eq_any(self, column: str, values: list[str] | None) -> None:
         if values is None:
@@ -147,10 +118,3 @@ class Where:
         else:
             self.parts.append(f"{column} = ANY(%s)")
             self.params.append(values)
-
-    def add(self, sql: str, *params: Any) -> None:
-        self.parts.append(sql)
-        self.params.extend(params)
-
-    def sql(self) -> str:
-        return (" WHERE " + " AND ".join(self.parts)) if self.parts else ""

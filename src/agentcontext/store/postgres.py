@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from ..errors import StoreError, ValidationError
 from ..model import Edge, Node, content_hash, utcnow
-from .pg_sql import SCHEMA, Where, as_list, page, redact, row_to_edge, row_to_node, split_url
+from .pg_sql import SCHEMA, PgWhere, page, redact, split_url
+from .rows import as_list, row_to_edge, row_to_node
 from .postgres_ops import EDGE_COLS, EdgeVectorOps  # imports psycopg or names the missing extra
 
 import psycopg  # noqa: E402,I001
@@ -224,7 +225,7 @@ class PostgresStore(EdgeVectorOps):
                                     "VALUES (%s,%s,%s,%s,%s,%s)", logs)
         return versions
 
-    def _select_nodes(self, where: Where, as_of: str | None, with_content: bool = True,
+    def _select_nodes(self, where: PgWhere, as_of: str | None, with_content: bool = True,
                       order: str = "", limit: int | None = None, offset: int = 0) -> list[Node]:
         cols = NODE_COLS if with_content else LIGHT_COLS
         if as_of is None:
@@ -247,14 +248,14 @@ class PostgresStore(EdgeVectorOps):
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
-        where = Where()
+        where = PgWhere()
         where.add("n.id = ANY(%s)", ids)
         if as_of is None:
             where.add("n.retracted_at IS NULL")
         return {node.id: node for node in self._select_nodes(where, as_of)}
 
-    def _node_where(self, namespace, kind, key_prefix, keys, tags, valid_at) -> Where:
-        where = Where()
+    def _node_where(self, namespace, kind, key_prefix, keys, tags, valid_at) -> PgWhere:
+        where = PgWhere()
         where.eq_any("n.namespace", as_list(namespace))
         where.eq_any("n.kind", as_list(kind))
         if keys is not None:
@@ -287,7 +288,7 @@ class PostgresStore(EdgeVectorOps):
     def node_index(self, namespace, as_of: str | None = None) -> list[tuple]:
         """Light rows (id, key, kind, title, summary, version, content_hash, tokens) of active nodes, by key."""
         cols = "id, key, kind, title, summary, version, content_hash, tokens"
-        where = Where()
+        where = PgWhere()
         where.eq_any("n.namespace", as_list(namespace))
         where.add("n.retracted_at IS NULL")
         if as_of is None:
@@ -382,7 +383,7 @@ class PostgresStore(EdgeVectorOps):
         return found[0] if found else None
 
     def tombstones(self, namespace: str | None = None, ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        where = Where()
+        where = PgWhere()
         where.eq_any("namespace", as_list(namespace))
         where.eq_any("id", as_list(ids))
         rows = self._read(f"SELECT id, namespace, kind, purged_at, reason, actor FROM tombstones{where.sql()} "
@@ -397,7 +398,7 @@ class PostgresStore(EdgeVectorOps):
     # --- graph engine helpers (the same extras SQLiteStore offers graph/) ------------------
     def node_ids(self, namespace=None, include_retracted: bool = False) -> list[str]:
         """Ids of the nodes in ``namespace`` (active only unless ``include_retracted``), in insertion order."""
-        where = Where()
+        where = PgWhere()
         where.eq_any("namespace", as_list(namespace))
         if not include_retracted:
             where.add("retracted_at IS NULL")
@@ -418,7 +419,7 @@ class PostgresStore(EdgeVectorOps):
 
     def edge_history(self, namespace=None) -> list[Edge]:
         """Every edge interval, retracted ones included, in the order the store recorded them."""
-        where = Where()
+        where = PgWhere()
         where.eq_any("namespace", as_list(namespace))
         rows = self._read(f"SELECT {EDGE_COLS} FROM edges{where.sql()} ORDER BY recorded_at, rid", where.params)
         return [row_to_edge(r) for r in rows]

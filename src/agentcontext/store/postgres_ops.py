@@ -12,7 +12,8 @@ import numpy as np
 from ..errors import DependencyMissingError, ValidationError
 from ..model import Change, Edge
 from .base import Adjacency
-from .pg_sql import RANK_WEIGHTS, Where, as_list, page, row_to_edge, ts_query
+from .pg_sql import RANK_WEIGHTS, PgWhere, page, ts_query
+from .rows import as_list, row_to_edge
 
 try:
     import psycopg
@@ -114,8 +115,8 @@ class EdgeVectorOps:
                 self._log(at, actor, "edges.retract", "*", "", {"count": count})
         return count
 
-    def _edge_where(self, src, dst, type, namespace, as_of, valid_at, min_weight) -> Where:
-        where = Where()
+    def _edge_where(self, src, dst, type, namespace, as_of, valid_at, min_weight) -> PgWhere:
+        where = PgWhere()
         where.eq_any("src", as_list(src))
         where.eq_any("dst", as_list(dst))
         where.eq_any("type", as_list(type))
@@ -141,7 +142,7 @@ class EdgeVectorOps:
     def edge_columns(self, namespace=None) -> list[tuple]:
         """Every active edge as (src, dst, type, weight, position, valid_from, valid_until) in no particular
         order: one scan, no sort, for engines that order rows themselves."""
-        where = Where()
+        where = PgWhere()
         where.add("retracted_at IS NULL")
         where.eq_any("namespace", as_list(namespace))
         return self._read(f"SELECT src, dst, type, weight, position, valid_from, valid_until FROM edges{where.sql()}",
@@ -178,7 +179,7 @@ class EdgeVectorOps:
         match = ts_query(query)
         if not match:
             return []
-        where = Where()
+        where = PgWhere()
         where.add("n.tsv @@ q.q")
         where.eq_any("n.namespace", as_list(namespace))
         where.eq_any("n.kind", as_list(kind))
@@ -220,7 +221,7 @@ class EdgeVectorOps:
         return {h: decode_vectors([raw])[0] for h, raw in rows}
 
     def missing_vectors(self, model: str, namespace=None) -> list[tuple[str, str]]:
-        where = Where()
+        where = PgWhere()
         where.add("n.embed_hash IS NOT NULL AND n.retracted_at IS NULL")
         where.eq_any("n.namespace", as_list(namespace))
         where.add("NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = n.embed_hash AND v.model = %s)", model)
@@ -229,7 +230,7 @@ class EdgeVectorOps:
         return [(h, t) for h, t in rows]
 
     def load_vectors(self, model: str, namespace=None, kind=None) -> tuple[list[str], np.ndarray]:
-        where = Where()
+        where = PgWhere()
         where.add("n.retracted_at IS NULL AND v.model = %s", model)
         where.eq_any("n.namespace", as_list(namespace))
         where.eq_any("n.kind", as_list(kind))
@@ -279,7 +280,7 @@ class EdgeVectorOps:
                 (self._now(), principal, action, target, outcome, json.dumps(detail or {}, default=str)))
 
     def audit(self, principal: str | None = None, since: str | None = None, limit: int | None = None) -> list[dict]:
-        where = Where()
+        where = PgWhere()
         if principal:
             where.add("principal = %s", principal)
         if since:

@@ -10,12 +10,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-import numpy as np
 
 from ..errors import StoreError, ValidationError
-from ..model import Change, Edge, Node, content_hash, utcnow
-from .base import Adjacency
-from .sql import SCHEMA, fts_query
+from ..model import Edge, Node, content_hash, utcnow
+from .rows import as_list, row_to_edge, row_to_node
+from .sql import SCHEMA
+from .sqlite_ops import EDGE_COLS, SQLiteOps, SqlWhere, chunks
 
 NODE_COLS = (
     "id, kind, namespace, key, title, summary, content, props, tags, valid_from, valid_until, "
@@ -25,64 +25,9 @@ LIGHT_COLS = (
     "id, kind, namespace, key, title, summary, '' AS content, props, tags, valid_from, valid_until, "
     "recorded_at, retracted_at, version, content_hash, created_by, embed_hash, tokens"
 )
-EDGE_COLS = "src, type, dst, namespace, weight, props, valid_from, valid_until, recorded_at, retracted_at, position"
-CHUNK = 900  # stay below SQLite's host-parameter limit
 
 
-def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-def _as_list(value: str | Sequence[str] | None) -> list[str] | None:
-    if value is None:
-        return None
-    return [value] if isinstance(value, str) else list(value)
-
-
-def _row_to_node(row: sqlite3.Row | tuple) -> Node:
-    node = Node(
-        id=row[0], kind=row[1], namespace=row[2], key=row[3], title=row[4], summary=row[5],
-        content=row[6], props=json.loads(row[7]) if row[7] else {}, tags=json.loads(row[8]) if row[8] else [],
-        valid_from=row[9], valid_until=row[10], recorded_at=row[11], retracted_at=row[12],
-        version=row[13], content_hash=row[14], created_by=row[15] or "", embed_hash=row[16], tokens=row[17],
-    )
-    return node
-
-
-def _row_to_edge(row: tuple) -> Edge:
-    return Edge(
-        src=row[0], type=row[1], dst=row[2], namespace=row[3], weight=row[4],
-        props=json.loads(row[5]) if row[5] else {}, valid_from=row[6], valid_until=row[7],
-        recorded_at=row[8], retracted_at=row[9], position=row[10],
-    )
-
-
-class _Where:
-    """Collects SQL conditions and their parameters."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.params: list[Any] = []
-
-    def eq_any(self, column: str, values: list[str] | None) -> None:
-        if values is None:
-            return
-        if len(values) == 1:
-            self.parts.append(f"{column} = ?")
-        else:
-            self.parts.append(f"{column} IN ({','.join('?' * len(values))})")
-        self.params.extend(values)
-
-    def add(self, sql: str, *params: Any) -> None:
-        self.parts.append(sql)
-        self.params.extend(params)
-
-    def sql(self) -> str:
-        return (" WHERE " + " AND ".join(self.parts)) if self.parts else ""
-
-
-class SQLiteStore:
+class SQLiteStore(SQLiteOps):
     """The embedded default store. Safe to share between threads and processes."""
 
     def __init__(self, path: str | Path, timeout: float = 60.0) -> None:
@@ -179,7 +124,7 @@ class SQLiteStore:
         versions: list[int] = []
         with self.transaction():
             existing: dict[str, tuple] = {}
-            for chunk in _chunks(ids):
+            for chunk in chunks(ids):
                 for row in self._db.execute(
                     f"SELECT id, rid, version, content_hash, retracted_at, embed_hash, recorded_at, created_by "
                     f"FROM nodes WHERE id IN ({','.join('?' * len(chunk))})", chunk,
@@ -215,7 +160,7 @@ class SQLiteStore:
             text_of = {vr[0]: vr[-1] for vr in version_rows}
             if updates:
                 rids = [existing[r[0]][1] for r in updates]
-                for chunk in _chunks(rids):
+                for chunk in chunks(rids):
                     marks_c = ",".join("?" * len(chunk))
                     self._db.execute(f"DELETE FROM fts WHERE rowid IN ({marks_c})", chunk)
                     self._db.execute(f"DELETE FROM node_tags WHERE rid IN ({marks_c})", chunk)
@@ -233,7 +178,7 @@ class SQLiteStore:
                 self._db.executemany(f"INSERT INTO node_versions({cols}) VALUES ({marks})", version_rows)
                 changed = [r[0] for r in version_rows]
                 rid_of: dict[str, int] = {}
-                for chunk in _chunks(changed):
+                for chunk in chunks(changed):
                     for nid, rid in self._db.execute(
                         f"SELECT id, rid FROM nodes WHERE id IN ({','.join('?' * len(chunk))})", chunk
                     ):
@@ -252,7 +197,7 @@ class SQLiteStore:
                 )
         return versions
 
-    def _select_nodes(self, where: _Where, as_of: str | None, with_content: bool = True,
+    def _select_nodes(self, where: SqlWhere, as_of: str | None, with_content: bool = True,
                       order: str = "", limit: int | None = None, offset: int = 0) -> list[Node]:
         cols = NODE_COLS if with_content else LIGHT_COLS
         page = ""
@@ -262,7 +207,7 @@ class SQLiteStore:
             page = f" LIMIT -1 OFFSET {int(offset)}"
         if as_of is None:
             sql = f"SELECT {cols} FROM nodes n{where.sql()}{order}{page}"
-            return [_row_to_node(r) for r in self._read(sql, where.params)]
+            return [row_to_node(r) for r in self._read(sql, where.params)]
         # The graph as it stood at as_of: the latest version recorded by then, unless retracted.
         inner = (
             f"SELECT {cols} FROM node_versions v WHERE v.recorded_at <= ? AND v.version = "
@@ -270,20 +215,20 @@ class SQLiteStore:
         )
         live = (" AND " if where.parts else " WHERE ") + "n.retracted_at IS NULL"
         sql = f"SELECT * FROM ({inner}) n{where.sql()}{live}{order}{page}"
-        return [_row_to_node(r) for r in self._read(sql, [as_of, as_of, *where.params])]
+        return [row_to_node(r) for r in self._read(sql, [as_of, as_of, *where.params])]
 
     def get_node(self, id: str, as_of: str | None = None, include_retracted: bool = False) -> Node | None:
         if as_of is None and include_retracted:
             rows = self._read(f"SELECT {NODE_COLS} FROM nodes WHERE id = ?", (id,))
-            return _row_to_node(rows[0]) if rows else None
+            return row_to_node(rows[0]) if rows else None
         found = self.get_nodes([id], as_of=as_of)
         return found.get(id)
 
     def get_nodes(self, ids: Iterable[str], as_of: str | None = None) -> dict[str, Node]:
         ids = list(dict.fromkeys(ids))
         out: dict[str, Node] = {}
-        for chunk in _chunks(ids):
-            where = _Where()
+        for chunk in chunks(ids):
+            where = SqlWhere()
             where.eq_any("n.id", list(chunk))
             if as_of is None:
                 where.add("n.retracted_at IS NULL")
@@ -291,10 +236,10 @@ class SQLiteStore:
                 out[node.id] = node
         return out
 
-    def _node_where(self, namespace, kind, key_prefix, keys, tags, valid_at, as_of=None) -> _Where:
-        where = _Where()
-        where.eq_any("n.namespace", _as_list(namespace))
-        where.eq_any("n.kind", _as_list(kind))
+    def _node_where(self, namespace, kind, key_prefix, keys, tags, valid_at, as_of=None) -> SqlWhere:
+        where = SqlWhere()
+        where.eq_any("n.namespace", as_list(namespace))
+        where.eq_any("n.kind", as_list(kind))
         if keys is not None:
             where.eq_any("n.key", list(keys) or [""])
         if key_prefix:
@@ -333,8 +278,8 @@ class SQLiteStore:
     def node_index(self, namespace, as_of: str | None = None) -> list[tuple]:
         """Light rows (id, key, kind, title, summary, version, content_hash, tokens) of active nodes, by key."""
         cols = "id, key, kind, title, summary, version, content_hash, tokens"
-        where = _Where()
-        where.eq_any("n.namespace", _as_list(namespace))
+        where = SqlWhere()
+        where.eq_any("n.namespace", as_list(namespace))
         if as_of is None:
             where.add("n.retracted_at IS NULL")
             return self._read(f"SELECT {cols} FROM nodes n{where.sql()} ORDER BY n.key, n.id", where.params)
@@ -347,7 +292,7 @@ class SQLiteStore:
     def get_contents(self, ids: Sequence[str], as_of: str | None = None) -> dict[str, str]:
         """The content of each node (as it stood at ``as_of``), without decoding anything else."""
         out: dict[str, str] = {}
-        for chunk in _chunks(list(dict.fromkeys(ids))):
+        for chunk in chunks(list(dict.fromkeys(ids))):
             marks = ",".join("?" * len(chunk))
             if as_of is None:
                 rows = self._read(f"SELECT id, content FROM nodes WHERE id IN ({marks})", chunk)
@@ -372,18 +317,18 @@ class SQLiteStore:
 
     def node_versions(self, id: str) -> list[Node]:
         rows = self._read(f"SELECT {NODE_COLS} FROM node_versions WHERE id = ? ORDER BY version", (id,))
-        return [_row_to_node(r) for r in rows]
+        return [row_to_node(r) for r in rows]
 
     def node_version(self, id: str, version: int) -> Node | None:
         rows = self._read(f"SELECT {NODE_COLS} FROM node_versions WHERE id = ? AND version = ?", (id, version))
-        return _row_to_node(rows[0]) if rows else None
+        return row_to_node(rows[0]) if rows else None
 
     def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None,
                       edges: str = "both") -> int:
         at = at or self._now()
         count = 0
         with self.transaction():
-            for chunk in _chunks(list(ids)):
+            for chunk in chunks(list(ids)):
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(
                     f"SELECT id, rid, namespace FROM nodes WHERE id IN ({marks}) AND retracted_at IS NULL", chunk
@@ -421,7 +366,7 @@ class SQLiteStore:
         at = at or self._now()
         totals = {"nodes": 0, "versions": 0, "edges": 0, "vectors": 0}
         with self.transaction():
-            for chunk in _chunks(list(ids), 400):
+            for chunk in chunks(list(ids), 400):
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(
                     f"SELECT id, rid, namespace, kind FROM nodes WHERE id IN ({marks})", chunk
@@ -459,8 +404,8 @@ class SQLiteStore:
         return {"id": r[0], "namespace": r[1], "kind": r[2], "purged_at": r[3], "reason": r[4], "actor": r[5]}
 
     def tombstones(self, namespace: str | None = None) -> list[dict[str, Any]]:
-        where = _Where()
-        where.eq_any("namespace", _as_list(namespace))
+        where = SqlWhere()
+        where.eq_any("namespace", as_list(namespace))
         rows = self._read(f"SELECT id, namespace, kind, purged_at, reason, actor FROM tombstones{where.sql()} "
                           "ORDER BY purged_at, id", where.params)
         return [{"id": r[0], "namespace": r[1], "kind": r[2], "purged_at": r[3], "reason": r[4], "actor": r[5]}
@@ -473,8 +418,8 @@ class SQLiteStore:
     # --- graph engine helpers (additive; used by graph/ for caches and persistence) --------
     def node_ids(self, namespace=None, include_retracted: bool = False) -> list[str]:
         """Ids of the nodes in ``namespace`` (active only unless ``include_retracted``), in rid order."""
-        where = _Where()
-        where.eq_any("namespace", _as_list(namespace))
+        where = SqlWhere()
+        where.eq_any("namespace", as_list(namespace))
         if not include_retracted:
             where.add("retracted_at IS NULL")
         return [r[0] for r in self._read(f"SELECT id FROM nodes{where.sql()} ORDER BY rid", where.params)]
@@ -483,7 +428,7 @@ class SQLiteStore:
         """(kind, content, props) of active nodes by id: the lean read traversal results need."""
         out: dict[str, tuple[str, str, dict[str, Any]]] = {}
         loads = json.loads
-        for chunk in _chunks(list(ids)):
+        for chunk in chunks(list(ids)):
             for nid, kind, content, props in self._read(
                     f"SELECT id, kind, content, props FROM nodes WHERE id IN ({','.join('?' * len(chunk))}) "
                     "AND retracted_at IS NULL", chunk):
@@ -498,9 +443,9 @@ class SQLiteStore:
         if side not in ("src", "dst"):
             raise ValidationError("side must be src or dst", side=side)
         out: list[tuple] = []
-        for chunk in _chunks(list(ids)):
+        for chunk in chunks(list(ids)):
             where = self._edge_where(chunk if side == "src" else None, chunk if side == "dst" else None,
-                                     _as_list(types), None, None, None, min_weight)
+                                     as_list(types), None, None, None, min_weight)
             out.extend(self._read(f"SELECT src, dst, type, weight, namespace, valid_from, valid_until, position "
                                   f"FROM edges{where.sql()}", where.params))
         out.sort(key=lambda r: (r[0], r[7], r[1], r[2]))
@@ -509,9 +454,9 @@ class SQLiteStore:
     def edge_columns(self, namespace=None) -> list[tuple]:
         """Every active edge as (src, dst, type, weight, position, valid_from, valid_until) in no particular
         order: one table scan, no sort; about twice as fast as ``adjacency()`` for engines that order rows."""
-        where = _Where()
+        where = SqlWhere()
         where.add("retracted_at IS NULL")
-        where.eq_any("namespace", _as_list(namespace))
+        where.eq_any("namespace", as_list(namespace))
         return self._read("SELECT src, dst, type, weight, position, valid_from, valid_until FROM edges NOT INDEXED"
                           f"{where.sql()}", where.params)
 
@@ -523,10 +468,10 @@ class SQLiteStore:
 
     def edge_history(self, namespace=None) -> list[Edge]:
         """Every edge interval, retracted ones included, in the order the store recorded them."""
-        where = _Where()
-        where.eq_any("namespace", _as_list(namespace))
+        where = SqlWhere()
+        where.eq_any("namespace", as_list(namespace))
         rows = self._read(f"SELECT {EDGE_COLS} FROM edges{where.sql()} ORDER BY recorded_at, rowid", where.params)
-        return [_row_to_edge(r) for r in rows]
+        return [row_to_edge(r) for r in rows]
 
     def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
         """Restore tombstones (from a saved graph); existing ones with the same id are replaced."""
@@ -538,234 +483,3 @@ class SQLiteStore:
             if rows:
                 self._log(self._now(), "", "tombstones.put", "*", "", {"count": len(rows)})
         return len(rows)
-
-    # --- edges -----------------------------------------------------------------------------
-    def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
-        at = at or self._now()
-        new = 0
-        with self.transaction():
-            keyed = {e.id: e for e in edges}
-            ids = list(keyed)
-            current: dict[str, tuple] = {}
-            for chunk in _chunks(ids):
-                for row in self._db.execute(
-                    f"SELECT eid, weight, props, valid_from, valid_until, position, namespace FROM edges "
-                    f"WHERE retracted_at IS NULL AND eid IN ({','.join('?' * len(chunk))})", chunk,
-                ):
-                    current[row[0]] = row
-            inserts, retire = [], []
-            for eid, e in keyed.items():
-                props = json.dumps(e.props, sort_keys=True, default=str)
-                old = current.get(eid)
-                if old and (old[1], old[2], old[3], old[4], old[5], old[6]) == (
-                        e.weight, props, e.valid_from, e.valid_until, e.position, e.namespace):
-                    e.recorded_at = None
-                    continue
-                if old:
-                    retire.append(eid)
-                else:
-                    new += 1
-                e.recorded_at = at
-                inserts.append((eid, e.src, e.type, e.dst, e.namespace, e.weight, props, e.valid_from,
-                                e.valid_until, at, None, e.position))
-            for chunk in _chunks(retire):
-                self._db.execute(
-                    f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND eid IN "
-                    f"({','.join('?' * len(chunk))})", [at, *chunk])
-            inserts.sort(key=lambda row: row[0])  # eid order: the live-eid index fills in order (~40% faster bulk)
-            self._db.executemany(f"INSERT INTO edges(eid, {EDGE_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", inserts)
-            if inserts:
-                namespaces = sorted({row[4] for row in inserts})
-                self._log(at, actor, "edges.put", namespaces[0] if len(namespaces) == 1 else "*",
-                          namespaces[0] if len(namespaces) == 1 else "",
-                          {"count": len(inserts), "new": new, "namespaces": namespaces[:20]})
-        return new
-
-    def retract_edges(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int:
-        at = at or self._now()
-        count = 0
-        with self.transaction():
-            for chunk in _chunks(list(ids)):
-                count += self._db.execute(
-                    f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND eid IN "
-                    f"({','.join('?' * len(chunk))})", [at, *chunk]).rowcount
-            if count:
-                self._log(at, actor, "edges.retract", "*", "", {"count": count})
-        return count
-
-    def _edge_where(self, src, dst, type, namespace, as_of, valid_at, min_weight) -> _Where:
-        where = _Where()
-        where.eq_any("src", _as_list(src))
-        where.eq_any("dst", _as_list(dst))
-        where.eq_any("type", _as_list(type))
-        where.eq_any("namespace", _as_list(namespace))
-        if as_of is None:
-            where.add("retracted_at IS NULL")
-        else:
-            where.add("recorded_at <= ? AND (retracted_at IS NULL OR retracted_at > ?)", as_of, as_of)
-        if valid_at:
-            where.add("(valid_from IS NULL OR valid_from <= ?) AND (valid_until IS NULL OR valid_until > ?)",
-                      valid_at, valid_at)
-        if min_weight is not None:
-            where.add("weight >= ?", min_weight)
-        return where
-
-    def edges(self, src=None, dst=None, type=None, namespace=None, as_of=None, valid_at=None,
-              min_weight=None, offset=0, limit=None) -> list[Edge]:
-        srcs, dsts = _as_list(src), _as_list(dst)
-        if (srcs is not None and len(srcs) > CHUNK) or (dsts is not None and len(dsts) > CHUNK):
-            out: list[Edge] = []
-            big_src = srcs is not None and len(srcs) > CHUNK
-            for chunk in _chunks(srcs if big_src else dsts):
-                out.extend(self.edges(chunk if big_src else srcs, dsts if big_src else chunk, type, namespace,
-                                      as_of, valid_at, min_weight))
-            out.sort(key=lambda e: (e.src, e.position, e.dst, e.type))
-            return out[offset: None if limit is None else offset + limit]
-        where = self._edge_where(srcs, dsts, type, namespace, as_of, valid_at, min_weight)
-        page = f" LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else (
-            f" LIMIT -1 OFFSET {int(offset)}" if offset else "")
-        rows = self._read(f"SELECT {EDGE_COLS} FROM edges{where.sql()} ORDER BY src, position, dst, type{page}",
-                          where.params)
-        return [_row_to_edge(r) for r in rows]
-
-    def count_edges(self, namespace=None, type=None) -> int:
-        where = self._edge_where(None, None, type, namespace, None, None, None)
-        return self._read(f"SELECT count(*) FROM edges{where.sql()}", where.params)[0][0]
-
-    def count_edges_by_type(self, namespace=None) -> dict[str, int]:
-        where = self._edge_where(None, None, None, namespace, None, None, None)
-        return {t: c for t, c in self._read(f"SELECT type, count(*) FROM edges{where.sql()} GROUP BY type",
-                                            where.params)}
-
-    def adjacency(self, namespace=None, types=None, as_of=None, valid_at=None) -> Adjacency:
-        where = self._edge_where(None, None, types, namespace, as_of, valid_at, None)
-        return self._read(f"SELECT src, dst, type, weight, position FROM edges{where.sql()} "
-                          "ORDER BY src, position, dst", where.params)
-
-    # --- text index ------------------------------------------------------------------------
-    def text_search(self, query: str, namespace=None, kind=None, limit: int = 50) -> list[tuple[str, float]]:
-        match = fts_query(query)
-        if not match:
-            return []
-        where = _Where()
-        where.add("fts MATCH ?", match)
-        where.eq_any("n.namespace", _as_list(namespace))
-        where.eq_any("n.kind", _as_list(kind))
-        where.add("n.retracted_at IS NULL")
-        sql = (
-            "SELECT n.id, -bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0) AS score FROM fts JOIN nodes n ON n.rid = fts.rowid"
-            f"{where.sql()} ORDER BY bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0) LIMIT {int(limit)}"
-        )
-        return [(r[0], float(r[1])) for r in self._read(sql, where.params)]
-
-    # --- vectors ---------------------------------------------------------------------------
-    def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
-        rows = []
-        for h, vec in vectors.items():
-            arr = np.asarray(vec, dtype=np.float32)
-            rows.append((h, model, int(arr.shape[0]), arr.tobytes()))
-        with self.transaction():
-            self._db.executemany("INSERT OR REPLACE INTO vectors(hash, model, dim, vector) VALUES (?,?,?,?)", rows)
-            if rows:
-                self._log(self._now(), "", "vectors.put", model, "", {"count": len(rows)})
-        return len(rows)
-
-    def delete_vectors(self, hashes: Sequence[str]) -> int:
-        count = 0
-        with self.transaction():
-            for chunk in _chunks(list(dict.fromkeys(hashes))):
-                count += self._db.execute(
-                    f"DELETE FROM vectors WHERE hash IN ({','.join('?' * len(chunk))})", chunk).rowcount
-            if count:
-                self._log(self._now(), "", "vectors.delete", "*", "", {"count": count})
-        return count
-
-    def get_vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        for chunk in _chunks(list(hashes)):
-            for h, blob in self._read(
-                f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({','.join('?' * len(chunk))})",
-                [model, *chunk],
-            ):
-                out[h] = np.frombuffer(blob, dtype=np.float32)
-        return out
-
-    def missing_vectors(self, model: str, namespace=None) -> list[tuple[str, str]]:
-        where = _Where()
-        where.add("n.embed_hash IS NOT NULL AND n.retracted_at IS NULL")
-        where.eq_any("n.namespace", _as_list(namespace))
-        where.add("NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = n.embed_hash AND v.model = ?)", model)
-        rows = self._read(f"SELECT n.embed_hash, min(n.embed_text) FROM nodes n{where.sql()} GROUP BY n.embed_hash",
-                          where.params)
-        return [(h, t) for h, t in rows]
-
-    def load_vectors(self, model: str, namespace=None, kind=None) -> tuple[list[str], np.ndarray]:
-        where = _Where()
-        where.add("n.retracted_at IS NULL AND v.model = ?", model)
-        where.eq_any("n.namespace", _as_list(namespace))
-        where.eq_any("n.kind", _as_list(kind))
-        rows = self._read(
-            f"SELECT n.id, v.dim, v.vector FROM nodes n JOIN vectors v ON v.hash = n.embed_hash{where.sql()} "
-            "ORDER BY n.rid", where.params)
-        if not rows:
-            return [], np.zeros((0, 0), dtype=np.float32)
-        dims = {r[1] for r in rows}
-        if len(dims) != 1:
-            raise ValidationError(f"vectors of model {model!r} have mixed dimensions {sorted(dims)}; reindex")
-        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dims.pop())
-        return [r[0] for r in rows], matrix
-
-    # --- records, audit, change log --------------------------------------------------------
-    def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
-        at = self._now()
-        with self.transaction():
-            self._db.execute("INSERT OR REPLACE INTO records(kind, key, value, updated_at) VALUES (?,?,?,?)",
-                             (kind, key, json.dumps(value, sort_keys=True, default=str), at))
-            self._log(at, actor, "record.put", f"{kind}/{key}")
-
-    def get_record(self, kind: str, key: str) -> dict[str, Any] | None:
-        rows = self._read("SELECT value FROM records WHERE kind = ? AND key = ?", (kind, key))
-        return json.loads(rows[0][0]) if rows else None
-
-    def list_records(self, kind: str, prefix: str | None = None) -> list[tuple[str, dict[str, Any]]]:
-        if prefix:
-            rows = self._read("SELECT key, value FROM records WHERE kind = ? AND key >= ? AND key < ? ORDER BY key",
-                              (kind, prefix, prefix + "\U0010ffff"))
-        else:
-            rows = self._read("SELECT key, value FROM records WHERE kind = ? ORDER BY key", (kind,))
-        return [(k, json.loads(v)) for k, v in rows]
-
-    def delete_record(self, kind: str, key: str, actor: str = "") -> bool:
-        at = self._now()
-        with self.transaction():
-            n = self._db.execute("DELETE FROM records WHERE kind = ? AND key = ?", (kind, key)).rowcount
-            if n:
-                self._log(at, actor, "record.delete", f"{kind}/{key}")
-        return bool(n)
-
-    def append_audit(self, principal: str, action: str, target: str, outcome: str, detail: dict | None = None) -> None:
-        with self.transaction():
-            self._db.execute(
-                "INSERT INTO audit(at, principal, action, target, outcome, detail) VALUES (?,?,?,?,?,?)",
-                (self._now(), principal, action, target, outcome, json.dumps(detail or {}, default=str)))
-
-    def audit(self, principal: str | None = None, since: str | None = None, limit: int | None = None) -> list[dict]:
-        where = _Where()
-        if principal:
-            where.add("principal = ?", principal)
-        if since:
-            where.add("at >= ?", since)
-        page = f" LIMIT {int(limit)}" if limit else ""
-        rows = self._read(f"SELECT seq, at, principal, action, target, outcome, detail FROM audit{where.sql()} "
-                          f"ORDER BY seq{page}", where.params)
-        return [{"seq": r[0], "at": r[1], "principal": r[2], "action": r[3], "target": r[4], "outcome": r[5],
-                 "detail": json.loads(r[6])} for r in rows]
-
-    def change_counter(self) -> int:
-        return self._read("SELECT coalesce(max(seq), 0) FROM changes")[0][0]
-
-    def changes_since(self, seq: int, limit: int | None = None) -> list[Change]:
-        page = f" LIMIT {int(limit)}" if limit else ""
-        rows = self._read(f"SELECT seq, at, actor, op, target, namespace, detail FROM changes WHERE seq > ? "
-                          f"ORDER BY seq{page}", (seq,))
-        return [Change(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]

@@ -1,0 +1,51 @@
+"""What both SQL backends share: turning rows into records and collecting WHERE clauses."""
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from ..model import Edge, Node
+
+
+def as_list(value: str | Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def row_to_node(row: Sequence[Any]) -> Node:
+    """A node from the 18 NODE_COLS columns; tags arrive as JSON text (SQLite) or an array (Postgres)."""
+    tags = row[8]
+    return Node(
+        id=row[0], kind=row[1], namespace=row[2], key=row[3], title=row[4], summary=row[5],
+        content=row[6], props=json.loads(row[7]) if row[7] else {},
+        tags=(json.loads(tags) if isinstance(tags, str) else list(tags)) if tags else [],
+        valid_from=row[9], valid_until=row[10], recorded_at=row[11], retracted_at=row[12],
+        version=row[13], content_hash=row[14], created_by=row[15] or "", embed_hash=row[16], tokens=row[17],
+    )
+
+
+def row_to_edge(row: Sequence[Any]) -> Edge:
+    return Edge(
+        src=row[0], type=row[1], dst=row[2], namespace=row[3], weight=row[4],
+        props=json.loads(row[5]) if row[5] else {}, valid_from=row[6], valid_until=row[7],
+        recorded_at=row[8], retracted_at=row[9], position=row[10],
+    )
+
+
+class Where:
+    """Collects SQL conditions and their parameters; backends say how ``column IN values`` is spelled."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.params: list[Any] = []
+
+    def eq_any(self, column: str, values: list[str] | None) -> None:
+        raise NotImplementedError
+
+    def add(self, sql: str, *params: Any) -> None:
+        self.parts.append(sql)
+        self.params.extend(params)
+
+    def sql(self) -> str:
+        return (" WHERE " + " AND ".join(self.parts)) if self.parts else ""

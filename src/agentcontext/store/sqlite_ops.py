@@ -1,0 +1,276 @@
+"""The SQLite store's edges, text index, vectors, records, audit and change log (a mixin of SQLiteStore)."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from ..errors import ValidationError
+from ..model import Change, Edge
+from .base import Adjacency
+from .rows import Where, as_list, row_to_edge
+from .sql import fts_query
+
+EDGE_COLS = "src, type, dst, namespace, weight, props, valid_from, valid_until, recorded_at, retracted_at, position"
+CHUNK = 900  # stay below SQLite's host-parameter limit
+
+
+def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+class SqlWhere(Where):
+    """``column IN (?, ?, ...)``; callers chunk long lists (CHUNK)."""
+
+    def eq_any(self, column: str, values: list[str] | None) -> None:
+        if values is None:
+            return
+        if len(values) == 1:
+            self.parts.append(f"{column} = ?")
+        else:
+            self.parts.append(f"{column} IN ({','.join('?' * len(values))})")
+        self.params.extend(values)
+
+
+class SQLiteOps:
+    """Provided by SQLiteStore: the connection, transactions, the clock and the change log."""
+
+    _db: sqlite3.Connection
+    transaction: Callable[[], Any]
+    _now: Callable[[], str]
+    _read: Callable[..., list[tuple]]
+    _log: Callable[..., None]
+
+    # --- edges -----------------------------------------------------------------------------
+    def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
+        at = at or self._now()
+        new = 0
+        with self.transaction():
+            keyed = {e.id: e for e in edges}
+            ids = list(keyed)
+            current: dict[str, tuple] = {}
+            for chunk in chunks(ids):
+                for row in self._db.execute(
+                    f"SELECT eid, weight, props, valid_from, valid_until, position, namespace FROM edges "
+                    f"WHERE retracted_at IS NULL AND eid IN ({','.join('?' * len(chunk))})", chunk,
+                ):
+                    current[row[0]] = row
+            inserts, retire = [], []
+            for eid, e in keyed.items():
+                props = json.dumps(e.props, sort_keys=True, default=str)
+                old = current.get(eid)
+                if old and (old[1], old[2], old[3], old[4], old[5], old[6]) == (
+                        e.weight, props, e.valid_from, e.valid_until, e.position, e.namespace):
+                    e.recorded_at = None
+                    continue
+                if old:
+                    retire.append(eid)
+                else:
+                    new += 1
+                e.recorded_at = at
+                inserts.append((eid, e.src, e.type, e.dst, e.namespace, e.weight, props, e.valid_from,
+                                e.valid_until, at, None, e.position))
+            for chunk in chunks(retire):
+                self._db.execute(
+                    f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND eid IN "
+                    f"({','.join('?' * len(chunk))})", [at, *chunk])
+            inserts.sort(key=lambda row: row[0])  # eid order: the live-eid index fills in order (~40% faster bulk)
+            self._db.executemany(f"INSERT INTO edges(eid, {EDGE_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", inserts)
+            if inserts:
+                namespaces = sorted({row[4] for row in inserts})
+                self._log(at, actor, "edges.put", namespaces[0] if len(namespaces) == 1 else "*",
+                          namespaces[0] if len(namespaces) == 1 else "",
+                          {"count": len(inserts), "new": new, "namespaces": namespaces[:20]})
+        return new
+
+    def retract_edges(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int:
+        at = at or self._now()
+        count = 0
+        with self.transaction():
+            for chunk in chunks(list(ids)):
+                count += self._db.execute(
+                    f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND eid IN "
+                    f"({','.join('?' * len(chunk))})", [at, *chunk]).rowcount
+            if count:
+                self._log(at, actor, "edges.retract", "*", "", {"count": count})
+        return count
+
+    def _edge_where(self, src, dst, type, namespace, as_of, valid_at, min_weight) -> SqlWhere:
+        where = SqlWhere()
+        where.eq_any("src", as_list(src))
+        where.eq_any("dst", as_list(dst))
+        where.eq_any("type", as_list(type))
+        where.eq_any("namespace", as_list(namespace))
+        if as_of is None:
+            where.add("retracted_at IS NULL")
+        else:
+            where.add("recorded_at <= ? AND (retracted_at IS NULL OR retracted_at > ?)", as_of, as_of)
+        if valid_at:
+            where.add("(valid_from IS NULL OR valid_from <= ?) AND (valid_until IS NULL OR valid_until > ?)",
+                      valid_at, valid_at)
+        if min_weight is not None:
+            where.add("weight >= ?", min_weight)
+        return where
+
+    def edges(self, src=None, dst=None, type=None, namespace=None, as_of=None, valid_at=None,
+              min_weight=None, offset=0, limit=None) -> list[Edge]:
+        srcs, dsts = as_list(src), as_list(dst)
+        if (srcs is not None and len(srcs) > CHUNK) or (dsts is not None and len(dsts) > CHUNK):
+            out: list[Edge] = []
+            big_src = srcs is not None and len(srcs) > CHUNK
+            for chunk in chunks(srcs if big_src else dsts):
+                out.extend(self.edges(chunk if big_src else srcs, dsts if big_src else chunk, type, namespace,
+                                      as_of, valid_at, min_weight))
+            out.sort(key=lambda e: (e.src, e.position, e.dst, e.type))
+            return out[offset: None if limit is None else offset + limit]
+        where = self._edge_where(srcs, dsts, type, namespace, as_of, valid_at, min_weight)
+        page = f" LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else (
+            f" LIMIT -1 OFFSET {int(offset)}" if offset else "")
+        rows = self._read(f"SELECT {EDGE_COLS} FROM edges{where.sql()} ORDER BY src, position, dst, type{page}",
+                          where.params)
+        return [row_to_edge(r) for r in rows]
+
+    def count_edges(self, namespace=None, type=None) -> int:
+        where = self._edge_where(None, None, type, namespace, None, None, None)
+        return self._read(f"SELECT count(*) FROM edges{where.sql()}", where.params)[0][0]
+
+    def count_edges_by_type(self, namespace=None) -> dict[str, int]:
+        where = self._edge_where(None, None, None, namespace, None, None, None)
+        return {t: c for t, c in self._read(f"SELECT type, count(*) FROM edges{where.sql()} GROUP BY type",
+                                            where.params)}
+
+    def adjacency(self, namespace=None, types=None, as_of=None, valid_at=None) -> Adjacency:
+        where = self._edge_where(None, None, types, namespace, as_of, valid_at, None)
+        return self._read(f"SELECT src, dst, type, weight, position FROM edges{where.sql()} "
+                          "ORDER BY src, position, dst", where.params)
+
+    # --- text index ------------------------------------------------------------------------
+    def text_search(self, query: str, namespace=None, kind=None, limit: int = 50) -> list[tuple[str, float]]:
+        match = fts_query(query)
+        if not match:
+            return []
+        where = SqlWhere()
+        where.add("fts MATCH ?", match)
+        where.eq_any("n.namespace", as_list(namespace))
+        where.eq_any("n.kind", as_list(kind))
+        where.add("n.retracted_at IS NULL")
+        sql = (
+            "SELECT n.id, -bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0) AS score FROM fts JOIN nodes n ON n.rid = fts.rowid"
+            f"{where.sql()} ORDER BY bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0) LIMIT {int(limit)}"
+        )
+        return [(r[0], float(r[1])) for r in self._read(sql, where.params)]
+
+    # --- vectors ---------------------------------------------------------------------------
+    def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
+        rows = []
+        for h, vec in vectors.items():
+            arr = np.asarray(vec, dtype=np.float32)
+            rows.append((h, model, int(arr.shape[0]), arr.tobytes()))
+        with self.transaction():
+            self._db.executemany("INSERT OR REPLACE INTO vectors(hash, model, dim, vector) VALUES (?,?,?,?)", rows)
+            if rows:
+                self._log(self._now(), "", "vectors.put", model, "", {"count": len(rows)})
+        return len(rows)
+
+    def delete_vectors(self, hashes: Sequence[str]) -> int:
+        count = 0
+        with self.transaction():
+            for chunk in chunks(list(dict.fromkeys(hashes))):
+                count += self._db.execute(
+                    f"DELETE FROM vectors WHERE hash IN ({','.join('?' * len(chunk))})", chunk).rowcount
+            if count:
+                self._log(self._now(), "", "vectors.delete", "*", "", {"count": count})
+        return count
+
+    def get_vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for chunk in chunks(list(hashes)):
+            for h, blob in self._read(
+                f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({','.join('?' * len(chunk))})",
+                [model, *chunk],
+            ):
+                out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def missing_vectors(self, model: str, namespace=None) -> list[tuple[str, str]]:
+        where = SqlWhere()
+        where.add("n.embed_hash IS NOT NULL AND n.retracted_at IS NULL")
+        where.eq_any("n.namespace", as_list(namespace))
+        where.add("NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = n.embed_hash AND v.model = ?)", model)
+        rows = self._read(f"SELECT n.embed_hash, min(n.embed_text) FROM nodes n{where.sql()} GROUP BY n.embed_hash",
+                          where.params)
+        return [(h, t) for h, t in rows]
+
+    def load_vectors(self, model: str, namespace=None, kind=None) -> tuple[list[str], np.ndarray]:
+        where = SqlWhere()
+        where.add("n.retracted_at IS NULL AND v.model = ?", model)
+        where.eq_any("n.namespace", as_list(namespace))
+        where.eq_any("n.kind", as_list(kind))
+        rows = self._read(
+            f"SELECT n.id, v.dim, v.vector FROM nodes n JOIN vectors v ON v.hash = n.embed_hash{where.sql()} "
+            "ORDER BY n.rid", where.params)
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        dims = {r[1] for r in rows}
+        if len(dims) != 1:
+            raise ValidationError(f"vectors of model {model!r} have mixed dimensions {sorted(dims)}; reindex")
+        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dims.pop())
+        return [r[0] for r in rows], matrix
+
+    # --- records, audit, change log --------------------------------------------------------
+    def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
+        at = self._now()
+        with self.transaction():
+            self._db.execute("INSERT OR REPLACE INTO records(kind, key, value, updated_at) VALUES (?,?,?,?)",
+                             (kind, key, json.dumps(value, sort_keys=True, default=str), at))
+            self._log(at, actor, "record.put", f"{kind}/{key}")
+
+    def get_record(self, kind: str, key: str) -> dict[str, Any] | None:
+        rows = self._read("SELECT value FROM records WHERE kind = ? AND key = ?", (kind, key))
+        return json.loads(rows[0][0]) if rows else None
+
+    def list_records(self, kind: str, prefix: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+        if prefix:
+            rows = self._read("SELECT key, value FROM records WHERE kind = ? AND key >= ? AND key < ? ORDER BY key",
+                              (kind, prefix, prefix + "\U0010ffff"))
+        else:
+            rows = self._read("SELECT key, value FROM records WHERE kind = ? ORDER BY key", (kind,))
+        return [(k, json.loads(v)) for k, v in rows]
+
+    def delete_record(self, kind: str, key: str, actor: str = "") -> bool:
+        at = self._now()
+        with self.transaction():
+            n = self._db.execute("DELETE FROM records WHERE kind = ? AND key = ?", (kind, key)).rowcount
+            if n:
+                self._log(at, actor, "record.delete", f"{kind}/{key}")
+        return bool(n)
+
+    def append_audit(self, principal: str, action: str, target: str, outcome: str, detail: dict | None = None) -> None:
+        with self.transaction():
+            self._db.execute(
+                "INSERT INTO audit(at, principal, action, target, outcome, detail) VALUES (?,?,?,?,?,?)",
+                (self._now(), principal, action, target, outcome, json.dumps(detail or {}, default=str)))
+
+    def audit(self, principal: str | None = None, since: str | None = None, limit: int | None = None) -> list[dict]:
+        where = SqlWhere()
+        if principal:
+            where.add("principal = ?", principal)
+        if since:
+            where.add("at >= ?", since)
+        page = f" LIMIT {int(limit)}" if limit else ""
+        rows = self._read(f"SELECT seq, at, principal, action, target, outcome, detail FROM audit{where.sql()} "
+                          f"ORDER BY seq{page}", where.params)
+        return [{"seq": r[0], "at": r[1], "principal": r[2], "action": r[3], "target": r[4], "outcome": r[5],
+                 "detail": json.loads(r[6])} for r in rows]
+
+    def change_counter(self) -> int:
+        return self._read("SELECT coalesce(max(seq), 0) FROM changes")[0][0]
+
+    def changes_since(self, seq: int, limit: int | None = None) -> list[Change]:
+        page = f" LIMIT {int(limit)}" if limit else ""
+        rows = self._read(f"SELECT seq, at, actor, op, target, namespace, detail FROM changes WHERE seq > ? "
+                          f"ORDER BY seq{page}", (seq,))
+        return [Change(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
