@@ -34,9 +34,10 @@ def test_readme_cli_tour(tmp_path):
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     (tmp_path / "intro.md").write_text("Intro body.", encoding="utf-8")
     tour = [b for b in _blocks("sh") if "agentcontext init" in b][0]
-    for line in tour.splitlines():
+    admin = [b for b in _blocks("sh") if "token create" in b][0]
+    for line in (tour + admin).splitlines():
         command = line.split("  #")[0].strip()
-        if not command:
+        if not command or "serve mcp" in command:  # the servers are exercised by tests/test_mcp_transports.py
             continue
         proc = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=300)
