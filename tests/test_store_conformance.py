@@ -325,3 +325,11 @@ def test_tags_as_of_are_the_tags_then(store):
     assert [n.id for n in store.find_nodes(tags=["old"], as_of=then)] == ["n1"]
     assert store.find_nodes(tags=["new"], as_of=then) == []
     assert [n.id for n in store.find_nodes(tags=["new"])] == ["n1"]
+
+
+def test_text_search_ignores_terms_almost_every_row_has(store):
+    store.put_nodes([node(i, content=f"agents handle record {i}" + (" billing" if i % 50 == 0 else ""))
+                     for i in range(1200)])
+    hits = store.text_search("agents billing", limit=100)
+    assert hits and {h[0] for h in hits} == {f"n{i}" for i in range(0, 1200, 50)}
+    assert len(store.text_search("agents", limit=5)) == 5  # a lone common term still searches

@@ -5,10 +5,8 @@ Timestamps stay sortable ISO-8601 text, as in SQLite, so ``as_of`` compares the 
 """
 from __future__ import annotations
 
-import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..text import STOPWORDS
 from .rows import Where
 
 T = 'TEXT COLLATE "C"'
@@ -72,17 +70,12 @@ SCHEMA = [
         actor {T}, op {T} NOT NULL, target {T} NOT NULL, namespace {T}, detail {T})""",
 ]
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-def ts_query(text: str) -> str:
-    """Free text as a safe ``to_tsquery('english', ...)`` argument: quoted words joined by ``|`` (our stopwords
-    dropped unless nothing else is left; Postgres drops its own stopwords and may leave an empty query)."""
-    words = [w for w in _WORD.findall(text.lower()) if w]
-    if not words:
-        return ""
-    words = [w for w in words if w not in STOPWORDS] or words
-    return " | ".join("'" + w + "'" for w in dict.fromkeys(words))
+def ts_match(terms: list[str]) -> str:
+    """Words as a safe ``to_tsquery('english', ...)`` argument: quoted and joined by ``|`` (Postgres drops its
+    own stopwords and may leave an empty query)."""
+    return " | ".join("'" + w + "'" for w in terms)
 
 
 def page(limit: int | None, offset: int) -> str:

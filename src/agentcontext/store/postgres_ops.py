@@ -12,7 +12,8 @@ import numpy as np
 from ..errors import DependencyMissingError, ValidationError
 from ..model import Change, Edge
 from .base import Adjacency
-from .pg_sql import RANK_WEIGHTS, PgWhere, page, ts_query
+from ..text import informative, query_terms
+from .pg_sql import RANK_WEIGHTS, PgWhere, page, ts_match
 from .rows import as_list, row_to_edge
 
 try:
@@ -176,7 +177,14 @@ class EdgeVectorOps:
     # --- text index ------------------------------------------------------------------------
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50) -> list[tuple[str, float]]:
         """(id, ts_rank_cd over weighted key/title/summary+tags/content, length-normalised) best first."""
-        match = ts_query(query)
+        terms = query_terms(query)
+        if len(terms) > 1:
+            total = self._read("SELECT count(*) FROM nodes WHERE retracted_at IS NULL")[0][0]
+            counts = {t: self._read("SELECT count(*) FROM nodes WHERE retracted_at IS NULL AND "
+                                    "tsv @@ to_tsquery('english', %s)", [ts_match([t])])[0][0]
+                      for t in terms} if total >= 1000 else {}
+            terms = informative(terms, counts, total)
+        match = ts_match(terms)
         if not match:
             return []
         where = PgWhere()

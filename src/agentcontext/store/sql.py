@@ -1,9 +1,7 @@
 """SQLite schema and the FTS5 query builder (SQL stays inside store/)."""
 from __future__ import annotations
 
-import re
 
-from ..text import STOPWORDS
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS nodes (
@@ -50,14 +48,7 @@ SCHEMA = [
         actor TEXT, op TEXT NOT NULL, target TEXT NOT NULL, namespace TEXT, detail TEXT)""",
 ]
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 
-def fts_query(text: str, mode: str = "or") -> str:
-    """Turn free text into a safe FTS5 MATCH expression: quoted terms joined by OR (stopwords dropped
-    unless nothing else is left)."""
-    words = [w for w in _WORD.findall(text.lower()) if w]
-    if not words:
-        return ""
-    words = [w for w in words if w not in STOPWORDS] or words
-    quoted = ['"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words)]
-    return (" OR " if mode == "or" else " ").join(quoted)
+def fts_match(terms: list[str]) -> str:
+    """A safe FTS5 MATCH expression: quoted terms joined by OR."""
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)

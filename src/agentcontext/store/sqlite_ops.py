@@ -11,7 +11,8 @@ from ..errors import ValidationError
 from ..model import Change, Edge
 from .base import Adjacency
 from .rows import Where, as_list, row_to_edge
-from .sql import fts_query
+from ..text import informative, query_terms
+from .sql import fts_match
 
 EDGE_COLS = "src, type, dst, namespace, weight, props, valid_from, valid_until, recorded_at, retracted_at, position"
 CHUNK = 900  # stay below SQLite's host-parameter limit
@@ -149,11 +150,11 @@ class SQLiteOps:
 
     # --- text index ------------------------------------------------------------------------
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50) -> list[tuple[str, float]]:
-        match = fts_query(query)
-        if not match:
+        terms = self._informative_terms(query_terms(query))
+        if not terms:
             return []
         where = SqlWhere()
-        where.add("fts MATCH ?", match)
+        where.add("fts MATCH ?", fts_match(terms))
         where.eq_any("n.namespace", as_list(namespace))
         where.eq_any("n.kind", as_list(kind))
         where.add("n.retracted_at IS NULL")
@@ -162,6 +163,14 @@ class SQLiteOps:
             f"{where.sql()} ORDER BY bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0) LIMIT {int(limit)}"
         )
         return [(r[0], float(r[1])) for r in self._read(sql, where.params)]
+
+    def _informative_terms(self, terms: list[str]) -> list[str]:
+        if len(terms) < 2:
+            return terms
+        total = self._read("SELECT count(*) FROM fts_docsize")[0][0]
+        counts = {t: self._read("SELECT count(*) FROM fts WHERE fts MATCH ?", (fts_match([t]),))[0][0]
+                  for t in terms} if total >= 1000 else {}
+        return informative(terms, counts, total)
 
     # --- vectors ---------------------------------------------------------------------------
     def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
