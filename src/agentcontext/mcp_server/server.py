@@ -24,25 +24,24 @@ from ..workspace import Workspace
 from .registry import CallContext, jsonable, as_mcp_tool, registered_capabilities, tool_specs
 
 HOST = "127.0.0.1"
-# Modules that register tools (``register_tools``) when imported; a missing optional one is skipped.
+# Modules that register tools (``register_tools``) when imported. All are part of the package: a missing or
+# broken one fails the server start loudly (ImportError) instead of silently serving fewer tools.
 PLUGIN_MODULES = ("agentcontext.mcp_server.knowledge", "agentcontext.mcp_server.memory",
                   "agentcontext.mcp_server.decisions")
 INSTRUCTIONS = (
     "agentcontext gives you knowledge packs: graphs of source documents with metadata. Work metadata first: "
     "list_knowledge_packs, then search_knowledge (summaries, never bodies), list_knowledge_neighbors to follow "
     "typed edges, and read_knowledge_doc last, only for the docs you need; answer only from docs you read. "
-    "flash_knowledge assembles a module with all its prerequisites in reading order. Errors come back as tool "
+    "flash_knowledge assembles a module with all its prerequisites in reading order. Memory: retrieve_memories "
+    "before answering what may depend on earlier sessions, store_memory what is worth keeping. Decisions: "
+    "find_precedents before deciding, record_decision after. Errors come back as tool "
     "errors whose text starts with the error type (NotFoundError, AccessDeniedError, CycleError, ...)."
 )
 
 
 def load_plugins() -> None:
     for name in PLUGIN_MODULES:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
+        importlib.import_module(name)
 
 
 class WorkspaceTokens:

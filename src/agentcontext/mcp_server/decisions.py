@@ -1,0 +1,159 @@
+"""The decision tools (seed 003: DecisionRecorder, CausalChainAnalyzer, PolicyEngine) as MCP tool specs.
+
+They work on the workspace graph, ``ContextGraph(workspace=ws)`` (namespace ``graph:default``), where
+``AgentContext(knowledge_graph=ContextGraph(workspace=ws), decision_tracking=True)`` records decisions too.
+Results are what the Python calls return (``Decision.to_dict()`` without the two embedding fields).
+
+Access rule: the decision graph is an access target named like a pack, ``graph:<name>``, so
+``agentcontext grant alice 'graph:*' read`` (or ``write``) covers it and a ``*`` grant covers it too.
+Finding precedents and walking causal chains need ``read``; recording a decision and checking compliance
+(which records the check's outcome on the decision and in the audit log) need ``write``. Denied attempts
+are audited by ``access.require``; recorded decisions are audited here (``decision.record``).
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Literal, Optional
+
+from pydantic import Field, JsonValue
+
+from .. import access
+from ..decisions.causal import CausalChainAnalyzer
+from ..decisions.models import Decision
+from ..decisions.policy import PolicyEngine
+from ..decisions.recorder import DecisionRecorder
+from ..graph.context_graph import ContextGraph
+from ..workspace import Workspace
+from .registry import CallContext, StrictArgs, ToolSpec, register_tools
+
+_graphs: "weakref.WeakKeyDictionary[Workspace, ContextGraph]" = weakref.WeakKeyDictionary()
+_graphs_lock = threading.Lock()
+HIDDEN = ("reasoning_embedding", "node2vec_embedding")
+DECISION_ID = Field(min_length=1, max_length=300, description="A decision id as record_decision or "
+                    "find_precedents returned.")
+IDS = Field(None, max_length=1000)
+
+
+def workspace_graph(ws: Workspace) -> ContextGraph:
+    """The workspace's default graph (one per workspace, reused across calls)."""
+    with _graphs_lock:
+        graph = _graphs.get(ws)
+        if graph is None:
+            graph = _graphs[ws] = ContextGraph(workspace=ws)
+        return graph
+
+
+def open_graph(ctx: CallContext, level: str, action: str, target: str = "") -> ContextGraph:
+    """The workspace graph, after checking ``level`` on ``graph:<name>`` for the principal."""
+    graph = workspace_graph(ctx.ws)
+    access.require(ctx.ws, ctx.principal, graph.namespace, level, action, target)
+    return graph
+
+
+def decision_dict(d: Decision) -> dict[str, Any]:
+    row = d.to_dict()
+    for key in HIDDEN:
+        row.pop(key, None)
+    return row
+
+
+class RecordArgs(StrictArgs):
+    category: str = Field(min_length=1, max_length=300, description="The kind of decision, e.g. refund_approval.")
+    scenario: str = Field(min_length=1, max_length=100_000, description="The situation that was decided: what "
+                          "find_precedents matches later decisions against.")
+    reasoning: str = Field(max_length=100_000, description="Why this outcome (may be empty).")
+    outcome: str = Field(min_length=1, max_length=10_000, description="What was decided, e.g. approved.")
+    confidence: float = Field(ge=0.0, le=1.0, description="How sure the decision maker was, 0.0 to 1.0.")
+    entities: Optional[list[str]] = Field(None, max_length=1000, description="Names of the entities involved "
+                                          "(customers, products, ...); linked in the graph.")
+    decision_maker: Optional[str] = Field(None, max_length=300, description="Who or what decided.")
+    caused_by: Optional[list[str]] = Field(None, max_length=1000, description="Ids of earlier decisions that "
+                                           "led to this one (causal links; they must exist).")
+    metadata: Optional[dict[str, JsonValue]] = Field(None, max_length=100, description="Free-form JSON facts "
+                                                     "about the decision; policy rules can require keys here.")
+
+
+class PrecedentArgs(StrictArgs):
+    scenario: str = Field(min_length=1, max_length=100_000, description="The situation you are deciding now.")
+    category: Optional[str] = Field(None, min_length=1, max_length=300, description="Only decisions of this "
+                                    "category.")
+    limit: int = Field(5, ge=1, le=100, description="At most this many precedents, best first.")
+
+
+class ChainArgs(StrictArgs):
+    decision_id: str = DECISION_ID
+    direction: Literal["upstream", "downstream"] = Field("upstream", description="upstream = its causes, "
+                                                         "downstream = its effects.")
+    max_depth: int = Field(5, ge=0, le=100, description="Follow causal links at most this many steps.")
+
+
+class ComplianceArgs(StrictArgs):
+    decision_id: str = DECISION_ID
+    policy_id: str = Field(min_length=1, max_length=300, description="The policy to check against.")
+
+
+def _record(ctx: CallContext, a: RecordArgs) -> dict[str, Any]:
+    graph = open_graph(ctx, "write", "decision.record")
+    who = access.effective_principal(ctx.ws, ctx.principal)
+    did = DecisionRecorder(graph, actor=who).record_decision(
+        a.category, a.scenario, a.reasoning, a.outcome, a.confidence, entities=a.entities,
+        decision_maker=a.decision_maker or "", caused_by=a.caused_by, metadata=a.metadata)
+    ctx.ws.store.append_audit(who, "decision.record", f"{graph.namespace}/{did}", "ok", {"category": a.category})
+    return {"decision_id": did, "graph": graph.namespace}
+
+
+def _precedents(ctx: CallContext, a: PrecedentArgs) -> dict[str, Any]:
+    graph = open_graph(ctx, "read", "decision.precedents")
+    found = DecisionRecorder(graph).find_precedents(a.scenario, category=a.category, limit=a.limit)
+    return {"precedents": [decision_dict(d) for d in found]}
+
+
+def _chain(ctx: CallContext, a: ChainArgs) -> dict[str, Any]:
+    graph = open_graph(ctx, "read", "decision.chain", a.decision_id)
+    chain = CausalChainAnalyzer(graph).get_causal_chain(a.decision_id, a.direction, a.max_depth)
+    return {"decision_id": a.decision_id, "direction": a.direction, "chain": [decision_dict(d) for d in chain]}
+
+
+def _compliance(ctx: CallContext, a: ComplianceArgs) -> dict[str, Any]:
+    graph = open_graph(ctx, "write", "policy.check", a.decision_id)
+    engine = PolicyEngine(graph_store=graph, actor=access.effective_principal(ctx.ws, ctx.principal))
+    return engine.check_compliance(a.decision_id, a.policy_id).to_dict()
+
+
+def _obj(**props: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": list(props)}
+
+
+STR = {"type": "string"}
+ARRAY = {"type": "array", "items": {"type": "object"}}
+
+
+def decision_tools() -> list[ToolSpec]:
+    return [
+        ToolSpec("record_decision",
+                 "Record a decision you (or someone) made, with its scenario, reasoning, outcome and confidence, so "
+                 "later decisions can follow it as a precedent and audits can explain it. Name earlier decisions "
+                 "that led to it in caused_by. Returns the decision_id.",
+                 RecordArgs, _record, _obj(decision_id=STR, graph=STR), read_only=False, title="Record a decision"),
+        ToolSpec("find_precedents",
+                 "Before deciding, find past decisions made in similar scenarios (by meaning, keywords and causal "
+                 "neighbours), best first, each with outcome, reasoning and metadata.similarity. Follow them for "
+                 "consistency or say why you deviate.",
+                 PrecedentArgs, _precedents, _obj(precedents=ARRAY), title="Find precedents"),
+        ToolSpec("get_causal_chain",
+                 "Explain a decision by its recorded causes (direction=upstream) or show what it led to "
+                 "(downstream), nearest first; each entry's metadata has causal_distance and the path of ids. "
+                 "Only recorded causal links count.",
+                 ChainArgs, _chain, _obj(decision_id=STR, direction=STR, chain=ARRAY), title="Causal chain"),
+        ToolSpec("check_compliance",
+                 "Check a recorded decision against a policy's current rules: compliant or not, which rules were "
+                 "checked, each violation's reason, and a recorded exception if one excuses it. The check is "
+                 "recorded on the decision and in the audit log.",
+                 ComplianceArgs, _compliance,
+                 _obj(policy_id=STR, decision_id=STR, compliant={"type": "boolean"}, violations=ARRAY),
+                 read_only=False, title="Check compliance"),
+    ]
+
+
+register_tools("decisions", decision_tools)

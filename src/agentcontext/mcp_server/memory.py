@@ -1,0 +1,147 @@
+"""The memory tools (seed 003's AgentMemory) as MCP tool specs, on the workspace's default memory store.
+
+The store is the one ``agentcontext memory ...`` uses by default (namespace ``memory:default``; no eviction,
+no expiry: limits are an application policy). Results are what the Python calls return.
+
+Access rule: the memory namespace is an access target named like a pack, ``memory:<name>``, so
+``agentcontext grant alice 'memory:*' read`` (or ``write``) covers it and a ``*`` grant covers it too.
+Retrieving and reading need ``read``; storing and forgetting need ``write``. Denied attempts are audited by
+``access.require``; successful writes are audited here (``memory.store``, ``memory.forget``).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import Field, JsonValue
+
+from .. import access
+from ..errors import ValidationError
+from ..memory import AgentMemory
+from .registry import CallContext, StrictArgs, ToolSpec, register_tools
+
+NAMESPACE = "default"
+ID = Field(min_length=1, max_length=300, description="A memory id as store_memory or retrieve_memories returned.")
+CONVERSATION = Field(None, min_length=1, max_length=300, description="A conversation id: memories of one "
+                     "conversation are linked in order.")
+USER = Field(None, min_length=1, max_length=300, description="The user the memory is about or from.")
+
+
+def open_memory(ctx: CallContext, level: str, action: str) -> AgentMemory:
+    """The workspace's default AgentMemory, after checking ``level`` on ``memory:default`` for the principal."""
+    mem = AgentMemory(workspace=ctx.ws, namespace=NAMESPACE, max_memory_size=None, retention_policy="unlimited",
+                      actor=access.effective_principal(ctx.ws, ctx.principal))
+    access.require(ctx.ws, ctx.principal, mem.namespace, level, action)
+    return mem
+
+
+def _audit(ctx: CallContext, action: str, target: str, detail: dict[str, Any]) -> None:
+    ctx.ws.store.append_audit(access.effective_principal(ctx.ws, ctx.principal), action, target, "ok", detail)
+
+
+class StoreArgs(StrictArgs):
+    content: str = Field(min_length=1, max_length=1_000_000, description="The text to remember.")
+    metadata: Optional[dict[str, JsonValue]] = Field(None, max_length=100, description="Free-form JSON metadata "
+                                                     "(e.g. type, speaker, entities); retrieval can filter on it.")
+    conversation_id: Optional[str] = CONVERSATION
+    user_id: Optional[str] = USER
+
+
+class RetrieveArgs(StrictArgs):
+    query: str = Field(min_length=1, max_length=10_000, description="What you want to recall, in words.")
+    max_results: int = Field(5, ge=1, le=100, description="At most this many memories, best first.")
+    conversation_id: Optional[str] = Field(None, min_length=1, max_length=300,
+                                           description="Only memories of this conversation.")
+    user_id: Optional[str] = Field(None, min_length=1, max_length=300, description="Only memories of this user.")
+    min_score: Optional[float] = Field(None, ge=0.0, description="Drop results scoring below this (the best is "
+                                       "near 1).")
+
+
+class ForgetArgs(StrictArgs):
+    memory_id: Optional[str] = Field(None, min_length=1, max_length=300, description="Forget this one memory.")
+    conversation_id: Optional[str] = Field(None, min_length=1, max_length=300,
+                                           description="Forget this conversation's memories.")
+    user_id: Optional[str] = Field(None, min_length=1, max_length=300, description="Forget this user's memories.")
+    days_old: Optional[float] = Field(None, ge=0.0, description="Forget memories older than this many days.")
+
+
+class GetArgs(StrictArgs):
+    memory_id: str = ID
+
+
+class HistoryArgs(StrictArgs):
+    conversation_id: str = Field(min_length=1, max_length=300, description="The conversation id.")
+    max_items: int = Field(50, ge=1, le=1000, description="The last this many memories, oldest first.")
+
+
+def _store(ctx: CallContext, a: StoreArgs) -> dict[str, Any]:
+    mem = open_memory(ctx, "write", "memory.store")
+    mid = mem.store(a.content, metadata=a.metadata, conversation_id=a.conversation_id, user_id=a.user_id)
+    _audit(ctx, "memory.store", f"{mem.namespace}/{mid}", {})
+    return {"id": mid, "namespace": mem.namespace}
+
+
+def _retrieve(ctx: CallContext, a: RetrieveArgs) -> dict[str, Any]:
+    mem = open_memory(ctx, "read", "memory.retrieve")
+    rows = mem.retrieve(a.query, max_results=a.max_results, min_score=a.min_score or 0.0,
+                        conversation_id=a.conversation_id, user_id=a.user_id)
+    return {"namespace": mem.namespace, "results": rows}
+
+
+def _forget(ctx: CallContext, a: ForgetArgs) -> dict[str, Any]:
+    given = {k: v for k, v in a.model_dump().items() if v is not None}
+    if not given:
+        raise ValidationError("forget_memories needs at least one of memory_id, conversation_id, user_id, days_old",
+                              fields=list(ForgetArgs.model_fields))
+    mem = open_memory(ctx, "write", "memory.forget")
+    count = mem.forget(a.memory_id, a.conversation_id, a.days_old, a.user_id)
+    _audit(ctx, "memory.forget", mem.namespace, {**given, "forgotten": count})
+    return {"namespace": mem.namespace, "forgotten": count}
+
+
+def _get(ctx: CallContext, a: GetArgs) -> dict[str, Any]:
+    return open_memory(ctx, "read", "memory.read").require(a.memory_id)  # NotFoundError when absent
+
+
+def _history(ctx: CallContext, a: HistoryArgs) -> dict[str, Any]:
+    mem = open_memory(ctx, "read", "memory.read")
+    return {"conversation_id": a.conversation_id,
+            "memories": mem.get_conversation_history(a.conversation_id, a.max_items)}
+
+
+def _obj(**props: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": list(props)}
+
+
+STR = {"type": "string"}
+ARRAY = {"type": "array", "items": {"type": "object"}}
+
+
+def memory_tools() -> list[ToolSpec]:
+    return [
+        ToolSpec("store_memory",
+                 "Remember something for later sessions: a fact, a preference, a turn of a conversation. Pass "
+                 "conversation_id for turns of one conversation (they are linked in order) and user_id for what "
+                 "belongs to one user. Returns the new memory's id.",
+                 StoreArgs, _store, _obj(id=STR, namespace=STR), read_only=False, title="Store a memory"),
+        ToolSpec("retrieve_memories",
+                 "Recall what was remembered before: the memories most relevant to a query (meaning, keywords and "
+                 "conversation context), best first, each with its score and the signals behind it. Use before "
+                 "answering anything that may depend on earlier sessions.",
+                 RetrieveArgs, _retrieve, _obj(namespace=STR, results=ARRAY), title="Retrieve memories"),
+        ToolSpec("forget_memories",
+                 "Delete memories for good: one by memory_id, a whole conversation, a user's, or those older than "
+                 "days_old (give at least one; given together, all must match). Returns how many were deleted.",
+                 ForgetArgs, _forget, _obj(namespace=STR, forgotten={"type": "integer"}), read_only=False,
+                 destructive=True, title="Forget memories"),
+        ToolSpec("get_memory",
+                 "Read one memory by id (its full text, metadata, conversation, user and times), e.g. one that "
+                 "retrieve_memories returned. Fails with NotFoundError for an unknown id.",
+                 GetArgs, _get, _obj(id=STR, content=STR), title="Get a memory"),
+        ToolSpec("conversation_history",
+                 "The last max_items memories of one conversation in the order they were stored (oldest first). "
+                 "Use to pick a conversation up where it stopped.",
+                 HistoryArgs, _history, _obj(conversation_id=STR, memories=ARRAY), title="Conversation history"),
+    ]
+
+
+register_tools("memory", memory_tools)
