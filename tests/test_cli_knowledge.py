@@ -106,3 +106,20 @@ def test_reindex(cli):
     data = json.loads(cli("reindex", "--json").stdout)
     assert data["embedded"] >= 0
     assert json.loads(cli("reindex", "--json").stdout)["embedded"] == 0
+
+
+def test_usage_errors_are_one_clear_message(cli):
+    proc = cli("flash", "--json", ok=False)
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["type"] == "UsageError"
+    proc = cli("flash", "lib:semdag", "invitations", "--bogus", ok=False)
+    assert proc.returncode == 2 and "No such option" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_init_follows_agentcontext_home(tmp_path):
+    home = tmp_path / "elsewhere"
+    env = {**os.environ, "AGENTCONTEXT_HOME": str(home)}
+    env.pop("AGENTCONTEXT_URL", None)
+    proc = subprocess.run([sys.executable, "-m", "agentcontext.cli", "init", "--json"], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (home / "store.db").exists() and not (tmp_path / ".agentcontext").exists()

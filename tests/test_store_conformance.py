@@ -271,7 +271,7 @@ def test_records_audit_changes_paging(store):
     for i in range(3):
         store.append_audit("alice", "doc.read", f"t{i}", "ok")
     rows = store.audit(principal="alice")
-    assert [r["target"] for r in store.audit(limit=2)] == ["t0", "t1"]
+    assert [r["target"] for r in store.audit(limit=2)] == ["t1", "t2"]  # the latest, oldest first
     assert [r["target"] for r in store.audit(since=rows[2]["at"])] == ["t2"]
     c0 = store.change_counter()
     store.put_nodes([node(1), node(2)])
@@ -333,3 +333,10 @@ def test_text_search_ignores_terms_almost_every_row_has(store):
     hits = store.text_search("agents billing", limit=100)
     assert hits and {h[0] for h in hits} == {f"n{i}" for i in range(0, 1200, 50)}
     assert len(store.text_search("agents", limit=5)) == 5  # a lone common term still searches
+
+
+def test_audit_limit_keeps_the_latest(store):
+    for i in range(5):
+        store.append_audit("alice", f"act{i}", "t", "ok")
+    assert [a["action"] for a in store.audit(limit=2)] == ["act3", "act4"]
+    assert len(store.audit()) == 5

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -32,13 +33,17 @@ def _global(ctx: typer.Context,
 
 
 @app.command()
-def init(ctx: typer.Context, path: Path = typer.Argument(Path("."), help="Folder to create .agentcontext/ in."),
+def init(ctx: typer.Context,
+         path: Optional[Path] = typer.Argument(None, help="Folder to create .agentcontext/ in (default: "
+                                               "AGENTCONTEXT_URL, AGENTCONTEXT_HOME or here)."),
          json_out: bool = JSON_OPTION) -> None:
-    """Create a workspace (.agentcontext/ with its store) here or in PATH."""
-    home = ctx.obj.get("home") or (path / HOME_DIR)
+    """Create a workspace: .agentcontext/ with its store (or the store AGENTCONTEXT_URL names)."""
+    home = ctx.obj.get("home") or (path / HOME_DIR if path is not None else None)
+    if home is None and not os.environ.get("AGENTCONTEXT_URL"):
+        home = Path(os.environ.get("AGENTCONTEXT_HOME") or Path.cwd() / HOME_DIR)
     ws = Workspace.open(home=home, create=True)
-    emit({"home": str(Path(home).resolve()), "store": ws.store.url}, json_out,
-         lambda d: out.print(f"workspace ready at {d['home']}"))
+    emit({"home": str(Path(home).resolve()) if home else None, "store": ws.store.url}, json_out,
+         lambda d: out.print(f"workspace ready: {d['store']}"))
 
 
 def _mount() -> None:
@@ -89,16 +94,29 @@ def main() -> None:
         sys.exit(130)
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as exc:  # click usage errors and the like
-        import click
+    except _USAGE_ERRORS as exc:  # a bad command line: click's message, no traceback
+        if as_json:
+            sys.stdout.write(json.dumps({"error": {"type": "UsageError", "message": exc.format_message()}}) + "\n")
+        else:
+            exc.show()
+        sys.exit(exc.exit_code)
 
-        if isinstance(exc, click.exceptions.ClickException):
-            if as_json:
-                sys.stdout.write(json.dumps({"error": {"type": "UsageError", "message": exc.format_message()}}) + "\n")
-            else:
-                exc.show()
-            sys.exit(exc.exit_code)
-        raise
+
+def _usage_errors() -> tuple[type[Exception], ...]:
+    """Click's ClickException, from click itself and from the copy Typer bundles (typer._click)."""
+    import click
+
+    found: list[type[Exception]] = [click.exceptions.ClickException]
+    try:
+        from typer._click.exceptions import ClickException as bundled  # Typer >= 0.20 ships its own click
+    except ImportError:
+        bundled = None
+    if bundled is not None and bundled not in found:
+        found.append(bundled)
+    return tuple(found)
+
+
+_USAGE_ERRORS = _usage_errors()
 
 
 if __name__ == "__main__":

@@ -113,7 +113,8 @@ def diff(ctx: typer.Context, pack: str, selector: str, v1: int, v2: int, json_ou
 
 def audit(ctx: typer.Context, who: Optional[str] = typer.Option(None, "--principal", help="Only this principal."),
           since: Optional[str] = typer.Option(None, "--since", help="ISO-8601 time or an age like 30m, 12h, 7d."),
-          limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most N entries (the oldest first)."),
+          limit: Optional[int] = typer.Option(None, "--limit", min=1,
+                                              help="Only the latest N entries (shown oldest first)."),
           json_out: bool = JSON_OPTION) -> None:
     """The audit log: every write and every denied attempt (principal, action, target, time, outcome)."""
     rows = access.audit_log(open_workspace(ctx), principal(ctx), who, parse_since(since), limit)

@@ -1,4 +1,5 @@
-"""Where the workspace lives: ``AGENTCONTEXT_URL`` > explicit home > ``AGENTCONTEXT_HOME`` > upward search."""
+"""Where the workspace lives: explicit home (``--home``) > ``AGENTCONTEXT_URL`` > ``AGENTCONTEXT_HOME`` > the
+nearest ``.agentcontext/`` found upward from the current directory."""
 from __future__ import annotations
 
 import os

@@ -6,8 +6,7 @@ lock, like SQLite's ``BEGIN IMMEDIATE``, so the change log's sequence numbers co
 of ``changes_since`` never skips a row that commits later with a smaller number.
 
 Needs the pgvector extension (created on first open if the role may; otherwise run ``CREATE EXTENSION vector``).
-Differences from SQLite, all deliberate: ``find_nodes(tags=..., as_of=...)`` matches the tags the node had at
-``as_of`` (SQLite matches today's tags); only the first ``pg_sql.INDEXED_CHARS`` characters of a body are
+Differences from SQLite, all deliberate: only the first ``pg_sql.INDEXED_CHARS`` characters of a body are
 text-searchable (a tsvector is capped at 1 MB); text cannot hold NUL characters (a ValidationError). Purged rows
 are gone from every query at once, but their bytes stay in dead tuples and WAL until VACUUM and WAL recycling.
 """

@@ -269,9 +269,10 @@ class SQLiteOps:
             where.add("principal = ?", principal)
         if since:
             where.add("at >= ?", since)
-        page = f" LIMIT {int(limit)}" if limit else ""
-        rows = self._read(f"SELECT seq, at, principal, action, target, outcome, detail FROM audit{where.sql()} "
-                          f"ORDER BY seq{page}", where.params)
+        inner = f"SELECT seq, at, principal, action, target, outcome, detail FROM audit{where.sql()}"
+        if limit:  # the latest ``limit`` entries, oldest first
+            inner = f"SELECT * FROM ({inner} ORDER BY seq DESC LIMIT {int(limit)})"
+        rows = self._read(f"{inner} ORDER BY seq", where.params)
         return [{"seq": r[0], "at": r[1], "principal": r[2], "action": r[3], "target": r[4], "outcome": r[5],
                  "detail": json.loads(r[6])} for r in rows]
 
