@@ -42,7 +42,12 @@ def content_hash(*parts: Any) -> str:
     """A stable sha256 over text parts (JSON for non-strings)."""
     h = hashlib.sha256()
     for part in parts:
-        text = part if isinstance(part, str) else json.dumps(part, sort_keys=True, default=str)
+        if isinstance(part, str):
+            text = part
+        elif part is None:
+            text = "null"  # what json.dumps(None) gives, without the call
+        else:
+            text = json.dumps(part, sort_keys=True, default=str)
         h.update(text.encode("utf-8"))
         h.update(b"\x1f")
     return h.hexdigest()

@@ -131,6 +131,7 @@ class SQLiteStore(SQLiteOps):
                 ):
                     existing[row[0]] = row
             inserts, updates, version_rows, fts_rows, tag_rows, logs = [], [], [], [], [], []
+            tags_of: dict[str, list[str]] = {}
             for node in nodes:
                 node.content_hash = node.compute_hash()
                 embed_hash = content_hash(node.embed_text) if node.embed_text else None
@@ -152,14 +153,23 @@ class SQLiteStore(SQLiteOps):
                 )
                 (updates if old else inserts).append(row)
                 version_rows.append(row + (node.embed_text,))
+                tags_of[node.id] = list(node.tags)
                 versions.append(node.version)
                 logs.append((at, actor, "node.put", node.id, node.namespace,
                              json.dumps({"version": node.version, "kind": node.kind})))
-            cols = NODE_COLS + ", embed_text"
-            marks = ",".join("?" * 19)
+            cols = "rid, " + NODE_COLS + ", embed_text"
+            marks = ",".join("?" * 20)
             text_of = {vr[0]: vr[-1] for vr in version_rows}
+            # Row ids are ours to give inside the write transaction (BEGIN IMMEDIATE holds the lock), so the
+            # text index and tag rows need no second lookup.
+            rid_of = {r[0]: existing[r[0]][1] for r in updates}
+            if inserts:
+                top = self._db.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0]
+                seq = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'nodes'").fetchone()
+                top = max(top, seq[0] if seq else 0)  # AUTOINCREMENT never reuses a purged node's rid
+                rid_of.update((r[0], top + 1 + i) for i, r in enumerate(inserts))
             if updates:
-                rids = [existing[r[0]][1] for r in updates]
+                rids = [rid_of[r[0]] for r in updates]
                 for chunk in chunks(rids):
                     marks_c = ",".join("?" * len(chunk))
                     self._db.execute(f"DELETE FROM fts WHERE rowid IN ({marks_c})", chunk)
@@ -171,21 +181,14 @@ class SQLiteStore(SQLiteOps):
                     [r[1:] + (text_of[r[0]], r[0]) for r in updates],
                 )
             if inserts:
-                self._db.executemany(
-                    f"INSERT INTO nodes({cols}) VALUES ({marks})", [r + (text_of[r[0]],) for r in inserts]
-                )
+                self._db.executemany(f"INSERT INTO nodes({cols}) VALUES ({marks})",
+                                     [(rid_of[r[0]],) + r + (text_of[r[0]],) for r in inserts])
             if version_rows:
-                self._db.executemany(f"INSERT INTO node_versions({cols}) VALUES ({marks})", version_rows)
-                changed = [r[0] for r in version_rows]
-                rid_of: dict[str, int] = {}
-                for chunk in chunks(changed):
-                    for nid, rid in self._db.execute(
-                        f"SELECT id, rid FROM nodes WHERE id IN ({','.join('?' * len(chunk))})", chunk
-                    ):
-                        rid_of[nid] = rid
+                self._db.executemany(f"INSERT INTO node_versions({NODE_COLS}, embed_text) VALUES "
+                                     f"({','.join('?' * 19)})", version_rows)
                 for r in version_rows:
                     rid = rid_of[r[0]]
-                    tags = json.loads(r[8])
+                    tags = tags_of[r[0]]
                     fts_rows.append((rid, r[3], r[4], r[5], r[6], " ".join(tags)))
                     tag_rows.extend((rid, t) for t in set(tags))
                 self._db.executemany(
