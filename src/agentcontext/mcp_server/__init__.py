@@ -1,4 +1,4 @@
-"""The MCP interface: one server for every capability (knowledge today; memory and decisions plug in).
+"""The MCP interface: one server for every capability (knowledge packs, memory and decisions).
 
 A capability registers its tools with ``register_tools(name, provider)``; ``build_server`` serves them
 all with strict input schemas, structured results and our errors as MCP tool errors.
