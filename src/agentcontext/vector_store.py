@@ -90,7 +90,7 @@ class VectorStore:
         return rows
 
     def count(self) -> int:
-        ids, _ = self.workspace.store.load_vectors(self.workspace.embedder.name)
+        ids, _ = self.workspace.store.load_vectors(self.workspace.model_name)
         return len(ids)
 
     def status(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from .config import OWNER, resolve_store_url
-from .embed.base import Embedder, default_embedder
+from .embed.base import MINILM, Embedder, default_embedder
 from .store import SQLiteStore, Store, open_store
 
 T = TypeVar("T")
@@ -31,6 +31,11 @@ class Workspace:
     def in_memory(cls, embedder: Embedder | None = None) -> "Workspace":
         """A workspace that keeps nothing on disk."""
         return cls(SQLiteStore(":memory:"), embedder)
+
+    @property
+    def model_name(self) -> str:
+        """The embedding model's name (vectors are keyed by it), without loading the model."""
+        return self._embedder.name if self._embedder is not None else MINILM
 
     @property
     def embedder(self) -> Embedder:

@@ -218,7 +218,7 @@ class DecisionRecorder(Bound):
             raise NotFoundError(f"no decision {decision_id!r}", decision_id=decision_id)
         d = decision_from_node(node)
         if with_embedding and node.embed_hash:
-            vec = self.store.get_vectors([node.embed_hash], self.ws.embedder.name).get(node.embed_hash)
+            vec = self.store.get_vectors([node.embed_hash], self.ws.model_name).get(node.embed_hash)
             d.reasoning_embedding = vec.tolist() if vec is not None else None
         return d
 
@@ -389,7 +389,7 @@ _query_lock = threading.Lock()
 
 def query_vector(ws: Workspace, text: str, keep: int = 512) -> np.ndarray:
     """The embedding of a query text, remembered for the last ``keep`` distinct queries."""
-    key = (ws.embedder.name, text)
+    key = (ws.model_name, text)
     with _query_lock:
         hit = _query_cache.get(key)
         if hit is not None:

@@ -38,7 +38,7 @@ def vector_matrix(ws: Workspace, namespace: str | Sequence[str] | None = None,
     name = f"vectors:{namespace!r}:{kind!r}:{use_faiss}"
 
     def build() -> VectorMatrix:
-        ids, matrix = ws.store.load_vectors(ws.embedder.name, namespace, kind)
+        ids, matrix = ws.store.load_vectors(ws.model_name, namespace, kind)
         index = None
         if use_faiss and ids:
             import faiss  # checked at VectorStore construction

@@ -63,7 +63,7 @@ def _overlap(query: frozenset[str], text: str) -> float:
 
 
 def _vector_index(ws: Workspace, pack: str) -> tuple[list[str], np.ndarray]:
-    return ws.cached(f"packvectors:{pack}", lambda: ws.store.load_vectors(ws.embedder.name, namespace=pack))
+    return ws.cached(f"packvectors:{pack}", lambda: ws.store.load_vectors(ws.model_name, namespace=pack))
 
 
 def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[str] | None = None,
@@ -145,7 +145,7 @@ def _selector_candidates(ws: Workspace, pack: str, q: str, out: dict[str, dict[s
 
 def _meaning_candidates(ws: Workspace, pack: str, q: str, out: dict[str, dict[str, float]],
                         allowed: set[str] | None) -> None:
-    if ws.cached(f"packmissing:{pack}", lambda: bool(ws.store.missing_vectors(ws.embedder.name, pack))):
+    if ws.cached(f"packmissing:{pack}", lambda: bool(ws.store.missing_vectors(ws.model_name, pack))):
         embed_missing(ws.store, ws.embedder, pack)  # deferred embeddings: computed on the first search needing them
     ids, matrix = _vector_index(ws, pack)
     if not ids:

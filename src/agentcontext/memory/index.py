@@ -162,7 +162,7 @@ def _load_nodes(ws: Workspace, namespace: str) -> list[Node]:
 
 def build_index(ws: Workspace, namespace: str, dimension: int) -> MemoryIndex:
     store = ws.store
-    model = ws.embedder.name
+    model = ws.model_name
     counter = store.change_counter()
     nodes = _load_nodes(ws, namespace)
     vec_ids, matrix = store.load_vectors(model, namespace, KIND)
@@ -198,7 +198,7 @@ def _catch_up(ws: Workspace, index: MemoryIndex, namespace: str, counter: int) -
         if len(found) != len(new_ids):
             return False
         nodes = [found[i] for i in new_ids]
-        model = ws.embedder.name
+        model = ws.model_name
         vectors = ws.store.get_vectors([n.embed_hash for n in nodes if n.embed_hash], model)
         if any(n.embed_hash and n.embed_hash not in vectors for n in nodes):
             return False

@@ -30,7 +30,7 @@ class QueryVectors:
         self._size = size
 
     def get(self, ws: Workspace, text: str) -> np.ndarray:
-        key = (ws.embedder.name, text)
+        key = (ws.model_name, text)
         vec = self._cache.get(key)
         if vec is None:
             vec = ws.embedder.embed([text])[0]

@@ -189,15 +189,16 @@ class AgentMemory:
         if len(set(ids)) != len(ids):
             raise ValidationError("batch_store got the same memory id twice; ids must be unique")
         self._embed(nodes, pair_texts, supplied, progress)
-        self.db.put_nodes(nodes, actor=self.actor)
+        with self.db.transaction():  # supplied vectors and the memories land together, in one commit
+            if supplied:
+                self.db.put_vectors(supplied, self.workspace.model_name)
+            self.db.put_nodes(nodes, actor=self.actor)
         self._touch(ids)
         retention.enforce_limits(self, len(ids))
         return ids
 
     def _embed(self, nodes: list[Node], pair_texts: list[str], supplied: dict[str, np.ndarray],
                progress: Callable[[int, int], None] | None) -> None:
-        if supplied:
-            self.db.put_vectors(supplied, self.workspace.embedder.name)
         texts = [] if len(supplied) >= len(nodes) else [
             n.embed_text for n in nodes if n.embed_text and content_hash(n.embed_text) not in supplied]
         texts += pair_texts
@@ -410,7 +411,7 @@ class AgentMemory:
     def health(self) -> dict[str, Any]:
         integrity = self.db.check_integrity()
         return {"status": "ok" if integrity == "ok" else "degraded", "store": integrity,
-                "memories": self.count(), "embedder": self.workspace.embedder.name,
+                "memories": self.count(), "embedder": self.workspace.model_name,
                 "dimension": self.dimension}
 
     # --- export / import -------------------------------------------------------------------
