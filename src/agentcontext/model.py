@@ -81,10 +81,11 @@ class Node:
     embed_hash: str | None = None  # hash of embed_text, set by the store
 
     def compute_hash(self) -> str:
-        return content_hash(
-            self.kind, self.key, self.title, self.summary, self.content, self.props, sorted(self.tags),
-            self.valid_from, self.valid_until,
-        )
+        """sha256 of everything a version is about, as one canonical JSON document."""
+        doc = [self.kind, self.key, self.title, self.summary, self.content, self.props, sorted(self.tags),
+               self.valid_from, self.valid_until]
+        text = json.dumps(doc, sort_keys=True, default=str, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
         return {
