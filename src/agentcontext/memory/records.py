@@ -7,6 +7,7 @@ A memory is a node of kind ``memory`` in the namespace ``memory:<name>``: ``cont
 """
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -21,7 +22,9 @@ TYPE = "type:"
 
 
 def new_id() -> str:
-    return "mem_" + uuid.uuid4().hex[:20]
+    """Time-ordered (milliseconds, then randomness, like UUIDv7): new ids land at the end of the id indexes
+    instead of at random places, which keeps bulk stores fast as the store grows."""
+    return f"mem_{time.time_ns() // 1_000_000:012x}{uuid.uuid4().hex[:8]}"
 
 
 def now_iso() -> str:
