@@ -36,8 +36,9 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
 
 
-def report(name: str, figures: dict[str, Any]) -> None:
-    """Print and save one benchmark's figures (benchmarks/results/<name>.json)."""
+def report(name: str, figures: dict[str, Any], quiet: bool = False) -> None:
+    """Save one benchmark's figures (benchmarks/results/<name>.json) and print them unless ``quiet``."""
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(figures, indent=2, default=str) + "\n")
-    print(json.dumps(figures, indent=2, default=str))
+    if not quiet:
+        print(json.dumps(figures, indent=2, default=str))

@@ -20,6 +20,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _util import report  # noqa: E402
 
 from agentcontext import ContextGraph, Workspace  # noqa: E402
 
@@ -156,6 +159,15 @@ def main() -> None:
               f" networkx {nx_pr:.2f} s (ratio {pr_first / nx_pr:.2f}x; networkx graph build {nx_build:.1f} s)")
         print(f"find_nodes(type, limit=50): {page0:.2f} ms first page, {page:.2f} ms at skip=5000   target <= 5 ms"
               f" (the first deep page after a change builds the ordered id list: {page_first:.0f} ms)")
+        report("graph", {
+            "nodes": n, "edges": len(src), "bulk_load_s": round(load, 1), "bulk_load_target_s": 60,
+            "get_neighbors_2hop_ms": {"cold": round(nb_cold, 2), "warm": round(nb_warm, 2),
+                                      "with_distance_metadata": round(nb_meta, 2), "after_write": round(nb_write, 2),
+                                      "target": 20, "networkx_in_memory": round(nx_bfs, 2)},
+            "pagerank_s": {"first": round(pr_first, 2), "after_write": round(pr_stale, 2), "target": 5,
+                           "networkx": round(nx_pr, 2)},
+            "find_nodes_page_ms": {"first": round(page0, 2), "skip_5000": round(page, 2), "target": 5},
+        }, quiet=True)
         ws.close()
 
 
