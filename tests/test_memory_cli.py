@@ -38,3 +38,19 @@ def test_memory_cli_round_trip(tmp_path):
     assert json.loads(cli(other, "memory", "import", str(tmp_path / "dump.json"), "--json").stdout) == {"imported": 2}
     bad = cli(home, "memory", "store", "x", "--meta", "novalue", "--json", ok=False)
     assert bad.returncode != 0 and json.loads(bad.stdout)["error"]["type"] == "ValidationError"
+
+
+def test_memory_cli_checks_grants_like_mcp(tmp_path):
+    home = tmp_path / ".agentcontext"
+    cli(home, "init", str(tmp_path), "--json")
+    cli(home, "memory", "store", "The owner remembers the launch date", "--json")
+    cli(home, "grant", "reader", "memory:*", "read")
+    rows = json.loads(cli(home, "--as", "reader", "memory", "retrieve", "launch date", "--json").stdout)
+    assert rows and "launch" in rows[0]["content"]
+    denied = cli(home, "--as", "reader", "memory", "store", "sneaky write", "--json", ok=False)
+    assert denied.returncode == 1 and json.loads(denied.stdout)["error"]["type"] == "AccessDeniedError"
+    stranger = cli(home, "--as", "stranger", "memory", "retrieve", "launch", "--json", ok=False)
+    assert json.loads(stranger.stdout)["error"]["type"] == "AccessDeniedError"
+    log = json.loads(cli(home, "audit", "--json").stdout)
+    assert any(e["principal"] == "reader" and e["action"] == "memory.store" and e["outcome"] == "denied" for e in log)
+    assert any(e["action"] == "memory.store" and e["outcome"] == "ok" for e in log)

@@ -10,9 +10,9 @@ and a revoked principal does not fall back to single-user mode.
 Memory stores and decision graphs are checked by the same rule under pack-like names: ``memory:<name>``
 (e.g. ``memory:default``, the store the CLI and MCP use) and ``graph:<name>`` (``graph:default``, the
 workspace graph decisions live in), so ``grant alice 'memory:*' write`` or ``grant bob 'graph:*' read``
-work and a ``*`` grant covers them; reads need read, writes need write. Only the MCP tools check this so
-far (mcp_server/memory.py, mcp_server/decisions.py call ``require``); AgentMemory, DecisionRecorder and the
-memory CLI do not check yet.
+work and a ``*`` grant covers them; reads need read, writes need write. The memory CLI and the MCP tools
+check this (memory/guarded.py, mcp_server/decisions.py); the Python classes AgentMemory and
+DecisionRecorder, used directly, act as their workspace's owner.
 
 Denied attempts are appended to the audit log before the error is raised.
 """

@@ -8,9 +8,9 @@ from typing import Any, Optional
 
 import typer
 
-from .cli_common import JSON_OPTION, emit, out, progress_bar
+from .cli_common import JSON_OPTION, emit, out, principal, progress_bar
 from .errors import ValidationError
-from .memory import AgentMemory
+from .memory import AgentMemory, guarded
 from .workspace import Workspace
 
 memory_app = typer.Typer(help="Agent memory: store, retrieve, forget, export, import.", no_args_is_help=True)
@@ -24,10 +24,9 @@ def _workspace(ctx: typer.Context) -> Workspace:
     return Workspace.open(home=obj.get("home") if isinstance(obj, dict) else None)
 
 
-def _memory(ctx: typer.Context, namespace: str) -> AgentMemory:
-    # The CLI never evicts or expires on its own: limits are an application policy.
-    return AgentMemory(workspace=_workspace(ctx), namespace=namespace, max_memory_size=None,
-                       retention_policy="unlimited")
+def _memory(ctx: typer.Context, namespace: str, level: str = "read", action: str = "memory.read") -> AgentMemory:
+    # Checked like the MCP tools (memory/guarded.py); the CLI never evicts or expires on its own.
+    return guarded.open_memory(_workspace(ctx), namespace, principal(ctx), level, action)
 
 
 def _meta(pairs: list[str] | None) -> dict[str, Any]:
@@ -59,8 +58,9 @@ def store_cmd(ctx: typer.Context, text: str = typer.Argument(..., help="The memo
               meta: Optional[list[str]] = typer.Option(None, "--meta", "-m", help="Metadata key=value (repeatable)."),
               namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Store one memory; prints its id."""
-    mem = _memory(ctx, namespace)
+    mem = _memory(ctx, namespace, "write", "memory.store")
     mid = mem.store(text, metadata=_meta(meta), conversation_id=conversation, user_id=user)
+    guarded.audit_write(mem.workspace, principal(ctx), "memory.store", f"{mem.namespace}/{mid}", {})
     emit({"id": mid, "namespace": mem.namespace}, json_out, lambda d: out.print(d["id"]))
 
 
@@ -85,8 +85,9 @@ def forget_cmd(ctx: typer.Context, memory_id: Optional[str] = typer.Argument(Non
                days_old: Optional[float] = typer.Option(None, "--days-old", help="Older than this many days."),
                namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Delete memories by id, conversation, user or age (all given conditions must match)."""
-    mem = _memory(ctx, namespace)
+    mem = _memory(ctx, namespace, "write", "memory.forget")
     count = mem.forget(memory_id, conversation, days_old, user)
+    guarded.audit_write(mem.workspace, principal(ctx), "memory.forget", mem.namespace, {"forgotten": count})
     emit({"forgotten": count}, json_out, lambda d: out.print(f"forgot {d['forgotten']} memories"))
 
 
@@ -120,12 +121,13 @@ def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="A Mark
                format: Optional[str] = typer.Option(None, "--format", "-f", help="json or markdown (default: guess)."),
                namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Import memories: new ids are created, existing ids updated, unchanged ones left alone."""
-    mem = _memory(ctx, namespace)
+    mem = _memory(ctx, namespace, "write", "memory.import")
     fmt = format or ("json" if path.suffix == ".json" else "markdown")
     data: Any = path
     if fmt == "json":
         data = path.read_text(encoding="utf-8")
     count = mem.import_data(data, format=fmt)
+    guarded.audit_write(mem.workspace, principal(ctx), "memory.import", mem.namespace, {"imported": count})
     emit({"imported": count}, json_out, lambda d: out.print(f"imported {d['imported']} memories"))
 
 

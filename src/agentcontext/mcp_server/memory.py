@@ -14,9 +14,8 @@ from typing import Any, Optional
 
 from pydantic import Field, JsonValue
 
-from .. import access
 from ..errors import ValidationError
-from ..memory import AgentMemory
+from ..memory import AgentMemory, guarded
 from .registry import CallContext, StrictArgs, ToolSpec, register_tools
 
 NAMESPACE = "default"
@@ -28,14 +27,11 @@ USER = Field(None, min_length=1, max_length=300, description="The user the memor
 
 def open_memory(ctx: CallContext, level: str, action: str) -> AgentMemory:
     """The workspace's default AgentMemory, after checking ``level`` on ``memory:default`` for the principal."""
-    mem = AgentMemory(workspace=ctx.ws, namespace=NAMESPACE, max_memory_size=None, retention_policy="unlimited",
-                      actor=access.effective_principal(ctx.ws, ctx.principal))
-    access.require(ctx.ws, ctx.principal, mem.namespace, level, action)
-    return mem
+    return guarded.open_memory(ctx.ws, NAMESPACE, ctx.principal, level, action)
 
 
 def _audit(ctx: CallContext, action: str, target: str, detail: dict[str, Any]) -> None:
-    ctx.ws.store.append_audit(access.effective_principal(ctx.ws, ctx.principal), action, target, "ok", detail)
+    guarded.audit_write(ctx.ws, ctx.principal, action, target, detail)
 
 
 class StoreArgs(StrictArgs):
