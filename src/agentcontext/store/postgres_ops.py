@@ -10,10 +10,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import DependencyMissingError, ValidationError
-from ..model import Change, Edge
+from ..model import Edge
 from .base import Adjacency
 from ..text import informative, query_terms
 from .pg_sql import RANK_WEIGHTS, PgWhere, page, ts_match
+from .records_log import RecordsLogOps
 from .rows import as_list, row_to_edge
 
 try:
@@ -43,7 +44,8 @@ def decode_vectors(raws: Sequence[bytes]) -> np.ndarray:
     return np.frombuffer(joined, dtype=">f4").reshape(len(raws), dim).astype(np.float32)
 
 
-class EdgeVectorOps:
+class EdgeVectorOps(RecordsLogOps):
+    PLACEHOLDER = "%s"
     _db: psycopg.Connection
     _lock: Any
 
@@ -251,59 +253,5 @@ class EdgeVectorOps:
             raise ValidationError(f"vectors of model {model!r} have mixed dimensions {sorted(dims)}; reindex")
         return [r[0] for r in rows], decode_vectors([r[2] for r in rows])
 
-    # --- records, audit, change log --------------------------------------------------------
-    def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
-        at = self._now()
-        with self.transaction():
-            self._db.execute("INSERT INTO records(kind, key, value, updated_at) VALUES (%s,%s,%s,%s) "
-                             "ON CONFLICT (kind, key) DO UPDATE SET value = EXCLUDED.value, "
-                             "updated_at = EXCLUDED.updated_at",
-                             (kind, key, json.dumps(value, sort_keys=True, default=str), at))
-            self._log(at, actor, "record.put", f"{kind}/{key}")
-
-    def get_record(self, kind: str, key: str) -> dict[str, Any] | None:
-        rows = self._read("SELECT value FROM records WHERE kind = %s AND key = %s", (kind, key))
-        return json.loads(rows[0][0]) if rows else None
-
-    def list_records(self, kind: str, prefix: str | None = None) -> list[tuple[str, dict[str, Any]]]:
-        if prefix:
-            rows = self._read("SELECT key, value FROM records WHERE kind = %s AND key >= %s AND key < %s ORDER BY key",
-                              (kind, prefix, prefix + "\U0010ffff"))
-        else:
-            rows = self._read("SELECT key, value FROM records WHERE kind = %s ORDER BY key", (kind,))
-        return [(k, json.loads(v)) for k, v in rows]
-
-    def delete_record(self, kind: str, key: str, actor: str = "") -> bool:
-        at = self._now()
-        with self.transaction():
-            n = self._db.execute("DELETE FROM records WHERE kind = %s AND key = %s", (kind, key)).rowcount
-            if n:
-                self._log(at, actor, "record.delete", f"{kind}/{key}")
-        return bool(n)
-
-    def append_audit(self, principal: str, action: str, target: str, outcome: str, detail: dict | None = None) -> None:
-        with self.transaction():
-            self._db.execute(
-                "INSERT INTO audit(at, principal, action, target, outcome, detail) VALUES (%s,%s,%s,%s,%s,%s)",
-                (self._now(), principal, action, target, outcome, json.dumps(detail or {}, default=str)))
-
-    def audit(self, principal: str | None = None, since: str | None = None, limit: int | None = None) -> list[dict]:
-        where = PgWhere()
-        if principal:
-            where.add("principal = %s", principal)
-        if since:
-            where.add("at >= %s", since)
-        inner = f"SELECT seq, at, principal, action, target, outcome, detail FROM audit{where.sql()}"
-        if limit:  # the latest ``limit`` entries, oldest first
-            inner = f"SELECT * FROM ({inner} ORDER BY seq DESC LIMIT {int(limit)}) latest"
-        rows = self._read(f"{inner} ORDER BY seq", where.params)
-        return [{"seq": r[0], "at": r[1], "principal": r[2], "action": r[3], "target": r[4], "outcome": r[5],
-                 "detail": json.loads(r[6])} for r in rows]
-
-    def change_counter(self) -> int:
-        return self._read("SELECT coalesce(max(seq), 0) FROM changes")[0][0]
-
-    def changes_since(self, seq: int, limit: int | None = None) -> list[Change]:
-        rows = self._read(f"SELECT seq, at, actor, op, target, namespace, detail FROM changes WHERE seq > %s "
-                          f"ORDER BY seq{page(limit or None, 0)}", (seq,))
-        return [Change(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+    def _where(self) -> PgWhere:
+        return PgWhere()

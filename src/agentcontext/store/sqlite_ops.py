@@ -8,8 +8,9 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..errors import ValidationError
-from ..model import Change, Edge
+from ..model import Edge
 from .base import Adjacency
+from .records_log import RecordsLogOps
 from .rows import Where, as_list, row_to_edge
 from ..text import informative, query_terms
 from .sql import fts_match
@@ -36,7 +37,7 @@ class SqlWhere(Where):
         self.params.extend(values)
 
 
-class SQLiteOps:
+class SQLiteOps(RecordsLogOps):
     """Provided by SQLiteStore: the connection, transactions, the clock and the change log."""
 
     _db: sqlite3.Connection
@@ -229,58 +230,5 @@ class SQLiteOps:
         matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dims.pop())
         return [r[0] for r in rows], matrix
 
-    # --- records, audit, change log --------------------------------------------------------
-    def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
-        at = self._now()
-        with self.transaction():
-            self._db.execute("INSERT OR REPLACE INTO records(kind, key, value, updated_at) VALUES (?,?,?,?)",
-                             (kind, key, json.dumps(value, sort_keys=True, default=str), at))
-            self._log(at, actor, "record.put", f"{kind}/{key}")
-
-    def get_record(self, kind: str, key: str) -> dict[str, Any] | None:
-        rows = self._read("SELECT value FROM records WHERE kind = ? AND key = ?", (kind, key))
-        return json.loads(rows[0][0]) if rows else None
-
-    def list_records(self, kind: str, prefix: str | None = None) -> list[tuple[str, dict[str, Any]]]:
-        if prefix:
-            rows = self._read("SELECT key, value FROM records WHERE kind = ? AND key >= ? AND key < ? ORDER BY key",
-                              (kind, prefix, prefix + "\U0010ffff"))
-        else:
-            rows = self._read("SELECT key, value FROM records WHERE kind = ? ORDER BY key", (kind,))
-        return [(k, json.loads(v)) for k, v in rows]
-
-    def delete_record(self, kind: str, key: str, actor: str = "") -> bool:
-        at = self._now()
-        with self.transaction():
-            n = self._db.execute("DELETE FROM records WHERE kind = ? AND key = ?", (kind, key)).rowcount
-            if n:
-                self._log(at, actor, "record.delete", f"{kind}/{key}")
-        return bool(n)
-
-    def append_audit(self, principal: str, action: str, target: str, outcome: str, detail: dict | None = None) -> None:
-        with self.transaction():
-            self._db.execute(
-                "INSERT INTO audit(at, principal, action, target, outcome, detail) VALUES (?,?,?,?,?,?)",
-                (self._now(), principal, action, target, outcome, json.dumps(detail or {}, default=str)))
-
-    def audit(self, principal: str | None = None, since: str | None = None, limit: int | None = None) -> list[dict]:
-        where = SqlWhere()
-        if principal:
-            where.add("principal = ?", principal)
-        if since:
-            where.add("at >= ?", since)
-        inner = f"SELECT seq, at, principal, action, target, outcome, detail FROM audit{where.sql()}"
-        if limit:  # the latest ``limit`` entries, oldest first
-            inner = f"SELECT * FROM ({inner} ORDER BY seq DESC LIMIT {int(limit)})"
-        rows = self._read(f"{inner} ORDER BY seq", where.params)
-        return [{"seq": r[0], "at": r[1], "principal": r[2], "action": r[3], "target": r[4], "outcome": r[5],
-                 "detail": json.loads(r[6])} for r in rows]
-
-    def change_counter(self) -> int:
-        return self._read("SELECT coalesce(max(seq), 0) FROM changes")[0][0]
-
-    def changes_since(self, seq: int, limit: int | None = None) -> list[Change]:
-        page = f" LIMIT {int(limit)}" if limit else ""
-        rows = self._read(f"SELECT seq, at, actor, op, target, namespace, detail FROM changes WHERE seq > ? "
-                          f"ORDER BY seq{page}", (seq,))
-        return [Change(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+    def _where(self) -> SqlWhere:
+        return SqlWhere()
