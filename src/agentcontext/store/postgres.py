@@ -377,44 +377,13 @@ class PostgresStore(EdgeVectorOps):
                                 [(at, actor, "node.purge", r[0], r[1], json.dumps({"reason": reason})) for r in rows])
         return totals
 
-    def tombstone(self, id: str) -> dict[str, Any] | None:
-        found = self.tombstones(ids=[id])
-        return found[0] if found else None
-
-    def tombstones(self, namespace: str | None = None, ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        where = PgWhere()
-        where.eq_any("namespace", as_list(namespace))
-        where.eq_any("id", as_list(ids))
-        rows = self._read(f"SELECT id, namespace, kind, purged_at, reason, actor FROM tombstones{where.sql()} "
-                          "ORDER BY purged_at, id", where.params)
-        return [{"id": r[0], "namespace": r[1], "kind": r[2], "purged_at": r[3], "reason": r[4], "actor": r[5]}
-                for r in rows]
-
-    def namespaces(self) -> list[str]:
-        return [r[0] for r in self._read(
-            "SELECT DISTINCT namespace FROM nodes WHERE retracted_at IS NULL ORDER BY namespace")]
-
     # --- graph engine helpers (the same extras SQLiteStore offers graph/) ------------------
-    def node_ids(self, namespace=None, include_retracted: bool = False) -> list[str]:
-        """Ids of the nodes in ``namespace`` (active only unless ``include_retracted``), in insertion order."""
-        where = PgWhere()
-        where.eq_any("namespace", as_list(namespace))
-        if not include_retracted:
-            where.add("retracted_at IS NULL")
-        return [r[0] for r in self._read(f"SELECT id FROM nodes{where.sql()} ORDER BY rid", where.params)]
-
     def node_briefs(self, ids: Sequence[str]) -> dict[str, tuple[str, str, dict[str, Any]]]:
         """(kind, content, props) of active nodes by id: the lean read traversal results need."""
         rows = self._read("SELECT id, kind, content, props FROM nodes WHERE id = ANY(%s) AND retracted_at IS NULL",
                           (list(ids),))
         return {nid: (kind, content, json.loads(props) if props and props != "{}" else {})
                 for nid, kind, content, props in rows}
-
-    def timed_edges(self, namespace=None) -> list[tuple[str, str, str, str | None, str | None]]:
-        """(src, dst, type, valid_from, valid_until) of active edges that carry a validity bound."""
-        where = self._edge_where(None, None, None, namespace, None, None, None)
-        where.add("(valid_from IS NOT NULL OR valid_until IS NOT NULL)")
-        return self._read(f"SELECT src, dst, type, valid_from, valid_until FROM edges{where.sql()}", where.params)
 
     def edge_history(self, namespace=None) -> list[Edge]:
         """Every edge interval, retracted ones included, in the order the store recorded them."""

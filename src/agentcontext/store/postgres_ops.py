@@ -14,7 +14,7 @@ from ..model import Edge
 from .base import Adjacency
 from ..text import informative, query_terms
 from .pg_sql import RANK_WEIGHTS, PgWhere, page, ts_match
-from .records_log import RecordsLogOps
+from .common_ops import CommonOps
 from .rows import as_list, row_to_edge
 
 try:
@@ -44,7 +44,7 @@ def decode_vectors(raws: Sequence[bytes]) -> np.ndarray:
     return np.frombuffer(joined, dtype=">f4").reshape(len(raws), dim).astype(np.float32)
 
 
-class EdgeVectorOps(RecordsLogOps):
+class EdgeVectorOps(CommonOps):
     PLACEHOLDER = "%s"
     _db: psycopg.Connection
     _lock: Any

@@ -399,34 +399,7 @@ class SQLiteStore(SQLiteOps):
                     self._log(at, actor, "node.purge", r[0], r[2], {"reason": reason})
         return totals
 
-    def tombstone(self, id: str) -> dict[str, Any] | None:
-        rows = self._read("SELECT id, namespace, kind, purged_at, reason, actor FROM tombstones WHERE id = ?", (id,))
-        if not rows:
-            return None
-        r = rows[0]
-        return {"id": r[0], "namespace": r[1], "kind": r[2], "purged_at": r[3], "reason": r[4], "actor": r[5]}
-
-    def tombstones(self, namespace: str | None = None) -> list[dict[str, Any]]:
-        where = SqlWhere()
-        where.eq_any("namespace", as_list(namespace))
-        rows = self._read(f"SELECT id, namespace, kind, purged_at, reason, actor FROM tombstones{where.sql()} "
-                          "ORDER BY purged_at, id", where.params)
-        return [{"id": r[0], "namespace": r[1], "kind": r[2], "purged_at": r[3], "reason": r[4], "actor": r[5]}
-                for r in rows]
-
-    def namespaces(self) -> list[str]:
-        return [r[0] for r in self._read(
-            "SELECT DISTINCT namespace FROM nodes WHERE retracted_at IS NULL ORDER BY namespace")]
-
     # --- graph engine helpers (additive; used by graph/ for caches and persistence) --------
-    def node_ids(self, namespace=None, include_retracted: bool = False) -> list[str]:
-        """Ids of the nodes in ``namespace`` (active only unless ``include_retracted``), in rid order."""
-        where = SqlWhere()
-        where.eq_any("namespace", as_list(namespace))
-        if not include_retracted:
-            where.add("retracted_at IS NULL")
-        return [r[0] for r in self._read(f"SELECT id FROM nodes{where.sql()} ORDER BY rid", where.params)]
-
     def node_briefs(self, ids: Sequence[str]) -> dict[str, tuple[str, str, dict[str, Any]]]:
         """(kind, content, props) of active nodes by id: the lean read traversal results need."""
         out: dict[str, tuple[str, str, dict[str, Any]]] = {}
@@ -462,12 +435,6 @@ class SQLiteStore(SQLiteOps):
         where.eq_any("namespace", as_list(namespace))
         return self._read("SELECT src, dst, type, weight, position, valid_from, valid_until FROM edges NOT INDEXED"
                           f"{where.sql()}", where.params)
-
-    def timed_edges(self, namespace=None) -> list[tuple[str, str, str, str | None, str | None]]:
-        """(src, dst, type, valid_from, valid_until) of active edges that carry a validity bound."""
-        where = self._edge_where(None, None, None, namespace, None, None, None)
-        where.add("(valid_from IS NOT NULL OR valid_until IS NOT NULL)")
-        return self._read(f"SELECT src, dst, type, valid_from, valid_until FROM edges{where.sql()}", where.params)
 
     def edge_history(self, namespace=None) -> list[Edge]:
         """Every edge interval, retracted ones included, in the order the store recorded them."""

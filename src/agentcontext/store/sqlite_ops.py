@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import ValidationError
 from ..model import Edge
 from .base import Adjacency
-from .records_log import RecordsLogOps
+from .common_ops import CommonOps
 from .rows import Where, as_list, row_to_edge
 from ..text import informative, query_terms
 from .sql import fts_match
@@ -37,7 +37,7 @@ class SqlWhere(Where):
         self.params.extend(values)
 
 
-class SQLiteOps(RecordsLogOps):
+class SQLiteOps(CommonOps):
     """Provided by SQLiteStore: the connection, transactions, the clock and the change log."""
 
     _db: sqlite3.Connection

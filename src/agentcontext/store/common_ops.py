@@ -1,4 +1,5 @@
-"""Records, the audit log and the change log: the same SQL on both backends (a mixin of each store).
+"""What both SQL backends run with the same SQL (a mixin of each store): tombstone and id reads, records,
+the audit log and the change log.
 
 Queries are written with ``?`` placeholders; a backend whose driver wants another style sets
 ``PLACEHOLDER`` (Postgres: ``%s``).
@@ -6,15 +7,15 @@ Queries are written with ``?`` placeholders; a backend whose driver wants anothe
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..model import Change
-from .rows import Where
+from .rows import Where, as_list
 
 
-class RecordsLogOps:
+class CommonOps:
     """Provided by the store: ``_db`` (with ``execute(sql, params).rowcount``), ``transaction``, ``_now``,
-    ``_read``, ``_log`` and ``_where()`` (its WHERE builder)."""
+    ``_read``, ``_log``, ``_where()`` (its WHERE builder) and ``_edge_where``."""
 
     PLACEHOLDER = "?"
     _db: Any
@@ -23,9 +24,41 @@ class RecordsLogOps:
     _read: Callable[..., list[tuple]]
     _log: Callable[..., None]
     _where: Callable[[], Where]
+    _edge_where: Callable[..., Where]
 
     def _q(self, sql: str) -> str:
         return sql if self.PLACEHOLDER == "?" else sql.replace("?", self.PLACEHOLDER)
+
+    def tombstone(self, id: str) -> dict[str, Any] | None:
+        found = self.tombstones(ids=[id])
+        return found[0] if found else None
+
+    def tombstones(self, namespace: str | None = None, ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        where = self._where()
+        where.eq_any("namespace", as_list(namespace))
+        where.eq_any("id", as_list(ids))
+        rows = self._read(f"SELECT id, namespace, kind, purged_at, reason, actor FROM tombstones{where.sql()} "
+                          "ORDER BY purged_at, id", where.params)
+        return [{"id": r[0], "namespace": r[1], "kind": r[2], "purged_at": r[3], "reason": r[4], "actor": r[5]}
+                for r in rows]
+
+    def namespaces(self) -> list[str]:
+        return [r[0] for r in self._read(
+            "SELECT DISTINCT namespace FROM nodes WHERE retracted_at IS NULL ORDER BY namespace")]
+
+    def node_ids(self, namespace=None, include_retracted: bool = False) -> list[str]:
+        """Ids of the nodes in ``namespace`` (active only unless ``include_retracted``), in insertion order."""
+        where = self._where()
+        where.eq_any("namespace", as_list(namespace))
+        if not include_retracted:
+            where.add("retracted_at IS NULL")
+        return [r[0] for r in self._read(f"SELECT id FROM nodes{where.sql()} ORDER BY rid", where.params)]
+
+    def timed_edges(self, namespace=None) -> list[tuple[str, str, str, str | None, str | None]]:
+        """(src, dst, type, valid_from, valid_until) of active edges that carry a validity bound."""
+        where = self._edge_where(None, None, None, namespace, None, None, None)
+        where.add("(valid_from IS NOT NULL OR valid_until IS NOT NULL)")
+        return self._read(f"SELECT src, dst, type, valid_from, valid_until FROM edges{where.sql()}", where.params)
 
     def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
         at = self._now()
