@@ -7,8 +7,9 @@ A memory is a node of kind ``memory`` in the namespace ``memory:<name>``: ``cont
 """
 from __future__ import annotations
 
+import functools
+import os
 import time
-import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -24,7 +25,7 @@ TYPE = "type:"
 def new_id() -> str:
     """Time-ordered (milliseconds, then randomness, like UUIDv7): new ids land at the end of the id indexes
     instead of at random places, which keeps bulk stores fast as the store grows."""
-    return f"mem_{time.time_ns() // 1_000_000:012x}{uuid.uuid4().hex[:8]}"
+    return f"mem_{time.time_ns() // 1_000_000:012x}{os.urandom(4).hex()}"
 
 
 def now_iso() -> str:
@@ -38,12 +39,17 @@ _OFFSET = 1 << 60  # keeps pre-1970 times positive
 def time_key(created: str | None, seq: int = 0) -> str:
     """A sort key for creation time: one hex token (no digits groups that would match words in
     the text index, as an ISO date would), microseconds then the position within a batch."""
+    return f"t{_micros(created):016x}{seq:06x}"
+
+
+@functools.lru_cache(maxsize=4096)  # a batch shares one timestamp: parse it once
+def _micros(created: str | None) -> int:
     iso = to_utc_iso(created) if created else None
     dt = datetime.fromisoformat(iso) if iso else _EPOCH
-    micros = (dt - _EPOCH) // timedelta(microseconds=1) + _OFFSET
-    return f"t{micros:016x}{seq:06x}"
+    return (dt - _EPOCH) // timedelta(microseconds=1) + _OFFSET
 
 
+@functools.lru_cache(maxsize=4096)
 def human_date(created: str | None) -> str:
     """'2023-05-08T13:56:00' -> '8 May 2023' (in the timestamp's own offset), indexed for text search
     so questions that name a date, month or year meet the memories of that day."""

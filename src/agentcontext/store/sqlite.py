@@ -156,7 +156,7 @@ class SQLiteStore(SQLiteOps):
                 tags_of[node.id] = list(node.tags)
                 versions.append(node.version)
                 logs.append((at, actor, "node.put", node.id, node.namespace,
-                             json.dumps({"version": node.version, "kind": node.kind})))
+                             f'{{"version": {node.version}, "kind": {json.dumps(node.kind)}}}'))
             cols = "rid, " + NODE_COLS + ", embed_text"
             marks = ",".join("?" * 20)
             text_of = {vr[0]: vr[-1] for vr in version_rows}
