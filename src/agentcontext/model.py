@@ -80,12 +80,14 @@ class Node:
     tokens: int | None = None  # cached token count of the rendered doc, if the service sets it
     embed_hash: str | None = None  # hash of embed_text, set by the store
 
-    def compute_hash(self) -> str:
-        """sha256 of everything a version is about, as one canonical JSON document."""
-        doc = [self.kind, self.key, self.title, self.summary, self.content, self.props, sorted(self.tags),
-               self.valid_from, self.valid_until]
-        text = json.dumps(doc, sort_keys=True, default=str, separators=(",", ":"))
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    def compute_hash(self, props_json: str | None = None) -> str:
+        """sha256 of everything a version is about. ``props_json`` (``json.dumps(props, sort_keys=True,
+        default=str)``) may be passed by a caller that serialised the props already."""
+        if props_json is None:
+            props_json = json.dumps(self.props, sort_keys=True, default=str)
+        head = json.dumps([self.kind, self.key, self.title, self.summary, self.content, sorted(self.tags),
+                           self.valid_from, self.valid_until], default=str, separators=(",", ":"))
+        return hashlib.sha256(f"{head}\x1f{props_json}".encode("utf-8", "surrogatepass")).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
         return {

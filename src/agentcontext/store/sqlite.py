@@ -132,8 +132,10 @@ class SQLiteStore(SQLiteOps):
                     existing[row[0]] = row
             inserts, updates, version_rows, fts_rows, tag_rows, logs = [], [], [], [], [], []
             tags_of: dict[str, list[str]] = {}
+            text_of: dict[str, str | None] = {}
             for node in nodes:
-                node.content_hash = node.compute_hash()
+                props_json = json.dumps(node.props, sort_keys=True, default=str)
+                node.content_hash = node.compute_hash(props_json)
                 embed_hash = content_hash(node.embed_text) if node.embed_text else None
                 node.embed_hash = embed_hash
                 old = existing.get(node.id)
@@ -147,19 +149,19 @@ class SQLiteStore(SQLiteOps):
                 node.created_by = node.created_by or (old[7] if old else actor) or actor
                 row = (
                     node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
-                    json.dumps(node.props, sort_keys=True, default=str), json.dumps(list(node.tags)),
+                    props_json, json.dumps(list(node.tags)),
                     node.valid_from, node.valid_until, node.recorded_at, None, node.version,
                     node.content_hash, node.created_by, embed_hash, node.tokens,
                 )
                 (updates if old else inserts).append(row)
-                version_rows.append(row + (node.embed_text,))
+                version_rows.append(row + (None,))  # the text to embed is only ever read from the live row
+                text_of[node.id] = node.embed_text
                 tags_of[node.id] = list(node.tags)
                 versions.append(node.version)
                 logs.append((at, actor, "node.put", node.id, node.namespace,
                              f'{{"version": {node.version}, "kind": {json.dumps(node.kind)}}}'))
             cols = "rid, " + NODE_COLS + ", embed_text"
             marks = ",".join("?" * 20)
-            text_of = {vr[0]: vr[-1] for vr in version_rows}
             # Row ids are ours to give inside the write transaction (BEGIN IMMEDIATE holds the lock), so the
             # text index and tag rows need no second lookup.
             rid_of = {r[0]: existing[r[0]][1] for r in updates}
@@ -343,7 +345,7 @@ class SQLiteStore(SQLiteOps):
                 self._db.execute(
                     f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT id, kind, namespace, key, title, "
                     f"summary, content, props, tags, valid_from, valid_until, ?, ?, version + 1, content_hash, "
-                    f"created_by, embed_hash, tokens, embed_text FROM nodes WHERE id IN ({lm})", [at, at, *live],
+                    f"created_by, embed_hash, tokens, NULL FROM nodes WHERE id IN ({lm})", [at, at, *live],
                 )
                 self._db.execute(
                     f"UPDATE nodes SET retracted_at = ?, recorded_at = ?, version = version + 1 WHERE id IN ({lm})",
