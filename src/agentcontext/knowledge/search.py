@@ -152,7 +152,7 @@ def _meaning_candidates(ws: Workspace, pack: str, q: str, out: dict[str, dict[st
         return
     qvec = ws.embedder.embed([q])[0]  # queries are not stored: nothing of them lingers in the store
     sims = matrix @ qvec
-    top = np.argsort(-sims)[:50]
+    top = np.argpartition(-sims, 50)[:50] if len(sims) > 50 else np.arange(len(sims))  # order comes later
     for i in top:
         if allowed is not None and ids[i] not in allowed:
             continue
