@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Sequence
 
-from ..model import Change
-from .rows import Where, as_list
+from ..errors import ValidationError
+from ..model import Change, Node
+from .base import Adjacency
+from .rows import NODE_COLS, NODE_ORDERS, Where, as_list, row_to_node
 
 
 class CommonOps:
     """Provided by the store: ``_db`` (with ``execute(sql, params).rowcount``), ``transaction``, ``_now``,
-    ``_read``, ``_log``, ``_where()`` (its WHERE builder) and ``_edge_where``."""
+    ``_read``, ``_log``, ``_where()`` (its WHERE builder), ``_node_where`` and ``_select_nodes``."""
 
     PLACEHOLDER = "?"
     _db: Any
@@ -24,11 +26,73 @@ class CommonOps:
     _read: Callable[..., list[tuple]]
     _log: Callable[..., None]
     _where: Callable[[], Where]
-    _edge_where: Callable[..., Where]
+    _node_where: Callable[..., Where]
+    _select_nodes: Callable[..., list[Node]]
 
     def _q(self, sql: str) -> str:
         return sql if self.PLACEHOLDER == "?" else sql.replace("?", self.PLACEHOLDER)
 
+    # --- nodes and edges: the queries both backends phrase alike -------------------------
+    def find_nodes(self, namespace=None, kind=None, key_prefix=None, keys=None, tags=None, valid_at=None,
+                   as_of=None, order="key", offset=0, limit=None, with_content=True) -> list[Node]:
+        where = self._node_where(namespace, kind, key_prefix, keys, tags, valid_at, as_of)
+        if as_of is None:
+            where.add("n.retracted_at IS NULL")
+        order_sql = NODE_ORDERS.get(order)
+        if order_sql is None:
+            raise ValidationError(f"unknown order {order!r}; use key, recorded, recorded_desc, id or none")
+        return self._select_nodes(where, as_of, with_content, order_sql, limit, offset)
+
+    def count_nodes(self, namespace=None, kind=None) -> int:
+        where = self._node_where(namespace, kind, None, None, None, None)
+        where.add("n.retracted_at IS NULL")
+        return self._read(f"SELECT count(*) FROM nodes n{where.sql()}", where.params)[0][0]
+
+    def count_by_kind(self, namespace=None) -> dict[str, int]:
+        where = self._node_where(namespace, None, None, None, None, None)
+        where.add("n.retracted_at IS NULL")
+        return dict(self._read(f"SELECT kind, count(*) FROM nodes n{where.sql()} GROUP BY kind", where.params))
+
+    def node_versions(self, id: str) -> list[Node]:
+        rows = self._read(self._q(f"SELECT {NODE_COLS} FROM node_versions WHERE id = ? ORDER BY version"), (id,))
+        return [row_to_node(r) for r in rows]
+
+    def node_version(self, id: str, version: int) -> Node | None:
+        rows = self._read(self._q(f"SELECT {NODE_COLS} FROM node_versions WHERE id = ? AND version = ?"),
+                          (id, version))
+        return row_to_node(rows[0]) if rows else None
+
+    def _edge_where(self, src, dst, type, namespace, as_of, valid_at, min_weight) -> Where:
+        where = self._where()
+        where.eq_any("src", as_list(src))
+        where.eq_any("dst", as_list(dst))
+        where.eq_any("type", as_list(type))
+        where.eq_any("namespace", as_list(namespace))
+        if as_of is None:
+            where.add("retracted_at IS NULL")
+        else:
+            where.add(self._q("recorded_at <= ? AND (retracted_at IS NULL OR retracted_at > ?)"), as_of, as_of)
+        if valid_at:
+            where.add(self._q("(valid_from IS NULL OR valid_from <= ?) AND (valid_until IS NULL OR valid_until > ?)"),
+                      valid_at, valid_at)
+        if min_weight is not None:
+            where.add(self._q("weight >= ?"), min_weight)
+        return where
+
+    def count_edges(self, namespace=None, type=None) -> int:
+        where = self._edge_where(None, None, type, namespace, None, None, None)
+        return self._read(f"SELECT count(*) FROM edges{where.sql()}", where.params)[0][0]
+
+    def count_edges_by_type(self, namespace=None) -> dict[str, int]:
+        where = self._edge_where(None, None, None, namespace, None, None, None)
+        return dict(self._read(f"SELECT type, count(*) FROM edges{where.sql()} GROUP BY type", where.params))
+
+    def adjacency(self, namespace=None, types=None, as_of=None, valid_at=None) -> Adjacency:
+        where = self._edge_where(None, None, types, namespace, as_of, valid_at, None)
+        return self._read(f"SELECT src, dst, type, weight, position FROM edges{where.sql()} "
+                          "ORDER BY src, position, dst", where.params)
+
+    # --- tombstones, namespaces, ids -------------------------------------------------------
     def tombstone(self, id: str) -> dict[str, Any] | None:
         found = self.tombstones(ids=[id])
         return found[0] if found else None

@@ -21,18 +21,13 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 from ..errors import StoreError, ValidationError
 from ..model import Edge, Node, content_hash, utcnow
 from .pg_sql import SCHEMA, PgWhere, page, redact, split_url
-from .rows import as_list, row_to_edge, row_to_node
-from .postgres_ops import EDGE_COLS, EdgeVectorOps  # imports psycopg or names the missing extra
+from .rows import EDGE_COLS, LIGHT_COLS, NODE_COLS, as_list, row_to_edge, row_to_node
+from .postgres_ops import EdgeVectorOps  # imports psycopg or names the missing extra
 
 import psycopg  # noqa: E402,I001
 from pgvector.psycopg import register_vector  # noqa: E402
 from psycopg import sql as pgsql  # noqa: E402
 
-NODE_COLS = (
-    "id, kind, namespace, key, title, summary, content, props, tags, valid_from, valid_until, "
-    "recorded_at, retracted_at, version, content_hash, created_by, embed_hash, tokens"
-)
-LIGHT_COLS = NODE_COLS.replace(" content,", " '' AS content,")
 _LOCK_CLASS = 0x61637478  # 'actx'
 T = TypeVar("T")
 
@@ -253,7 +248,8 @@ class PostgresStore(EdgeVectorOps):
             where.add("n.retracted_at IS NULL")
         return {node.id: node for node in self._select_nodes(where, as_of)}
 
-    def _node_where(self, namespace, kind, key_prefix, keys, tags, valid_at) -> PgWhere:
+    def _node_where(self, namespace, kind, key_prefix, keys, tags, valid_at, as_of=None) -> PgWhere:
+        # as_of needs nothing here: tags are a column of whichever rows (live or versions) are selected
         where = PgWhere()
         where.eq_any("n.namespace", as_list(namespace))
         where.eq_any("n.kind", as_list(kind))
@@ -267,22 +263,6 @@ class PostgresStore(EdgeVectorOps):
             where.add("(n.valid_from IS NULL OR n.valid_from <= %s) AND (n.valid_until IS NULL OR n.valid_until > %s)",
                       valid_at, valid_at)
         return where
-
-    def find_nodes(self, namespace=None, kind=None, key_prefix=None, keys=None, tags=None, valid_at=None,
-                   as_of=None, order="key", offset=0, limit=None, with_content=True) -> list[Node]:
-        where = self._node_where(namespace, kind, key_prefix, keys, tags, valid_at)
-        if as_of is None:
-            where.add("n.retracted_at IS NULL")
-        order_sql = {
-            "key": " ORDER BY n.key, n.id",
-            "recorded": " ORDER BY n.recorded_at, n.id",
-            "recorded_desc": " ORDER BY n.recorded_at DESC, n.id DESC",
-            "id": " ORDER BY n.id",
-            "none": "",
-        }.get(order)
-        if order_sql is None:
-            raise ValidationError(f"unknown order {order!r}; use key, recorded, recorded_desc, id or none")
-        return self._select_nodes(where, as_of, with_content, order_sql, limit, offset)
 
     def node_index(self, namespace, as_of: str | None = None) -> list[tuple]:
         """Light rows (id, key, kind, title, summary, version, content_hash, tokens) of active nodes, by key."""
@@ -304,24 +284,6 @@ class PostgresStore(EdgeVectorOps):
             return dict(self._read("SELECT id, content FROM nodes WHERE id = ANY(%s)", (ids,)))
         return dict(self._read("SELECT DISTINCT ON (id) id, content FROM node_versions WHERE id = ANY(%s) "
                                "AND recorded_at <= %s ORDER BY id, version DESC", (ids, as_of)))
-
-    def count_nodes(self, namespace=None, kind=None) -> int:
-        where = self._node_where(namespace, kind, None, None, None, None)
-        where.add("n.retracted_at IS NULL")
-        return self._read(f"SELECT count(*) FROM nodes n{where.sql()}", where.params)[0][0]
-
-    def count_by_kind(self, namespace=None) -> dict[str, int]:
-        where = self._node_where(namespace, None, None, None, None, None)
-        where.add("n.retracted_at IS NULL")
-        return dict(self._read(f"SELECT kind, count(*) FROM nodes n{where.sql()} GROUP BY kind", where.params))
-
-    def node_versions(self, id: str) -> list[Node]:
-        rows = self._read(f"SELECT {NODE_COLS} FROM node_versions WHERE id = %s ORDER BY version", (id,))
-        return [row_to_node(r) for r in rows]
-
-    def node_version(self, id: str, version: int) -> Node | None:
-        rows = self._read(f"SELECT {NODE_COLS} FROM node_versions WHERE id = %s AND version = %s", (id, version))
-        return row_to_node(rows[0]) if rows else None
 
     def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None,
                       edges: str = "both") -> int:

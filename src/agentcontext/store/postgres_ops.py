@@ -11,11 +11,10 @@ import numpy as np
 
 from ..errors import DependencyMissingError, ValidationError
 from ..model import Edge
-from .base import Adjacency
 from ..text import informative, query_terms
 from .pg_sql import RANK_WEIGHTS, PgWhere, page, ts_match
 from .common_ops import CommonOps
-from .rows import as_list, row_to_edge
+from .rows import EDGE_COLS, as_list, row_to_edge
 
 try:
     import psycopg
@@ -25,7 +24,6 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise DependencyMissingError("the PostgreSQL store needs the postgres extra: pip install 'agentcontext[postgres]'",
                                  extra="postgres") from exc
 
-EDGE_COLS = "src, type, dst, namespace, weight, props, valid_from, valid_until, recorded_at, retracted_at, position"
 
 
 class RawVector(Loader):
@@ -118,23 +116,6 @@ class EdgeVectorOps(CommonOps):
                 self._log(at, actor, "edges.retract", "*", "", {"count": count})
         return count
 
-    def _edge_where(self, src, dst, type, namespace, as_of, valid_at, min_weight) -> PgWhere:
-        where = PgWhere()
-        where.eq_any("src", as_list(src))
-        where.eq_any("dst", as_list(dst))
-        where.eq_any("type", as_list(type))
-        where.eq_any("namespace", as_list(namespace))
-        if as_of is None:
-            where.add("retracted_at IS NULL")
-        else:
-            where.add("recorded_at <= %s AND (retracted_at IS NULL OR retracted_at > %s)", as_of, as_of)
-        if valid_at:
-            where.add("(valid_from IS NULL OR valid_from <= %s) AND (valid_until IS NULL OR valid_until > %s)",
-                      valid_at, valid_at)
-        if min_weight is not None:
-            where.add("weight >= %s", min_weight)
-        return where
-
     def edges(self, src=None, dst=None, type=None, namespace=None, as_of=None, valid_at=None,
               min_weight=None, offset=0, limit=None) -> list[Edge]:
         where = self._edge_where(src, dst, type, namespace, as_of, valid_at, min_weight)
@@ -162,19 +143,6 @@ class EdgeVectorOps(CommonOps):
                                  None, None, None, min_weight)
         return self._read(f"SELECT src, dst, type, weight, namespace, valid_from, valid_until FROM edges{where.sql()} "
                           "ORDER BY src, position, dst, type", where.params)
-
-    def count_edges(self, namespace=None, type=None) -> int:
-        where = self._edge_where(None, None, type, namespace, None, None, None)
-        return self._read(f"SELECT count(*) FROM edges{where.sql()}", where.params)[0][0]
-
-    def count_edges_by_type(self, namespace=None) -> dict[str, int]:
-        where = self._edge_where(None, None, None, namespace, None, None, None)
-        return dict(self._read(f"SELECT type, count(*) FROM edges{where.sql()} GROUP BY type", where.params))
-
-    def adjacency(self, namespace=None, types=None, as_of=None, valid_at=None) -> Adjacency:
-        where = self._edge_where(None, None, types, namespace, as_of, valid_at, None)
-        return self._read(f"SELECT src, dst, type, weight, position FROM edges{where.sql()} "
-                          "ORDER BY src, position, dst", where.params)
 
     # --- text index ------------------------------------------------------------------------
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50) -> list[tuple[str, float]]:

@@ -7,6 +7,21 @@ from typing import Any, Sequence
 from ..model import Edge, Node
 
 
+NODE_COLS = (
+    "id, kind, namespace, key, title, summary, content, props, tags, valid_from, valid_until, "
+    "recorded_at, retracted_at, version, content_hash, created_by, embed_hash, tokens"
+)
+LIGHT_COLS = NODE_COLS.replace(" content,", " '' AS content,")
+EDGE_COLS = "src, type, dst, namespace, weight, props, valid_from, valid_until, recorded_at, retracted_at, position"
+NODE_ORDERS = {
+    "key": " ORDER BY n.key, n.id",
+    "recorded": " ORDER BY n.recorded_at, n.id",
+    "recorded_desc": " ORDER BY n.recorded_at DESC, n.id DESC",
+    "id": " ORDER BY n.id",
+    "none": "",
+}
+
+
 def as_list(value: str | Sequence[str] | None) -> list[str] | None:
     if value is None:
         return None

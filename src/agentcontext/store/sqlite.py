@@ -13,18 +13,10 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import StoreError, ValidationError
 from ..model import Edge, Node, content_hash, utcnow
-from .rows import as_list, row_to_edge, row_to_node
+from .rows import EDGE_COLS, LIGHT_COLS, NODE_COLS, as_list, row_to_edge, row_to_node
 from .sql import SCHEMA
-from .sqlite_ops import EDGE_COLS, SQLiteOps, SqlWhere, chunks
+from .sqlite_ops import SQLiteOps, SqlWhere, chunks
 
-NODE_COLS = (
-    "id, kind, namespace, key, title, summary, content, props, tags, valid_from, valid_until, "
-    "recorded_at, retracted_at, version, content_hash, created_by, embed_hash, tokens"
-)
-LIGHT_COLS = (
-    "id, kind, namespace, key, title, summary, '' AS content, props, tags, valid_from, valid_until, "
-    "recorded_at, retracted_at, version, content_hash, created_by, embed_hash, tokens"
-)
 
 
 class SQLiteStore(SQLiteOps):
@@ -264,22 +256,6 @@ class SQLiteStore(SQLiteOps):
                       valid_at, valid_at)
         return where
 
-    def find_nodes(self, namespace=None, kind=None, key_prefix=None, keys=None, tags=None, valid_at=None,
-                   as_of=None, order="key", offset=0, limit=None, with_content=True) -> list[Node]:
-        where = self._node_where(namespace, kind, key_prefix, keys, tags, valid_at, as_of)
-        if as_of is None:
-            where.add("n.retracted_at IS NULL")
-        order_sql = {
-            "key": " ORDER BY n.key, n.id",
-            "recorded": " ORDER BY n.recorded_at, n.id",
-            "recorded_desc": " ORDER BY n.recorded_at DESC, n.id DESC",
-            "id": " ORDER BY n.id",
-            "none": "",
-        }.get(order)
-        if order_sql is None:
-            raise ValidationError(f"unknown order {order!r}; use key, recorded, recorded_desc, id or none")
-        return self._select_nodes(where, as_of, with_content, order_sql, limit, offset)
-
     def node_index(self, namespace, as_of: str | None = None) -> list[tuple]:
         """Light rows (id, key, kind, title, summary, version, content_hash, tokens) of active nodes, by key."""
         cols = "id, key, kind, title, summary, version, content_hash, tokens"
@@ -308,25 +284,6 @@ class SQLiteStore(SQLiteOps):
                     [*chunk, as_of])
             out.update(rows)
         return out
-
-    def count_nodes(self, namespace=None, kind=None) -> int:
-        where = self._node_where(namespace, kind, None, None, None, None)
-        where.add("n.retracted_at IS NULL")
-        return self._read(f"SELECT count(*) FROM nodes n{where.sql()}", where.params)[0][0]
-
-    def count_by_kind(self, namespace=None) -> dict[str, int]:
-        where = self._node_where(namespace, None, None, None, None, None)
-        where.add("n.retracted_at IS NULL")
-        rows = self._read(f"SELECT kind, count(*) FROM nodes n{where.sql()} GROUP BY kind", where.params)
-        return {k: c for k, c in rows}
-
-    def node_versions(self, id: str) -> list[Node]:
-        rows = self._read(f"SELECT {NODE_COLS} FROM node_versions WHERE id = ? ORDER BY version", (id,))
-        return [row_to_node(r) for r in rows]
-
-    def node_version(self, id: str, version: int) -> Node | None:
-        rows = self._read(f"SELECT {NODE_COLS} FROM node_versions WHERE id = ? AND version = ?", (id, version))
-        return row_to_node(rows[0]) if rows else None
 
     def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None,
                       edges: str = "both") -> int:

@@ -9,13 +9,11 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..model import Edge
-from .base import Adjacency
 from .common_ops import CommonOps
-from .rows import Where, as_list, row_to_edge
+from .rows import EDGE_COLS, Where, as_list, row_to_edge
 from ..text import informative, query_terms
 from .sql import fts_match
 
-EDGE_COLS = "src, type, dst, namespace, weight, props, valid_from, valid_until, recorded_at, retracted_at, position"
 CHUNK = 900  # stay below SQLite's host-parameter limit
 
 
@@ -100,23 +98,6 @@ class SQLiteOps(CommonOps):
                 self._log(at, actor, "edges.retract", "*", "", {"count": count})
         return count
 
-    def _edge_where(self, src, dst, type, namespace, as_of, valid_at, min_weight) -> SqlWhere:
-        where = SqlWhere()
-        where.eq_any("src", as_list(src))
-        where.eq_any("dst", as_list(dst))
-        where.eq_any("type", as_list(type))
-        where.eq_any("namespace", as_list(namespace))
-        if as_of is None:
-            where.add("retracted_at IS NULL")
-        else:
-            where.add("recorded_at <= ? AND (retracted_at IS NULL OR retracted_at > ?)", as_of, as_of)
-        if valid_at:
-            where.add("(valid_from IS NULL OR valid_from <= ?) AND (valid_until IS NULL OR valid_until > ?)",
-                      valid_at, valid_at)
-        if min_weight is not None:
-            where.add("weight >= ?", min_weight)
-        return where
-
     def edges(self, src=None, dst=None, type=None, namespace=None, as_of=None, valid_at=None,
               min_weight=None, offset=0, limit=None) -> list[Edge]:
         srcs, dsts = as_list(src), as_list(dst)
@@ -134,20 +115,6 @@ class SQLiteOps(CommonOps):
         rows = self._read(f"SELECT {EDGE_COLS} FROM edges{where.sql()} ORDER BY src, position, dst, type{page}",
                           where.params)
         return [row_to_edge(r) for r in rows]
-
-    def count_edges(self, namespace=None, type=None) -> int:
-        where = self._edge_where(None, None, type, namespace, None, None, None)
-        return self._read(f"SELECT count(*) FROM edges{where.sql()}", where.params)[0][0]
-
-    def count_edges_by_type(self, namespace=None) -> dict[str, int]:
-        where = self._edge_where(None, None, None, namespace, None, None, None)
-        return {t: c for t, c in self._read(f"SELECT type, count(*) FROM edges{where.sql()} GROUP BY type",
-                                            where.params)}
-
-    def adjacency(self, namespace=None, types=None, as_of=None, valid_at=None) -> Adjacency:
-        where = self._edge_where(None, None, types, namespace, as_of, valid_at, None)
-        return self._read(f"SELECT src, dst, type, weight, position FROM edges{where.sql()} "
-                          "ORDER BY src, position, dst", where.params)
 
     # --- text index ------------------------------------------------------------------------
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50) -> list[tuple[str, float]]:
