@@ -19,9 +19,10 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from ..errors import StoreError, ValidationError
-from ..model import Edge, Node, content_hash, utcnow
+from ..model import Edge, Node, utcnow
 from .pg_sql import SCHEMA, PgWhere, page, redact, split_url
-from .rows import EDGE_COLS, LIGHT_COLS, NODE_COLS, as_list, row_to_edge, row_to_node
+from .rows import (EDGE_COLS, EXISTING_COLS, LIGHT_COLS, NODE_COLS, as_list, plan_versions, put_detail, row_to_edge,
+                   row_to_node)
 from .postgres_ops import EdgeVectorOps  # imports psycopg or names the missing extra
 
 import psycopg  # noqa: E402,I001
@@ -169,36 +170,19 @@ class PostgresStore(EdgeVectorOps):
                                                          node.embed_text, *node.tags)):
                 raise ValidationError(f"node {node.id!r} holds a NUL character, which PostgreSQL text cannot store; "
                                       "remove it", id=node.id)
-        versions: list[int] = []
         with self.transaction():
             existing = {row[0]: row for row in self._db.execute(
-                "SELECT id, rid, version, content_hash, retracted_at, embed_hash, recorded_at, created_by "
-                "FROM nodes WHERE id = ANY(%s)", (ids,))}
+                f"SELECT {EXISTING_COLS} FROM nodes WHERE id = ANY(%s)", (ids,))}
+            versions, changed = plan_versions(nodes, existing, at, actor)
             inserts, updates, logs = [], [], []
-            for node in nodes:
-                node.content_hash = node.compute_hash()
-                embed_hash = content_hash(node.embed_text) if node.embed_text else None
-                node.embed_hash = embed_hash
-                old = existing.get(node.id)
-                if old and old[3] == node.content_hash and old[4] is None and old[5] == embed_hash:
-                    versions.append(old[2])
-                    node.version, node.recorded_at = old[2], old[6]
-                    continue
-                node.version = (old[2] + 1) if old else 1
-                node.recorded_at = at
-                node.retracted_at = None
-                node.created_by = node.created_by or (old[7] if old else actor) or actor
-                tags = list(node.tags)
+            for node, old, props_json in changed:
                 row = (
                     node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
-                    json.dumps(node.props, sort_keys=True, default=str), tags,
-                    node.valid_from, node.valid_until, node.recorded_at, None, node.version,
-                    node.content_hash, node.created_by, embed_hash, node.tokens, node.embed_text,
+                    props_json, list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None,
+                    node.version, node.content_hash, node.created_by, node.embed_hash, node.tokens, node.embed_text,
                 )
                 (updates if old else inserts).append(row)
-                versions.append(node.version)
-                logs.append((at, actor, "node.put", node.id, node.namespace,
-                             json.dumps({"version": node.version, "kind": node.kind})))
+                logs.append((at, actor, "node.put", node.id, node.namespace, put_detail(node)))
             cols = NODE_COLS + ", embed_text"
             with self._db.cursor() as cur:
                 if updates:

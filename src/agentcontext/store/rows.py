@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from ..model import Edge, Node
+from ..model import Edge, Node, content_hash
 
 
 NODE_COLS = (
@@ -64,3 +64,35 @@ class Where:
 
     def sql(self) -> str:
         return (" WHERE " + " AND ".join(self.parts)) if self.parts else ""
+
+
+EXISTING_COLS = "id, rid, version, content_hash, retracted_at, embed_hash, recorded_at, created_by"
+
+
+def plan_versions(nodes: Sequence[Node], existing: dict[str, tuple], at: str,
+                  actor: str) -> tuple[list[int], list[tuple[Node, tuple | None, str]]]:
+    """Hash each node against its live row (``EXISTING_COLS``): an unchanged one keeps its version, the rest
+    are stamped with the next version, ``at`` and their author. Returns every node's version and the
+    changed ones as (node, live row or None, props JSON)."""
+    versions: list[int] = []
+    changed: list[tuple[Node, tuple | None, str]] = []
+    for node in nodes:
+        props_json = json.dumps(node.props, sort_keys=True, default=str)
+        node.content_hash = node.compute_hash(props_json)
+        node.embed_hash = content_hash(node.embed_text) if node.embed_text else None
+        old = existing.get(node.id)
+        if old and old[3] == node.content_hash and old[4] is None and old[5] == node.embed_hash:
+            node.version, node.recorded_at = old[2], old[6]
+        else:
+            node.version = (old[2] + 1) if old else 1
+            node.recorded_at = at
+            node.retracted_at = None
+            node.created_by = node.created_by or (old[7] if old else actor) or actor
+            changed.append((node, old, props_json))
+        versions.append(node.version)
+    return versions, changed
+
+
+def put_detail(node: Node) -> str:
+    """The change-log detail of a ``node.put``."""
+    return f'{{"version": {node.version}, "kind": {json.dumps(node.kind)}}}'

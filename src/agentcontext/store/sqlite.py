@@ -12,8 +12,9 @@ from typing import Any, Iterable, Iterator, Sequence
 
 
 from ..errors import StoreError, ValidationError
-from ..model import Edge, Node, content_hash, utcnow
-from .rows import EDGE_COLS, LIGHT_COLS, NODE_COLS, as_list, row_to_edge, row_to_node
+from ..model import Edge, Node, utcnow
+from .rows import (EDGE_COLS, EXISTING_COLS, LIGHT_COLS, NODE_COLS, as_list, plan_versions, put_detail, row_to_edge,
+                   row_to_node)
 from .sql import SCHEMA
 from .sqlite_ops import SQLiteOps, SqlWhere, chunks
 
@@ -113,45 +114,28 @@ class SQLiteStore(SQLiteOps):
         ids = [n.id for n in nodes]
         if len(set(ids)) != len(ids):
             raise ValidationError("put_nodes got the same id twice in one call; merge them first")
-        versions: list[int] = []
         with self.transaction():
             existing: dict[str, tuple] = {}
             for chunk in chunks(ids):
                 for row in self._db.execute(
-                    f"SELECT id, rid, version, content_hash, retracted_at, embed_hash, recorded_at, created_by "
-                    f"FROM nodes WHERE id IN ({','.join('?' * len(chunk))})", chunk,
-                ):
+                        f"SELECT {EXISTING_COLS} FROM nodes WHERE id IN ({','.join('?' * len(chunk))})", chunk):
                     existing[row[0]] = row
+            versions, changed = plan_versions(nodes, existing, at, actor)
             inserts, updates, version_rows, fts_rows, tag_rows, logs = [], [], [], [], [], []
             tags_of: dict[str, list[str]] = {}
             text_of: dict[str, str | None] = {}
-            for node in nodes:
-                props_json = json.dumps(node.props, sort_keys=True, default=str)
-                node.content_hash = node.compute_hash(props_json)
-                embed_hash = content_hash(node.embed_text) if node.embed_text else None
-                node.embed_hash = embed_hash
-                old = existing.get(node.id)
-                if old and old[3] == node.content_hash and old[4] is None and old[5] == embed_hash:
-                    versions.append(old[2])
-                    node.version, node.recorded_at = old[2], old[6]
-                    continue
-                node.version = (old[2] + 1) if old else 1
-                node.recorded_at = at
-                node.retracted_at = None
-                node.created_by = node.created_by or (old[7] if old else actor) or actor
+            for node, old, props_json in changed:
                 row = (
                     node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
                     props_json, json.dumps(list(node.tags)),
                     node.valid_from, node.valid_until, node.recorded_at, None, node.version,
-                    node.content_hash, node.created_by, embed_hash, node.tokens,
+                    node.content_hash, node.created_by, node.embed_hash, node.tokens,
                 )
                 (updates if old else inserts).append(row)
                 version_rows.append(row + (None,))  # the text to embed is only ever read from the live row
                 text_of[node.id] = node.embed_text
                 tags_of[node.id] = list(node.tags)
-                versions.append(node.version)
-                logs.append((at, actor, "node.put", node.id, node.namespace,
-                             f'{{"version": {node.version}, "kind": {json.dumps(node.kind)}}}'))
+                logs.append((at, actor, "node.put", node.id, node.namespace, put_detail(node)))
             cols = "rid, " + NODE_COLS + ", embed_text"
             marks = ",".join("?" * 20)
             # Row ids are ours to give inside the write transaction (BEGIN IMMEDIATE holds the lock), so the
