@@ -167,7 +167,7 @@ def _read_doc(path: Path, where: str, selector: str) -> str:
                               f"{exc.start}); save it as UTF-8", file=where, selector=selector) from exc
 
 
-def _parse_related(raw: Any, where: str, selector: str) -> list[RelatedSpec]:
+def parse_related(raw: Any, where: str, selector: str) -> list[RelatedSpec]:
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -259,7 +259,7 @@ def _load_manifest(path: Path) -> PackSpec:
             summary=_text(raw.get("summary"), where, "summary", selector),
             kind=slugify(_text(raw.get("kind"), where, "kind", selector) or "reference"),
             tags=_parse_tags(raw.get("tags"), where, selector),
-            related=_parse_related(raw.get("related"), where, selector),
+            related=parse_related(raw.get("related"), where, selector),
             content=_read_doc(doc_path, where, selector),
         ))
     return spec

@@ -14,7 +14,8 @@ from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Edge, Node, utcnow
 from ..tokens import count_tokens
 from ..workspace import Workspace
-from .manifest import EDGE_TYPES, LIB_RE, DocSpec, PackSpec, check_pack_name, check_selector, load_folder, slugify
+from .manifest import (EDGE_TYPES, LIB_RE, DocSpec, PackSpec, check_pack_name, check_selector, load_folder,
+                       parse_related, slugify)
 
 PACK = "pack"  # record kind holding each pack's metadata
 Progress = Callable[[str, int, int], None]
@@ -139,7 +140,8 @@ def create_pack(ws: Workspace, slug: str, name: str | None = None, principal: st
     return {**record, "docs": 0, "edges": 0}
 
 
-def _writable(ws: Workspace, pack: str, principal: str | None, action: str, target: str) -> str:
+def check_writable(ws: Workspace, pack: str, principal: str | None, action: str, target: str) -> str:
+    """The acting principal, once it may write ``target`` of ``pack`` (denials and pkg: writes are audited)."""
     check_pack_name(pack)
     selector = target[len(pack) + 1:] if target.startswith(pack + "/") else None
     if selector is None:  # checked before the lookup, so a non-writer learns nothing about the pack
@@ -161,7 +163,7 @@ def put_doc(ws: Workspace, pack: str, selector: str, *, title: str | None = None
     """Create or update a doc of a ``lib:`` pack; ``None`` keeps the current value on update."""
     check_selector(selector, "selector")
     target = doc_id(pack, selector)
-    actor = _writable(ws, pack, principal, "doc.put", target)
+    actor = check_writable(ws, pack, principal, "doc.put", target)
     with ws.store.transaction():
         current = ws.store.get_node(target)
         if expected_version is not None and (current.version if current else 0) != expected_version:
@@ -180,8 +182,7 @@ def put_doc(ws: Workspace, pack: str, selector: str, *, title: str | None = None
             tags=list(dict.fromkeys(tags)) if tags is not None else (current.tags if current else []),
             related=[], content=content if content is not None else (current.content if current else ""),
         )
-        from .manifest import _parse_related  # validation shared with the manifest loader
-        spec.related = _parse_related(list(related) if related is not None else old_related, "doc put", selector)
+        spec.related = parse_related(list(related) if related is not None else old_related, "doc put", selector)
         ws.store.put_nodes([doc_node(pack, spec, actor)], actor=actor)
         edges = doc_edges(pack, spec)
         keep = {e.id for e in edges}
@@ -197,7 +198,7 @@ def put_doc(ws: Workspace, pack: str, selector: str, *, title: str | None = None
 
 def delete_doc(ws: Workspace, pack: str, selector: str, principal: str | None = None) -> dict[str, Any]:
     target = doc_id(pack, selector)
-    actor = _writable(ws, pack, principal, "doc.delete", target)
+    actor = check_writable(ws, pack, principal, "doc.delete", target)
     with ws.store.transaction():
         if ws.store.get_node(target) is None:
             raise NotFoundError(f"no doc {selector!r} in {pack}", pack=pack, selector=selector)
@@ -213,7 +214,7 @@ def set_edge(ws: Workspace, pack: str, selector: str, edge_type: str, target: st
         raise ValidationError(f"unknown edge type {edge_type!r}; use one of {', '.join(EDGE_TYPES)}")
     check_selector(target, "target")
     src = doc_id(pack, selector)
-    actor = _writable(ws, pack, principal, "edge.put" if present else "edge.delete", src)
+    actor = check_writable(ws, pack, principal, "edge.put" if present else "edge.delete", src)
     with ws.store.transaction():
         if ws.store.get_node(src) is None:
             raise NotFoundError(f"no doc {selector!r} in {pack}", pack=pack, selector=selector)

@@ -149,7 +149,7 @@ def _create(ctx: CallContext, a: CreateArgs) -> dict[str, Any]:
 
 def _current(ctx: CallContext, pack: str, selector: str, action: str = "doc.put") -> int | None:
     """The current version (after the write check, so nothing is revealed to those who may not write)."""
-    packs._writable(ctx.ws, pack, ctx.principal, action, packs.doc_id(pack, selector))
+    packs.check_writable(ctx.ws, pack, ctx.principal, action, packs.doc_id(pack, selector))
     node = ctx.ws.store.get_node(packs.doc_id(pack, selector))
     return node.version if node else None
 
