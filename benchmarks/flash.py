@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _util import median, ms, report, timed  # noqa: E402
 
 from agentcontext.errors import AgentContextError  # noqa: E402
-from agentcontext.graph.closure import dependency_order, reference_assemble  # noqa: E402
+from agentcontext.engine.closure import dependency_order, reference_assemble  # noqa: E402
 from agentcontext.knowledge.flash import flash  # noqa: E402
 from agentcontext.knowledge.graphview import pack_view  # noqa: E402
 from agentcontext.knowledge.manifest import DocSpec, PackSpec, RelatedSpec  # noqa: E402

@@ -34,7 +34,7 @@ from pathlib import Path
 import sys
 
 from agentcontext.eval_locomo import evaluate
-from agentcontext.index.hybrid import FusionWeights
+from agentcontext.engine.fusion import FusionWeights
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _util import report  # noqa: E402

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentcontext.errors import CycleError
-from agentcontext.graph.closure import (dependency_order, reference_assemble, shortest_path,
+from agentcontext.engine.closure import (dependency_order, reference_assemble, shortest_path,
                                         strongly_connected)
 
 

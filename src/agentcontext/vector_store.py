@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from .embed.base import Embedder, MiniLMEmbedder
 from .errors import DependencyMissingError, ValidationError
-from .index.vectors import vector_matrix
+from .engine.vectors import load_matrix
 from .workspace import Workspace
 
 BACKENDS = ("sqlite", "inmemory", "faiss")
@@ -77,7 +77,10 @@ class VectorStore:
             if qv.shape != (self.dimension,):
                 raise ValidationError(f"query vector has shape {qv.shape}; expected ({self.dimension},)",
                                       expected=self.dimension)
-        hits = vector_matrix(self.workspace, namespace, kind, self.backend == "faiss").search(qv, limit)
+        ws, faiss = self.workspace, self.backend == "faiss"
+        matrix = ws.cached(f"vectors:{namespace!r}:{kind!r}:{faiss}",
+                           lambda: load_matrix(ws.store, ws.model_name, namespace, kind, faiss))
+        hits = matrix.search(qv, limit)
         nodes = self.workspace.store.get_nodes([h for h, _ in hits])
         rows = []
         for nid, score in hits:

@@ -1,154 +1,75 @@
-"""Graph analytics with python-igraph: PageRank, centrality, communities.
+"""``ContextGraph``'s analytics: the igraph engine (``engine/analytics.py``) over the graph's cached CSR.
 
-Computed on demand from the CSR adjacency and cached by the caller until the store's change
-counter moves. Results are keyed by the CSR's node index; the graph maps them to user ids.
+``GraphAnalytics`` is composed by the graph (``graph.analytics``); it checks the graph's feature
+flags, caches every result through the workspace until the change counter moves, and maps CSR
+indices back to the graph's user ids.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..engine import analytics as engine
 from ..errors import ValidationError
-from .traversal import CSR
 
-CENTRALITY = ("degree", "in_degree", "out_degree", "betweenness", "closeness", "pagerank")
-COMMUNITY = ("louvain", "leiden")
-
-
-def to_igraph(csr: CSR) -> Any:
-    """A directed igraph.Graph with one vertex per CSR node and edge attribute ``weight``."""
-    import igraph
-
-    edges = np.column_stack((csr.sources(), csr.dst)).astype(np.int64) if csr.m else np.zeros((0, 2), np.int64)
-    g = igraph.Graph(n=csr.n, edges=edges, directed=True)
-    if csr.m:
-        g.es["weight"] = csr.weight
-    return g
+if TYPE_CHECKING:
+    from .context_graph import ContextGraph
 
 
-def pagerank(csr: CSR, g: Any, damping: float = 0.85, weighted: bool = True) -> np.ndarray:
-    if not 0.0 < damping < 1.0:
-        raise ValidationError(f"damping must be between 0 and 1 (got {damping}); 0.85 is usual", damping=damping)
-    if csr.n == 0:
-        return np.zeros(0)
-    weights = "weight" if weighted and csr.m else None
-    return np.asarray(g.pagerank(damping=damping, weights=weights, directed=True), dtype=np.float64)
-
-
-def centrality(csr: CSR, g: Any, measure: str) -> np.ndarray:
-    """Normalised scores: degree by (n-1), betweenness by (n-1)(n-2), closeness harmonic-free igraph form."""
-    n = csr.n
-    if measure not in CENTRALITY:
-        raise ValidationError(f"unknown centrality {measure!r}; use one of {', '.join(CENTRALITY)}", measure=measure)
-    if n == 0:
-        return np.zeros(0)
-    scale = 1.0 / (n - 1) if n > 1 else 0.0
-    if measure == "degree":
-        return np.asarray(g.degree(mode="all"), dtype=np.float64) * scale
-    if measure == "in_degree":
-        return np.asarray(g.degree(mode="in"), dtype=np.float64) * scale
-    if measure == "out_degree":
-        return np.asarray(g.degree(mode="out"), dtype=np.float64) * scale
-    if measure == "betweenness":
-        raw = np.asarray(g.betweenness(directed=True), dtype=np.float64)
-        return raw / ((n - 1) * (n - 2)) if n > 2 else raw * 0.0
-    if measure == "closeness":
-        # distances to a node (incoming), as networkx defines closeness for directed graphs,
-        # scaled by the reachable fraction (Wasserman-Faust) so unreachable parts do not inflate it
-        raw = g.closeness(mode="in", normalized=True)
-        reach = np.asarray(g.neighborhood_size(order=n, mode="in"), dtype=np.float64) - 1
-        values = np.nan_to_num(np.asarray(raw, dtype=np.float64))
-        return values * (reach / (n - 1)) if n > 1 else values * 0.0
-    return pagerank(csr, g)
-
-
-def communities(csr: CSR, g: Any, algorithm: str = "louvain", resolution: float = 1.0,
-                seed: int = 0) -> tuple[list[int], float]:
-    """(membership per node, modularity) on the undirected, weight-summed graph."""
-    import random
-
-    if algorithm not in COMMUNITY:
-        raise ValidationError(f"unknown community algorithm {algorithm!r}; use louvain or leiden",
-                              algorithm=algorithm)
-    if csr.n == 0:
-        return [], 0.0
-    und = g.as_undirected(mode="collapse", combine_edges="sum") if csr.m else g.as_undirected()
-    weights = "weight" if csr.m else None
-    state = random.getstate()
-    random.seed(seed)
-    try:
-        import igraph
-
-        igraph.set_random_number_generator(random)
-        if algorithm == "louvain":
-            clusters = und.community_multilevel(weights=weights, resolution=resolution)
-        else:
-            clusters = und.community_leiden(objective_function="modularity", weights=weights,
-                                            resolution=resolution, n_iterations=-1)
-    finally:
-        random.setstate(state)
-    membership = list(clusters.membership)
-    modularity = float(und.modularity(membership, weights=weights)) if csr.m else 0.0
-    return membership, modularity
-
-
-class AnalyticsMethods:
-    """ContextGraph's analytics (mixed into the class): igraph over the cached CSR, cached by change counter."""
-
-    workspace: Any
-    advanced_analytics: bool
-    centrality_analysis: bool
-    community_detection: bool
+class GraphAnalytics:
+    def __init__(self, graph: "ContextGraph") -> None:
+        self.graph = graph
 
     def _check(self, flag: str) -> None:
-        if not getattr(self, flag):
+        if not getattr(self.graph, flag):
             raise ValidationError(f"{flag} is off for this graph; construct ContextGraph({flag}=True)", option=flag)
 
+    def _cached(self, what: str, build: Any) -> Any:
+        graph = self.graph
+        return graph.workspace.cached(graph._cache_key(what), build)
+
     def _igraph(self) -> Any:
-        return self.workspace.cached(self._cache_key("igraph"), lambda: to_igraph(self.csr()))
+        return self._cached("igraph", lambda: engine.to_igraph(self.graph.csr()))
 
     def _scored(self, values: np.ndarray, top_k: int | None) -> dict[str, float]:
-        csr = self.csr()
+        csr = self.graph.csr()
         order = np.argsort(-values, kind="stable")[: top_k if top_k is not None else None]
-        return {self.user_id(csr.ids[i]): float(values[i]) for i in order}
+        return {self.graph.user_id(csr.ids[i]): float(values[i]) for i in order}
 
     def pagerank(self, damping: float = 0.85, weighted: bool = True, top_k: int | None = None) -> dict[str, float]:
-        """PageRank (igraph PRPACK) of every node, highest first; cached until the graph changes."""
         self._check("advanced_analytics")
-        values = self.workspace.cached(self._cache_key(f"pagerank:{damping}:{weighted}"),
-                                       lambda: pagerank(self.csr(), self._igraph(), damping, weighted))
+        values = self._cached(f"pagerank:{damping}:{weighted}",
+                              lambda: engine.pagerank(self.graph.csr(), self._igraph(), damping, weighted))
         return self._scored(values, top_k)
 
     def centrality(self, measure: str = "degree", top_k: int | None = None) -> dict[str, float]:
-        """degree / in_degree / out_degree / betweenness / closeness / pagerank, highest first."""
         self._check("advanced_analytics")
         if measure in ("betweenness", "closeness"):
             self._check("centrality_analysis")
         if measure == "pagerank":
             return self.pagerank(top_k=top_k)
-        values = self.workspace.cached(self._cache_key(f"centrality:{measure}"),
-                                       lambda: centrality(self.csr(), self._igraph(), measure))
+        values = self._cached(f"centrality:{measure}",
+                              lambda: engine.centrality(self.graph.csr(), self._igraph(), measure))
         return self._scored(values, top_k)
 
-    def get_node_centrality(self, node_id: str) -> dict[str, float]:
-        sid = self._require(node_id)
-        uid = self.user_id(sid)
+    def node_centrality(self, node_id: str) -> dict[str, float]:
+        graph = self.graph
+        uid = graph.user_id(graph._require(node_id))
         measures = ["degree", "in_degree", "out_degree", "pagerank"]
-        if self.centrality_analysis:
+        if graph.centrality_analysis:
             measures += ["betweenness", "closeness"]
         return {m: self.centrality(m).get(uid, 0.0) for m in measures}
 
-    def detect_communities(self, algorithm: str = "louvain", resolution: float = 1.0) -> dict[str, Any]:
-        """Communities on the undirected graph (Louvain or Leiden), largest first, with modularity."""
+    def communities(self, algorithm: str = "louvain", resolution: float = 1.0) -> dict[str, Any]:
         self._check("community_detection")
-        membership, modularity = self.workspace.cached(
-            self._cache_key(f"communities:{algorithm}:{resolution}"),
-            lambda: communities(self.csr(), self._igraph(), algorithm, resolution))
-        csr = self.csr()
+        membership, modularity = self._cached(
+            f"communities:{algorithm}:{resolution}",
+            lambda: engine.communities(self.graph.csr(), self._igraph(), algorithm, resolution))
+        csr = self.graph.csr()
         groups: dict[int, list[str]] = {}
         for i, c in enumerate(membership):
-            groups.setdefault(c, []).append(self.user_id(csr.ids[i]))
+            groups.setdefault(c, []).append(self.graph.user_id(csr.ids[i]))
         ordered = sorted(groups.values(), key=lambda g: (-len(g), g[0]))
         member_of = {uid: k for k, group in enumerate(ordered) for uid in group}
         return {"algorithm": algorithm, "count": len(ordered), "communities": ordered, "membership": member_of,

@@ -14,8 +14,8 @@ from ..errors import NotFoundError, ValidationError
 from ..model import Edge, Node, edge_id, to_utc_iso, utcnow
 from ..store.base import Store
 from ..workspace import Workspace
-from . import traversal
-from .analytics import AnalyticsMethods
+from ..engine import traversal
+from .analytics import GraphAnalytics
 from .records import edge_dict, node_dict, parse_edge_item, parse_node_item
 
 DEFAULT_NODE_TYPE = "entity"
@@ -25,7 +25,7 @@ SQL_WALK_HOPS = 3  # walks this shallow may skip a stale CSR and ask the store f
 SQL_WALKS_BEFORE_CSR = 3  # the third walk at the same change counter rebuilds the CSR
 
 
-class ContextGraph(AnalyticsMethods):
+class ContextGraph:
     """Nodes and typed, weighted, time-bounded edges; traversal, analytics, persistence, cross-graph links."""
 
     def __init__(
@@ -57,6 +57,7 @@ class ContextGraph(AnalyticsMethods):
         self.graph_id = options.get("graph_id") or f"{self.name}-{uuid.uuid4().hex[:8]}"
         self._prefix = self.namespace + "/"
         self._stale = (-1, 0)  # (change counter, walks since the CSR went stale)
+        self.analytics = GraphAnalytics(self)
         from .crossgraph import register
 
         register(self)
@@ -392,6 +393,22 @@ class ContextGraph(AnalyticsMethods):
         blocked = traversal.blocked_edges(csr, utcnow()) if as_of is None and csr.timed else frozenset()
         path = traversal.shortest_path(csr, csr.index[s], csr.index[t], max_hops, direction, blocked)
         return None if path is None else [self.user_id(csr.ids[i]) for i in path]
+
+    # --- analytics (graph/analytics.py over the igraph engine) -----------------------------------
+    def pagerank(self, damping: float = 0.85, weighted: bool = True, top_k: int | None = None) -> dict[str, float]:
+        """PageRank (igraph PRPACK) of every node, highest first; cached until the graph changes."""
+        return self.analytics.pagerank(damping, weighted, top_k)
+
+    def centrality(self, measure: str = "degree", top_k: int | None = None) -> dict[str, float]:
+        """degree / in_degree / out_degree / betweenness / closeness / pagerank, highest first."""
+        return self.analytics.centrality(measure, top_k)
+
+    def get_node_centrality(self, node_id: str) -> dict[str, float]:
+        return self.analytics.node_centrality(node_id)
+
+    def detect_communities(self, algorithm: str = "louvain", resolution: float = 1.0) -> dict[str, Any]:
+        """Communities on the undirected graph (Louvain or Leiden), largest first, with modularity."""
+        return self.analytics.communities(algorithm, resolution)
 
     # --- decisions (the decisions service owns the logic) ---------------------------------------
     def record_decision(self, category: str, scenario: str, reasoning: str, outcome: str, confidence: float,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError, ValidationError
 from ..model import utcnow
-from . import traversal
+from ..engine import traversal
 
 if TYPE_CHECKING:
     from .context_graph import ContextGraph

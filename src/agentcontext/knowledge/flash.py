@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from .. import access
 from ..errors import BudgetExceededError, CycleError, MissingModuleError, ValidationError
-from ..graph.closure import dependency_order
+from ..engine.closure import dependency_order
 from ..model import to_utc_iso
 from ..workspace import Workspace
 from .graphview import DocMeta, pack_view

@@ -5,7 +5,7 @@ from typing import Any
 
 from .. import access
 from ..errors import NotFoundError
-from ..graph.closure import cycle_in, redundant_edges, shortest_path, strongly_connected
+from ..engine.closure import cycle_in, redundant_edges, shortest_path, strongly_connected
 from ..workspace import Workspace
 from .graphview import pack_view
 from .manifest import check_selector

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..embed.cache import embed_missing
-from ..index.hybrid import words
+from ..engine.fusion import words
 from ..model import Node
 from ..workspace import Workspace
 from .records import KIND

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..index.hybrid import FusionWeights, fuse, keyword_query, mentioned, smooth_neighbours, top_k
+from ..engine.fusion import FusionWeights, fuse, keyword_query, mentioned, smooth_neighbours, top_k
 from ..workspace import Workspace
 from .index import MemoryIndex
 from .records import KIND

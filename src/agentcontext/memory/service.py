@@ -15,7 +15,7 @@ import numpy as np
 
 from ..embed.cache import embed_texts
 from ..errors import NotFoundError, ValidationError
-from ..index.hybrid import FusionWeights
+from ..engine.fusion import FusionWeights
 from ..model import Node, content_hash
 from ..vector_store import VectorStore
 from ..workspace import Workspace

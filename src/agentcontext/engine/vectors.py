@@ -1,7 +1,7 @@
 """Exact vector search over the store's vectors: one float32 matrix, one matmul per query.
 
-The matrix is derived from ``store.load_vectors`` and cached by ``Workspace.cached`` (rebuilt when
-the change counter moves). With ``use_faiss`` the same rows go into a faiss ``IndexFlatIP``.
+``load_matrix`` builds the matrix from ``store.load_vectors``; the caller caches it by the change
+counter (``Workspace.cached``). With ``use_faiss`` the same rows go into a faiss ``IndexFlatIP``.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..workspace import Workspace
+from ..store.base import Store
 
 
 @dataclass
@@ -32,19 +32,14 @@ class VectorMatrix:
         return [(self.ids[int(i)], float(scores[i])) for i in order]
 
 
-def vector_matrix(ws: Workspace, namespace: str | Sequence[str] | None = None,
-                  kind: str | Sequence[str] | None = None, use_faiss: bool = False) -> VectorMatrix:
-    """The cached matrix of every active node's vector in ``namespace``/``kind``."""
-    name = f"vectors:{namespace!r}:{kind!r}:{use_faiss}"
+def load_matrix(store: Store, model: str, namespace: str | Sequence[str] | None = None,
+                kind: str | Sequence[str] | None = None, use_faiss: bool = False) -> VectorMatrix:
+    """The matrix of every active node's vector in ``namespace``/``kind`` for ``model``."""
+    ids, matrix = store.load_vectors(model, namespace, kind)
+    index = None
+    if use_faiss and ids:
+        import faiss  # checked at VectorStore construction
 
-    def build() -> VectorMatrix:
-        ids, matrix = ws.store.load_vectors(ws.model_name, namespace, kind)
-        index = None
-        if use_faiss and ids:
-            import faiss  # checked at VectorStore construction
-
-            index = faiss.IndexFlatIP(matrix.shape[1])
-            index.add(np.ascontiguousarray(matrix, dtype=np.float32))
-        return VectorMatrix(ids, matrix, index)
-
-    return ws.cached(name, build)
+        index = faiss.IndexFlatIP(matrix.shape[1])
+        index.add(np.ascontiguousarray(matrix, dtype=np.float32))
+    return VectorMatrix(ids, matrix, index)
