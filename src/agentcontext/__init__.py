@@ -9,7 +9,7 @@ from .decisions import CausalChainAnalyzer, DecisionRecorder, PolicyEngine
 from .entities import EntityLink, EntityLinker, LinkedEntity
 from .erasure import ErasureCoordinator, ErasureReceipt
 from .errors import (AccessDeniedError, AgentContextError, BudgetExceededError, ConflictError, CycleError,
-                     MissingModuleError, NotFoundError, ProcessingError, ReadOnlyError, ValidationError)
+                     MissingModuleError, NotFoundError, ProcessingError, ProviderError, ReadOnlyError, ValidationError)
 from .graph import ContextGraph
 from .memory import AgentMemory
 from .retrieval import ContextRetriever, RetrievedContext
@@ -24,5 +24,5 @@ __all__ = [
     "EntityLink", "EntityLinker", "ErasureCoordinator", "ErasureReceipt", "LinkedEntity", "PolicyEngine",
     "RetrievedContext", "TruthMaintenanceContextFilter", "VectorStore", "Workspace",
     "AgentContextError", "AccessDeniedError", "BudgetExceededError", "ConflictError", "CycleError",
-    "MissingModuleError", "NotFoundError", "ProcessingError", "ReadOnlyError", "ValidationError",
+    "MissingModuleError", "NotFoundError", "ProcessingError", "ProviderError", "ReadOnlyError", "ValidationError",
 ]

@@ -69,3 +69,23 @@ class StoreError(AgentContextError):
 
 class DependencyMissingError(AgentContextError, ImportError):
     """An optional extra is not installed; the message names the extra to install."""
+
+
+class ProviderError(AgentContextError):
+    """An LLM provider failed: rejected the key, was unreachable, timed out, rate-limited us past the retries or
+    returned malformed or empty output. ``data`` carries ``provider``, ``status`` (HTTP status or None),
+    ``reason`` (``auth``, ``not_found``, ``bad_request``, ``rate_limited``, ``server_error``, ``unreachable``,
+    ``timeout``, ``malformed_output``, ``empty_output``, ``refused``, ``no_api_key``...), ``model`` and
+    ``attempts``; the message says what to do."""
+
+    @property
+    def provider(self) -> str | None:
+        return self.data.get("provider")
+
+    @property
+    def status(self) -> int | None:
+        return self.data.get("status")
+
+    @property
+    def reason(self) -> str | None:
+        return self.data.get("reason")
