@@ -16,8 +16,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from .. import safe_yaml
 from ..errors import ValidationError
 from ..model import Edge, Node, utcnow
 from .crossgraph import LINK_KIND
@@ -192,7 +191,7 @@ def _filename(node_id: str) -> str:
 
 
 def _dump(front: dict[str, Any], body: str) -> str:
-    return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + body
+    return "---\n" + safe_yaml.dump(front) + "---\n\n" + body
 
 
 def _write_markdown(state: dict[str, Any], target: Path) -> None:
@@ -235,7 +234,9 @@ def _split(text: str, where: Path) -> tuple[dict[str, Any], str]:
     end = text.find("\n---\n", 4)
     if end < 0:
         raise ValidationError(f"{where}: front matter is not closed with ---", path=str(where))
-    front = yaml.load(text[4:end], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    front = safe_yaml.load(text[4:end], str(where), "YAML front matter", line_offset=1)
+    if front is not None and not isinstance(front, dict):
+        raise ValidationError(f"{where}: the front matter must be a mapping", path=str(where))
     body = text[end + 5:]
     return front or {}, body[1:] if body.startswith("\n") else body
 

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .. import safe_yaml
 from ..errors import AgentContextError, ValidationError
 
 KNOWLEDGE_SCHEMA = "nenjo.knowledge.v1"
@@ -24,12 +23,6 @@ SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 PKG_SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_-]*"
 PKG_RE = re.compile(rf"^pkg:{PKG_SEGMENT}\.{PKG_SEGMENT}\.{PKG_SEGMENT}\.{PKG_SEGMENT}$")
 LIB_RE = re.compile(r"^lib:[a-z0-9][a-z0-9_-]{0,62}$")
-
-try:  # the C loader when PyYAML was built with libyaml; both are safe loaders
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
-
 
 @dataclass
 class RelatedSpec:
@@ -102,15 +95,7 @@ def _read_yaml(path: Path) -> Any:
         raise ValidationError(f"{path}: not UTF-8 text ({exc.reason}); save it as UTF-8", file=str(path)) from exc
     except OSError as exc:
         raise ValidationError(f"{path}: cannot read ({exc.strerror})", file=str(path)) from exc
-    try:
-        return yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ValidationError(f"{path}: malformed YAML{at}: {problem}", file=str(path)) from exc
-    except (RecursionError, ValueError, TypeError) as exc:
-        raise ValidationError(f"{path}: YAML could not be loaded: {exc}", file=str(path)) from exc
+    return safe_yaml.load(text, str(path))
 
 
 def _text(value: Any, where: str, name: str, selector: str = "", required: bool = False) -> str:

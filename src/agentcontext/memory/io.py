@@ -5,10 +5,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..embed.cache import embed_texts
 from ..errors import ValidationError
 from ..model import Node, to_utc_iso
 from . import markdown
-from .records import KIND, now_iso, to_memory
+from .records import KIND, build_node, now_iso, to_memory
 
 if TYPE_CHECKING:
     from .service import AgentMemory
@@ -85,6 +86,8 @@ def import_any(memory: "AgentMemory", data: Any, format: str) -> int:
 
 
 def apply_items(memory: "AgentMemory", items: list[dict[str, Any]]) -> int:
+    """All or nothing: every item is checked (and its text embedded) first, then every change lands in one
+    transaction, so a bad item or a crash leaves the memory exactly as it was."""
     ids = [i["id"] for i in items if i.get("id")]
     existing = memory.db.get_nodes(ids)
     for mid, node in existing.items():
@@ -92,22 +95,33 @@ def apply_items(memory: "AgentMemory", items: list[dict[str, Any]]) -> int:
             raise ValidationError(f"id {mid!r} belongs to a {node.kind} in {node.namespace}, not to this memory store",
                                   id=mid)
     new: list[dict[str, Any]] = []
-    changed = 0
+    rewrites: list[tuple[Node, str, dict[str, Any], str]] = []
+    texts: list[str] = []
     for item in items:
         node = existing.get(item.get("id") or "")
+        props = (node.props or {}) if node is not None else {}
+        meta = item.get("metadata") or {}
+        # Checks the text and metadata exactly as the write will, before anything is written.
+        text = build_node(memory.namespace, item["content"], meta, item.get("conversation_id"),
+                          item.get("user_id")).embed_text or ""
         if node is None:
+            texts.append(text)
             new.append({k: item.get(k) for k in ("id", "content", "metadata", "conversation_id", "user_id",
                                                   "created_at", "updated_at")})
             continue
-        props = node.props or {}
-        meta = item.get("metadata") or {}
         if node.content == item["content"] and (props.get("metadata") or {}) == meta:
             continue
         file_updated = item.get("updated_at")
         updated = str(file_updated) if file_updated is not None and str(file_updated) != str(
             props.get("updated_at")) else now_iso()
-        memory._rewrite(node, item["content"], dict(meta), updated)
-        changed += 1
-    if new:
-        memory.batch_store(new)
-    return changed + len(new)
+        texts.append(text)
+        rewrites.append((node, item["content"], dict(meta), updated))
+    if not new and not rewrites:
+        return 0
+    embed_texts(memory.db, memory.workspace.embedder, texts)  # the slow part, outside the write lock
+    with memory.db.transaction():
+        for node, content, meta, updated in rewrites:
+            memory._rewrite(node, content, meta, updated)
+        if new:
+            memory.batch_store(new)
+    return len(rewrites) + len(new)

@@ -7,6 +7,7 @@ changes, and leaves unchanged memories exactly as they were (no new version, no 
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -15,34 +16,13 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .. import safe_yaml
 from ..errors import ValidationError
 from ..model import Node, to_utc_iso
 
 REQUIRED = ("id", "created_at", "updated_at")
 RESERVED = ("id", "created_at", "updated_at", "conversation_id", "user_id")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
-
-try:  # the C loader when PyYAML was built with libyaml
-    _BaseLoader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _BaseLoader = yaml.SafeLoader
-
-
-class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """Safe loading that rejects a key given twice in one mapping."""
-
-
-def _mapping(loader: Any, node: Any, deep: bool = False) -> dict[Any, Any]:
-    keys = [loader.construct_object(k, deep=deep) for k, _ in node.value]
-    dupes = sorted({str(k) for k in keys if keys.count(k) > 1})
-    if dupes:
-        raise ValidationError(f"duplicate frontmatter field(s): {', '.join(dupes)}", fields=dupes)
-    return {k: loader.construct_object(v, deep=deep) for k, (_, v) in zip(keys, node.value)}
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
 def _is_link(path: Path) -> bool:
@@ -78,7 +58,7 @@ def render(node: Node) -> str:
         if key in front or key in RESERVED or key in ("type", "kind"):
             continue
         front[key] = meta[key]
-    head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    head = safe_yaml.dump(front)
     body = node.content if node.content.endswith("\n") else node.content + "\n"
     return f"---\n{head}---\n\n{body}"
 
@@ -146,12 +126,7 @@ def parse(text: str, where: str) -> dict[str, Any]:
     match = re.match(r"^---[ \t]*\r?\n(.*?)^---[ \t]*\r?\n?(.*)\Z", text, re.S | re.M)
     if not match:
         raise ValidationError(f"{where}: the frontmatter is not closed by a --- line", file=where)
-    try:
-        front = yaml.load(match.group(1), Loader=_StrictLoader)
-    except ValidationError as exc:
-        raise ValidationError(f"{where}: {exc.message}", file=where, **exc.data) from exc
-    except yaml.YAMLError as exc:
-        raise ValidationError(f"{where}: malformed YAML frontmatter: {exc}", file=where) from exc
+    front = safe_yaml.load(match.group(1), where, "YAML frontmatter", line_offset=1)
     if not isinstance(front, dict):
         raise ValidationError(f"{where}: the frontmatter must be a mapping of fields", file=where)
     missing = [f for f in REQUIRED if f not in front]
@@ -170,8 +145,7 @@ def parse(text: str, where: str) -> dict[str, Any]:
     content = body[:-1] if body.endswith("\n") else body
     if not content.strip():
         raise ValidationError(f"{where}: the memory text (the body after the frontmatter) is empty", file=where)
-    metadata = {k: (v.isoformat() if isinstance(v, (datetime, date)) else v)
-                for k, v in front.items() if k not in RESERVED}
+    metadata = {k: _plain(v) for k, v in front.items() if k not in RESERVED}
     if metadata.get("kind") == "memory" and "type" not in front:
         metadata.pop("kind")
     for field in ("conversation_id", "user_id"):
@@ -186,22 +160,98 @@ def parse(text: str, where: str) -> dict[str, Any]:
     }
 
 
+def _plain(value: Any) -> Any:
+    """Frontmatter values as JSON holds them: timestamps (at any depth) become ISO text."""
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_OPEN_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_BY_DIR_FD = bool(_NOFOLLOW) and os.open in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISLNK(mode):
+        return "a link"
+    return "not a regular file"
+
+
+def _read_text(name: str, shown: Path, dir_fd: int | None) -> str:
+    """The UTF-8 text of one regular file, opened without following a link (and without blocking on a FIFO),
+    so what is checked is what is read."""
+    if dir_fd is None and _is_link(shown):
+        raise ValidationError(f"refusing to import {shown}: it is a link", file=str(shown), path=str(shown))
+    try:
+        fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd) if dir_fd is not None else os.open(shown, _OPEN_FLAGS)
+    except OSError as exc:
+        if _NOFOLLOW and exc.errno == errno.ELOOP:
+            raise ValidationError(f"refusing to import {shown}: it is a link", file=str(shown),
+                                  path=str(shown)) from None
+        raise ValidationError(f"{shown}: cannot open it ({exc.strerror})", file=str(shown)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ValidationError(f"{shown} is {_kind_of(mode)}, not a Markdown file; move it out of the import "
+                                  "folder", file=str(shown))
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{shown}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8",
+                              file=str(shown)) from None
+    if "\x00" in text:
+        raise ValidationError(f"{shown}: contains a NUL character; a Markdown memory is plain text",
+                              file=str(shown))
+    return text
+
+
+def _markdown_names(folder: Path, dir_fd: int | None) -> list[str]:
+    names = os.listdir(dir_fd if dir_fd is not None else folder)
+    return sorted(n for n in names if n.endswith(".md") and not n.startswith("."))
+
+
 def read_items(path: Path) -> list[dict[str, Any]]:
-    """Every memory in a folder of ``*.md`` files (or one file), all validated before returning."""
+    """Every memory in a folder of ``*.md`` files (or one file), all validated before returning.
+
+    Links are refused at every step below the folder named (the folder itself, and each file, opened
+    without following links); directories, FIFOs and devices named ``*.md``, non-UTF-8 text and bad
+    frontmatter are ``ValidationError`` naming the file. Nothing is written here."""
     if _is_link(path):
-        raise ValidationError(f"refusing to import from {path}: it is a link", path=str(path))
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix == ".md" and not p.name.startswith("."))
-    elif path.is_file():
-        files = [path]
+        raise ValidationError(f"refusing to import from {path}: it is a link", path=str(path), file=str(path))
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        raise ValidationError(f"nothing to import at {path}: no such file or folder", path=str(path)) from None
+    texts: list[tuple[Path, str]] = []
+    if stat.S_ISDIR(mode):
+        dir_fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW) if _BY_DIR_FD else None
+        try:
+            for name in _markdown_names(path, dir_fd):
+                texts.append((path / name, _read_text(name, path / name, dir_fd)))
+        finally:
+            if dir_fd is not None:
+                os.close(dir_fd)
     else:
-        raise ValidationError(f"nothing to import at {path}: no such file or folder", path=str(path))
+        texts.append((path, _read_text(path.name, path, None)))
     items: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
-    for file in files:
-        if _is_link(file):
-            raise ValidationError(f"refusing to import {file}: it is a link", path=str(file))
-        item = parse(file.read_text(encoding="utf-8"), str(file))
+    for file, text in texts:
+        item = parse(text, str(file))
         if item["id"] in seen:
             raise ValidationError(f"memory id {item['id']!r} is in both {seen[item['id']]} and {file}",
                                   id=item["id"], files=[seen[item["id"]], str(file)])
