@@ -14,7 +14,7 @@ FREE_FORM = {"metadata"}  # JSON metadata is free-form by design; every other ob
 
 
 def python_memory(ws) -> AgentMemory:
-    """The store `agentcontext memory ...` uses (cli_memory._memory)."""
+    """The store `agentcontext memory ...` uses (cli/memory.py, _memory)."""
     return AgentMemory(workspace=ws, namespace="default", max_memory_size=None, retention_policy="unlimited")
 
 

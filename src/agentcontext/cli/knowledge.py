@@ -1,4 +1,4 @@
-"""CLI commands for knowledge packs: pack, doc, search, neighbors, read, flash, lint, why, render, reindex."""
+"""Top-level knowledge commands: search, neighbors, read, flash, lint, why, render, reindex."""
 from __future__ import annotations
 
 import sys
@@ -8,91 +8,10 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from .cli_common import JSON_OPTION, emit, err, open_workspace, out, principal, progress_bar
-from .errors import ValidationError
-from .knowledge import flash as flash_mod
-from .knowledge import lint as lint_mod
-from .knowledge import packs, render as render_mod, tools
-
-pack_app = typer.Typer(help="Install, create and list knowledge packs.", no_args_is_help=True)
-doc_app = typer.Typer(help="Create, update and delete docs of lib: packs.", no_args_is_help=True)
-
-
-def _packs_table(rows: list[dict[str, Any]]) -> None:
-    table = Table("pack", "name", "docs", "editable")
-    for r in rows:
-        table.add_row(r["pack"], r["name"], str(r["docs"]), "yes" if r["editable"] else "read-only")
-    out.print(table)
-
-
-@pack_app.command("add")
-def pack_add(ctx: typer.Context, path: Path = typer.Argument(..., help="Pack folder, manifest or package.yaml."),
-             as_lib: Optional[str] = typer.Option(None, "--as-lib", help="Import as an editable lib:<SLUG> pack."),
-             defer_embeddings: bool = typer.Option(False, "--defer-embeddings",
-                                                   help="Install now; embed later (reindex or first search)."),
-             json_out: bool = JSON_OPTION) -> None:
-    """Install the packs in PATH (pkg: packs are read-only; re-adding replaces them in one transaction)."""
-    ws = open_workspace(ctx, create=True)
-    with progress_bar() as report:
-        result = packs.install_folder(ws, path, as_lib=as_lib, principal=principal(ctx),
-                                      defer_embeddings=defer_embeddings, progress=report)
-    emit(result, json_out, lambda rows: [out.print(f"installed {r['pack']}: {r['docs']} docs, {r['edges']} edges")
-                                         for r in rows])
-
-
-@pack_app.command("list")
-def pack_list(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
-    """List the packs you may read."""
-    emit(tools.list_knowledge_packs(open_workspace(ctx), principal(ctx)), json_out, _packs_table)
-
-
-@pack_app.command("new")
-def pack_new(ctx: typer.Context, slug: str, name: Optional[str] = typer.Option(None, "--name"),
-             json_out: bool = JSON_OPTION) -> None:
-    """Create an empty, editable lib:SLUG pack."""
-    result = packs.create_pack(open_workspace(ctx, create=True), slug, name, principal(ctx))
-    emit(result, json_out, lambda r: out.print(f"created {r['pack']}"))
-
-
-@doc_app.command("put")
-def doc_put(ctx: typer.Context, pack: str, selector: str,
-            title: Optional[str] = typer.Option(None, "--title"),
-            summary: Optional[str] = typer.Option(None, "--summary"),
-            kind: Optional[str] = typer.Option(None, "--kind"),
-            tag: Optional[list[str]] = typer.Option(None, "--tag", help="Repeat for several tags."),
-            depends_on: Optional[list[str]] = typer.Option(None, "--depends-on", help="Prerequisite selector; repeat."),
-            file: Optional[Path] = typer.Option(None, "--file", help="Body from a file ('-' for stdin)."),
-            expected_version: Optional[int] = typer.Option(None, "--expected-version",
-                                                           help="Fail with ConflictError if the doc moved on."),
-            json_out: bool = JSON_OPTION) -> None:
-    """Create or update a doc; options not given keep their current values."""
-    ws = open_workspace(ctx)
-    content = None
-    if file is not None:
-        content = sys.stdin.read() if str(file) == "-" else _read_text(file)
-    related = None
-    if depends_on is not None:
-        current = tools.read_knowledge_doc(ws, pack, selector, principal=principal(ctx))["related"] \
-            if ws.store.get_node(packs.doc_id(pack, selector)) else []
-        related = [r for r in current if r["type"] != "depends_on"] + [
-            {"type": "depends_on", "target": d} for d in depends_on]
-    result = packs.put_doc(ws, pack, selector, title=title, summary=summary, kind=kind, tags=tag, content=content,
-                           related=related, expected_version=expected_version, principal=principal(ctx))
-    emit(result, json_out, lambda r: out.print(f"{r['pack']} {r['selector']} is at version {r['version']}"))
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"cannot read {path} as UTF-8 text: {exc}", file=str(path)) from exc
-
-
-@doc_app.command("rm")
-def doc_rm(ctx: typer.Context, pack: str, selector: str, json_out: bool = JSON_OPTION) -> None:
-    """Delete a doc (history stays: read --version and flash --as-of still see it)."""
-    result = packs.delete_doc(open_workspace(ctx), pack, selector, principal(ctx))
-    emit(result, json_out, lambda r: out.print(f"deleted {r['pack']} {r['selector']}"))
+from ..knowledge import flash as flash_mod
+from ..knowledge import lint as lint_mod
+from ..knowledge import packs, render as render_mod, tools
+from .common import JSON_OPTION, emit, err, open_workspace, out, principal, progress_bar, read_text
 
 
 def search(ctx: typer.Context, pack: str, query: str = typer.Argument(""),
@@ -190,7 +109,7 @@ def why(ctx: typer.Context, pack: str, from_selector: str = typer.Argument(..., 
 def render(ctx: typer.Context, file: str = typer.Argument(..., help="Template file, or - for stdin."),
            json_out: bool = JSON_OPTION) -> None:
     """Replace {{ lib.<slug> }}, {{ pkg.<...> }} and {{ lib.<slug>.<selector> }} in a prompt template."""
-    template = sys.stdin.read() if file == "-" else _read_text(Path(file))
+    template = sys.stdin.read() if file == "-" else read_text(Path(file))
     text = render_mod.render(open_workspace(ctx), template, principal(ctx))
     emit({"text": text}, json_out, lambda d: out.print(d["text"], markup=False, end=""))
 

@@ -1,17 +1,20 @@
-"""What every CLI module shares: opening the workspace, the acting principal, JSON or Rich output."""
+"""What every CLI module shares: opening the workspace, the acting principal, JSON or Rich output, file reads."""
 from __future__ import annotations
 
 import json
 import os
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
-from .workspace import Workspace
+from ..errors import ValidationError
+from ..workspace import Workspace
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -57,3 +60,18 @@ def progress_bar(enabled: bool = True) -> Iterator[Callable[[str, int, int], Non
             bar.update(tasks[label], completed=done, total=total)
 
         yield report
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationError(f"cannot read {path} as UTF-8 text: {exc}", file=str(path)) from exc
+
+
+def table(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+    """Print ``rows`` as a Rich table of ``columns`` (missing values blank)."""
+    grid = Table(*columns)
+    for row in rows:
+        grid.add_row(*("" if row.get(col) is None else str(row.get(col)) for col in columns))
+    out.print(grid)

@@ -1,4 +1,4 @@
-"""``agentcontext memory ...`` and ``agentcontext eval locomo``: thin wrappers over AgentMemory and eval_locomo."""
+"""``agentcontext memory ...``: thin wrappers over AgentMemory, checked like the MCP memory tools."""
 from __future__ import annotations
 
 import json
@@ -8,25 +8,18 @@ from typing import Any, Optional
 
 import typer
 
-from .cli_common import JSON_OPTION, emit, out, principal, progress_bar
-from .errors import ValidationError
-from .memory import AgentMemory, guarded
-from .workspace import Workspace
+from .common import JSON_OPTION, emit, open_workspace, out, principal
+from ..errors import ValidationError
+from ..memory import AgentMemory, guarded
 
 memory_app = typer.Typer(help="Agent memory: store, retrieve, forget, export, import.", no_args_is_help=True)
-eval_app = typer.Typer(help="Retrieval benchmarks.", no_args_is_help=True)
 
 NS_OPTION = typer.Option("default", "--namespace", "-n", help="Memory store name (namespace memory:<name>).")
 
 
-def _workspace(ctx: typer.Context) -> Workspace:
-    obj = ctx.find_root().obj if ctx is not None else None
-    return Workspace.open(home=obj.get("home") if isinstance(obj, dict) else None)
-
-
 def _memory(ctx: typer.Context, namespace: str, level: str = "read", action: str = "memory.read") -> AgentMemory:
     # Checked like the MCP tools (memory/guarded.py); the CLI never evicts or expires on its own.
-    return guarded.open_memory(_workspace(ctx), namespace, principal(ctx), level, action)
+    return guarded.open_memory(open_workspace(ctx), namespace, principal(ctx), level, action)
 
 
 def _meta(pairs: list[str] | None) -> dict[str, Any]:
@@ -144,29 +137,3 @@ def conversation_cmd(ctx: typer.Context, conversation_id: str = typer.Argument(.
 def stats_cmd(ctx: typer.Context, namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Memory counts and evictions."""
     emit(_memory(ctx, namespace).stats(), json_out, lambda d: out.print_json(json.dumps(d, default=str)))
-
-
-@eval_app.command("locomo")
-def locomo_cmd(file: Path = typer.Argument(..., help="A LoCoMo JSON file (list of samples)."),
-               k: str = typer.Option("1,5,10", "--k", help="Comma-separated cut-offs."),
-               json_out: bool = JSON_OPTION) -> None:
-    """Retrieval-only LoCoMo: evidence recall at each k (partial and full hits), category 5 left out."""
-    from .eval_locomo import evaluate
-
-    try:
-        ks = [int(x) for x in k.split(",") if x.strip()]
-    except ValueError as exc:
-        raise ValidationError(f"--k expects comma-separated integers, got {k!r}") from exc
-    with progress_bar(not json_out) as report:
-        result = evaluate(file, ks, progress=report)
-
-    def human(d: dict[str, Any]) -> None:
-        out.print(f"LoCoMo retrieval: {d['conversations']} conversations, {d['questions']} questions "
-                  f"({d['skipped_no_evidence']} without usable evidence skipped), {d['seconds']} s")
-        for kk in d["k"]:
-            out.print(f"  recall@{kk}: {d['recall'][str(kk)]:.3f}   full@{kk}: {d['full_recall'][str(kk)]:.3f}")
-        for cat, row in d["by_category"].items():
-            parts = "  ".join(f"@{kk} {row[f'recall@{kk}']:.3f}" for kk in d["k"])
-            out.print(f"  category {cat} ({row['questions']} q): {parts}")
-
-    emit(result, json_out, human)

@@ -1,11 +1,11 @@
-"""The ``agentcontext`` (alias ``actx``) command line: thin wrappers over the services.
+"""The root of the ``agentcontext`` (alias ``actx``) command line: global options, ``init``, the command groups
+mounted from their modules (one per group), and ``main`` (errors as one line, or JSON under ``--json``).
 
 Every command takes ``--json``. Any error exits non-zero with one clear line, or with
 ``{"error": {"type", "message", ...data}}`` on stdout under ``--json``.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -14,10 +14,11 @@ from typing import Optional
 
 import typer
 
-from .cli_common import JSON_OPTION, emit, err, out
-from .config import HOME_DIR
-from .errors import AgentContextError
-from .workspace import Workspace
+from ..config import HOME_DIR
+from ..errors import AgentContextError
+from ..workspace import Workspace
+from . import access, doc, evaluation, history, knowledge, memory, pack, serve, token
+from .common import JSON_OPTION, emit, err, out
 
 app = typer.Typer(name="agentcontext", help="The context layer for AI agents: knowledge packs, flash, memory, "
                   "decisions.", no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
@@ -46,33 +47,16 @@ def init(ctx: typer.Context,
          lambda d: out.print(f"workspace ready: {d['store']}"))
 
 
-def _mount() -> None:
-    from . import cli_knowledge
-
-    app.add_typer(cli_knowledge.pack_app, name="pack")
-    app.add_typer(cli_knowledge.doc_app, name="doc")
-    for command in cli_knowledge.COMMANDS:
-        app.command()(command)
-    # Optional sub-apps owned by other modules; each exposes Typer apps and/or COMMANDS.
-    for module_name, apps in (("cli_memory", ("memory_app:memory", "eval_app:eval")),
-                              ("cli_admin", ())):
-        try:
-            module = importlib.import_module(f"{__package__}.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__package__}.{module_name}":
-                raise
-            continue
-        for spec in apps:
-            attr, name = spec.split(":")
-            if hasattr(module, attr):
-                app.add_typer(getattr(module, attr), name=name)
-        for sub_name, sub_app in getattr(module, "SUBAPPS", {}).items():
-            app.add_typer(sub_app, name=sub_name)
-        for command in getattr(module, "COMMANDS", []):
-            app.command()(command)
-
-
-_mount()
+app.add_typer(pack.pack_app, name="pack")
+app.add_typer(doc.doc_app, name="doc")
+for _command in knowledge.COMMANDS:
+    app.command()(_command)
+app.add_typer(memory.memory_app, name="memory")
+app.add_typer(evaluation.eval_app, name="eval")
+app.add_typer(serve.serve_app, name="serve")
+app.add_typer(token.token_app, name="token")
+for _command in (access.grant, access.revoke, access.grants, *history.COMMANDS, access.audit):
+    app.command()(_command)
 
 
 def main() -> None:
@@ -118,6 +102,3 @@ def _usage_errors() -> tuple[type[Exception], ...]:
 
 _USAGE_ERRORS = _usage_errors()
 
-
-if __name__ == "__main__":
-    main()
