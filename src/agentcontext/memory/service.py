@@ -20,7 +20,7 @@ from ..model import Node, content_hash
 from ..vector_store import VectorStore
 from ..workspace import Workspace
 from . import io as memory_io
-from . import retention
+from . import chain, retention
 from .retention import EVICTIONS
 from .index import MemoryIndex, memory_index
 from .records import (CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, time_key,
@@ -105,9 +105,7 @@ class AgentMemory:
                 self._access[mid] = self._tick
 
     def _last_in_conversation(self, conversation_id: str) -> Node | None:
-        found = self.db.find_nodes(namespace=self.namespace, kind=KIND, tags=[CONV + str(conversation_id)],
-                                      order="recorded_desc", limit=1)
-        return found[0] if found else None
+        return chain.head(self.db, self.namespace, str(conversation_id))
 
     # --- writes ----------------------------------------------------------------------------
     def store(self, content: str | Sequence[Any], metadata: dict[str, Any] | None = None,
@@ -147,6 +145,8 @@ class AgentMemory:
         pair_texts: list[str] = []
         supplied: dict[str, np.ndarray] = {}
         prev_text: dict[str, str] = {}
+        first: dict[str, Node] = {}  # each conversation's first turn in this batch, and the head it assumed
+        assumed: dict[str, str | None] = {}
         for seq, item in enumerate(items):
             content = item.get("content", item.get("text"))
             conv = item.get("conversation_id")
@@ -161,6 +161,7 @@ class AgentMemory:
                         last[conv] = before
                 before = last.get(conv)
                 prev_id = before.id if before is not None else None
+                assumed.setdefault(conv, prev_id)
             created = item.get("created_at")
             updated = item.get("updated_at")
             node = build_node(self.namespace, content, item.get("metadata"), conv,
@@ -177,6 +178,7 @@ class AgentMemory:
                     pair_texts.append(pair)
                 prev_text[conv] = own
                 last[conv] = node
+                first.setdefault(conv, node)
             vector = item.get("vector", item.get("embedding"))
             if vector is not None:
                 vec = np.asarray(vector, dtype=np.float32)
@@ -190,9 +192,12 @@ class AgentMemory:
             raise ValidationError("batch_store got the same memory id twice; ids must be unique")
         self._embed(nodes, pair_texts, supplied, progress)
         with self.db.transaction():  # supplied vectors and the memories land together, in one commit
+            # The heads are read again under the write lock: a writer that appended meanwhile is linked to.
+            chain.relink(self.db, self.workspace.embedder, self.namespace, first, assumed)
             if supplied:
                 self.db.put_vectors(supplied, self.workspace.model_name)
             self.db.put_nodes(nodes, actor=self.actor)
+            chain.set_heads(self.db, self.namespace, {c: last[c].id for c in first}, self.actor)
         self._touch(ids)
         retention.enforce_limits(self, len(ids))
         return ids

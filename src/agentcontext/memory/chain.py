@@ -1,0 +1,66 @@
+"""Conversation chains: each turn of a conversation links to the turn before it (``props.prev``), and its
+context vector embeds the pair. The chain has one head, the turn nothing follows yet.
+
+The head is kept as a record written in the same transaction as the turns, and read again inside the write
+transaction, so concurrent writers (threads or processes) append one after another instead of both linking
+to the same turn. Updates of older turns do not move it (their ``recorded_at`` does move, which is why the
+latest-recorded turn is not the head). When the record is missing or names a turn that is gone (older
+stores, a forgotten head), the head is found by scanning the conversation: the latest turn no other
+turn links to.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..embed.cache import embed_texts
+from ..model import Node, content_hash
+from .records import CONV, KIND, conversation_of, memory_text
+
+HEAD = "memory.chain_head"
+
+
+def _key(namespace: str, conversation_id: str) -> str:
+    return f"{namespace}\x1f{conversation_id}"
+
+
+def head(db: Any, namespace: str, conversation_id: str) -> Node | None:
+    """The conversation's last turn (read inside the write transaction to be sure no one appends meanwhile)."""
+    record = db.get_record(HEAD, _key(namespace, conversation_id))
+    if record:
+        node = db.get_node(record["id"])
+        if node is not None and node.kind == KIND and node.namespace == namespace \
+                and conversation_of(node) == conversation_id:
+            return node
+    turns = db.find_nodes(namespace=namespace, kind=KIND, tags=[CONV + conversation_id], with_content=False,
+                          order="key")
+    if not turns:
+        return None
+    followed = {(t.props or {}).get("prev") for t in turns}
+    free = [t for t in turns if t.id not in followed]
+    return db.get_node((free or turns)[-1].id)
+
+
+def relink(db: Any, embedder: Any, namespace: str, first: dict[str, Node], assumed: dict[str, str | None]) -> None:
+    """Inside the write transaction: re-read each conversation's head; where another writer appended since
+    ``assumed`` was read, link the batch's first turn of that conversation to the new head instead (and
+    embed the new pair, a few texts at most)."""
+    pairs = []
+    for conv, node in first.items():
+        current = head(db, namespace, conv)
+        current_id = current.id if current is not None else None
+        if current_id == assumed.get(conv):
+            continue
+        node.props.pop("pair_hash", None)
+        node.props.pop("prev", None)
+        if current is not None:
+            node.props["prev"] = current_id
+            pair = memory_text(current.title, current.content) + "\n" + (node.embed_text or "")
+            node.props["pair_hash"] = content_hash(pair)
+            pairs.append(pair)
+    if pairs:
+        embed_texts(db, embedder, pairs)
+
+
+def set_heads(db: Any, namespace: str, heads: dict[str, str], actor: str = "") -> None:
+    for conv, memory_id in heads.items():
+        db.put_record(HEAD, _key(namespace, conv), {"id": memory_id}, actor=actor)

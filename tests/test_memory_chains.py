@@ -1,0 +1,91 @@
+"""Conversation chains stay one chain (issue 13, section 5): each turn links to the one before it, and
+neither concurrent writers nor updates of older turns fork it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from agentcontext import AgentMemory, VectorStore
+
+WRITER = textwrap.dedent("""
+    import sys, time
+    from agentcontext import AgentMemory, VectorStore
+    home, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    mem = AgentMemory(vector_store=VectorStore(home=home), max_memory_size=10**7)
+    mem.workspace.embedder.embed(["warm up"])
+    print("READY", flush=True)
+    sys.stdin.readline()  # every writer starts at once
+    deadline, i = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline:
+        if i % 5 == 4:  # now and then a batch of two turns
+            mem.batch_store([{"content": f"{name} batch turn {i} a", "conversation_id": f"conv-{i % 2}"},
+                             {"content": f"{name} batch turn {i} b", "conversation_id": f"conv-{i % 2}"}])
+        else:
+            mem.store(f"{name} says turn {i}", conversation_id=f"conv-{i % 2}")
+        i += 1
+    print(i, flush=True)
+""")
+
+
+def chain_problems(mem: AgentMemory, conversation_id: str) -> dict:
+    turns = {n.id: (n.props or {}).get("prev") for n in mem._nodes(conversation_id)}
+    followers: dict[str, int] = {}
+    for prev in turns.values():
+        if prev is not None:
+            followers[prev] = followers.get(prev, 0) + 1
+    heads = [t for t in turns if t not in followers]
+    starts = [t for t, prev in turns.items() if prev is None]
+    walked, at = 0, heads[0] if heads else None
+    while at is not None and walked <= len(turns):
+        walked, at = walked + 1, turns.get(at)
+    return {"turns": len(turns), "heads": len(heads), "starts": len(starts),
+            "forks": sum(n - 1 for n in followers.values() if n > 1), "walked": walked}
+
+
+def one_chain(n: int) -> dict:
+    return {"turns": n, "heads": 1, "starts": 1, "forks": 0, "walked": n}
+
+
+def test_concurrent_writers_keep_one_chain_per_conversation(tmp_path):
+    home = tmp_path / ".agentcontext"
+    VectorStore(home=home).close()
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    procs = [subprocess.Popen([sys.executable, str(script), str(home), f"w{n}", "3"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(4)]
+    for proc in procs:
+        assert proc.stdout.readline().strip() == "READY", proc.stderr.read()
+    for proc in procs:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    mem = AgentMemory(vector_store=VectorStore(home=home), max_memory_size=10**7)
+    try:
+        for conv in ("conv-0", "conv-1"):
+            report = chain_problems(mem, conv)
+            assert report["turns"] > 20, report
+            assert report == one_chain(report["turns"]), report
+    finally:
+        mem.workspace.close()
+
+
+def test_updating_an_older_turn_does_not_fork_the_chain(tmp_path):
+    mem = AgentMemory(vector_store=VectorStore(home=tmp_path / ".agentcontext"))
+    first = mem.store("first turn", conversation_id="c")
+    mem.store("second turn", conversation_id="c")
+    mem.update(first, metadata={"checked": True})  # moves the older turn's recorded_at to now
+    third = mem.store("third turn", conversation_id="c")
+    assert chain_problems(mem, "c") == one_chain(3)
+    assert mem.db.get_node(third).props["prev"] != first
+
+
+def test_forgetting_the_head_relinks_to_the_turn_before(tmp_path):
+    mem = AgentMemory(vector_store=VectorStore(home=tmp_path / ".agentcontext"))
+    ids = [mem.store(f"turn {i}", conversation_id="c") for i in range(3)]
+    mem.delete_memory(ids[-1])
+    fourth = mem.store("turn 3", conversation_id="c")
+    assert mem.db.get_node(fourth).props["prev"] == ids[1]
+    assert chain_problems(mem, "c") == one_chain(3)
