@@ -322,13 +322,29 @@ def revoke_token(ws: Workspace, token_id: str, actor: str | None = None) -> bool
 
 
 def audit_log(ws: Workspace, actor: str | None = None, principal: str | None = None, since: Any = None,
-              limit: int | None = None) -> list[dict]:
-    """Audit entries (oldest first). A superadmin sees everyone's; others only their own."""
+              limit: int | None = None, action: str | None = None, outcome: str | None = None,
+              until: Any = None) -> list[dict]:
+    """Audit entries (oldest first). A superadmin sees everyone's; others only their own.
+
+    ``action`` matches exactly or, ending in ``*``, as a prefix (``doc.*``); ``outcome`` matches exactly
+    (``ok``, ``denied``, ...); ``since``/``until`` bound the time (``until`` exclusive); ``limit`` keeps the
+    latest N entries that pass every filter."""
     stamp = to_utc_iso(since) if since is not None else None
+    end = to_utc_iso(until) if until is not None else None
     if not is_superadmin(ws, actor):
         who = effective_principal(ws, actor)
         if principal not in (None, who):
             raise deny(ws, actor, "audit.read", principal, "admin", "*",
                        hint="only the owner or an admin of `*` may read other principals' audit entries")
         principal = who
-    return ws.store.audit(principal=principal, since=stamp, limit=limit)
+    if action is None and outcome is None and end is None:
+        return ws.store.audit(principal=principal, since=stamp, limit=limit)
+    rows = ws.store.audit(principal=principal, since=stamp)
+    if action is not None:
+        rows = [r for r in rows if (r["action"].startswith(action[:-1]) if action.endswith("*")
+                                    else r["action"] == action)]
+    if outcome is not None:
+        rows = [r for r in rows if r["outcome"] == outcome]
+    if end is not None:
+        rows = [r for r in rows if r["at"] < end]
+    return rows[-limit:] if limit else rows

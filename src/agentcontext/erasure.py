@@ -60,7 +60,7 @@ class ErasureCoordinator:
     """Drive an entity's erasure across graph, memory and vector store; return an ``ErasureReceipt``."""
 
     def __init__(self, graph: Any = None, memory: Any = None, vector_store: Any = _UNSET,
-                 audit_store: Any = None) -> None:
+                 audit_store: Any = None, actor: str = "erasure") -> None:
         if vector_store is _UNSET:
             vector_store = getattr(memory, "vector_store", None) if memory is not None else None
         if vector_store is False:
@@ -70,6 +70,7 @@ class ErasureCoordinator:
         self.graph = graph
         self.memory = memory
         self.vector_store = vector_store
+        self.actor = actor  # the principal the receipt is audited under
         candidates = [audit_store] if audit_store is not None else [
             getattr(getattr(memory, "workspace", None), "store", None), getattr(graph, "store", None)]
         self.audit_stores: list[Any] = []
@@ -174,7 +175,7 @@ class ErasureCoordinator:
         body = receipt.to_dict()
         for store in self.audit_stores:
             try:
-                store.append_audit("erasure", "erase_entity", receipt.entity_id, outcome, body)
+                store.append_audit(self.actor, "erase_entity", receipt.entity_id, outcome, body)
                 receipt.audit.append({"store": store.url, "status": "recorded"})
             except Exception as exc:  # e.g. the graph's database is the store that failed
                 receipt.audit.append({"store": getattr(store, "url", "?"), "status": "failed", "error": str(exc)})
@@ -183,3 +184,27 @@ class ErasureCoordinator:
                        at: Any = None) -> list[ErasureReceipt]:
         """One receipt per entity, in order; one failure does not stop the rest."""
         return [self.erase_entity(e, reason=reason, at=at) for e in entity_ids]
+
+
+def erase_workspace_entity(ws: Any, entity_id: str, reason: str | None = None, principal: str | None = None,
+                           namespace: str = "default") -> ErasureReceipt:
+    """Erase an entity from a workspace's memory store ``memory:<namespace>`` and its graph ``graph:default``
+    as ``principal``, who needs write on both (denials are audited), and admin on the namespace of a node
+    outside the graph's own that the id names (a pack's doc, another store's node); the receipt is audited
+    under the principal. What the CLI, MCP and the web console call."""
+    from . import access
+    from .graph.guarded import open_graph
+    from .memory.guarded import open_memory
+    from .vector_store import VectorStore
+
+    if not isinstance(entity_id, str) or not entity_id.strip():
+        raise ValidationError("entity_id must be a non-empty string", entity_id=entity_id)
+    memory = open_memory(ws, namespace, principal, "write", "erase_entity")
+    graph = open_graph(ws, principal, "write", "erase_entity", entity_id)
+    found = graph.resolve(entity_id)
+    node = ws.store.get_node(found) if found is not None else None
+    if node is not None and node.namespace != graph.namespace:  # a doc, a memory, another graph's node
+        access.require(ws, principal, node.namespace, "admin", "erase_entity", found)
+    coordinator = ErasureCoordinator(graph=graph, memory=memory, vector_store=VectorStore(workspace=ws),
+                                     actor=access.effective_principal(ws, principal))
+    return coordinator.erase_entity(entity_id, reason=reason)

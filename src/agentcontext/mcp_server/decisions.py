@@ -12,8 +12,6 @@ are audited by ``access.require``; recorded decisions are audited here (``decisi
 """
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Any, Literal, Optional
 
 from pydantic import Field, JsonValue
@@ -24,31 +22,18 @@ from ..decisions.models import Decision
 from ..decisions.policy import PolicyEngine
 from ..decisions.recorder import DecisionRecorder
 from ..graph.context_graph import ContextGraph
-from ..workspace import Workspace
+from ..graph.guarded import open_graph as guarded_graph
 from .registry import CallContext, StrictArgs, ToolSpec, register_tools
 
-_graphs: "weakref.WeakKeyDictionary[Workspace, ContextGraph]" = weakref.WeakKeyDictionary()
-_graphs_lock = threading.Lock()
 HIDDEN = ("reasoning_embedding", "node2vec_embedding")
 DECISION_ID = Field(min_length=1, max_length=300, description="A decision id as record_decision or "
                     "find_precedents returned.")
 IDS = Field(None, max_length=1000)
 
 
-def workspace_graph(ws: Workspace) -> ContextGraph:
-    """The workspace's default graph (one per workspace, reused across calls)."""
-    with _graphs_lock:
-        graph = _graphs.get(ws)
-        if graph is None:
-            graph = _graphs[ws] = ContextGraph(workspace=ws)
-        return graph
-
-
 def open_graph(ctx: CallContext, level: str, action: str, target: str = "") -> ContextGraph:
     """The workspace graph, after checking ``level`` on ``graph:<name>`` for the principal."""
-    graph = workspace_graph(ctx.ws)
-    access.require(ctx.ws, ctx.principal, graph.namespace, level, action, target)
-    return graph
+    return guarded_graph(ctx.ws, ctx.principal, level, action, target)
 
 
 def decision_dict(d: Decision) -> dict[str, Any]:
