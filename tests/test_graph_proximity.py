@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from agentcontext import AgentContext, ContextGraph, ValidationError
+from agentcontext.engine import proximity
 from agentcontext.vector_store import VectorStore
 
 
@@ -47,24 +48,25 @@ def test_seed_proximity_example(context: AgentContext) -> None:
 def test_weight_one_ranks_purely_by_proximity_and_zero_purely_by_semantics(context: AgentContext) -> None:
     base = context.retrieve("web API frameworks", max_results=10)
     texts = {r["content"]: r for r in base}
-    graph_only = context.blend_proximity(base, "web API frameworks", proximity_weight=1.0)
+    graph = context.knowledge_graph
+    graph_only = proximity.blend_proximity(graph, base, "web API frameworks", proximity_weight=1.0)
     assert [r["content"].split()[0] for r in graph_only][:2] == ["FastAPI", "Starlette"]
     assert all(r["combined_score"] == r["proximity_score"] for r in graph_only)
-    plain = context.blend_proximity(base, "web API frameworks", proximity_weight=0.0)
+    plain = proximity.blend_proximity(graph, base, "web API frameworks", proximity_weight=0.0)
     assert [r["combined_score"] for r in plain] == [texts[r["content"]]["semantic_score"] for r in plain]
     assert [r["semantic_score"] for r in plain] == sorted((r["semantic_score"] for r in plain), reverse=True)
     with pytest.raises(ValidationError):
-        context.blend_proximity(base, "x", proximity_weight=1.5)
+        proximity.blend_proximity(graph, base, "x", proximity_weight=1.5)
 
 
 def test_proximity_scores_and_anchors() -> None:
-    ctx = AgentContext(vector_store=VectorStore(backend="inmemory"), knowledge_graph=framework_graph())
-    anchors = ctx.query_anchors("Which web API frameworks exist?")
+    graph = framework_graph()
+    anchors = proximity.query_anchors(graph, "Which web API frameworks exist?")
     assert anchors["web API frameworks"] == 1.0
-    scores = ctx.proximity_scores("web API frameworks", ["FastAPI", "Starlette", "Helm", "unknown"])
+    scores = proximity.proximity_scores(graph, "web API frameworks", ["FastAPI", "Starlette", "Helm", "unknown"])
     assert scores == {"FastAPI": 0.5, "Starlette": pytest.approx(1 / 3), "Helm": 0.0, "unknown": 0.0}
-    assert ctx.proximity_scores("web API frameworks", ["Starlette"], hops=1) == {"Starlette": 0.0}
-    assert ctx.mentioned_nodes("We moved from Flask to FastAPI") == ["Flask", "FastAPI"]
+    assert proximity.proximity_scores(graph, "web API frameworks", ["Starlette"], hops=1) == {"Starlette": 0.0}
+    assert proximity.mentioned_nodes(graph, "We moved from Flask to FastAPI") == ["Flask", "FastAPI"]
 
 
 def test_load_graph_replaces_the_knowledge_graph(tmp_path) -> None:

@@ -1,18 +1,44 @@
-"""``AgentContext``: the facade that wires memory, graph and decisions over one workspace.
+"""``AgentContext``: the facade of seed 003. It holds its services and delegates to them, one line a method.
 
-The methods live in mixins next to the service they call (``memory/facade.py``,
-``graph/facade.py``, ``decisions/facade.py``); this file only holds the constructor.
+- ``memory``: ``AgentMemory`` (memory/service.py), given the knowledge graph for entity links;
+- ``retriever``: ``ContextRetriever`` (retrieval.py), memory and graph retrieval with proximity;
+- ``decisions``: ``DecisionService`` (decisions/service.py), decisions, policies and checkpoints;
+- ``knowledge_graph``: the ``ContextGraph`` (graph/), or None for memory alone.
+
+Setting ``knowledge_graph`` (``load`` and ``load_graph`` do when there is none) hands the graph to
+every service. Reports and persistence of memory + graph are plain functions in ``state.py``.
 """
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Sequence
 
-from .decisions.facade import DecisionMethods
-from .graph.facade import GraphMethods
-from .memory.facade import MemoryMethods
+from . import state
+from .decisions import Decision, PolicyEngine
+from .decisions.service import DecisionService
+from .errors import ValidationError
+from .graph import ContextGraph
+from .memory import AgentMemory
+from .retrieval import ContextRetriever
+from .vector_store import VectorStore
 
 
-class AgentContext(MemoryMethods, GraphMethods, DecisionMethods):
+def _vector_store_for(vector_store: Any, graph: Any) -> VectorStore:
+    """The given VectorStore; without one, the graph's workspace (one graph) or the default VectorStore
+    (the workspace found like git, or .agentcontext/ created in the current directory)."""
+    if vector_store is None:
+        ws = getattr(graph, "workspace", None)
+        if ws is None:
+            return VectorStore()
+        return VectorStore(backend="inmemory" if str(ws.store.url).endswith(":memory:") else "sqlite", workspace=ws)
+    if not isinstance(vector_store, VectorStore):
+        raise ValidationError("vector_store must be an agentcontext VectorStore (backend='sqlite', 'inmemory' "
+                              "or 'faiss')", got=type(vector_store).__name__)
+    return vector_store
+
+
+class AgentContext:
     """Memory, retrieval, decisions, graph traversal and checkpoints behind one API (seed 003)."""
 
     def __init__(
@@ -31,7 +57,6 @@ class AgentContext(MemoryMethods, GraphMethods, DecisionMethods):
         principal: str | None = None,
         **options: Any,
     ) -> None:
-        self.knowledge_graph = knowledge_graph
         self.decision_tracking = decision_tracking
         self.retention_days = retention_days
         self.max_memories = max_memories
@@ -43,6 +68,144 @@ class AgentContext(MemoryMethods, GraphMethods, DecisionMethods):
         self.proximity_weight = proximity_weight
         self.principal = principal
         self.options = options
-        self._init_memory(vector_store)
-        self._init_graph()
-        self._init_decisions()
+        self.vector_store = _vector_store_for(vector_store, knowledge_graph)
+        self.memory = AgentMemory(self.vector_store, max_memory_size=max_memories, retention_policy=retention_days)
+        self.retriever = ContextRetriever(memory_store=self.memory, use_graph_expansion=graph_expansion,
+                                          max_expansion_hops=max_expansion_hops, hybrid_alpha=hybrid_alpha,
+                                          proximity_weight=proximity_weight)
+        self.decisions = DecisionService(tracking=decision_tracking, actor=principal or "",
+                                         proximity_weight=proximity_weight)
+        self.knowledge_graph = knowledge_graph
+
+    # --- the graph every service works on ----------------------------------------------------
+    @property
+    def knowledge_graph(self) -> Any:
+        return self._knowledge_graph
+
+    @knowledge_graph.setter
+    def knowledge_graph(self, graph: Any) -> None:
+        self._knowledge_graph = graph
+        self.memory.entity_graph = graph if self.graph_expansion else None  # graph_expansion: link entities
+        self.retriever.knowledge_graph = graph
+        self.decisions.graph = graph
+
+    def _new_graph(self) -> ContextGraph:
+        self.knowledge_graph = ContextGraph()
+        return self.knowledge_graph
+
+    def _graph_or_new(self) -> Any:
+        return self.knowledge_graph if self.knowledge_graph is not None else self._new_graph()
+
+    # --- memory ----------------------------------------------------------------------------
+    def store(self, content: str | Sequence[Any], metadata: dict[str, Any] | None = None,
+              conversation_id: str | None = None, user_id: str | None = None, **kwargs: Any) -> str | dict[str, Any]:
+        """Store a fact (text -> memory id) or a list of documents (-> stats dict)."""
+        return self.memory.store(content, metadata=metadata, conversation_id=conversation_id, user_id=user_id,
+                                 **kwargs)
+
+    def batch_store(self, items: Sequence[Any], **kwargs: Any) -> list[str]:
+        return self.memory.batch_store(items, **kwargs)
+
+    def retrieve(self, query: str, max_results: int = 5, min_score: float = 0.0, use_graph: bool | None = None,
+                 conversation_id: str | None = None, user_id: str | None = None,
+                 filters: dict[str, Any] | None = None, **kwargs: Any) -> list[dict[str, Any]]:
+        """Hybrid retrieval; GraphRAG expansion when a knowledge_graph is set (or ``use_graph=True``)."""
+        return self.retriever.retrieve_blended(query, max_results, min_score, use_graph,
+                                               conversation_id=conversation_id, user_id=user_id, filters=filters,
+                                               **kwargs)
+
+    def forget(self, memory_id: str | None = None, conversation_id: str | None = None,
+               days_old: int | float | None = None, user_id: str | None = None) -> int:
+        return self.memory.forget(memory_id, conversation_id, days_old, user_id)
+
+    def update(self, memory_id: str, content: str | None = None, metadata: dict[str, Any] | None = None) -> bool:
+        return self.memory.update(memory_id, content, metadata)
+
+    def get_memory(self, memory_id: str) -> dict[str, Any] | None:
+        return self.memory.get_memory(memory_id)
+
+    def conversation(self, conversation_id: str, max_items: int = 50) -> list[dict[str, Any]]:
+        return self.memory.get_conversation_history(conversation_id, max_items)
+
+    def stats(self) -> dict[str, Any]:
+        return state.stats(self.memory, self.knowledge_graph)
+
+    def health(self) -> dict[str, Any]:
+        return state.health(self.memory, self.knowledge_graph)
+
+    # --- persistence -----------------------------------------------------------------------
+    def export(self, conversation_id: str | None = None, format: str = "json", **kwargs: Any) -> Any:
+        return self.memory.export(conversation_id=conversation_id, format=format, **kwargs)
+
+    def import_data(self, data: Any, format: str = "json") -> int:
+        return self.memory.import_data(data, format=format)
+
+    def save(self, path: str | Path) -> None:
+        """Write memory (ids, metadata, timestamps) and the knowledge graph to the folder ``path``."""
+        state.save(path, self.memory, self.knowledge_graph)
+
+    def load(self, path: str | Path) -> None:
+        """Restore what ``save`` wrote: memories keep their ids; the graph is replaced from the file."""
+        self.knowledge_graph = state.load(path, self.memory, self.knowledge_graph, self._new_graph)
+
+    def load_graph(self, path: str, format: str | None = None) -> dict[str, Any]:
+        """Replace the knowledge graph's state from a saved graph (JSON file or Markdown directory)."""
+        return state.load_graph(self._graph_or_new(), path, format)
+
+    # --- decisions -------------------------------------------------------------------------
+    def record_decision(self, category: str, scenario: str, reasoning: str, outcome: str, confidence: float,
+                        entities: Sequence[str] | None = None, decision_maker: str = "",
+                        valid_from: str | datetime | None = None, valid_until: str | datetime | None = None,
+                        **kwargs: Any) -> str:
+        """Record a decision (see DecisionRecorder.record_decision for caused_by=, informed_by=, policies=)."""
+        return self.decisions.record_decision(category, scenario, reasoning, outcome, confidence, entities,
+                                              decision_maker, valid_from, valid_until, **kwargs)
+
+    def record_decisions(self, items: Iterable[dict[str, Any] | Decision]) -> list[str]:
+        """Record many decisions at once (embedded in batches)."""
+        return self.decisions.record_decisions(items)
+
+    def link_decisions(self, cause_id: str, effect_id: str, relationship: str = "caused", **kwargs: Any) -> str:
+        """Say that one decision caused (or ``relationship="informed"``) another."""
+        return self.decisions.link_decisions(cause_id, effect_id, relationship, **kwargs)
+
+    def get_decision(self, decision_id: str, **kwargs: Any) -> Decision:
+        return self.decisions.get_decision(decision_id, **kwargs)
+
+    def find_precedents(self, scenario: str, category: str | None = None, limit: int = 5,
+                        use_hybrid_search: bool = True, max_hops: int = 2, as_of: str | datetime | None = None,
+                        proximity_weight: float | None = None, **kwargs: Any) -> list[Decision]:
+        """Similar past decisions, best first (scores in each decision's ``metadata``)."""
+        return self.decisions.find_precedents(scenario, category, limit, use_hybrid_search, max_hops, as_of,
+                                              proximity_weight, **kwargs)
+
+    def query_decisions(self, query: str, max_hops: int = 2, use_hybrid_search: bool = True,
+                        **kwargs: Any) -> list[Decision]:
+        """Broad decision search: meaning, keywords, then causal neighbours."""
+        return self.decisions.query_decisions(query, max_hops, use_hybrid_search, **kwargs)
+
+    def get_causal_chain(self, decision_id: str, direction: str = "upstream", max_depth: int = 10) -> list[Decision]:
+        """Upstream causes or downstream effects, each once, with ``metadata['causal_distance']``."""
+        return self.decisions.get_causal_chain(decision_id, direction, max_depth)
+
+    def trace_decision_explainability(self, decision_id: str, max_depth: int = 10) -> dict[str, Any]:
+        return self.decisions.trace_decision_explainability(decision_id, max_depth)
+
+    def get_policy_engine(self) -> PolicyEngine:
+        return self.decisions.get_policy_engine()
+
+    # --- checkpoints -----------------------------------------------------------------------
+    def checkpoint(self, label: str) -> dict[str, Any]:
+        """Snapshot the graph's decisions, nodes and relationships under ``label`` (held in memory)."""
+        return self.decisions.checkpoint(label)
+
+    def diff_checkpoints(self, label_a: str, label_b: str) -> dict[str, Any]:
+        """decisions_/relationships_/nodes_ added, removed and modified from ``label_a`` to ``label_b``."""
+        return self.decisions.diff_checkpoints(label_a, label_b)
+
+    def flush_checkpoint(self, label: str) -> dict[str, Any]:
+        """Persist a checkpoint in the store, so it survives a restart and save/load."""
+        return self.decisions.flush_checkpoint(label)
+
+    def list_checkpoints(self) -> list[str]:
+        return self.decisions.list_checkpoints()

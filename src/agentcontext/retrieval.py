@@ -16,6 +16,7 @@ import copy
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
+from .engine import proximity
 from .errors import ValidationError
 
 MODES = ("local", "global", "drift", "hybrid")
@@ -57,7 +58,7 @@ def _stores_of(*owners: Any) -> list[Any]:
 class ContextRetriever:
     def __init__(self, memory_store: Any = None, knowledge_graph: Any = None, vector_store: Any = None,
                  use_graph_expansion: bool = True, max_expansion_hops: int = 2, hybrid_alpha: float = 0.5,
-                 **options: Any) -> None:
+                 proximity_weight: float = 0.0, **options: Any) -> None:
         if not 0.0 <= float(hybrid_alpha) <= 1.0:
             raise ValidationError(f"hybrid_alpha must be in [0, 1], got {hybrid_alpha}", hybrid_alpha=hybrid_alpha)
         if int(max_expansion_hops) < 0:
@@ -68,6 +69,7 @@ class ContextRetriever:
         self.use_graph_expansion = use_graph_expansion
         self.max_expansion_hops = int(max_expansion_hops)
         self.hybrid_alpha = float(hybrid_alpha)
+        self.proximity_weight = float(proximity_weight)
         self.options = options
 
     # --- candidates ------------------------------------------------------------------------
@@ -213,6 +215,28 @@ class ContextRetriever:
         ranked = sorted((c for c in candidates if c.score >= min_relevance_score),
                         key=lambda c: (-c.score, c.id or ""))
         return ranked[:max_results]
+
+    def retrieve_blended(self, query: str, max_results: int = 5, min_score: float = 0.0,
+                         use_graph: bool | None = None, proximity_weight: float | None = None,
+                         **kwargs: Any) -> list[dict[str, Any]]:
+        """``AgentContext.retrieve``: results as dicts, graph expansion by default when a knowledge graph is set, and
+        graph proximity (``engine/proximity.py``) blended in with ``proximity_weight`` (default: the retriever's).
+
+        ``truth_filter`` is refused here (seed 003): use ``retrieve(..., truth_filter=...)`` for checked context."""
+        if "truth_filter" in kwargs:
+            raise ValidationError("truth_filter is not accepted by AgentContext.retrieve; use "
+                                  "ContextRetriever.retrieve(..., truth_filter=...) for support-checked context")
+        if "top_k" in kwargs:
+            raise ValidationError("retrieve() takes max_results=, not top_k=")
+        graph = self.knowledge_graph
+        expand = (graph is not None) if use_graph is None else bool(use_graph)
+        w = self.proximity_weight if proximity_weight is None else float(proximity_weight)
+        pool = max_results * 3 if graph is not None and w > 0 else max_results  # room to re-rank
+        out = as_dicts(self.retrieve(query, max_results=pool, use_graph_expansion=expand,
+                                     min_relevance_score=min_score, **kwargs))
+        if graph is not None and out:
+            out = proximity.blend_proximity(graph, out, query, w, hops=self.max_expansion_hops)
+        return out[:max_results]
 
     # --- delegates -------------------------------------------------------------------------
     def search(self, query: str, max_results: int = 5, **kwargs: Any) -> list[RetrievedContext]:

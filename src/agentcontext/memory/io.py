@@ -1,24 +1,26 @@
-"""Export and import of memories as JSON text, a dict, or Markdown files (see ``markdown.py``)."""
+"""Export and import of memories as JSON text, a dict, or Markdown files (see ``markdown.py``).
+
+Plain functions over nodes and parsed items: ``AgentMemory.export`` and ``AgentMemory.import_data``
+read the store, call these, and write what ``plan_import`` says.
+"""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..embed.cache import embed_texts
 from ..errors import ValidationError
 from ..model import Node, to_utc_iso
 from . import markdown
 from .records import KIND, build_node, now_iso, to_memory
 
-if TYPE_CHECKING:
-    from .service import AgentMemory
-
 FORMATS = ("json", "dict", "markdown")
 SCHEMA = "agentcontext.memory.v1"
 
 
-def export_nodes(memory: "AgentMemory", nodes: list[Node], format: str, destination: Any) -> Any:
+def export_nodes(namespace: str, nodes: list[Node], format: str, destination: Any) -> Any:
+    """The memories ``nodes`` of ``namespace`` as JSON text, a dict, Markdown text (one) or files (destination=)."""
     if format not in FORMATS:
         raise ValidationError(f"unknown export format {format!r}; use json, dict or markdown", format=format)
     if format == "markdown":
@@ -29,7 +31,7 @@ def export_nodes(memory: "AgentMemory", nodes: list[Node], format: str, destinat
                                   "one, so narrow it (type=, conversation_id=) or pass destination= for a folder",
                                   count=len(nodes))
         return markdown.render(nodes[0])
-    data = {"schema": SCHEMA, "namespace": memory.namespace, "memories": [to_memory(n) for n in nodes]}
+    data = {"schema": SCHEMA, "namespace": namespace, "memories": [to_memory(n) for n in nodes]}
     for item in data["memories"]:
         item.pop("memory_id", None)
         item.pop("timestamp", None)
@@ -62,9 +64,9 @@ def _parse_items(data: Any, format: str) -> list[dict[str, Any]]:
             raise ValidationError(f"memory {i}: needs a non-empty 'content' string", index=i)
         if raw.get("metadata") is not None and not isinstance(raw["metadata"], dict):
             raise ValidationError(f"memory {i}: 'metadata' must be a mapping", index=i)
-        for field in ("created_at", "updated_at"):
-            if raw.get(field) is not None:
-                to_utc_iso(raw[field])
+        for stamp in ("created_at", "updated_at"):
+            if raw.get(stamp) is not None:
+                to_utc_iso(raw[stamp])
         mid = raw.get("id")
         if mid is not None:
             if mid in seen:
@@ -74,54 +76,52 @@ def _parse_items(data: Any, format: str) -> list[dict[str, Any]]:
     return items
 
 
-def import_any(memory: "AgentMemory", data: Any, format: str) -> int:
-    """Validate everything, then create new ids and update changed existing ones; returns how many changed."""
+def parse_import(data: Any, format: str) -> list[dict[str, Any]]:
+    """The memories in ``data`` (JSON text or file, a dict or list, or a Markdown folder), all validated."""
     if format not in FORMATS:
         raise ValidationError(f"unknown import format {format!r}; use json, dict or markdown", format=format)
     if format == "markdown":
-        items = markdown.read_items(Path(data) if not isinstance(data, Path) else data)
-    else:
-        items = _parse_items(data, format)
-    return apply_items(memory, items)
+        return markdown.read_items(Path(data) if not isinstance(data, Path) else data)
+    return _parse_items(data, format)
 
 
-def apply_items(memory: "AgentMemory", items: list[dict[str, Any]]) -> int:
-    """All or nothing: every item is checked (and its text embedded) first, then every change lands in one
-    transaction, so a bad item or a crash leaves the memory exactly as it was."""
-    ids = [i["id"] for i in items if i.get("id")]
-    existing = memory.db.get_nodes(ids)
+Change = tuple[Node, str, dict[str, Any], str]  # (stored node, new content, new metadata, updated_at)
+
+
+@dataclass
+class ImportPlan:
+    """What an import writes: new memories to store, changes to existing ones, and the texts both embed."""
+
+    new: list[dict[str, Any]] = field(default_factory=list)
+    changed: list[Change] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+
+
+def plan_import(items: list[dict[str, Any]], existing: dict[str, Node], namespace: str) -> ImportPlan:
+    """What importing ``items`` does, given the ``existing`` nodes of their ids. Every item is checked exactly as
+    the write will check it, so a bad one is refused before anything is written; an id owned by anything but this
+    memory store is refused; unchanged memories are left out, so a re-import is a no-op."""
     for mid, node in existing.items():
-        if node.kind != KIND or node.namespace != memory.namespace:
+        if node.kind != KIND or node.namespace != namespace:
             raise ValidationError(f"id {mid!r} belongs to a {node.kind} in {node.namespace}, not to this memory store",
                                   id=mid)
-    new: list[dict[str, Any]] = []
-    rewrites: list[tuple[Node, str, dict[str, Any], str]] = []
-    texts: list[str] = []
+    plan = ImportPlan()
     for item in items:
         node = existing.get(item.get("id") or "")
         props = (node.props or {}) if node is not None else {}
         meta = item.get("metadata") or {}
-        # Checks the text and metadata exactly as the write will, before anything is written.
-        text = build_node(memory.namespace, item["content"], meta, item.get("conversation_id"),
+        text = build_node(namespace, item["content"], meta, item.get("conversation_id"),
                           item.get("user_id")).embed_text or ""
         if node is None:
-            texts.append(text)
-            new.append({k: item.get(k) for k in ("id", "content", "metadata", "conversation_id", "user_id",
-                                                  "created_at", "updated_at")})
+            plan.texts.append(text)
+            plan.new.append({k: item.get(k) for k in ("id", "content", "metadata", "conversation_id", "user_id",
+                                                       "created_at", "updated_at")})
             continue
         if node.content == item["content"] and (props.get("metadata") or {}) == meta:
             continue
         file_updated = item.get("updated_at")
         updated = str(file_updated) if file_updated is not None and str(file_updated) != str(
             props.get("updated_at")) else now_iso()
-        texts.append(text)
-        rewrites.append((node, item["content"], dict(meta), updated))
-    if not new and not rewrites:
-        return 0
-    embed_texts(memory.db, memory.workspace.embedder, texts)  # the slow part, outside the write lock
-    with memory.db.transaction():
-        for node, content, meta, updated in rewrites:
-            memory._rewrite(node, content, meta, updated)
-        if new:
-            memory.batch_store(new)
-    return len(rewrites) + len(new)
+        plan.texts.append(text)
+        plan.changed.append((node, item["content"], dict(meta), updated))
+    return plan

@@ -6,10 +6,8 @@ hash of the embedded text, so a killed ``batch_store`` leaves either none or all
 from __future__ import annotations
 
 import re
-import threading
-import time
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -20,14 +18,14 @@ from ..model import Node, content_hash
 from ..vector_store import VectorStore
 from ..workspace import Workspace
 from . import io as memory_io
-from . import chain, retention
-from .retention import EVICTIONS
+from . import chain
 from .index import MemoryIndex, memory_index
+from .links import link_memories
 from .records import (CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, time_key,
                       to_memory)
+from .retention import Retention
 from .search import candidate_rows, search
 
-SWEEP_SECONDS = 30.0  # retrieve() sweeps expired memories at most this often (writes always sweep)
 _RETENTION = re.compile(r"^(\d+)_days?$")
 
 
@@ -64,7 +62,7 @@ class AgentMemory:
     def __init__(self, vector_store: VectorStore | None = None, max_memory_size: int = 10000,
                  retention_policy: str | int | None = "unlimited", *, namespace: str = "default",
                  workspace: Workspace | None = None, context_turns: bool = True,
-                 weights: FusionWeights | None = None, actor: str = "") -> None:
+                 weights: FusionWeights | None = None, actor: str = "", entity_graph: Any = None) -> None:
         if workspace is None:
             vector_store = vector_store if vector_store is not None else VectorStore()
             workspace = vector_store.workspace
@@ -72,18 +70,14 @@ class AgentMemory:
         self.workspace = workspace
         if max_memory_size is not None and int(max_memory_size) <= 0:
             raise ValidationError("max_memory_size must be positive", max_memory_size=max_memory_size)
-        self.max_memory_size = int(max_memory_size) if max_memory_size is not None else None
-        self.retention_days = parse_retention(retention_policy)
         self.namespace = namespace if namespace.startswith("memory:") else f"memory:{namespace}"
+        self.retention = Retention(workspace.store, self.namespace, parse_retention(retention_policy),
+                                   int(max_memory_size) if max_memory_size is not None else None, self._purge, actor)
         self.context_turns = context_turns
         self.weights = weights or FusionWeights()
         self.actor = actor
-        self._access: dict[str, int] = {}
-        self._tick = 0
-        self._swept = 0.0
-        self._count_estimate: int | None = None
-        self._writes_since_count = 0
-        self._lock = threading.RLock()
+        # With a graph, a stored memory whose metadata lists ``entities`` is linked to those entity nodes (links.py).
+        self.entity_graph = entity_graph
 
     # --- plumbing --------------------------------------------------------------------------
     @property
@@ -92,17 +86,19 @@ class AgentMemory:
         return self.workspace.store
 
     @property
+    def max_memory_size(self) -> int | None:
+        return self.retention.max_size
+
+    @property
+    def retention_days(self) -> int | None:
+        return self.retention.days
+
+    @property
     def dimension(self) -> int:
         return self.vector_store.dimension if self.vector_store is not None else self.workspace.embedder.dimension
 
     def _index(self) -> MemoryIndex:
         return memory_index(self.workspace, self.namespace, self.dimension)
-
-    def _touch(self, ids: Iterable[str]) -> None:
-        with self._lock:
-            for mid in ids:
-                self._tick += 1
-                self._access[mid] = self._tick
 
     def _last_in_conversation(self, conversation_id: str) -> Node | None:
         return chain.head(self.db, self.namespace, str(conversation_id))
@@ -135,8 +131,16 @@ class AgentMemory:
         """Store many memories in one transaction; returns their ids in order.
 
         Each item is text or a dict with ``content`` (or ``text``) and optional ``metadata``,
-        ``conversation_id``, ``user_id``, ``id``, ``created_at`` and ``vector`` (precomputed embedding)."""
+        ``conversation_id``, ``user_id``, ``id``, ``created_at`` and ``vector`` (precomputed embedding).
+        With an ``entity_graph``, memories whose metadata lists ``entities`` are linked to those entities."""
         items = [self._item(x, None, None, None) for x in items]
+        ids = self._write(items, progress)
+        if self.entity_graph is not None:
+            link_memories(self, self.entity_graph, [(i, x.get("metadata")) for i, x in zip(ids, items)])
+        return ids
+
+    def _write(self, items: list[dict[str, Any]], progress: Callable[[int, int], None] | None = None) -> list[str]:
+        """Store the items (dicts) in one transaction, then apply retention and the cap; returns their ids."""
         if not items:
             return []
         stamp = now_iso()
@@ -198,8 +202,8 @@ class AgentMemory:
                 self.db.put_vectors(supplied, self.workspace.model_name)
             self.db.put_nodes(nodes, actor=self.actor)
             chain.set_heads(self.db, self.namespace, {c: last[c].id for c in first}, self.actor)
-        self._touch(ids)
-        retention.enforce_limits(self, len(ids))
+        self.retention.touch(ids)
+        self.retention.enforce(len(ids))
         return ids
 
     def _embed(self, nodes: list[Node], pair_texts: list[str], supplied: dict[str, np.ndarray],
@@ -245,14 +249,14 @@ class AgentMemory:
                 texts.append(pair)
         embed_texts(self.db, self.workspace.embedder, texts)
         self.db.put_nodes([new], actor=self.actor)
-        self._touch([node.id])
+        self.retention.touch([node.id])
 
     # --- reads -----------------------------------------------------------------------------
     def get_memory(self, memory_id: str) -> dict[str, Any] | None:
         node = self.db.get_node(memory_id)
         if node is None or node.kind != KIND or node.namespace != self.namespace:
             return None
-        self._touch([memory_id])
+        self.retention.touch([memory_id])
         return to_memory(node)
 
     def retrieve(self, query: str, max_results: int = 5, min_score: float = 0.0,
@@ -270,8 +274,8 @@ class AgentMemory:
             raise ValidationError("retrieve needs a non-empty query text")
         if max_results <= 0:
             return []
-        if self.retention_days is not None and time.monotonic() - self._swept > SWEEP_SECONDS:
-            retention.expire(self)
+        if self.retention.sweep_due():
+            self.retention.expire()
         wanted = dict(filters or {})
         wanted.update(metadata_filters)
         if type is not None:
@@ -290,7 +294,7 @@ class AgentMemory:
             item["signals"] = h.signals
             item["source"] = "memory"
             out.append(item)
-        self._touch(r["id"] for r in out)
+        self.retention.touch(r["id"] for r in out)
         return out
 
     def get_conversation_history(self, conversation_id: str, max_items: int = 100) -> list[dict[str, Any]]:
@@ -349,10 +353,7 @@ class AgentMemory:
             result = self.db.purge_nodes(ids, reason=reason, actor=self.actor)
             if pairs and delete_vectors is not None:
                 delete_vectors(sorted(pairs))
-        self._count_estimate = None
-        with self._lock:
-            for mid in ids:
-                self._access.pop(mid, None)
+        self.retention.forgotten(ids)
         return int(result.get("nodes", len(ids))) if isinstance(result, dict) else len(ids)
 
     def delete_memory(self, memory_id: str) -> bool:
@@ -395,7 +396,6 @@ class AgentMemory:
 
     # --- reports ---------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        rec = self.db.get_record(EVICTIONS, self.namespace) or {}
         convs = set()
         users = set()
         for node in self.db.find_nodes(namespace=self.namespace, kind=KIND, with_content=False):
@@ -408,8 +408,7 @@ class AgentMemory:
             "namespace": self.namespace, "total_memories": self.count(), "conversations": len(convs),
             "users": len(users), "max_memory_size": self.max_memory_size,
             "retention_days": self.retention_days,
-            "evicted": {"expired": int(rec.get("expired", 0)), "lru": int(rec.get("lru", 0)),
-                        "recent": list(rec.get("recent", []))},
+            "evicted": self.retention.evictions(),
             "vector_store": self.vector_store.backend if self.vector_store is not None else "workspace",
         }
 
@@ -423,10 +422,24 @@ class AgentMemory:
     def export(self, conversation_id: str | None = None, format: str = "json", destination: Any = None,
                type: str | None = None, user_id: str | None = None) -> Any:
         nodes = self._nodes(conversation_id, user_id, type)
-        return memory_io.export_nodes(self, nodes, format, destination)
+        return memory_io.export_nodes(self.namespace, nodes, format, destination)
 
     def import_data(self, data: Any, format: str = "json") -> int:
-        return memory_io.import_any(self, data, format)
+        """Create new ids and update changed existing ones; returns how many changed. All or nothing: every item
+        is checked (and its text embedded) first, then every change lands in one transaction, so a bad item or a
+        crash leaves the memory as it was. Imports do not link entities into a graph (seed 003: Markdown
+        entities stay provenance)."""
+        items = memory_io.parse_import(data, format)
+        plan = memory_io.plan_import(items, self.db.get_nodes([i["id"] for i in items if i.get("id")]),
+                                     self.namespace)
+        if not plan.new and not plan.changed:
+            return 0
+        embed_texts(self.db, self.workspace.embedder, plan.texts)  # the slow part, outside the write lock
+        with self.db.transaction():
+            for node, content, metadata, updated_at in plan.changed:
+                self._rewrite(node, content, metadata, updated_at)
+            self._write(plan.new)
+        return len(plan.changed) + len(plan.new)
 
     def require(self, memory_id: str) -> dict[str, Any]:
         found = self.get_memory(memory_id)

@@ -1,7 +1,9 @@
-"""AgentContext decision methods (record_decision, find_precedents, causal chains, policies, checkpoints).
+"""``DecisionService``: the decisions of an ``AgentContext`` over its knowledge graph.
 
-Decisions live in ``knowledge_graph``'s store. Recording needs ``decision_tracking=True`` and a
-knowledge graph (``RuntimeError`` otherwise, as seed 003 states); reading needs the graph.
+Recording, precedents, causal chains, explainability, the policy engine and checkpoints, each
+over the graph it is given (decisions live in the graph's store). Recording needs ``tracking``
+(``AgentContext(decision_tracking=True)``) and a graph; reading needs the graph. Without them a
+``ProcessingError`` (a ``RuntimeError``, as seed 003 states) says what to pass.
 """
 from __future__ import annotations
 
@@ -17,28 +19,30 @@ from .policy import PolicyEngine
 from .recorder import DecisionRecorder
 
 
-class DecisionMethods:
-    knowledge_graph: Any
-    decision_tracking: bool
-    proximity_weight: float
+class DecisionService:
+    """Decisions, policies and checkpoints over ``graph`` (which may be set later, e.g. by ``AgentContext.load``)."""
 
-    def _init_decisions(self) -> None:
-        self._checkpoints = Checkpoints()
+    def __init__(self, graph: Any = None, tracking: bool = False, actor: str = "",
+                 proximity_weight: float = 0.0) -> None:
+        self.graph = graph
+        self.tracking = tracking
+        self.actor = actor
+        self.proximity_weight = proximity_weight
+        self.checkpoints = Checkpoints()
         self._policy_engine: PolicyEngine | None = None
 
-    # --- wiring ----------------------------------------------------------------------------
-    def _graph_for_decisions(self, action: str, recording: bool = False) -> Any:
-        if self.knowledge_graph is None:
+    def graph_for(self, action: str, recording: bool = False) -> Any:
+        """The graph ``action`` works on, or a ProcessingError saying how to construct the context for it."""
+        if self.graph is None:
             raise ProcessingError(f"{action} needs a knowledge graph: construct AgentContext(knowledge_graph="
                                   "ContextGraph(), decision_tracking=True)", action=action)
-        if recording and not self.decision_tracking:
+        if recording and not self.tracking:
             raise ProcessingError(f"{action} needs decision_tracking=True (and a knowledge_graph) on AgentContext",
                                   action=action)
-        return self.knowledge_graph
+        return self.graph
 
-    def _recorder(self, action: str, recording: bool = False) -> DecisionRecorder:
-        return DecisionRecorder(self._graph_for_decisions(action, recording), actor=getattr(self, "principal", "")
-                                or "")
+    def recorder(self, action: str, recording: bool = False) -> DecisionRecorder:
+        return DecisionRecorder(self.graph_for(action, recording), actor=self.actor)
 
     # --- decisions -------------------------------------------------------------------------
     def record_decision(self, category: str, scenario: str, reasoning: str, outcome: str, confidence: float,
@@ -46,64 +50,59 @@ class DecisionMethods:
                         valid_from: str | datetime | None = None, valid_until: str | datetime | None = None,
                         **kwargs: Any) -> str:
         """Record a decision (see DecisionRecorder.record_decision for caused_by=, informed_by=, policies=)."""
-        return self._recorder("record_decision", recording=True).record_decision(
+        return self.recorder("record_decision", recording=True).record_decision(
             category, scenario, reasoning, outcome, confidence, entities, decision_maker, valid_from, valid_until,
             **kwargs)
 
     def record_decisions(self, items: Iterable[dict[str, Any] | Decision]) -> list[str]:
-        """Record many decisions at once (embedded in batches)."""
-        return self._recorder("record_decisions", recording=True).record_decisions(items)
+        return self.recorder("record_decisions", recording=True).record_decisions(items)
 
     def link_decisions(self, cause_id: str, effect_id: str, relationship: str = "caused", **kwargs: Any) -> str:
-        """Say that one decision caused (or ``relationship="informed"``) another."""
-        return self._recorder("link_decisions", recording=True).link_decisions(cause_id, effect_id, relationship,
-                                                                              **kwargs)
+        return self.recorder("link_decisions", recording=True).link_decisions(cause_id, effect_id, relationship,
+                                                                             **kwargs)
 
     def get_decision(self, decision_id: str, **kwargs: Any) -> Decision:
-        return self._recorder("get_decision").get_decision(decision_id, **kwargs)
+        return self.recorder("get_decision").get_decision(decision_id, **kwargs)
 
     def find_precedents(self, scenario: str, category: str | None = None, limit: int = 5,
                         use_hybrid_search: bool = True, max_hops: int = 2, as_of: str | datetime | None = None,
                         proximity_weight: float | None = None, **kwargs: Any) -> list[Decision]:
-        """Similar past decisions, best first (scores in each decision's ``metadata``)."""
-        if proximity_weight is None and getattr(self, "proximity_weight", 0.0):
+        """Similar past decisions, best first (scores in each decision's ``metadata``); the service's
+        ``proximity_weight`` applies when the call names none."""
+        if proximity_weight is None and self.proximity_weight:
             proximity_weight = self.proximity_weight
-        return self._recorder("find_precedents").find_precedents(
+        return self.recorder("find_precedents").find_precedents(
             scenario, category, limit, use_hybrid_search, max_hops, as_of, proximity_weight=proximity_weight,
             **kwargs)
 
     def query_decisions(self, query: str, max_hops: int = 2, use_hybrid_search: bool = True,
                         **kwargs: Any) -> list[Decision]:
-        """Broad decision search: meaning, keywords, then causal neighbours."""
-        return self._recorder("query_decisions").query_decisions(query, max_hops, use_hybrid_search, **kwargs)
+        return self.recorder("query_decisions").query_decisions(query, max_hops, use_hybrid_search, **kwargs)
 
     def get_causal_chain(self, decision_id: str, direction: str = "upstream", max_depth: int = 10) -> list[Decision]:
-        """Upstream causes or downstream effects, each once, with ``metadata['causal_distance']``."""
-        graph = self._graph_for_decisions("get_causal_chain")
+        graph = self.graph_for("get_causal_chain")
         return CausalChainAnalyzer(graph).get_causal_chain(decision_id, direction, max_depth)
 
     def trace_decision_explainability(self, decision_id: str, max_depth: int = 10) -> dict[str, Any]:
-        return trace_decision_explainability(self._graph_for_decisions("trace_decision_explainability"),
-                                             decision_id, max_depth)
+        return trace_decision_explainability(self.graph_for("trace_decision_explainability"), decision_id,
+                                             max_depth)
 
     def get_policy_engine(self) -> PolicyEngine:
-        graph = self._graph_for_decisions("get_policy_engine")
+        """The policy engine over the current graph (the same instance while the graph stays the same)."""
+        graph = self.graph_for("get_policy_engine")
         if self._policy_engine is None or self._policy_engine.graph is not graph:
             self._policy_engine = PolicyEngine(graph_store=graph)
         return self._policy_engine
 
     # --- checkpoints -----------------------------------------------------------------------
     def checkpoint(self, label: str) -> dict[str, Any]:
-        """Snapshot the graph's decisions, nodes and relationships under ``label`` (held in memory)."""
-        return self._checkpoints.take(self._graph_for_decisions("checkpoint"), label)
+        return self.checkpoints.take(self.graph_for("checkpoint"), label)
 
     def diff_checkpoints(self, label_a: str, label_b: str) -> dict[str, Any]:
-        """decisions_/relationships_/nodes_ added, removed and modified from ``label_a`` to ``label_b``."""
-        return self._checkpoints.diff(self._graph_for_decisions("diff_checkpoints"), label_a, label_b)
+        return self.checkpoints.diff(self.graph_for("diff_checkpoints"), label_a, label_b)
 
     def flush_checkpoint(self, label: str) -> dict[str, Any]:
-        """Persist a checkpoint in the store, so it survives a restart and save/load."""
-        return self._checkpoints.flush(self._graph_for_decisions("flush_checkpoint"), label)
+        return self.checkpoints.flush(self.graph_for("flush_checkpoint"), label)
 
     def list_checkpoints(self) -> list[str]:
-        return self._checkpoints.labels(self._graph_for_decisions("list_checkpoints"))
+        return self.checkpoints.labels(self.graph_for("list_checkpoints"))

@@ -1,0 +1,130 @@
+"""Graph proximity: how near a result sits, in a graph, to what the query names.
+
+The query's anchors are the graph nodes it names (relevance 1) and its best BM25 matches in the
+graph's text index (relevance scaled to 0..1). A result is placed in the graph by its own id
+(memories and decisions can be nodes) and by the nodes its text names; its proximity is
+``max relevance / (1 + hops)`` over anchors and placements, within ``hops`` edges in either
+direction (0 beyond). Blending gives ``combined_score = (1 - w) * semantic_score + w * proximity_score``.
+
+Plain functions over a graph passed in: anything shaped like ``ProximityGraph`` (a ``ContextGraph`` is).
+The name index is cached in the graph's workspace and rebuilt when the store's change counter moves.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Protocol, Sequence
+
+from ..errors import ValidationError
+from ..store.base import Store
+from ..workspace import Workspace
+
+_WORD = re.compile(r"\w+")
+
+
+class ProximityGraph(Protocol):
+    """What proximity ranking reads of a graph."""
+
+    namespace: str
+    scope: str | None
+    workspace: Workspace
+
+    @property
+    def store(self) -> Store: ...
+
+    def user_id(self, store_id: str) -> str: ...
+
+    def resolve(self, node_id: str) -> str | None: ...
+
+    def query(self, query: str, skip: int = 0, limit: int | None = 10) -> list[dict[str, Any]]: ...
+
+    def hop_distances(self, node_id: str, max_hops: int | None = None, direction: str = "out",
+                      as_of: Any = None) -> dict[str, int]: ...
+
+
+def check_weight(proximity_weight: float) -> float:
+    w = float(proximity_weight)
+    if not 0.0 <= w <= 1.0:
+        raise ValidationError(f"proximity_weight must be in [0, 1], got {w}", proximity_weight=w)
+    return w
+
+
+def name_index(graph: ProximityGraph) -> dict[str, list[str]]:
+    """Lower-cased node names (key and title, as words) -> node ids, cached until the graph's store changes."""
+
+    def build() -> dict[str, list[str]]:
+        index: dict[str, list[str]] = {}
+        for node in graph.store.find_nodes(namespace=graph.scope, with_content=False, order="none"):
+            for name in {node.key, node.title}:
+                words = " ".join(_WORD.findall(name.lower()))
+                if len(words) > 1:
+                    index.setdefault(words, []).append(graph.user_id(node.id))
+        return index
+
+    return graph.workspace.cached(f"proximity.names:{graph.namespace}:{graph.scope or '*'}", build)
+
+
+def mentioned_nodes(graph: ProximityGraph, text: str, max_words: int = 4) -> list[str]:
+    """Graph nodes whose name appears in ``text`` as whole words (n-grams up to ``max_words``)."""
+    index = name_index(graph)
+    words = _WORD.findall(text.lower())
+    found: dict[str, None] = {}
+    for n in range(1, max_words + 1):
+        for i in range(len(words) - n + 1):
+            for nid in index.get(" ".join(words[i:i + n]), ()):
+                found[nid] = None
+    return list(found)
+
+
+def query_anchors(graph: ProximityGraph, query: str, limit: int = 5) -> dict[str, float]:
+    """The query's anchors: nodes it names (relevance 1.0) and its best text matches (scaled to 0..1)."""
+    if not query.strip():
+        return {}
+    hits = graph.query(query, limit=limit)
+    top = max((h["score"] for h in hits), default=0.0)
+    anchors = {h["id"]: (h["score"] / top if top > 0 else 0.0) for h in hits}
+    anchors.update({nid: 1.0 for nid in mentioned_nodes(graph, query)})
+    return anchors
+
+
+def proximity_scores(graph: ProximityGraph, query: str, node_ids: Iterable[str], hops: int = 2,
+                     anchors: dict[str, float] | None = None,
+                     texts: dict[str, str] | None = None) -> dict[str, float]:
+    """Graph proximity (0..1) of each item to the query's anchors.
+
+    An item is placed in the graph by its own id (when it is a node) and by the nodes its text
+    (``texts[id]``) names; it scores ``max relevance / (1 + hops)`` over those placements and anchors."""
+    wanted = list(dict.fromkeys(node_ids))
+    scores = {nid: 0.0 for nid in wanted}
+    if not wanted:
+        return scores
+    places = {nid: ([nid] if graph.resolve(nid) is not None else [])
+              + mentioned_nodes(graph, (texts or {}).get(nid, "")) for nid in wanted}
+    for anchor, relevance in (anchors if anchors is not None else query_anchors(graph, query)).items():
+        if graph.resolve(anchor) is None:
+            continue
+        distances = graph.hop_distances(anchor, max_hops=hops, direction="both")
+        for nid, spots in places.items():
+            for spot in spots:
+                h = distances.get(spot)
+                if h is not None:
+                    scores[nid] = max(scores[nid], relevance / (1.0 + h))
+    return scores
+
+
+def blend_proximity(graph: ProximityGraph, results: Sequence[dict[str, Any]], query: str, proximity_weight: float,
+                    hops: int = 2, id_key: str = "id", score_key: str = "score") -> list[dict[str, Any]]:
+    """Add ``semantic_score``, ``proximity_score`` and ``combined_score`` to each result and re-rank by the last.
+
+    ``score`` becomes the combined score. With weight 0 the order is the semantic order."""
+    w = check_weight(proximity_weight)
+    texts = {str(r[id_key]): str(r.get("content", "")) for r in results}
+    prox = proximity_scores(graph, query, list(texts), hops, texts=texts) if w > 0 else {}
+    out = []
+    for r in results:
+        sem = float(r.get("semantic_score", r[score_key]))
+        p = prox.get(str(r[id_key]), 0.0)
+        combined = (1.0 - w) * sem + w * p
+        out.append({**r, "semantic_score": sem, "proximity_score": p, "combined_score": combined,
+                    score_key: combined})
+    out.sort(key=lambda r: -r["combined_score"])
+    return out
