@@ -7,16 +7,17 @@ graph's text index (relevance scaled to 0..1). A result is placed in the graph b
 direction (0 beyond). Blending gives ``combined_score = (1 - w) * semantic_score + w * proximity_score``.
 
 Plain functions over a graph passed in: anything shaped like ``ProximityGraph`` (a ``ContextGraph`` is).
-The name index is cached in the graph's workspace and rebuilt when the store's change counter moves.
+The name index is kept in the graph's cache (``graph.cached``), rebuilt when the store's change counter moves.
 """
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 
 from ..errors import ValidationError
 from ..store.base import Store
-from ..workspace import Workspace
+
+T = TypeVar("T")
 
 _WORD = re.compile(r"\w+")
 
@@ -24,12 +25,12 @@ _WORD = re.compile(r"\w+")
 class ProximityGraph(Protocol):
     """What proximity ranking reads of a graph."""
 
-    namespace: str
     scope: str | None
-    workspace: Workspace
 
     @property
     def store(self) -> Store: ...
+
+    def cached(self, what: str, build: Callable[[], T]) -> T: ...
 
     def user_id(self, store_id: str) -> str: ...
 
@@ -60,7 +61,7 @@ def name_index(graph: ProximityGraph) -> dict[str, list[str]]:
                     index.setdefault(words, []).append(graph.user_id(node.id))
         return index
 
-    return graph.workspace.cached(f"proximity.names:{graph.namespace}:{graph.scope or '*'}", build)
+    return graph.cached("proximity.names", build)
 
 
 def mentioned_nodes(graph: ProximityGraph, text: str, max_words: int = 4) -> list[str]:

@@ -8,7 +8,7 @@ and decisions are nodes too. User node ids live in the namespace ``graph:<name>`
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from ..errors import NotFoundError, ValidationError
 from ..model import Edge, Node, edge_id, to_utc_iso, utcnow
@@ -20,6 +20,7 @@ from .records import edge_dict, node_dict, parse_edge_item, parse_node_item
 
 DEFAULT_NODE_TYPE = "entity"
 BRIEF_CACHE = 200_000  # node summaries kept for traversal results between changes
+T = TypeVar("T")
 DEEP_PAGE = 1000  # from this offset on, find_nodes pages through a cached id list
 SQL_WALK_HOPS = 3  # walks this shallow may skip a stale CSR and ask the store frontier by frontier
 SQL_WALKS_BEFORE_CSR = 3  # the third walk at the same change counter rebuilds the CSR
@@ -76,6 +77,10 @@ class ContextGraph:
 
     def _cache_key(self, what: str) -> str:
         return f"graph[{self.scope or '*'}]:{what}"
+
+    def cached(self, what: str, build: Callable[[], T]) -> T:
+        """``build()``'s result for this graph's scope, kept in the workspace cache until the store changes."""
+        return self.workspace.cached(self._cache_key(what), build)
 
     def _live_ids(self) -> set[str]:
         ids_fn = getattr(self.store, "node_ids", None)
