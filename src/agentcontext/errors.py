@@ -67,6 +67,10 @@ class StoreError(AgentContextError):
     """The store could not be opened or written."""
 
 
+class SchemaVersionError(StoreError):
+    """The store's schema is newer than this version of agentcontext knows; upgrade agentcontext to open it."""
+
+
 class DependencyMissingError(AgentContextError, ImportError):
     """An optional extra is not installed; the message names the extra to install."""
 

@@ -1,17 +1,17 @@
-"""Store backends and ``open_store(url)``."""
+"""Store backends and ``open_store(url)``: the protocol is ``base.Store``, the shared SQL ``sql_base.SQLStore``."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..errors import ValidationError
-from .base import Store
+from .base import Capability, Store
 from .sqlite import SQLiteStore
 
-__all__ = ["Store", "SQLiteStore", "open_store"]
+__all__ = ["Capability", "Store", "SQLiteStore", "open_store"]
 
 
 def open_store(url: str | Path) -> Store:
-    """Open ``sqlite:///path``, a plain file path, or ``postgresql://...``."""
+    """Open ``sqlite:///path``, a plain file path, or ``postgresql://...`` (upgrading an older schema)."""
     text = str(url)
     if text.startswith("sqlite:///"):
         return SQLiteStore(text[len("sqlite:///"):])  # sqlite:////abs/path or sqlite:///relative/path

@@ -1,13 +1,18 @@
-"""The store protocol: the only boundary behind which SQL lives.
+"""The store protocol: the only boundary behind which SQL lives, and every method a service may call.
 
 A store holds nodes (with every version), edges (as validity intervals), embeddings keyed by
 (text hash, model), a text index, tombstones, small keyed records, an audit log and an
 append-only change log. Derived structures elsewhere (vector matrices, adjacency caches) are
 rebuilt from it and invalidated by ``change_counter()``.
+
+Both backends (``SQLiteStore``, ``PostgresStore``) subclass one SQL base (``sql_base.SQLStore``);
+the conformance suite (tests/conformance/) runs each of them against this protocol. What only some
+backends can do is declared in ``capabilities`` (see ``Capability``) and detected by the suite.
 """
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from enum import Enum
 from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -15,20 +20,48 @@ import numpy as np
 from ..model import Change, Edge, Node
 
 Adjacency = list[tuple[str, str, str, float, int]]  # (src, dst, type, weight, position)
+EdgeColumns = list[tuple[str, str, str, float, int, str | None, str | None]]
+"""(src, dst, type, weight, position, valid_from, valid_until) of active edges."""
+Frontier = list[tuple[str, str, str, float, str, str | None, str | None]]
+"""(src, dst, type, weight, namespace, valid_from, valid_until) of active edges, in (src, position, dst, type) order."""
+TimedEdges = list[tuple[str, str, str, str | None, str | None]]
+"""(src, dst, type, valid_from, valid_until) of active edges that carry a validity bound."""
+NodeBrief = tuple[str, str, dict[str, Any]]
+"""(kind, content, props)."""
+
+
+class Capability(str, Enum):
+    """What only some stores can do; a store lists its own in ``capabilities``."""
+
+    PERSISTENT = "persistent"
+    """Closing and opening the same URL again finds everything that was committed."""
+    SHARED = "shared"
+    """Several connections and processes may open the URL at once and see each other's commits."""
 
 
 @runtime_checkable
 class Store(Protocol):
     url: str
+    """Where the store lives, without any password (shown by the CLI and in receipts)."""
+    backend: str
+    """``sqlite`` or ``postgresql``."""
+    capabilities: frozenset[Capability]
 
-    # --- lifecycle -------------------------------------------------------------------------
+    # --- lifecycle and schema ---------------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]:
-        """Everything inside lands whole or not at all; nested calls join the outer one."""
+        """Everything inside lands whole or not at all; nested calls join the outer one (no savepoints), and
+        every write inside is stamped with one moment, so ``as_of`` sees all of it or none."""
 
     def close(self) -> None: ...
 
     def check_integrity(self) -> str:
         """'ok' or the backend's description of what is damaged."""
+
+    def schema_version(self) -> int:
+        """The number of the last migration applied to this store (``info()`` lists them all)."""
+
+    def info(self) -> dict[str, Any]:
+        """URL, backend, schema version and migrations, counts of every kind of row, and sizes in bytes."""
 
     # --- nodes -----------------------------------------------------------------------------
     def put_nodes(self, nodes: Sequence[Node], actor: str = "", at: str | None = None) -> list[int]:
@@ -53,11 +86,17 @@ class Store(Protocol):
         with_content: bool = True,
     ) -> list[Node]:
         """Active nodes matching every given filter; ``tags`` is all-of; ``order`` is
-        ``key``, ``recorded`` or ``recorded_desc``."""
+        ``key``, ``recorded``, ``recorded_desc``, ``id`` or ``none``."""
 
     def node_index(self, namespace: str | Sequence[str], as_of: str | None = None) -> list[tuple]:
         """Light rows (id, key, kind, title, summary, version, content_hash, tokens) of active nodes, by key:
         the bulk read for in-memory views (no content, nothing to decode)."""
+
+    def node_ids(self, namespace: str | Sequence[str] | None = None, include_retracted: bool = False) -> list[str]:
+        """Ids of the nodes in ``namespace`` (active only unless ``include_retracted``), in insertion order."""
+
+    def node_briefs(self, ids: Sequence[str]) -> dict[str, NodeBrief]:
+        """(kind, content, props) of active nodes by id: the lean read traversal results need."""
 
     def get_contents(self, ids: Sequence[str], as_of: str | None = None) -> dict[str, str]:
         """Only the content of each node, as it stood at ``as_of``."""
@@ -77,17 +116,25 @@ class Store(Protocol):
 
     def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "",
                     at: str | None = None) -> dict[str, int]:
-        """Remove content, versions, text-index rows, edges and orphaned embeddings; leave a tombstone."""
+        """Remove content, versions, text-index rows, edges and orphaned embeddings; leave a tombstone.
+        Returns how many nodes, versions, edges and vectors went."""
 
     def tombstone(self, id: str) -> dict[str, Any] | None: ...
 
-    def tombstones(self, namespace: str | None = None) -> list[dict[str, Any]]: ...
+    def tombstones(self, namespace: str | Sequence[str] | None = None,
+                   ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Tombstones (id, namespace, kind, purged_at, reason, actor) in the order they were made."""
 
-    def namespaces(self) -> list[str]: ...
+    def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Restore tombstones (from a saved graph); existing ones with the same id are replaced."""
+
+    def namespaces(self) -> list[str]:
+        """Namespaces that hold at least one active node."""
 
     # --- edges -----------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
-        """Insert or update (same src, type, dst = same edge). Returns how many were new."""
+        """Insert or update (same src, type, dst = same edge; a change closes the old interval and opens a new
+        one). Returns how many were new."""
 
     def retract_edges(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int: ...
 
@@ -102,7 +149,8 @@ class Store(Protocol):
         min_weight: float | None = None,
         offset: int = 0,
         limit: int | None = None,
-    ) -> list[Edge]: ...
+    ) -> list[Edge]:
+        """Edges in (src, position, dst, type) order."""
 
     def count_edges(self, namespace: str | Sequence[str] | None = None, type: str | None = None) -> int: ...
 
@@ -117,6 +165,20 @@ class Store(Protocol):
     ) -> Adjacency:
         """Every active edge as a tuple, in (src, position) order: the bulk read for engines."""
 
+    def edge_columns(self, namespace: str | Sequence[str] | None = None) -> EdgeColumns:
+        """Every active edge with its validity, in no particular order: one scan, no sort, for engines that
+        order rows themselves."""
+
+    def edges_touching(self, ids: Sequence[str], side: str = "src", types: Sequence[str] | None = None,
+                       min_weight: float | None = None) -> Frontier:
+        """Active edges leaving (``side="src"``) or entering (``"dst"``) the given nodes: the lean read for a
+        traversal frontier."""
+
+    def timed_edges(self, namespace: str | Sequence[str] | None = None) -> TimedEdges: ...
+
+    def edge_history(self, namespace: str | Sequence[str] | None = None) -> list[Edge]:
+        """Every edge interval, retracted ones included, in the order the store recorded them."""
+
     # --- text index ------------------------------------------------------------------------
     def text_search(
         self,
@@ -125,7 +187,7 @@ class Store(Protocol):
         kind: str | Sequence[str] | None = None,
         limit: int = 50,
     ) -> list[tuple[str, float]]:
-        """(node id, relevance) best first; relevance is positive BM25 (higher is better)."""
+        """(node id, relevance) best first; relevance is positive (higher is better)."""
 
     # --- vectors ---------------------------------------------------------------------------
     def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int: ...
@@ -141,7 +203,7 @@ class Store(Protocol):
     def load_vectors(
         self, model: str, namespace: str | Sequence[str] | None = None, kind: str | Sequence[str] | None = None
     ) -> tuple[list[str], np.ndarray]:
-        """Ids of active nodes with a vector, and the float32 matrix (one row each)."""
+        """Ids of active nodes with a vector, and the float32 matrix (one row each), in insertion order."""
 
     # --- records, audit and change log -----------------------------------------------------
     def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None: ...
@@ -155,7 +217,8 @@ class Store(Protocol):
     def append_audit(self, principal: str, action: str, target: str, outcome: str,
                      detail: dict | None = None) -> None: ...
 
-    def audit(self, principal: str | None = None, since: str | None = None, limit: int | None = None) -> list[dict]: ...
+    def audit(self, principal: str | None = None, since: str | None = None, limit: int | None = None) -> list[dict]:
+        """Audit entries oldest first; ``limit`` keeps the latest ones."""
 
     def change_counter(self) -> int: ...
 

@@ -1,85 +1,22 @@
-"""PostgreSQL schema and the tsquery builder (SQL stays inside store/).
-
-Text columns use the "C" collation so ordering and prefix ranges match SQLite's binary order exactly.
-Timestamps stay sortable ISO-8601 text, as in SQLite, so ``as_of`` compares the same way on both backends.
-"""
+"""PostgreSQL helpers: the tsquery builder, URL handling, ``= ANY`` conditions and pgvector's binary form.
+The schema is ``migrations/postgres.py``."""
 from __future__ import annotations
 
+from typing import Any, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import numpy as np
+
+from .migrations.postgres import INDEXED_CHARS  # noqa: F401  (how much of a body is text-searchable)
 from .rows import Where
 
-T = 'TEXT COLLATE "C"'
-# Split what the default parser would keep whole (hosts, paths, selectors like design.agents, tags like
-# intent:design) so single words match, as SQLite's unicode61 tokenizer does.
-_SPLIT = "translate({col}, '._/:@-', '      ')"
-
-
-def _tsv(col: str, weight: str) -> str:
-    return f"setweight(to_tsvector('english'::regconfig, {_SPLIT.format(col=col)}), '{weight}')"
-
-
-# A tsvector holds at most 1 MB: random text of 500k+ characters can exceed it and fail the insert, so only the
-# first INDEXED_CHARS characters of a body are text-searchable (the whole body is still stored and returned).
-INDEXED_CHARS = 300_000
-# key A, title B, summary and tags C, content D; RANK_WEIGHTS gives them 4:3:2:1 like SQLite's bm25 weights.
-TSV = " || ".join([_tsv("key", "A"), _tsv("title", "B"), _tsv("summary", "C"), _tsv("tag_text", "C"),
-                   _tsv(f"left(content, {INDEXED_CHARS})", "D")])
-RANK_WEIGHTS = "{0.25, 0.5, 0.75, 1.0}"  # D, C, B, A
-
-NODE_FIELDS = f"""kind {T} NOT NULL, namespace {T} NOT NULL, key {T} NOT NULL DEFAULT '',
-        title {T} NOT NULL DEFAULT '', summary {T} NOT NULL DEFAULT '', content {T} NOT NULL DEFAULT '',
-        props {T}, tags TEXT[] COLLATE "C", valid_from {T}, valid_until {T}, recorded_at {T}, retracted_at {T},
-        version INTEGER NOT NULL, content_hash {T}, created_by {T}, embed_hash {T}, tokens INTEGER,
-        embed_text {T}"""
-
-SCHEMA = [
-    f"""CREATE TABLE IF NOT EXISTS nodes (
-        rid BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id {T} NOT NULL UNIQUE, {NODE_FIELDS},
-        tag_text {T} NOT NULL DEFAULT '',
-        tsv tsvector GENERATED ALWAYS AS ({TSV}) STORED)""",
-    "CREATE INDEX IF NOT EXISTS nodes_ns_key ON nodes(namespace, key)",
-    "CREATE INDEX IF NOT EXISTS nodes_ns_kind ON nodes(namespace, kind, key)",
-    "CREATE INDEX IF NOT EXISTS nodes_kind ON nodes(kind, key)",
-    "CREATE INDEX IF NOT EXISTS nodes_embed ON nodes(embed_hash)",
-    "CREATE INDEX IF NOT EXISTS nodes_tags ON nodes USING gin(tags)",
-    "CREATE INDEX IF NOT EXISTS nodes_tsv ON nodes USING gin(tsv)",
-    f"""CREATE TABLE IF NOT EXISTS node_versions (
-        id {T} NOT NULL, {NODE_FIELDS}, PRIMARY KEY (id, version))""",
-    "CREATE INDEX IF NOT EXISTS versions_ns ON node_versions(namespace, recorded_at)",
-    "CREATE INDEX IF NOT EXISTS versions_embed ON node_versions(embed_hash)",
-    f"""CREATE TABLE IF NOT EXISTS edges (
-        rid BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, eid {T} NOT NULL, src {T} NOT NULL,
-        type {T} NOT NULL, dst {T} NOT NULL, namespace {T} NOT NULL DEFAULT '',
-        weight DOUBLE PRECISION NOT NULL DEFAULT 1.0, props {T}, valid_from {T}, valid_until {T},
-        recorded_at {T} NOT NULL, retracted_at {T}, position BIGINT NOT NULL DEFAULT 0)""",
-    "CREATE UNIQUE INDEX IF NOT EXISTS edges_live ON edges(eid) WHERE retracted_at IS NULL",
-    "CREATE INDEX IF NOT EXISTS edges_src ON edges(src, type)",
-    "CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst, type)",
-    "CREATE INDEX IF NOT EXISTS edges_ns ON edges(namespace, type)",
-    f"""CREATE TABLE IF NOT EXISTS vectors (hash {T} NOT NULL, model {T} NOT NULL, dim INTEGER NOT NULL,
-        vector vector NOT NULL, PRIMARY KEY (hash, model))""",
-    f"""CREATE TABLE IF NOT EXISTS tombstones (id {T} PRIMARY KEY, namespace {T}, kind {T}, purged_at {T},
-        reason {T}, actor {T})""",
-    f"""CREATE TABLE IF NOT EXISTS records (kind {T} NOT NULL, key {T} NOT NULL, value {T} NOT NULL,
-        updated_at {T} NOT NULL, PRIMARY KEY (kind, key))""",
-    f"""CREATE TABLE IF NOT EXISTS audit (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at {T} NOT NULL,
-        principal {T} NOT NULL, action {T} NOT NULL, target {T} NOT NULL, outcome {T} NOT NULL, detail {T})""",
-    "CREATE INDEX IF NOT EXISTS audit_principal ON audit(principal, at)",
-    f"""CREATE TABLE IF NOT EXISTS changes (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at {T} NOT NULL,
-        actor {T}, op {T} NOT NULL, target {T} NOT NULL, namespace {T}, detail {T})""",
-]
-
+RANK_WEIGHTS = "{0.25, 0.5, 0.75, 1.0}"  # D, C, B, A: content, summary and tags, title, key = 1:2:3:4 like bm25
 
 
 def ts_match(terms: list[str]) -> str:
     """Words as a safe ``to_tsquery('english', ...)`` argument: quoted and joined by ``|`` (Postgres drops its
     own stopwords and may leave an empty query)."""
     return " | ".join("'" + w + "'" for w in terms)
-
-
-def page(limit: int | None, offset: int) -> str:
-    return (f" LIMIT {int(limit)}" if limit is not None else "") + (f" OFFSET {int(offset)}" if offset else "")
 
 
 def split_url(url: str) -> tuple[str, str | None]:
@@ -99,10 +36,20 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)))
 
 
-class PgWhere(Where):
-    """``= ANY(array)`` needs no chunking."""
+def decode_vectors(raws: Sequence[bytes]) -> np.ndarray:
+    """One float32 matrix from pgvector binary values of one dimension (uint16 dim, uint16 unused,
+    big-endian float4s)."""
+    dim = int.from_bytes(raws[0][:2], "big")
+    joined = b"".join(memoryview(r)[4:] for r in raws)
+    return np.frombuffer(joined, dtype=">f4").reshape(len(raws), dim).astype(np.float32)
 
-    def eq_any(self, column: str, values: list[str] | None) -> None:
+
+class PgWhere(Where):
+    """``= ANY(array)`` needs no slicing."""
+
+    PLACEHOLDER = "%s"
+
+    def eq_any(self, column: str, values: list[Any] | None) -> None:
         if values is None:
             return
         if len(values) == 1:

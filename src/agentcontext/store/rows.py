@@ -49,17 +49,21 @@ def row_to_edge(row: Sequence[Any]) -> Edge:
 
 
 class Where:
-    """Collects SQL conditions and their parameters; backends say how ``column IN values`` is spelled."""
+    """Collects SQL conditions (written with ``?`` placeholders) and their parameters; a backend's subclass says
+    how ``column IN values`` is spelled and which placeholder its driver wants."""
+
+    PLACEHOLDER = "?"
 
     def __init__(self) -> None:
         self.parts: list[str] = []
         self.params: list[Any] = []
 
     def eq_any(self, column: str, values: list[str] | None) -> None:
-        raise NotImplementedError
+        """``column`` equals one of ``values`` (no condition when ``values`` is None)."""
+        raise NotImplementedError(f"{type(self).__name__} must say how to match a column against a list")
 
     def add(self, sql: str, *params: Any) -> None:
-        self.parts.append(sql)
+        self.parts.append(sql if self.PLACEHOLDER == "?" else sql.replace("?", self.PLACEHOLDER))
         self.params.extend(params)
 
     def sql(self) -> str:
@@ -91,6 +95,28 @@ def plan_versions(nodes: Sequence[Node], existing: dict[str, tuple], at: str,
             changed.append((node, old, props_json))
         versions.append(node.version)
     return versions, changed
+
+
+def plan_edges(keyed: dict[str, Edge], current: dict[str, tuple], at: str) -> tuple[list[tuple], list[str], int]:
+    """Compare edges with their live rows (eid, weight, props, valid_from, valid_until, position, namespace): an
+    unchanged one is left alone (``recorded_at`` None), a changed one retires its live interval and opens a new
+    one. Returns the rows to insert (``eid`` + EDGE_COLS), the eids to retire and how many edges are new."""
+    inserts, retire, new = [], [], 0
+    for eid, e in keyed.items():
+        props = json.dumps(e.props, sort_keys=True, default=str)
+        old = current.get(eid)
+        if old and (old[1], old[2], old[3], old[4], old[5], old[6]) == (
+                e.weight, props, e.valid_from, e.valid_until, e.position, e.namespace):
+            e.recorded_at = None
+            continue
+        if old:
+            retire.append(eid)
+        else:
+            new += 1
+        e.recorded_at = at
+        inserts.append((eid, e.src, e.type, e.dst, e.namespace, e.weight, props, e.valid_from, e.valid_until, at,
+                        None, e.position))
+    return inserts, retire, new
 
 
 def put_detail(node: Node) -> str:

@@ -1,35 +1,61 @@
-"""The embedded store: one SQLite file (WAL, busy timeout, FTS5, secure_delete)."""
+"""The embedded store: one SQLite file (WAL, busy timeout, FTS5, secure_delete). Only the SQLite dialect lives
+here; what both backends share is ``sql_base.SQLStore``, the schema is ``migrations/sqlite.py``."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import sqlite3
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Sequence, TypeVar
+
+import numpy as np
+
+from ..errors import StoreError
+from ..model import Node
+from ..text import informative, query_terms
+from .base import Capability
+from .migrations.sqlite import MIGRATIONS
+from .rows import NODE_COLS, Where, as_list
+from .sql_base import SQLStore
+
+T = TypeVar("T")
 
 
-from ..errors import StoreError, ValidationError
-from ..model import Edge, Node, utcnow
-from .rows import (EDGE_COLS, EXISTING_COLS, LIGHT_COLS, NODE_COLS, as_list, plan_versions, put_detail, row_to_edge,
-                   row_to_node)
-from .sql import SCHEMA
-from .sqlite_ops import SQLiteOps, SqlWhere, chunks
+def fts_match(terms: list[str]) -> str:
+    """A safe FTS5 MATCH expression: quoted terms joined by OR."""
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)
 
 
+class SqlWhere(Where):
+    """``column IN (?, ?, ...)``; callers slice long lists (``SQLiteStore.CHUNK``)."""
 
-class SQLiteStore(SQLiteOps):
-    """The embedded default store. Safe to share between threads and processes."""
+    def eq_any(self, column: str, values: list[str] | None) -> None:
+        if values is None:
+            return
+        if len(values) == 1:
+            self.parts.append(f"{column} = ?")
+        else:
+            self.parts.append(f"{column} IN ({','.join('?' * len(values))})")
+        self.params.extend(values)
+
+
+class SQLiteStore(SQLStore):
+    """The embedded default store. Safe to share between threads and processes (``:memory:`` is private to
+    this object: neither persistent nor shared)."""
+
+    backend = "sqlite"
+    MIGRATIONS = MIGRATIONS
+    CHUNK = 900  # stay below SQLite's host-parameter limit
+    NO_LIMIT = "-1"
+    EDGE_SCAN = " NOT INDEXED"  # one pass over the table beats walking an index for every row
 
     def __init__(self, path: str | Path, timeout: float = 60.0) -> None:
         self.path = Path(path)
-        self.url = f"sqlite:///{self.path}"
-        self._lock = threading.RLock()
-        self._depth = 0
-        self._tx_at = ""
-        self._timeout = timeout
+        super().__init__(f"sqlite:///{self.path}", timeout)
+        self.in_memory = str(path) == ":memory:"
+        self.capabilities = frozenset() if self.in_memory else frozenset({Capability.PERSISTENT, Capability.SHARED})
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
@@ -39,19 +65,27 @@ class SQLiteStore(SQLiteOps):
             raise StoreError(f"cannot open the store at {self.path}: {exc}; check the path and its permissions",
                              path=str(self.path)) from exc
         db = self._db
-        db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        self._retry(lambda: db.execute("PRAGMA journal_mode = WAL"))
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            self._guard(lambda: db.execute("PRAGMA journal_mode = WAL"))
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise StoreError(f"{self.path} is not a store agentcontext can open ({exc}); check the path, or move "
+                             "the file away to start a new workspace", path=str(self.path)) from exc
         db.execute("PRAGMA synchronous = NORMAL")
         db.execute("PRAGMA foreign_keys = ON")
         db.execute("PRAGMA secure_delete = ON")
         db.execute("PRAGMA temp_store = MEMORY")
         db.execute("PRAGMA cache_size = -65536")
-        with self.transaction():
-            for statement in SCHEMA:
-                db.execute(statement)
+        try:
+            self._open()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open the store at {self.path}: {exc}; check that it is an agentcontext "
+                             "store (or move it away to start a new workspace)", path=str(self.path)) from exc
 
-    # --- lifecycle -------------------------------------------------------------------------
-    def _retry(self, fn: Any) -> Any:
+    # --- transactions and reads ------------------------------------------------------------
+    def _guard(self, fn: Callable[[], T]) -> T:
+        """Retry while another process holds the write lock, up to the timeout."""
         deadline = time.monotonic() + self._timeout
         delay = 0.005
         while True:
@@ -66,333 +100,141 @@ class SQLiteStore(SQLiteOps):
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 0.2)
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield
-                finally:
-                    self._depth -= 1
-                return
-            self._retry(lambda: self._db.execute("BEGIN IMMEDIATE"))
-            self._tx_at = utcnow()  # one transaction, one moment: as_of sees all of it or none
-            self._depth = 1
-            try:
-                yield
-            except BaseException:
-                self._depth = 0
-                self._db.execute("ROLLBACK")
-                raise
-            self._depth = 0
-            self._retry(lambda: self._db.execute("COMMIT"))
+    def _begin(self) -> None:
+        self._guard(lambda: self._db.execute("BEGIN IMMEDIATE"))
 
-    def _now(self) -> str:
-        return self._tx_at if self._depth else utcnow()
+    def _commit(self) -> None:
+        self._guard(lambda: self._db.execute("COMMIT"))
 
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        with self._lock:
-            return self._retry(lambda: self._db.execute(sql, params).fetchall())
+    def _rollback(self) -> None:
+        self._db.execute("ROLLBACK")
 
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
+    def _execmany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._db.executemany(sql, rows)
 
-    def check_integrity(self) -> str:
-        return self._read("PRAGMA integrity_check")[0][0]
+    def _where(self) -> SqlWhere:
+        return SqlWhere()
 
-    def _log(self, at: str, actor: str, op: str, target: str, namespace: str = "", detail: dict | None = None) -> None:
-        self._db.execute(
-            "INSERT INTO changes(at, actor, op, target, namespace, detail) VALUES (?,?,?,?,?,?)",
-            (at, actor, op, target, namespace, json.dumps(detail or {})),
-        )
+    def _table_exists(self, name: str) -> bool:
+        return bool(self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                     (name,)).fetchone())
+
+    def _physical_problems(self) -> list[str]:
+        return [r[0] for r in self._read("PRAGMA integrity_check") if r[0] != "ok"]
+
+    def _sizes(self) -> dict[str, Any]:
+        try:  # bytes by table (indexes counted with their table); dbstat is compiled into most builds
+            tables = dict(self._read(
+                "SELECT coalesce(m.tbl_name, d.name), sum(d.pgsize) FROM dbstat d LEFT JOIN sqlite_master m "
+                "ON m.name = d.name GROUP BY 1 ORDER BY 1"))
+        except sqlite3.OperationalError:
+            tables = {}
+        files = {}
+        if not self.in_memory:
+            for suffix in ("", "-wal", "-shm"):
+                target = Path(f"{self.path}{suffix}")
+                files[target.name] = os.path.getsize(target) if target.exists() else 0
+        page = self._read("PRAGMA page_size")[0][0]
+        pages, free = self._read("PRAGMA page_count")[0][0], self._read("PRAGMA freelist_count")[0][0]
+        return {"total": sum(files.values()) if files else pages * page, "files": files, "tables": tables,
+                "page_size": page, "free_pages": free}
 
     # --- nodes -----------------------------------------------------------------------------
-    def put_nodes(self, nodes: Sequence[Node], actor: str = "", at: str | None = None) -> list[int]:
-        at = at or self._now()
-        ids = [n.id for n in nodes]
-        if len(set(ids)) != len(ids):
-            raise ValidationError("put_nodes got the same id twice in one call; merge them first")
-        with self.transaction():
-            existing: dict[str, tuple] = {}
-            for chunk in chunks(ids):
-                for row in self._db.execute(
-                        f"SELECT {EXISTING_COLS} FROM nodes WHERE id IN ({','.join('?' * len(chunk))})", chunk):
-                    existing[row[0]] = row
-            versions, changed = plan_versions(nodes, existing, at, actor)
-            inserts, updates, version_rows, fts_rows, tag_rows, logs = [], [], [], [], [], []
-            tags_of: dict[str, list[str]] = {}
-            text_of: dict[str, str | None] = {}
-            for node, old, props_json in changed:
-                row = (
-                    node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
-                    props_json, json.dumps(list(node.tags)),
-                    node.valid_from, node.valid_until, node.recorded_at, None, node.version,
-                    node.content_hash, node.created_by, node.embed_hash, node.tokens,
-                )
-                (updates if old else inserts).append(row)
-                version_rows.append(row + (None,))  # the text to embed is only ever read from the live row
-                text_of[node.id] = node.embed_text
-                tags_of[node.id] = list(node.tags)
-                logs.append((at, actor, "node.put", node.id, node.namespace, put_detail(node)))
-            cols = "rid, " + NODE_COLS + ", embed_text"
-            marks = ",".join("?" * 20)
-            # Row ids are ours to give inside the write transaction (BEGIN IMMEDIATE holds the lock), so the
-            # text index and tag rows need no second lookup.
-            rid_of = {r[0]: existing[r[0]][1] for r in updates}
-            if inserts:
-                top = self._db.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0]
-                seq = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'nodes'").fetchone()
-                top = max(top, seq[0] if seq else 0)  # AUTOINCREMENT never reuses a purged node's rid
-                rid_of.update((r[0], top + 1 + i) for i, r in enumerate(inserts))
-            if updates:
-                rids = [rid_of[r[0]] for r in updates]
-                for chunk in chunks(rids):
-                    marks_c = ",".join("?" * len(chunk))
-                    self._db.execute(f"DELETE FROM fts WHERE rowid IN ({marks_c})", chunk)
-                    self._db.execute(f"DELETE FROM node_tags WHERE rid IN ({marks_c})", chunk)
-                self._db.executemany(
-                    "UPDATE nodes SET kind=?, namespace=?, key=?, title=?, summary=?, content=?, props=?, tags=?, "
-                    "valid_from=?, valid_until=?, recorded_at=?, retracted_at=?, version=?, content_hash=?, "
-                    "created_by=?, embed_hash=?, tokens=?, embed_text=? WHERE id=?",
-                    [r[1:] + (text_of[r[0]], r[0]) for r in updates],
-                )
-            if inserts:
-                self._db.executemany(f"INSERT INTO nodes({cols}) VALUES ({marks})",
-                                     [(rid_of[r[0]],) + r + (text_of[r[0]],) for r in inserts])
-            if version_rows:
-                self._db.executemany(f"INSERT INTO node_versions({NODE_COLS}, embed_text) VALUES "
-                                     f"({','.join('?' * 19)})", version_rows)
-                for r in version_rows:
-                    rid = rid_of[r[0]]
-                    tags = tags_of[r[0]]
-                    fts_rows.append((rid, r[3], r[4], r[5], r[6], " ".join(tags)))
-                    tag_rows.extend((rid, t) for t in set(tags))
-                self._db.executemany(
-                    "INSERT INTO fts(rowid, key, title, summary, content, tags) VALUES (?,?,?,?,?,?)", fts_rows
-                )
-                self._db.executemany("INSERT OR IGNORE INTO node_tags(rid, tag) VALUES (?,?)", tag_rows)
-                self._db.executemany(
-                    "INSERT INTO changes(at, actor, op, target, namespace, detail) VALUES (?,?,?,?,?,?)", logs
-                )
-        return versions
+    def _check_text(self, nodes: Sequence[Node]) -> None:
+        """SQLite text holds anything, NUL characters included."""
 
-    def _select_nodes(self, where: SqlWhere, as_of: str | None, with_content: bool = True,
-                      order: str = "", limit: int | None = None, offset: int = 0) -> list[Node]:
-        cols = NODE_COLS if with_content else LIGHT_COLS
-        page = ""
-        if limit is not None:
-            page = f" LIMIT {int(limit)} OFFSET {int(offset)}"
-        elif offset:
-            page = f" LIMIT -1 OFFSET {int(offset)}"
-        if as_of is None:
-            sql = f"SELECT {cols} FROM nodes n{where.sql()}{order}{page}"
-            return [row_to_node(r) for r in self._read(sql, where.params)]
-        # The graph as it stood at as_of: the latest version recorded by then, unless retracted.
-        inner = (
-            f"SELECT {cols} FROM node_versions v WHERE v.recorded_at <= ? AND v.version = "
-            "(SELECT max(version) FROM node_versions w WHERE w.id = v.id AND w.recorded_at <= ?)"
-        )
-        live = (" AND " if where.parts else " WHERE ") + "n.retracted_at IS NULL"
-        sql = f"SELECT * FROM ({inner}) n{where.sql()}{live}{order}{page}"
-        return [row_to_node(r) for r in self._read(sql, [as_of, as_of, *where.params])]
+    def _versions_as_of(self, cols: str, as_of: str) -> tuple[str, list[Any]]:
+        return (f"SELECT {cols} FROM node_versions v WHERE v.recorded_at <= ? AND v.version = "
+                "(SELECT max(version) FROM node_versions w WHERE w.id = v.id AND w.recorded_at <= ?)", [as_of, as_of])
 
-    def get_node(self, id: str, as_of: str | None = None, include_retracted: bool = False) -> Node | None:
-        if as_of is None and include_retracted:
-            rows = self._read(f"SELECT {NODE_COLS} FROM nodes WHERE id = ?", (id,))
-            return row_to_node(rows[0]) if rows else None
-        found = self.get_nodes([id], as_of=as_of)
-        return found.get(id)
+    def _filter_tags(self, where: Where, tags: list[str], as_of: str | None) -> None:
+        if as_of is not None:  # the tags the node had then, from the version row
+            for tag in tags:
+                where.add("EXISTS (SELECT 1 FROM json_each(n.tags) j WHERE j.value = ?)", tag)
+            return
+        where.add(f"n.id IN (SELECT x.id FROM nodes x JOIN node_tags t ON t.rid = x.rid WHERE t.tag IN "
+                  f"({','.join('?' * len(tags))}) GROUP BY x.id HAVING count(DISTINCT t.tag) = {len(tags)})", *tags)
 
-    def get_nodes(self, ids: Iterable[str], as_of: str | None = None) -> dict[str, Node]:
-        ids = list(dict.fromkeys(ids))
-        out: dict[str, Node] = {}
-        for chunk in chunks(ids):
-            where = SqlWhere()
-            where.eq_any("n.id", list(chunk))
-            if as_of is None:
-                where.add("n.retracted_at IS NULL")
-            for node in self._select_nodes(where, as_of):
-                out[node.id] = node
-        return out
+    def _write_nodes(self, changed: list[tuple[Node, tuple | None, str]], existing: dict[str, tuple]) -> None:
+        inserts, updates, version_rows, fts_rows, tag_rows = [], [], [], [], []
+        tags_of: dict[str, list[str]] = {}
+        text_of: dict[str, str | None] = {}
+        for node, old, props_json in changed:
+            row = (
+                node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
+                props_json, json.dumps(list(node.tags)),
+                node.valid_from, node.valid_until, node.recorded_at, None, node.version,
+                node.content_hash, node.created_by, node.embed_hash, node.tokens,
+            )
+            (updates if old else inserts).append(row)
+            version_rows.append(row + (None,))  # the text to embed is only ever read from the live row
+            text_of[node.id] = node.embed_text
+            tags_of[node.id] = list(node.tags)
+        db = self._db
+        # Row ids are ours to give inside the write transaction (BEGIN IMMEDIATE holds the lock), so the
+        # text index and tag rows need no second lookup.
+        rid_of = {r[0]: existing[r[0]][1] for r in updates}
+        if inserts:
+            top = db.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0]
+            seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'nodes'").fetchone()
+            top = max(top, seq[0] if seq else 0)  # AUTOINCREMENT never reuses a purged node's rid
+            rid_of.update((r[0], top + 1 + i) for i, r in enumerate(inserts))
+        if updates:
+            self._unindex([rid_of[r[0]] for r in updates], purge=True)
+            db.executemany(
+                "UPDATE nodes SET kind=?, namespace=?, key=?, title=?, summary=?, content=?, props=?, tags=?, "
+                "valid_from=?, valid_until=?, recorded_at=?, retracted_at=?, version=?, content_hash=?, "
+                "created_by=?, embed_hash=?, tokens=?, embed_text=? WHERE id=?",
+                [r[1:] + (text_of[r[0]], r[0]) for r in updates],
+            )
+        if inserts:
+            db.executemany(f"INSERT INTO nodes(rid, {NODE_COLS}, embed_text) VALUES ({','.join('?' * 20)})",
+                           [(rid_of[r[0]],) + r + (text_of[r[0]],) for r in inserts])
+        db.executemany(f"INSERT INTO node_versions({NODE_COLS}, embed_text) VALUES ({','.join('?' * 19)})",
+                       version_rows)
+        for r in version_rows:
+            rid = rid_of[r[0]]
+            tags = tags_of[r[0]]
+            fts_rows.append((rid, r[3], r[4], r[5], r[6], " ".join(tags)))
+            tag_rows.extend((rid, t) for t in set(tags))
+        db.executemany("INSERT INTO fts(rowid, key, title, summary, content, tags) VALUES (?,?,?,?,?,?)", fts_rows)
+        db.executemany("INSERT OR IGNORE INTO node_tags(rid, tag) VALUES (?,?)", tag_rows)
 
-    def _node_where(self, namespace, kind, key_prefix, keys, tags, valid_at, as_of=None) -> SqlWhere:
+    def _unindex(self, rids: Sequence[int], purge: bool) -> None:
+        """Retracted nodes leave the text index; purged (and rewritten) ones their tag rows too."""
+        for chunk in self._chunks(list(rids)):
+            marks = ",".join("?" * len(chunk))
+            self._db.execute(f"DELETE FROM fts WHERE rowid IN ({marks})", chunk)
+            if purge:
+                self._db.execute(f"DELETE FROM node_tags WHERE rid IN ({marks})", chunk)
+
+    # --- text index ------------------------------------------------------------------------
+    def text_search(self, query: str, namespace=None, kind=None, limit: int = 50) -> list[tuple[str, float]]:
+        terms = self._informative_terms(query_terms(query))
+        if not terms:
+            return []
         where = SqlWhere()
+        where.add("fts MATCH ?", fts_match(terms))
         where.eq_any("n.namespace", as_list(namespace))
         where.eq_any("n.kind", as_list(kind))
-        if keys is not None:
-            where.eq_any("n.key", list(keys) or [""])
-        if key_prefix:
-            where.add("n.key >= ? AND n.key < ?", key_prefix, key_prefix + "\U0010ffff")
-        if tags and as_of is not None:  # the tags the node had then, from the version row
-            for tag in dict.fromkeys(tags):
-                where.add("EXISTS (SELECT 1 FROM json_each(n.tags) j WHERE j.value = ?)", tag)
-        elif tags:
-            tags = list(dict.fromkeys(tags))
-            where.add(
-                f"n.id IN (SELECT x.id FROM nodes x JOIN node_tags t ON t.rid = x.rid WHERE t.tag IN "
-                f"({','.join('?' * len(tags))}) GROUP BY x.id HAVING count(DISTINCT t.tag) = {len(tags)})",
-                *tags,
-            )
-        if valid_at:
-            where.add("(n.valid_from IS NULL OR n.valid_from <= ?) AND (n.valid_until IS NULL OR n.valid_until > ?)",
-                      valid_at, valid_at)
-        return where
-
-    def node_index(self, namespace, as_of: str | None = None) -> list[tuple]:
-        """Light rows (id, key, kind, title, summary, version, content_hash, tokens) of active nodes, by key."""
-        cols = "id, key, kind, title, summary, version, content_hash, tokens"
-        where = SqlWhere()
-        where.eq_any("n.namespace", as_list(namespace))
-        if as_of is None:
-            where.add("n.retracted_at IS NULL")
-            return self._read(f"SELECT {cols} FROM nodes n{where.sql()} ORDER BY n.key, n.id", where.params)
-        inner = ("SELECT * FROM node_versions v WHERE v.recorded_at <= ? AND v.version = "
-                 "(SELECT max(version) FROM node_versions w WHERE w.id = v.id AND w.recorded_at <= ?)")
         where.add("n.retracted_at IS NULL")
-        return self._read(f"SELECT {cols} FROM ({inner}) n{where.sql()} ORDER BY n.key, n.id",
-                          [as_of, as_of, *where.params])
+        sql = (
+            "SELECT n.id, -bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0) AS score FROM fts JOIN nodes n ON n.rid = fts.rowid"
+            f"{where.sql()} ORDER BY bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0) LIMIT {int(limit)}"
+        )
+        return [(r[0], float(r[1])) for r in self._read(sql, where.params)]
 
-    def get_contents(self, ids: Sequence[str], as_of: str | None = None) -> dict[str, str]:
-        """The content of each node (as it stood at ``as_of``), without decoding anything else."""
-        out: dict[str, str] = {}
-        for chunk in chunks(list(dict.fromkeys(ids))):
-            marks = ",".join("?" * len(chunk))
-            if as_of is None:
-                rows = self._read(f"SELECT id, content FROM nodes WHERE id IN ({marks})", chunk)
-            else:
-                rows = self._read(
-                    f"SELECT v.id, v.content FROM node_versions v WHERE v.id IN ({marks}) AND v.version = "
-                    "(SELECT max(version) FROM node_versions w WHERE w.id = v.id AND w.recorded_at <= ?)",
-                    [*chunk, as_of])
-            out.update(rows)
-        return out
+    def _informative_terms(self, terms: list[str]) -> list[str]:
+        if len(terms) < 2:
+            return terms
+        total = self._read("SELECT count(*) FROM fts_docsize")[0][0]
+        counts = {t: self._read("SELECT count(*) FROM fts WHERE fts MATCH ?", (fts_match([t]),))[0][0]
+                  for t in terms} if total >= 1000 else {}
+        return informative(terms, counts, total)
 
-    def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None,
-                      edges: str = "both") -> int:
-        at = at or self._now()
-        count = 0
-        with self.transaction():
-            for chunk in chunks(list(ids)):
-                marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT id, rid, namespace FROM nodes WHERE id IN ({marks}) AND retracted_at IS NULL", chunk
-                ).fetchall()
-                if not rows:
-                    continue
-                live = [r[0] for r in rows]
-                lm = ",".join("?" * len(live))
-                self._db.execute(
-                    f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT id, kind, namespace, key, title, "
-                    f"summary, content, props, tags, valid_from, valid_until, ?, ?, version + 1, content_hash, "
-                    f"created_by, embed_hash, tokens, NULL FROM nodes WHERE id IN ({lm})", [at, at, *live],
-                )
-                self._db.execute(
-                    f"UPDATE nodes SET retracted_at = ?, recorded_at = ?, version = version + 1 WHERE id IN ({lm})",
-                    [at, at, *live],
-                )
-                rids = [r[1] for r in rows]
-                self._db.execute(f"DELETE FROM fts WHERE rowid IN ({','.join('?' * len(rids))})", rids)
-                if edges == "both":
-                    self._db.execute(f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND "
-                                     f"(src IN ({lm}) OR dst IN ({lm}))", [at, *live, *live])
-                else:
-                    self._db.execute(f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND "
-                                     f"src IN ({lm})", [at, *live])
-                self._db.executemany(
-                    "INSERT INTO changes(at, actor, op, target, namespace, detail) VALUES (?,?,?,?,?,'{}')",
-                    [(at, actor, "node.retract", r[0], r[2]) for r in rows],
-                )
-                count += len(rows)
-        return count
+    # --- vectors ---------------------------------------------------------------------------
+    def _vector_value(self, vector: np.ndarray) -> bytes:
+        return vector.tobytes()
 
-    def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "",
-                    at: str | None = None) -> dict[str, int]:
-        at = at or self._now()
-        totals = {"nodes": 0, "versions": 0, "edges": 0, "vectors": 0}
-        with self.transaction():
-            for chunk in chunks(list(ids), 400):
-                marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT id, rid, namespace, kind FROM nodes WHERE id IN ({marks})", chunk
-                ).fetchall()
-                hashes = {h for (h,) in self._db.execute(
-                    f"SELECT embed_hash FROM node_versions WHERE id IN ({marks}) AND embed_hash IS NOT NULL", chunk)}
-                rids = [r[1] for r in rows]
-                if rids:
-                    rm = ",".join("?" * len(rids))
-                    self._db.execute(f"DELETE FROM fts WHERE rowid IN ({rm})", rids)
-                    self._db.execute(f"DELETE FROM node_tags WHERE rid IN ({rm})", rids)
-                totals["versions"] += self._db.execute(
-                    f"DELETE FROM node_versions WHERE id IN ({marks})", chunk).rowcount
-                totals["edges"] += self._db.execute(
-                    f"DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", [*chunk, *chunk]).rowcount
-                totals["nodes"] += self._db.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk).rowcount
-                for h in hashes:
-                    still = self._db.execute(
-                        "SELECT 1 FROM node_versions WHERE embed_hash = ? LIMIT 1", (h,)).fetchone()
-                    if not still:
-                        totals["vectors"] += self._db.execute("DELETE FROM vectors WHERE hash = ?", (h,)).rowcount
-                for r in rows:
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO tombstones(id, namespace, kind, purged_at, reason, actor) "
-                        "VALUES (?,?,?,?,?,?)", (r[0], r[2], r[3], at, reason, actor),
-                    )
-                    self._log(at, actor, "node.purge", r[0], r[2], {"reason": reason})
-        return totals
-
-    # --- graph engine helpers (additive; used by graph/ for caches and persistence) --------
-    def node_briefs(self, ids: Sequence[str]) -> dict[str, tuple[str, str, dict[str, Any]]]:
-        """(kind, content, props) of active nodes by id: the lean read traversal results need."""
-        out: dict[str, tuple[str, str, dict[str, Any]]] = {}
-        loads = json.loads
-        for chunk in chunks(list(ids)):
-            for nid, kind, content, props in self._read(
-                    f"SELECT id, kind, content, props FROM nodes WHERE id IN ({','.join('?' * len(chunk))}) "
-                    "AND retracted_at IS NULL", chunk):
-                out[nid] = (kind, content, loads(props) if props and props != "{}" else {})
-        return out
-
-    def edges_touching(self, ids: Sequence[str], side: str = "src", types: Sequence[str] | None = None,
-                       min_weight: float | None = None) -> list[tuple]:
-        """Active edges leaving (``side="src"``) or entering (``"dst"``) the given nodes, as tuples
-        (src, dst, type, weight, namespace, valid_from, valid_until), in (src, position, dst, type) order:
-        the lean read for a traversal frontier."""
-        if side not in ("src", "dst"):
-            raise ValidationError("side must be src or dst", side=side)
-        out: list[tuple] = []
-        for chunk in chunks(list(ids)):
-            where = self._edge_where(chunk if side == "src" else None, chunk if side == "dst" else None,
-                                     as_list(types), None, None, None, min_weight)
-            out.extend(self._read(f"SELECT src, dst, type, weight, namespace, valid_from, valid_until, position "
-                                  f"FROM edges{where.sql()}", where.params))
-        out.sort(key=lambda r: (r[0], r[7], r[1], r[2]))
-        return [r[:7] for r in out]
-
-    def edge_columns(self, namespace=None) -> list[tuple]:
-        """Every active edge as (src, dst, type, weight, position, valid_from, valid_until) in no particular
-        order: one table scan, no sort; about twice as fast as ``adjacency()`` for engines that order rows."""
-        where = SqlWhere()
-        where.add("retracted_at IS NULL")
-        where.eq_any("namespace", as_list(namespace))
-        return self._read("SELECT src, dst, type, weight, position, valid_from, valid_until FROM edges NOT INDEXED"
-                          f"{where.sql()}", where.params)
-
-    def edge_history(self, namespace=None) -> list[Edge]:
-        """Every edge interval, retracted ones included, in the order the store recorded them."""
-        where = SqlWhere()
-        where.eq_any("namespace", as_list(namespace))
-        rows = self._read(f"SELECT {EDGE_COLS} FROM edges{where.sql()} ORDER BY recorded_at, rowid", where.params)
-        return [row_to_edge(r) for r in rows]
-
-    def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
-        """Restore tombstones (from a saved graph); existing ones with the same id are replaced."""
-        with self.transaction():
-            self._db.executemany(
-                "INSERT OR REPLACE INTO tombstones(id, namespace, kind, purged_at, reason, actor) VALUES (?,?,?,?,?,?)",
-                [(r["id"], r.get("namespace"), r.get("kind"), r.get("purged_at"), r.get("reason"), r.get("actor"))
-                 for r in rows])
-            if rows:
-                self._log(self._now(), "", "tombstones.put", "*", "", {"count": len(rows)})
-        return len(rows)
+    def _decode_vectors(self, raws: Sequence[bytes]) -> np.ndarray:
+        return np.frombuffer(b"".join(raws), dtype=np.float32).reshape(len(raws), -1)

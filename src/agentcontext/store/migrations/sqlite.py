@@ -1,9 +1,13 @@
-"""SQLite schema and the FTS5 query builder (SQL stays inside store/)."""
+"""The SQLite schema, step by step. Each step runs inside the upgrade transaction; never edit a released one."""
 from __future__ import annotations
 
+from . import Migrations
 
+MIGRATIONS = Migrations("sqlite")
 
-SCHEMA = [
+# The schema as it stood before migrations were numbered (workspaces of that time are version 0 and run it:
+# every statement is IF NOT EXISTS, so on them it changes nothing). Frozen: change the schema in a new step.
+INITIAL = [
     """CREATE TABLE IF NOT EXISTS nodes (
         rid INTEGER PRIMARY KEY AUTOINCREMENT,
         id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL DEFAULT '',
@@ -52,6 +56,12 @@ SCHEMA = [
 ]
 
 
-def fts_match(terms: list[str]) -> str:
-    """A safe FTS5 MATCH expression: quoted terms joined by OR."""
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)
+@MIGRATIONS.step(1, "initial schema")
+def initial(db) -> None:
+    for statement in INITIAL:
+        db.execute(statement)
+
+
+@MIGRATIONS.step(2, "edges.rowid is named rid, as on PostgreSQL")
+def edges_rid(db) -> None:
+    db.execute("ALTER TABLE edges RENAME COLUMN rowid TO rid")

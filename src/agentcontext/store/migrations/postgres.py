@@ -1,0 +1,79 @@
+"""The PostgreSQL schema, step by step. Each step runs inside the upgrade transaction (PostgreSQL DDL is
+transactional, and the schema's writer lock is held); never edit a released one.
+
+Text columns use the "C" collation so ordering and prefix ranges match SQLite's binary order exactly.
+Timestamps stay sortable ISO-8601 text, as in SQLite, so ``as_of`` compares the same way on both backends.
+"""
+from __future__ import annotations
+
+from . import Migrations
+
+MIGRATIONS = Migrations("postgresql")
+
+T = 'TEXT COLLATE "C"'
+# Split what the default parser would keep whole (hosts, paths, selectors like design.agents, tags like
+# intent:design) so single words match, as SQLite's unicode61 tokenizer does.
+_SPLIT = "translate({col}, '._/:@-', '      ')"
+
+
+def _tsv(col: str, weight: str) -> str:
+    return f"setweight(to_tsvector('english'::regconfig, {_SPLIT.format(col=col)}), '{weight}')"
+
+
+# A tsvector holds at most 1 MB: random text of 500k+ characters can exceed it and fail the insert, so only the
+# first INDEXED_CHARS characters of a body are text-searchable (the whole body is still stored and returned).
+INDEXED_CHARS = 300_000
+# key A, title B, summary and tags C, content D (pg_sql.RANK_WEIGHTS gives them 4:3:2:1 like SQLite's bm25).
+TSV = " || ".join([_tsv("key", "A"), _tsv("title", "B"), _tsv("summary", "C"), _tsv("tag_text", "C"),
+                   _tsv(f"left(content, {INDEXED_CHARS})", "D")])
+
+NODE_FIELDS = f"""kind {T} NOT NULL, namespace {T} NOT NULL, key {T} NOT NULL DEFAULT '',
+        title {T} NOT NULL DEFAULT '', summary {T} NOT NULL DEFAULT '', content {T} NOT NULL DEFAULT '',
+        props {T}, tags TEXT[] COLLATE "C", valid_from {T}, valid_until {T}, recorded_at {T}, retracted_at {T},
+        version INTEGER NOT NULL, content_hash {T}, created_by {T}, embed_hash {T}, tokens INTEGER,
+        embed_text {T}"""
+
+# The schema as it stood before migrations were numbered (schemas of that time are version 0 and run it:
+# every statement is IF NOT EXISTS, so on them it changes nothing). Frozen: change the schema in a new step.
+INITIAL = [
+    f"""CREATE TABLE IF NOT EXISTS nodes (
+        rid BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id {T} NOT NULL UNIQUE, {NODE_FIELDS},
+        tag_text {T} NOT NULL DEFAULT '',
+        tsv tsvector GENERATED ALWAYS AS ({TSV}) STORED)""",
+    "CREATE INDEX IF NOT EXISTS nodes_ns_key ON nodes(namespace, key)",
+    "CREATE INDEX IF NOT EXISTS nodes_ns_kind ON nodes(namespace, kind, key)",
+    "CREATE INDEX IF NOT EXISTS nodes_kind ON nodes(kind, key)",
+    "CREATE INDEX IF NOT EXISTS nodes_embed ON nodes(embed_hash)",
+    "CREATE INDEX IF NOT EXISTS nodes_tags ON nodes USING gin(tags)",
+    "CREATE INDEX IF NOT EXISTS nodes_tsv ON nodes USING gin(tsv)",
+    f"""CREATE TABLE IF NOT EXISTS node_versions (
+        id {T} NOT NULL, {NODE_FIELDS}, PRIMARY KEY (id, version))""",
+    "CREATE INDEX IF NOT EXISTS versions_ns ON node_versions(namespace, recorded_at)",
+    "CREATE INDEX IF NOT EXISTS versions_embed ON node_versions(embed_hash)",
+    f"""CREATE TABLE IF NOT EXISTS edges (
+        rid BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, eid {T} NOT NULL, src {T} NOT NULL,
+        type {T} NOT NULL, dst {T} NOT NULL, namespace {T} NOT NULL DEFAULT '',
+        weight DOUBLE PRECISION NOT NULL DEFAULT 1.0, props {T}, valid_from {T}, valid_until {T},
+        recorded_at {T} NOT NULL, retracted_at {T}, position BIGINT NOT NULL DEFAULT 0)""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS edges_live ON edges(eid) WHERE retracted_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS edges_src ON edges(src, type)",
+    "CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst, type)",
+    "CREATE INDEX IF NOT EXISTS edges_ns ON edges(namespace, type)",
+    f"""CREATE TABLE IF NOT EXISTS vectors (hash {T} NOT NULL, model {T} NOT NULL, dim INTEGER NOT NULL,
+        vector vector NOT NULL, PRIMARY KEY (hash, model))""",
+    f"""CREATE TABLE IF NOT EXISTS tombstones (id {T} PRIMARY KEY, namespace {T}, kind {T}, purged_at {T},
+        reason {T}, actor {T})""",
+    f"""CREATE TABLE IF NOT EXISTS records (kind {T} NOT NULL, key {T} NOT NULL, value {T} NOT NULL,
+        updated_at {T} NOT NULL, PRIMARY KEY (kind, key))""",
+    f"""CREATE TABLE IF NOT EXISTS audit (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at {T} NOT NULL,
+        principal {T} NOT NULL, action {T} NOT NULL, target {T} NOT NULL, outcome {T} NOT NULL, detail {T})""",
+    "CREATE INDEX IF NOT EXISTS audit_principal ON audit(principal, at)",
+    f"""CREATE TABLE IF NOT EXISTS changes (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at {T} NOT NULL,
+        actor {T}, op {T} NOT NULL, target {T} NOT NULL, namespace {T}, detail {T})""",
+]
+
+
+@MIGRATIONS.step(1, "initial schema")
+def initial(db) -> None:
+    for statement in INITIAL:
+        db.execute(statement)

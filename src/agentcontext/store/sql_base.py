@@ -1,0 +1,683 @@
+"""``SQLStore``: everything both SQL backends share, written once.
+
+Transactions (one moment per transaction, nested calls join), schema migrations, version planning, node and
+edge reads and writes, tombstones, vectors, records, the audit log, the change log and ``info()``. A backend
+(``SQLiteStore``, ``PostgresStore``) subclasses it and supplies only its dialect: how to connect, begin and
+commit, how ``column IN values`` is spelled (``Where``), how rows are written in bulk, the text index, the
+vector encoding, the as-of view of the versions table, and its sizes on disk.
+
+Shared SQL is written with ``?`` placeholders; ``_q`` turns them into the driver's (``%s`` for psycopg), and a
+``Where`` does the same for the conditions it collects.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from abc import ABC, abstractmethod
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+
+import numpy as np
+
+from ..errors import ValidationError
+from ..model import Change, Edge, Node, utcnow
+from .base import Adjacency, Capability, EdgeColumns, Frontier, NodeBrief, TimedEdges
+from .migrations import Migrations, applied, upgrade
+from .rows import (EDGE_COLS, EXISTING_COLS, LIGHT_COLS, NODE_COLS, NODE_ORDERS, Where, as_list, plan_edges,
+                   plan_versions, put_detail, row_to_edge, row_to_node)
+
+T = TypeVar("T")
+CHANGE_INSERT = "INSERT INTO changes(at, actor, op, target, namespace, detail) VALUES (?,?,?,?,?,?)"
+TOMBSTONE_UPSERT = (
+    "INSERT INTO tombstones(id, namespace, kind, purged_at, reason, actor) VALUES (?,?,?,?,?,?) "
+    "ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, kind = excluded.kind, "
+    "purged_at = excluded.purged_at, reason = excluded.reason, actor = excluded.actor")
+COUNTED_TABLES = ("nodes", "node_versions", "edges", "vectors", "tombstones", "records", "audit", "changes")
+
+
+class SQLStore(ABC):
+    """The store protocol (``base.Store``) over SQL; subclasses hold one connection ``_db`` and the dialect."""
+
+    backend: str
+    MIGRATIONS: Migrations
+    PLACEHOLDER = "?"
+    CHUNK: int | None = None  # the most values one ``IN`` list may hold (None: arrays, no limit)
+    NO_LIMIT = "ALL"  # what LIMIT says for "no limit" before an OFFSET
+    EDGE_SCAN = ""  # a hint that makes the one-pass edge scan a table scan
+    capabilities: frozenset[Capability] = frozenset({Capability.PERSISTENT, Capability.SHARED})
+    _db: Any
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self.url = url
+        self._timeout = timeout
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._tx_at = ""
+        self._closed = False
+
+    # --- the dialect ---------------------------------------------------------------------------
+    @abstractmethod
+    def _begin(self) -> None:
+        """Open a write transaction holding this store's writer lock."""
+
+    @abstractmethod
+    def _commit(self) -> None: ...
+
+    @abstractmethod
+    def _rollback(self) -> None: ...
+
+    @abstractmethod
+    def _guard(self, fn: Callable[[], T]) -> T:
+        """Run a read (or a transaction's first statement) with the backend's retry on busy or lost connections."""
+
+    @abstractmethod
+    def _execmany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+    @abstractmethod
+    def _where(self) -> Where: ...
+
+    @abstractmethod
+    def _versions_as_of(self, cols: str, as_of: str) -> tuple[str, list[Any]]:
+        """A SELECT of ``cols`` over each node's latest version recorded by ``as_of``, and its parameters."""
+
+    @abstractmethod
+    def _filter_tags(self, where: Where, tags: list[str], as_of: str | None) -> None:
+        """Keep nodes holding every tag (those of the version row when ``as_of`` is given)."""
+
+    @abstractmethod
+    def _write_nodes(self, changed: list[tuple[Node, tuple | None, str]], existing: dict[str, tuple]) -> None:
+        """Write planned nodes (``rows.plan_versions``): live rows, version rows and the text index."""
+
+    @abstractmethod
+    def text_search(self, query: str, namespace: str | Sequence[str] | None = None,
+                    kind: str | Sequence[str] | None = None, limit: int = 50) -> list[tuple[str, float]]: ...
+
+    @abstractmethod
+    def _vector_value(self, vector: np.ndarray) -> Any:
+        """A float32 row as the driver stores it."""
+
+    @abstractmethod
+    def _decode_vectors(self, raws: Sequence[Any]) -> np.ndarray:
+        """Stored values of one dimension as a float32 matrix."""
+
+    @abstractmethod
+    def _table_exists(self, name: str) -> bool: ...
+
+    @abstractmethod
+    def _sizes(self) -> dict[str, Any]:
+        """Bytes on disk: ``total`` and by table."""
+
+    def _physical_problems(self) -> list[str]:
+        """What the backend's own check finds damaged (nothing, unless it has one)."""
+        return []
+
+    @abstractmethod
+    def _check_text(self, nodes: Sequence[Node]) -> None:
+        """Refuse text the backend cannot store."""
+
+    @abstractmethod
+    def _unindex(self, rids: Sequence[int], purge: bool) -> None:
+        """Drop text-index (and, when purging, tag) rows the backend keeps beside the nodes."""
+
+    def _bulk_insert(self, table: str, cols: str, rows: Sequence[Sequence[Any]]) -> None:
+        marks = ",".join("?" * len(cols.split(",")))
+        self._execmany(self._q(f"INSERT INTO {table}({cols}) VALUES ({marks})"), rows)
+
+    def _vector_rows(self, sql: str, params: Sequence[Any]) -> list[tuple]:
+        """Rows with a vector column, read the fastest way the driver allows."""
+        return self._read(sql, params)
+
+    # --- plumbing ------------------------------------------------------------------------------
+    def _q(self, sql: str) -> str:
+        return sql if self.PLACEHOLDER == "?" else sql.replace("?", self.PLACEHOLDER)
+
+    def _chunks(self, items: Sequence[Any], per_statement: int = 1) -> Iterator[Sequence[Any]]:
+        """``items`` in slices one statement can take (``per_statement`` lists of them in one statement)."""
+        if self.CHUNK is None:
+            if items:
+                yield items
+            return
+        size = self.CHUNK // per_statement
+        for i in range(0, len(items), size):
+            yield items[i: i + size]
+
+    def _in(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        where = self._where()
+        where.eq_any(column, list(values))
+        return where.parts[0], where.params
+
+    def _page(self, limit: int | None, offset: int) -> str:
+        if limit is not None:
+            return f" LIMIT {int(limit)}" + (f" OFFSET {int(offset)}" if offset else "")
+        return f" LIMIT {self.NO_LIMIT} OFFSET {int(offset)}" if offset else ""
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        with self._lock:
+            return self._guard(lambda: self._db.execute(sql, params).fetchall())
+
+    def _exec(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._db.execute(sql, params).rowcount
+
+    def _now(self) -> str:
+        return self._tx_at if self._depth else utcnow()
+
+    def _log(self, at: str, actor: str, op: str, target: str, namespace: str = "", detail: dict | None = None) -> None:
+        self._exec(self._q(CHANGE_INSERT), (at, actor, op, target, namespace, json.dumps(detail or {})))
+
+    # --- lifecycle and schema ------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self._begin()
+            self._tx_at = utcnow()  # one transaction, one moment: as_of sees all of it or none
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._depth = 0
+                self._rollback()
+                raise
+            self._depth = 0
+            self._commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._db.close()
+
+    def _open(self) -> None:
+        """Bring the schema up to date (``migrations.upgrade``); on failure close the connection and raise."""
+        try:
+            upgrade(self)
+        except BaseException:
+            self._closed = True
+            self._db.close()
+            raise
+
+    def schema_version(self) -> int:
+        done = applied(self)
+        return done[-1]["version"] if done else 0
+
+    def info(self) -> dict[str, Any]:
+        counts_sql = ", ".join(f"(SELECT count(*) FROM {t})" for t in COUNTED_TABLES)
+        live_sql = ("(SELECT count(*) FROM nodes WHERE retracted_at IS NULL), "
+                    "(SELECT count(*) FROM edges WHERE retracted_at IS NULL)")
+        row = self._read(f"SELECT {counts_sql}, {live_sql}")[0]
+        totals = dict(zip(COUNTED_TABLES, row))
+        counts = {"nodes": row[-2], "retracted_nodes": totals["nodes"] - row[-2],
+                  "node_versions": totals["node_versions"], "edges": row[-1], "edge_intervals": totals["edges"],
+                  **{t: totals[t] for t in ("vectors", "tombstones", "records", "audit", "changes")}}
+        namespaces = dict(self._read("SELECT namespace, count(*) FROM nodes WHERE retracted_at IS NULL "
+                                     "GROUP BY namespace ORDER BY namespace"))
+        return {"url": self.url, "backend": self.backend, "schema_version": self.schema_version(),
+                "latest_schema_version": self.MIGRATIONS.latest, "migrations": applied(self),
+                "capabilities": sorted(c.value for c in self.capabilities), "counts": counts,
+                "namespaces": namespaces, "change_counter": self.change_counter(), "sizes": self._sizes()}
+
+    def check_integrity(self) -> str:
+        """'ok', or what is damaged: the backend's own check, then live nodes without their current version."""
+        problems = self._physical_problems()
+        lost = self._read("SELECT count(*) FROM nodes n WHERE NOT EXISTS (SELECT 1 FROM node_versions v "
+                          "WHERE v.id = n.id AND v.version = n.version)")[0][0]
+        if lost:
+            problems.append(f"{lost} nodes lack their current version row")
+        return "; ".join(problems) or "ok"
+
+    # --- nodes ---------------------------------------------------------------------------------
+    def put_nodes(self, nodes: Sequence[Node], actor: str = "", at: str | None = None) -> list[int]:
+        at = at or self._now()
+        ids = [n.id for n in nodes]
+        if len(set(ids)) != len(ids):
+            raise ValidationError("put_nodes got the same id twice in one call; merge them first")
+        self._check_text(nodes)
+        with self.transaction():
+            existing: dict[str, tuple] = {}
+            for chunk in self._chunks(ids):
+                clause, params = self._in("id", chunk)
+                for row in self._db.execute(f"SELECT {EXISTING_COLS} FROM nodes WHERE {clause}", params):
+                    existing[row[0]] = row
+            versions, changed = plan_versions(nodes, existing, at, actor)
+            if changed:
+                self._write_nodes(changed, existing)
+                self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.put", node.id, node.namespace,
+                                                         put_detail(node)) for node, _, _ in changed])
+        return versions
+
+    def _select_nodes(self, where: Where, as_of: str | None, with_content: bool = True,
+                      order: str = "", limit: int | None = None, offset: int = 0) -> list[Node]:
+        cols = NODE_COLS if with_content else LIGHT_COLS
+        page = self._page(limit, offset)
+        if as_of is None:
+            sql = f"SELECT {cols} FROM nodes n{where.sql()}{order}{page}"
+            return [row_to_node(r) for r in self._read(sql, where.params)]
+        # The graph as it stood at as_of: the latest version recorded by then, unless retracted.
+        inner, params = self._versions_as_of(cols, as_of)
+        live = (" AND " if where.parts else " WHERE ") + "n.retracted_at IS NULL"
+        sql = f"SELECT * FROM ({inner}) n{where.sql()}{live}{order}{page}"
+        return [row_to_node(r) for r in self._read(sql, [*params, *where.params])]
+
+    def get_node(self, id: str, as_of: str | None = None, include_retracted: bool = False) -> Node | None:
+        if as_of is None and include_retracted:
+            rows = self._read(self._q(f"SELECT {NODE_COLS} FROM nodes WHERE id = ?"), (id,))
+            return row_to_node(rows[0]) if rows else None
+        return self.get_nodes([id], as_of=as_of).get(id)
+
+    def get_nodes(self, ids: Iterable[str], as_of: str | None = None) -> dict[str, Node]:
+        out: dict[str, Node] = {}
+        for chunk in self._chunks(list(dict.fromkeys(ids))):
+            where = self._where()
+            where.eq_any("n.id", list(chunk))
+            if as_of is None:
+                where.add("n.retracted_at IS NULL")
+            for node in self._select_nodes(where, as_of):
+                out[node.id] = node
+        return out
+
+    def _node_where(self, namespace, kind, key_prefix, keys, tags, valid_at, as_of=None) -> Where:
+        where = self._where()
+        where.eq_any("n.namespace", as_list(namespace))
+        where.eq_any("n.kind", as_list(kind))
+        if keys is not None:
+            where.eq_any("n.key", list(keys) or [""])
+        if key_prefix:
+            where.add("n.key >= ? AND n.key < ?", key_prefix, key_prefix + "\U0010ffff")
+        if tags:
+            self._filter_tags(where, list(dict.fromkeys(tags)), as_of)
+        if valid_at:
+            where.add("(n.valid_from IS NULL OR n.valid_from <= ?) AND (n.valid_until IS NULL OR n.valid_until > ?)",
+                      valid_at, valid_at)
+        return where
+
+    def find_nodes(self, namespace=None, kind=None, key_prefix=None, keys=None, tags=None, valid_at=None,
+                   as_of=None, order="key", offset=0, limit=None, with_content=True) -> list[Node]:
+        where = self._node_where(namespace, kind, key_prefix, keys, tags, valid_at, as_of)
+        if as_of is None:
+            where.add("n.retracted_at IS NULL")
+        order_sql = NODE_ORDERS.get(order)
+        if order_sql is None:
+            raise ValidationError(f"unknown order {order!r}; use key, recorded, recorded_desc, id or none")
+        return self._select_nodes(where, as_of, with_content, order_sql, limit, offset)
+
+    def node_index(self, namespace, as_of: str | None = None) -> list[tuple]:
+        cols = "id, key, kind, title, summary, version, content_hash, tokens"
+        where = self._where()
+        where.eq_any("n.namespace", as_list(namespace))
+        where.add("n.retracted_at IS NULL")
+        if as_of is None:
+            return self._read(f"SELECT {cols} FROM nodes n{where.sql()} ORDER BY n.key, n.id", where.params)
+        inner, params = self._versions_as_of(f"{cols}, namespace, retracted_at", as_of)
+        return self._read(f"SELECT {cols} FROM ({inner}) n{where.sql()} ORDER BY n.key, n.id", [*params, *where.params])
+
+    def node_ids(self, namespace=None, include_retracted: bool = False) -> list[str]:
+        where = self._where()
+        where.eq_any("namespace", as_list(namespace))
+        if not include_retracted:
+            where.add("retracted_at IS NULL")
+        return [r[0] for r in self._read(f"SELECT id FROM nodes{where.sql()} ORDER BY rid", where.params)]
+
+    def node_briefs(self, ids: Sequence[str]) -> dict[str, NodeBrief]:
+        out: dict[str, NodeBrief] = {}
+        loads = json.loads
+        for chunk in self._chunks(list(ids)):
+            clause, params = self._in("id", chunk)
+            for nid, kind, content, props in self._read(
+                    f"SELECT id, kind, content, props FROM nodes WHERE {clause} AND retracted_at IS NULL", params):
+                out[nid] = (kind, content, loads(props) if props and props != "{}" else {})
+        return out
+
+    def get_contents(self, ids: Sequence[str], as_of: str | None = None) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for chunk in self._chunks(list(dict.fromkeys(ids))):
+            clause, params = self._in("n.id", chunk)
+            if as_of is None:
+                out.update(self._read(f"SELECT n.id, n.content FROM nodes n WHERE {clause}", params))
+            else:
+                inner, inner_params = self._versions_as_of("id, content", as_of)
+                out.update(self._read(f"SELECT n.id, n.content FROM ({inner}) n WHERE {clause}",
+                                      [*inner_params, *params]))
+        return out
+
+    def count_nodes(self, namespace=None, kind=None) -> int:
+        where = self._node_where(namespace, kind, None, None, None, None)
+        where.add("n.retracted_at IS NULL")
+        return self._read(f"SELECT count(*) FROM nodes n{where.sql()}", where.params)[0][0]
+
+    def count_by_kind(self, namespace=None) -> dict[str, int]:
+        where = self._node_where(namespace, None, None, None, None, None)
+        where.add("n.retracted_at IS NULL")
+        return dict(self._read(f"SELECT kind, count(*) FROM nodes n{where.sql()} GROUP BY kind", where.params))
+
+    def node_versions(self, id: str) -> list[Node]:
+        rows = self._read(self._q(f"SELECT {NODE_COLS} FROM node_versions WHERE id = ? ORDER BY version"), (id,))
+        return [row_to_node(r) for r in rows]
+
+    def node_version(self, id: str, version: int) -> Node | None:
+        rows = self._read(self._q(f"SELECT {NODE_COLS} FROM node_versions WHERE id = ? AND version = ?"),
+                          (id, version))
+        return row_to_node(rows[0]) if rows else None
+
+    def namespaces(self) -> list[str]:
+        return [r[0] for r in self._read(
+            "SELECT DISTINCT namespace FROM nodes WHERE retracted_at IS NULL ORDER BY namespace")]
+
+    def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None,
+                      edges: str = "both") -> int:
+        if edges not in ("both", "outbound"):
+            raise ValidationError(f"edges={edges!r}: use both or outbound", edges=edges)
+        at = at or self._now()
+        count = 0
+        with self.transaction():
+            for chunk in self._chunks(list(ids), per_statement=2):
+                clause, params = self._in("id", chunk)
+                rows = self._db.execute(f"SELECT id, rid, namespace FROM nodes WHERE {clause} "
+                                        "AND retracted_at IS NULL ORDER BY rid", params).fetchall()
+                if not rows:
+                    continue
+                live, live_params = self._in("id", [r[0] for r in rows])
+                self._exec(self._q(
+                    f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT id, kind, namespace, key, title, "
+                    "summary, content, props, tags, valid_from, valid_until, ?, ?, version + 1, content_hash, "
+                    f"created_by, embed_hash, tokens, NULL FROM nodes WHERE {live}"), [at, at, *live_params])
+                self._exec(self._q(f"UPDATE nodes SET retracted_at = ?, recorded_at = ?, version = version + 1 "
+                                   f"WHERE {live}"), [at, at, *live_params])
+                self._unindex([r[1] for r in rows], purge=False)
+                src, src_params = self._in("src", [r[0] for r in rows])
+                if edges == "both":
+                    dst, dst_params = self._in("dst", [r[0] for r in rows])
+                    self._exec(self._q(f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND "
+                                       f"({src} OR {dst})"), [at, *src_params, *dst_params])
+                else:
+                    self._exec(self._q(f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND {src}"),
+                               [at, *src_params])
+                self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.retract", r[0], r[2], "{}") for r in rows])
+                count += len(rows)
+        return count
+
+    def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "",
+                    at: str | None = None) -> dict[str, int]:
+        at = at or self._now()
+        totals = {"nodes": 0, "versions": 0, "edges": 0, "vectors": 0}
+        with self.transaction():
+            for chunk in self._chunks(list(ids), per_statement=2):
+                clause, params = self._in("id", chunk)
+                rows = self._db.execute(f"SELECT id, rid, namespace, kind FROM nodes WHERE {clause} ORDER BY rid",
+                                        params).fetchall()
+                hashes = [h for (h,) in self._db.execute(
+                    f"SELECT DISTINCT embed_hash FROM node_versions WHERE {clause} AND embed_hash IS NOT NULL", params)]
+                self._unindex([r[1] for r in rows], purge=True)
+                totals["versions"] += self._exec(f"DELETE FROM node_versions WHERE {clause}", params)
+                src, src_params = self._in("src", chunk)
+                dst, dst_params = self._in("dst", chunk)
+                totals["edges"] += self._exec(f"DELETE FROM edges WHERE {src} OR {dst}", [*src_params, *dst_params])
+                totals["nodes"] += self._exec(f"DELETE FROM nodes WHERE {clause}", params)
+                for part in self._chunks(hashes):  # vectors no version of any other node still uses
+                    used, used_params = self._in("hash", part)
+                    totals["vectors"] += self._exec(
+                        f"DELETE FROM vectors WHERE {used} AND NOT EXISTS "
+                        "(SELECT 1 FROM node_versions w WHERE w.embed_hash = vectors.hash)", used_params)
+                self._execmany(self._q(TOMBSTONE_UPSERT), [(r[0], r[2], r[3], at, reason, actor) for r in rows])
+                self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.purge", r[0], r[2],
+                                                         json.dumps({"reason": reason})) for r in rows])
+        return totals
+
+    # --- tombstones ------------------------------------------------------------------------------
+    def tombstone(self, id: str) -> dict[str, Any] | None:
+        found = self.tombstones(ids=[id])
+        return found[0] if found else None
+
+    def tombstones(self, namespace=None, ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        where = self._where()
+        where.eq_any("namespace", as_list(namespace))
+        where.eq_any("id", as_list(ids))
+        rows = self._read(f"SELECT id, namespace, kind, purged_at, reason, actor FROM tombstones{where.sql()} "
+                          "ORDER BY purged_at, id", where.params)
+        return [{"id": r[0], "namespace": r[1], "kind": r[2], "purged_at": r[3], "reason": r[4], "actor": r[5]}
+                for r in rows]
+
+    def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
+        with self.transaction():
+            self._execmany(self._q(TOMBSTONE_UPSERT), [
+                (r["id"], r.get("namespace"), r.get("kind"), r.get("purged_at"), r.get("reason"), r.get("actor"))
+                for r in rows])
+            if rows:
+                self._log(self._now(), "", "tombstones.put", "*", "", {"count": len(rows)})
+        return len(rows)
+
+    # --- edges ---------------------------------------------------------------------------------
+    def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
+        at = at or self._now()
+        with self.transaction():
+            keyed = {e.id: e for e in edges}
+            current: dict[str, tuple] = {}
+            for chunk in self._chunks(list(keyed)):
+                clause, params = self._in("eid", chunk)
+                for row in self._db.execute("SELECT eid, weight, props, valid_from, valid_until, position, namespace "
+                                            f"FROM edges WHERE retracted_at IS NULL AND {clause}", params):
+                    current[row[0]] = row
+            inserts, retire, new = plan_edges(keyed, current, at)
+            for chunk in self._chunks(retire):
+                clause, params = self._in("eid", chunk)
+                self._exec(self._q(f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND {clause}"),
+                           [at, *params])
+            if inserts:
+                inserts.sort(key=lambda row: row[0])  # eid order: the live-eid index fills in order (~40% faster)
+                self._bulk_insert("edges", f"eid, {EDGE_COLS}", inserts)
+                namespaces = sorted({row[4] for row in inserts})
+                one = namespaces[0] if len(namespaces) == 1 else None
+                self._log(at, actor, "edges.put", one or "*", one or "",
+                          {"count": len(inserts), "new": new, "namespaces": namespaces[:20]})
+        return new
+
+    def retract_edges(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int:
+        at = at or self._now()
+        count = 0
+        with self.transaction():
+            for chunk in self._chunks(list(ids)):
+                clause, params = self._in("eid", chunk)
+                count += self._exec(self._q(f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND "
+                                            f"{clause}"), [at, *params])
+            if count:
+                self._log(at, actor, "edges.retract", "*", "", {"count": count})
+        return count
+
+    def _edge_where(self, src, dst, type, namespace, as_of, valid_at, min_weight) -> Where:
+        where = self._where()
+        where.eq_any("src", as_list(src))
+        where.eq_any("dst", as_list(dst))
+        where.eq_any("type", as_list(type))
+        where.eq_any("namespace", as_list(namespace))
+        if as_of is None:
+            where.add("retracted_at IS NULL")
+        else:
+            where.add("recorded_at <= ? AND (retracted_at IS NULL OR retracted_at > ?)", as_of, as_of)
+        if valid_at:
+            where.add("(valid_from IS NULL OR valid_from <= ?) AND (valid_until IS NULL OR valid_until > ?)",
+                      valid_at, valid_at)
+        if min_weight is not None:
+            where.add("weight >= ?", min_weight)
+        return where
+
+    def edges(self, src=None, dst=None, type=None, namespace=None, as_of=None, valid_at=None,
+              min_weight=None, offset=0, limit=None) -> list[Edge]:
+        srcs, dsts = as_list(src), as_list(dst)
+        big = self.CHUNK is not None and any(v is not None and len(v) > self.CHUNK for v in (srcs, dsts))
+        if big:  # more ids than one statement takes: query slice by slice, merge in order
+            big_src = srcs is not None and len(srcs) > self.CHUNK  # type: ignore[operator]
+            out: list[Edge] = []
+            for chunk in self._chunks(srcs if big_src else dsts):  # type: ignore[arg-type]
+                out.extend(self.edges(chunk if big_src else srcs, dsts if big_src else chunk, type, namespace,
+                                      as_of, valid_at, min_weight))
+            out.sort(key=lambda e: (e.src, e.position, e.dst, e.type))
+            return out[offset: None if limit is None else offset + limit]
+        where = self._edge_where(srcs, dsts, type, namespace, as_of, valid_at, min_weight)
+        rows = self._read(f"SELECT {EDGE_COLS} FROM edges{where.sql()} ORDER BY src, position, dst, type"
+                          f"{self._page(limit, offset)}", where.params)
+        return [row_to_edge(r) for r in rows]
+
+    def count_edges(self, namespace=None, type=None) -> int:
+        where = self._edge_where(None, None, type, namespace, None, None, None)
+        return self._read(f"SELECT count(*) FROM edges{where.sql()}", where.params)[0][0]
+
+    def count_edges_by_type(self, namespace=None) -> dict[str, int]:
+        where = self._edge_where(None, None, None, namespace, None, None, None)
+        return dict(self._read(f"SELECT type, count(*) FROM edges{where.sql()} GROUP BY type", where.params))
+
+    def adjacency(self, namespace=None, types=None, as_of=None, valid_at=None) -> Adjacency:
+        where = self._edge_where(None, None, types, namespace, as_of, valid_at, None)
+        return self._read(f"SELECT src, dst, type, weight, position FROM edges{where.sql()} "
+                          "ORDER BY src, position, dst", where.params)
+
+    def edge_columns(self, namespace=None) -> EdgeColumns:
+        where = self._where()
+        where.add("retracted_at IS NULL")
+        where.eq_any("namespace", as_list(namespace))
+        return self._read(f"SELECT src, dst, type, weight, position, valid_from, valid_until FROM edges"
+                          f"{self.EDGE_SCAN}{where.sql()}", where.params)
+
+    def edges_touching(self, ids: Sequence[str], side: str = "src", types: Sequence[str] | None = None,
+                       min_weight: float | None = None) -> Frontier:
+        if side not in ("src", "dst"):
+            raise ValidationError("side must be src or dst", side=side)
+        out: list[tuple] = []
+        for chunk in self._chunks(list(ids)):
+            where = self._edge_where(chunk if side == "src" else None, chunk if side == "dst" else None,
+                                     as_list(types), None, None, None, min_weight)
+            out.extend(self._read(f"SELECT src, dst, type, weight, namespace, valid_from, valid_until, position "
+                                  f"FROM edges{where.sql()}", where.params))
+        out.sort(key=lambda r: (r[0], r[7], r[1], r[2]))  # (src, position, dst, type): code-point order everywhere
+        return [r[:7] for r in out]
+
+    def timed_edges(self, namespace=None) -> TimedEdges:
+        where = self._edge_where(None, None, None, namespace, None, None, None)
+        where.add("(valid_from IS NOT NULL OR valid_until IS NOT NULL)")
+        return self._read(f"SELECT src, dst, type, valid_from, valid_until FROM edges{where.sql()}", where.params)
+
+    def edge_history(self, namespace=None) -> list[Edge]:
+        where = self._where()
+        where.eq_any("namespace", as_list(namespace))
+        rows = self._read(f"SELECT {EDGE_COLS} FROM edges{where.sql()} ORDER BY recorded_at, rid", where.params)
+        return [row_to_edge(r) for r in rows]
+
+    # --- vectors -------------------------------------------------------------------------------
+    def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
+        rows = []
+        for h, vec in vectors.items():
+            arr = np.asarray(vec, dtype=np.float32)
+            if arr.ndim != 1 or not arr.size:
+                raise ValidationError(f"vector for {h} must be one non-empty row, got shape {arr.shape}", hash=h)
+            rows.append((h, model, int(arr.shape[0]), self._vector_value(arr)))
+        with self.transaction():
+            self._execmany(self._q("INSERT INTO vectors(hash, model, dim, vector) VALUES (?,?,?,?) ON CONFLICT "
+                                   "(hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector"), rows)
+            if rows:
+                self._log(self._now(), "", "vectors.put", model, "", {"count": len(rows)})
+        return len(rows)
+
+    def delete_vectors(self, hashes: Sequence[str]) -> int:
+        count = 0
+        with self.transaction():
+            for chunk in self._chunks(list(dict.fromkeys(hashes))):
+                clause, params = self._in("hash", chunk)
+                count += self._exec(f"DELETE FROM vectors WHERE {clause}", params)
+            if count:
+                self._log(self._now(), "", "vectors.delete", "*", "", {"count": count})
+        return count
+
+    def get_vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for chunk in self._chunks(list(hashes)):
+            where = self._where()
+            where.add("model = ?", model)
+            where.eq_any("hash", list(chunk))
+            for h, raw in self._vector_rows(f"SELECT hash, vector FROM vectors{where.sql()}", where.params):
+                out[h] = self._decode_vectors([raw])[0]
+        return out
+
+    def missing_vectors(self, model: str, namespace=None) -> list[tuple[str, str]]:
+        where = self._where()
+        where.add("n.embed_hash IS NOT NULL AND n.retracted_at IS NULL")
+        where.eq_any("n.namespace", as_list(namespace))
+        where.add("NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = n.embed_hash AND v.model = ?)", model)
+        rows = self._read(f"SELECT n.embed_hash, min(n.embed_text) FROM nodes n{where.sql()} GROUP BY n.embed_hash",
+                          where.params)
+        return [(h, t) for h, t in rows]
+
+    def load_vectors(self, model: str, namespace=None, kind=None) -> tuple[list[str], np.ndarray]:
+        where = self._where()
+        where.add("n.retracted_at IS NULL AND v.model = ?", model)
+        where.eq_any("n.namespace", as_list(namespace))
+        where.eq_any("n.kind", as_list(kind))
+        rows = self._vector_rows(f"SELECT n.id, v.dim, v.vector FROM nodes n JOIN vectors v ON v.hash = n.embed_hash"
+                                 f"{where.sql()} ORDER BY n.rid", where.params)
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        dims = {r[1] for r in rows}
+        if len(dims) != 1:
+            raise ValidationError(f"vectors of model {model!r} have mixed dimensions {sorted(dims)}; reindex")
+        return [r[0] for r in rows], self._decode_vectors([r[2] for r in rows])
+
+    # --- records, audit and the change log -------------------------------------------------------
+    def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
+        at = self._now()
+        with self.transaction():
+            self._exec(self._q(
+                "INSERT INTO records(kind, key, value, updated_at) VALUES (?,?,?,?) ON CONFLICT (kind, key) "
+                "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"),
+                (kind, key, json.dumps(value, sort_keys=True, default=str), at))
+            self._log(at, actor, "record.put", f"{kind}/{key}")
+
+    def get_record(self, kind: str, key: str) -> dict[str, Any] | None:
+        rows = self._read(self._q("SELECT value FROM records WHERE kind = ? AND key = ?"), (kind, key))
+        return json.loads(rows[0][0]) if rows else None
+
+    def list_records(self, kind: str, prefix: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+        if prefix:
+            rows = self._read(self._q("SELECT key, value FROM records WHERE kind = ? AND key >= ? AND key < ? "
+                                      "ORDER BY key"), (kind, prefix, prefix + "\U0010ffff"))
+        else:
+            rows = self._read(self._q("SELECT key, value FROM records WHERE kind = ? ORDER BY key"), (kind,))
+        return [(k, json.loads(v)) for k, v in rows]
+
+    def delete_record(self, kind: str, key: str, actor: str = "") -> bool:
+        at = self._now()
+        with self.transaction():
+            n = self._exec(self._q("DELETE FROM records WHERE kind = ? AND key = ?"), (kind, key))
+            if n:
+                self._log(at, actor, "record.delete", f"{kind}/{key}")
+        return bool(n)
+
+    def append_audit(self, principal: str, action: str, target: str, outcome: str,
+                     detail: dict | None = None) -> None:
+        with self.transaction():
+            self._exec(
+                self._q("INSERT INTO audit(at, principal, action, target, outcome, detail) VALUES (?,?,?,?,?,?)"),
+                (self._now(), principal, action, target, outcome, json.dumps(detail or {}, default=str)))
+
+    def audit(self, principal: str | None = None, since: str | None = None, limit: int | None = None) -> list[dict]:
+        where = self._where()
+        if principal:
+            where.add("principal = ?", principal)
+        if since:
+            where.add("at >= ?", since)
+        inner = f"SELECT seq, at, principal, action, target, outcome, detail FROM audit{where.sql()}"
+        if limit:  # the latest ``limit`` entries, oldest first
+            inner = f"SELECT * FROM ({inner} ORDER BY seq DESC LIMIT {int(limit)}) latest"
+        rows = self._read(f"{inner} ORDER BY seq", where.params)
+        return [{"seq": r[0], "at": r[1], "principal": r[2], "action": r[3], "target": r[4], "outcome": r[5],
+                 "detail": json.loads(r[6])} for r in rows]
+
+    def change_counter(self) -> int:
+        return self._read("SELECT coalesce(max(seq), 0) FROM changes")[0][0]
+
+    def changes_since(self, seq: int, limit: int | None = None) -> list[Change]:
+        page = f" LIMIT {int(limit)}" if limit else ""
+        rows = self._read(self._q(f"SELECT seq, at, actor, op, target, namespace, detail FROM changes WHERE seq > ? "
+                                  f"ORDER BY seq{page}"), (seq,))
+        return [Change(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
