@@ -1,17 +1,19 @@
-"""PostgreSQL-specific store behaviour on a real server: API parity with SQLiteStore, transactions seen from a
-second connection, several writer processes, the optional extra, and services running unchanged on it."""
+"""PostgreSQL-specific store behaviour on a real server: schemas as workspaces, several writer processes, the
+optional extra, lost connections, and services running unchanged on it. What every backend must do is the
+conformance suite's (tests/conformance/, run here by test_conformance_postgres.py)."""
 from __future__ import annotations
 
-import inspect
 import subprocess
 import sys
 
 import pytest
 
 from agentcontext.model import Edge, Node
-from agentcontext.store import SQLiteStore, open_store
+from agentcontext.store import open_store
 
 from .conftest import PACKS, ROOT
+
+pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
@@ -19,23 +21,6 @@ def pg(pg_url):
     store = open_store(pg_url)
     yield store
     store.close()
-
-
-def _public(cls) -> dict[str, inspect.Signature]:
-    return {name: inspect.signature(fn) for name, fn in inspect.getmembers(cls, inspect.isfunction)
-            if not name.startswith("_")}
-
-
-def test_every_public_sqlite_method_exists_with_the_same_parameters():
-    from agentcontext.store.postgres import PostgresStore
-
-    sqlite, postgres = _public(SQLiteStore), _public(PostgresStore)
-    assert sorted(set(sqlite) - set(postgres)) == []
-    for name, sig in sqlite.items():
-        ours = postgres[name].parameters
-        for pname, param in sig.parameters.items():
-            assert pname in ours, f"PostgresStore.{name} lacks parameter {pname}"
-            assert ours[pname].default == param.default, f"PostgresStore.{name}({pname}=) default differs"
 
 
 def test_importing_agentcontext_does_not_import_psycopg():
@@ -59,20 +44,6 @@ def test_schema_parameter_separates_workspaces(pg_server):
     finally:
         a.close()
         b.close()
-
-
-def test_outermost_transaction_commits_and_others_see_nothing_before(pg, pg_server):
-    other = open_store(pg.url)
-    try:
-        with pg.transaction():
-            pg.put_nodes([Node(id="a", kind="doc", namespace="ns")])
-            with pg.transaction():  # joins the outer one
-                pg.put_edges([Edge("a", "rel", "a", namespace="ns")])
-            assert other.get_node("a") is None and other.edges(src="a") == []
-        assert other.get_node("a").version == 1 and len(other.edges(src="a")) == 1
-        assert other.get_node("a").recorded_at == other.edges(src="a")[0].recorded_at
-    finally:
-        other.close()
 
 
 def test_text_search_stopwords_and_case(pg):

@@ -1,0 +1,50 @@
+"""put_nodes(): versions, no-op writes, authorship."""
+from __future__ import annotations
+
+import pytest
+
+from agentcontext.errors import ValidationError
+
+from .data import node
+
+
+def test_put_get_version_and_noop(store):
+    assert store.put_nodes([node(1), node(2)]) == [1, 1]
+    assert store.put_nodes([node(1)]) == [1]  # unchanged: no new version
+    assert store.put_nodes([node(1, title="New")]) == [2]
+    got = store.get_node("n1")
+    assert got.title == "New" and got.version == 2 and got.content_hash
+    assert [v.title for v in store.node_versions("n1")] == ["Title 1", "New"]
+    assert store.node_version("n1", 1).title == "Title 1"
+    with pytest.raises(ValidationError):
+        store.put_nodes([node(3), node(3)])
+
+
+def test_every_field_round_trips(store):
+    store.put_nodes([node(1, kind="memory", key="a.b", summary="S", content="C é ✓", props={"x": [1, {"y": None}]},
+                          tags=["t:1", "t:2"], valid_from="2020-01-01T00:00:00.000000+00:00",
+                          valid_until="2030-01-01T00:00:00.000000+00:00", created_by="alice", tokens=12)],
+                    actor="bob")
+    got = store.get_node("n1")
+    assert (got.kind, got.key, got.summary, got.content, got.props, got.tags, got.tokens) == (
+        "memory", "a.b", "S", "C é ✓", {"x": [1, {"y": None}]}, ["t:1", "t:2"], 12)
+    assert (got.valid_from, got.valid_until, got.created_by) == (
+        "2020-01-01T00:00:00.000000+00:00", "2030-01-01T00:00:00.000000+00:00", "alice")
+    store.put_nodes([node(2)], actor="bob")
+    assert store.get_node("n2").created_by == "bob"  # the actor, when the node names no author
+    store.put_nodes([node(2, title="again")], actor="carol")
+    assert store.get_node("n2").created_by == "bob"  # a new version keeps the first author
+
+
+def test_an_explicit_moment_is_recorded(store):
+    at = "2024-05-01T12:00:00.000000+00:00"
+    store.put_nodes([node(1)], at=at)
+    assert store.get_node("n1").recorded_at == at and store.changes_since(0)[-1].at == at
+
+
+def test_many_nodes_in_one_call(store):
+    versions = store.put_nodes([node(i) for i in range(2500)])  # more than one statement's worth of ids
+    assert versions == [1] * 2500 and store.count_nodes("ns:a") == 2500
+    assert store.put_nodes([node(i) for i in range(2500)]) == [1] * 2500
+    assert store.put_nodes([node(i, title="x") if i % 2 else node(i) for i in range(2500)]) == [
+        2 if i % 2 else 1 for i in range(2500)]

@@ -1,0 +1,85 @@
+"""The store protocol (agentcontext.store.base.Store) is the whole API: both backends implement exactly it, the
+conformance suite exercises every method of it, and no service probes a store for anything else."""
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+from agentcontext.store import Capability, SQLiteStore, Store
+from agentcontext.store.sql_base import SQLStore
+
+from .conftest import ROOT
+
+CONFORMANCE = ROOT / "tests" / "conformance"
+
+
+def _public(cls) -> dict[str, inspect.Signature]:
+    return {name: inspect.signature(fn) for name, fn in inspect.getmembers(cls, inspect.isfunction)
+            if not name.startswith("_")}
+
+
+def _backends() -> list[type]:
+    from agentcontext.store.postgres import PostgresStore
+
+    return [SQLiteStore, PostgresStore]
+
+
+def test_every_backend_implements_exactly_the_protocol_with_its_parameters():
+    protocol = _public(Store)
+    for cls in _backends():
+        assert issubclass(cls, SQLStore)
+        ours = _public(cls)
+        assert sorted(set(ours) - set(protocol)) == [], f"{cls.__name__} has public methods outside the protocol"
+        assert sorted(set(protocol) - set(ours)) == [], f"{cls.__name__} lacks protocol methods"
+        for name, sig in protocol.items():
+            params = ours[name].parameters
+            for pname, param in sig.parameters.items():
+                assert pname in params, f"{cls.__name__}.{name} lacks parameter {pname}"
+                assert params[pname].default == param.default, f"{cls.__name__}.{name}({pname}=) default differs"
+            assert list(params) == list(sig.parameters), f"{cls.__name__}.{name} parameters differ from the protocol"
+
+
+def test_every_public_sqlite_method_exists_with_the_same_parameters():
+    from agentcontext.store.postgres import PostgresStore
+
+    sqlite, postgres = _public(SQLiteStore), _public(PostgresStore)
+    assert sorted(set(sqlite) - set(postgres)) == []
+    for name, sig in sqlite.items():
+        ours = postgres[name].parameters
+        for pname, param in sig.parameters.items():
+            assert pname in ours, f"PostgresStore.{name} lacks parameter {pname}"
+            assert ours[pname].default == param.default, f"PostgresStore.{name}({pname}=) default differs"
+
+
+def test_the_conformance_suite_calls_every_protocol_method():
+    from tests.conformance import SPEC
+
+    spec_files = sorted(p.stem for p in CONFORMANCE.glob("test_*.py"))
+    assert spec_files == sorted(SPEC), "every spec module runs (tests/conformance/__init__.py SPEC lists them)"
+    text = "\n".join(p.read_text() for p in CONFORMANCE.glob("test_*.py"))
+    uncalled = [name for name in _public(Store) if not re.search(rf"\.{name}\(", text)]
+    assert uncalled == [], f"no conformance test calls {uncalled}"
+
+
+def test_capabilities_are_declared_per_store():
+    assert SQLiteStore(":memory:").capabilities == frozenset()
+    assert set(Capability) == {Capability.PERSISTENT, Capability.SHARED}
+
+
+def test_no_service_probes_a_store():
+    """``getattr(store, ...)`` / ``hasattr(store, ...)`` outside store/ means a method missing from the protocol."""
+    probe = re.compile(r"\b(getattr|hasattr)\(\s*(?:[\w.]*\.)?_?store\s*,")
+    found = []
+    for path in sorted((ROOT / "src" / "agentcontext").rglob("*.py")):
+        if "store" in path.relative_to(ROOT / "src" / "agentcontext").parts[:1]:
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if probe.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert found == [], "services probe stores:\n" + "\n".join(found)
+
+
+def test_spec_modules_are_not_collected_on_their_own():
+    assert (CONFORMANCE / "conftest.py").read_text().count('collect_ignore_glob = ["test_*.py"]') == 1
+    assert Path(CONFORMANCE / "__init__.py").exists()
