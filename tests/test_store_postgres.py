@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from agentcontext.model import Edge, Node
+from agentcontext.model import Node
 from agentcontext.store import open_store
 
 from .conftest import PACKS, ROOT

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from .errors import ValidationError
 from .model import to_utc_iso, utcnow
+from .store import Store
 
 STATUSES = ("erased", "not_found", "not_configured", "unsupported", "failed")
 LEGS = ("vectors", "memory", "graph")
@@ -75,7 +76,7 @@ class ErasureCoordinator:
             getattr(getattr(memory, "workspace", None), "store", None), getattr(graph, "store", None)]
         self.audit_stores: list[Any] = []
         for store in candidates:
-            if callable(getattr(store, "append_audit", None)) and all(store is not s for s in self.audit_stores):
+            if isinstance(store, Store) and all(store is not s for s in self.audit_stores):
                 self.audit_stores.append(store)
 
     # --- legs ----------------------------------------------------------------------------------
@@ -178,7 +179,7 @@ class ErasureCoordinator:
                 store.append_audit(self.actor, "erase_entity", receipt.entity_id, outcome, body)
                 receipt.audit.append({"store": store.url, "status": "recorded"})
             except Exception as exc:  # e.g. the graph's database is the store that failed
-                receipt.audit.append({"store": getattr(store, "url", "?"), "status": "failed", "error": str(exc)})
+                receipt.audit.append({"store": store.url, "status": "failed", "error": str(exc)})
 
     def erase_entities(self, entity_ids: Sequence[str], reason: str | None = None,
                        at: Any = None) -> list[ErasureReceipt]:

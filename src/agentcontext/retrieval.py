@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 from .engine import proximity
 from .errors import ValidationError
+from .store import Store
 
 MODES = ("local", "global", "drift", "hybrid")
 HOP_DECAY = 0.5
@@ -49,7 +50,7 @@ def _stores_of(*owners: Any) -> list[Any]:
         store = getattr(owner, "db", None) or getattr(owner, "store", None)
         if store is None and getattr(owner, "workspace", None) is not None:
             store = owner.workspace.store
-        if store is not None and hasattr(store, "edges") and hasattr(store, "get_node"):
+        if isinstance(store, Store):
             if all(store is not s for s in stores):
                 stores.append(store)
     return stores

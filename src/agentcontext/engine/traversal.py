@@ -64,13 +64,14 @@ def load_adjacency(store: Store, namespace: str | Sequence[str] | None = None, a
 
     ``node_ids`` adds isolated nodes so analytics count them; edges may name nodes outside it.
     """
-    columns = getattr(store, "edge_columns", None) if as_of is None else None
-    rows = columns(namespace) if columns else store.adjacency(namespace=namespace, as_of=as_of, valid_at=as_of)
+    # now: edge_columns() rows carry each edge's validity; as_of: adjacency() has only the edges valid then
+    rows: list[tuple] = (store.edge_columns(namespace) if as_of is None
+                         else store.adjacency(namespace=namespace, as_of=as_of, valid_at=as_of))
     m = len(rows)
-    timed_at: list[int] = []  # row numbers of edges with a validity window (edge_columns rows carry it)
+    timed_at: list[int] = []  # row numbers of edges with a validity window
     col_from: tuple = ()
     col_until: tuple = ()
-    if m and len(rows[0]) == 7:
+    if m and as_of is None:
         col_src, col_dst, col_type, col_weight, col_pos, col_from, col_until = zip(*rows)
         timed_at = [i for i, (a, b) in enumerate(zip(col_from, col_until)) if a is not None or b is not None]
     elif m:
@@ -101,19 +102,6 @@ def load_adjacency(store: Store, namespace: str | Sequence[str] | None = None, a
         position_of[order] = np.arange(m)
         for i in timed_at:
             csr.timed[int(position_of[i])] = (col_from[i], col_until[i])
-    elif as_of is None:
-        timed_fn = getattr(store, "timed_edges", None)
-        timed_rows = timed_fn(namespace) if timed_fn else [
-            (e.src, e.dst, e.type, e.valid_from, e.valid_until)
-            for e in store.edges(namespace=namespace) if e.valid_from or e.valid_until]
-        for s, d, t, vf, vu in timed_rows:
-            si, di, ti = index.get(s), index.get(d), type_index.get(t)
-            if si is None or di is None or ti is None:
-                continue
-            for p in range(int(ptr[si]), int(ptr[si + 1])):
-                if dst[p] == di and etype[p] == ti:
-                    csr.timed[p] = (vf, vu)
-                    break
     return csr
 
 
@@ -280,11 +268,11 @@ def sql_bfs(store: Store, namespace: str | None, start: str, hops: int, directio
         outs: dict[str, list[tuple[str, str, float]]] = {}
         ins: dict[str, list[tuple[str, str, float]]] = {}
         if direction in ("out", "both"):
-            for s, d, t, w, ns, vf, vu in _touching(store, frontier, "src", types, min_weight):
+            for s, d, t, w, ns, vf, vu in store.edges_touching(frontier, "src", types, min_weight):
                 if (namespace is None or ns == namespace) and _usable(vf, vu, now):
                     outs.setdefault(s, []).append((d, t, w))
         if direction in ("in", "both"):
-            for s, d, t, w, ns, vf, vu in _touching(store, frontier, "dst", types, min_weight):
+            for s, d, t, w, ns, vf, vu in store.edges_touching(frontier, "dst", types, min_weight):
                 if (namespace is None or ns == namespace) and _usable(vf, vu, now):
                     ins.setdefault(d, []).append((s, t, w))
         nxt: list[str] = []
@@ -299,16 +287,6 @@ def sql_bfs(store: Store, namespace: str | None, start: str, hops: int, directio
                 nxt.append(nb)
         frontier = nxt
     return order
-
-
-def _touching(store: Store, ids: list[str], side: str, types: list[str] | None,
-              min_weight: float | None) -> list[tuple]:
-    fn = getattr(store, "edges_touching", None)
-    if fn is not None:
-        return fn(ids, side, types, min_weight)
-    found = store.edges(src=ids if side == "src" else None, dst=ids if side == "dst" else None, type=types,
-                        min_weight=min_weight)
-    return [(e.src, e.dst, e.type, e.weight, e.namespace, e.valid_from, e.valid_until) for e in found]
 
 
 def _usable(valid_from: str | None, valid_until: str | None, now: str) -> bool:

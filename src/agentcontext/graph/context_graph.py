@@ -83,14 +83,7 @@ class ContextGraph:
         return self.workspace.cached(self._cache_key(what), build)
 
     def _live_ids(self) -> set[str]:
-        ids_fn = getattr(self.store, "node_ids", None)
-
-        def build() -> set[str]:
-            if ids_fn is not None:
-                return set(ids_fn(self.scope))
-            return {n.id for n in self.store.find_nodes(namespace=self.scope, with_content=False, order="none")}
-
-        return self.workspace.cached(self._cache_key("ids"), build)
+        return self.workspace.cached(self._cache_key("ids"), lambda: set(self.store.node_ids(self.scope)))
 
     def resolve(self, node_id: str) -> str | None:
         """The store id of an existing node (own namespace first, then any store id in scope), or None."""
@@ -221,8 +214,7 @@ class ContextGraph:
             self.workspace.close()
             self.workspace = Workspace.in_memory(embedder)
             return
-        ids = self.store.node_ids(self.namespace, include_retracted=True) if hasattr(self.store, "node_ids") else [
-            n.id for n in self.store.find_nodes(namespace=self.namespace, with_content=False)]
+        ids = self.store.node_ids(self.namespace, include_retracted=True)
         if ids:
             self.store.purge_nodes(ids, reason="graph.clear", actor=self.actor)
 
@@ -364,11 +356,7 @@ class ContextGraph:
         if todo:
             if len(cache) > BRIEF_CACHE:
                 cache.clear()
-            brief_fn = getattr(self.store, "node_briefs", None)
-            if brief_fn is not None:
-                cache.update(brief_fn(todo))
-            else:
-                cache.update({k: (n.kind, n.content, n.props) for k, n in self.store.get_nodes(todo).items()})
+            cache.update(self.store.node_briefs(todo))
         return {s: cache[s] for s in sids if s in cache}
 
     def get_neighbor_distances(self, node_id: str, hops: int = 3, relationship_types: Sequence[str] | None = None,

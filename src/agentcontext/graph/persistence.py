@@ -32,15 +32,11 @@ NODE_FIELDS = ("id", "kind", "namespace", "key", "title", "summary", "content", 
 # --- export / import of the state dict ------------------------------------------------------------
 def export_state(graph: "ContextGraph") -> dict[str, Any]:
     store = graph.store
-    ids_fn = getattr(store, "node_ids", None)
-    history_fn = getattr(store, "edge_history", None)
-    if ids_fn is None or history_fn is None:
-        raise ValidationError(f"store {store.url} cannot list history (node_ids/edge_history); save needs them")
     nodes = []
-    for sid in ids_fn(graph.scope, include_retracted=True):
+    for sid in store.node_ids(graph.scope, include_retracted=True):
         versions = [{k: v for k, v in n.to_dict().items() if k in NODE_FIELDS} for n in store.node_versions(sid)]
         nodes.append({"id": sid, "versions": versions})
-    edges = [e.to_dict() for e in history_fn(graph.scope)]
+    edges = [e.to_dict() for e in store.edge_history(graph.scope)]
     for e in edges:
         e.pop("id", None)
     links = [value for _, value in store.list_records(LINK_KIND, prefix=graph.namespace + ":")]
