@@ -1,0 +1,255 @@
+"""Numbered schema migrations: a workspace written before they existed (tests/fixtures/workspace_v1, made by the code
+of that time) opens upgraded with every record intact; an upgrade is one transaction; a newer store is refused
+untouched; adding a step is one function; processes upgrading one old store at once do it once."""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from agentcontext.errors import SchemaVersionError, StoreError
+from agentcontext.model import Edge, Node
+from agentcontext.store import SQLiteStore, open_store
+from agentcontext.store.migrations import Migration, Migrations
+from tests.fixtures.make_workspace_v1 import dump
+
+from .conftest import ROOT
+
+FIXTURE = ROOT / "tests" / "fixtures" / "workspace_v1"
+CONTENTS = json.loads((FIXTURE / "contents.json").read_text())
+
+
+@pytest.fixture
+def old(tmp_path) -> Path:
+    """A private copy of the version-1 workspace file (opening it upgrades it)."""
+    shutil.copy(FIXTURE / "store.db", tmp_path / "store.db")
+    return tmp_path / "store.db"
+
+
+def _raw(path: Path, sql: str, params=()) -> list[tuple]:
+    """Read without agentcontext; the committed fixture only immutably (a WAL reader would leave -wal/-shm there)."""
+    uri = f"file:{path}?immutable=1" if path.parent == FIXTURE else f"file:{path}"
+    db = sqlite3.connect(uri, uri=True)
+    try:
+        return db.execute(sql, params).fetchall()
+    finally:
+        db.close()
+
+
+def _schema(path: Path) -> tuple[list, list]:
+    """(recorded migrations or None, the edges table's columns), read without agentcontext."""
+    tables = {r[0] for r in _raw(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    steps = _raw(path, "SELECT version, name FROM schema_migrations ORDER BY version") if (
+        "schema_migrations" in tables) else None
+    return steps, [r[1] for r in _raw(path, "PRAGMA table_info(edges)")]
+
+
+def _same_as_fixture(store) -> None:
+    held = json.loads(json.dumps(dump(SimpleNamespace(store=store)), sort_keys=True, default=str))
+    for key, value in held.items():
+        assert value == CONTENTS[key], f"{key} differs from what the version-1 workspace held"
+
+
+def test_the_fixture_is_a_version_1_workspace():
+    steps, edge_cols = _schema(FIXTURE / "store.db")
+    assert steps is None and edge_cols[0] == "rowid"  # written before migrations were numbered
+    assert (FIXTURE / "store.db").stat().st_size < 400_000
+    assert sorted(p.name for p in FIXTURE.iterdir()) == ["contents.json", "store.db"]  # nobody opened it in place
+
+
+def test_opening_it_upgrades_and_every_record_reads_back(old):
+    store = SQLiteStore(old)
+    try:
+        assert store.schema_version() == SQLiteStore.MIGRATIONS.latest == 2
+        assert [m["name"] for m in store.info()["migrations"]] == ["initial schema",
+                                                                    "edges.rowid is named rid, as on PostgreSQL"]
+        _same_as_fixture(store)  # nodes with every version, edge intervals, vectors, tombstones, records, audit
+        assert store.check_integrity() == "ok"
+        assert store.change_counter() == CONTENTS["change_counter"]  # the upgrade is not a change to the data
+        store.put_edges([Edge("graph:default/web", "depends_on", "graph:default/queue", namespace="graph:default")])
+        store.put_nodes([Node(id="after", kind="doc", namespace="ns")])
+        assert store.edge_history("graph:default")[-1].dst == "graph:default/queue"
+    finally:
+        store.close()
+    steps, edge_cols = _schema(old)
+    assert steps == [(1, "initial schema"), (2, "edges.rowid is named rid, as on PostgreSQL")]
+    assert edge_cols[0] == "rid"
+    again = SQLiteStore(old)  # a current store opens with one read: nothing more to apply
+    assert again.schema_version() == 2 and again.get_node("after") is not None
+    again.close()
+
+
+def test_the_services_read_the_upgraded_workspace(old):
+    from agentcontext import AgentContext, AgentMemory, PolicyEngine, VectorStore, access
+    from agentcontext.graph.context_graph import ContextGraph
+    from agentcontext.knowledge.flash import flash
+    from agentcontext.knowledge.history import history
+    from agentcontext.knowledge.tools import read_knowledge_doc
+    from agentcontext.workspace import Workspace
+
+    handles = CONTENTS["handles"]
+    ws = Workspace.open(url=f"sqlite:///{old}")
+    try:
+        assert flash(ws, "lib:semdag", "invitations").order == ["identity", "account", "membership", "invitations"]
+        assert [v["version"] for v in history(ws, "lib:notes", "deploy")] == [1, 2, 3]
+        assert "smoke test" not in read_knowledge_doc(ws, "lib:notes", "deploy", version=1)["content"]
+        assert access.principal_for_token(ws, handles["token"]) == handles["token_principal"]
+        assert {(g["principal"], g["pattern"]) for g in access.grants(ws)} == {("bob", "lib:notes"), ("carol", "lib:*")}
+        assert ("doc.put", "denied") in {(a["action"], a["outcome"]) for a in access.audit_log(ws)}
+
+        memory = AgentMemory(vector_store=VectorStore(workspace=ws), max_memory_size=1000)
+        for mid in handles["memories_embedded"] + handles["memories_supplied"] + handles["memories_chained"]:
+            assert memory.get_memory(mid) is not None
+        assert memory.get_memory(handles["memory_forgotten"]) is None
+        assert [m["id"] for m in memory.conversation("conv-a")] == handles["memories_chained"][:3]
+        top = memory.retrieve("window seat on a long flight", max_results=1)
+        assert top[0]["id"] == handles["memories_embedded"][0]  # the stored vectors still rank
+
+        graph = ContextGraph(workspace=ws)
+        assert graph.find_node("web") is not None and graph.find_node("legacy") is None
+        assert {n["id"] for n in graph.get_neighbors("web", hops=1)} >= {"db", "cache"}
+        assert "graph:default/secret-project" in {t["id"] for t in graph.tombstones()}
+        ctx = AgentContext(knowledge_graph=graph, decision_tracking=True, vector_store=VectorStore(workspace=ws))
+        first, second = handles["decisions"]
+        assert ctx.get_decision(second).outcome == "replica_added"
+        assert [d.decision_id for d in ctx.get_causal_chain(second)] == [first]
+        assert PolicyEngine(graph_store=graph).get_policy("scale").rules == {"min_confidence": 0.8}
+        assert handles["checkpoint"] in ctx.list_checkpoints()
+        assert ctx.diff_checkpoints(handles["checkpoint"], handles["checkpoint"])["summary"]["decisions_added"] == 0
+    finally:
+        ws.close()
+
+
+class FailingStore(SQLiteStore):
+    MIGRATIONS = SQLiteStore.MIGRATIONS.plus(Migration(3, "breaks halfway", lambda db: (
+        db.execute("CREATE TABLE half_done (x)"), db.execute("SELECT * FROM no_such_table"))))
+
+
+def test_an_upgrade_is_one_transaction(old):
+    with pytest.raises(StoreError) as info:
+        FailingStore(old)
+    assert "schema version 3 (breaks halfway) failed" in str(info.value) and "nothing was changed" in str(info.value)
+    steps, edge_cols = _schema(old)
+    assert steps is None and edge_cols[0] == "rowid"  # steps 1 and 2 went with step 3
+    assert not _raw(old, "SELECT 1 FROM sqlite_master WHERE name = 'half_done'")
+    store = SQLiteStore(old)  # the shipped steps still apply
+    _same_as_fixture(store)
+    store.close()
+
+
+def test_a_newer_store_is_refused_untouched(old, tmp_path):
+    SQLiteStore(old).close()
+    db = sqlite3.connect(old)
+    with db:
+        db.execute("INSERT INTO schema_migrations VALUES (3, 'from a newer agentcontext', '2030-01-01')")
+    db.close()
+    before = old.read_bytes()
+    with pytest.raises(SchemaVersionError) as info:
+        open_store(f"sqlite:///{old}")
+    message = str(info.value)
+    assert "schema version 3" in message and "(2 for sqlite)" in message and "Upgrade agentcontext" in message
+    assert isinstance(info.value, StoreError) and info.value.data["store_version"] == 3
+    assert old.read_bytes() == before
+    from agentcontext.workspace import Workspace
+
+    with pytest.raises(SchemaVersionError):
+        Workspace.open(url=f"sqlite:///{old}")
+
+
+def test_adding_a_step_is_one_function(old):
+    steps = SQLiteStore.MIGRATIONS.plus()
+
+    @steps.step(3, "an index on audit times")
+    def audit_at(db) -> None:
+        db.execute("CREATE INDEX audit_at ON audit(at)")
+
+    class Next(SQLiteStore):
+        MIGRATIONS = steps
+
+    store = Next(old)
+    assert store.schema_version() == 3 and store.info()["migrations"][-1]["name"] == "an index on audit times"
+    assert _raw(old, "SELECT 1 FROM sqlite_master WHERE name = 'audit_at'")
+    store.close()
+    with pytest.raises(SchemaVersionError):  # the shipped code does not know step 3
+        SQLiteStore(old)
+    assert SQLiteStore.MIGRATIONS.latest == 2  # plus() copied; the shipped list is unchanged
+
+
+def test_steps_are_numbered_without_gaps_or_repeats():
+    steps = Migrations("test")
+    steps.step(1, "one")(lambda db: None)
+    with pytest.raises(ValueError):
+        steps.step(1, "one again")(lambda db: None)
+    with pytest.raises(ValueError):
+        steps.step(3, "skips two")(lambda db: None)
+    assert steps.latest == 1 and [m.name for m in steps] == ["one"] and steps.pending(0) and not steps.pending(1)
+
+
+UPGRADER = """
+import sys
+from agentcontext.model import Node
+from agentcontext.store import open_store
+store = open_store(sys.argv[1])
+store.put_nodes([Node(id=sys.argv[2], kind="doc", namespace="ns")])
+print(store.schema_version())
+store.close()
+"""
+
+
+def test_processes_upgrading_one_old_workspace_at_once(old):
+    procs = [subprocess.Popen([sys.executable, "-c", UPGRADER, str(old), f"p{i}"], cwd=ROOT, stdout=subprocess.PIPE,
+                              text=True) for i in range(3)]
+    outputs = [p.communicate()[0].strip() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0] and outputs == ["2", "2", "2"]
+    assert _schema(old)[0] == [(1, "initial schema"), (2, "edges.rowid is named rid, as on PostgreSQL")]
+    store = SQLiteStore(old)
+    assert store.count_nodes("ns") == 3 and store.check_integrity() == "ok"
+    store.close()
+
+
+def test_a_file_that_is_not_a_store_is_a_store_error(tmp_path):
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError) as info:
+        SQLiteStore(junk)
+    assert str(junk) in str(info.value)
+
+
+@pytest.mark.postgres
+def test_postgres_adopts_a_schema_from_before_numbered_migrations_and_refuses_a_newer_one(pg_url):
+    from agentcontext.store.postgres import PostgresStore
+
+    store = open_store(pg_url)
+    store.put_nodes([Node(id="a", kind="doc", namespace="ns", content="kept")])
+    store._db.execute("DROP TABLE schema_migrations")  # the schema as today's code wrote it before versions
+    store.close()
+    again = open_store(pg_url)
+    assert again.schema_version() == PostgresStore.MIGRATIONS.latest and again.get_node("a").content == "kept"
+    again._db.execute("INSERT INTO schema_migrations VALUES (%s, 'from a newer agentcontext', '2030')",
+                      (PostgresStore.MIGRATIONS.latest + 1,))
+    again.close()
+    with pytest.raises(SchemaVersionError) as info:
+        open_store(pg_url)
+    assert "for postgresql" in str(info.value) and info.value.data["url"] == pg_url
+
+
+@pytest.mark.postgres
+def test_postgres_upgrade_is_one_transaction(pg_url):
+    from agentcontext.store.postgres import PostgresStore
+
+    class Failing(PostgresStore):
+        MIGRATIONS = PostgresStore.MIGRATIONS.plus(Migration(PostgresStore.MIGRATIONS.latest + 1, "breaks", lambda db: (
+            db.execute("CREATE TABLE half_done (x int)"), db.execute("SELECT * FROM no_such_table"))))
+
+    with pytest.raises(StoreError):
+        Failing(pg_url)
+    store = open_store(pg_url)  # nothing of the failed upgrade is left; the shipped steps apply
+    assert store.schema_version() == PostgresStore.MIGRATIONS.latest
+    assert store._db.execute("SELECT to_regclass('half_done')").fetchone()[0] is None
+    store.close()
