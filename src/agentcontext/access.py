@@ -348,3 +348,12 @@ def audit_log(ws: Workspace, actor: str | None = None, principal: str | None = N
     if end is not None:
         rows = [r for r in rows if r["at"] < end]
     return rows[-limit:] if limit else rows
+
+
+def store_info(ws: Workspace, actor: str | None = None) -> dict[str, Any]:
+    """The store's URL, schema version and migrations, counts and sizes (``Store.info``): every namespace is
+    named and counted, so only the owner or an admin of ``*`` may see it once the workspace is multi-user."""
+    if not is_superadmin(ws, actor):
+        raise deny(ws, actor, "store.info", "store", "admin", "*",
+                   hint="only the owner or an admin of `*` may see what the whole store holds")
+    return ws.store.info()

@@ -17,7 +17,7 @@ import typer
 from ..config import HOME_DIR
 from ..errors import AgentContextError
 from ..workspace import Workspace
-from . import access, doc, evaluation, history, knowledge, memory, pack, serve, token
+from . import access, doc, evaluation, history, knowledge, memory, pack, serve, store, token
 from .common import JSON_OPTION, emit, err, out
 
 app = typer.Typer(name="agentcontext", help="The context layer for AI agents: knowledge packs, flash, memory, "
@@ -55,6 +55,7 @@ app.add_typer(memory.memory_app, name="memory")
 app.add_typer(evaluation.eval_app, name="eval")
 app.add_typer(serve.serve_app, name="serve")
 app.add_typer(token.token_app, name="token")
+app.add_typer(store.store_app, name="store")
 for _command in (access.grant, access.revoke, access.grants, *history.COMMANDS, access.audit):
     app.command()(_command)
 

@@ -1,0 +1,49 @@
+"""``agentcontext store ...``: the store of record itself (where it is, its schema version, what it holds)."""
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from .. import access
+from .common import JSON_OPTION, emit, open_workspace, out, principal, table
+
+store_app = typer.Typer(help="The store of record: where it lives, its schema version, what it holds.",
+                        no_args_is_help=True)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _print(info: dict[str, Any]) -> None:
+    latest = info["latest_schema_version"]
+    out.print(f"store: {info['url']} ({info['backend']})", markup=False)
+    out.print(f"schema version: {info['schema_version']}" + (" (latest)" if info["schema_version"] == latest
+                                                             else f" (this agentcontext knows {latest})"))
+    for step in info["migrations"]:
+        out.print(f"  {step['version']}. {step['name']} (applied {step['applied_at']})", markup=False)
+    out.print(f"size: {_size(info['sizes']['total'])}; change counter {info['change_counter']}")
+    table(("count", "rows"), [{"count": k, "rows": v} for k, v in info["counts"].items()])
+    if info["namespaces"]:
+        table(("namespace", "nodes"), [{"namespace": k, "nodes": v} for k, v in info["namespaces"].items()])
+    tables = info["sizes"].get("tables") or {}
+    if tables:
+        table(("table", "size"), [{"table": k, "size": _size(v)} for k, v in
+                                  sorted(tables.items(), key=lambda kv: -kv[1])])
+
+
+@store_app.command("info")
+def store_info(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
+    """Print the store's URL, schema version and migrations, counts of what it holds, and sizes on disk.
+
+    Opening an older store upgrades its schema first; a store written by a newer agentcontext is refused."""
+    ws = open_workspace(ctx)
+    try:
+        emit(access.store_info(ws, principal(ctx)), json_out, _print)
+    finally:
+        ws.close()
