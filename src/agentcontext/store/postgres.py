@@ -150,8 +150,8 @@ class PostgresStore(SQLStore):
         return PgWhere()
 
     def _table_exists(self, name: str) -> bool:
-        return bool(self._db.execute("SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = %s",
-                                     (name,)).fetchone())
+        return bool(self._read("SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = %s",
+                                (name,)))
 
     def _sizes(self) -> dict[str, Any]:
         tables = dict(self._read(

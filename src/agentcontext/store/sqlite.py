@@ -116,8 +116,7 @@ class SQLiteStore(SQLStore):
         return SqlWhere()
 
     def _table_exists(self, name: str) -> bool:
-        return bool(self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                                     (name,)).fetchone())
+        return bool(self._read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
 
     def _physical_problems(self) -> list[str]:
         return [r[0] for r in self._read("PRAGMA integrity_check") if r[0] != "ok"]

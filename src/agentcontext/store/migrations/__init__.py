@@ -77,7 +77,7 @@ class Migrations:
 
 def applied(store: Any) -> list[dict[str, Any]]:
     """The steps recorded in a ``SQLStore``'s table, in order (none for a store from before numbered migrations)."""
-    if not store._guard(lambda: store._table_exists(TABLE)):
+    if not store._table_exists(TABLE):
         return []
     rows = store._read(f"SELECT version, name, applied_at FROM {TABLE} ORDER BY version")
     return [{"version": v, "name": n, "applied_at": a} for v, n, a in rows]
