@@ -55,7 +55,7 @@ class GraphAnalytics:
 
     def node_centrality(self, node_id: str) -> dict[str, float]:
         graph = self.graph
-        uid = graph.user_id(graph._require(node_id))
+        uid = graph.user_id(graph.require(node_id))
         measures = ["degree", "in_degree", "out_degree", "pagerank"]
         if graph.centrality_analysis:
             measures += ["betweenness", "closeness"]

@@ -99,7 +99,8 @@ class ContextGraph:
             return own
         return node_id if node_id in live else None
 
-    def _require(self, node_id: str) -> str:
+    def require(self, node_id: str) -> str:
+        """The store id of an existing node, or NotFoundError saying how to add it."""
         sid = self.resolve(node_id)
         if sid is None:
             raise NotFoundError(f"node {node_id!r} is not in graph {self.name!r}; add it with add_node() first",
@@ -187,10 +188,10 @@ class ContextGraph:
 
     def retract_node(self, node_id: str, at: Any = None) -> int:
         """Withdraw a node and its edges; history stays (``as_of`` still sees them)."""
-        return self.store.retract_nodes([self._require(node_id)], actor=self.actor, at=to_utc_iso(at))
+        return self.store.retract_nodes([self.require(node_id)], actor=self.actor, at=to_utc_iso(at))
 
     def retract_edge(self, source_id: str, target_id: str, edge_type: str = "related_to", at: Any = None) -> int:
-        src, dst = self._require(source_id), self._require(target_id)
+        src, dst = self.require(source_id), self.require(target_id)
         return self.store.retract_edges([edge_id(src, edge_type, dst)], actor=self.actor, at=to_utc_iso(at))
 
     def purge_node(self, node_id: str, reason: str = "", at: Any = None) -> dict[str, Any]:
@@ -304,7 +305,7 @@ class ContextGraph:
                 raise NotFoundError(f"node {node_id!r} did not exist at {as_of}", node_id=node_id)
             blocked: set[int] | frozenset[int] = frozenset()
         else:
-            sid = self._require(node_id)
+            sid = self.require(node_id)
             csr = self.workspace.peek(self._cache_key("csr"))
             if csr is None:
                 counter = self.store.change_counter()
@@ -380,7 +381,7 @@ class ContextGraph:
                       as_of: Any = None) -> list[str] | None:
         """Fewest-edges path as node ids, or None when ``target_id`` is unreachable."""
         csr = self.csr(as_of)
-        s, t = self._require(source_id), self._require(target_id)
+        s, t = self.require(source_id), self.require(target_id)
         if s not in csr.index or t not in csr.index:
             return [source_id] if s == t else None
         blocked = traversal.blocked_edges(csr, utcnow()) if as_of is None and csr.timed else frozenset()

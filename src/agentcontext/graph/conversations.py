@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from ..errors import NotFoundError, ValidationError
 from ..model import content_hash
+from .entity_table import EntityTable
+from .protocol import GraphLike
 
-if TYPE_CHECKING:
-    from .context_graph import ContextGraph
 
 
 def _load(conv: Any, index: int) -> dict[str, Any]:
@@ -27,16 +27,13 @@ def _load(conv: Any, index: int) -> dict[str, Any]:
                           index=index)
 
 
-def build_from_conversations(graph: "ContextGraph", conversations: Sequence[Any], link_entities: bool = True,
+def build_from_conversations(graph: GraphLike, conversations: Sequence[Any], link_entities: bool = True,
                              **_: Any) -> dict[str, Any]:
     """Add a ``conversation`` node per conversation, a ``message`` node per turn (``has_message``, ``next``),
-    entity nodes (resolved through an EntityLinker when ``link_entities``) with ``mentions`` edges, and the
-    conversation's ``relationships`` between entities. Returns counts and the ids it built."""
-    linker = None
-    if link_entities:
-        from ..entities import EntityLinker  # the linker keeps its entities in this same graph
-
-        linker = EntityLinker(graph=graph)
+    entity nodes with ``mentions`` edges, and the conversation's ``relationships`` between entities. Returns
+    counts and the ids it built. With ``link_entities`` a mention is resolved by the graph's EntityTable (the
+    rules and entities an EntityLinker over this graph uses), so "Apple Inc." and "AAPL" stay one entity."""
+    linker = EntityTable(graph) if link_entities else None
     before = graph.stats()
     built: dict[str, Any] = {"conversations": [], "messages": 0, "entities": {}, "entities_merged": 0,
                              "relationships": 0}

@@ -8,38 +8,36 @@ from __future__ import annotations
 import uuid
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import NotFoundError, ValidationError
 from ..model import utcnow
 from ..engine import traversal
-
-if TYPE_CHECKING:
-    from .context_graph import ContextGraph
+from .protocol import GraphLike
 
 LINK_KIND = "graph_link"
-_REGISTRY: "weakref.WeakValueDictionary[str, ContextGraph]" = weakref.WeakValueDictionary()
+_REGISTRY: "weakref.WeakValueDictionary[str, GraphLike]" = weakref.WeakValueDictionary()
 
 
-def register(graph: "ContextGraph") -> None:
+def register(graph: GraphLike) -> None:
     _REGISTRY[graph.graph_id] = graph
 
 
-def _key(graph: "ContextGraph", link_id: str) -> str:
+def _key(graph: GraphLike, link_id: str) -> str:
     return f"{graph.namespace}:{link_id}"
 
 
-def links(graph: "ContextGraph") -> list[dict[str, Any]]:
+def links(graph: GraphLike) -> list[dict[str, Any]]:
     """Every cross-graph link leaving this graph."""
     return [value for _, value in graph.store.list_records(LINK_KIND, prefix=graph.namespace + ":")]
 
 
-def link_graph(graph: "ContextGraph", other: "ContextGraph", source_node_id: str, target_node_id: str,
+def link_graph(graph: GraphLike, other: GraphLike, source_node_id: str, target_node_id: str,
                link_type: str = "CROSS_GRAPH") -> str:
     """Create a navigable link; both endpoints must exist. Returns the link id."""
     if other is None or not hasattr(other, "graph_id"):
         raise ValidationError("other_graph must be a ContextGraph", got=type(other).__name__)
-    graph._require(source_node_id)
+    graph.require(source_node_id)
     if other.resolve(target_node_id) is None:
         raise NotFoundError(f"target node {target_node_id!r} is not in graph {other.name!r}",
                             node_id=target_node_id, graph=other.name)
@@ -52,7 +50,7 @@ def link_graph(graph: "ContextGraph", other: "ContextGraph", source_node_id: str
     return link_id
 
 
-def resolve_links(graph: "ContextGraph", graphs: dict[str, "ContextGraph"]) -> int:
+def resolve_links(graph: GraphLike, graphs: dict[str, GraphLike]) -> int:
     """Re-point links at live graphs (after load_from_file): ``{saved graph_id or name: graph}``."""
     count = 0
     for record in links(graph):
@@ -65,7 +63,7 @@ def resolve_links(graph: "ContextGraph", graphs: dict[str, "ContextGraph"]) -> i
     return count
 
 
-def navigate_to(graph: "ContextGraph", link_id: str) -> tuple["ContextGraph", str]:
+def navigate_to(graph: GraphLike, link_id: str) -> tuple[GraphLike, str]:
     record = graph.store.get_record(LINK_KIND, _key(graph, link_id))
     if record is None:
         raise NotFoundError(f"no cross-graph link {link_id!r} from graph {graph.name!r}; create it with "
@@ -78,11 +76,11 @@ def navigate_to(graph: "ContextGraph", link_id: str) -> tuple["ContextGraph", st
     return target, record["target_node_id"]
 
 
-def cross_graph_path(graph: "ContextGraph", source_node_id: str, target_graph: "ContextGraph",
+def cross_graph_path(graph: GraphLike, source_node_id: str, target_graph: GraphLike,
                      target_node_id: str, max_hops: int = 10) -> dict[str, Any]:
     """Fewest-hops path across linked graphs (an in-graph edge and a cross-graph link each count one hop)."""
-    graph._require(source_node_id)
-    target_graph._require(target_node_id)
+    graph.require(source_node_id)
+    target_graph.require(target_node_id)
     start = (graph.graph_id, source_node_id)
     goal = (target_graph.graph_id, target_node_id)
     graphs = {graph.graph_id: graph, target_graph.graph_id: target_graph}
@@ -125,9 +123,9 @@ def cross_graph_path(graph: "ContextGraph", source_node_id: str, target_graph: "
             "distance_band": traversal.distance_band(hop_count)}
 
 
-def _moves(g: "ContextGraph", node_id: str) -> list[tuple["ContextGraph", str, str | None, float]]:
+def _moves(g: GraphLike, node_id: str) -> list[tuple[GraphLike, str, str | None, float]]:
     """In-graph out-neighbours (active edges only) and cross-graph links leaving ``node_id``."""
-    out: list[tuple[ContextGraph, str, str | None, float]] = []
+    out: list[tuple[GraphLike, str, str | None, float]] = []
     sid = g.resolve(node_id)
     csr = g.csr()
     if sid is not None and sid in csr.index:

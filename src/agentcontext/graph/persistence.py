@@ -14,15 +14,14 @@ import shutil
 import tempfile
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import safe_yaml
 from ..errors import ValidationError
 from ..model import Edge, Node, utcnow
 from .crossgraph import LINK_KIND
+from .protocol import GraphLike
 
-if TYPE_CHECKING:
-    from .context_graph import ContextGraph
 
 FORMAT = "agentcontext.graph.v1"
 NODE_FIELDS = ("id", "kind", "namespace", "key", "title", "summary", "content", "props", "tags", "valid_from",
@@ -30,7 +29,7 @@ NODE_FIELDS = ("id", "kind", "namespace", "key", "title", "summary", "content", 
 
 
 # --- export / import of the state dict ------------------------------------------------------------
-def export_state(graph: "ContextGraph") -> dict[str, Any]:
+def export_state(graph: GraphLike) -> dict[str, Any]:
     store = graph.store
     nodes = []
     for sid in store.node_ids(graph.scope, include_retracted=True):
@@ -54,7 +53,7 @@ def _remapper(old_ns: str, new_ns: str):
     return remap
 
 
-def import_state(graph: "ContextGraph", state: dict[str, Any]) -> dict[str, int]:
+def import_state(graph: GraphLike, state: dict[str, Any]) -> dict[str, int]:
     """Replay a saved state into ``graph`` (which the caller has cleared)."""
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise ValidationError(f"not a saved agentcontext graph (format {FORMAT} expected)",
@@ -130,7 +129,7 @@ def _refuse_link(path: Path) -> None:
         raise ValidationError(f"{path} is a symbolic link; refusing to write through it", path=str(path))
 
 
-def save_graph(graph: "ContextGraph", path: str | os.PathLike, format: str = "json") -> None:
+def save_graph(graph: GraphLike, path: str | os.PathLike, format: str = "json") -> None:
     target = Path(path)
     _refuse_link(target)
     state = export_state(graph)
@@ -152,7 +151,7 @@ def save_graph(graph: "ContextGraph", path: str | os.PathLike, format: str = "js
         raise ValidationError(f"unknown format {format!r}; use json or markdown", format=format)
 
 
-def load_graph(graph: "ContextGraph", path: str | os.PathLike, format: str | None = None) -> dict[str, int]:
+def load_graph(graph: GraphLike, path: str | os.PathLike, format: str | None = None) -> dict[str, int]:
     source = Path(path)
     if not source.exists():
         from ..errors import NotFoundError
