@@ -14,7 +14,7 @@ import pytest
 
 from agentcontext import AgentMemory, ValidationError, VectorStore
 from agentcontext.graph.persistence import load_graph
-from agentcontext.knowledge.manifest import load_folder
+from agentcontext.knowledge.package import load_folder
 
 STAMP = "created_at: '2026-01-01T00:00:00Z'\nupdated_at: '2026-01-01T00:00:00Z'\n"
 # 406 bytes of YAML that expand to 9^9 (387 million) strings once written out as JSON.

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentcontext.errors import AgentContextError, ValidationError
-from agentcontext.knowledge.manifest import load_folder, selector_from_path
+from agentcontext.knowledge.manifest import selector_from_path
+from agentcontext.knowledge.package import load_folder
 from agentcontext.knowledge.packs import install_folder
 
 from .conftest import PACKS
@@ -93,8 +94,11 @@ def test_non_utf8_doc(root):
 
 
 def test_unknown_edge_type(root):
-    _manifest(root, [{"selector": "a", "source_path": "docs/a.md", "related": [{"type": "loves", "target": "b"}]}])
-    _expect(root, "related type 'loves' is unknown")
+    # Issue 12 s2: edge types are an open vocabulary (stored, traversed, linted); only a non-word is refused.
+    _manifest(root, [{"selector": "a", "source_path": "docs/a.md", "related": [{"type": "Loves", "target": "b"}]}])
+    assert load_folder(root)[0].docs[0].related[0].type == "loves"
+    _manifest(root, [{"selector": "a", "source_path": "docs/a.md", "related": [{"type": "!!", "target": "b"}]}])
+    _expect(root, "edge type '!!' is not a word")
 
 
 def test_doc_over_5mb(root):

@@ -107,7 +107,7 @@ async def exercise_every_tool(client, pack: str = "lib:open") -> dict[str, Any]:
         ("read_knowledge_doc", {"pack": pack, "selector": "not a selector!"}, "ValidationError"),
         ("search_knowledge", {"pack": pack, "limit": "10"}, "ValidationError"),
         ("search_knowledge", {"pack": "nonsense"}, "ValidationError"),
-        ("list_knowledge_neighbors", {"pack": pack, "selector": "guide", "edge_type": "loves"}, "ValidationError"),
+        ("list_knowledge_neighbors", {"pack": pack, "selector": "guide", "edge_type": "!!!"}, "ValidationError"),
         ("flash_knowledge", {"pack": pack, "selectors": []}, "ValidationError"),
         ("flash_knowledge", {"pack": pack, "selectors": ["guide"], "budget_tokens": 1}, "BudgetExceededError"),
         ("flash_knowledge", {"pack": pack, "selectors": ["guide"], "as_of": "last tuesday"}, "ValidationError"),

@@ -66,8 +66,10 @@ def test_search_filters(pkgws):
     assert {h["selector"] for h in search_knowledge(pkgws, p, "", selector_prefix="design.")} == {"design.agents"}
     rel = search_knowledge(pkgws, p, "", related_to="design.agents", edge_type="governs")
     assert [h["selector"] for h in rel] == ["policy.safety"]
+    # Issue 12 s2: an edge type outside the known ones is a filter like any other (nothing has it here).
+    assert search_knowledge(pkgws, p, "", edge_type="loves", related_to="design.agents") == []
     with pytest.raises(ValidationError):
-        search_knowledge(pkgws, p, "x", edge_type="loves", related_to="design.agents")
+        search_knowledge(pkgws, p, "x", edge_type="!!!", related_to="design.agents")
     with pytest.raises(ValidationError):
         search_knowledge(pkgws, p, "x", limit=0)
     with pytest.raises(NotFoundError):
@@ -162,8 +164,10 @@ def test_render(pkgws):
         render(ws, "{{ lib.missing }}")
     with pytest.raises(NotFoundError):
         render(ws, "{{ lib.notes.nothing_here }}")
+    # Issue 12 s2: variables that are not pack references are left for the agent runtime; strict refuses them.
+    assert render(ws, "{{ something.else }}") == "{{ something.else }}"
     with pytest.raises(ValidationError):
-        render(ws, "{{ something.else }}")
+        render(ws, "{{ something.else }}", strict=True)
 
 
 def test_deferred_embeddings_computed_on_first_search(ws, write_pack):

@@ -1,4 +1,4 @@
-"""Top-level knowledge commands: search, neighbors, read, flash, lint, why, render, reindex."""
+"""Top-level knowledge commands: search, docs, neighbors, read, flash, lint, why, render, reindex."""
 from __future__ import annotations
 
 import sys
@@ -8,29 +8,66 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
+from ..errors import ValidationError
+from ..knowledge import catalog
 from ..knowledge import flash as flash_mod
 from ..knowledge import lint as lint_mod
 from ..knowledge import packs, render as render_mod, tools
 from .common import JSON_OPTION, emit, err, open_workspace, out, principal, progress_bar, read_text
 
 
-def search(ctx: typer.Context, pack: str, query: str = typer.Argument(""),
+def search(ctx: typer.Context, pack: Optional[str] = typer.Argument(None, help="The pack (with --all: the query)."),
+           query: str = typer.Argument(""),
            tag: Optional[list[str]] = typer.Option(None, "--tag", help="All-of tag filter; repeat."),
            kind: Optional[str] = typer.Option(None, "--kind"), prefix: Optional[str] = typer.Option(None, "--prefix"),
            related_to: Optional[str] = typer.Option(None, "--related-to"),
            edge_type: Optional[str] = typer.Option(None, "--edge-type"),
+           all_packs: bool = typer.Option(False, "--all", help="Search every pack you may read: search --all QUERY."),
            limit: int = typer.Option(10, "--limit"), json_out: bool = JSON_OPTION) -> None:
     """Search a pack by metadata first (selector, title, tags, summary), then body text and meaning."""
-    hits = tools.search_knowledge(open_workspace(ctx), pack, query, tags=tag, kind=kind, selector_prefix=prefix,
-                                  related_to=related_to, edge_type=edge_type, limit=limit, principal=principal(ctx))
+    ws = open_workspace(ctx)
+    if all_packs:
+        if query or tag or kind or prefix or related_to or edge_type:
+            raise ValidationError("search --all takes only the query (and --limit); the filters work in one pack: "
+                                  "search PACK QUERY --kind ...")
+        hits = catalog.search_packs(ws, pack or "", limit=limit, principal=principal(ctx))
+    elif pack is None:
+        raise ValidationError("search needs a PACK (or --all to search every pack): search PACK [QUERY]")
+    else:
+        hits = tools.search_knowledge(ws, pack, query, tags=tag, kind=kind, selector_prefix=prefix,
+                                      related_to=related_to, edge_type=edge_type, limit=limit,
+                                      principal=principal(ctx))
 
     def human(rows: list[dict[str, Any]]) -> None:
-        table = Table("score", "selector", "kind", "title", "signals")
+        table = Table("score", *(("pack",) if all_packs else ()), "selector", "kind", "title", "signals")
         for h in rows:
-            table.add_row(f"{h['score']:.2f}", h["selector"], h["kind"], h["title"], ", ".join(h["signals"]))
+            table.add_row(f"{h['score']:.2f}", *((h["pack"],) if all_packs else ()), h["selector"], h["kind"],
+                          h["title"], ", ".join(h["signals"]))
         out.print(table if rows else "no matches")
 
     emit(hits, json_out, human)
+
+
+def docs(ctx: typer.Context, pack: str,
+         offset: int = typer.Option(0, "--offset", help="Skip this many docs (paging)."),
+         limit: int = typer.Option(50, "--limit", help=f"Docs per page (1-{catalog.MAX_PAGE})."),
+         kind: Optional[str] = typer.Option(None, "--kind"), tag: Optional[str] = typer.Option(None, "--tag"),
+         prefix: Optional[str] = typer.Option(None, "--prefix", help="Selectors starting with this."),
+         json_out: bool = JSON_OPTION) -> None:
+    """List the docs of PACK you may read, by selector, a page at a time (the total says how many)."""
+    page = catalog.list_docs(open_workspace(ctx), pack, kind=kind, tag=tag, prefix=prefix, offset=offset,
+                             limit=limit, principal=principal(ctx))
+
+    def human(p: dict[str, Any]) -> None:
+        table = Table("selector", "kind", "title", "version")
+        for d in p["docs"]:
+            table.add_row(d["selector"], d["kind"], d["title"], str(d["version"]))
+        out.print(table if p["docs"] else "no docs")
+        end = p["offset"] + len(p["docs"])
+        more = f"; --offset {end} for more" if end < p["total"] else ""
+        err.print(f"{p['pack']}: docs {p['offset'] + 1 if p['docs'] else 0}-{end} of {p['total']}{more}")
+
+    emit(page, json_out, human)
 
 
 def neighbors(ctx: typer.Context, pack: str, selector: str,
@@ -76,7 +113,7 @@ def flash(ctx: typer.Context, pack: str, selectors: list[str] = typer.Argument(.
 
 def lint(ctx: typer.Context, pack: str, max_tokens: int = typer.Option(lint_mod.OVERSIZE_TOKENS, "--max-tokens"),
          json_out: bool = JSON_OPTION) -> None:
-    """Report cycles, unknown targets, redundant depends_on edges, orphans and oversize docs.
+    """Report cycles, unknown targets, redundant depends_on edges, orphans, oversize docs and unknown edge types.
 
     Exits 1 when there are cycles or unknown targets (errors); the rest are warnings."""
     report = lint_mod.lint(open_workspace(ctx), pack, max_tokens, principal(ctx))
@@ -93,6 +130,9 @@ def lint(ctx: typer.Context, pack: str, max_tokens: int = typer.Option(lint_mod.
             out.print(f"orphan: {o}")
         for o in r["oversize"]:
             out.print(f"oversize: {o['selector']} ({o['tokens']} tokens)")
+        for e in r["unknown_edge_types"]:
+            hint = f" (did you mean {e['did_you_mean']}?)" if e["did_you_mean"] else ""
+            out.print(f"unknown edge type: {e['selector']} {e['type']} {e['target']}{hint}")
 
     emit(report, json_out, human)
     if report["cycles"] or report["missing_targets"]:
@@ -107,11 +147,21 @@ def why(ctx: typer.Context, pack: str, from_selector: str = typer.Argument(..., 
 
 
 def render(ctx: typer.Context, file: str = typer.Argument(..., help="Template file, or - for stdin."),
+           strict: bool = typer.Option(False, "--strict", help="Fail on variables that are not pack references "
+                                       "(by default {{ task.title }} and the like are left for the runtime)."),
            json_out: bool = JSON_OPTION) -> None:
-    """Replace {{ lib.<slug> }}, {{ pkg.<...> }} and {{ lib.<slug>.<selector> }} in a prompt template."""
+    """Replace {{ lib.<slug>[.<selector>] }} and {{ pkg.<scope>.<repo>.<package>.<pack>[.<selector>] }} in a
+    prompt template; other variables stay as written."""
     template = sys.stdin.read() if file == "-" else read_text(Path(file))
-    text = render_mod.render(open_workspace(ctx), template, principal(ctx))
-    emit({"text": text}, json_out, lambda d: out.print(d["text"], markup=False, end=""))
+    text = render_mod.render(open_workspace(ctx), template, principal(ctx), strict=strict)
+    left = render_mod.variables(template)
+
+    def human(d: dict[str, Any]) -> None:
+        out.print(d["text"], markup=False, end="")
+        if left:
+            err.print("left for the runtime: " + ", ".join(left), markup=False)
+
+    emit({"text": text, "variables": left}, json_out, human)
 
 
 def reindex(ctx: typer.Context, pack: Optional[str] = typer.Argument(None, help="Only this pack."),
@@ -123,4 +173,4 @@ def reindex(ctx: typer.Context, pack: Optional[str] = typer.Argument(None, help=
     emit({"embedded": count}, json_out, lambda d: out.print(f"embedded {d['embedded']} texts"))
 
 
-COMMANDS = [search, neighbors, read, flash, lint, why, render, reindex]
+COMMANDS = [search, docs, neighbors, read, flash, lint, why, render, reindex]

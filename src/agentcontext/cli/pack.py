@@ -1,4 +1,4 @@
-"""``agentcontext pack ...``: install, create and list knowledge packs."""
+"""``agentcontext pack ...``: install, create, list and export knowledge packs."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,9 +8,10 @@ import typer
 from rich.table import Table
 
 from ..knowledge import packs, tools
-from .common import JSON_OPTION, emit, open_workspace, out, principal, progress_bar
+from ..knowledge.export import export_pack
+from .common import JSON_OPTION, emit, err, open_workspace, out, principal, progress_bar
 
-pack_app = typer.Typer(help="Install, create and list knowledge packs.", no_args_is_help=True)
+pack_app = typer.Typer(help="Install, create, list and export knowledge packs.", no_args_is_help=True)
 
 
 def _packs_table(rows: list[dict[str, Any]]) -> None:
@@ -21,18 +22,31 @@ def _packs_table(rows: list[dict[str, Any]]) -> None:
 
 
 @pack_app.command("add")
-def pack_add(ctx: typer.Context, path: Path = typer.Argument(..., help="Pack folder, manifest or package.yaml."),
+def pack_add(ctx: typer.Context,
+             path: Path = typer.Argument(..., help="Pack folder, manifest, package.yaml or packages.yaml (registry)."),
              as_lib: Optional[str] = typer.Option(None, "--as-lib", help="Import as an editable lib:<SLUG> pack."),
              defer_embeddings: bool = typer.Option(False, "--defer-embeddings",
                                                    help="Install now; embed later (reindex or first search)."),
+             scope: Optional[str] = typer.Option(None, "--scope", help="Where a Nenjo package comes from: the "
+                                                 "GitHub owner (e.g. nenjo-ai); read from the git remote if unset."),
+             repo: Optional[str] = typer.Option(None, "--repo", help="...and the repository (e.g. packages)."),
+             skip_unsupported: bool = typer.Option(False, "--skip-unsupported", help="Install a package's knowledge "
+                                                   "and skip its agents, abilities, commands, MCP servers (listed)."),
              json_out: bool = JSON_OPTION) -> None:
     """Install the packs in PATH (pkg: packs are read-only; re-adding replaces them in one transaction)."""
     ws = open_workspace(ctx, create=True)
     with progress_bar() as report:
         result = packs.install_folder(ws, path, as_lib=as_lib, principal=principal(ctx),
-                                      defer_embeddings=defer_embeddings, progress=report)
-    emit(result, json_out, lambda rows: [out.print(f"installed {r['pack']}: {r['docs']} docs, {r['edges']} edges")
-                                         for r in rows])
+                                      defer_embeddings=defer_embeddings, progress=report, scope=scope, repo=repo,
+                                      skip_unsupported=skip_unsupported)
+
+    def human(rows: list[dict[str, Any]]) -> None:
+        for r in rows:
+            out.print(f"installed {r['pack']}: {r['docs']} docs, {r['edges']} edges")
+        for s in rows[0].get("skipped", []) if rows else []:
+            err.print(f"skipped {s['package']}/{s['module']}: {s['reason']}")
+
+    emit(result, json_out, human)
 
 
 @pack_app.command("list")
@@ -47,3 +61,12 @@ def pack_new(ctx: typer.Context, slug: str, name: Optional[str] = typer.Option(N
     """Create an empty, editable lib:SLUG pack."""
     result = packs.create_pack(open_workspace(ctx, create=True), slug, name, principal(ctx))
     emit(result, json_out, lambda r: out.print(f"created {r['pack']}"))
+
+
+@pack_app.command("export")
+def pack_export(ctx: typer.Context, pack: str = typer.Argument(..., help="The pack, e.g. lib:notes."),
+                folder: Path = typer.Argument(..., metavar="DIR", help="A new (or empty) folder to write."),
+                json_out: bool = JSON_OPTION) -> None:
+    """Write PACK out as a nenjo.knowledge.v1 folder (manifest.yaml + docs/) that `pack add` installs back."""
+    result = export_pack(open_workspace(ctx), pack, folder, principal(ctx))
+    emit(result, json_out, lambda r: out.print(f"exported {r['pack']}: {r['docs']} docs to {r['path']}"))

@@ -1,6 +1,8 @@
-"""Maintenance helpers: ``lint`` (cycles, unknown targets, redundant edges, orphans, oversize docs) and ``why``."""
+"""Maintenance helpers: ``lint`` (cycles, unknown targets, redundant edges, orphans, oversize docs, edge types
+outside the known vocabulary) and ``why``."""
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from .. import access
@@ -8,7 +10,7 @@ from ..errors import NotFoundError
 from ..engine.closure import cycle_in, redundant_edges, shortest_path, strongly_connected
 from ..workspace import Workspace
 from .graphview import pack_view
-from .manifest import check_selector
+from .manifest import EDGE_TYPES, check_selector
 from .packs import doc_id, get_pack
 
 OVERSIZE_TOKENS = 4000
@@ -19,7 +21,9 @@ def _sel(doc: str) -> str:
 
 
 def lint(ws: Workspace, pack: str, max_tokens: int = OVERSIZE_TOKENS, principal: str | None = None) -> dict[str, Any]:
-    """Every problem found, grouped by kind; ``ok`` is True when there is none."""
+    """Every problem found, grouped by kind; ``ok`` is True when there is none. Cycles and missing targets are
+    errors; the rest are warnings (an edge type outside ``EDGE_TYPES`` is kept and traversed, and flagged in
+    case it is a typo: ``did_you_mean`` names the closest known type)."""
     access.require(ws, principal, pack, "read", "lint", pack)  # before the lookup: reveals nothing
     get_pack(ws, pack)
     view = pack_view(ws, pack)
@@ -35,8 +39,12 @@ def lint(ws: Workspace, pack: str, max_tokens: int = OVERSIZE_TOKENS, principal:
     oversize = [{"selector": n.key, "tokens": n.tokens}
                 for n in ws.store.find_nodes(namespace=pack, with_content=False)
                 if n.tokens is not None and n.tokens > max_tokens]
+    unknown_types = [{"selector": _sel(src), "type": etype, "target": _sel(dst),
+                      "did_you_mean": (difflib.get_close_matches(etype, EDGE_TYPES, n=1) or [None])[0]}
+                     for src in view.order for etype, dst in view.outbound.get(src, []) if etype not in EDGE_TYPES]
     problems = {"cycles": cycles, "missing_targets": missing, "redundant_edges": redundant,
-                "orphans": orphans if len(view.order) > 1 else [], "oversize": oversize}
+                "orphans": orphans if len(view.order) > 1 else [], "oversize": oversize,
+                "unknown_edge_types": unknown_types}
     return {"pack": pack, "docs": len(view.order), "ok": not any(problems.values()), **problems}
 
 

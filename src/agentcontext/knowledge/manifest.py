@@ -1,4 +1,5 @@
-"""Load and validate pack folders in the ``nenjo.knowledge.v1`` shape (and ``nenjo.package.v1`` packages).
+"""Load and validate one knowledge pack manifest in the ``nenjo.knowledge.v1`` shape (packages, registries and
+module indexes that hold manifests are resolved in ``package.py``).
 
 Everything is checked before anything is returned, so a bad pack never half-loads; every problem is a
 ``ValidationError`` naming the file, the selector and what to fix.
@@ -15,8 +16,10 @@ from .. import safe_yaml
 from ..errors import AgentContextError, ValidationError
 
 KNOWLEDGE_SCHEMA = "nenjo.knowledge.v1"
-PACKAGE_SCHEMA = "nenjo.package.v1"
+# The edge types seed 002 names. The vocabulary is open, like kinds: any other type is stored, traversed and
+# shown, and lint warns about it (a typo of a known type is the usual cause); only depends_on drives flash.
 EDGE_TYPES = ("part_of", "defines", "governs", "classifies", "references", "depends_on", "extends", "related_to")
+EDGE_TYPE_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 MAX_DOC_BYTES = 5 * 1024 * 1024
 SELECTOR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -41,6 +44,7 @@ class DocSpec:
     tags: list[str]
     related: list[RelatedSpec]
     content: str
+    extra: dict[str, Any] = field(default_factory=dict)  # further props (e.g. a context block's schema)
 
 
 @dataclass
@@ -68,6 +72,17 @@ def check_selector(selector: Any, where: str) -> str:
     return selector
 
 
+def check_edge_type(edge_type: Any, where: str = "edge type") -> str:
+    """An edge type, normalised like a kind but with '_' (``Depends-On`` -> ``depends_on``); any such word is
+    accepted, the known ones (``EDGE_TYPES``) keep their meaning."""
+    normal = re.sub(r"[^a-z0-9_]+", "_", edge_type.strip().lower()).strip("_") if isinstance(edge_type, str) else ""
+    if not EDGE_TYPE_RE.match(normal):
+        raise ValidationError(f"{where}: edge type {edge_type!r} is not a word; use letters, digits and '_' "
+                              f"(at most 64), starting with a letter, e.g. {', '.join(EDGE_TYPES[:3])}",
+                              edge_type=str(edge_type))
+    return normal
+
+
 def check_pack_name(pack: Any, where: str = "pack") -> str:
     if not isinstance(pack, str) or not (LIB_RE.match(pack) or PKG_RE.match(pack)):
         raise ValidationError(
@@ -86,7 +101,7 @@ def selector_from_path(source_path: str) -> str:
     return path.replace("/", ".")
 
 
-def _read_yaml(path: Path) -> Any:
+def read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
@@ -98,7 +113,7 @@ def _read_yaml(path: Path) -> Any:
     return safe_yaml.load(text, str(path))
 
 
-def _text(value: Any, where: str, name: str, selector: str = "", required: bool = False) -> str:
+def text_field(value: Any, where: str, name: str, selector: str = "", required: bool = False) -> str:
     if value is None:
         if required:
             raise ValidationError(f"{where}: doc {selector!r} needs a {name}", file=where, selector=selector)
@@ -109,7 +124,7 @@ def _text(value: Any, where: str, name: str, selector: str = "", required: bool 
     return str(value).strip()
 
 
-def _resolve_source(root: Path, source_path: Any, where: str, selector: str) -> Path:
+def resolve_source(root: Path, source_path: Any, where: str, selector: str) -> Path:
     if not isinstance(source_path, str) or not source_path.strip():
         raise ValidationError(f"{where}: doc {selector!r}: source_path must be a relative path to a .md file",
                               file=where, selector=selector)
@@ -163,13 +178,9 @@ def parse_related(raw: Any, where: str, selector: str) -> list[RelatedSpec]:
         if not isinstance(item, dict):
             raise ValidationError(f"{where}: doc {selector!r}: each related entry needs type and target",
                                   file=where, selector=selector)
-        etype = item.get("type")
-        if etype not in EDGE_TYPES:
-            raise ValidationError(
-                f"{where}: doc {selector!r}: related type {etype!r} is unknown; use one of {', '.join(EDGE_TYPES)}",
-                file=where, selector=selector, edge_type=str(etype))
+        etype = check_edge_type(item.get("type"), f"{where}: doc {selector!r} related")
         target = check_selector(item.get("target"), f"{where}: doc {selector!r} related target")
-        out.append(RelatedSpec(etype, target, _text(item.get("description"), where, "description", selector)))
+        out.append(RelatedSpec(etype, target, text_field(item.get("description"), where, "description", selector)))
     return out
 
 
@@ -187,20 +198,21 @@ def _parse_tags(raw: Any, where: str, selector: str) -> list[str]:
     return list(dict.fromkeys(tags))
 
 
-def load_manifest(manifest_path: str | Path) -> PackSpec:
-    """Parse and validate one pack manifest and read its docs."""
+def load_manifest(manifest_path: str | Path, default_pack: str | None = None) -> PackSpec:
+    """Parse and validate one pack manifest and read its docs; a manifest without ``selector`` is the pack
+    ``default_pack`` (a package's ``pkg:`` name) or else ``lib:<slug>``."""
     path = Path(manifest_path)
     try:
-        return _load_manifest(path)
+        return _load_manifest(path, default_pack)
     except AgentContextError:
         raise
     except (RecursionError, OSError, ValueError, TypeError, AttributeError) as exc:
         raise ValidationError(f"{path}: cannot load manifest: {exc}", file=str(path)) from exc
 
 
-def _load_manifest(path: Path) -> PackSpec:
+def _load_manifest(path: Path, default_pack: str | None = None) -> PackSpec:
     where = str(path)
-    data = _read_yaml(path)
+    data = read_yaml(path)
     if not isinstance(data, dict):
         raise ValidationError(f"{where}: a manifest must be a mapping with schema, slug and manifest",
                               file=where)
@@ -214,14 +226,14 @@ def _load_manifest(path: Path) -> PackSpec:
     body = data.get("manifest")
     if not isinstance(body, dict):
         raise ValidationError(f"{where}: missing 'manifest' mapping (name, pack_id, selector, docs)", file=where)
-    pack = body.get("selector") or f"lib:{slug}"
+    pack = body.get("selector") or default_pack or f"lib:{slug}"
     check_pack_name(pack, where)
     docs_raw = body.get("docs") or []
     if not isinstance(docs_raw, list):
         raise ValidationError(f"{where}: manifest.docs must be a list", file=where)
     root = path.parent
-    spec = PackSpec(pack=pack, slug=slug, name=_text(body.get("name"), where, "name") or slug,
-                    pack_id=_text(body.get("pack_id"), where, "pack_id") or slug, root=root)
+    spec = PackSpec(pack=pack, slug=slug, name=text_field(body.get("name"), where, "name") or slug,
+                    pack_id=text_field(body.get("pack_id"), where, "pack_id") or slug, root=root)
     seen: dict[str, int] = {}
     for index, raw in enumerate(docs_raw):
         if not isinstance(raw, dict):
@@ -236,51 +248,15 @@ def _load_manifest(path: Path) -> PackSpec:
                                   f"docs[{index}]); selectors must be unique in a pack", file=where,
                                   selector=selector)
         seen[selector] = index
-        doc_path = _resolve_source(root, source, where, selector)
+        doc_path = resolve_source(root, source, where, selector)
         spec.docs.append(DocSpec(
             selector=selector,
             source_path=source.replace("\\", "/"),
-            title=_text(raw.get("title"), where, "title", selector) or selector,
-            summary=_text(raw.get("summary"), where, "summary", selector),
-            kind=slugify(_text(raw.get("kind"), where, "kind", selector) or "reference"),
+            title=text_field(raw.get("title"), where, "title", selector) or selector,
+            summary=text_field(raw.get("summary"), where, "summary", selector),
+            kind=slugify(text_field(raw.get("kind"), where, "kind", selector) or "reference"),
             tags=_parse_tags(raw.get("tags"), where, selector),
             related=parse_related(raw.get("related"), where, selector),
             content=_read_doc(doc_path, where, selector),
         ))
     return spec
-
-
-def load_folder(folder: str | Path) -> list[PackSpec]:
-    """Packs in a folder: its ``package.yaml`` modules, else its ``manifest.yaml``, else a manifest file."""
-    path = Path(folder)
-    if path.is_file():
-        if path.name == "package.yaml":
-            return _load_package(path)
-        return [load_manifest(path)]
-    if not path.is_dir():
-        raise ValidationError(f"{path}: no such pack folder", file=str(path))
-    if (path / "package.yaml").is_file():
-        return _load_package(path / "package.yaml")
-    for name in ("manifest.yaml", "manifest.yml"):
-        if (path / name).is_file():
-            return [load_manifest(path / name)]
-    raise ValidationError(f"{path}: no manifest.yaml or package.yaml here; point at a pack folder", file=str(path))
-
-
-def _load_package(path: Path) -> list[PackSpec]:
-    where = str(path)
-    data = _read_yaml(path)
-    if not isinstance(data, dict) or data.get("schema") != PACKAGE_SCHEMA:
-        schema = data.get("schema") if isinstance(data, dict) else None
-        raise ValidationError(f"{where}: unknown schema {schema!r}; expected {PACKAGE_SCHEMA}", file=where)
-    modules = data.get("modules")
-    if not isinstance(modules, list) or not modules:
-        raise ValidationError(f"{where}: modules must list manifest paths, e.g. [core/manifest.yaml]", file=where)
-    packs = []
-    for module in modules:
-        manifest = _resolve_source(path.parent, module, where, f"module {module}")
-        packs.append(load_manifest(manifest))
-    names = [p.pack for p in packs]
-    if len(set(names)) != len(names):
-        raise ValidationError(f"{where}: two modules declare the same pack selector", file=where)
-    return packs

@@ -14,8 +14,9 @@ from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Edge, Node, utcnow
 from ..tokens import count_tokens
 from ..workspace import Workspace
-from .manifest import (EDGE_TYPES, LIB_RE, DocSpec, PackSpec, check_pack_name, check_selector, load_folder,
-                       parse_related, slugify)
+from .manifest import (LIB_RE, DocSpec, PackSpec, check_edge_type, check_pack_name, check_selector, parse_related,
+                       slugify)
+from .package import load_packages
 
 PACK = "pack"  # record kind holding each pack's metadata
 Progress = Callable[[str, int, int], None]
@@ -40,7 +41,7 @@ def doc_node(pack: str, spec: DocSpec, actor: str) -> Node:
     return Node(
         id=doc_id(pack, spec.selector), kind=spec.kind, namespace=pack, key=spec.selector, title=spec.title,
         summary=spec.summary, content=spec.content, tags=list(spec.tags),
-        props={"source_path": spec.source_path}, created_by=actor,
+        props={"source_path": spec.source_path, **spec.extra}, created_by=actor,
         embed_text=embed_text(spec.title, spec.summary, spec.tags, spec.content),
         tokens=count_tokens(render_section(spec.selector, spec.title, spec.content)),
     )
@@ -98,9 +99,15 @@ def install_spec(ws: Workspace, spec: PackSpec, principal: str | None = None, so
 
 
 def install_folder(ws: Workspace, path: str | Path, as_lib: str | None = None, principal: str | None = None,
-                   defer_embeddings: bool = False, progress: Progress | None = None) -> list[dict[str, Any]]:
-    """Load (and fully validate) a pack folder or package, then install each pack it holds."""
-    specs = load_folder(path)
+                   defer_embeddings: bool = False, progress: Progress | None = None, scope: str | None = None,
+                   repo: str | None = None, skip_unsupported: bool = False) -> list[dict[str, Any]]:
+    """Load (and fully validate) a pack folder, package or registry, then install each pack it holds.
+
+    ``scope``/``repo`` name where a Nenjo package comes from (``nenjo-ai``/``packages``); ``skip_unsupported``
+    installs the knowledge of a package that also holds runtime resources (agents, abilities, ...) and lists
+    those under ``skipped`` in each result."""
+    loaded = load_packages(path, scope=scope, repo=repo, skip_unsupported=skip_unsupported)
+    specs = loaded.packs
     if as_lib:
         if len(specs) != 1:
             raise ValidationError(f"{path} holds {len(specs)} packs; --as-lib imports exactly one", file=str(path))
@@ -115,6 +122,9 @@ def install_folder(ws: Workspace, path: str | Path, as_lib: str | None = None, p
     if not defer_embeddings:
         for spec in specs:
             embed_pack(ws, spec.pack, progress)
+    if loaded.skipped:
+        for result in results:
+            result["skipped"] = loaded.skipped
     return results
 
 
@@ -176,6 +186,7 @@ def put_doc(ws: Workspace, pack: str, selector: str, *, title: str | None = None
             for e in ws.store.edges(src=target)]
         spec = DocSpec(
             selector=selector, source_path=(current.props.get("source_path", "") if current else ""),
+            extra={k: v for k, v in (current.props if current else {}).items() if k != "source_path"},
             title=title if title is not None else (current.title if current else selector),
             summary=summary if summary is not None else (current.summary if current else ""),
             kind=slugify(kind) if kind is not None else (current.kind if current else "reference"),
@@ -210,8 +221,7 @@ def delete_doc(ws: Workspace, pack: str, selector: str, principal: str | None = 
 def set_edge(ws: Workspace, pack: str, selector: str, edge_type: str, target: str, present: bool = True,
              principal: str | None = None) -> dict[str, Any]:
     """Add (``present=True``) or remove one typed edge of a ``lib:`` doc."""
-    if edge_type not in EDGE_TYPES:
-        raise ValidationError(f"unknown edge type {edge_type!r}; use one of {', '.join(EDGE_TYPES)}")
+    edge_type = check_edge_type(edge_type)
     check_selector(target, "target")
     src = doc_id(pack, selector)
     actor = check_writable(ws, pack, principal, "edge.put" if present else "edge.delete", src)

@@ -1,16 +1,31 @@
-"""Prompt rendering: ``{{ lib.<slug> }}`` / ``{{ pkg.<scope>.<repo>.<package>.<pack> }}`` become the pack
-index (never bodies); ``{{ lib.<slug>.<selector> }}`` becomes one doc. Unknown references are errors."""
+"""Prompt rendering: pack references in a template become pack text; everything else is left for the runtime.
+
+- ``{{ lib.<slug> }}`` / ``{{ pkg.<scope>.<repo>.<package>.<pack> }}`` become the pack index (selector, kind,
+  title, summary, related; never bodies); ``{{ lib.<slug>.<selector> }}`` / ``{{ pkg.<...>.<pack>.<selector> }}``
+  become that one doc. Names are matched as Nenjo templates write them: a '-' in a pack name is written '_'
+  (``{{ pkg.nenjo_ai.packages.knowledge.core }}`` is the pack ``pkg:nenjo-ai.packages.knowledge.core``).
+- A doc that is a context block (``nenjo.context_block.v1``) is a template itself: it renders as its text, with
+  its own pack references resolved in turn (a block that includes itself is a ``CycleError``).
+- Any other variable (``{{ task.title }}``, ``{{ chat.message }}``, ``{{ self }}``) and every ``{% ... %}`` tag are
+  left exactly as written, for the agent runtime to fill; ``strict=True`` refuses them instead.
+  ``\\{{ ... }}`` is an escaped, literal ``{{ ... }}`` (the backslash is dropped).
+- A pack reference to a pack that is not installed, or a doc that is not there, is an error in both modes.
+"""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from .. import access
-from ..errors import NotFoundError, ValidationError
+from ..errors import CycleError, NotFoundError, ValidationError
 from ..workspace import Workspace
 from .graphview import pack_view
+from .package import CONTEXT_SCHEMA
 from .packs import PACK, doc_id, get_pack
 
-REF = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
+REF = re.compile(r"(\\)?\{\{\s*([^{}]*?)\s*\}\}")
+PACK_REF = re.compile(r"^(lib|pkg)(\.[A-Za-z0-9_-]+)+$")
+MAX_DEPTH = 16
 
 
 def pack_index(ws: Workspace, pack: str, principal: str | None = None) -> str:
@@ -37,35 +52,115 @@ def pack_index(ws: Workspace, pack: str, principal: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_doc(ws: Workspace, pack: str, selector: str, principal: str | None = None) -> str:
+@dataclass
+class _Render:
+    ws: Workspace
+    principal: str | None
+    strict: bool
+    installed: list[str] | None = None
+    stack: list[str] = field(default_factory=list)  # context blocks being rendered (cycle detection)
+
+    def packs(self) -> list[str]:
+        if self.installed is None:
+            self.installed = [name for name, _ in self.ws.store.list_records(PACK)]
+        return self.installed
+
+
+def _normal(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def _find_pack(state: _Render, written: str) -> str:
+    """The installed pack a template name means: the exact name, else the one whose name reads the same with
+    '-' written as '_' (a pack the principal cannot see is never chosen over one it can)."""
+    installed = state.packs()
+    if written in installed:
+        return written
+    matches = [p for p in installed if _normal(p) == _normal(written)]
+    if len(matches) > 1:
+        seen = [p for p in matches if access.can_see(state.ws, state.principal, p)]
+        if len(seen) > 1:
+            raise ValidationError(f"template name {written} matches {', '.join(seen)}; they differ only in "
+                                  "'-' versus '_', so rename one", reference=written, packs=seen)
+        matches = seen or matches
+    return matches[0] if matches else written
+
+
+def resolve_reference(ws: Workspace, ref: str, principal: str | None = None,
+                      _state: _Render | None = None) -> tuple[str, str | None]:
+    """``lib.slug[.selector]`` or ``pkg.scope.repo.package.pack[.selector]`` -> (pack, selector or None)."""
+    state = _state or _Render(ws, principal, False)
+    parts = ref.split(".")
+    if not PACK_REF.match(ref) or (parts[0] == "pkg" and len(parts) < 5):
+        raise ValidationError(f"template reference {{{{ {ref} }}}} is not lib.<slug>[.<selector>] or "
+                              "pkg.<scope>.<repo>.<package>.<pack>[.<selector>]", reference=ref)
+    if parts[0] == "lib":
+        written, rest = f"lib:{parts[1]}", parts[2:]
+    else:
+        written, rest = "pkg:" + ".".join(parts[1:5]), parts[5:]
+    pack = _find_pack(state, written)
+    access.require_visible(ws, principal, pack, "render", pack)  # an unreadable pack and a missing one look alike
+    if ws.store.get_record(PACK, pack) is None:
+        raise NotFoundError(f"template refers to pack {written}, which is not installed; `agentcontext pack add` "
+                            "installs it", reference=ref, pack=written)
+    return pack, (".".join(rest) or None)
+
+
+def render_doc(ws: Workspace, pack: str, selector: str, principal: str | None = None,
+               _state: _Render | None = None) -> str:
     access.require_doc(ws, principal, pack, selector, "read", "render")  # before the lookup: reveals nothing
     get_pack(ws, pack)
     node = ws.store.get_node(doc_id(pack, selector))
     if node is None:
         raise NotFoundError(f"template refers to {pack}.{selector}, which does not exist", pack=pack,
                             selector=selector)
-    return f"# {node.title} ({node.key})\n\n{node.content.strip()}\n"
+    if (node.props or {}).get("schema") != CONTEXT_SCHEMA:
+        return f"# {node.title} ({node.key})\n\n{node.content.strip()}\n"
+    state = _state or _Render(ws, principal, False)
+    if node.id in state.stack or len(state.stack) >= MAX_DEPTH:
+        cycle = [*state.stack[state.stack.index(node.id):], node.id] if node.id in state.stack else state.stack
+        raise CycleError(f"context block {node.id} includes itself: {' -> '.join(cycle)}", cycle=cycle)
+    state.stack.append(node.id)
+    try:
+        return _render(state, node.content)
+    finally:
+        state.stack.pop()
 
 
-def resolve_reference(ws: Workspace, ref: str, principal: str | None = None) -> tuple[str, str | None]:
-    """``lib.slug[.selector]`` or ``pkg.scope.repo.package.pack[.selector]`` -> (pack, selector or None)."""
-    parts = ref.split(".")
-    if parts[0] == "lib" and len(parts) >= 2:
-        pack, rest = f"lib:{parts[1]}", parts[2:]
-    elif parts[0] == "pkg" and len(parts) >= 5:
-        pack, rest = "pkg:" + ".".join(parts[1:5]), parts[5:]
-    else:
-        raise ValidationError(f"template reference {{{{ {ref} }}}} is not lib.<slug>[.<selector>] or "
-                              "pkg.<scope>.<repo>.<package>.<pack>[.<selector>]", reference=ref)
-    access.require_visible(ws, principal, pack, "render", pack)  # an unreadable pack and a missing one look alike
-    if ws.store.get_record(PACK, pack) is None:
-        raise NotFoundError(f"template refers to pack {pack}, which is not installed", reference=ref, pack=pack)
-    return pack, (".".join(rest) or None)
+def _render(state: _Render, template: str) -> str:
+    if state.strict:
+        others = variables(template)
+        if others:
+            raise ValidationError(f"strict rendering: {len(others)} variable(s) are not pack references: "
+                                  + ", ".join(f"{{{{ {o} }}}}" for o in others), variables=others)
 
-
-def render(ws: Workspace, template: str, principal: str | None = None) -> str:
     def replace(match: re.Match[str]) -> str:
-        pack, selector = resolve_reference(ws, match.group(1), principal)
-        return render_doc(ws, pack, selector, principal) if selector else pack_index(ws, pack, principal)
+        escaped, ref = match.group(1), match.group(2)
+        if escaped:
+            return match.group(0)[1:]
+        if not _is_pack_ref(ref):
+            return match.group(0)  # a runtime variable: left for the agent runtime
+        pack, selector = resolve_reference(state.ws, ref, state.principal, state)
+        if selector:
+            return render_doc(state.ws, pack, selector, state.principal, state)
+        return pack_index(state.ws, pack, state.principal)
 
     return REF.sub(replace, template)
+
+
+def render(ws: Workspace, template: str, principal: str | None = None, strict: bool = False) -> str:
+    """``template`` with its pack references replaced (see the module docs); ``strict`` also refuses variables
+    that are not pack references."""
+    if not isinstance(template, str):
+        raise ValidationError("a template is text")
+    return _render(_Render(ws, principal, strict), template)
+
+
+def _is_pack_ref(ref: str) -> bool:
+    return ref.split(".", 1)[0] in ("lib", "pkg")
+
+
+def variables(template: str) -> list[str]:
+    """The variables a template leaves for the runtime (not pack references, not escaped), in order, once each."""
+    return list(dict.fromkeys(m.group(2) for m in REF.finditer(template)
+                              if not m.group(1) and not _is_pack_ref(m.group(2))))

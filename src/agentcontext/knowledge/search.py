@@ -19,7 +19,7 @@ from ..model import Node
 from ..text import STOPWORDS
 from ..workspace import Workspace
 from .graphview import pack_view
-from .manifest import EDGE_TYPES, check_pack_name, check_selector
+from .manifest import check_edge_type, check_pack_name, check_selector
 from .packs import doc_id, get_pack
 
 WEIGHTS = {"selector_exact": 10.0, "selector_prefix": 4.0, "selector": 3.0, "title": 3.0, "tags": 2.0,
@@ -77,8 +77,8 @@ def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[s
         raise ValidationError("query must be text")
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
         raise ValidationError(f"limit must be an integer from 1 to 1000, got {limit!r}")
-    if edge_type is not None and edge_type not in EDGE_TYPES:
-        raise ValidationError(f"unknown edge_type {edge_type!r}; use one of {', '.join(EDGE_TYPES)}")
+    if edge_type is not None:
+        edge_type = check_edge_type(edge_type, "edge_type")
     if edge_type is not None and related_to is None:
         raise ValidationError("edge_type filters related_to; pass related_to=<selector> too")
     access.require_visible(ws, principal, pack, "search", pack)  # before the lookup: reveals nothing

@@ -7,7 +7,7 @@ from .. import access
 from ..errors import NotFoundError
 from ..workspace import Workspace
 from .graphview import pack_view
-from .manifest import EDGE_TYPES, check_pack_name, check_selector
+from .manifest import check_edge_type, check_pack_name, check_selector
 from .packs import doc_id, get_pack, list_packs
 from .search import search_knowledge as _search
 
@@ -33,10 +33,8 @@ def list_knowledge_neighbors(ws: Workspace, pack: str, selector: str, edge_type:
     """Outbound typed edges of one doc, sorted by target selector then edge type, without duplicates."""
     check_pack_name(pack)
     check_selector(selector, "selector")
-    if edge_type is not None and edge_type not in EDGE_TYPES:
-        from ..errors import ValidationError
-
-        raise ValidationError(f"unknown edge_type {edge_type!r}; use one of {', '.join(EDGE_TYPES)}")
+    if edge_type is not None:
+        edge_type = check_edge_type(edge_type, "edge_type")
     access.require_doc(ws, principal, pack, selector, "read", "neighbors")  # before the lookup: reveals nothing
     get_pack(ws, pack)
     readable = access.doc_filter(ws, principal, pack)  # None = the whole pack is readable

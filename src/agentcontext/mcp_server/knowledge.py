@@ -5,7 +5,7 @@ neighbours, and read bodies last; flash assembles a module with its prerequisite
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Optional
 
 from pydantic import Field
 
@@ -16,7 +16,9 @@ from ..knowledge.manifest import EDGE_TYPES
 from ..knowledge.render import pack_index
 from .registry import CallContext, StrictArgs, ToolSpec, register_tools
 
-EdgeType = Literal[tuple(EDGE_TYPES)]  # type: ignore[valid-type]
+# An open vocabulary (like kinds): the known types are suggested; any word is accepted and checked by the library.
+EdgeType = Annotated[str, Field(min_length=1, max_length=64, description="Edge type, e.g. " + ", ".join(EDGE_TYPES)
+                                + "; other words are allowed.")]
 PACK = Field(min_length=1, max_length=300, description="Pack name: lib:<slug> or pkg:<scope>.<repo>.<package>.<pack>.")
 SELECTOR = Field(min_length=1, max_length=500, description="A doc's stable dotted selector, e.g. design.agents.")
 TEXT_LIMIT = 5_000_000
