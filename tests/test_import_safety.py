@@ -3,6 +3,7 @@ non-UTF-8 text, directories, FIFOs and links named ``*.md``, and imports that la
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -264,3 +265,44 @@ def test_sigkill_mid_import_changes_all_or_none(tmp_path):
             break
         mem.workspace.close()
     mem.workspace.close()
+
+
+# --- saved graphs: the same file rules -------------------------------------------------------------
+@pytest.fixture
+def saved_graph(tmp_path):
+    from agentcontext import ContextGraph
+
+    graph = ContextGraph(name="kb")
+    graph.add_node("n1", "thing", properties={"name": "one"})
+    graph.save_to_file(str(tmp_path / "saved"), format="markdown")
+    return graph, tmp_path / "saved"
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("bad", ["fifo", "latin1", "dir", "nodes_link", "no_id"])
+def test_saved_graph_files_are_checked_before_the_graph_changes(saved_graph, tmp_path, bad):
+    graph, saved = saved_graph
+    nodes = saved / "nodes"
+    if bad == "fifo":
+        os.mkfifo(nodes / "zz.md")
+    elif bad == "latin1":
+        (nodes / "zz.md").write_bytes("---\nid: caf\u00e9\n---\n".encode("latin-1"))
+    elif bad == "dir":
+        (nodes / "zz.md").mkdir()
+    elif bad == "no_id":
+        (nodes / "zz.md").write_text("---\nversions: []\n---\n")
+    else:
+        shutil.move(nodes, tmp_path / "elsewhere")
+        os.symlink(tmp_path / "elsewhere", nodes)
+    with pytest.raises(ValidationError) as info:
+        load_graph(graph, saved)
+    assert ("zz.md" if bad != "nodes_link" else "nodes") in str(info.value)
+    assert graph.resolve("n1") is not None
+
+
+@pytest.mark.timeout(20)
+def test_saved_graph_json_fifo(saved_graph, tmp_path):
+    graph, _ = saved_graph
+    os.mkfifo(tmp_path / "graph.json")
+    with pytest.raises(ValidationError, match="FIFO"):
+        load_graph(graph, tmp_path / "graph.json")

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .. import safe_yaml
+from .. import files, safe_yaml
 from ..errors import ValidationError
 from ..model import Edge, Node, utcnow
 from .crossgraph import LINK_KIND
@@ -160,9 +160,10 @@ def load_graph(graph: GraphLike, path: str | os.PathLike, format: str | None = N
     _refuse_link(source)
     fmt = format or ("markdown" if source.is_dir() else "json")
     if fmt == "json":
+        text = files.read_text(source, None, "saved graph (JSON)")
         try:
-            state = json.loads(source.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
+            state = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise ValidationError(f"{source} is not valid JSON: {exc}", path=str(source)) from exc
     elif fmt == "markdown":
         state = _read_markdown(source)
@@ -237,20 +238,34 @@ def _split(text: str, where: Path) -> tuple[dict[str, Any], str]:
 
 
 def _read_markdown(source: Path) -> dict[str, Any]:
-    index_file = source / "graph.md"
-    if not index_file.is_file():
+    """graph.md and nodes/*.md, opened through the folder without following links (files.py)."""
+    if not (source / "graph.md").exists():
         raise ValidationError(f"{source} has no graph.md; not a saved Markdown graph", path=str(source))
-    state, _ = _split(index_file.read_text(encoding="utf-8"), index_file)
-    edges = list(state.pop("edges", []) or [])
-    nodes = []
-    for f in sorted((source / "nodes").glob("*.md")):
-        _refuse_link(f)
-        front, body = _split(f.read_text(encoding="utf-8"), f)
-        versions = front.get("versions") or []
-        if versions:
-            versions[-1]["content"] = body
-        nodes.append({"id": front["id"], "versions": versions})
-        edges.extend(front.get("edges") or [])
+    root_fd = files.open_folder(source)
+    nodes_fd = None
+    try:
+        index_file = source / "graph.md"
+        state, _ = _split(files.read_text(index_file, root_fd, "saved graph file"), index_file)
+        edges = list(state.pop("edges", []) or [])
+        nodes = []
+        folder = source / "nodes"
+        if folder.exists() or folder.is_symlink():
+            nodes_fd = files.open_folder(folder, root_fd)
+            for name in files.names(folder, nodes_fd, ".md"):
+                f = folder / name
+                front, body = _split(files.read_text(f, nodes_fd, "saved graph file"), f)
+                versions = front.get("versions") or []
+                if not isinstance(front.get("id"), str) or not isinstance(versions, list) or not all(
+                        isinstance(v, dict) for v in versions):
+                    raise ValidationError(f"{f}: a node file needs an id and a list of versions", path=str(f))
+                if versions:
+                    versions[-1]["content"] = body
+                nodes.append({"id": front["id"], "versions": versions})
+                edges.extend(front.get("edges") or [])
+    finally:
+        for fd in (nodes_fd, root_fd):
+            if fd is not None:
+                os.close(fd)
     state["nodes"] = nodes
     state["edges"] = edges
     return state

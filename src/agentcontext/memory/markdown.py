@@ -7,7 +7,6 @@ changes, and leaves unchanged memories exactly as they were (no new version, no 
 """
 from __future__ import annotations
 
-import errno
 import os
 import re
 import stat
@@ -16,25 +15,13 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import safe_yaml
+from .. import files, safe_yaml
 from ..errors import ValidationError
 from ..model import Node, to_utc_iso
 
 REQUIRED = ("id", "created_at", "updated_at")
 RESERVED = ("id", "created_at", "updated_at", "conversation_id", "user_id")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def _is_link(path: Path) -> bool:
-    """A symlink, or on Windows a junction/reparse point."""
-    if path.is_symlink():
-        return True
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    attrs = getattr(st, "st_file_attributes", 0)
-    return bool(attrs & getattr(stat, "FILE_ATTRIBUTE_REPARSE_POINT", 0))
 
 
 def file_name(memory_id: str) -> str:
@@ -64,7 +51,7 @@ def render(node: Node) -> str:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    if _is_link(path):
+    if files.is_link(path):
         raise ValidationError(f"refusing to overwrite {path}: it is a link; remove it or export elsewhere",
                               path=str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,7 +70,7 @@ def atomic_write(path: Path, text: str) -> None:
 
 def write_folder(nodes: list[Node], folder: Path) -> list[str]:
     """Write one file per memory; returns the paths written (stale files stay)."""
-    if _is_link(folder):
+    if files.is_link(folder):
         raise ValidationError(f"refusing to export into {folder}: it is a link", path=str(folder))
     names: dict[str, str] = {}
     for node in nodes:
@@ -93,7 +80,7 @@ def write_folder(nodes: list[Node], folder: Path) -> list[str]:
                                   file=name)
         names[name] = node.id
     for node in nodes:
-        if _is_link(folder / file_name(node.id)):
+        if files.is_link(folder / file_name(node.id)):
             raise ValidationError(f"refusing to overwrite {folder / file_name(node.id)}: it is a link",
                                   path=str(folder / file_name(node.id)))
     written = []
@@ -171,67 +158,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_OPEN_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-_BY_DIR_FD = bool(_NOFOLLOW) and os.open in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
-
-
-def _kind_of(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISLNK(mode):
-        return "a link"
-    return "not a regular file"
-
-
-def _read_text(name: str, shown: Path, dir_fd: int | None) -> str:
-    """The UTF-8 text of one regular file, opened without following a link (and without blocking on a FIFO),
-    so what is checked is what is read."""
-    if dir_fd is None and _is_link(shown):
-        raise ValidationError(f"refusing to import {shown}: it is a link", file=str(shown), path=str(shown))
-    try:
-        fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd) if dir_fd is not None else os.open(shown, _OPEN_FLAGS)
-    except OSError as exc:
-        if _NOFOLLOW and exc.errno == errno.ELOOP:
-            raise ValidationError(f"refusing to import {shown}: it is a link", file=str(shown),
-                                  path=str(shown)) from None
-        raise ValidationError(f"{shown}: cannot open it ({exc.strerror})", file=str(shown)) from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise ValidationError(f"{shown} is {_kind_of(mode)}, not a Markdown file; move it out of the import "
-                                  "folder", file=str(shown))
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValidationError(f"{shown}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8",
-                              file=str(shown)) from None
-    if "\x00" in text:
-        raise ValidationError(f"{shown}: contains a NUL character; a Markdown memory is plain text",
-                              file=str(shown))
-    return text
-
-
-def _markdown_names(folder: Path, dir_fd: int | None) -> list[str]:
-    names = os.listdir(dir_fd if dir_fd is not None else folder)
-    return sorted(n for n in names if n.endswith(".md") and not n.startswith("."))
-
-
 def read_items(path: Path) -> list[dict[str, Any]]:
     """Every memory in a folder of ``*.md`` files (or one file), all validated before returning.
 
     Links are refused at every step below the folder named (the folder itself, and each file, opened
     without following links); directories, FIFOs and devices named ``*.md``, non-UTF-8 text and bad
     frontmatter are ``ValidationError`` naming the file. Nothing is written here."""
-    if _is_link(path):
+    if files.is_link(path):
         raise ValidationError(f"refusing to import from {path}: it is a link", path=str(path), file=str(path))
     try:
         mode = os.stat(path).st_mode
@@ -239,15 +172,15 @@ def read_items(path: Path) -> list[dict[str, Any]]:
         raise ValidationError(f"nothing to import at {path}: no such file or folder", path=str(path)) from None
     texts: list[tuple[Path, str]] = []
     if stat.S_ISDIR(mode):
-        dir_fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW) if _BY_DIR_FD else None
+        dir_fd = files.open_folder(path)
         try:
-            for name in _markdown_names(path, dir_fd):
-                texts.append((path / name, _read_text(name, path / name, dir_fd)))
+            for name in files.names(path, dir_fd, ".md"):
+                texts.append((path / name, files.read_text(path / name, dir_fd, "Markdown file")))
         finally:
             if dir_fd is not None:
                 os.close(dir_fd)
     else:
-        texts.append((path, _read_text(path.name, path, None)))
+        texts.append((path, files.read_text(path, None, "Markdown file")))
     items: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
     for file, text in texts:
