@@ -1,22 +1,29 @@
-"""The main job on the embedded default: load the example packs into a fresh workspace, then search one,
-walk a doc's neighbours, read a doc and flash a module, printing each step.
+"""The main job on the embedded default: load the example packs into a workspace, then search one,
+walk a doc's neighbours, read a doc and flash a module, printing each step; then remember a few things and
+record a few decisions under a policy, so the web console (`agentcontext serve web --open`) has them all.
 
-Run with `make demo` (or `python examples/demo.py [WORKSPACE_DIR]`).
+Run with `make demo` (or `python examples/demo.py [FOLDER]`): the workspace is FOLDER/.agentcontext, by default
+the one in the current folder, where `agentcontext` commands run from here find it.
 """
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from agentcontext.decisions.models import Policy
+from agentcontext.decisions.policy import PolicyEngine
+from agentcontext.decisions.recorder import DecisionRecorder
+from agentcontext.errors import ConflictError
+from agentcontext.graph.guarded import workspace_graph
 from agentcontext.knowledge.flash import flash
 from agentcontext.knowledge.packs import install_folder
 from agentcontext.knowledge.tools import (list_knowledge_neighbors, list_knowledge_packs, read_knowledge_doc,
                                           search_knowledge)
+from agentcontext.memory import AgentMemory
 from agentcontext.workspace import Workspace
 
 PACKS = Path(__file__).resolve().parent / "packs"
@@ -69,9 +76,56 @@ def main(home: Path) -> None:
     bundle = flash(ws, DOCS, best)
     console.print("reading order: " + " -> ".join(bundle.order))
     console.print(f"{len(bundle.order)} docs, {bundle.tokens} tokens, digest {bundle.digest[:16]}")
+
+    step("7. Remember and decide (memory:default and the workspace graph)")
+    remember_and_decide(ws)
     ws.close()
+    step("Next")
+    folder = home.parent
+    where = "" if folder.resolve() == Path.cwd().resolve() else f" --home {home}"
+    console.print(f"Open it all in the browser: [bold]agentcontext{where} serve web --open[/bold] "
+                  "(.venv/bin/agentcontext when the virtualenv is not active)")
+
+
+def remember_and_decide(ws: Workspace) -> None:
+    """A few memories (two conversations, two users, entities) and a causal chain of decisions under a
+    policy, with a compliance check, an exception and an approval. Only once per workspace."""
+    memory = AgentMemory(workspace=ws, max_memory_size=None)
+    if memory.count():
+        console.print("memories and decisions are already there")
+        return
+    memory.store([
+        {"content": "Alice prefers invitations to expire after 7 days", "conversation_id": "onboarding",
+         "user_id": "alice", "metadata": {"entities": ["alice"]}},
+        {"content": "Bob asked whether a membership can span two accounts; it cannot", "conversation_id":
+         "onboarding", "user_id": "bob", "metadata": {"entities": ["bob"]}},
+        {"content": "Alice's team signs in with SSO identities only", "conversation_id": "security",
+         "user_id": "alice", "metadata": {"entities": ["alice", "sso"]}},
+    ])
+    graph = workspace_graph(ws)
+    recorder = DecisionRecorder(graph, actor=ws.owner)
+    first = recorder.record_decision("access", "Invitations must expire so stale links cannot be used",
+                                     "Old invitation links leaked in a forwarded email", "expire_after_7_days", 0.9,
+                                     entities=["invitations"], decision_maker="alice")
+    second = recorder.record_decision("access", "Remind invitees a day before their invitation expires",
+                                      "Expiry made some invitees miss the window", "send_reminder", 0.7,
+                                      decision_maker="bob", caused_by=[first])
+    recorder.record_decision("access", "Let admins re-send an expired invitation in one click",
+                             "", "resend_button", 0.6, decision_maker="bob", caused_by=[second])
+    engine = PolicyEngine(graph_store=graph, actor=ws.owner)
+    try:
+        engine.add_policy(Policy("access-review", "Access decisions are reviewed",
+                                 "Access decisions need a reason and confidence of at least 0.8",
+                                 {"min_confidence": 0.8, "requires_reasoning": True}, "access"))
+    except ConflictError:
+        pass
+    result = engine.check_compliance(second, "access-review")
+    engine.record_exception(second, "access-review", reason="low-risk reminder", approver=ws.owner)
+    engine.record_approval(first, approver="alice", approval_method="email", approval_context="security review")
+    console.print(f"3 memories, 3 decisions in a causal chain; compliance of the reminder: "
+                  f"{'compliant' if result.compliant else '; '.join(result.reasons)} (exception recorded)")
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="agentcontext-demo-"))
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd()
     main(target / ".agentcontext" if target.name != ".agentcontext" else target)

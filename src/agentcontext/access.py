@@ -321,6 +321,21 @@ def revoke_token(ws: Workspace, token_id: str, actor: str | None = None) -> bool
 # --- audit ---------------------------------------------------------------------------------------
 
 
+_AGE = re.compile(r"^(\d+)([smhdw])$")
+_AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def relative_time(value: Any) -> Any:
+    """An age like ``30m``, ``12h``, ``7d`` or ``2w`` becomes the ISO time that long ago; anything else is kept."""
+    match = _AGE.match(value.strip()) if isinstance(value, str) else None
+    if not match:
+        return value
+    from datetime import datetime, timedelta, timezone
+
+    delta = timedelta(**{_AGE_UNITS[match.group(2)]: int(match.group(1))})
+    return (datetime.now(timezone.utc) - delta).isoformat()
+
+
 def audit_log(ws: Workspace, actor: str | None = None, principal: str | None = None, since: Any = None,
               limit: int | None = None, action: str | None = None, outcome: str | None = None,
               until: Any = None) -> list[dict]:
@@ -328,9 +343,9 @@ def audit_log(ws: Workspace, actor: str | None = None, principal: str | None = N
 
     ``action`` matches exactly or, ending in ``*``, as a prefix (``doc.*``); ``outcome`` matches exactly
     (``ok``, ``denied``, ...); ``since``/``until`` bound the time (``until`` exclusive); ``limit`` keeps the
-    latest N entries that pass every filter."""
-    stamp = to_utc_iso(since) if since is not None else None
-    end = to_utc_iso(until) if until is not None else None
+    latest N entries that pass every filter. A time may be ISO-8601 or an age like ``30m``, ``12h``, ``7d``."""
+    stamp = to_utc_iso(relative_time(since)) if since is not None else None
+    end = to_utc_iso(relative_time(until)) if until is not None else None
     if not is_superadmin(ws, actor):
         who = effective_principal(ws, actor)
         if principal not in (None, who):

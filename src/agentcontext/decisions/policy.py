@@ -304,6 +304,16 @@ class PolicyEngine(Bound):
             self._link_policy(d.decision_id, policy, {"compliant": result.compliant, "outcome": outcome})
         return result
 
+    def compliance_results(self, policy_id: str) -> list[dict[str, Any]]:
+        """The last recorded compliance check of each decision against this policy, newest first:
+        decision_id, policy_version, compliant, outcome (compliant, excepted, violation) and when."""
+        self.get_policy(policy_id)  # NotFoundError for an unknown policy
+        rows = [{"decision_id": e.src, "policy_version": e.props.get("policy_version"),
+                 "compliant": e.props.get("compliant"), "outcome": e.props.get("outcome"), "at": e.recorded_at}
+                for e in self.store.edges(dst=policy_node_id(policy_id), type=APPLIES_POLICY)
+                if "outcome" in e.props]
+        return sorted(rows, key=lambda r: (r["at"] or "", r["decision_id"]), reverse=True)
+
     def analyze_policy_impact(self, policy_id: str, rules: dict[str, Any]) -> dict[str, Any]:
         """What proposed rules would change for the recorded decisions the policy applies to (nothing is written)."""
         validate_rules(rules)
