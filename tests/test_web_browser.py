@@ -1,0 +1,362 @@
+"""The web console in a real browser: Debian's headless Chromium driven by Selenium, against
+`agentcontext serve web` started as a subprocess on a real SQLite workspace. One browser and one server for
+the whole module; every page visited is screenshotted into build/screenshots/ (or $AGENTCONTEXT_SCREENSHOTS).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentcontext import access
+from agentcontext.decisions.models import Policy
+from agentcontext.decisions.policy import PolicyEngine
+from agentcontext.decisions.recorder import DecisionRecorder
+from agentcontext.graph.guarded import workspace_graph
+from agentcontext.knowledge import packs
+from agentcontext.memory import AgentMemory
+from agentcontext.workspace import Workspace
+from tests.conftest import CLI, PACKS, ROOT
+
+pytestmark = pytest.mark.browser
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+if not (CHROMIUM and DRIVER):
+    if os.environ.get("CI"):
+        raise RuntimeError("CI must install chromium and chromium-driver (see .ci/run)")
+    pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
+                allow_module_level=True)
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+SHOTS = Path(os.environ.get("AGENTCONTEXT_SCREENSHOTS") or ROOT / "build" / "screenshots")
+DOCS = "pkg:agentcontext.agentcontext.docs.guide"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--window-size=1400,1000"]
+
+
+def _vector(rng: np.random.Generator) -> list[float]:
+    v = rng.standard_normal(384).astype(np.float32)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def build(home: Path) -> dict[str, str]:
+    """Packs (lib:semdag, a secret lib: pack, the docs pkg: pack), memories, decisions, a reader token."""
+    ws = Workspace.open(home=home, create=True)
+    packs.install_folder(ws, PACKS / "semdag", defer_embeddings=True)
+    packs.install_folder(ws, PACKS / "agentcontext-docs", defer_embeddings=True)
+    packs.create_pack(ws, "secret")
+    packs.put_doc(ws, "lib:secret", "salaries", title="Salaries", content="Secret bands.", embed=False)
+    rng = np.random.default_rng(7)
+    AgentMemory(workspace=ws, max_memory_size=None).batch_store([
+        {"content": "Alice prefers tea in the morning", "conversation_id": "c1", "user_id": "alice",
+         "metadata": {"entities": ["alice"]}, "vector": _vector(rng)},
+        {"content": "Bob prefers coffee", "conversation_id": "c1", "user_id": "bob",
+         "metadata": {"entities": ["bob"]}, "vector": _vector(rng)}])
+    graph = workspace_graph(ws)
+    recorder = DecisionRecorder(graph, actor=ws.owner)
+    cause, effect = recorder.record_decisions([  # vectors supplied: no model to load in the test process
+        {"decision_id": "dec_cause", "category": "access", "scenario": "Invitations must expire",
+         "reasoning": "Leaked links", "outcome": "expire_7_days", "confidence": 0.9,
+         "reasoning_embedding": _vector(rng)},
+        {"decision_id": "dec_effect", "category": "access", "scenario": "Remind invitees before expiry",
+         "reasoning": "Some missed it", "outcome": "remind", "confidence": 0.6, "caused_by": ["dec_cause"],
+         "reasoning_embedding": _vector(rng)}])
+    PolicyEngine(graph_store=graph, actor=ws.owner).add_policy(
+        Policy("review", "Access review", "Confidence at least 0.8", {"min_confidence": 0.8}, "access"))
+    reader = access.create_token(ws, "reader")["token"]
+    access.grant(ws, "reader", "lib:semdag", "read")
+    ws.close()
+    return {"reader": reader, "cause": cause, "effect": effect}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    home = tmp_path_factory.mktemp("web") / ".agentcontext"
+    facts = build(home)
+    port = free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    server = subprocess.Popen([*CLI, "--home", str(home), "serve", "web", "--port", str(port), "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = server.stdout.readline()
+        if not line:
+            raise RuntimeError("serve web did not start: " + server.stderr.read())
+        started = json.loads(line)
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        profile = tempfile.mkdtemp(prefix="actx-chromium-")
+        for flag in [*FLAGS, f"--user-data-dir={profile}"]:
+            options.add_argument(flag)
+        driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+        driver.set_page_load_timeout(30)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        yield {"driver": driver, "base": started["url"], "launch": started["login_url"], "home": home, **facts}
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def shot(site, name: str) -> None:
+    site["driver"].save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def go(site, path: str, name: str | None = None):
+    driver = site["driver"]
+    driver.get(site["base"] + path)
+    if name:
+        shot(site, name)
+    return driver
+
+
+def as_owner(site):
+    driver = site["driver"]
+    driver.delete_all_cookies()
+    driver.get(site["launch"])
+    assert driver.find_element(By.ID, "principal").text == "owner"
+    return driver
+
+
+def click_and_wait(driver, element) -> None:
+    """Click something that loads a new page, and wait until it has replaced the old one."""
+    old = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 15).until(lambda d: _stale(old) and d.execute_script("return document.readyState")
+                                    == "complete")
+
+
+def _stale(element) -> bool:
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    try:
+        element.is_enabled()
+        return False
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:  # Chromium's way of saying the same of a detached node
+        if "does not belong to the document" in str(exc):
+            return True
+        raise
+
+
+def text(driver, css: str) -> str:
+    return driver.find_element(By.CSS_SELECTOR, css).text
+
+
+def post_form(driver, action: str, fields: dict[str, str]) -> None:
+    """Submit a form the page did not offer (what a forged or hand-made request would send)."""
+    old = driver.find_element(By.TAG_NAME, "html")
+    driver.execute_script("""
+        const f = document.createElement('form'); f.method = 'post'; f.action = arguments[0];
+        for (const [k, v] of Object.entries(arguments[1])) {
+          const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v; f.appendChild(i); }
+        document.body.appendChild(f); f.submit();""", action, fields)
+    WebDriverWait(driver, 15).until(lambda d: _stale(old) and d.execute_script("return document.readyState")
+                                    == "complete")
+
+
+def test_log_in_with_a_token(site):
+    driver = site["driver"]
+    driver.delete_all_cookies()
+    go(site, "/packs/lib:semdag")
+    assert "/login" in driver.current_url
+    shot(site, "login")
+    driver.find_element(By.ID, "token").send_keys("actx_wrong")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "form[action='/login'] button"))
+    assert "unknown or was revoked" in text(driver, ".error")
+    driver.find_element(By.ID, "token").send_keys(site["reader"])
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "form[action='/login'] button"))
+    assert driver.current_url.endswith("/packs/lib:semdag")  # back where the login began
+    assert text(driver, "#principal") == "reader"
+    cookie = driver.get_cookie("actx_session")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+
+
+def test_open_a_pack(site):
+    driver = as_owner(site)
+    go(site, "/packs", "packs")
+    click_and_wait(driver, driver.find_element(By.LINK_TEXT, "lib:semdag"))
+    rows = driver.find_elements(By.CSS_SELECTOR, "#docs tbody tr")
+    assert [r.find_element(By.TAG_NAME, "code").text for r in rows] == ["account", "identity", "invitations",
+                                                                        "membership"]
+    shot(site, "pack")
+    click_and_wait(driver, driver.find_element(By.PARTIAL_LINK_TEXT, "title"))  # sort by title
+    assert driver.find_elements(By.CSS_SELECTOR, "#docs tbody tr code")[0].text == "account"
+    go(site, f"/packs/{DOCS}?tag=intent:concept", "pack-filtered")
+
+
+def test_follow_an_edge_in_the_graph_view(site):
+    driver = as_owner(site)
+    go(site, "/packs/lib:semdag/graph")
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script("return window.__graphRendered"))
+    shot(site, "graph")
+    box = driver.find_element(By.ID, "graph")
+    x, y = driver.execute_script("""
+        const g = window.consoleGraph, p = g.getPositions(['invitations', 'membership']);
+        const dom = g.canvasToDOM({x: (p.invitations.x + p.membership.x) / 2,
+                                   y: (p.invitations.y + p.membership.y) / 2});
+        return [dom.x, dom.y];""")
+    size = box.size
+    ActionChains(driver).move_to_element_with_offset(box, int(x - size["width"] / 2),
+                                                      int(y - size["height"] / 2)).click().perform()
+    WebDriverWait(driver, 10).until(lambda d: "/docs/membership" in d.current_url)
+    assert driver.find_element(By.TAG_NAME, "h1").text == "Membership"
+
+
+def test_edit_a_doc_and_see_the_new_version_in_history_and_through_the_cli(site):
+    driver = as_owner(site)
+    go(site, "/packs/lib:semdag/docs/account")
+    click_and_wait(driver, driver.find_element(By.ID, "edit-link"))
+    shot(site, "edit")
+    summary = driver.find_element(By.NAME, "summary")
+    summary.clear()
+    summary.send_keys("Edited in the browser")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#edit-form button[type=submit]"))
+    assert "Saved: version 2" in text(driver, ".notice")
+    assert text(driver, "#doc-version") == "2"
+    history = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#history tbody tr")]
+    assert history[0].startswith("v2") and history[-1].startswith("v1")
+    shot(site, "doc")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#history button"))
+    assert "+summary: Edited in the browser" in text(driver, "#diff")
+    shot(site, "diff")
+    cli = subprocess.run([*CLI, "--home", str(site["home"]), "read", "lib:semdag", "account", "--json"],
+                         capture_output=True, text=True, timeout=60)
+    doc = json.loads(cli.stdout)
+    assert doc["version"] == 2 and doc["summary"] == "Edited in the browser"
+
+
+def test_a_stale_edit_shows_the_conflict_and_loses_nothing(site):
+    driver = as_owner(site)
+    go(site, "/packs/lib:semdag/docs/membership/edit")
+    other = Workspace.open(home=site["home"])  # someone else saves first
+    packs.put_doc(other, "lib:semdag", "membership", content="Changed meanwhile by someone else.", embed=False)
+    other.close()
+    body = driver.find_element(By.NAME, "content")
+    body.clear()
+    body.send_keys("My careful edit.")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#edit-form button[type=submit]"))
+    assert "Someone saved this doc" in text(driver, "#conflict")
+    assert "Changed meanwhile by someone else." in text(driver, "#conflict-theirs")
+    assert "My careful edit." in text(driver, "#conflict-yours")
+    assert driver.find_element(By.NAME, "content").get_attribute("value") == "My careful edit."
+    shot(site, "conflict")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#edit-form button[type=submit]"))  # save it on purpose
+    assert "Saved: version 3" in text(driver, ".notice")
+    assert "My careful edit." in text(driver, "#doc-body")
+
+
+def test_editing_a_pkg_doc_is_refused(site):
+    driver = as_owner(site)
+    go(site, f"/packs/{DOCS}/docs/concepts.flash", "doc-pkg")
+    assert "read-only" in text(driver, "#readonly-reason") and not driver.find_elements(By.ID, "edit-link")
+    go(site, f"/packs/{DOCS}/docs/concepts.flash/edit")
+    assert "read-only" in text(driver, "#readonly-reason")
+    csrf = driver.find_element(By.CSS_SELECTOR, "form.who input[name=csrf]").get_attribute("value")
+    post_form(driver, f"/packs/{DOCS}/docs/concepts.flash/edit",
+              {"csrf": csrf, "title": "Defaced", "content": "x", "expected_version": "1"})
+    assert text(driver, "h1") == "Read-only"
+    ws = Workspace.open(home=site["home"])
+    assert ws.store.get_node(f"{DOCS}/concepts.flash").title != "Defaced"
+    assert ws.store.audit(principal="owner")[-1]["outcome"] == "denied"
+    ws.close()
+
+
+def test_a_reader_cannot_see_a_denied_pack_and_its_url_answers_404(site):
+    driver = site["driver"]
+    driver.delete_all_cookies()
+    go(site, "/login")
+    driver.find_element(By.ID, "token").send_keys(site["reader"])
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "form[action='/login'] button"))
+    listing = text(driver, "#packs")
+    assert "lib:semdag" in listing and "lib:secret" not in listing and DOCS not in listing
+    status = driver.execute_script("return fetch('/packs/lib:secret').then(r => r.status)")
+    assert status == 404
+    go(site, "/packs/lib:secret/docs/salaries", "denied-404")
+    assert text(driver, "h1") == "Not found" and "Salaries" not in driver.page_source
+
+
+def test_a_post_without_the_csrf_token_is_refused(site):
+    driver = as_owner(site)
+    go(site, "/packs/lib:semdag/lint")
+    post_form(driver, "/packs/lib:semdag/lint/drop-edge", {"selector": "invitations", "target": "account"})
+    assert text(driver, "h1") == "Form refused"
+    ws = Workspace.open(home=site["home"])
+    assert any(e.dst == "lib:semdag/account" for e in ws.store.edges(src="lib:semdag/invitations"))
+    assert ws.store.audit(principal="owner")[-1]["action"] == "web.csrf"
+    ws.close()
+
+
+def test_lint_fix_drops_a_redundant_edge_in_one_click(site):
+    driver = as_owner(site)
+    go(site, "/packs/lib:semdag/lint", "lint")
+    click_and_wait(driver, driver.find_element(By.XPATH, "//button[text()='Drop membership → identity']"))
+    assert "dropped membership depends_on identity" in text(driver, ".notice")
+    assert "Drop membership → identity" not in text(driver, "#lint-redundant")
+
+
+def test_flash_preview_of_the_seed_example(site):
+    driver = as_owner(site)
+    go(site, "/packs/lib:semdag/flash")
+    driver.find_element(By.CSS_SELECTOR, "input[name=targets][value=invitations]").click()
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#flash-form button"))
+    order = [r.find_elements(By.TAG_NAME, "td")[1].find_element(By.TAG_NAME, "a").text
+             for r in driver.find_elements(By.CSS_SELECTOR, "#flash-order tbody tr")]
+    assert order == ["Identity", "Account", "Membership", "Invitations"]
+    assert "invitations →" in text(driver, "#flash-order")  # the why-path
+    assert "## Identity (identity)" in driver.find_element(By.ID, "bundle-text").get_attribute("value")
+    shot(site, "flash")
+    go(site, "/packs/lib:semdag/flash?targets=invitations&budget=100", "flash-over-budget")
+    assert "Over budget" in text(driver, "#over-budget")
+
+
+def test_erasing_an_entity_from_the_memory_page_shows_the_receipt(site):
+    driver = as_owner(site)
+    go(site, "/memory", "memory")
+    assert "Alice prefers tea" in text(driver, "#memories")
+    driver.find_element(By.CSS_SELECTOR, "#erase-form input[name=entity]").send_keys("alice")
+    driver.find_element(By.CSS_SELECTOR, "#erase-form input[name=reason]").send_keys("erasure request")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#erase-form button"))
+    receipt = text(driver, "#receipt")
+    assert "memory erased items: 1" in receipt.replace("\n", " ") and "Complete" in text(driver, "#receipt-status")
+    shot(site, "receipt")
+    go(site, "/memory")
+    assert "Alice prefers tea" not in text(driver, "#memories") and "Bob prefers coffee" in text(driver, "#memories")
+
+
+def test_decisions_chain_policies_and_audit_pages(site):
+    driver = as_owner(site)
+    go(site, "/decisions", "decisions")
+    go(site, f"/decisions/{site['effect']}")
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script("return window.__graphRendered"))
+    assert "expire_7_days" in text(driver, "#upstream")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#check-form button"))
+    assert "not compliant" in text(driver, ".notice")
+    shot(site, "decision")
+    go(site, "/policies/review", "policy")
+    assert "violation" in text(driver, "#results")
+    go(site, "/audit?outcome=denied", "audit")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#audit tbody tr")
+    assert rows and all("denied" in r.text for r in rows)
