@@ -13,7 +13,6 @@ from typing import Any, Iterable
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
-from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -24,7 +23,8 @@ from ..errors import (AccessDeniedError, AgentContextError, ConflictError, NotFo
                       ValidationError)
 from ..workspace import Workspace
 from .render import HERE, page
-from .sessions import COOKIE, Session, Sessions, csrf_ok
+from .requests import Console, CsrfError, audit, checked_form, console, session_of
+from .sessions import COOKIE, Sessions
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; "
        "img-src 'self' data:; object-src 'none'; "
@@ -33,45 +33,6 @@ HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options
            (b"referrer-policy", b"same-origin"), (b"x-frame-options", b"DENY"),
            (b"cross-origin-opener-policy", b"same-origin")]
 PUBLIC = ("/login", "/static/")
-
-
-class CsrfError(Exception):
-    pass
-
-
-class Console:
-    """What every route needs: the workspace and the sessions."""
-
-    def __init__(self, ws: Workspace, sessions: Sessions) -> None:
-        self.ws = ws
-        self.sessions = sessions
-
-
-def console(request: Request) -> Console:
-    return request.app.state.console
-
-
-def session_of(request: Request) -> Session:
-    return request.scope["session"]
-
-
-def principal(request: Request) -> str:
-    return session_of(request).principal
-
-
-def audit(request: Request, action: str, target: str, outcome: str, detail: dict[str, Any] | None = None,
-          who: str | None = None) -> None:
-    """Console events the services do not see (log in, log out, a refused form) go to the same audit log."""
-    console(request).ws.store.append_audit(who or principal(request), action, target, outcome, detail or {})
-
-
-async def checked_form(request: Request) -> FormData:
-    """The POSTed form, once its CSRF token matches the session's (a mismatch is audited and refused)."""
-    form = await request.form()
-    if not csrf_ok(session_of(request), form.get("csrf")):
-        audit(request, "web.csrf", request.url.path, "denied", {"method": request.method})
-        raise CsrfError()
-    return form
 
 
 class Guard:

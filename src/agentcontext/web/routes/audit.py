@@ -7,7 +7,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ... import access
-from ..app import console, principal
+from ..requests import console, principal
 from ..render import page
 from . import int_param, text_param
 

@@ -15,7 +15,7 @@ from ...decisions.policy import APPROVAL_METHODS, PolicyEngine
 from ...decisions.recorder import DecisionRecorder
 from ...errors import ValidationError
 from ...graph.guarded import open_graph
-from ..app import checked_form, console, principal
+from ..requests import checked_form, console, principal
 from ..layout import layered
 from ..render import page, with_query
 from . import int_param, text_param

@@ -11,7 +11,7 @@ from starlette.routing import Route
 from ... import access
 from ...errors import ConflictError, ReadOnlyError, ValidationError
 from ...knowledge import catalog, history, packs, tools
-from ..app import checked_form, console, principal
+from ..requests import checked_form, console, principal
 from ..render import doc_url, page
 from . import int_param
 

@@ -9,7 +9,7 @@ from starlette.routing import Route
 from ...erasure import erase_workspace_entity
 from ...errors import ValidationError
 from ...memory import browse, guarded
-from ..app import checked_form, console, principal
+from ..requests import checked_form, console, principal
 from ..render import page, with_query
 from . import int_param, text_param
 

@@ -8,7 +8,7 @@ from starlette.routing import Route
 
 from ...errors import BudgetExceededError, CycleError, MissingModuleError, ValidationError
 from ...knowledge import catalog, flash as flash_mod, packs
-from ..app import checked_form, console, principal
+from ..requests import checked_form, console, principal
 from ..layout import layered
 from ..render import doc_url, page, pack_url
 from . import int_param
