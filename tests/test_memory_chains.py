@@ -6,13 +6,16 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from agentcontext import AgentMemory, VectorStore
 
 WRITER = textwrap.dedent("""
     import sys, time
     from agentcontext import AgentMemory, VectorStore
-    home, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
-    mem = AgentMemory(vector_store=VectorStore(home=home), max_memory_size=10**7)
+    where, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    store = VectorStore(url=where) if where.startswith("postgresql") else VectorStore(home=where)
+    mem = AgentMemory(vector_store=store, max_memory_size=10**7)
     mem.workspace.embedder.embed(["warm up"])
     print("READY", flush=True)
     sys.stdin.readline()  # every writer starts at once
@@ -47,13 +50,11 @@ def one_chain(n: int) -> dict:
     return {"turns": n, "heads": 1, "starts": 1, "forks": 0, "walked": n}
 
 
-def test_concurrent_writers_keep_one_chain_per_conversation(tmp_path):
-    home = tmp_path / ".agentcontext"
-    VectorStore(home=home).close()
+def run_writers(tmp_path, where: str, writers: int = 4, seconds: float = 3) -> None:
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
-    procs = [subprocess.Popen([sys.executable, str(script), str(home), f"w{n}", "3"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(4)]
+    procs = [subprocess.Popen([sys.executable, str(script), where, f"w{n}", str(seconds)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(writers)]
     for proc in procs:
         assert proc.stdout.readline().strip() == "READY", proc.stderr.read()
     for proc in procs:
@@ -62,7 +63,10 @@ def test_concurrent_writers_keep_one_chain_per_conversation(tmp_path):
     for proc in procs:
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
-    mem = AgentMemory(vector_store=VectorStore(home=home), max_memory_size=10**7)
+
+
+def assert_one_chain_each(store: VectorStore) -> None:
+    mem = AgentMemory(vector_store=store, max_memory_size=10**7)
     try:
         for conv in ("conv-0", "conv-1"):
             report = chain_problems(mem, conv)
@@ -70,6 +74,20 @@ def test_concurrent_writers_keep_one_chain_per_conversation(tmp_path):
             assert report == one_chain(report["turns"]), report
     finally:
         mem.workspace.close()
+
+
+def test_concurrent_writers_keep_one_chain_per_conversation(tmp_path):
+    home = tmp_path / ".agentcontext"
+    VectorStore(home=home).close()
+    run_writers(tmp_path, str(home))
+    assert_one_chain_each(VectorStore(home=home))
+
+
+@pytest.mark.postgres
+def test_concurrent_writers_keep_one_chain_on_postgres(tmp_path, pg_url):
+    VectorStore(url=pg_url).close()
+    run_writers(tmp_path, pg_url, writers=3)
+    assert_one_chain_each(VectorStore(url=pg_url))
 
 
 def test_updating_an_older_turn_does_not_fork_the_chain(tmp_path):
