@@ -1,4 +1,4 @@
-"""The graph engine: ContextGraph, traversal, analytics, persistence, cross-graph links."""
+"""The graph service: ContextGraph and its parts (analytics, persistence, cross-graph links, conversations)."""
 from __future__ import annotations
 
 from .context_graph import ContextGraph
