@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..errors import ValidationError
+from ..graph import guarded
 from ..workspace import Workspace
 
 out = Console(highlight=False, soft_wrap=True)
@@ -69,9 +70,49 @@ def read_text(path: Path) -> str:
         raise ValidationError(f"cannot read {path} as UTF-8 text: {exc}", file=str(path)) from exc
 
 
+def is_key(column: str) -> bool:
+    """Columns that name something (pack, id, ..._id, selector): shown whole, never cut to fit the terminal."""
+    return column in ("pack", "id", "selector", "label") or column.endswith("_id")
+
+
 def table(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
-    """Print ``rows`` as a Rich table of ``columns`` (missing values blank)."""
-    grid = Table(*columns)
-    for row in rows:
-        grid.add_row(*("" if row.get(col) is None else str(row.get(col)) for col in columns))
+    """Print ``rows`` as a Rich table of ``columns`` (missing values blank). Key columns keep their full
+    width (an id cut at 80 columns cannot be copied); the others wrap into what is left."""
+    cells = [["" if row.get(col) is None else str(row.get(col)) for col in columns] for row in rows]
+    grid = Table()
+    for i, col in enumerate(columns):
+        if is_key(col):
+            widest = max([len(col), *(len(r[i]) for r in cells)])
+            grid.add_column(col, no_wrap=True, min_width=widest, overflow="ignore")
+        else:
+            grid.add_column(col, overflow="fold")
+    for r in cells:
+        grid.add_row(*r)
     out.print(grid)
+
+
+GRAPH_OPTION = typer.Option(None, "--graph", "-g", help="Graph name (access name graph:NAME); default: the "
+                            "workspace graph, graph:default, that the MCP decision tools use.")
+
+
+def parse_pairs(pairs: list[str] | None, flag: str) -> dict[str, Any]:
+    """``KEY=VALUE`` items as a dict; VALUE is read as JSON when it parses (true, 0.8, [..], "x"), else as text."""
+    found: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ValidationError(f"{flag} expects KEY=VALUE, got {pair!r}", option=flag, value=pair)
+        try:
+            found[key] = json.loads(raw)
+        except ValueError:
+            found[key] = raw
+    return found
+
+
+def open_graph(ctx: typer.Context, name: str | None, level: str, action: str, target: str = "") -> Any:
+    """The workspace graph ``name`` after the access check graph/guarded.py shares with MCP."""
+    return guarded.open_graph(open_workspace(ctx), principal(ctx), level, action, target, name=name)
+
+
+def audit_write(ctx: typer.Context, graph: Any, action: str, target: str, detail: dict[str, Any]) -> None:
+    guarded.audit_write(graph.workspace, principal(ctx), action, target, detail)

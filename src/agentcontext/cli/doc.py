@@ -15,9 +15,10 @@ doc_app = typer.Typer(help="Create, update and delete docs of lib: packs.", no_a
 
 @doc_app.command("put")
 def doc_put(ctx: typer.Context, pack: str, selector: str,
-            title: Optional[str] = typer.Option(None, "--title"),
-            summary: Optional[str] = typer.Option(None, "--summary"),
-            kind: Optional[str] = typer.Option(None, "--kind"),
+            title: Optional[str] = typer.Option(None, "--title", help="The doc's title."),
+            summary: Optional[str] = typer.Option(None, "--summary", help="One or two sentences to judge "
+                                                   "relevance from."),
+            kind: Optional[str] = typer.Option(None, "--kind", help="Its kind (default reference)."),
             tag: Optional[list[str]] = typer.Option(None, "--tag", help="Repeat for several tags."),
             depends_on: Optional[list[str]] = typer.Option(None, "--depends-on", help="Prerequisite selector; repeat."),
             file: Optional[Path] = typer.Option(None, "--file", help="Body from a file ('-' for stdin)."),

@@ -19,11 +19,15 @@ from .common import JSON_OPTION, emit, err, open_workspace, out, principal, prog
 def search(ctx: typer.Context, pack: Optional[str] = typer.Argument(None, help="The pack (with --all: the query)."),
            query: str = typer.Argument(""),
            tag: Optional[list[str]] = typer.Option(None, "--tag", help="All-of tag filter; repeat."),
-           kind: Optional[str] = typer.Option(None, "--kind"), prefix: Optional[str] = typer.Option(None, "--prefix"),
-           related_to: Optional[str] = typer.Option(None, "--related-to"),
-           edge_type: Optional[str] = typer.Option(None, "--edge-type"),
+           kind: Optional[str] = typer.Option(None, "--kind", help="Only docs of this kind."),
+           prefix: Optional[str] = typer.Option(None, "--prefix", help="Only selectors starting with this."),
+           related_to: Optional[str] = typer.Option(None, "--related-to", help="Only docs with an edge to this "
+                                                    "selector."),
+           edge_type: Optional[str] = typer.Option(None, "--edge-type", help="With --related-to: only edges of "
+                                                   "this type."),
            all_packs: bool = typer.Option(False, "--all", help="Search every pack you may read: search --all QUERY."),
-           limit: int = typer.Option(10, "--limit"), json_out: bool = JSON_OPTION) -> None:
+           limit: int = typer.Option(10, "--limit", help="At most this many hits, best first."),
+           json_out: bool = JSON_OPTION) -> None:
     """Search a pack by metadata first (selector, title, tags, summary), then body text and meaning."""
     ws = open_workspace(ctx)
     if all_packs:
@@ -71,7 +75,8 @@ def docs(ctx: typer.Context, pack: str,
 
 
 def neighbors(ctx: typer.Context, pack: str, selector: str,
-              edge_type: Optional[str] = typer.Option(None, "--edge-type"), json_out: bool = JSON_OPTION) -> None:
+              edge_type: Optional[str] = typer.Option(None, "--edge-type", help="Only edges of this type."),
+              json_out: bool = JSON_OPTION) -> None:
     """Outbound typed edges of a doc, sorted by target then type."""
     rows = tools.list_knowledge_neighbors(open_workspace(ctx), pack, selector, edge_type, principal(ctx))
 
@@ -84,7 +89,8 @@ def neighbors(ctx: typer.Context, pack: str, selector: str,
     emit(rows, json_out, human)
 
 
-def read(ctx: typer.Context, pack: str, selector: str, version: Optional[int] = typer.Option(None, "--version"),
+def read(ctx: typer.Context, pack: str, selector: str,
+         version: Optional[int] = typer.Option(None, "--version", help="An earlier version (see `history`)."),
          json_out: bool = JSON_OPTION) -> None:
     """Print a doc's full body (read last, after search and neighbours)."""
     doc = tools.read_knowledge_doc(open_workspace(ctx), pack, selector, version, principal(ctx))
@@ -99,8 +105,7 @@ def flash(ctx: typer.Context, pack: str, selectors: list[str] = typer.Argument(.
           json_out: bool = JSON_OPTION) -> None:
     """Assemble SELECTORS with every prerequisite, foundations first, each once."""
     bundle = flash_mod.flash(open_workspace(ctx), pack, selectors, budget, as_of, principal(ctx), degrade)
-    data = {"order": bundle.order, "digest": bundle.digest, "tokens": bundle.tokens, "text": bundle.text,
-            "degraded": bundle.degraded, "as_of": bundle.as_of}
+    data = bundle.to_dict()  # what flash_knowledge returns over MCP
 
     def human(_: Any) -> None:
         err.print(f"flash {pack} {' '.join(selectors)}: {len(bundle.order)} docs, {bundle.tokens} tokens, "
@@ -111,7 +116,8 @@ def flash(ctx: typer.Context, pack: str, selectors: list[str] = typer.Argument(.
     emit(data, json_out, human)
 
 
-def lint(ctx: typer.Context, pack: str, max_tokens: int = typer.Option(lint_mod.OVERSIZE_TOKENS, "--max-tokens"),
+def lint(ctx: typer.Context, pack: str, max_tokens: int = typer.Option(lint_mod.OVERSIZE_TOKENS, "--max-tokens",
+                                                          help="Docs over this many tokens are reported oversize."),
          json_out: bool = JSON_OPTION) -> None:
     """Report cycles, unknown targets, redundant depends_on edges, orphans, oversize docs and unknown edge types.
 

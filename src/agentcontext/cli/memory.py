@@ -12,9 +12,11 @@ from .common import JSON_OPTION, emit, open_workspace, out, principal
 from ..errors import ValidationError
 from ..memory import AgentMemory, guarded
 
-memory_app = typer.Typer(help="Agent memory: store, retrieve, forget, export, import.", no_args_is_help=True)
+memory_app = typer.Typer(help="Agent memory: store, retrieve, get, forget, export, import.", no_args_is_help=True)
 
 NS_OPTION = typer.Option("default", "--namespace", "-n", help="Memory store name (namespace memory:<name>).")
+CONVERSATION_OPTION = typer.Option(None, "--conversation", "-c", help="A conversation id.")
+USER_OPTION = typer.Option(None, "--user", "-u", help="A user id.")
 
 
 def _memory(ctx: typer.Context, namespace: str, level: str = "read", action: str = "memory.read") -> AgentMemory:
@@ -46,8 +48,8 @@ def _print_results(rows: list[dict[str, Any]]) -> None:
 
 @memory_app.command("store")
 def store_cmd(ctx: typer.Context, text: str = typer.Argument(..., help="The memory text."),
-              conversation: Optional[str] = typer.Option(None, "--conversation", "-c"),
-              user: Optional[str] = typer.Option(None, "--user", "-u"),
+              conversation: Optional[str] = CONVERSATION_OPTION,
+              user: Optional[str] = USER_OPTION,
               meta: Optional[list[str]] = typer.Option(None, "--meta", "-m", help="Metadata key=value (repeatable)."),
               namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Store one memory; prints its id."""
@@ -58,11 +60,12 @@ def store_cmd(ctx: typer.Context, text: str = typer.Argument(..., help="The memo
 
 
 @memory_app.command("retrieve")
-def retrieve_cmd(ctx: typer.Context, query: str = typer.Argument(...), k: int = typer.Option(5, "--k", "-k"),
-                 conversation: Optional[str] = typer.Option(None, "--conversation", "-c"),
-                 user: Optional[str] = typer.Option(None, "--user", "-u"),
+def retrieve_cmd(ctx: typer.Context, query: str = typer.Argument(...),
+                 k: int = typer.Option(5, "--k", "-k", help="At most this many, best first."),
+                 conversation: Optional[str] = CONVERSATION_OPTION,
+                 user: Optional[str] = USER_OPTION,
                  meta: Optional[list[str]] = typer.Option(None, "--meta", "-m", help="Metadata filter key=value."),
-                 min_score: float = typer.Option(0.0, "--min-score"),
+                 min_score: float = typer.Option(0.0, "--min-score", help="Drop results scoring below this."),
                  namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """The best memories for QUERY (hybrid: dense + BM25 + conversation context)."""
     mem = _memory(ctx, namespace)
@@ -73,8 +76,8 @@ def retrieve_cmd(ctx: typer.Context, query: str = typer.Argument(...), k: int = 
 
 @memory_app.command("forget")
 def forget_cmd(ctx: typer.Context, memory_id: Optional[str] = typer.Argument(None, help="A memory id."),
-               conversation: Optional[str] = typer.Option(None, "--conversation", "-c"),
-               user: Optional[str] = typer.Option(None, "--user", "-u"),
+               conversation: Optional[str] = CONVERSATION_OPTION,
+               user: Optional[str] = USER_OPTION,
                days_old: Optional[float] = typer.Option(None, "--days-old", help="Older than this many days."),
                namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Delete memories by id, conversation, user or age (all given conditions must match)."""
@@ -88,9 +91,9 @@ def forget_cmd(ctx: typer.Context, memory_id: Optional[str] = typer.Argument(Non
 def export_cmd(ctx: typer.Context,
                destination: Optional[Path] = typer.Argument(None, help="Folder for one Markdown file per memory."),
                format: Optional[str] = typer.Option(None, "--format", "-f", help="json (to stdout) or markdown."),
-               conversation: Optional[str] = typer.Option(None, "--conversation", "-c"),
-               user: Optional[str] = typer.Option(None, "--user", "-u"),
-               type: Optional[str] = typer.Option(None, "--type"),
+               conversation: Optional[str] = CONVERSATION_OPTION,
+               user: Optional[str] = USER_OPTION,
+               type: Optional[str] = typer.Option(None, "--type", help="Only memories of this type (metadata type)."),
                namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Export memories: a DIR of Markdown files, or --format json to stdout."""
     mem = _memory(ctx, namespace)
@@ -124,9 +127,19 @@ def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="A Mark
     emit({"imported": count}, json_out, lambda d: out.print(f"imported {d['imported']} memories"))
 
 
+@memory_app.command("get")
+def get_cmd(ctx: typer.Context, memory_id: str = typer.Argument(..., metavar="MEMORY_ID"),
+            namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """One memory by id: its text, metadata, conversation, user and times (as the MCP tool get_memory)."""
+    row = _memory(ctx, namespace).require(memory_id)
+    emit(row, json_out, lambda r: out.print(f"{r['id']}  {r['content']}\nmetadata: {r.get('metadata')}",
+                                            markup=False))
+
+
 @memory_app.command("conversation")
 def conversation_cmd(ctx: typer.Context, conversation_id: str = typer.Argument(...),
-                     max_items: int = typer.Option(50, "--max-items"), namespace: str = NS_OPTION,
+                     max_items: int = typer.Option(50, "--max-items", help="The last this many."),
+                     namespace: str = NS_OPTION,
                      json_out: bool = JSON_OPTION) -> None:
     """A conversation's memories, oldest first."""
     rows = _memory(ctx, namespace).get_conversation_history(conversation_id, max_items)

@@ -5,20 +5,17 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.table import Table
 
 from ..knowledge import packs, tools
 from ..knowledge.export import export_pack
-from .common import JSON_OPTION, emit, err, open_workspace, out, principal, progress_bar
+from .common import JSON_OPTION, emit, err, open_workspace, out, principal, progress_bar, table
 
 pack_app = typer.Typer(help="Install, create, list and export knowledge packs.", no_args_is_help=True)
 
 
 def _packs_table(rows: list[dict[str, Any]]) -> None:
-    table = Table("pack", "name", "docs", "editable")
-    for r in rows:
-        table.add_row(r["pack"], r["name"], str(r["docs"]), "yes" if r["editable"] else "read-only")
-    out.print(table)
+    table(("pack", "name", "docs", "editable"),
+          [{**r, "editable": "yes" if r["editable"] else "read-only"} for r in rows])
 
 
 @pack_app.command("add")
@@ -56,7 +53,8 @@ def pack_list(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
 
 
 @pack_app.command("new")
-def pack_new(ctx: typer.Context, slug: str, name: Optional[str] = typer.Option(None, "--name"),
+def pack_new(ctx: typer.Context, slug: str,
+             name: Optional[str] = typer.Option(None, "--name", help="A human name (default: SLUG)."),
              json_out: bool = JSON_OPTION) -> None:
     """Create an empty, editable lib:SLUG pack."""
     result = packs.create_pack(open_workspace(ctx, create=True), slug, name, principal(ctx))

@@ -17,7 +17,8 @@ import typer
 from ..config import HOME_DIR
 from ..errors import AgentContextError
 from ..workspace import Workspace
-from . import access, doc, evaluation, history, knowledge, memory, pack, serve, store, token
+from . import access, checkpoints, decisions, doc, erasure, evaluation, graph, history, knowledge, memory, pack, \
+    policies, serve, store, token
 from .common import JSON_OPTION, emit, err, out
 
 app = typer.Typer(name="agentcontext", help="The context layer for AI agents: knowledge packs, flash, memory, "
@@ -52,6 +53,12 @@ app.add_typer(doc.doc_app, name="doc")
 for _command in knowledge.COMMANDS:
     app.command()(_command)
 app.add_typer(memory.memory_app, name="memory")
+app.add_typer(decisions.decision_app, name="decision")
+app.add_typer(policies.policy_app, name="policy")
+app.add_typer(graph.graph_app, name="graph")
+app.add_typer(checkpoints.checkpoint_app, name="checkpoint")
+for _command in erasure.COMMANDS:
+    app.command()(_command)
 app.add_typer(evaluation.eval_app, name="eval")
 app.add_typer(serve.serve_app, name="serve")
 app.add_typer(token.token_app, name="token")

@@ -103,4 +103,15 @@ class ApprovalChain:
         return out
 
 
-__all__ = ["Decision", "Precedent", "Policy", "PolicyException", "ApprovalChain"]
+EMBEDDING_FIELDS = ("reasoning_embedding", "node2vec_embedding")
+
+
+def decision_data(d: Decision) -> dict[str, Any]:
+    """A decision as interfaces return it: ``to_dict()`` without the two embedding fields."""
+    row = d.to_dict()
+    for key in EMBEDDING_FIELDS:
+        row.pop(key, None)
+    return row
+
+
+__all__ = ["Decision", "Precedent", "Policy", "PolicyException", "ApprovalChain", "decision_data"]

@@ -1,0 +1,63 @@
+"""``agentcontext erase ENTITY`` and ``agentcontext receipts``: erase an entity, print its erasure receipt.
+
+``erase`` calls ``erasure.erase_workspace_entity`` (what MCP and the web console call too): the workspace graph's
+node, the memories of ``memory:<name>`` that name the entity and their vectors, the tombstone last, and the
+receipt appended to the audit log under the acting principal, which ``receipts`` reads back. It needs
+``write`` on ``memory:<name>`` and ``graph:default`` (and admin on a foreign namespace the id names).
+Reading receipts is reading the audit log: your own, or everyone's for the owner or an admin of ``*``.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+
+from .. import access
+from ..erasure import erase_workspace_entity
+from .common import JSON_OPTION, emit, open_workspace, out, principal, table
+
+RECEIPT_OUTCOMES = ("complete", "incomplete")  # denied attempts are audited under the same action
+
+NS_OPTION = typer.Option("default", "--namespace", "-n", help="Memory store to erase from (access name "
+                         "memory:NAME).")
+
+
+def _print_receipt(r: dict[str, Any]) -> None:
+    out.print(f"erasure of {r['entity_id']} at {r['erased_at']}: "
+              + ("complete" if r["complete"] else "INCOMPLETE"), markup=False)
+    for leg, result in r["stores"].items():
+        rest = ", ".join(f"{k} {v}" for k, v in result.items() if k != "status")
+        out.print(f"  {leg:8} {result.get('status')}" + (f"  ({rest})" if rest else ""), markup=False)
+
+
+def erase(ctx: typer.Context, entity_id: str = typer.Argument(..., metavar="ENTITY_ID"),
+          reason: Optional[str] = typer.Option(None, "--reason", help="Why (kept on the tombstone and receipt)."),
+          namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """Erase an entity from the graph, the memories that name it and their vectors; print the receipt.
+
+    Exits 1 when the receipt is incomplete (a store failed or cannot delete)."""
+    receipt = erase_workspace_entity(open_workspace(ctx), entity_id, reason=reason, principal=principal(ctx),
+                                     namespace=namespace)
+    emit(receipt.to_dict(), json_out, _print_receipt)
+    if not receipt.complete:
+        raise typer.Exit(1)
+
+
+def receipts(ctx: typer.Context, entity_id: Optional[str] = typer.Argument(None, metavar="[ENTITY_ID]",
+                                                                          help="Only this entity's."),
+             json_out: bool = JSON_OPTION) -> None:
+    """Erasure receipts recorded in the audit log, oldest first."""
+    rows = access.audit_log(open_workspace(ctx), principal(ctx), action="erase_entity")
+    found = [{**r["detail"], "outcome": r["outcome"], "by": r["principal"]} for r in rows
+             if r["outcome"] in RECEIPT_OUTCOMES and (entity_id is None or r["target"] == entity_id)]
+
+    def human(items: list[dict[str, Any]]) -> None:
+        if not items:
+            out.print("no erasure receipts")
+        else:
+            table(("erased_at", "entity_id", "by", "outcome", "reason"), items)
+
+    emit(found, json_out, human)
+
+
+COMMANDS = [erase, receipts]

@@ -1,0 +1,122 @@
+"""``agentcontext policy ...``: versioned policies, compliance checks and policy exceptions.
+
+Checked like the MCP decision tools (graph/guarded.py): adding a policy, checking compliance (the check is
+recorded on the decision and in the audit log, as MCP's check_compliance) and recording an exception need
+``write`` on ``graph:<name>``; listing and showing need ``read``. The policy engine audits its own writes.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+
+from .. import access
+from ..decisions.models import Policy
+from ..decisions.policy import PolicyEngine
+from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out, parse_pairs, principal, table
+
+policy_app = typer.Typer(help="Policies: add and list them, check decisions against them, record exceptions.",
+                         no_args_is_help=True)
+
+
+def _engine(ctx: typer.Context, graph_name: str | None, level: str, action: str, target: str = "") -> PolicyEngine:
+    graph = open_graph(ctx, graph_name, level, action, target)
+    return PolicyEngine(graph_store=graph, actor=access.effective_principal(graph.workspace, principal(ctx)))
+
+
+def _policies_table(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        out.print("no policies")
+        return
+    table(("policy_id", "version", "category", "name", "rules"),
+          [{**r, "rules": ", ".join(f"{k}={v}" for k, v in r["rules"].items())} for r in rows])
+
+
+@policy_app.command("add")
+def add(ctx: typer.Context, policy_id: str = typer.Argument(..., metavar="POLICY_ID"),
+        name: str = typer.Option(..., "--name", help="A human name for the policy."),
+        category: str = typer.Option(..., "--category", help="The decision category it applies to (* for all)."),
+        rule: Optional[list[str]] = typer.Option(None, "--rule", help="A rule KEY=VALUE, VALUE read as JSON "
+                                                 "(min_confidence=0.8, requires_reasoning=true, "
+                                                 "allowed_outcomes='[\"approved\"]'); repeat."),
+        description: str = typer.Option("", "--description", help="What the policy is for."),
+        version: str = typer.Option("1.0", "--version", help="Its version label."),
+        graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """Add a policy; unknown rule keys and badly typed values are refused."""
+    engine = _engine(ctx, graph_name, "write", "policy.add", policy_id)
+    rules = parse_pairs(rule, "--rule")
+    engine.add_policy(Policy(policy_id=policy_id, name=name, description=description, rules=rules,
+                             category=category, version=version))
+    emit(engine.get_policy(policy_id).to_dict(), json_out,
+         lambda p: out.print(f"added policy {p['policy_id']} v{p['version']}", markup=False))
+
+
+@policy_app.command("list")
+def list_cmd(ctx: typer.Context, category: Optional[str] = typer.Option(None, "--category", help="Only the "
+                                                                        "policies that apply to this category."),
+             graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """Current policies (the latest version of each)."""
+    engine = _engine(ctx, graph_name, "read", "policy.read")
+    found = engine.get_applicable_policies(category) if category is not None else engine.list_policies()
+    emit({"policies": [p.to_dict() for p in found]}, json_out, lambda r: _policies_table(r["policies"]))
+
+
+@policy_app.command("show")
+def show(ctx: typer.Context, policy_id: str = typer.Argument(..., metavar="POLICY_ID"),
+         history: bool = typer.Option(False, "--history", help="Every version, oldest first."),
+         graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """One policy's current version (or its whole history)."""
+    engine = _engine(ctx, graph_name, "read", "policy.read", policy_id)
+    rows = [p.to_dict() for p in engine.get_policy_history(policy_id)] if history else \
+        [engine.get_policy(policy_id).to_dict()]
+    emit({"policies": rows} if history else rows[0], json_out,
+         lambda _: _policies_table(rows))
+
+
+@policy_app.command("check")
+def check(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="DECISION_ID"),
+          policy_id: str = typer.Argument(..., metavar="POLICY_ID"),
+          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """Check a recorded decision against a policy's current rules (as the MCP tool check_compliance).
+
+    Exits 1 when the decision violates the policy and no exception excuses it."""
+    result = _engine(ctx, graph_name, "write", "policy.check", decision_id).check_compliance(decision_id, policy_id)
+    data = result.to_dict()
+
+    def human(r: dict[str, Any]) -> None:
+        verdict = "compliant" if r["compliant"] else ("excepted by " + r["exception_id"] if r.get("exception_id")
+                                                       else "VIOLATION")
+        out.print(f"{r['decision_id']} vs {r['policy_id']} v{r['policy_version']}: {verdict}", markup=False)
+        for v in r["violations"]:
+            out.print(f"  {v['rule']}: {v['message']}", markup=False)
+
+    emit(data, json_out, human)
+    if not result:
+        raise typer.Exit(1)
+
+
+@policy_app.command("exceptions")
+def exceptions(ctx: typer.Context, decision_id: Optional[str] = typer.Option(None, "--decision", help="Only "
+                                                                             "this decision's."),
+               policy_id: Optional[str] = typer.Option(None, "--policy", help="Only exceptions to this policy."),
+               graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """Recorded policy exceptions (approved deviations), oldest first."""
+    engine = _engine(ctx, graph_name, "read", "policy.read", decision_id or "")
+    rows = [e.to_dict() for e in engine.get_exceptions(decision_id=decision_id, policy_id=policy_id)]
+    emit({"exceptions": rows}, json_out, lambda r: table(
+        ("exception_id", "decision_id", "policy_id", "approver", "reason"), r["exceptions"])
+        if r["exceptions"] else out.print("no exceptions"))
+
+
+@policy_app.command("except")
+def record_exception(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="DECISION_ID"),
+                     policy_id: str = typer.Argument(..., metavar="POLICY_ID"),
+                     reason: str = typer.Option(..., "--reason", help="Why the deviation is allowed."),
+                     approver: str = typer.Option(..., "--approver", help="Who approved it."),
+                     justification: str = typer.Option("", "--justification", help="Longer justification."),
+                     graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
+    """Record an approved exception to POLICY_ID for one decision (later checks report it)."""
+    engine = _engine(ctx, graph_name, "write", "policy.exception", decision_id)
+    exc = engine.record_exception(decision_id, policy_id, reason=reason, approver=approver,
+                                  justification=justification)
+    emit(exc.to_dict(), json_out, lambda r: out.print(f"recorded {r['exception_id']}", markup=False))
