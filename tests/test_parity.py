@@ -34,7 +34,7 @@ from agentcontext.decisions.explain import trace_decision_explainability
 from agentcontext.decisions.models import Policy, decision_data
 from agentcontext.decisions.policy import PolicyEngine
 from agentcontext.decisions.recorder import DecisionRecorder
-from agentcontext.erasure import ErasureCoordinator
+from agentcontext.erasure import erase_workspace_entity
 from agentcontext.graph.context_graph import ContextGraph
 from agentcontext.knowledge import flash, packs, tools
 from agentcontext.mcp_server import build_server
@@ -277,9 +277,8 @@ OPS: list[Op] = [
     Op("diff checkpoints", ("graph:default", "read"),
        lambda ws, who: Checkpoints().diff(graph(ws), "before", "after"), ("checkpoint", "diff", "before", "after")),
     # erasure (seed 003's ErasureCoordinator)
-    Op("erase an entity", ("graph:default", "write"),
-       lambda ws, who: ErasureCoordinator(graph=graph(ws), memory=memory(ws)).erase_entity(
-           "alice", reason="request").to_dict(),
+    Op("erase an entity", ("memory:default", "write"),  # and write on graph:default, checked second
+       lambda ws, who: erase_workspace_entity(ws, "alice", reason="request", principal=who).to_dict(),
        ("erase", "alice", "--reason", "request"), writes=True, volatile=("erased_at",),
        effect=lambda ws, _: (graph(ws).find_node("alice"), sorted(m["content"] for m in memory(ws).list_memories()))),
 ]
