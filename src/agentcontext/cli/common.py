@@ -75,15 +75,27 @@ def is_key(column: str) -> bool:
     return column in ("pack", "id", "selector", "label") or column.endswith("_id")
 
 
+NARROWEST = 8  # below this many characters a wrapped column is unreadable
+
+
 def table(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
-    """Print ``rows`` as a Rich table of ``columns`` (missing values blank). Key columns keep their full
-    width (an id cut at 80 columns cannot be copied); the others wrap into what is left."""
+    """Print ``rows`` as a Rich table of ``columns`` (missing values blank). Key columns keep their full width
+    (an id cut at 80 columns cannot be copied) and the others wrap into what is left; when too little is left
+    for them, each row is printed on its own line instead (``key  key  value  value``)."""
     cells = [["" if row.get(col) is None else str(row.get(col)) for col in columns] for row in rows]
+    widths = [max([len(col), *(len(r[i]) for r in cells)]) for i, col in enumerate(columns)]
+    keys = [i for i, col in enumerate(columns) if is_key(col)]
+    others = len(columns) - len(keys)
+    need = sum(widths[i] for i in keys) + others * NARROWEST + 3 * len(columns) + 1
+    if others and need > out.width:
+        out.print("  ".join(columns), markup=False, style="bold")
+        for r in cells:
+            out.print("  ".join(r), markup=False)
+        return
     grid = Table()
     for i, col in enumerate(columns):
-        if is_key(col):
-            widest = max([len(col), *(len(r[i]) for r in cells)])
-            grid.add_column(col, no_wrap=True, min_width=widest, overflow="ignore")
+        if i in keys:
+            grid.add_column(col, no_wrap=True, min_width=widths[i], overflow="ignore")
         else:
             grid.add_column(col, overflow="fold")
     for r in cells:

@@ -6,14 +6,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.table import Table
 
 from ..errors import ValidationError
 from ..knowledge import catalog
 from ..knowledge import flash as flash_mod
 from ..knowledge import lint as lint_mod
 from ..knowledge import packs, render as render_mod, tools
-from .common import JSON_OPTION, emit, err, open_workspace, out, principal, progress_bar, read_text
+from .common import JSON_OPTION, emit, err, open_workspace, out, principal, progress_bar, read_text, table
 
 
 def search(ctx: typer.Context, pack: Optional[str] = typer.Argument(None, help="The pack (with --all: the query)."),
@@ -43,11 +42,11 @@ def search(ctx: typer.Context, pack: Optional[str] = typer.Argument(None, help="
                                       principal=principal(ctx))
 
     def human(rows: list[dict[str, Any]]) -> None:
-        table = Table("score", *(("pack",) if all_packs else ()), "selector", "kind", "title", "signals")
-        for h in rows:
-            table.add_row(f"{h['score']:.2f}", *((h["pack"],) if all_packs else ()), h["selector"], h["kind"],
-                          h["title"], ", ".join(h["signals"]))
-        out.print(table if rows else "no matches")
+        if not rows:
+            out.print("no matches")
+            return
+        table(("score", *(("pack",) if all_packs else ()), "selector", "kind", "title", "signals"),
+              [{**h, "score": f"{h['score']:.2f}", "signals": ", ".join(h["signals"])} for h in rows])
 
     emit(hits, json_out, human)
 
@@ -55,7 +54,8 @@ def search(ctx: typer.Context, pack: Optional[str] = typer.Argument(None, help="
 def docs(ctx: typer.Context, pack: str,
          offset: int = typer.Option(0, "--offset", help="Skip this many docs (paging)."),
          limit: int = typer.Option(50, "--limit", help=f"Docs per page (1-{catalog.MAX_PAGE})."),
-         kind: Optional[str] = typer.Option(None, "--kind"), tag: Optional[str] = typer.Option(None, "--tag"),
+         kind: Optional[str] = typer.Option(None, "--kind", help="Only docs of this kind."),
+         tag: Optional[str] = typer.Option(None, "--tag", help="Only docs with this tag."),
          prefix: Optional[str] = typer.Option(None, "--prefix", help="Selectors starting with this."),
          json_out: bool = JSON_OPTION) -> None:
     """List the docs of PACK you may read, by selector, a page at a time (the total says how many)."""
@@ -63,10 +63,10 @@ def docs(ctx: typer.Context, pack: str,
                              limit=limit, principal=principal(ctx))
 
     def human(p: dict[str, Any]) -> None:
-        table = Table("selector", "kind", "title", "version")
-        for d in p["docs"]:
-            table.add_row(d["selector"], d["kind"], d["title"], str(d["version"]))
-        out.print(table if p["docs"] else "no docs")
+        if p["docs"]:
+            table(("selector", "kind", "title", "version"), p["docs"])
+        else:
+            out.print("no docs")
         end = p["offset"] + len(p["docs"])
         more = f"; --offset {end} for more" if end < p["total"] else ""
         err.print(f"{p['pack']}: docs {p['offset'] + 1 if p['docs'] else 0}-{end} of {p['total']}{more}")
