@@ -88,9 +88,7 @@ def run(n: int, queries: int, seed: int) -> dict[str, float]:
 
         rng = random.Random(seed + 1)
         qs = [f"{rng.choice(SUBJECTS)} {rng.choice(QUALIFIERS)} because {rng.choice(REASONS)}" for _ in range(queries)]
-        from agentcontext.decisions import index as decision_index
-
-        decision_index._indexes.clear()  # as in a fresh process: the first query loads the index from the store
+        ws.drop_caches("decisions:")  # as in a fresh process: the first query loads the index from the store
         first = time.perf_counter()
         ctx.find_precedents(qs[0] + " (first)", category="finance")
         out["first_query_ms"] = (time.perf_counter() - first) * 1000

@@ -1,5 +1,6 @@
 """Install a generated 10,000-doc pack with embeddings (target <= 90 s) and time search_knowledge on it
-(target median <= 20 ms). Run: .venv/bin/python benchmarks/packs.py [--docs 10000]
+(target median <= 20 ms, each query new: its embedding is part of the call; repeated queries are shown
+apart). Run: .venv/bin/python benchmarks/packs.py [--docs 10000]
 """
 from __future__ import annotations
 
@@ -63,21 +64,23 @@ def main() -> None:
     install_folder(ws, tmp / "pack")
     install_s = time.perf_counter() - t
     search_knowledge(ws, "lib:big", "warm up the model and caches")
-    times = []
-    for q in queries * 3:
-        t = time.perf_counter()
-        hits = search_knowledge(ws, "lib:big", q)
-        times.append(time.perf_counter() - t)
-        assert hits
+    times, repeats = [], []
+    for rep in range(3):  # the first pass embeds each query; later passes find it in the workspace's LRU
+        for q in queries:
+            t = time.perf_counter()
+            hits = search_knowledge(ws, "lib:big", q)
+            (repeats if rep else times).append(time.perf_counter() - t)
+            assert hits
     filtered = []
     for q in queries:
         t = time.perf_counter()
-        search_knowledge(ws, "lib:big", q, tags=["aspect:rules"])
+        search_knowledge(ws, "lib:big", q + " (filtered)", tags=["aspect:rules"])  # a new query: embedded
         filtered.append(time.perf_counter() - t)
     report("packs", {
         "docs": args.docs, "install_with_embeddings_seconds": round(install_s, 1), "install_target": "<= 90 s",
         "search_queries": len(times), "search_median": ms(median(times)), "search_p95": ms(p95(times)),
-        "search_target": "median <= 20 ms", "search_with_tag_filter_median": ms(median(filtered)),
+        "search_target": "median <= 20 ms", "search_repeated_query_median": ms(median(repeats)),
+        "search_with_tag_filter_median": ms(median(filtered)),
     })
 
 

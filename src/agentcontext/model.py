@@ -8,6 +8,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 
+MEMORY_KIND = "memory"  # the node kind of an AgentMemory memory (retrieval tells sources apart by it)
+
+
 def utcnow() -> str:
     """The current time as a sortable ISO-8601 UTC string with microseconds."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")

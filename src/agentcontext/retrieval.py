@@ -17,7 +17,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from .engine import proximity
+from .engine.fusion import blend
 from .errors import ValidationError
+from .model import MEMORY_KIND
 from .store import Store
 
 MODES = ("local", "global", "drift", "hybrid")
@@ -92,10 +94,8 @@ class ContextRetriever:
             return []
         mem_ws = getattr(self.memory_store, "workspace", None)
         if mem_ws is not None and getattr(vs, "workspace", None) is mem_ws:
-            from .memory.records import KIND
-
             rows = vs.search(query=query, limit=pool + len(skip_ids))
-            rows = [r for r in rows if r.get("kind") != KIND]  # memories come through the memory source
+            rows = [r for r in rows if r.get("kind") != MEMORY_KIND]  # memories come through the memory source
         else:
             rows = vs.search(query=query, limit=pool)
         out = []
@@ -153,7 +153,7 @@ class ContextRetriever:
                 c = by_id[nid]
                 if g > c.score:
                     c.signals.update({"graph": g, "hops": float(hop)})
-                    c.score = (1 - self.hybrid_alpha) * c.score + self.hybrid_alpha * g
+                    c.score = blend(c.score, g, self.hybrid_alpha)
                 continue
             node = None
             for store in stores:

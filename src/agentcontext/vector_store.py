@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from .embed.base import Embedder, MiniLMEmbedder
 from .errors import DependencyMissingError, ValidationError
-from .engine.vectors import load_matrix
+from .engine.live import LiveIndex, NodeVectors, follow
 from .workspace import Workspace
 
 BACKENDS = ("sqlite", "inmemory", "faiss")
@@ -71,16 +71,15 @@ class VectorStore:
         import numpy as np
 
         if isinstance(query, str):
-            qv = self.workspace.embedder.embed([query])[0]
+            qv = self.workspace.embed_query(query)
         else:
             qv = np.asarray(query, dtype=np.float32)
             if qv.shape != (self.dimension,):
                 raise ValidationError(f"query vector has shape {qv.shape}; expected ({self.dimension},)",
                                       expected=self.dimension)
-        ws, faiss = self.workspace, self.backend == "faiss"
-        matrix = ws.cached(f"vectors:{namespace!r}:{kind!r}:{faiss}",
-                           lambda: load_matrix(ws.store, ws.model_name, namespace, kind, faiss))
-        hits = matrix.search(qv, limit)
+        index = self.index(namespace, kind)
+        hits = self._faiss_search(index, qv, limit, namespace, kind) if self.backend == "faiss" else \
+            index.search(qv, limit)
         nodes = self.workspace.store.get_nodes([h for h, _ in hits])
         rows = []
         for nid, score in hits:
@@ -91,6 +90,32 @@ class VectorStore:
             rows.append({"id": nid, "score": score, "content": node.content or node.summary or node.title,
                          "metadata": meta, "kind": node.kind, "namespace": node.namespace})
         return rows
+
+    def index(self, namespace: str | Sequence[str] | None = None,
+              kind: str | Sequence[str] | None = None) -> LiveIndex:
+        """The live index of every active node's vector in ``namespace``/``kind``, caught up from the change log."""
+        ws = self.workspace
+        feed = NodeVectors(ws.model_name, namespace, kind)
+        return ws.live(f"vectors:{namespace!r}:{kind!r}", lambda current: follow(current, ws.store, feed))
+
+    def _faiss_search(self, index: LiveIndex, query: Any, limit: int, namespace: Any, kind: Any
+                      ) -> list[tuple[str, float]]:
+        """The same search through faiss's exact ``IndexFlatIP`` over the live rows (rebuilt when the store changes)."""
+        import faiss
+        import numpy as np
+
+        def build() -> tuple[list[str], Any]:
+            alive = np.flatnonzero(index.alive)
+            flat = faiss.IndexFlatIP(index.dimension)
+            if alive.size:
+                flat.add(np.ascontiguousarray(index.vectors[alive], dtype=np.float32))
+            return [index.ids[i] for i in alive], flat
+
+        ids, flat = self.workspace.cached(f"vectors:{namespace!r}:{kind!r}:faiss", build)
+        if not ids or limit <= 0:
+            return []
+        scores, rows = flat.search(query.reshape(1, -1).astype(np.float32), min(limit, len(ids)))
+        return [(ids[int(r)], float(s)) for r, s in zip(rows[0], scores[0]) if r >= 0]
 
     def count(self) -> int:
         ids, _ = self.workspace.store.load_vectors(self.workspace.model_name)

@@ -1,7 +1,24 @@
-"""A workspace: one store of record, the embedder, and the caches derived from the store."""
+"""A workspace: one store of record, the embedder, and the one cache API for what is derived from the store.
+
+Every derived structure (a vector index, an adjacency, a pack view, analytics, query embeddings) is
+cached through these methods and nowhere else (no module-level caches, no ``__dict__`` tricks):
+
+- ``cached(name, build)``: a value bound to the store's change counter; rebuilt by ``build()`` on the
+  first use after the counter moves. ``peek(name)`` returns it only while still fresh.
+- ``live(name, refresh)``: a live object that follows the change log (a vector index catching up from
+  ``store.changes_since``). ``refresh(current)`` gets the held object (None the first time) and returns
+  it brought up to date, caught up in place or rebuilt; calls for one name are serialised.
+- ``held(name, create)``: an object kept for the workspace's lifetime that does not depend on the
+  counter (a cache keyed by content hash, a bounded LRU of query embeddings).
+- ``embed_query(text)``: a query's embedding, from a bounded LRU (queries are never written to the store).
+- ``drop_caches(prefix)``: forget derived structures (the next use rebuilds them, as a new process would).
+
+Names are namespaced by their owner (``"memory:<namespace>"``, ``"graph[...]:csr"``, ``"pack:..."``).
+"""
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -10,6 +27,7 @@ from .embed.base import MINILM, Embedder, default_embedder
 from .store import SQLiteStore, Store, open_store
 
 T = TypeVar("T")
+QUERY_VECTORS = 512  # distinct query embeddings remembered per workspace
 
 
 class Workspace:
@@ -20,6 +38,10 @@ class Workspace:
         self._embedder = embedder
         self.owner = owner
         self._caches: dict[str, tuple[int, Any]] = {}
+        self._live: dict[str, Any] = {}
+        self._live_locks: dict[str, threading.RLock] = {}
+        self._held: dict[str, Any] = {}
+        self._queries: OrderedDict[tuple[str, str], Any] = OrderedDict()
         self._lock = threading.RLock()
 
     @classmethod
@@ -61,6 +83,47 @@ class Workspace:
         with self._lock:
             hit = self._caches.get(name)
         return hit[1] if hit and hit[0] == counter else None
+
+    def live(self, name: str, refresh: Callable[[T | None], T]) -> T:
+        """A live object following the change log: ``refresh(current)`` returns it up to date (see the module doc)."""
+        with self._lock:
+            lock = self._live_locks.setdefault(name, threading.RLock())
+        with lock:
+            value = refresh(self._live.get(name))
+            self._live[name] = value
+            return value
+
+    def held(self, name: str, create: Callable[[], T]) -> T:
+        """An object kept for this workspace's lifetime, created on first use."""
+        with self._lock:
+            value = self._held.get(name)
+            if value is None:
+                value = self._held[name] = create()
+            return value
+
+    def embed_query(self, text: str) -> Any:
+        """The embedding of a query text, remembered for the last ``QUERY_VECTORS`` distinct queries."""
+        key = (self.model_name, text)
+        with self._lock:
+            vec = self._queries.get(key)
+            if vec is not None:
+                self._queries.move_to_end(key)
+                return vec
+        vec = self.embedder.embed([text])[0]
+        with self._lock:
+            self._queries[key] = vec
+            while len(self._queries) > QUERY_VECTORS:
+                self._queries.popitem(last=False)
+        return vec
+
+    def drop_caches(self, prefix: str = "") -> None:
+        """Forget every derived structure whose name starts with ``prefix`` (all of them by default)."""
+        with self._lock:
+            for table in (self._caches, self._live, self._held):
+                for name in [n for n in table if n.startswith(prefix)]:
+                    del table[name]
+            if not prefix:
+                self._queries.clear()
 
     def close(self) -> None:
         self.store.close()

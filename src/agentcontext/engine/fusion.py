@@ -1,4 +1,4 @@
-"""Hybrid scoring engine: normalise dense and BM25 signals, smooth over neighbours, fuse.
+"""Fusion: normalise dense and BM25 signals, smooth over neighbours, fuse, blend, rank.
 
 Pure numpy over candidate rows; services decide which rows are candidates. The defaults were
 tuned on the LoCoMo development split (see ``eval_locomo.py`` and the benchmark notes).
@@ -98,12 +98,11 @@ def fuse(dense: np.ndarray, bm25: np.ndarray, mention: np.ndarray | None, weight
     return score
 
 
-def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` highest scores, best first (ties by index)."""
-    if k <= 0 or scores.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if k < scores.size:
-        part = np.argpartition(-scores, k - 1)[:k]
-    else:
-        part = np.arange(scores.size)
-    return part[np.lexsort((part, -scores[part]))]
+def blend(first: float, second: float, weight: float) -> float:
+    """``(1 - weight) * first + weight * second``: how one score is mixed into another (graph, structure)."""
+    return (1.0 - weight) * first + weight * second
+
+
+def ranked(scores: Mapping[str, float]) -> list[str]:
+    """Ids by score, best first, ties by id (the deterministic order every ranked list uses)."""
+    return sorted(scores, key=lambda i: (-scores[i], i))

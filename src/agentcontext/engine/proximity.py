@@ -15,6 +15,7 @@ import re
 from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 
 from ..errors import ValidationError
+from .fusion import blend
 from ..store.base import Store
 
 T = TypeVar("T")
@@ -124,7 +125,7 @@ def blend_proximity(graph: ProximityGraph, results: Sequence[dict[str, Any]], qu
     for r in results:
         sem = float(r.get("semantic_score", r[score_key]))
         p = prox.get(str(r[id_key]), 0.0)
-        combined = (1.0 - w) * sem + w * p
+        combined = blend(sem, p, w)
         out.append({**r, "semantic_score": sem, "proximity_score": p, "combined_score": combined,
                     score_key: combined})
     out.sort(key=lambda r: -r["combined_score"])

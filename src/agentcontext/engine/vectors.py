@@ -1,45 +1,47 @@
-"""Exact vector search over the store's vectors: one float32 matrix, one matmul per query.
+"""Exact vector search: similarities of one query against a float32 matrix, and the one ``top_k``.
 
-``load_matrix`` builds the matrix from ``store.load_vectors``; the caller caches it by the change
-counter (``Workspace.cached``). With ``use_faiss`` the same rows go into a faiss ``IndexFlatIP``.
+Vectors are L2-normalised, so the dot product is the cosine. The product is an ``einsum``, not a
+BLAS call: measured here, right after an ONNX run (a query is embedded just before it is searched)
+the BLAS threads fight the model's spinning threads, and a 10,000 x 384 product takes 10 ms instead
+of 0.5 ms (100,000 rows: 13-35 ms against 13 ms, and 5-9 ms against 14 ms once warm).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Sequence
-
 import numpy as np
 
-from ..store.base import Store
+
+def similarities(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``matrix @ query`` as float32 (one score per row)."""
+    if matrix.shape[0] == 0:
+        return np.zeros(0, dtype=np.float32)
+    return np.einsum("ij,j->i", matrix, query.astype(np.float32, copy=False))
 
 
-@dataclass
-class VectorMatrix:
-    ids: list[str]
-    matrix: np.ndarray
-    faiss_index: Any = None
-
-    def search(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        if not self.ids or k <= 0:
-            return []
-        k = min(k, len(self.ids))
-        if self.faiss_index is not None:
-            scores, rows = self.faiss_index.search(query.reshape(1, -1).astype(np.float32), k)
-            return [(self.ids[int(r)], float(s)) for r, s in zip(rows[0], scores[0]) if r >= 0]
-        scores = self.matrix @ query
-        part = np.argpartition(-scores, k - 1)[:k] if k < scores.size else np.arange(scores.size)
-        order = part[np.lexsort((part, -scores[part]))]
-        return [(self.ids[int(i)], float(scores[i])) for i in order]
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest scores, best first, ties by index: exactly the first ``k`` of a stable
+    sort by descending score, at the cost of a partition."""
+    n = scores.size
+    if k <= 0 or n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k >= n:
+        return np.argsort(-scores, kind="stable")
+    part = np.argpartition(-scores, k - 1)[:k]
+    cut = scores[part].min()  # the k-th best score
+    if np.count_nonzero(scores >= cut) > k:  # ties straddle the cut: keep the lowest indices among them
+        above = np.flatnonzero(scores > cut)
+        part = np.concatenate((above, np.flatnonzero(scores == cut)[: k - above.size]))
+    return part[np.lexsort((part, -scores[part]))]
 
 
-def load_matrix(store: Store, model: str, namespace: str | Sequence[str] | None = None,
-                kind: str | Sequence[str] | None = None, use_faiss: bool = False) -> VectorMatrix:
-    """The matrix of every active node's vector in ``namespace``/``kind`` for ``model``."""
-    ids, matrix = store.load_vectors(model, namespace, kind)
-    index = None
-    if use_faiss and ids:
-        import faiss  # checked at VectorStore construction
-
-        index = faiss.IndexFlatIP(matrix.shape[1])
-        index.add(np.ascontiguousarray(matrix, dtype=np.float32))
-    return VectorMatrix(ids, matrix, index)
+def masked_top_k(scores: np.ndarray, k: int, mask: np.ndarray | None) -> np.ndarray:
+    """``top_k`` among the indices where ``mask`` is true (all of them when it is None)."""
+    if mask is None:
+        return top_k(scores, k)
+    kept = int(mask.sum())
+    if kept == 0 or k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if kept * 4 < mask.size:  # few rows pass: rank only those
+        rows = np.flatnonzero(mask)
+        return rows[top_k(scores[rows], k)]
+    best = top_k(np.where(mask, scores, -np.inf), min(k, kept))
+    return best[mask[best]]

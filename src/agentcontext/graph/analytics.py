@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..engine import analytics as engine
+from ..engine.vectors import top_k as rank_top
 from ..errors import ValidationError
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class GraphAnalytics:
 
     def _scored(self, values: np.ndarray, top_k: int | None) -> dict[str, float]:
         csr = self.graph.csr()
-        order = np.argsort(-values, kind="stable")[: top_k if top_k is not None else None]
+        order = rank_top(values, top_k if top_k is not None else values.size)
         return {self.graph.user_id(csr.ids[i]): float(values[i]) for i in order}
 
     def pagerank(self, damping: float = 0.85, weighted: bool = True, top_k: int | None = None) -> dict[str, float]:

@@ -10,10 +10,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-import numpy as np
-
 from .. import access
 from ..embed import embed_missing
+from ..engine.live import LiveIndex, NodeVectors, follow
 from ..errors import ValidationError
 from ..model import Node
 from ..text import STOPWORDS
@@ -25,6 +24,7 @@ from .packs import doc_id, get_pack
 WEIGHTS = {"selector_exact": 10.0, "selector_prefix": 4.0, "selector": 3.0, "title": 3.0, "tags": 2.0,
            "summary": 2.0, "body": 1.0, "meaning": 1.5}
 MEANING_FLOOR = 0.25  # cosine below this is noise for MiniLM
+MEANING_POOL = 50  # nearest docs by meaning that become candidates
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -62,8 +62,10 @@ def _overlap(query: frozenset[str], text: str) -> float:
     return len(query & _terms(text)) / len(query)
 
 
-def _vector_index(ws: Workspace, pack: str) -> tuple[list[str], np.ndarray]:
-    return ws.cached(f"packvectors:{pack}", lambda: ws.store.load_vectors(ws.model_name, namespace=pack))
+def pack_vectors(ws: Workspace, pack: str) -> LiveIndex:
+    """The live index of the pack's doc vectors (held by the workspace, caught up from the change log)."""
+    feed = NodeVectors(ws.model_name, namespace=pack)
+    return ws.live(f"pack:{pack}:vectors", lambda current: follow(current, ws.store, feed))
 
 
 def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[str] | None = None,
@@ -147,17 +149,15 @@ def _meaning_candidates(ws: Workspace, pack: str, q: str, out: dict[str, dict[st
                         allowed: set[str] | None) -> None:
     if ws.cached(f"packmissing:{pack}", lambda: bool(ws.store.missing_vectors(ws.model_name, pack))):
         embed_missing(ws.store, ws.embedder, pack)  # deferred embeddings: computed on the first search needing them
-    ids, matrix = _vector_index(ws, pack)
-    if not ids:
+    index = pack_vectors(ws, pack)
+    if not index.live_count:
         return
-    qvec = ws.embedder.embed([q])[0]  # queries are not stored: nothing of them lingers in the store
-    sims = matrix @ qvec
-    top = np.argpartition(-sims, 50)[:50] if len(sims) > 50 else np.arange(len(sims))  # order comes later
-    for i in top:
-        if allowed is not None and ids[i] not in allowed:
+    qvec = ws.embed_query(q)  # queries are not stored: nothing of them lingers in the store
+    for nid, cos in index.search(qvec, MEANING_POOL):
+        if allowed is not None and nid not in allowed:
             continue
-        if sims[i] >= MEANING_FLOOR:
-            out.setdefault(ids[i], {})["_cos"] = float(sims[i])
+        if cos >= MEANING_FLOOR:
+            out.setdefault(nid, {})["_cos"] = cos
 
 
 def _score(node: Node, q: str, qterms: frozenset[str], raw: dict[str, float], max_bm25: float) -> dict[str, float]:

@@ -14,9 +14,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import ValidationError
-from ..model import Node, to_utc_iso
+from ..model import MEMORY_KIND, Node, to_utc_iso
 
-KIND = "memory"
+KIND = MEMORY_KIND
 CONV = "conversation:"
 USER = "user:"
 TYPE = "type:"

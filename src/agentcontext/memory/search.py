@@ -1,13 +1,13 @@
 """Hybrid memory search: dense (with conversation context) + BM25 (FTS5) + speaker mentions, fused."""
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-from ..engine.fusion import FusionWeights, fuse, keyword_query, mentioned, smooth_neighbours, top_k
+from ..engine.fusion import FusionWeights, fuse, keyword_query, mentioned, smooth_neighbours
+from ..engine.vectors import top_k
 from ..workspace import Workspace
 from .index import MemoryIndex
 from .records import KIND
@@ -22,38 +22,10 @@ class Hit:
     signals: dict[str, float]
 
 
-class QueryVectors:
-    """A small per-process cache of query embeddings (never written to the store: reads stay reads)."""
-
-    def __init__(self, size: int = 256) -> None:
-        self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-        self._size = size
-
-    def get(self, ws: Workspace, text: str) -> np.ndarray:
-        key = (ws.model_name, text)
-        vec = self._cache.get(key)
-        if vec is None:
-            vec = ws.embedder.embed([text])[0]
-            self._cache[key] = vec
-            if len(self._cache) > self._size:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(key)
-        return vec
-
-
-QUERY_VECTORS = QueryVectors()
-
-
 def candidate_rows(index: MemoryIndex, conversation_id: str | None, user_id: str | None,
                    where: Callable[[dict[str, Any]], bool] | None) -> np.ndarray | None:
     """Rows passing the filters, or None for every row (no copy of the matrix needed)."""
-    rows: np.ndarray | None = None
-    if conversation_id is not None:
-        rows = np.asarray(index.convs.get(str(conversation_id), []), dtype=np.int64)
-    if user_id is not None:
-        users = np.asarray(index.users.get(str(user_id), []), dtype=np.int64)
-        rows = users if rows is None else np.intersect1d(rows, users, assume_unique=True)
+    rows = index.rows_of(conversation_id, user_id)
     if rows is None:
         if where is None:
             return None
@@ -70,12 +42,13 @@ def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int
     n = len(index)
     if rows is None:
         rows = np.arange(n, dtype=np.int64)
-        dense = index.dense @ QUERY_VECTORS.get(ws, query) if n else np.zeros(0, dtype=np.float32)
+        every = True
     else:
-        dense = index.dense[rows] @ QUERY_VECTORS.get(ws, query) if rows.size else np.zeros(0, dtype=np.float32)
+        every = False
     if rows.size == 0 or k <= 0:
         return []
-    qv = QUERY_VECTORS.get(ws, query)  # cached: computed once above
+    qv = ws.embed_query(query)
+    dense = index.rows.scores(qv, None if every else rows, plane=index.dense_plane)[: rows.size]
     bm25_raw = np.zeros(n, dtype=np.float32)
     keywords = keyword_query(query, index.df, n)
     hits = ws.store.text_search(keywords, namespace=namespace, kind=KIND, limit=BM25_LIMIT) if keywords else []
