@@ -6,27 +6,43 @@ indices back to the graph's user ids.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from ..engine import analytics as engine
+from ..engine.traversal import CSR
 from ..engine.vectors import top_k as rank_top
 from ..errors import ValidationError
+from ..workspace import Workspace
 
-if TYPE_CHECKING:
-    from .context_graph import ContextGraph
+
+class AnalyzedGraph(Protocol):
+    """What the analytics read of a graph (a ``ContextGraph`` is one)."""
+
+    workspace: Workspace
+    advanced_analytics: bool
+    centrality_analysis: bool
+    community_detection: bool
+
+    def csr(self, as_of: Any = None) -> CSR: ...
+
+    def user_id(self, store_id: str) -> str: ...
+
+    def _require(self, node_id: str) -> str: ...
+
+    def _cache_key(self, what: str) -> str: ...
 
 
 class GraphAnalytics:
-    def __init__(self, graph: "ContextGraph") -> None:
+    def __init__(self, graph: AnalyzedGraph) -> None:
         self.graph = graph
 
     def _check(self, flag: str) -> None:
         if not getattr(self.graph, flag):
             raise ValidationError(f"{flag} is off for this graph; construct ContextGraph({flag}=True)", option=flag)
 
-    def _cached(self, what: str, build: Any) -> Any:
+    def _cached(self, what: str, build: Callable[[], Any]) -> Any:
         graph = self.graph
         return graph.workspace.cached(graph._cache_key(what), build)
 
