@@ -7,7 +7,6 @@ exceptions and approvals are nodes too; causal links and entity links are typed 
 from __future__ import annotations
 
 import uuid
-import weakref
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
@@ -33,11 +32,9 @@ APPROVED_BY = "approved_by"  # decision -> approval
 PRECEDENT = "has_precedent"  # decision -> earlier decision it followed
 STRUCTURAL_TYPES = (INVOLVES, APPLIES_POLICY)
 
-_workspaces: "weakref.WeakKeyDictionary[Any, Workspace]" = weakref.WeakKeyDictionary()
-
-
 def workspace_of(graph: Any) -> Workspace:
-    """The workspace behind a ContextGraph, a Workspace, or a bare Store."""
+    """The workspace behind a ContextGraph or a Workspace; a bare Store gets a new Workspace around it
+    (``Bound`` keeps the one it made, so its caches live as long as the object bound to the store)."""
     if isinstance(graph, Workspace):
         return graph
     ws = getattr(graph, "workspace", None)
@@ -45,11 +42,7 @@ def workspace_of(graph: Any) -> Workspace:
         return ws
     store = getattr(graph, "store", None) if not isinstance(graph, Store) else graph
     if isinstance(store, Store):
-        found = _workspaces.get(store)
-        if found is None:
-            found = Workspace(store)
-            _workspaces[store] = found
-        return found
+        return Workspace(store)
     raise ValidationError(
         f"expected a ContextGraph, Workspace or Store, got {type(graph).__name__}; pass "
         "knowledge_graph=ContextGraph() (or a Workspace)", got=type(graph).__name__)
@@ -78,16 +71,18 @@ class Bound:
         if target is None:
             raise ValidationError(f"{who} needs graph_store= (a ContextGraph, Workspace or Store)")
         self.graph = target
-        workspace_of(target)  # fail now on a wrong type
+        made = workspace_of(target)  # fails now on a wrong type
+        # A graph may swap its workspace (clear()), so it is looked up on use; one made here is kept.
+        self._made = made if made is not target and getattr(target, "workspace", None) is not made else None
         self.namespace = namespace or namespace_of(target)
 
     @property
     def ws(self) -> Workspace:
-        return workspace_of(self.graph)
+        return self._made if self._made is not None else workspace_of(self.graph)
 
     @property
     def store(self) -> Store:
-        return workspace_of(self.graph).store
+        return self.ws.store
 
 
 def new_id(prefix: str) -> str:

@@ -6,8 +6,6 @@ Module functions ``record_decision(graph, ...)``, ``record_decisions(graph, item
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
@@ -383,24 +381,9 @@ class DecisionRecorder(Bound):
         return out
 
 
-_query_cache: "OrderedDict[tuple[str, str], np.ndarray]" = OrderedDict()
-_query_lock = threading.Lock()
-
-
-def query_vector(ws: Workspace, text: str, keep: int = 512) -> np.ndarray:
-    """The embedding of a query text, remembered for the last ``keep`` distinct queries."""
-    key = (ws.model_name, text)
-    with _query_lock:
-        hit = _query_cache.get(key)
-        if hit is not None:
-            _query_cache.move_to_end(key)
-            return hit
-    vec = ws.embedder.embed([text])[0]
-    with _query_lock:
-        _query_cache[key] = vec
-        while len(_query_cache) > keep:
-            _query_cache.popitem(last=False)
-    return vec
+def query_vector(ws: Workspace, text: str) -> np.ndarray:
+    """The embedding of a query text (the workspace remembers recent ones)."""
+    return ws.embed_query(text)
 
 
 def _recorder(graph: Any) -> DecisionRecorder:

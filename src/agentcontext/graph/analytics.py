@@ -14,13 +14,11 @@ from ..engine import analytics as engine
 from ..engine.traversal import CSR
 from ..engine.vectors import top_k as rank_top
 from ..errors import ValidationError
-from ..workspace import Workspace
 
 
 class AnalyzedGraph(Protocol):
     """What the analytics read of a graph (a ``ContextGraph`` is one)."""
 
-    workspace: Workspace
     advanced_analytics: bool
     centrality_analysis: bool
     community_detection: bool
@@ -29,9 +27,9 @@ class AnalyzedGraph(Protocol):
 
     def user_id(self, store_id: str) -> str: ...
 
-    def _require(self, node_id: str) -> str: ...
+    def require(self, node_id: str) -> str: ...
 
-    def _cache_key(self, what: str) -> str: ...
+    def cached(self, what: str, build: Callable[[], Any]) -> Any: ...
 
 
 class GraphAnalytics:
@@ -43,8 +41,7 @@ class GraphAnalytics:
             raise ValidationError(f"{flag} is off for this graph; construct ContextGraph({flag}=True)", option=flag)
 
     def _cached(self, what: str, build: Callable[[], Any]) -> Any:
-        graph = self.graph
-        return graph.workspace.cached(graph._cache_key(what), build)
+        return self.graph.cached(what, build)
 
     def _igraph(self) -> Any:
         return self._cached("igraph", lambda: engine.to_igraph(self.graph.csr()))

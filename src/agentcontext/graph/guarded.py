@@ -10,25 +10,16 @@ writes are audited with ``audit_write``.
 """
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Any
 
 from .. import access
 from ..workspace import Workspace
 from .context_graph import ContextGraph
 
-_graphs: "weakref.WeakKeyDictionary[Workspace, ContextGraph]" = weakref.WeakKeyDictionary()
-_graphs_lock = threading.Lock()
-
 
 def workspace_graph(ws: Workspace) -> ContextGraph:
-    """The workspace's default graph (one per workspace, reused across calls)."""
-    with _graphs_lock:
-        graph = _graphs.get(ws)
-        if graph is None:
-            graph = _graphs[ws] = ContextGraph(workspace=ws)
-        return graph
+    """The workspace's default graph (one per workspace, held by it and reused across calls)."""
+    return ws.held("graph:default", lambda: ContextGraph(workspace=ws))
 
 
 def graph_namespace(name: str | None) -> str:
