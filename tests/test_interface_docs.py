@@ -24,7 +24,7 @@ def docs_text() -> str:
     return "\n".join(path.read_text(encoding="utf-8") for path in DOCS)
 
 
-def leaf_commands() -> Iterator[tuple[str, Any]]:
+def leaf_commands(root: Any = None) -> Iterator[tuple[str, Any]]:
     """(path, click command) for every runnable command, e.g. ("graph node add", <Command>)."""
     def walk(command: Any, path: list[str]) -> Iterator[tuple[str, Any]]:
         children = getattr(command, "commands", None)
@@ -34,7 +34,7 @@ def leaf_commands() -> Iterator[tuple[str, Any]]:
         else:
             yield " ".join(path), command
 
-    yield from walk(get_command(app), [])
+    yield from walk(root if root is not None else get_command(app), [])
 
 
 def documented(path: str, text: str) -> bool:

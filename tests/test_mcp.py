@@ -64,7 +64,7 @@ def check_tool_list(listed) -> None:
         assert tool.annotations.read_only_hint is (name not in WRITERS)
     assert by_name["search_knowledge"].input_schema["required"] == ["pack"]
     assert set(by_name["flash_knowledge"].input_schema["properties"]) == {"pack", "selectors", "budget_tokens",
-                                                                            "as_of"}
+                                                                            "as_of", "degrade"}  # issue 12 s4
     assert "first" in by_name["list_knowledge_packs"].description.lower() or \
         "start here" in by_name["list_knowledge_packs"].description.lower()
     assert "never bodies" in by_name["search_knowledge"].description

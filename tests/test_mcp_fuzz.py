@@ -23,7 +23,7 @@ OUR_ERRORS = {name for name, obj in vars(errors).items()
               if isinstance(obj, type) and issubclass(obj, errors.AgentContextError)}
 ARG_NAMES = ["pack", "selector", "selectors", "query", "tags", "kind", "selector_prefix", "related_to", "edge_type",
              "limit", "version", "budget_tokens", "as_of", "title", "summary", "content", "related",
-             "expected_version"]
+             "expected_version", "degrade"]
 ODD_SELECTORS = ["guide", "basics", "", ".", "..", "a..b", "guide.", ".guide", "lib:open/guide", "../../etc/passwd",
                  "guide\x00", "gu ide", "ü.ß", "a" * 600, "9lives", "api.leaky", "core.secret", "*", "%2e%2e"]
 ODD_PACKS = ["lib:open", "lib:secret", "lib:eng", "lib:", "lib:OPEN", "pkg:a.b.c.d", "pkg:a", "open", "",

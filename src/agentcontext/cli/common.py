@@ -63,7 +63,18 @@ def progress_bar(enabled: bool = True) -> Iterator[Callable[[str, int, int], Non
         yield report
 
 
+def must_exist(path: Path, folders: bool = False) -> Path:
+    """``path``, or a ValidationError that says "no such file" (before a service gets a path that is not there)."""
+    if not Path(path).exists():
+        what = "no such file or folder" if folders else "no such file"
+        raise ValidationError(f"{what}: {path}", file=str(path))
+    return Path(path)
+
+
 def read_text(path: Path) -> str:
+    must_exist(path)
+    if Path(path).is_dir():
+        raise ValidationError(f"{path} is a folder; give a file", file=str(path))
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from ..errors import ValidationError
-from .common import JSON_OPTION, emit, out, progress_bar
+from .common import JSON_OPTION, emit, must_exist, out, progress_bar
 
 eval_app = typer.Typer(help="Retrieval benchmarks.", no_args_is_help=True)
 
@@ -23,6 +23,7 @@ def locomo_cmd(file: Path = typer.Argument(..., help="A LoCoMo JSON file (list o
         ks = [int(x) for x in k.split(",") if x.strip()]
     except ValueError as exc:
         raise ValidationError(f"--k expects comma-separated integers, got {k!r}") from exc
+    must_exist(file)
     with progress_bar(not json_out) as report:
         result = evaluate(file, ks, progress=report)
 

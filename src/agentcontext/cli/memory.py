@@ -1,14 +1,13 @@
 """``agentcontext memory ...``: thin wrappers over AgentMemory, checked like the MCP memory tools."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from .common import JSON_OPTION, emit, open_workspace, out, principal
+from .common import JSON_OPTION, emit, must_exist, open_workspace, out, principal
 from ..errors import ValidationError
 from ..memory import AgentMemory, guarded
 
@@ -117,6 +116,7 @@ def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="A Mark
                format: Optional[str] = typer.Option(None, "--format", "-f", help="json or markdown (default: guess)."),
                namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Import memories: new ids are created, existing ids updated, unchanged ones left alone."""
+    must_exist(path, folders=True)
     mem = _memory(ctx, namespace, "write", "memory.import")
     fmt = format or ("json" if path.suffix == ".json" else "markdown")
     data: Any = path
@@ -149,4 +149,15 @@ def conversation_cmd(ctx: typer.Context, conversation_id: str = typer.Argument(.
 @memory_app.command("stats")
 def stats_cmd(ctx: typer.Context, namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Memory counts and evictions."""
-    emit(_memory(ctx, namespace).stats(), json_out, lambda d: out.print_json(json.dumps(d, default=str)))
+    emit(_memory(ctx, namespace).stats(), json_out, _print_stats)
+
+
+def _print_stats(d: dict[str, Any]) -> None:
+    cap = "no size cap" if d["max_memory_size"] is None else f"at most {d['max_memory_size']} memories"
+    keep = "kept until forgotten" if d["retention_days"] is None else f"kept {d['retention_days']} days"
+    evicted = d["evicted"]
+    out.print(f"{d['namespace']}: {d['total_memories']} memories, {d['conversations']} conversations, "
+              f"{d['users']} users", markup=False)
+    out.print(f"limits: {cap}, {keep}; evicted so far: {evicted['expired']} expired, {evicted['lru']} "
+              f"least recently used", markup=False)
+    out.print(f"vectors: {d['vector_store']}", markup=False)

@@ -8,7 +8,7 @@ import typer
 
 from ..knowledge import packs, tools
 from ..knowledge.export import export_pack
-from .common import JSON_OPTION, emit, err, open_workspace, out, principal, progress_bar, table
+from .common import JSON_OPTION, emit, err, must_exist, open_workspace, out, principal, progress_bar, table
 
 pack_app = typer.Typer(help="Install, create, list and export knowledge packs.", no_args_is_help=True)
 
@@ -31,6 +31,7 @@ def pack_add(ctx: typer.Context,
                                                    "and skip its agents, abilities, commands, MCP servers (listed)."),
              json_out: bool = JSON_OPTION) -> None:
     """Install the packs in PATH (pkg: packs are read-only; re-adding replaces them in one transaction)."""
+    must_exist(path, folders=True)
     ws = open_workspace(ctx, create=True)
     with progress_bar() as report:
         result = packs.install_folder(ws, path, as_lib=as_lib, principal=principal(ctx),

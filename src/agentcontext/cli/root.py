@@ -2,7 +2,9 @@
 mounted from their modules (one per group), and ``main`` (errors as one line, or JSON under ``--json``).
 
 Every command takes ``--json``. Any error exits non-zero with one clear line, or with
-``{"error": {"type", "message", ...data}}`` on stdout under ``--json``.
+``{"error": {"type", "message", ...data}}`` on stdout under ``--json``; hints in it name CLI flags
+(hints.py). ``command()`` is the click command ``main`` runs: the Typer app in the usual help notation
+(helptext.py), with ``--home`` and ``--as`` accepted after the subcommand as well as before it.
 """
 from __future__ import annotations
 
@@ -10,28 +12,74 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+from typer.main import get_command
 
+from .. import __version__
 from ..config import HOME_DIR
 from ..errors import AgentContextError
 from ..workspace import Workspace
 from . import access, checkpoints, decisions, doc, erasure, evaluation, graph, history, knowledge, memory, pack, \
     policies, serve, store, token
 from .common import JSON_OPTION, emit, err, out
+from .helptext import conventional
+from .hints import cli_message
 
 app = typer.Typer(name="agentcontext", help="The context layer for AI agents: knowledge packs, flash, memory, "
-                  "decisions.", no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+                  "decisions, the graph, erasure.", no_args_is_help=True, pretty_exceptions_enable=False,
+                  add_completion=False, context_settings={"help_option_names": ["-h", "--help"]})
+HOME_HELP = "Workspace folder (default: .agentcontext/ found upward, or AGENTCONTEXT_HOME)."
+AS_HELP = "Act as this principal (or AGENTCONTEXT_PRINCIPAL)."
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        out.print(f"agentcontext {__version__}", markup=False)
+        raise typer.Exit()
 
 
 @app.callback()
 def _global(ctx: typer.Context,
-            home: Optional[Path] = typer.Option(None, "--home", help="Workspace folder (default: .agentcontext/ "
-                                                "found upward, or AGENTCONTEXT_HOME)."),
-            as_principal: Optional[str] = typer.Option(None, "--as", help="Act as this principal "
-                                                       "(or AGENTCONTEXT_PRINCIPAL).")) -> None:
+            home: Optional[Path] = typer.Option(None, "--home", help=HOME_HELP),
+            as_principal: Optional[str] = typer.Option(None, "--as", help=AS_HELP),
+            version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
+                                         callback=_show_version)) -> None:
     ctx.obj = {"home": home, "principal": as_principal}
+
+
+def _remember(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+    """``--home`` / ``--as`` given after a subcommand: the root's options, set later, so they win."""
+    if value is not None:
+        root = ctx.find_root()
+        if not isinstance(root.obj, dict):
+            root.obj = {}
+        root.obj[param.name] = value
+    return value
+
+
+def _after_the_subcommand(home: Optional[Path] = typer.Option(None, "--home", help=HOME_HELP, callback=_remember,
+                                                             expose_value=False),
+                          principal: Optional[str] = typer.Option(None, "--as", help=AS_HELP, callback=_remember,
+                                                                  expose_value=False)) -> None:
+    """Only its parameters are used: every command gets them."""
+
+
+def _leaves(group: Any) -> list[Any]:
+    children = getattr(group, "commands", None)
+    return [leaf for child in children.values() for leaf in _leaves(child)] if children else [group]
+
+
+def command() -> Any:
+    """The whole command line as a click command, ready to run."""
+    root = conventional(get_command(app))
+    template = typer.Typer(add_completion=False)
+    template.command()(_after_the_subcommand)
+    shared = conventional(get_command(template)).params
+    for leaf in _leaves(root):
+        leaf.params.extend(shared)
+    return root
 
 
 @app.command()
@@ -70,14 +118,15 @@ for _command in (access.grant, access.revoke, access.grants, *history.COMMANDS, 
 def main() -> None:
     as_json = "--json" in sys.argv[1:]
     try:
-        code = app(standalone_mode=False)
+        code = command()(standalone_mode=False)
         if isinstance(code, int) and code:
             sys.exit(code)
     except AgentContextError as exc:
+        message = cli_message(exc.message)
         if as_json:
-            sys.stdout.write(json.dumps({"error": exc.to_dict()}, default=str) + "\n")
+            sys.stdout.write(json.dumps({"error": {**exc.to_dict(), "message": message}}, default=str) + "\n")
         else:
-            err.print(f"error: {exc.type}: {exc.message}", markup=False)
+            err.print(f"error: {exc.type}: {message}", markup=False)
         sys.exit(1)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -5,7 +5,7 @@ neighbours, and read bodies last; flash assembles a module with its prerequisite
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field
 
@@ -60,6 +60,9 @@ class FlashArgs(StrictArgs):
                                          "largest docs) instead of returning more tokens than this.")
     as_of: Optional[str] = Field(None, max_length=64, description="ISO-8601 time: assemble the graph as it stood "
                                  "then.")
+    degrade: Optional[Literal["summaries"]] = Field(None, description="With budget_tokens: replace the bodies of "
+                                                    "the largest prerequisites (never the targets) by their "
+                                                    "summaries until the bundle fits.")
 
 
 class Related(StrictArgs):
@@ -130,7 +133,7 @@ def _read(ctx: CallContext, a: ReadArgs) -> dict[str, Any]:
 
 def _flash(ctx: CallContext, a: FlashArgs) -> dict[str, Any]:
     return flash_mod.flash(ctx.ws, a.pack, a.selectors, budget_tokens=a.budget_tokens, as_of=a.as_of,
-                           principal=ctx.principal).to_dict()
+                           principal=ctx.principal, degrade=a.degrade).to_dict()
 
 
 def _related(items: list[Related] | None) -> list[dict[str, str]] | None:
