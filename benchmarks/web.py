@@ -1,0 +1,176 @@
+"""Web console speed: the server time of every page on a 10,000-doc pack (target <= 200 ms, medians), and the
+graph view of a 2,000-doc pack drawn in headless Chromium (target <= 2 s, from the Performance API).
+
+Run: .venv/bin/python benchmarks/web.py [--docs 10000] [--graph-docs 2000] [--home DIR] [--runs 7]
+(--home reuses a workspace that already holds lib:big from an earlier run; it is built otherwise.)
+Server time is measured in process through Starlette's test client (the ASGI app, no network); the graph
+time is window.__graphRendered: performance.now() at vis-network's first drawn frame, i.e. milliseconds
+from the start of navigation (HTML, scripts, JSON, drawing).
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _util import median, report  # noqa: E402
+from packs import ASPECTS, SUBJECTS, generate  # noqa: E402
+
+from agentcontext.knowledge.packs import install_folder  # noqa: E402
+from agentcontext.memory import AgentMemory  # noqa: E402
+from agentcontext.workspace import Workspace  # noqa: E402
+
+PAGE_TARGET_MS = 200.0
+GRAPH_TARGET_MS = 2000.0
+
+
+def ensure_pack(home: Path, docs: int, slug_dir: Path, defer: bool) -> Workspace:
+    ws = Workspace.open(home=home, create=True)
+    if ws.store.get_record("pack", "lib:big") is None:
+        generate(slug_dir, docs)
+        t = time.perf_counter()
+        install_folder(ws, slug_dir, defer_embeddings=defer)
+        print(f"installed lib:big ({docs} docs) in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    return ws
+
+
+def page_times(ws: Workspace, runs: int) -> dict[str, dict[str, float]]:
+    from starlette.testclient import TestClient
+
+    from agentcontext.web import create_app
+
+    mem = AgentMemory(workspace=ws, max_memory_size=None)
+    if not mem.count():
+        mem.store([f"Memory {i} about billing and refunds" for i in range(200)], conversation_id="bench")
+    app = create_app(ws)
+    client = TestClient(app)
+    client.get(f"/login?launch={app.state.console.sessions.launch_token}")
+    first = client.get("/packs/lib:big")
+    assert first.status_code == 200
+    def selector(i: int) -> str:  # as benchmarks/packs.py names its docs
+        return f"{SUBJECTS[i % len(SUBJECTS)]}.{ASPECTS[(i // len(SUBJECTS)) % len(ASPECTS)]}_{i}"
+
+    sel, deep = selector(5000), selector(9999)
+    pages = {
+        "packs": "/packs",
+        "search across packs": "/packs?q=how+do+agents+retry+refunds",
+        "pack docs table": "/packs/lib:big",
+        "pack sorted by title, page 50": "/packs/lib:big?sort=title&offset=2500",
+        "pack filtered by tag": "/packs/lib:big?tag=aspect:rules",
+        "doc": f"/packs/lib:big/docs/{sel}",
+        "doc edit form": f"/packs/lib:big/docs/{sel}/edit",
+        "doc diff": f"/packs/lib:big/docs/{sel}/diff?v1=1&v2=1",
+        "graph around a doc": f"/packs/lib:big/graph?focus={sel}&depth=2",
+        "graph of the pack (first 3,000 docs)": "/packs/lib:big/graph",
+        "lint": "/packs/lib:big/lint",
+        "flash preview (deep doc)": f"/packs/lib:big/flash?targets={deep}",
+        "memory": "/memory",
+        "memory recall": "/memory?q=refunds",
+        "decisions": "/decisions",
+        "policies": "/policies",
+        "audit": "/audit",
+    }
+    out = {}
+    for name, url in pages.items():
+        cold_t = time.perf_counter()
+        response = client.get(url)
+        cold = (time.perf_counter() - cold_t) * 1000
+        assert response.status_code == 200, (url, response.status_code, response.text[:500])
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            client.get(url)
+            times.append((time.perf_counter() - t) * 1000)
+        med = median(times)
+        out[name] = {"median_ms": round(med, 1), "first_ms": round(cold, 1),
+                     "ratio_to_target": round(med / PAGE_TARGET_MS, 3)}
+        print(f"{name:40s} median {med:7.1f} ms  first {cold:7.1f} ms  ({med / PAGE_TARGET_MS:.2f} x 200 ms)")
+    return out
+
+
+def graph_time(docs: int, runs: int) -> dict[str, float]:
+    import uvicorn
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from agentcontext.web import create_app
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-web-graph-"))
+    ws = Workspace.open(home=tmp / ".agentcontext", create=True)
+    generate(tmp / "pack", docs)
+    install_folder(ws, tmp / "pack", defer_embeddings=True)  # the graph view needs no vectors
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_app(ws, allowed_hosts=[f"127.0.0.1:{port}"])
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    profile = tempfile.mkdtemp(prefix="bench-chromium-")
+    for flag in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1400,1000", f"--user-data-dir={profile}"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"),
+                              options=options)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        driver.get(f"{base}/login?launch={app.state.console.sessions.launch_token}")
+        rendered, server_ms = [], []
+        for _ in range(runs + 1):
+            driver.get(f"{base}/packs/lib:big/graph")
+            WebDriverWait(driver, 60).until(lambda d: d.execute_script("return window.__graphRendered"))
+            rendered.append(driver.execute_script("return window.__graphRendered"))
+            server_ms.append(driver.execute_script(
+                "const n = performance.getEntriesByType('navigation')[0]; return n.responseEnd - n.requestStart"))
+        nodes = driver.execute_script("return window.consoleGraph.body.data.nodes.length")
+        edges = driver.execute_script("return window.consoleGraph.body.data.edges.length")
+    finally:
+        driver.quit()
+        server.should_exit = True
+        thread.join(10)
+        shutil.rmtree(profile, ignore_errors=True)
+    med = median(rendered[1:])
+    print(f"graph view of {nodes} docs, {edges} edges: drawn at {med:.0f} ms after navigation start "
+          f"(median of {runs}; runs {[round(x) for x in rendered[1:]]}); HTML response {median(server_ms[1:]):.0f} ms "
+          f"({med / GRAPH_TARGET_MS:.2f} x 2 s)")
+    return {"nodes": nodes, "edges": edges, "rendered_median_ms": round(med, 1),
+            "rendered_runs_ms": [round(x, 1) for x in rendered[1:]],
+            "html_response_median_ms": round(median(server_ms[1:]), 1),
+            "target_ms": GRAPH_TARGET_MS, "ratio_to_target": round(med / GRAPH_TARGET_MS, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=10_000)
+    parser.add_argument("--graph-docs", type=int, default=2_000)
+    parser.add_argument("--home", type=Path, default=None)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    root = args.home or Path(tempfile.mkdtemp(prefix="bench-web-"))
+    ws = ensure_pack(root / ".agentcontext", args.docs, root / "pack", defer=False)
+    pages = page_times(ws, args.runs)
+    graph = graph_time(args.graph_docs, 5)
+    worst = max(pages.items(), key=lambda kv: kv[1]["median_ms"])
+    report("web", {
+        "docs": args.docs, "page_target": "every page <= 200 ms server time (median)", "pages": pages,
+        "slowest_page": worst[0], "slowest_page_median_ms": worst[1]["median_ms"],
+        "graph_target": "graph view of a 2,000-node pack drawn <= 2 s in Chromium", "graph": graph,
+        "note": "figures from a shared 2-core machine; the lead re-runs them on a quiet one",
+    })
+
+
+if __name__ == "__main__":
+    main()
