@@ -15,7 +15,6 @@ import numpy as np
 from ..embed.cache import embed_texts
 from ..errors import ConflictError, CycleError, NotFoundError, ValidationError
 from ..model import Edge, Node, content_hash, to_utc_iso
-from ..workspace import Workspace
 from .common import (APPLIES_POLICY, CAUSAL_TYPES, Bound, DECISION, ENTITY, INVOLVES, PRECEDENT, STRUCTURAL_TYPES,
                      decision_from_node, decision_node, epoch, new_id, resolve_entities)
 from .index import index_for
@@ -272,7 +271,7 @@ class DecisionRecorder(Bound):
         if not 0.0 <= w <= 1.0:
             raise ValidationError(f"proximity_weight must be in [0, 1], got {w}", proximity_weight=w)
         index = index_for(self.ws, self.namespace)
-        qvec = query_vector(self.ws, scenario)
+        qvec = self.ws.embed_query(scenario)
         at = epoch(as_of, 0.0) if as_of is not None else None
         skip = set(exclude or ())
         pool = max(limit * 4, 20) + len(skip)
@@ -343,7 +342,7 @@ class DecisionRecorder(Bound):
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query_decisions needs a non-empty query")
         index = index_for(self.ws, self.namespace)
-        qvec = query_vector(self.ws, query)
+        qvec = self.ws.embed_query(query)
         hits, _, _ = index.top(qvec, max(limit * 2, 20), category)
         scores: dict[str, float] = {i: max(0.0, s) for i, s in hits}
         if use_hybrid_search:
@@ -379,11 +378,6 @@ class DecisionRecorder(Bound):
             d.metadata = {**d.metadata, "similarity": round(scores.get(did, 0.0), 6), "hops": hop_of[did]}
             out.append(d)
         return out
-
-
-def query_vector(ws: Workspace, text: str) -> np.ndarray:
-    """The embedding of a query text (the workspace remembers recent ones)."""
-    return ws.embed_query(text)
 
 
 def _recorder(graph: Any) -> DecisionRecorder:
