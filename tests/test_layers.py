@@ -39,10 +39,12 @@ SERVICE_RANKS: list[set[str]] = [
     {"truth", "llms", "vector_store"},  # truth maintenance, LLM providers, the embedding handle
     {"decisions", "decision_models", "knowledge"},  # records over the store: decisions and policies, packs
     {"graph"},  # ContextGraph; its record_decision/find_precedents_by_scenario hand over to decisions/
+    {"reasoning"},  # cited context and grounded answers over the services it is handed (ContextRetriever's
+                    # query_with_reasoning builds one, so it sits below retrieval; memory is duck-typed)
     {"entities", "retrieval"},  # EntityLinker on the graph; ContextRetriever over the sources it is given
     {"memory"},  # AgentMemory: on the vector store, linking memories to the graph's entities
     {"erasure", "state"},  # across memory, graph and vector store
-    {"reasoning", "eval_locomo"},  # on top of retrieval and memory
+    {"eval_locomo"},  # on top of retrieval and memory
 ]
 SERVICE_OF = {"decision_models": "decisions"}  # a module that belongs to another service's room
 

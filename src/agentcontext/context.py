@@ -3,6 +3,7 @@
 - ``memory``: ``AgentMemory`` (memory/service.py), given the knowledge graph for entity links;
 - ``retriever``: ``ContextRetriever`` (retrieval.py), memory and graph retrieval with proximity;
 - ``decisions``: ``DecisionService`` (decisions/service.py), decisions, policies and checkpoints;
+- ``reasoning``: ``ReasoningService`` (reasoning/), cited context, grounded answers and ``store(infer=True)``;
 - ``knowledge_graph``: the ``ContextGraph`` (graph/), or None for memory alone.
 
 Setting ``knowledge_graph`` (``load`` and ``load_graph`` do when there is none) hands the graph to
@@ -20,6 +21,8 @@ from .decisions.service import DecisionService
 from .errors import ValidationError
 from .graph import ContextGraph
 from .memory import AgentMemory
+from .reasoning import ContextBundle, ReasoningService
+from .reasoning.service import check_infer, check_provider
 from .retrieval import ContextRetriever
 from .vector_store import VectorStore
 
@@ -55,6 +58,8 @@ class AgentContext:
         kg_algorithms: bool = True,
         proximity_weight: float = 0.0,
         principal: str | None = None,
+        llm_provider: Any = None,
+        infer: bool = False,
         **options: Any,
     ) -> None:
         self.decision_tracking = decision_tracking
@@ -67,6 +72,8 @@ class AgentContext:
         self.kg_algorithms = kg_algorithms
         self.proximity_weight = proximity_weight
         self.principal = principal
+        self.llm_provider = check_provider(llm_provider)
+        self.infer = check_infer(infer, llm_provider)
         self.options = options
         self.vector_store = _vector_store_for(vector_store, knowledge_graph)
         self.memory = AgentMemory(self.vector_store, max_memory_size=max_memories, retention_policy=retention_days)
@@ -75,6 +82,8 @@ class AgentContext:
                                           proximity_weight=proximity_weight)
         self.decisions = DecisionService(tracking=decision_tracking, actor=principal or "",
                                          proximity_weight=proximity_weight)
+        self.reasoning = ReasoningService(self.retriever, workspace=self.memory.workspace, decisions=self.decisions,
+                                          principal=principal)
         self.knowledge_graph = knowledge_graph
 
     # --- the graph every service works on ----------------------------------------------------
@@ -88,6 +97,7 @@ class AgentContext:
         self.memory.entity_graph = graph if self.graph_expansion else None  # graph_expansion: link entities
         self.retriever.knowledge_graph = graph
         self.decisions.graph = graph
+        self.reasoning.graph = graph
 
     def _new_graph(self) -> ContextGraph:
         self.knowledge_graph = ContextGraph()
@@ -98,8 +108,14 @@ class AgentContext:
 
     # --- memory ----------------------------------------------------------------------------
     def store(self, content: str | Sequence[Any], metadata: dict[str, Any] | None = None,
-              conversation_id: str | None = None, user_id: str | None = None, **kwargs: Any) -> str | dict[str, Any]:
-        """Store a fact (text -> memory id) or a list of documents (-> stats dict)."""
+              conversation_id: str | None = None, user_id: str | None = None, infer: bool | None = None,
+              llm_provider: Any = None, **kwargs: Any) -> str | dict[str, Any]:
+        """Store a fact (text -> memory id) or a list of documents (-> stats dict). With ``infer=True`` (or
+        ``AgentContext(infer=True)``) the model extracts facts and resolves them against similar memories
+        (-> what it added, updated, deleted; see reasoning/facts.py)."""
+        if self.infer if infer is None else infer:
+            return self.reasoning.store_facts(content, llm_provider or self.llm_provider, metadata=metadata,
+                                              conversation_id=conversation_id, user_id=user_id, **kwargs)
         return self.memory.store(content, metadata=metadata, conversation_id=conversation_id, user_id=user_id,
                                  **kwargs)
 
@@ -113,6 +129,19 @@ class AgentContext:
         return self.retriever.retrieve_blended(query, max_results, min_score, use_graph,
                                                conversation_id=conversation_id, user_id=user_id, filters=filters,
                                                **kwargs)
+
+    def context_for(self, query: str, max_results: int = 10, max_hops: int = 2, budget_tokens: int | None = 4000,
+                    **kwargs: Any) -> ContextBundle:
+        """The cited context query_with_reasoning would send a model (include=, conversation_id=, user_id=,
+        min_score=; see reasoning/service.py)."""
+        return self.reasoning.context_for(query, max_results, max_hops, budget_tokens, **kwargs)
+
+    def query_with_reasoning(self, query: str, llm_provider: Any = None, max_hops: int = 2, max_results: int = 10,
+                             **kwargs: Any) -> dict[str, Any]:
+        """Answer from a cited context with the model (``llm_provider``, else the one given at construction):
+        response, confidence, num_sources, sources, citations, reasoning_path, usage."""
+        return self.reasoning.query_with_reasoning(query, llm_provider or self.llm_provider, max_hops, max_results,
+                                                   **kwargs)
 
     def forget(self, memory_id: str | None = None, conversation_id: str | None = None,
                days_old: int | float | None = None, user_id: str | None = None) -> int:

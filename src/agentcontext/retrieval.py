@@ -257,11 +257,13 @@ class ContextRetriever:
             raise ValidationError("memory_search does not apply truth_filter; use retrieve(..., truth_filter=...)")
         return self._memory_candidates(query, max_results, **filters)[:max_results]
 
-    def query_with_reasoning(self, *args: Any, truth_filter: Any = None, **kwargs: Any) -> Any:
-        if truth_filter is not None:
-            raise ValidationError("truth_filter is not accepted by query_with_reasoning; assemble verified context "
-                                  "with ContextRetriever.retrieve(..., truth_filter=...) and pass it to the model")
-        raise ValidationError("query_with_reasoning needs an LLM provider; none is wired into ContextRetriever")
+    def query_with_reasoning(self, query: str, llm_provider: Any = None, max_hops: int = 2, max_results: int = 10,
+                             **kwargs: Any) -> dict[str, Any]:
+        """An answer grounded in a cited context of what this retriever reaches (see agentcontext/reasoning)."""
+        from .reasoning.service import ReasoningService
+
+        return ReasoningService.for_retriever(self).query_with_reasoning(query, llm_provider, max_hops=max_hops,
+                                                                         max_results=max_results, **kwargs)
 
 
 def as_dicts(results: Iterable[RetrievedContext]) -> list[dict[str, Any]]:

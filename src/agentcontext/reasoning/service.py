@@ -1,0 +1,223 @@
+"""``query_with_reasoning`` and ``context_for``: a cited context from memories, docs, decisions and the graph,
+and an answer grounded in it.
+
+1. Seeds: the memory retriever's hits, the best docs of the packs the principal may read, decisions by
+   meaning and keywords, and graph nodes the query names (gather.py; each with a score in [0, 1]).
+2. Expansion: up to ``max_hops`` edges from every seed, with the path that reached each node (expand.py).
+3. The best ``max_results`` of all of them, numbered, within ``budget_tokens`` (bundle.py).
+4. ``query_with_reasoning`` sends ``bundle.messages()`` to the provider and reads the citations and the
+   confidence of its answer (answer.py). With no source at all, the model is not called.
+
+``truth_filter`` is refused here, as seed 003 says: build verified context with
+``ContextRetriever.retrieve(..., truth_filter=...)`` and give it to the model yourself.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .. import access
+from ..errors import ValidationError
+from ..workspace import Workspace
+from .answer import result
+from .bundle import ContextBundle, assemble
+from .expand import expand
+from .facts import infer_and_store
+from .gather import Readable, decision_sources, doc_sources, graph_sources, memory_sources
+from .sources import Source
+
+KINDS = ("memories", "docs", "decisions", "graph")
+NO_SOURCES = "I found nothing in the stored context about this question, so I cannot answer it from there."
+TRUTH_FILTER = ("truth_filter is not accepted by {where}; assemble support-checked context with "
+                "ContextRetriever.retrieve(..., truth_filter=...) and give it to the model yourself")
+
+
+def check_provider(llm_provider: Any) -> Any:
+    """``llm_provider`` as given, if it can answer (``complete(messages, ...)``); ValidationError otherwise."""
+    if llm_provider is not None and not callable(getattr(llm_provider, "complete", None)):
+        raise ValidationError("llm_provider must be an agentcontext.llms provider (anything with complete(messages, "
+                              "...)), e.g. Groq(model=...) or OpenAICompatible(base_url=..., model=...)",
+                              got=type(llm_provider).__name__)
+    return llm_provider
+
+
+def check_infer(infer: Any, llm_provider: Any) -> bool:
+    """``AgentContext(infer=...)``: a bool, and only with a provider to infer with."""
+    if not isinstance(infer, bool):
+        raise ValidationError(f"infer must be True or False, got {infer!r}")
+    if infer and llm_provider is None:
+        raise ValidationError("AgentContext(infer=True) needs llm_provider=... to extract facts with")
+    return infer
+
+
+def refuse_truth_filter(where: str, kwargs: dict[str, Any]) -> None:
+    if "truth_filter" in kwargs:
+        raise ValidationError(TRUTH_FILTER.format(where=where), argument="truth_filter")
+
+
+class ReasoningService:
+    """Cited context and grounded answers over the services it is given (any of them may be None)."""
+
+    def __init__(self, retriever: Any = None, *, graph: Any = None, workspace: Workspace | None = None,
+                 decisions: Any = None, principal: str | None = None) -> None:
+        self.retriever = retriever
+        self.graph = graph
+        self.workspace = workspace
+        self.decisions = decisions
+        self.principal = principal
+
+    @classmethod
+    def for_retriever(cls, retriever: Any, principal: str | None = None) -> "ReasoningService":
+        """Everything a ContextRetriever reaches: its memory (and that memory's workspace for packs), its
+        knowledge graph and the decisions recorded there."""
+        graph = getattr(retriever, "knowledge_graph", None)
+        decisions = None
+        if graph is not None:
+            from ..decisions.recorder import DecisionRecorder
+
+            decisions = DecisionRecorder(graph)
+        ws = getattr(getattr(retriever, "memory_store", None), "workspace", None)
+        return cls(retriever, graph=graph, workspace=ws, decisions=decisions, principal=principal)
+
+    # --- the cited context -----------------------------------------------------------------
+    def context_for(self, query: str, max_results: int = 10, max_hops: int = 2, budget_tokens: int | None = 4000,
+                    include: Sequence[str] | None = None, conversation_id: str | None = None,
+                    user_id: str | None = None, min_score: float = 0.0, **unexpected: Any) -> ContextBundle:
+        """The numbered, cited sources for ``query`` within ``budget_tokens`` (see the module docstring)."""
+        refuse_truth_filter("context_for", unexpected)
+        if unexpected:
+            raise ValidationError(f"context_for got unknown arguments: {', '.join(sorted(unexpected))}",
+                                  arguments=sorted(unexpected))
+        kinds = _check(query, max_results, max_hops, budget_tokens, include, min_score)
+        stores, ws_of = self._stores()
+        readable = Readable(ws_of, self.principal, conversation_id, user_id)
+        seeds: list[Source] = []
+        skipped: dict[str, str] = {}
+        memory = getattr(self.retriever, "memory_store", None)
+        if "memories" in kinds and self.retriever is not None:
+            namespace = getattr(memory, "namespace", None)
+            mem_ws = getattr(memory, "workspace", None)
+            if namespace and mem_ws is not None and not access.can(mem_ws, self.principal, namespace, "read"):
+                skipped["memories"] = f"no read access to {namespace}"
+            else:
+                seeds += memory_sources(self.retriever, query, max_results, conversation_id=conversation_id,
+                                        user_id=user_id, min_score=min_score)
+        if "docs" in kinds and self.workspace is not None:
+            seeds += doc_sources(self.workspace, query, max_results, self.principal)
+        graph_ok = self.graph is not None and access.can(self.graph.workspace, self.principal,
+                                                         self.graph.namespace, "read")
+        if self.graph is not None and not graph_ok:
+            for kind in ("decisions", "graph"):
+                if kind in kinds:
+                    skipped[kind] = f"no read access to {self.graph.namespace}"
+        if "decisions" in kinds and graph_ok and self.decisions is not None:
+            seeds += decision_sources(self.decisions, query, max_results)
+        if "graph" in kinds and graph_ok:
+            seeds += graph_sources(self.graph, query, max_results, readable.for_store(self.graph.store))
+        seeds = _best_by_id(s for s in seeds if s.score >= min_score)
+        reached = expand(seeds, stores, max_hops, readable, max_results)
+        ids = {s.id for s in seeds}
+        pool = seeds + [s for s in reached if s.id not in ids and s.score >= min_score]
+        ranked = sorted(pool, key=lambda s: (-s.score, s.hops, s.id))[:max_results]
+        return assemble(query, ranked, budget_tokens, skipped)
+
+    # --- the grounded answer ---------------------------------------------------------------
+    def query_with_reasoning(self, query: str, llm_provider: Any = None, max_hops: int = 2, max_results: int = 10,
+                             budget_tokens: int | None = 4000, max_tokens: int | None = 1024,
+                             temperature: float | None = None, **context: Any) -> dict[str, Any]:
+        """Answer ``query`` from its cited context with ``llm_provider``; returns ``response``, ``confidence``,
+        ``num_sources``, ``sources``, ``citations``, ``reasoning_path``, ``usage`` and more (answer.py)."""
+        refuse_truth_filter("query_with_reasoning", context)
+        if llm_provider is None:
+            raise ValidationError("query_with_reasoning needs llm_provider=..., e.g. agentcontext.llms.Groq(model=...)"
+                                  " or OpenAICompatible(base_url=..., model=...); context_for(query) gives the "
+                                  "cited context without a model")
+        if not callable(getattr(llm_provider, "complete", None)) and not callable(getattr(llm_provider, "generate",
+                                                                                           None)):
+            raise ValidationError("llm_provider must have complete(messages, ...) (an agentcontext.llms provider) "
+                                  "or generate(prompt)", got=type(llm_provider).__name__)
+        bundle = self.context_for(query, max_results=max_results, max_hops=max_hops, budget_tokens=budget_tokens,
+                                  **context)
+        if not bundle.num_sources:
+            return result(bundle, NO_SOURCES)
+        completion = _ask(llm_provider, bundle, max_tokens, temperature)
+        return result(bundle, completion.text.strip(), completion)
+
+    # --- facts from text --------------------------------------------------------------------
+    def store_facts(self, text: Any, llm_provider: Any, metadata: dict[str, Any] | None = None,
+                    conversation_id: str | None = None, user_id: str | None = None,
+                    **unexpected: Any) -> dict[str, Any]:
+        """``store(text, infer=True)``: extract facts, resolve them against similar memories, apply (facts.py)."""
+        if unexpected:
+            raise ValidationError(f"store(..., infer=True) got unknown arguments: {', '.join(sorted(unexpected))}",
+                                  arguments=sorted(unexpected))
+        memory = getattr(self.retriever, "memory_store", None)
+        if memory is None:
+            raise ValidationError("store(..., infer=True) needs a memory to store into")
+        return infer_and_store(memory, check_provider(llm_provider), text, metadata=metadata,
+                               conversation_id=conversation_id, user_id=user_id)
+
+    # --- wiring ----------------------------------------------------------------------------
+    def _stores(self) -> tuple[list[Any], dict[int, Workspace]]:
+        """Every store the context reads, once each, with the workspace that holds its access rules."""
+        owners = []
+        memory = getattr(self.retriever, "memory_store", None)
+        if memory is not None and getattr(memory, "workspace", None) is not None:
+            owners.append(memory.workspace)
+        if self.graph is not None:
+            owners.append(self.graph.workspace)
+        if self.workspace is not None:
+            owners.append(self.workspace)
+        stores: list[Any] = []
+        ws_of: dict[int, Workspace] = {}
+        for ws in owners:
+            if id(ws.store) not in ws_of:
+                stores.append(ws.store)
+                ws_of[id(ws.store)] = ws
+        return stores, ws_of
+
+
+def _ask(llm: Any, bundle: ContextBundle, max_tokens: int | None, temperature: float | None) -> Any:
+    options: dict[str, Any] = {}
+    if max_tokens is not None:
+        options["max_tokens"] = max_tokens
+    if temperature is not None:
+        options["temperature"] = temperature
+    if callable(getattr(llm, "complete", None)):
+        return llm.complete(bundle.messages(), **options)
+    from ..llms.base import Completion, Usage  # a generate(prompt)-only provider (semantica's shape)
+
+    text = llm.generate(f"{bundle.instructions}\n\n{bundle.text}", **options)
+    if not isinstance(text, str) or not text.strip():
+        from ..errors import ProviderError
+
+        raise ProviderError(f"{type(llm).__name__}.generate returned no text", provider=type(llm).__name__,
+                            status=None, reason="empty_output")
+    return Completion(text=text, usage=Usage(), raw={}, provider=type(llm).__name__,
+                      model=str(getattr(llm, "model", "")))
+
+
+def _check(query: Any, max_results: Any, max_hops: Any, budget_tokens: Any, include: Any,
+           min_score: Any) -> tuple[str, ...]:
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationError("the query must be non-empty text")
+    for name, value, low, high in (("max_results", max_results, 1, 100), ("max_hops", max_hops, 0, 5)):
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise ValidationError(f"{name} must be an integer from {low} to {high}, got {value!r}", **{name: value})
+    if budget_tokens is not None and (not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool)
+                                      or budget_tokens < 1):
+        raise ValidationError(f"budget_tokens must be a positive integer or None, got {budget_tokens!r}")
+    if not isinstance(min_score, (int, float)) or not 0.0 <= float(min_score) <= 1.0:
+        raise ValidationError(f"min_score must be in [0, 1], got {min_score!r}")
+    kinds = tuple(include) if include is not None else KINDS
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or isinstance(include, str):
+        raise ValidationError(f"include takes a list of {', '.join(KINDS)}; got {include!r}")
+    return kinds
+
+
+def _best_by_id(sources: Any) -> list[Source]:
+    best: dict[str, Source] = {}
+    for s in sources:
+        if s.id not in best or s.score > best[s.id].score:
+            best[s.id] = s
+    return list(best.values())
