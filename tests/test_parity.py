@@ -38,6 +38,7 @@ from agentcontext.erasure import erase_workspace_entity
 from agentcontext.graph.context_graph import ContextGraph
 from agentcontext.knowledge import flash, packs, tools
 from agentcontext.mcp_server import build_server
+from agentcontext.mcp_server.context import workspace_reasoning
 from agentcontext.memory import AgentMemory
 from agentcontext.workspace import Workspace
 
@@ -281,6 +282,11 @@ OPS: list[Op] = [
        lambda ws, who: erase_workspace_entity(ws, "alice", reason="request", principal=who).to_dict(),
        ("erase", "alice", "--reason", "request"), writes=True, volatile=("erased_at",),
        effect=lambda ws, _: (graph(ws).find_node("alice"), sorted(m["content"] for m in memory(ws).list_memories()))),
+    # grounded answers (issue 11): the cited context query_with_reasoning would send, filtered by what one may read
+    Op("cited context", None,
+       lambda ws, who: workspace_reasoning(ws, who).context_for("what does Alice drink", max_results=5).to_dict(),
+       ("context", "what does Alice drink", "--max-results", "5"),
+       ("get_context", {"query": "what does Alice drink", "max_results": 5})),
 ]
 BY_NAME = {op.name: op for op in OPS}
 assert len(BY_NAME) == len(OPS)

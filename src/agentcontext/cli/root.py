@@ -21,8 +21,8 @@ from .. import __version__
 from ..config import HOME_DIR
 from ..errors import AgentContextError
 from ..workspace import Workspace
-from . import access, checkpoints, decisions, doc, erasure, evaluation, graph, history, knowledge, memory, pack, \
-    policies, serve, store, token
+from . import access, checkpoints, context, decisions, doc, erasure, evaluation, graph, history, knowledge, memory, \
+    pack, policies, serve, store, token
 from .common import JSON_OPTION, emit, err, out
 from .helptext import conventional
 from .hints import cli_message
@@ -105,7 +105,7 @@ app.add_typer(decisions.decision_app, name="decision")
 app.add_typer(policies.policy_app, name="policy")
 app.add_typer(graph.graph_app, name="graph")
 app.add_typer(checkpoints.checkpoint_app, name="checkpoint")
-for _command in erasure.COMMANDS:
+for _command in (*erasure.COMMANDS, *context.COMMANDS):
     app.command()(_command)
 app.add_typer(evaluation.eval_app, name="eval")
 app.add_typer(serve.serve_app, name="serve")

@@ -3,7 +3,8 @@
 It reads the workspace's default memory (``memory:default``), the workspace graph (``graph:default``, with the
 decisions recorded there) and every knowledge pack, each as far as the principal may read it: a store the
 principal may not read is left out and named in ``skipped``; docs and graph nodes it may not read never appear,
-not even as a step of a path. The bundle is ``ReasoningService.context_for``'s, as a dict.
+not even as a step of a path. The bundle is ``ReasoningService.context_for``'s, as a dict; the CLI's
+``agentcontext context`` prints the same (``workspace_reasoning`` builds the service for both).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ..graph.guarded import workspace_graph
 from ..memory import AgentMemory
 from ..reasoning.service import ReasoningService
 from ..retrieval import ContextRetriever
+from ..workspace import Workspace
 from .registry import CallContext, StrictArgs, ToolSpec, register_tools
 
 Kind = Literal["memories", "docs", "decisions", "graph"]
@@ -37,13 +39,18 @@ class ContextArgs(StrictArgs):
     min_score: float = Field(0.0, ge=0.0, le=1.0, description="Drop sources scoring below this (0..1).")
 
 
-def _context(ctx: CallContext, a: ContextArgs) -> dict[str, Any]:
-    ws = ctx.ws
+def workspace_reasoning(ws: Workspace, principal: str | None) -> ReasoningService:
+    """The reasoning service over a workspace's default memory, its graph (with its decisions) and its packs,
+    acting as ``principal``: what ``get_context`` and ``agentcontext context`` read."""
     memory = AgentMemory(workspace=ws, namespace="default", max_memory_size=None, retention_policy="unlimited",
-                         actor=access.effective_principal(ws, ctx.principal))
+                         actor=access.effective_principal(ws, principal))
     graph = workspace_graph(ws)
-    service = ReasoningService(ContextRetriever(memory_store=memory, use_graph_expansion=False), graph=graph,
-                               workspace=ws, decisions=DecisionRecorder(graph), principal=ctx.principal)
+    return ReasoningService(ContextRetriever(memory_store=memory, use_graph_expansion=False), graph=graph,
+                            workspace=ws, decisions=DecisionRecorder(graph), principal=principal)
+
+
+def _context(ctx: CallContext, a: ContextArgs) -> dict[str, Any]:
+    service = workspace_reasoning(ctx.ws, ctx.principal)
     bundle = service.context_for(a.query, max_results=a.max_results, max_hops=a.max_hops,
                                  budget_tokens=a.budget_tokens, include=a.include, conversation_id=a.conversation_id,
                                  user_id=a.user_id, min_score=a.min_score)
