@@ -248,7 +248,7 @@ def test_the_checker_sees_lazy_and_type_checking_imports(tmp_path, monkeypatch):
 def test_the_architecture_page_names_every_layer_and_service():
     page = (SRC.parent.parent / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
     names = [n for _, members in LAYERS for n in members if n] + [n for rank in SERVICE_RANKS for n in rank]
-    missing = [n for n in names if not any(f"{n}{end}" in page for end in (".py", "/", "`", " "))]
+    missing = [n for n in names if not any(form in page for form in (f"{n}.py", f"{n}/", f"`{n}`"))]
     assert not missing, f"docs/ARCHITECTURE.md does not name {missing}"
     for owner in {*KNOWN_UPWARD.values(), *KNOWN_CIRCLES.values()}:
         assert f"{owner} engineer" in page, "the page lists the known violations with their owners"
