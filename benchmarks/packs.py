@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -82,6 +83,8 @@ def main() -> None:
         "search_target": "median <= 20 ms", "search_repeated_query_median": ms(median(repeats)),
         "search_with_tag_filter_median": ms(median(filtered)),
     })
+    ws.close()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -130,3 +130,18 @@ def test_deep_chain_is_iterative(ws):
     bundle = flash(ws, pack, "m0")
     assert len(bundle.order) == n
     assert bundle.order[0] == f"m{n - 1}" and bundle.order[-1] == "m0"
+
+
+def test_bodies_and_titles_follow_edits_and_as_of(ws, write_pack):
+    """Bodies and rendered sections are served from a cache keyed by content hash: an edit is never stale."""
+    install_folder(ws, write_pack("e", {"a": ([], "Alpha body"), "b": (["a"], "Beta body")}), defer_embeddings=True)
+    first = flash(ws, "lib:e", "b")
+    assert "Alpha body" in first.text and [d.content.strip() for d in first.docs] == ["Alpha body", "Beta body"]
+    put_doc(ws, "lib:e", "a", title="Renamed", content="Alpha rewritten", embed=False)
+    second = flash(ws, "lib:e", "b")
+    assert "Alpha rewritten" in second.text and "Alpha body" not in second.text
+    assert second.text.startswith("## Renamed (a)") and second.docs[0].title == "Renamed"
+    assert second.tokens == sum(d.tokens for d in second.docs)
+    then = ws.store.node_versions("lib:e/b")[0].recorded_at
+    old = flash(ws, "lib:e", "b", as_of=then)
+    assert old.text == first.text and old.digest == first.digest and old.to_dict()["docs"] == first.to_dict()["docs"]

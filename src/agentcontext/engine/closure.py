@@ -7,57 +7,109 @@ explicit stack so a 100,000-deep chain works.
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Container, Iterable, Mapping, Sequence
 
 from ..errors import CycleError, MissingModuleError
 
 Deps = Mapping[str, Sequence[str]]
 
 
-def dependency_order(targets: Iterable[str], deps: Deps, known: Container[str] | Callable[[str], bool],
-                     label: Callable[[str], str] = str) -> list[str]:
+class Dag:
+    """Prerequisites over integer ids: ``children[i]`` is node ``i``'s tuple of prerequisites in declared
+    order; ``exists[i]`` says whether node ``i`` is a module (an edge may name a missing one). Plain tuples
+    and a bytearray, not numpy: the walk reads them one element at a time."""
+
+    __slots__ = ("children", "exists")
+
+    def __init__(self, children: list[tuple[int, ...]], exists: bytearray) -> None:
+        self.children, self.exists = children, exists
+
+    @property
+    def n(self) -> int:
+        return len(self.children)
+
+
+NEW, ON_PATH, DONE = 0, 1, 2
+
+
+def missing_target(name: str) -> MissingModuleError:
+    return MissingModuleError(f"module {name!r} does not exist; check the selector", missing=name, chain=[name],
+                              required_by=None)
+
+
+def closure_order(targets: Iterable[int], dag: Dag, label: Callable[[int], str] = str) -> list[int]:
     """Targets and their transitive prerequisites, each once, every prerequisite before its dependents.
 
-    ``known`` is the set of existing modules (or a predicate). Raises CycleError (``cycle`` = the whole
+    Exactly the seed's recursive depth-first post-order (prerequisites first, ties by declared order),
+    with an explicit stack, so a 100,000-deep chain works. Raises CycleError (``cycle`` = the whole
     path, first repeated last) or MissingModuleError (``missing`` and the ``chain`` that required it).
     """
-    exists = known if callable(known) and not isinstance(known, (set, frozenset, dict)) else known.__contains__
-    included: set[str] = set()
-    order: list[str] = []
-    empty: Sequence[str] = ()
-    get = deps.get
+    children, exists = dag.children, dag.exists
+    state = bytearray(dag.n)
+    order: list[int] = []
+    finish = order.append
     for target in targets:
-        if target in included:
+        if state[target] == DONE:
             continue
-        if not exists(target):
-            raise MissingModuleError(f"module {label(target)!r} does not exist; check the selector",
-                                     missing=label(target), chain=[label(target)], required_by=None)
-        stack: list[tuple[str, Iterator[str]]] = [(target, iter(get(target, empty)))]
-        on_path: dict[str, int] = {target: 0}  # node -> depth in stack (the "visiting" set)
-        while stack:
-            node, children = stack[-1]
-            for child in children:
-                if child in included:
-                    continue
-                if child in on_path:
-                    cycle = [label(n) for n, _ in stack[on_path[child]:]] + [label(child)]
+        if not exists[target]:
+            raise missing_target(label(target))
+        path = [target]  # the nodes being visited, and beside each the iterator over its prerequisites
+        pending = [iter(children[target])]
+        enter, enter_pending = path.append, pending.append
+        state[target] = ON_PATH
+        while path:
+            for child in pending[-1]:
+                seen = state[child]
+                if seen:
+                    if seen == DONE:
+                        continue
+                    cycle = [label(n) for n in path[path.index(child):]] + [label(child)]
                     raise CycleError(f"dependency cycle: {' -> '.join(cycle)}; remove one of these edges",
                                      cycle=cycle)
-                if not exists(child):
-                    chain = [label(n) for n, _ in stack] + [label(child)]
+                if not exists[child]:
+                    chain = [label(n) for n in path] + [label(child)]
                     raise MissingModuleError(
-                        f"missing module {label(child)!r}, required by {label(node)!r} "
+                        f"missing module {label(child)!r}, required by {label(path[-1])!r} "
                         f"(chain: {' -> '.join(chain)}); add it or remove the edge",
-                        missing=label(child), required_by=label(node), chain=chain)
-                on_path[child] = len(stack)
-                stack.append((child, iter(get(child, empty))))
+                        missing=label(child), required_by=label(path[-1]), chain=chain)
+                state[child] = ON_PATH
+                enter(child)
+                enter_pending(iter(children[child]))
                 break
             else:
-                stack.pop()
-                del on_path[node]
-                included.add(node)
-                order.append(node)
+                node = path.pop()
+                pending.pop()
+                state[node] = DONE
+                finish(node)
     return order
+
+
+def dependency_order(targets: Iterable[str], deps: Deps, known: Container[str] | Callable[[str], bool],
+                     label: Callable[[str], str] = str) -> list[str]:
+    """``closure_order`` over named modules: ``deps`` maps a module to its prerequisites in declared order and
+    ``known`` is the set of existing modules (or a predicate). Same order and errors."""
+    exists = known if callable(known) and not isinstance(known, (set, frozenset, dict)) else known.__contains__
+    targets = list(targets)
+    index: dict[str, int] = {}
+    names: list[str] = []
+    rows: list[tuple[int, ...]] = []
+    flags = bytearray()
+    empty: Sequence[str] = ()
+    todo = list(targets)
+    while todo:  # number the modules reachable from the targets
+        name = todo.pop()
+        if name in index:
+            continue
+        index[name] = len(names)
+        names.append(name)
+        flags.append(1 if exists(name) else 0)
+        rows.append(())
+        todo.extend(deps.get(name, empty) if flags[-1] else ())
+    for name, i in index.items():
+        if flags[i]:
+            rows[i] = tuple(index[child] for child in deps.get(name, empty))
+    order = closure_order([index[t] for t in targets], Dag(rows, flags), lambda i: label(names[i]))
+    return [names[i] for i in order]
 
 
 def reference_assemble(target: str, deps: Deps, exists: Callable[[str], bool]) -> list[str]:

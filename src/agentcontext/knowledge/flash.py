@@ -2,16 +2,17 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 from .. import access
-from ..errors import BudgetExceededError, CycleError, MissingModuleError, ValidationError
-from ..engine.closure import dependency_order
+from ..engine.closure import closure_order, missing_target
+from ..errors import BudgetExceededError, CycleError, MissingModuleError, NotFoundError, ValidationError
 from ..model import to_utc_iso
 from ..workspace import Workspace
-from .graphview import DocMeta, pack_view
+from .graphview import ClosureIndex, DocMeta, pack_view
 from .manifest import check_pack_name, check_selector
 from .packs import doc_id, get_pack, render_section
 
@@ -34,28 +35,32 @@ class BundleDoc:
                 "tokens": self.tokens, "degraded": self.degraded}
 
 
-@dataclass
 class Bundle:
-    """The assembled knowledge: ``order`` (selectors, foundations first), ``digest``, ``tokens``, ``text``."""
+    """The assembled knowledge: ``order`` (selectors, foundations first), ``digest``, ``tokens``, ``text``,
+    and ``docs`` (one ``BundleDoc`` each, made on first access: a 20,000-doc bundle is mostly read as text)."""
 
-    pack: str
-    targets: list[str]
-    docs: list[BundleDoc]
-    digest: str
-    tokens: int
-    text: str
-    as_of: str | None = None
-    degraded: list[str] = field(default_factory=list)
-    policy: str | None = None
+    def __init__(self, pack: str, targets: list[str], order: list[str], digest: str, tokens: int, text: str,
+                 docs: list[BundleDoc] | Callable[[], list[BundleDoc]], as_of: str | None = None,
+                 degraded: list[str] | None = None, policy: str | None = None) -> None:
+        self.pack, self.targets, self.order, self.digest = pack, targets, order, digest
+        self.tokens, self.text, self.as_of = tokens, text, as_of
+        self.degraded = degraded or []
+        self.policy = policy
+        self._docs = docs
 
     @property
-    def order(self) -> list[str]:
-        return [d.selector for d in self.docs]
+    def docs(self) -> list[BundleDoc]:
+        if callable(self._docs):
+            self._docs = self._docs()
+        return self._docs
 
     def to_dict(self) -> dict[str, Any]:
         return {"pack": self.pack, "targets": self.targets, "order": self.order, "digest": self.digest,
                 "tokens": self.tokens, "text": self.text, "as_of": self.as_of, "degraded": self.degraded,
                 "policy": self.policy, "docs": [d.to_dict() for d in self.docs]}
+
+    def __repr__(self) -> str:
+        return f"Bundle(pack={self.pack!r}, targets={self.targets!r}, docs={len(self.order)}, tokens={self.tokens})"
 
 
 def bundle_digest(ids: Sequence[str], metas: Sequence[DocMeta]) -> str:
@@ -64,34 +69,50 @@ def bundle_digest(ids: Sequence[str], metas: Sequence[DocMeta]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-_content_cache: OrderedDict[str, str] = OrderedDict()  # content hash -> body; immutable, so never stale
-_content_bytes = 0
 CONTENT_CACHE_BYTES = 64 * 1024 * 1024
 
 
-def _contents(ws: Workspace, ids: Sequence[str], metas: Sequence[DocMeta], as_of: str | None) -> dict[str, str]:
-    """Bodies by id, from a bounded process-wide cache keyed by content hash, else from the store."""
-    global _content_bytes
-    out: dict[str, str] = {}
-    missing = []
-    for i, m in zip(ids, metas):
-        body = _content_cache.get(m.content_hash)
-        if body is None:
-            missing.append(i)
-        else:
-            out[i] = body
-    if missing:
-        fetched = ws.store.get_contents(missing, as_of=as_of)
-        by_id = dict(zip(ids, metas))
-        for i, body in fetched.items():
-            out[i] = body
-            key = by_id[i].content_hash
-            if key not in _content_cache and len(body) < CONTENT_CACHE_BYTES // 64:
-                _content_cache[key] = body
-                _content_bytes += len(body)
-        while _content_bytes > CONTENT_CACHE_BYTES and _content_cache:
-            _content_bytes -= len(_content_cache.popitem(last=False)[1])
-    return out
+class ContentCache:
+    """(body, rendered section) by content hash, bounded in bytes, oldest out. A content hash covers the
+    selector, the title and the body, so an entry is never stale."""
+
+    def __init__(self, limit: int = CONTENT_CACHE_BYTES) -> None:
+        self.limit = limit
+        self.size = 0
+        self.entries: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, items: dict[str, tuple[str, str]]) -> None:
+        with self._lock:
+            for key, entry in items.items():
+                cost = len(entry[0]) + len(entry[1])
+                if key not in self.entries and cost < self.limit // 64:
+                    self.entries[key] = entry
+                    self.size += cost
+            while self.size > self.limit and self.entries:
+                body, section = self.entries.popitem(last=False)[1]
+                self.size -= len(body) + len(section)
+
+
+def _entries(ws: Workspace, closure: ClosureIndex, order: list[int], as_of: str | None) -> list[tuple[str, str]]:
+    """(body, section) of each doc in ``order``: from the workspace's content cache, the rest in one store query."""
+    cache = ws.held("flash.contents", ContentCache)
+    hashes = list(map(closure.hashes.__getitem__, order))
+    entries = list(map(cache.entries.get, hashes))
+    if None in entries:
+        missing = [i for i, e in zip(order, entries) if e is None]
+        bodies = ws.store.get_contents([closure.names[i] for i in missing], as_of=as_of)
+        fresh: dict[str, tuple[str, str]] = {}
+        for i in missing:
+            meta = closure.metas[i]
+            body = bodies.get(closure.names[i])
+            if meta is None or body is None:
+                raise NotFoundError(f"doc {closure.selectors[i]!r} vanished while the bundle was assembled; retry",
+                                    selector=closure.selectors[i])
+            fresh[meta.content_hash] = (body, render_section(meta.key, meta.title, body))
+        cache.put(fresh)
+        entries = [e if e is not None else fresh[h] for e, h in zip(entries, hashes)]
+    return entries  # type: ignore[return-value]
 
 
 def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_tokens: int | None = None,
@@ -116,10 +137,16 @@ def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_token
     get_pack(ws, pack)
     stamp = to_utc_iso(as_of)
     view = pack_view(ws, pack, stamp)
+    closure = view.closure
     readable = access.doc_filter(ws, principal, pack)  # None = the whole pack is readable
     try:
-        ids = dependency_order([doc_id(pack, s) for s in targets], view.depends_on, view.ids,
-                               label=lambda i: i.split("/", 1)[1] if "/" in i else i)
+        start = []
+        for s in targets:
+            i = closure.index.get(doc_id(pack, s))
+            if i is None:
+                raise missing_target(s)
+            start.append(i)
+        order = closure_order(start, closure.dag, closure.label)
     except (CycleError, MissingModuleError) as exc:
         # A cycle or chain through docs the principal may not read must not reveal them.
         path = exc.data.get("cycle") or exc.data.get("chain") or []
@@ -127,31 +154,38 @@ def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_token
         if hidden:
             raise access.deny(ws, principal, "flash", doc_id(pack, hidden[0]), "read", pack, hidden[0]) from None
         raise
+    selectors_in_order = list(map(closure.selectors.__getitem__, order))
     if readable is not None:  # never a silently partial bundle: name the first unreadable doc in reading order
-        for i in ids:
-            selector = i.split("/", 1)[1]
+        for i, selector in zip(order, selectors_in_order):
             if not readable(selector):
-                raise access.deny(ws, principal, "flash", i, "read", pack, selector)
-    metas = [view.meta[i] for i in ids]
-    contents = _contents(ws, ids, metas, stamp)
-    docs = [BundleDoc(m.key, m.title, m.kind, m.version, m.tokens or 0, contents[i], m.summary)
-            for i, m in zip(ids, metas)]
-    total = sum(d.tokens for d in docs)
+                raise access.deny(ws, principal, "flash", closure.names[i], "read", pack, selector)
+    entries = _entries(ws, closure, order, stamp)
+    total = sum(map(closure.tokens.__getitem__, order))
+    digest = hashlib.sha256(b"".join(map(closure.digest_lines.__getitem__, order))).hexdigest()
+
+    def make_docs() -> list[BundleDoc]:
+        return [BundleDoc(m.key, m.title, m.kind, m.version, m.tokens or 0, body, m.summary)
+                for m, (body, _) in zip(map(closure.metas.__getitem__, order), entries)]
+
+    if budget_tokens is None or total <= budget_tokens:
+        text = "\n".join([section for _, section in entries])
+        return Bundle(pack, targets, selectors_in_order, digest, total, text, make_docs, stamp)
+    docs = make_docs()
     degraded: list[str] = []
-    if budget_tokens is not None and total > budget_tokens:
-        if degrade == "summaries":
-            total, degraded = _degrade_to_summaries(docs, set(targets), budget_tokens, total)
-        if total > budget_tokens:
-            largest = sorted(docs, key=lambda d: (-d.tokens, d.selector))[:5]
-            raise BudgetExceededError(
-                f"the bundle needs {total} tokens but the budget is {budget_tokens}; largest: "
-                + ", ".join(f"{d.selector} ({d.tokens})" for d in largest)
-                + "; raise the budget, split the large docs or pass degrade='summaries'",
-                needed=total, budget=budget_tokens,
-                largest=[{"selector": d.selector, "tokens": d.tokens} for d in largest])
-    text = "\n".join(render_section(d.selector, d.title, d.summary if d.degraded else d.content) for d in docs)
-    return Bundle(pack=pack, targets=targets, docs=docs, digest=bundle_digest(ids, metas), tokens=total,
-                  text=text, as_of=stamp, degraded=degraded, policy=degrade if degraded else None)
+    if degrade == "summaries":
+        total, degraded = _degrade_to_summaries(docs, set(targets), budget_tokens, total)
+    if total > budget_tokens:
+        largest = sorted(docs, key=lambda d: (-d.tokens, d.selector))[:5]
+        raise BudgetExceededError(
+            f"the bundle needs {total} tokens but the budget is {budget_tokens}; largest: "
+            + ", ".join(f"{d.selector} ({d.tokens})" for d in largest)
+            + "; raise the budget, split the large docs or pass degrade='summaries'",
+            needed=total, budget=budget_tokens,
+            largest=[{"selector": d.selector, "tokens": d.tokens} for d in largest])
+    text = "\n".join(render_section(d.selector, d.title, d.summary) if d.degraded else section
+                     for d, (_, section) in zip(docs, entries))
+    return Bundle(pack, targets, selectors_in_order, digest, total, text, docs, stamp, degraded,
+                  degrade if degraded else None)
 
 
 def _degrade_to_summaries(docs: list[BundleDoc], targets: set[str], budget: int, total: int) -> tuple[int, list[str]]:

@@ -1,9 +1,16 @@
-"""An in-memory view of one pack's graph (doc ids and typed adjacency), cached by the change counter."""
+"""An in-memory view of one pack's graph (doc ids and typed adjacency), cached by the change counter.
+
+``PackView.closure`` is the same graph for flash, over integer ids (built on first use, and so cached
+with the view): the ``depends_on`` prerequisites as a ``Dag`` and, per doc, what a bundle needs of it
+without touching the store (selector, token count, its digest line, its content hash).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
+from ..engine.closure import Dag
 from ..workspace import Workspace
 
 
@@ -29,6 +36,53 @@ class PackView:
 
     def exists(self, doc_id: str) -> bool:
         return doc_id in self.ids
+
+    @cached_property
+    def closure(self) -> "ClosureIndex":
+        return ClosureIndex.build(self)
+
+
+@dataclass
+class ClosureIndex:
+    """The pack's ``depends_on`` graph over integer ids, plus per-doc columns for assembling bundles.
+
+    Ids ``0..docs-1`` are the docs in selector order; prerequisites that do not exist follow them."""
+
+    index: dict[str, int]
+    names: list[str]  # doc id of each integer id
+    selectors: list[str]
+    dag: Dag
+    metas: list[DocMeta | None]
+    hashes: list[str]  # content hash ("" for a missing doc)
+    tokens: list[int]
+    digest_lines: list[bytes]  # what each doc adds to a bundle's digest
+
+    @classmethod
+    def build(cls, view: "PackView") -> "ClosureIndex":
+        names = list(view.order)
+        index = {nid: i for i, nid in enumerate(names)}
+        for targets in view.depends_on.values():
+            for dst in targets:
+                if dst not in index:
+                    index[dst] = len(names)
+                    names.append(dst)
+        docs = len(view.order)
+        exists = bytearray(b"\x01") * docs + bytearray(len(names) - docs)
+        children: list[tuple[int, ...]] = [()] * len(names)
+        get = index.__getitem__
+        for src, targets in view.depends_on.items():
+            children[index[src]] = tuple(map(get, targets))
+        metas: list[DocMeta | None] = [view.meta[nid] for nid in view.order] + [None] * (len(names) - docs)
+        selectors = [m.key if m else nid.split("/", 1)[-1] for nid, m in zip(names, metas)]
+        hashes = [m.content_hash if m else "" for m in metas]
+        tokens = [(m.tokens or 0) if m else 0 for m in metas]
+        lines = [f"{nid}\x1f{m.version}\x1f{m.content_hash}\x1e".encode() if m else b""
+                 for nid, m in zip(names, metas)]
+        return cls(index, names, selectors, Dag(children, exists), metas, hashes, tokens, lines)
+
+    def label(self, i: int) -> str:
+        """The selector of an integer id (how errors name a doc)."""
+        return self.selectors[i]
 
 
 def build_view(ws: Workspace, pack: str, as_of: str | None = None) -> PackView:
