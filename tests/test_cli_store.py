@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from agentcontext.store import SQLiteStore
+
 from .conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "workspace_v1"
@@ -32,7 +34,7 @@ def test_store_info_on_an_old_workspace_upgrades_it_and_prints_what_it_holds(tmp
     contents = json.loads((FIXTURE / "contents.json").read_text())
     info = json.loads(cli(home, "store", "info", "--json").stdout)
     assert info["url"] == f"sqlite:///{(home / 'store.db').resolve()}" and info["backend"] == "sqlite"
-    assert info["schema_version"] == info["latest_schema_version"] == 2
+    assert info["schema_version"] == info["latest_schema_version"] == SQLiteStore.MIGRATIONS.latest
     assert [m["version"] for m in info["migrations"]] == [1, 2]
     versions = sum(len(v) for v in contents["nodes"].values())
     assert info["counts"]["node_versions"] == versions and info["counts"]["vectors"] == len(contents["vectors"])
@@ -40,7 +42,7 @@ def test_store_info_on_an_old_workspace_upgrades_it_and_prints_what_it_holds(tmp
     assert info["namespaces"]["lib:semdag"] == 4 and info["change_counter"] == contents["change_counter"]
     assert info["sizes"]["total"] >= (home / "store.db").stat().st_size and info["sizes"]["tables"]["nodes"] > 0
     human = cli(home, "store", "info").stdout
-    assert str(home / "store.db") in human and "schema version: 2 (latest)" in human and "lib:semdag" in human
+    assert str(home / "store.db") in human and f"schema version: {SQLiteStore.MIGRATIONS.latest} (latest)" in human and "lib:semdag" in human
 
 
 def test_a_newer_store_is_refused_and_only_admins_see_the_store(tmp_path):

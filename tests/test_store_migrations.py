@@ -23,6 +23,10 @@ from .conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "workspace_v1"
 CONTENTS = json.loads((FIXTURE / "contents.json").read_text())
+SQLITE_STEPS = ["initial schema", "edges.rowid is named rid, as on PostgreSQL",
+                "FTS5 secure-delete: a deleted or replaced row leaves no term in the text index",
+                "tombstones name the erasure that made them (no import brings an erased id back)"]
+LATEST = len(SQLITE_STEPS)
 
 
 @pytest.fixture
@@ -66,9 +70,8 @@ def test_the_fixture_is_a_version_1_workspace():
 def test_opening_it_upgrades_and_every_record_reads_back(old):
     store = SQLiteStore(old)
     try:
-        assert store.schema_version() == SQLiteStore.MIGRATIONS.latest == 2
-        assert [m["name"] for m in store.info()["migrations"]] == ["initial schema",
-                                                                    "edges.rowid is named rid, as on PostgreSQL"]
+        assert store.schema_version() == SQLiteStore.MIGRATIONS.latest == len(SQLITE_STEPS)
+        assert [m["name"] for m in store.info()["migrations"]] == SQLITE_STEPS
         _same_as_fixture(store)  # nodes with every version, edge intervals, vectors, tombstones, records, audit
         assert store.check_integrity() == "ok"
         assert store.change_counter() == CONTENTS["change_counter"]  # the upgrade is not a change to the data
@@ -78,10 +81,10 @@ def test_opening_it_upgrades_and_every_record_reads_back(old):
     finally:
         store.close()
     steps, edge_cols = _schema(old)
-    assert steps == [(1, "initial schema"), (2, "edges.rowid is named rid, as on PostgreSQL")]
+    assert steps == list(enumerate(SQLITE_STEPS, 1))
     assert edge_cols[0] == "rid"
     again = SQLiteStore(old)  # a current store opens with one read: nothing more to apply
-    assert again.schema_version() == 2 and again.get_node("after") is not None
+    assert again.schema_version() == LATEST and again.get_node("after") is not None
     again.close()
 
 
@@ -127,16 +130,17 @@ def test_the_services_read_the_upgraded_workspace(old):
 
 
 class FailingStore(SQLiteStore):
-    MIGRATIONS = SQLiteStore.MIGRATIONS.plus(Migration(3, "breaks halfway", lambda db: (
+    MIGRATIONS = SQLiteStore.MIGRATIONS.plus(Migration(LATEST + 1, "breaks halfway", lambda db: (
         db.execute("CREATE TABLE half_done (x)"), db.execute("SELECT * FROM no_such_table"))))
 
 
 def test_an_upgrade_is_one_transaction(old):
     with pytest.raises(StoreError) as info:
         FailingStore(old)
-    assert "schema version 3 (breaks halfway) failed" in str(info.value) and "nothing was changed" in str(info.value)
+    assert f"schema version {LATEST + 1} (breaks halfway) failed" in str(info.value)
+    assert "nothing was changed" in str(info.value)
     steps, edge_cols = _schema(old)
-    assert steps is None and edge_cols[0] == "rowid"  # steps 1 and 2 went with step 3
+    assert steps is None and edge_cols[0] == "rowid"  # the shipped steps went with the failing one
     assert not _raw(old, "SELECT 1 FROM sqlite_master WHERE name = 'half_done'")
     store = SQLiteStore(old)  # the shipped steps still apply
     _same_as_fixture(store)
@@ -147,14 +151,16 @@ def test_a_newer_store_is_refused_untouched(old, tmp_path):
     SQLiteStore(old).close()
     db = sqlite3.connect(old)
     with db:
-        db.execute("INSERT INTO schema_migrations VALUES (3, 'from a newer agentcontext', '2030-01-01')")
+        db.execute("INSERT INTO schema_migrations VALUES (?, 'from a newer agentcontext', '2030-01-01')",
+                   (LATEST + 1,))
     db.close()
     before = old.read_bytes()
     with pytest.raises(SchemaVersionError) as info:
         open_store(f"sqlite:///{old}")
     message = str(info.value)
-    assert "schema version 3" in message and "(2 for sqlite)" in message and "Upgrade agentcontext" in message
-    assert isinstance(info.value, StoreError) and info.value.data["store_version"] == 3
+    assert f"schema version {LATEST + 1}" in message and f"({LATEST} for sqlite)" in message
+    assert "Upgrade agentcontext" in message
+    assert isinstance(info.value, StoreError) and info.value.data["store_version"] == LATEST + 1
     assert old.read_bytes() == before
     from agentcontext.workspace import Workspace
 
@@ -165,7 +171,7 @@ def test_a_newer_store_is_refused_untouched(old, tmp_path):
 def test_adding_a_step_is_one_function(old):
     steps = SQLiteStore.MIGRATIONS.plus()
 
-    @steps.step(3, "an index on audit times")
+    @steps.step(LATEST + 1, "an index on audit times")
     def audit_at(db) -> None:
         db.execute("CREATE INDEX audit_at ON audit(at)")
 
@@ -173,12 +179,13 @@ def test_adding_a_step_is_one_function(old):
         MIGRATIONS = steps
 
     store = Next(old)
-    assert store.schema_version() == 3 and store.info()["migrations"][-1]["name"] == "an index on audit times"
+    assert store.schema_version() == LATEST + 1
+    assert store.info()["migrations"][-1]["name"] == "an index on audit times"
     assert _raw(old, "SELECT 1 FROM sqlite_master WHERE name = 'audit_at'")
     store.close()
-    with pytest.raises(SchemaVersionError):  # the shipped code does not know step 3
+    with pytest.raises(SchemaVersionError):  # the shipped code does not know the new step
         SQLiteStore(old)
-    assert SQLiteStore.MIGRATIONS.latest == 2  # plus() copied; the shipped list is unchanged
+    assert SQLiteStore.MIGRATIONS.latest == LATEST  # plus() copied; the shipped list is unchanged
 
 
 def test_steps_are_numbered_without_gaps_or_repeats():

@@ -38,7 +38,8 @@ def test_purge_takes_every_version_and_a_retracted_node(store):
     assert out == {"nodes": 1, "versions": 3, "edges": 0, "vectors": 0}
     assert store.find_nodes(tags=["t"]) == [] and store.tombstone("missing") is None
     assert store.tombstone("n1") == {"id": "n1", "namespace": "ns:a", "kind": "doc",
-                                     "purged_at": store.tombstone("n1")["purged_at"], "reason": "", "actor": "alice"}
+                                     "purged_at": store.tombstone("n1")["purged_at"], "reason": "", "actor": "alice",
+                                     "erasure": None}
     store.put_nodes([node(1)])  # an id may be used again; its tombstone stays
     assert store.get_node("n1").version == 1 and store.tombstone("n1") is not None
 

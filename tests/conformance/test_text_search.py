@@ -41,3 +41,15 @@ def test_updates_replace_the_indexed_text_and_query_syntax_is_just_text(store):
     for nasty in ['"', "'", "a AND", "OR NOT", "(x", "x*", "col:val", "a | b & !c", "NEAR(a b)"]:
         assert isinstance(store.text_search(nasty), list)
     assert [h[0] for h in store.text_search("okapi", namespace=["ns:a", "ns:z"], kind=["doc"])] == ["n1"]
+
+
+def test_phrase_search_finds_the_words_in_a_row(store):
+    store.put_nodes([node(1, content="Jane Roe asked for a refund"), node(2, content="Roe, Jane: moved away"),
+                     node(3, ns="ns:b", title="jane roe's file", content="x"), node(4, content="janet roes")])
+    assert store.phrase_search("Jane Roe") == ["n1", "n3"]
+    assert store.phrase_search("jane roe", namespace="ns:a") == ["n1"]
+    assert store.phrase_search("jane roe", kind="other") == [] and store.phrase_search("  ") == []
+    assert store.phrase_search("jane roe", limit=1) == ["n1"]
+    assert store.phrase_search('customer-4471 "quoted"') == []  # any text is safe
+    store.retract_nodes(["n1"])
+    assert store.phrase_search("Jane Roe") == ["n3"]

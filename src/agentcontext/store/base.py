@@ -115,18 +115,39 @@ class Store(Protocol):
         only ``outbound`` ones (a deleted doc must not silently vanish from its dependents' declarations)."""
 
     def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "",
-                    at: str | None = None) -> dict[str, int]:
-        """Remove content, versions, text-index rows, edges and orphaned embeddings; leave a tombstone.
-        Returns how many nodes, versions, edges and vectors went."""
+                    at: str | None = None, erasure: str | None = None) -> dict[str, int]:
+        """Remove content, versions, text-index rows, edges and orphaned embeddings; leave a tombstone (marked
+        with ``erasure``, the entity an erasure was asked for, when it is one). Returns how many nodes, versions,
+        edges and vectors went."""
 
     def tombstone(self, id: str) -> dict[str, Any] | None: ...
 
     def tombstones(self, namespace: str | Sequence[str] | None = None,
                    ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        """Tombstones (id, namespace, kind, purged_at, reason, actor) in the order they were made."""
+        """Tombstones (id, namespace, kind, purged_at, reason, actor, erasure) in the order they were made."""
 
     def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
-        """Restore tombstones (from a saved graph); existing ones with the same id are replaced."""
+        """Restore tombstones (from a saved graph); existing ones with the same id are replaced (an erasure's
+        mark stays)."""
+
+    # --- erasure ---------------------------------------------------------------------------
+    def erased(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` (node ids, or entity ids erasures were asked for) an erasure removed: what imports
+        must not bring back."""
+
+    def purge_history(self, ids: Sequence[str], actor: str = "") -> dict[str, int]:
+        """Delete every version of these nodes but the live one, and embeddings no remaining version uses.
+        Returns how many versions and vectors went."""
+
+    def redact_audit(self, targets: Sequence[str], note: dict[str, Any]) -> int:
+        """Replace the detail of audit entries about ``targets`` with ``note`` (who, what, when and the target
+        stay; erasure receipts are never changed). Returns how many entries changed."""
+
+    def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
+        """After deletes: make the deleted rows' bytes unreadable from the store's files as far as the backend
+        can (SQLite: a TRUNCATE checkpoint; PostgreSQL: VACUUM FULL of ``tables`` when ``strict``). Returns what
+        was done, ``status`` (``clean``, ``deferred`` or ``incomplete``) and ``may_remain``: what may still
+        hold the bytes outside the library's reach."""
 
     def namespaces(self) -> list[str]:
         """Namespaces that hold at least one active node."""
@@ -188,6 +209,11 @@ class Store(Protocol):
         limit: int = 50,
     ) -> list[tuple[str, float]]:
         """(node id, relevance) best first; relevance is positive (higher is better)."""
+
+    def phrase_search(self, phrase: str, namespace: str | Sequence[str] | None = None,
+                      kind: str | Sequence[str] | None = None, limit: int | None = None) -> list[str]:
+        """Ids of active nodes whose indexed text holds the words of ``phrase`` in a row (as the text index
+        splits and stems them), in insertion order: candidates for a closer look, e.g. mentions of a name."""
 
     # --- vectors ---------------------------------------------------------------------------
     def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int: ...

@@ -10,7 +10,8 @@ of ``changes_since`` never skips a row that commits later with a smaller number.
 Needs the pgvector extension (created on first open if the role may; otherwise run ``CREATE EXTENSION vector``).
 Differences from SQLite, all deliberate: only the first ``pg_sql.INDEXED_CHARS`` characters of a body are
 text-searchable (a tsvector is capped at 1 MB); text cannot hold NUL characters (a ValidationError). Purged rows
-are gone from every query at once, but their bytes stay in dead tuples and WAL until VACUUM and WAL recycling.
+are gone from every query at once, but their bytes stay in dead tuples and WAL: ``scrub()`` (what erasure calls)
+rewrites the touched tables with VACUUM FULL, and the WAL keeps them until the server recycles its segments.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from ..model import Node
 from ..text import informative, query_terms
 from .migrations.postgres import MIGRATIONS
 from .pg_sql import RANK_WEIGHTS, PgWhere, decode_vectors, redact, split_url, ts_match
+from . import scrub
 from .rows import NODE_COLS, Where, as_list
 from .sql_base import SQLStore
 
@@ -219,6 +221,49 @@ class PostgresStore(SQLStore):
                f"FROM nodes n, (SELECT to_tsquery('english', %s) AS q) q{where.sql()} "
                f"ORDER BY score DESC, n.rid LIMIT {int(limit)}")
         return [(r[0], float(r[1])) for r in self._read(sql, [match, *where.params])]
+
+    def phrase_search(self, phrase: str, namespace=None, kind=None, limit: int | None = None) -> list[str]:
+        if not query_terms(phrase):
+            return []
+        where = PgWhere()
+        where.add("n.tsv @@ phraseto_tsquery('english', translate(%s, '._/:@-', '      '))", phrase)
+        where.eq_any("n.namespace", as_list(namespace))
+        where.eq_any("n.kind", as_list(kind))
+        where.add("n.retracted_at IS NULL")
+        page = f" LIMIT {int(limit)}" if limit is not None else ""
+        return [r[0] for r in self._read(f"SELECT n.id FROM nodes n{where.sql()} ORDER BY n.rid{page}", where.params)]
+
+    # --- erasure ---------------------------------------------------------------------------
+    def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
+        """PostgreSQL keeps a deleted row's bytes in its dead tuple (plain VACUUM only marks the space free) and in
+        the WAL. ``strict``: VACUUM FULL of ``tables`` writes each table (its TOAST and indexes, the text index
+        included) into new files and drops the old ones, so the heap files hold no erased byte; it takes an
+        exclusive lock on each table while it runs. Then a CHECKPOINT, so the WAL before it can be recycled.
+        Not ``strict``: plain VACUUM, and the receipt says the dead tuples' bytes remain until overwritten."""
+        names = [t for t in (tables or scrub.TABLES) if t in scrub.TABLES]
+        out: dict[str, Any] = {"backend": self.backend, "tables": names,
+                               "vacuum": "full" if strict else "plain"}
+        with self._lock:
+            for name in names:
+                statement = pgsql.SQL("VACUUM (FULL) {}" if strict else "VACUUM {}").format(pgsql.Identifier(name))
+                self._guard(lambda statement=statement: self._db.execute(statement))
+            try:
+                self._db.execute("CHECKPOINT")
+                out["checkpoint"] = "done"
+            except psycopg.Error as exc:  # needs superuser or pg_checkpoint; the server checkpoints on its own too
+                reason = exc.diag.message_primary or str(exc)
+                out["checkpoint"] = f"not allowed for this role ({reason}); the server's own checkpoints follow"
+        out["status"] = "clean" if strict else "deferred"
+        out["may_remain"] = [
+            "WAL segments written before the erasure, until the server recycles and overwrites them (longer with "
+            "wal_keep_size, replication slots or WAL archiving)",
+            "base backups, WAL archives and replicas made before the erasure",
+            "blocks the filesystem or the storage device freed but did not overwrite",
+        ]
+        if not strict:
+            out["may_remain"].insert(0, f"dead tuples of {', '.join(names)} in the heap and index files, until "
+                                        "overwritten or VACUUM FULL")
+        return out
 
     # --- vectors ---------------------------------------------------------------------------
     def _vector_value(self, vector: np.ndarray) -> np.ndarray:

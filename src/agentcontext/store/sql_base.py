@@ -22,16 +22,18 @@ import numpy as np
 from ..errors import ValidationError
 from ..model import Change, Edge, Node, utcnow
 from .base import Adjacency, Capability, EdgeColumns, Frontier, NodeBrief, TimedEdges
+from . import scrub
 from .migrations import Migrations, applied, upgrade
 from .rows import (EDGE_COLS, EXISTING_COLS, LIGHT_COLS, NODE_COLS, NODE_ORDERS, Where, as_list, plan_edges,
                    plan_versions, put_detail, row_to_edge, row_to_node)
 
 T = TypeVar("T")
 CHANGE_INSERT = "INSERT INTO changes(at, actor, op, target, namespace, detail) VALUES (?,?,?,?,?,?)"
-TOMBSTONE_UPSERT = (
-    "INSERT INTO tombstones(id, namespace, kind, purged_at, reason, actor) VALUES (?,?,?,?,?,?) "
+TOMBSTONE_UPSERT = (  # an erasure's mark survives a later purge of the same id (e.g. graph.clear)
+    "INSERT INTO tombstones(id, namespace, kind, purged_at, reason, actor, erasure) VALUES (?,?,?,?,?,?,?) "
     "ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, kind = excluded.kind, "
-    "purged_at = excluded.purged_at, reason = excluded.reason, actor = excluded.actor")
+    "purged_at = excluded.purged_at, reason = excluded.reason, actor = excluded.actor, "
+    "erasure = coalesce(excluded.erasure, tombstones.erasure)")
 COUNTED_TABLES = ("nodes", "node_versions", "edges", "vectors", "tombstones", "records", "audit", "changes")
 
 
@@ -401,7 +403,7 @@ class SQLStore(ABC):
         return count
 
     def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "",
-                    at: str | None = None) -> dict[str, int]:
+                    at: str | None = None, erasure: str | None = None) -> dict[str, int]:
         at = at or self._now()
         totals = {"nodes": 0, "versions": 0, "edges": 0, "vectors": 0}
         with self.transaction():
@@ -422,7 +424,8 @@ class SQLStore(ABC):
                     totals["vectors"] += self._exec(
                         f"DELETE FROM vectors WHERE {used} AND NOT EXISTS "
                         "(SELECT 1 FROM node_versions w WHERE w.embed_hash = vectors.hash)", used_params)
-                self._execmany(self._q(TOMBSTONE_UPSERT), [(r[0], r[2], r[3], at, reason, actor) for r in rows])
+                self._execmany(self._q(TOMBSTONE_UPSERT), [(r[0], r[2], r[3], at, reason, actor, erasure)
+                                                           for r in rows])
                 self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.purge", r[0], r[2],
                                                          json.dumps({"reason": reason})) for r in rows])
         return totals
@@ -436,19 +439,29 @@ class SQLStore(ABC):
         where = self._where()
         where.eq_any("namespace", as_list(namespace))
         where.eq_any("id", as_list(ids))
-        rows = self._read(f"SELECT id, namespace, kind, purged_at, reason, actor FROM tombstones{where.sql()} "
-                          "ORDER BY purged_at, id", where.params)
-        return [{"id": r[0], "namespace": r[1], "kind": r[2], "purged_at": r[3], "reason": r[4], "actor": r[5]}
-                for r in rows]
+        rows = self._read(f"SELECT id, namespace, kind, purged_at, reason, actor, erasure FROM tombstones"
+                          f"{where.sql()} ORDER BY purged_at, id", where.params)
+        return [{"id": r[0], "namespace": r[1], "kind": r[2], "purged_at": r[3], "reason": r[4], "actor": r[5],
+                 "erasure": r[6]} for r in rows]
 
     def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
         with self.transaction():
             self._execmany(self._q(TOMBSTONE_UPSERT), [
-                (r["id"], r.get("namespace"), r.get("kind"), r.get("purged_at"), r.get("reason"), r.get("actor"))
-                for r in rows])
+                (r["id"], r.get("namespace"), r.get("kind"), r.get("purged_at"), r.get("reason"), r.get("actor"),
+                 r.get("erasure")) for r in rows])
             if rows:
                 self._log(self._now(), "", "tombstones.put", "*", "", {"count": len(rows)})
         return len(rows)
+
+    # --- erasure (store/scrub.py holds the SQL both backends share) -------------------------------
+    def erased(self, ids: Sequence[str]) -> set[str]:
+        return scrub.erased(self, ids)
+
+    def purge_history(self, ids: Sequence[str], actor: str = "") -> dict[str, int]:
+        return scrub.purge_history(self, ids, actor)
+
+    def redact_audit(self, targets: Sequence[str], note: dict[str, Any]) -> int:
+        return scrub.redact_audit(self, targets, note)
 
     # --- edges ---------------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:

@@ -1,16 +1,22 @@
 """The embedded store: one SQLite file (WAL, busy timeout, FTS5, secure_delete). Only the SQLite dialect lives
-here; what both backends share is ``sql_base.SQLStore``, the schema is ``migrations/sqlite.py``."""
+here; what both backends share is ``sql_base.SQLStore``, the schema is ``migrations/sqlite.py``.
+
+SQLite comes from the ``sqlean-py`` wheel (SQLite >= 3.42 with FTS5 on every platform), not from the
+interpreter: FTS5's ``secure-delete`` option (migration 3), which makes a deleted row leave no term in the
+text index, needs 3.42, and Python builds link whatever SQLite the system has (3.40 on Debian 12). A store
+file whose text index has secure-delete on cannot be searched by an older SQLite (it says ``invalid fts5 file
+format``); every other table still reads."""
 from __future__ import annotations
 
 import json
 import os
 import random
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
+import sqlean as sqlite3
 
 from ..errors import StoreError
 from ..model import Node
@@ -223,6 +229,18 @@ class SQLiteStore(SQLStore):
         )
         return [(r[0], float(r[1])) for r in self._read(sql, where.params)]
 
+    def phrase_search(self, phrase: str, namespace=None, kind=None, limit: int | None = None) -> list[str]:
+        if not query_terms(phrase):
+            return []
+        where = SqlWhere()
+        where.add("fts MATCH ?", '"' + phrase.replace('"', '""') + '"')  # one FTS5 phrase: the words in a row
+        where.eq_any("n.namespace", as_list(namespace))
+        where.eq_any("n.kind", as_list(kind))
+        where.add("n.retracted_at IS NULL")
+        page = f" LIMIT {int(limit)}" if limit is not None else ""
+        return [r[0] for r in self._read(f"SELECT n.id FROM fts JOIN nodes n ON n.rid = fts.rowid{where.sql()} "
+                                         f"ORDER BY n.rid{page}", where.params)]
+
     def _informative_terms(self, terms: list[str]) -> list[str]:
         if len(terms) < 2:
             return terms
@@ -230,6 +248,42 @@ class SQLiteStore(SQLStore):
         counts = {t: self._read("SELECT count(*) FROM fts WHERE fts MATCH ?", (fts_match([t]),))[0][0]
                   for t in terms} if total >= 1000 else {}
         return informative(terms, counts, total)
+
+    # --- erasure ---------------------------------------------------------------------------
+    def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
+        """Deleted rows are already unreadable inside the file: ``secure_delete`` zeroes freed cells and pages, and
+        the text index's ``secure-delete`` drops a row's terms. What the WAL still holds of the old pages goes with a
+        TRUNCATE checkpoint: the new pages are copied into the file and the WAL is cut to zero bytes (waiting, up to
+        the busy timeout, for readers of older snapshots). ``tables`` and ``strict`` change nothing here."""
+        with self._lock:
+            zeroing = bool(self._read("PRAGMA secure_delete")[0][0])
+            fts = self._read("SELECT v FROM fts_config WHERE k = 'secure-delete'")
+            fts_secure = bool(fts and fts[0][0])
+            out: dict[str, Any] = {"backend": self.backend, "secure_delete": zeroing, "fts_secure_delete": fts_secure}
+            clean = zeroing and fts_secure
+            if self.in_memory:
+                out["checkpoint"] = "none: the store lives in this process's memory"
+            else:
+                busy, frames, copied = 1, -1, -1
+                for _ in range(3):
+                    busy, frames, copied = self._guard(
+                        lambda: self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
+                    if not busy:
+                        break
+                wal = Path(f"{self.path}-wal")
+                wal_bytes = os.path.getsize(wal) if wal.exists() else 0
+                out["checkpoint"] = {"mode": "TRUNCATE", "busy": bool(busy), "frames": frames, "copied": copied,
+                                     "wal_bytes": wal_bytes}
+                clean = clean and not busy and wal_bytes == 0
+        out["status"] = "clean" if clean else "incomplete"
+        out["may_remain"] = [
+            "copies of the store file made before the erasure (backups, snapshots, synced folders)",
+            "blocks the filesystem or the storage device freed but did not overwrite (journaling, SSD wear levelling)",
+        ]
+        if not clean:
+            out["may_remain"].insert(0, "the WAL file or unzeroed pages of the store file: another process held an "
+                                        "old snapshot open for longer than the busy timeout; erase again later")
+        return out
 
     # --- vectors ---------------------------------------------------------------------------
     def _vector_value(self, vector: np.ndarray) -> bytes:

@@ -77,3 +77,8 @@ INITIAL = [
 def initial(db) -> None:
     for statement in INITIAL:
         db.execute(statement)
+
+
+@MIGRATIONS.step(2, "tombstones name the erasure that made them (no import brings an erased id back)")
+def tombstone_erasure(db) -> None:
+    db.execute("ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS erasure TEXT COLLATE \"C\"")

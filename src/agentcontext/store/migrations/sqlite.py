@@ -65,3 +65,17 @@ def initial(db) -> None:
 @MIGRATIONS.step(2, "edges.rowid is named rid, as on PostgreSQL")
 def edges_rid(db) -> None:
     db.execute("ALTER TABLE edges RENAME COLUMN rowid TO rid")
+
+
+@MIGRATIONS.step(3, "FTS5 secure-delete: a deleted or replaced row leaves no term in the text index")
+def fts_secure_delete(db) -> None:
+    # Without it, DELETE FROM fts only appends delete markers: the row's terms and positions stay in fts_data
+    # segments until a merge happens to combine both. 'optimize' merges everything once, so what deletes before
+    # this step left behind goes too (a one-time rewrite of the index).
+    db.execute("INSERT INTO fts(fts, rank) VALUES ('secure-delete', 1)")
+    db.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+
+
+@MIGRATIONS.step(4, "tombstones name the erasure that made them (no import brings an erased id back)")
+def tombstone_erasure(db) -> None:
+    db.execute("ALTER TABLE tombstones ADD COLUMN erasure TEXT")

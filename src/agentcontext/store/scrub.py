@@ -1,0 +1,62 @@
+"""The SQL of erasure that both backends share: which ids an erasure removed, dropping the history of a
+rewritten node, and redacting the audit entries about erased records.
+
+``SQLStore`` delegates to these functions (one line each) so the shared base stays about records. What only one
+backend can do (SQLite's WAL checkpoint, PostgreSQL's VACUUM FULL) is its ``scrub()``.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+ERASE_ACTION = "erase_entity"  # the receipts themselves are never redacted
+TABLES = ("nodes", "node_versions", "edges", "vectors", "tombstones", "records", "audit", "changes")
+
+
+def erased(store: Any, ids: Sequence[str]) -> set[str]:
+    """Which of ``ids`` (node ids, or the entity ids erasures were asked for) an erasure removed."""
+    out: set[str] = set()
+    for chunk in store._chunks(list(dict.fromkeys(ids)), per_statement=2):
+        by_id, id_params = store._in("id", chunk)
+        by_entity, entity_params = store._in("erasure", chunk)
+        out.update(r[0] for r in store._read(
+            store._q(f"SELECT id FROM tombstones WHERE erasure IS NOT NULL AND {by_id} "
+                     f"UNION SELECT erasure FROM tombstones WHERE {by_entity}"), [*id_params, *entity_params]))
+    return out
+
+
+def purge_history(store: Any, ids: Sequence[str], actor: str = "") -> dict[str, int]:
+    """Delete every version of these nodes but the live one, and the embeddings no remaining version uses."""
+    totals = {"versions": 0, "vectors": 0}
+    with store.transaction():
+        for chunk in store._chunks(list(dict.fromkeys(ids))):
+            clause, params = store._in("v.id", chunk)
+            old = (f"FROM node_versions v WHERE {clause} AND v.version < "
+                   "(SELECT n.version FROM nodes n WHERE n.id = v.id)")
+            hashes = [h for (h,) in store._db.execute(
+                store._q(f"SELECT DISTINCT v.embed_hash {old} AND v.embed_hash IS NOT NULL"), params)]
+            live, live_params = store._in("id", chunk)
+            totals["versions"] += store._exec(store._q(
+                f"DELETE FROM node_versions WHERE {live} AND version < "
+                "(SELECT n.version FROM nodes n WHERE n.id = node_versions.id)"), live_params)
+            for part in store._chunks(hashes):
+                used, used_params = store._in("hash", part)
+                totals["vectors"] += store._exec(store._q(
+                    f"DELETE FROM vectors WHERE {used} AND NOT EXISTS "
+                    "(SELECT 1 FROM node_versions w WHERE w.embed_hash = vectors.hash)"), used_params)
+        if totals["versions"]:
+            store._log(store._now(), actor, "history.purge", "*", "", {"count": totals["versions"]})
+    return totals
+
+
+def redact_audit(store: Any, targets: Sequence[str], note: dict[str, Any]) -> int:
+    """Replace the detail of the audit entries about ``targets`` by ``note``: who did what to which id and when
+    stays, what the entry carried about the record goes. Erasure receipts are left as they are."""
+    count = 0
+    detail = json.dumps(note, sort_keys=True, default=str)
+    with store.transaction():
+        for chunk in store._chunks(list(dict.fromkeys(targets))):
+            clause, params = store._in("target", chunk)
+            count += store._exec(store._q(f"UPDATE audit SET detail = ? WHERE {clause} AND action <> ?"),
+                                 [detail, *params, ERASE_ACTION])
+    return count
