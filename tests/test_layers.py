@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("store", {"store"}),
     ("embed", {"embed"}),
     ("engine", {"engine"}),
-    ("workspace", {"workspace"}),
+    ("workspace", {"workspace", "copies"}),
     ("services", set()),  # SERVICE_RANKS
     ("facade", {"context", ""}),
     ("interfaces", {"cli", "mcp_server", "web"}),

@@ -99,13 +99,11 @@ def export_cmd(ctx: typer.Context,
     fmt = format or ("markdown" if destination is not None else "json")
     if fmt == "markdown" and destination is None:
         raise ValidationError("Markdown export needs a destination folder: agentcontext memory export DIR")
-    data = mem.export(conversation_id=conversation, user_id=user, type=type, format=fmt,
-                      destination=destination if fmt == "markdown" else None)
+    data = mem.export(conversation_id=conversation, user_id=user, type=type, format=fmt, destination=destination)
     if fmt == "markdown":
         emit({"written": len(data), "paths": data}, json_out, lambda d: out.print(f"wrote {d['written']} files"))
     else:
-        if destination is not None:
-            Path(destination).write_text(data, encoding="utf-8")
+        if destination is not None:  # written by the export (atomically), which records where the copy went
             emit({"written": str(destination)}, json_out, lambda d: out.print(f"wrote {d['written']}"))
         else:
             sys.stdout.write(data + "\n")

@@ -6,10 +6,18 @@ modified between two snapshots without copying content. ``flush_checkpoint`` wri
 into the store as a record (kind ``checkpoint``) and as a graph node of kind ``checkpoint`` (the
 snapshot in its props), so it survives a restart and travels with the graph through
 ``save``/``load``. Checkpoint nodes are left out of snapshots, so they never show up in diffs.
+
+Erasure rewrites what checkpoints hold about erased records (``scrub``): the entries of erased nodes, their
+decisions' text and the relationships touching them go from every snapshot held in this process's memory
+(each ``Checkpoints`` registers itself), from the flushed records and from the checkpoint nodes, whose
+older versions are purged. A snapshot taken before an erasure and flushed after it is scrubbed on the way
+in, against the store's tombstones.
 """
 from __future__ import annotations
 
-from typing import Any
+import threading
+import weakref
+from typing import Any, Iterable
 
 from ..errors import NotFoundError, ValidationError
 from ..model import Node, content_hash, utcnow
@@ -99,16 +107,71 @@ def diff_snapshots(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def scrub_snapshot(snap: dict[str, Any], ids: set[str]) -> bool:
+    """Drop what ``snap`` holds about ``ids`` (nodes, decisions, relationships touching them); True if it changed."""
+    before = (len(snap["nodes"]), len(snap["decisions"]), len(snap["relationships"]))
+    snap["nodes"] = {k: v for k, v in snap["nodes"].items() if k not in ids}
+    snap["decisions"] = {k: v for k, v in snap["decisions"].items() if k not in ids}
+    snap["relationships"] = {k: v for k, v in snap["relationships"].items()
+                             if v["source"] not in ids and v["target"] not in ids}
+    return before != (len(snap["nodes"]), len(snap["decisions"]), len(snap["relationships"]))
+
+
+_live: "weakref.WeakSet[Checkpoints]" = weakref.WeakSet()
+_live_lock = threading.Lock()
+
+
+def scrub(store: Any, ids: Iterable[str], actor: str = "") -> dict[str, int]:
+    """Rewrite every checkpoint of ``store`` (held in this process, flushed records, checkpoint nodes) without
+    what it holds about ``ids``; returns how many of each changed."""
+    gone = set(ids)
+    out = {"held": 0, "flushed": 0, "nodes": 0}
+    if not gone:
+        return out
+    with _live_lock:
+        holders = list(_live)
+    for holder in holders:
+        out["held"] += holder.scrub_held(store, gone)
+    with store.transaction():
+        for label, snap in store.list_records(RECORD_KIND):
+            if scrub_snapshot(snap, gone):
+                store.put_record(RECORD_KIND, label, snap, actor=actor)
+                out["flushed"] += 1
+        changed = []
+        for node in store.find_nodes(kind=NODE_KIND):
+            snap = (node.props or {}).get("snapshot")
+            if isinstance(snap, dict) and scrub_snapshot(snap, gone):
+                changed.append(node)
+        if changed:
+            store.put_nodes(changed, actor=actor)
+            store.purge_history([n.id for n in changed], actor=actor)
+            out["nodes"] = len(changed)
+    return out
+
+
 class Checkpoints:
     """Snapshots held in memory until flushed; flushed ones are read back from the store."""
 
     def __init__(self) -> None:
         self._held: dict[str, dict[str, Any]] = {}
+        self._stores: dict[str, Any] = {}  # label -> the store its snapshot was taken from (weakly)
+        with _live_lock:
+            _live.add(self)
 
     def take(self, graph: Any, label: str) -> dict[str, Any]:
         snap = take_snapshot(graph, label)
         self._held[label] = snap
+        self._stores[label] = weakref.ref(workspace_of(graph).store)
         return summary(snap)
+
+    def scrub_held(self, store: Any, ids: set[str]) -> int:
+        """Drop what the snapshots taken from ``store`` hold about ``ids``; returns how many changed."""
+        changed = 0
+        for label, snap in list(self._held.items()):
+            ref = self._stores.get(label)
+            if ref is not None and ref() is store and scrub_snapshot(snap, ids):
+                changed += 1
+        return changed
 
     def get(self, graph: Any, label: str) -> dict[str, Any]:
         snap = self._held.get(label)
@@ -129,6 +192,9 @@ class Checkpoints:
     def flush(self, graph: Any, label: str) -> dict[str, Any]:
         snap = self.get(graph, label)
         store = workspace_of(graph).store
+        held = [*snap["nodes"], *snap["decisions"], *(x for r in snap["relationships"].values()
+                                                       for x in (r["source"], r["target"]))]
+        scrub_snapshot(snap, store.erased(held))  # taken before an erasure, flushed after it: not brought back
         with store.transaction():
             store.put_record(RECORD_KIND, label, snap)
             store.put_nodes([Node(id=node_id(label), kind=NODE_KIND, namespace=namespace_of(graph), key=label,

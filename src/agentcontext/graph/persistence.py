@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .. import files, safe_yaml
+from .. import copies, files, safe_yaml
 from ..errors import ValidationError
 from ..model import Edge, Node, utcnow
 from .crossgraph import LINK_KIND
@@ -149,6 +149,9 @@ def save_graph(graph: GraphLike, path: str | os.PathLike, format: str = "json") 
         _write_markdown(state, target)
     else:
         raise ValidationError(f"unknown format {format!r}; use json or markdown", format=format)
+    copies.record(graph.store, f"graph.save.{format}", target, {n["versions"][-1]["namespace"] for n in state["nodes"]
+                                                                if n["versions"]} or {graph.namespace},
+                  [n["id"] for n in state["nodes"]], graph.actor)
 
 
 def load_graph(graph: GraphLike, path: str | os.PathLike, format: str | None = None) -> dict[str, int]:

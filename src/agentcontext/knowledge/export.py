@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .. import access, safe_yaml
+from .. import access, copies, safe_yaml
 from ..errors import ValidationError
 from ..workspace import Workspace
 from .manifest import KNOWLEDGE_SCHEMA, SLUG_RE, check_pack_name, slugify
@@ -93,7 +93,9 @@ def export_pack(ws: Workspace, pack: str, folder: str | os.PathLike, principal: 
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    ws.store.append_audit(access.effective_principal(ws, principal), "pack.export", pack, "ok",
-                          {"path": str(target.resolve()), "docs": len(files)})
+    who = access.effective_principal(ws, principal)
+    ws.store.append_audit(who, "pack.export", pack, "ok", {"path": str(target.resolve()), "docs": len(files)})
+    copies.record(ws.store, "pack.export", target, [pack], [n.id for n in ws.store.find_nodes(
+        namespace=pack, with_content=False, order="none")], who)
     return {"pack": pack, "path": str(target), "docs": len(files),
             "files": ["manifest.yaml", *sorted(files)]}

@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import copies
 from ..embed.cache import embed_texts
 from ..errors import NotFoundError, ValidationError
 from ..engine.fusion import FusionWeights
@@ -21,6 +22,7 @@ from . import io as memory_io
 from . import chain
 from .index import MemoryIndex, memory_index
 from .links import link_memories
+from .purge import purge_memories
 from .records import (CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, time_key,
                       to_memory)
 from .retention import Retention
@@ -335,26 +337,14 @@ class AgentMemory:
         return out
 
     # --- deletes, retention, eviction ------------------------------------------------------
-    def _purge(self, ids: Sequence[str], reason: str) -> int:
+    def _purge(self, ids: Sequence[str], reason: str, erasure: str | None = None) -> int:
+        """Delete memories and every vector derived from their text (memory/purge.py)."""
         if not ids:
             return 0
         ids = list(ids)
-        # Context (pair) vectors embed a memory's text together with its neighbour's: the memory's own
-        # and the next turn's go with it, so no embedding derived from the forgotten text remains.
-        pairs = {(n.props or {}).get("pair_hash") for n in self.db.get_nodes(ids).values()}
-        index = self._index()
-        for mid in ids:
-            i = index.row.get(mid)
-            if i is not None and index.next[i] >= 0:
-                pairs.add(index.props[int(index.next[i])].get("pair_hash"))
-        pairs.discard(None)
-        delete_vectors = getattr(self.db, "delete_vectors", None)
-        with self.db.transaction():
-            result = self.db.purge_nodes(ids, reason=reason, actor=self.actor)
-            if pairs and delete_vectors is not None:
-                delete_vectors(sorted(pairs))
+        result = purge_memories(self.db, ids, reason, self.actor, erasure)
         self.retention.forgotten(ids)
-        return int(result.get("nodes", len(ids))) if isinstance(result, dict) else len(ids)
+        return int(result["nodes"])
 
     def delete_memory(self, memory_id: str) -> bool:
         node = self.db.get_node(memory_id)
@@ -422,7 +412,10 @@ class AgentMemory:
     def export(self, conversation_id: str | None = None, format: str = "json", destination: Any = None,
                type: str | None = None, user_id: str | None = None) -> Any:
         nodes = self._nodes(conversation_id, user_id, type)
-        return memory_io.export_nodes(self.namespace, nodes, format, destination)
+        out = memory_io.export_nodes(self.namespace, nodes, format, destination)
+        copies.record(self.db, f"memory.export.{format}", destination, [self.namespace], [n.id for n in nodes],
+                      self.actor)
+        return out
 
     def import_data(self, data: Any, format: str = "json") -> int:
         """Create new ids and update changed existing ones; returns how many changed. All or nothing: every item
