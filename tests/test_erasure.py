@@ -44,7 +44,9 @@ def test_graph_only_receipt_shape_and_tombstone_written_last() -> None:
     assert isinstance(receipt, ErasureReceipt)
     d = receipt.to_dict()
     assert d["entity_id"] == "customer-4471" and d["reason"] == "GDPR Art. 17 request #882"
-    assert d["stores"]["vectors"] == {"status": "not_configured"}
+    # the graph's own store holds its embeddings: the leg says what it deleted (here: nothing was embedded)
+    assert d["stores"]["vectors"]["status"] == "not_found" and d["stores"]["vectors"]["backend"] == "sqlite"
+    assert d["stores"]["vectors"]["deleted"] == 0
     assert d["stores"]["memory"] == {"status": "not_configured"}
     assert d["stores"]["graph"]["status"] == "erased"
     assert (d["stores"]["graph"]["nodes"], d["stores"]["graph"]["edges"]) == (1, 3)
@@ -90,8 +92,9 @@ def test_with_real_agent_memory_vectors_memory_and_graph_are_erased() -> None:
     assert memory.db.get_vectors(hashes, model) == {}  # the embeddings are gone, not just unlinked
     assert [r["id"] for r in memory.retrieve("refund Berlin customer", max_results=5)] == [kept]
     again = coordinator.erase_entity("customer-4471")
-    assert {k: v["status"] for k, v in again.stores.items()} == {"vectors": "not_found", "memory": "not_found",
-                                                               "graph": "not_found"}
+    assert {k: v["status"] for k, v in again.stores.items()} == {
+        "vectors": "not_found", "memory": "not_found", "graph": "not_found", "decisions": "not_found",
+        "checkpoints": "not_found", "audit": "not_found"}
 
 
 def test_backend_without_delete_is_unsupported_and_receipt_incomplete() -> None:
@@ -132,7 +135,7 @@ def test_a_store_that_fails_is_recorded_and_the_rest_still_erased() -> None:
     receipt = ErasureCoordinator(graph=broken, memory=memory).erase_entity("customer-4471")
     assert receipt.stores["graph"]["status"] == "failed" and receipt.stores["graph"]["error"]
     assert receipt.stores["memory"] == {"status": "erased", "items": 1}
-    assert receipt.complete is False and receipt.incomplete_stores == ["graph"]
+    assert receipt.complete is False and receipt.incomplete_stores == ["graph", "physical"]  # its file: unknown
     assert [a["status"] for a in receipt.audit] == ["recorded", "failed"]  # memory's log has it; graph's is gone
     assert memory.db.audit(principal="erasure")[-1]["outcome"] == "incomplete"
 

@@ -194,15 +194,17 @@ class ContextGraph:
         src, dst = self.require(source_id), self.require(target_id)
         return self.store.retract_edges([edge_id(src, edge_type, dst)], actor=self.actor, at=to_utc_iso(at))
 
-    def purge_node(self, node_id: str, reason: str = "", at: Any = None) -> dict[str, Any]:
-        """Remove a node's content, versions, edges and vectors; leave a tombstone (``purged_at`` = at)."""
+    def purge_node(self, node_id: str, reason: str = "", at: Any = None,
+                   erasure: str | None = None) -> dict[str, Any]:
+        """Remove a node's content, versions, edges and vectors; leave a tombstone (``purged_at`` = at; marked
+        with ``erasure``, the erased entity, when an erasure asks, so no import brings the node back)."""
         sid = self.resolve(node_id)
         if sid is None:
             own = self.store_id(node_id)
             stone = self.store.tombstone(own) or self.store.tombstone(node_id)
             return {"nodes": 0, "edges": 0, "versions": 0, "vectors": 0, "tombstone": stone}
         when = to_utc_iso(at) or utcnow()
-        totals = self.store.purge_nodes([sid], reason=reason, actor=self.actor, at=when)
+        totals = self.store.purge_nodes([sid], reason=reason, actor=self.actor, at=when, erasure=erasure)
         return {**totals, "tombstone": self.store.tombstone(sid)}
 
     def tombstones(self) -> list[dict[str, Any]]:

@@ -43,3 +43,15 @@ def purge_memories(store: Any, ids: Sequence[str], reason: str, actor: str = "",
         if pairs:
             totals["vectors"] += store.delete_vectors(sorted(pairs))
     return totals
+
+
+def about(store: Any, entity_id: str, namespace: str | None = None, order: str = "none") -> list[Any]:
+    """Memories (of ``namespace``, or of every memory store) whose metadata names ``entity_id`` in ``entities`` or
+    ``entity_id``: one scan of their properties, no content read."""
+    out = []
+    for node in store.find_nodes(namespace=namespace, kind=KIND, with_content=False, order=order):
+        meta = (node.props or {}).get("metadata") or {}
+        ents = meta.get("entities") or []
+        if meta.get("entity_id") == entity_id or (isinstance(ents, list) and entity_id in ents) or ents == entity_id:
+            out.append(node)
+    return out

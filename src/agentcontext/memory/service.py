@@ -22,7 +22,7 @@ from . import io as memory_io
 from . import chain
 from .index import MemoryIndex, memory_index
 from .links import link_memories
-from .purge import purge_memories
+from .purge import about, purge_memories
 from .records import (CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, time_key,
                       to_memory)
 from .retention import Retention
@@ -328,13 +328,7 @@ class AgentMemory:
 
     def find_by_entity(self, entity_id: str) -> list[str]:
         """Ids of memories that name ``entity_id`` in their metadata (``entities``/``entity_id``)."""
-        out = []
-        for node in self.db.find_nodes(namespace=self.namespace, kind=KIND, with_content=False):
-            meta = (node.props or {}).get("metadata") or {}
-            ents = meta.get("entities") or []
-            if meta.get("entity_id") == entity_id or (isinstance(ents, list) and entity_id in ents):
-                out.append(node.id)
-        return out
+        return [n.id for n in about(self.db, entity_id, self.namespace, order="key")]
 
     # --- deletes, retention, eviction ------------------------------------------------------
     def _purge(self, ids: Sequence[str], reason: str, erasure: str | None = None) -> int:
