@@ -1,0 +1,127 @@
+"""The byte scan: a unique secret stored through every capability is, after one erasure, in no file under the
+workspace folder (the store, its WAL and shared-memory files): not as text, not as a term of the text index.
+The same on PostgreSQL: no heap file of the test server's database holds it after a strict erasure."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentcontext import AgentContext, AgentMemory, ContextGraph, VectorStore
+from agentcontext.decisions.models import Policy
+from agentcontext.erasure import erase_workspace_entity
+from agentcontext.knowledge.export import export_pack
+from agentcontext.knowledge.packs import create_pack, put_doc
+
+from .bytescan import folder_files, hits, new_secret
+
+ENTITY = "customer-4471"
+NAME = "Jane Roe"
+
+
+def fill(ws, secret: str, outside: Path) -> dict:
+    """Store ``secret`` through memory (with and without entity metadata, versions, a conversation), a graph node,
+    a decision with its exception, checkpoints (held and flushed), a lib: doc and exports; return the handles."""
+    graph = ContextGraph(workspace=ws)
+    graph.add_node(ENTITY, "customer", content=f"{NAME}, card {secret}", properties={"name": NAME,
+                                                                                      "aliases": ["J. Roe"]})
+    graph.add_node("note-1", "note", content=f"{NAME} called about {secret}")  # a graph node naming her
+    memory = AgentMemory(vector_store=VectorStore(workspace=ws), namespace="default")
+    linked = memory.store(f"{NAME} asked about card {secret}", metadata={"entities": [ENTITY]},
+                          conversation_id="c1")
+    memory.store("And what did the bank say?", conversation_id="c1")  # its pair vector embeds the secret
+    unlinked = memory.store(f"J. Roe mentioned {secret} again")  # names her by an alias, no metadata
+    memory.update(unlinked, content=f"J. Roe mentioned {secret} twice")  # a second version holds it too
+    other = AgentMemory(vector_store=VectorStore(workspace=ws), namespace="other")
+    elsewhere = other.store(f"Noted for {NAME}: {secret}")
+    ctx = AgentContext(knowledge_graph=graph, decision_tracking=True, vector_store=VectorStore(workspace=ws))
+    decision = ctx.record_decision("refund", f"Refund {NAME} for {secret}", f"because {secret}", "approved",
+                                   0.9, entities=[ENTITY])
+    policy = ctx.get_policy_engine()
+    policy.add_policy(Policy(policy_id="refunds", name="Refunds", description="refunds need confidence",
+                             rules={"min_confidence": 0.95}, category="refund"))
+    policy.check_compliance(decision, "refunds")  # audited with the decision's text
+    policy.record_exception(decision, "refunds", reason=f"exception for {secret}", approver="boss",
+                            justification=f"{NAME} is a loyal customer ({secret})")
+    ctx.checkpoint("held")
+    ctx.checkpoint("flushed")
+    ctx.flush_checkpoint("flushed")
+    create_pack(ws, "crm")
+    put_doc(ws, "lib:crm", "accounts.roe", title="Roe account", content=f"{NAME}'s account: {secret}")
+    put_doc(ws, "lib:crm", "accounts.roe", content=f"{NAME}'s account: {secret} (v2)")
+    put_doc(ws, "lib:crm", "other", title="Unrelated", content="Nothing about anyone")
+    memory.export(format="json", destination=outside / "memories.json")
+    export_pack(ws, "lib:crm", outside / "crm-pack")
+    return {"ctx": ctx, "linked": linked, "unlinked": unlinked, "elsewhere": elsewhere, "decision": decision}
+
+
+def test_after_one_erasure_no_file_of_the_workspace_holds_the_secret(tmp_path):
+    from agentcontext.workspace import Workspace
+
+    home = tmp_path / ".agentcontext"
+    ws = Workspace.open(home=home, create=True)
+    outside = tmp_path / "exports"
+    secret = new_secret()
+    made = fill(ws, secret, outside)
+    assert hits(folder_files(home), secret), "the secret is in the workspace before the erasure"
+    receipt = erase_workspace_entity(ws, ENTITY, reason="GDPR Art. 17", erase_mentions=True)
+    assert hits(folder_files(home), secret) == {}
+    d = receipt.to_dict()
+    assert d["complete"] is True, d["incomplete_stores"]
+    assert d["stores"]["memory"] == {"status": "erased", "items": 1}
+    assert d["stores"]["decisions"]["decisions"] == 1 and d["stores"]["decisions"]["exceptions"] == 1
+    assert d["stores"]["mentions"]["memories"] == 2 and d["stores"]["mentions"]["docs"] == 1
+    assert d["stores"]["checkpoints"]["held"] == 2 and d["stores"]["checkpoints"]["flushed"] == 1  # both held
+    assert d["stores"]["audit"]["entries"] >= 1 and d["stores"]["vectors"]["deleted"] >= 4
+    assert d["physical"]["status"] == "clean" and d["physical"]["checkpoint"]["wal_bytes"] == 0
+    mentioned = {m["id"]: m for m in d["mentions"]}
+    assert {made["unlinked"], made["elsewhere"], "lib:crm/accounts.roe", "graph:default/note-1"} <= set(mentioned)
+    assert "text" in mentioned[made["unlinked"]]["via"] and all(m["erased"] for m in d["mentions"])
+    copies = {c["path"]: c for c in d["external_copies"]}
+    assert str((outside / "memories.json").resolve()) in copies and str((outside / "crm-pack").resolve()) in copies
+    assert secret not in str(d)  # the receipt (also the audit row) carries no erased content
+    # what remains works and says the records are gone
+    ctx = made["ctx"]
+    assert ctx.list_checkpoints() == ["flushed", "held"]
+    assert ctx.diff_checkpoints("held", "flushed")["summary"]["decisions_added"] == 0
+    assert ws.store.get_node("lib:crm/other") is not None and ws.store.get_node("lib:crm/accounts.roe") is None
+    ws.close()
+    assert hits(folder_files(home), secret) == {}
+
+
+def test_without_erase_mentions_they_are_listed_and_kept(tmp_path):
+    from agentcontext.workspace import Workspace
+
+    home = tmp_path / ".agentcontext"
+    ws = Workspace.open(home=home, create=True)
+    secret = new_secret()
+    made = fill(ws, secret, tmp_path / "exports")
+    receipt = erase_workspace_entity(ws, ENTITY, reason="GDPR")
+    d = receipt.to_dict()
+    assert "mentions" not in d["stores"] and d["complete"] is True
+    listed = {m["id"]: m for m in d["mentions"]}
+    assert made["unlinked"] in listed and not listed[made["unlinked"]]["erased"]
+    assert ws.store.get_node(made["unlinked"]) is not None  # kept: the caller decides
+    assert ws.store.get_node(made["linked"]) is None and ws.store.get_node(made["decision"]) is None
+    remaining = hits(folder_files(home), secret)
+    assert set(remaining) == {str(home / "store.db")}  # only the kept mentions, nothing in the WAL
+    ws.close()
+
+
+@pytest.mark.postgres
+def test_postgres_heap_files_hold_no_byte_of_the_secret_after_a_strict_erasure(pg_url, pg_server, tmp_path):
+    from agentcontext.workspace import Workspace
+
+    ws = Workspace.open(url=pg_url)
+    secret = new_secret()
+    fill(ws, secret, tmp_path / "exports")
+    base = pg_server.data / "base"
+    ws.store._db.execute("CHECKPOINT")  # the rows reach the heap files
+    assert hits(folder_files(base), secret), "the secret is in the heap before the erasure"
+    receipt = erase_workspace_entity(ws, ENTITY, reason="GDPR", erase_mentions=True)
+    d = receipt.to_dict()
+    assert d["complete"] is True and d["physical"]["status"] == "clean" and d["physical"]["vacuum"] == "full"
+    assert any("WAL" in line for line in d["physical"]["may_remain"])
+    ws.store._db.execute("CHECKPOINT")
+    assert hits(folder_files(base), secret) == {}
+    ws.close()
