@@ -122,7 +122,9 @@ def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="A Mark
         data = path.read_text(encoding="utf-8")
     count = mem.import_data(data, format=fmt)
     guarded.audit_write(mem.workspace, principal(ctx), "memory.import", mem.namespace, {"imported": count})
-    emit({"imported": count}, json_out, lambda d: out.print(f"imported {d['imported']} memories"))
+    skipped = getattr(count, "skipped", [])
+    emit({"imported": int(count), "skipped": skipped}, json_out, lambda d: out.print(
+        f"imported {d['imported']} memories" + (f"; skipped {len(skipped)} an erasure removed" if skipped else "")))
 
 
 @memory_app.command("get")

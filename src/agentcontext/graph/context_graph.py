@@ -429,10 +429,12 @@ class ContextGraph:
 
         save_graph(self, path, format)
 
-    def load_from_file(self, path: str, format: str | None = None) -> None:
+    def load_from_file(self, path: str, format: str | None = None) -> dict[str, Any]:
+        """Replace the graph's state from a saved graph; returns what was replayed (``skipped_erased``: the
+        nodes an erasure removed, which a load never brings back)."""
         from .persistence import load_graph
 
-        load_graph(self, path, format)
+        return load_graph(self, path, format)
 
     def build_from_conversations(self, conversations: Sequence[Any], link_entities: bool = True,
                                  **options: Any) -> dict[str, Any]:

@@ -87,9 +87,18 @@ def import_state(graph: GraphLike, state: dict[str, Any]) -> dict[str, int]:
             superseded = i + 1 < len(rows) and rows[i + 1].recorded_at == e.retracted_at
             if e.retracted_at and not superseded:
                 events.append((e.retracted_at, 3, "retract_edge", e.id))
-    events.sort(key=lambda ev: (ev[0], ev[1]))
     store = graph.store
-    counts = {"node_versions": 0, "edges": 0, "tombstones": 0, "links": 0}
+    named = {ev[3].id if ev[2] == "put_node" else ev[3] for ev in events if ev[2] in ("put_node", "retract_node")}
+    named |= {end for rows in by_eid.values() for e in rows for end in (e.src, e.dst)}
+    gone = store.erased(sorted(named))
+    if gone:  # an erased node never comes back from a file, nor do the edges that touched it
+        cut = {e.id for rows in by_eid.values() for e in rows if e.src in gone or e.dst in gone}
+        events = [ev for ev in events if not (
+            (ev[2] == "put_node" and ev[3].id in gone) or (ev[2] == "retract_node" and ev[3] in gone)
+            or (ev[2] == "put_edge" and ev[3].id in cut) or (ev[2] == "retract_edge" and ev[3] in cut))]
+    events.sort(key=lambda ev: (ev[0], ev[1]))
+    counts: dict[str, Any] = {"node_versions": 0, "edges": 0, "tombstones": 0, "links": 0,
+                              "skipped_erased": sorted(gone)}
     with store.transaction():
         i = 0
         while i < len(events):

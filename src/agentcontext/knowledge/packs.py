@@ -71,13 +71,15 @@ def install_spec(ws: Workspace, spec: PackSpec, principal: str | None = None, so
     actor = access.effective_principal(ws, principal)
     access.require(ws, principal, pack, "admin" if pack.startswith("pkg:") else "write", "install", pack)
     store = ws.store
+    erased = store.erased([doc_id(pack, d.selector) for d in spec.docs])  # an erased doc never comes back
+    docs = [d for d in spec.docs if doc_id(pack, d.selector) not in erased]
     nodes = []
-    total = len(spec.docs)
-    for i, doc in enumerate(spec.docs):
+    total = len(docs)
+    for i, doc in enumerate(docs):
         nodes.append(doc_node(pack, doc, actor))
         if progress and (i % 500 == 0 or i == total - 1):
             progress("reading docs", i + 1, total)
-    edges = [e for doc in spec.docs for e in doc_edges(pack, doc)]
+    edges = [e for doc in docs for e in doc_edges(pack, doc)]
     with store.transaction():
         old_ids = {n.id for n in store.find_nodes(namespace=pack, with_content=False, order="none")}
         new_ids = {n.id for n in nodes}
@@ -95,7 +97,8 @@ def install_spec(ws: Workspace, spec: PackSpec, principal: str | None = None, so
         progress("installed", total, total)
     if not defer_embeddings:
         embed_pack(ws, pack, progress)
-    return {**record, "docs": len(nodes), "edges": len(edges)}
+    return {**record, "docs": len(nodes), "edges": len(edges),
+            "skipped_erased": sorted(i.split("/", 1)[1] for i in erased)}
 
 
 def install_folder(ws: Workspace, path: str | Path, as_lib: str | None = None, principal: str | None = None,

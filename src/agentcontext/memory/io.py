@@ -13,6 +13,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..model import Node, to_utc_iso
 from . import markdown
+from .links import entity_ids
 from .records import KIND, build_node, now_iso, to_memory
 
 FORMATS = ("json", "dict", "markdown")
@@ -83,6 +84,38 @@ def parse_import(data: Any, format: str) -> list[dict[str, Any]]:
     if format == "markdown":
         return markdown.read_items(Path(data) if not isinstance(data, Path) else data)
     return _parse_items(data, format)
+
+
+class ImportResult(int):
+    """How many memories an import changed (an int, as seed 003 returns) and ``skipped``: the items left out
+    because an erasure removed their id or an entity they name (``{"id", "reason"}`` each)."""
+
+    skipped: list[dict[str, Any]]
+
+    def __new__(cls, count: int, skipped: list[dict[str, Any]] | None = None) -> "ImportResult":
+        obj = super().__new__(cls, count)
+        obj.skipped = list(skipped or [])
+        return obj
+
+
+def without_erased(items: list[dict[str, Any]], store: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The items an erasure did not remove, and the skipped ones: no import brings an erased id or entity back."""
+    ids = [str(i["id"]) for i in items if i.get("id")]
+    names = [e for i in items for e in entity_ids(i.get("metadata"))]
+    gone = store.erased([*ids, *names]) if ids or names else set()
+    if not gone:
+        return items, []
+    keep, skipped = [], []
+    for item in items:
+        mid = str(item.get("id") or "")
+        named = [e for e in entity_ids(item.get("metadata")) if e in gone]
+        if mid in gone:
+            skipped.append({"id": mid, "reason": "erased"})
+        elif named:
+            skipped.append({"id": mid or None, "reason": f"names the erased entity {named[0]}"})
+        else:
+            keep.append(item)
+    return keep, skipped
 
 
 Change = tuple[Node, str, dict[str, Any], str]  # (stored node, new content, new metadata, updated_at)

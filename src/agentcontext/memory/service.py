@@ -415,18 +415,19 @@ class AgentMemory:
         """Create new ids and update changed existing ones; returns how many changed. All or nothing: every item
         is checked (and its text embedded) first, then every change lands in one transaction, so a bad item or a
         crash leaves the memory as it was. Imports do not link entities into a graph (seed 003: Markdown
-        entities stay provenance)."""
-        items = memory_io.parse_import(data, format)
+        entities stay provenance). An item whose id an erasure removed, or whose metadata names an erased
+        entity, is skipped, never recreated: the count's ``skipped`` lists them."""
+        items, skipped = memory_io.without_erased(memory_io.parse_import(data, format), self.db)
         plan = memory_io.plan_import(items, self.db.get_nodes([i["id"] for i in items if i.get("id")]),
                                      self.namespace)
         if not plan.new and not plan.changed:
-            return 0
+            return memory_io.ImportResult(0, skipped)
         embed_texts(self.db, self.workspace.embedder, plan.texts)  # the slow part, outside the write lock
         with self.db.transaction():
             for node, content, metadata, updated_at in plan.changed:
                 self._rewrite(node, content, metadata, updated_at)
             self._write(plan.new)
-        return len(plan.changed) + len(plan.new)
+        return memory_io.ImportResult(len(plan.changed) + len(plan.new), skipped)
 
     def require(self, memory_id: str) -> dict[str, Any]:
         found = self.get_memory(memory_id)
