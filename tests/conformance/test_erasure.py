@@ -57,3 +57,23 @@ def test_scrub_says_what_it_did_and_what_may_remain(store):
     assert out["backend"] == store.backend and out["status"] == "clean"
     assert out["may_remain"] and all(isinstance(x, str) for x in out["may_remain"])
     assert store.get_node("n1") is None and store.check_integrity() == "ok"
+
+
+def test_find_by_props_matches_a_value_or_a_list_element(store):
+    store.put_nodes([node(1, props={"metadata": {"entities": ["c-1", "c-2"]}}),
+                     node(2, props={"metadata": {"entity_id": "c-1"}}),
+                     node(3, props={"metadata": {"entities": "c-1"}}),
+                     node(4, ns="ns:b", kind="memory", props={"metadata": {"entities": ["c-1"]}}),
+                     node(5, props={"metadata": {"entities": ["c-10"]}, "other": "c-1"}), node(6)])
+    assert store.find_by_props(["metadata", "entities"], "c-1") == ["n1", "n3", "n4"]
+    assert store.find_by_props(["metadata", "entity_id"], "c-1") == ["n2"]
+    assert store.find_by_props(["metadata", "entities"], "c-1", namespace="ns:b", kind="memory") == ["n4"]
+    assert store.find_by_props(["metadata", "entities"], "c-1", kind="doc", namespace="ns:a") == ["n1", "n3"]
+    store.retract_nodes(["n1"])
+    assert store.find_by_props(["metadata", "entities"], "c-1") == ["n3", "n4"]
+    import pytest
+
+    from agentcontext.errors import ValidationError
+
+    with pytest.raises(ValidationError):
+        store.find_by_props(["metadata", "x') OR 1=1 --"], "c-1")

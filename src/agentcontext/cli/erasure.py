@@ -26,18 +26,32 @@ def _print_receipt(r: dict[str, Any]) -> None:
     out.print(f"erasure of {r['entity_id']} at {r['erased_at']}: "
               + ("complete" if r["complete"] else "INCOMPLETE"), markup=False)
     for leg, result in r["stores"].items():
-        rest = ", ".join(f"{k} {v}" for k, v in result.items() if k != "status")
-        out.print(f"  {leg:8} {result.get('status')}" + (f"  ({rest})" if rest else ""), markup=False)
+        rest = ", ".join(f"{k} {v}" for k, v in result.items() if k not in ("status", "detail"))
+        out.print(f"  {leg:11} {result.get('status')}" + (f"  ({rest})" if rest else ""), markup=False)
+    physical = r.get("physical") or {}
+    out.print(f"  {'physical':11} {physical.get('status')}", markup=False)
+    for line in physical.get("may_remain", []):
+        out.print(f"    may remain: {line}", markup=False)
+    for m in r.get("mentions", []):
+        state = "erased" if m.get("erased") else ("read-only, kept" if m.get("action") == "read_only" else "kept")
+        out.print(f"  mention {m['id']} ({m['kind']}, via {'/'.join(m['via'])}): {state}", markup=False)
+    for c in r.get("external_copies", []):
+        out.print(f"  copy outside the store: {c['path'] or 'returned to the caller'} ({c['what']}, {c['at']})",
+                  markup=False)
 
 
 def erase(ctx: typer.Context, entity_id: str = typer.Argument(..., metavar="ENTITY_ID"),
           reason: Optional[str] = typer.Option(None, "--reason", help="Why (kept on the tombstone and receipt)."),
+          mentions: bool = typer.Option(False, "--mentions", help="Also erase the memories, lib: docs, decisions "
+                                        "and graph nodes that name the entity (pkg: docs are only listed)."),
           namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
-    """Erase an entity from the graph, the memories that name it and their vectors; print the receipt.
+    """Erase an entity: its graph node, the memories and decisions about it, every version, vector and text-index
+    term of them, what checkpoints and the audit log hold about them; print the receipt (mentions, copies
+    outside the store, what may physically remain).
 
-    Exits 1 when the receipt is incomplete (a store failed or cannot delete)."""
+    Exits 1 when the receipt is incomplete (a store failed or cannot delete, or its files could not be cleaned)."""
     receipt = erase_workspace_entity(open_workspace(ctx), entity_id, reason=reason, principal=principal(ctx),
-                                     namespace=namespace)
+                                     namespace=namespace, erase_mentions=mentions)
     emit(receipt.to_dict(), json_out, _print_receipt)
     if not receipt.complete:
         raise typer.Exit(1)

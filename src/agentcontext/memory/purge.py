@@ -45,13 +45,10 @@ def purge_memories(store: Any, ids: Sequence[str], reason: str, actor: str = "",
     return totals
 
 
-def about(store: Any, entity_id: str, namespace: str | None = None, order: str = "none") -> list[Any]:
+def about(store: Any, entity_id: str, namespace: str | None = None) -> list[Any]:
     """Memories (of ``namespace``, or of every memory store) whose metadata names ``entity_id`` in ``entities`` or
-    ``entity_id``: one scan of their properties, no content read."""
-    out = []
-    for node in store.find_nodes(namespace=namespace, kind=KIND, with_content=False, order=order):
-        meta = (node.props or {}).get("metadata") or {}
-        ents = meta.get("entities") or []
-        if meta.get("entity_id") == entity_id or (isinstance(ents, list) and entity_id in ents) or ents == entity_id:
-            out.append(node)
-    return out
+    ``entity_id``, in the order they were stored (the store scans the properties; only the hits are read)."""
+    ids = dict.fromkeys([*store.find_by_props(["metadata", "entities"], entity_id, namespace, KIND),
+                         *store.find_by_props(["metadata", "entity_id"], entity_id, namespace, KIND)])
+    found = store.get_nodes(list(ids))
+    return [found[i] for i in ids if i in found]

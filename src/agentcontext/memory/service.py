@@ -328,7 +328,7 @@ class AgentMemory:
 
     def find_by_entity(self, entity_id: str) -> list[str]:
         """Ids of memories that name ``entity_id`` in their metadata (``entities``/``entity_id``)."""
-        return [n.id for n in about(self.db, entity_id, self.namespace, order="key")]
+        return [n.id for n in sorted(about(self.db, entity_id, self.namespace), key=lambda n: (n.key, n.id))]
 
     # --- deletes, retention, eviction ------------------------------------------------------
     def _purge(self, ids: Sequence[str], reason: str, erasure: str | None = None) -> int:

@@ -210,6 +210,11 @@ class Store(Protocol):
     ) -> list[tuple[str, float]]:
         """(node id, relevance) best first; relevance is positive (higher is better)."""
 
+    def find_by_props(self, path: Sequence[str], value: str, namespace: str | Sequence[str] | None = None,
+                      kind: str | Sequence[str] | None = None) -> list[str]:
+        """Ids of active nodes whose ``props`` hold ``value`` at the key ``path`` (equal to it, or an element of
+        the list there), in insertion order: a scan the backend does without decoding every row in Python."""
+
     def phrase_search(self, phrase: str, namespace: str | Sequence[str] | None = None,
                       kind: str | Sequence[str] | None = None, limit: int | None = None) -> list[str]:
         """Ids of active nodes whose indexed text holds the words of ``phrase`` in a row (as the text index

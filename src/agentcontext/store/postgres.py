@@ -222,6 +222,10 @@ class PostgresStore(SQLStore):
                f"ORDER BY score DESC, n.rid LIMIT {int(limit)}")
         return [(r[0], float(r[1])) for r in self._read(sql, [match, *where.params])]
 
+    def _props_hold(self, where: Where, path: list[str], value: str) -> None:
+        # jsonb containment: a list holding the string, or the string itself
+        where.add("(n.props::jsonb #> ?::text[]) @> to_jsonb(?::text)", path, value)
+
     def phrase_search(self, phrase: str, namespace=None, kind=None, limit: int | None = None) -> list[str]:
         if not query_terms(phrase):
             return []

@@ -7,10 +7,21 @@ backend can do (SQLite's WAL checkpoint, PostgreSQL's VACUUM FULL) is its ``scru
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Sequence
+
+from ..errors import ValidationError
 
 ERASE_ACTION = "erase_entity"  # the receipts themselves are never redacted
 TABLES = ("nodes", "node_versions", "edges", "vectors", "tombstones", "records", "audit", "changes")
+
+
+def key_path(path: Sequence[str]) -> list[str]:
+    """A props key path of plain names (what ``find_by_props`` accepts)."""
+    keys = [str(k) for k in path]
+    if not keys or not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) for k in keys):
+        raise ValidationError(f"a props path is one or more plain names, got {list(path)!r}", path=list(path))
+    return keys
 
 
 def erased(store: Any, ids: Sequence[str]) -> set[str]:

@@ -454,6 +454,18 @@ class SQLStore(ABC):
         return len(rows)
 
     # --- erasure (store/scrub.py holds the SQL both backends share) -------------------------------
+    def find_by_props(self, path: Sequence[str], value: str, namespace=None, kind=None) -> list[str]:
+        where = self._where()
+        where.eq_any("n.namespace", as_list(namespace))
+        where.eq_any("n.kind", as_list(kind))
+        where.add("n.retracted_at IS NULL")
+        self._props_hold(where, scrub.key_path(path), value)
+        return [r[0] for r in self._read(f"SELECT n.id FROM nodes n{where.sql()} ORDER BY n.rid", where.params)]
+
+    @abstractmethod
+    def _props_hold(self, where: Where, path: list[str], value: str) -> None:
+        """Keep nodes whose props hold ``value`` at ``path`` (equal, or an element of a list)."""
+
     def erased(self, ids: Sequence[str]) -> set[str]:
         return scrub.erased(self, ids)
 

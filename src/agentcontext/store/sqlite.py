@@ -229,6 +229,10 @@ class SQLiteStore(SQLStore):
         )
         return [(r[0], float(r[1])) for r in self._read(sql, where.params)]
 
+    def _props_hold(self, where: Where, path: list[str], value: str) -> None:
+        # json_each walks a list's elements, or yields the one value a scalar is
+        where.add("EXISTS (SELECT 1 FROM json_each(n.props, ?) j WHERE j.value = ?)", "$." + ".".join(path), value)
+
     def phrase_search(self, phrase: str, namespace=None, kind=None, limit: int | None = None) -> list[str]:
         if not query_terms(phrase):
             return []
