@@ -268,16 +268,14 @@ class SQLiteStore(SQLStore):
             if self.in_memory:
                 out["checkpoint"] = "none: the store lives in this process's memory"
             else:
-                busy, frames, copied = 1, -1, -1
+                busy = 1
                 for _ in range(3):
-                    busy, frames, copied = self._guard(
-                        lambda: self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
+                    busy = self._guard(lambda: self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())[0]
                     if not busy:
                         break
                 wal = Path(f"{self.path}-wal")
                 wal_bytes = os.path.getsize(wal) if wal.exists() else 0
-                out["checkpoint"] = {"mode": "TRUNCATE", "busy": bool(busy), "frames": frames, "copied": copied,
-                                     "wal_bytes": wal_bytes}
+                out["checkpoint"] = {"mode": "TRUNCATE", "busy": bool(busy), "wal_bytes": wal_bytes}
                 clean = clean and not busy and wal_bytes == 0
         out["status"] = "clean" if clean else "incomplete"
         out["may_remain"] = [
