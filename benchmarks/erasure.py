@@ -57,7 +57,8 @@ def build(ws: Workspace, memories: int, linked: int, seed: int = 7) -> None:
             vec = rng.standard_normal(384).astype(np.float32)
             items.append({"content": text, "metadata": meta, "vector": vec / np.linalg.norm(vec)})
         memory.batch_store(items)
-    ws.store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if ws.store.backend == "sqlite":
+        ws.store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def erase_once(source: Path, folder: Path) -> tuple[float, dict]:

@@ -21,6 +21,7 @@ from ..errors import ValidationError
 from ..memory.purge import purge_memories
 from ..model import Node, content_hash, to_utc_iso, utcnow
 from ..store import Store
+from ..store.scrub import CONTENT_TABLES
 from . import subject as found
 from .receipt import ErasureReceipt
 
@@ -393,7 +394,7 @@ class ErasureCoordinator:
         results = list(self._unreadable)
         for store, _ in plans:
             try:
-                results.append({"url": store.url, **store.scrub(strict=self.physical == "strict")})
+                results.append({"url": store.url, **store.scrub(CONTENT_TABLES, strict=self.physical == "strict")})
             except Exception as exc:
                 results.append({"url": store.url, **_failed(exc), "status": "incomplete"})
         if len(results) == 1:  # the store's URL is in receipt.audit

@@ -14,6 +14,9 @@ from ..errors import ValidationError
 
 ERASE_ACTION = "erase_entity"  # the receipts themselves are never redacted
 TABLES = ("nodes", "node_versions", "edges", "vectors", "tombstones", "records", "audit", "changes")
+CONTENT_TABLES = ("nodes", "node_versions", "edges", "vectors", "records", "audit")
+"""The tables whose rows an erasure deletes or rewrites (tombstones and the change log only gain rows that hold ids,
+never content, so their files need no rewrite)."""
 
 
 def key_path(path: Sequence[str]) -> list[str]:
