@@ -123,7 +123,8 @@ def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="A Mark
     count = mem.import_data(data, format=fmt)
     guarded.audit_write(mem.workspace, principal(ctx), "memory.import", mem.namespace, {"imported": count})
     skipped = getattr(count, "skipped", [])
-    emit({"imported": int(count), "skipped": skipped}, json_out, lambda d: out.print(
+    result = {"imported": int(count), **({"skipped": skipped} if skipped else {})}
+    emit(result, json_out, lambda d: out.print(
         f"imported {d['imported']} memories" + (f"; skipped {len(skipped)} an erasure removed" if skipped else "")))
 
 
