@@ -12,6 +12,7 @@ from agentcontext import access
 from agentcontext.errors import BudgetExceededError, ProviderError, ValidationError
 from agentcontext.knowledge.packs import install_folder
 from agentcontext.llms import Anthropic, OpenAICompatible
+from agentcontext.model import Edge
 from agentcontext.reasoning.answer import ground
 from agentcontext.reasoning.service import ReasoningService
 from tests.llm_server import Reply, ScriptedServer, anthropic_reply, openai_error, openai_reply
@@ -333,3 +334,20 @@ def test_a_provider_given_at_construction_is_used_and_checked(world):
         own = AgentContext(vector_store=ctx.vector_store, knowledge_graph=ctx.knowledge_graph, llm_provider=llm)
         assert own.query_with_reasoning(QUESTION, max_results=3)["citations"][0]["label"] == 1
     assert len(server.requests) == 1
+
+
+def test_a_graph_node_never_names_a_neighbour_the_principal_may_not_read(world):
+    ctx, _, ws = world  # runs last: it adds an edge to the shared world
+    graph = ctx.knowledge_graph
+    graph.store.put_edges([Edge(src=graph.store_id("postgresql"), type="documented_in", dst="lib:arch/stack.database",
+                                namespace=graph.namespace)])
+    access.grant(ws, "grapher", "graph:default", "read")  # the graph, not the pack
+    query = "What runs on postgresql?"
+    owner = {s.id: s for s in reasoning(ctx).context_for(query, include=["graph"], max_hops=1).sources}
+    assert "-[documented_in]-> Billing database" in owner["graph:default/postgresql"].content
+    seen = {s.id: s for s in reasoning(ctx, principal="grapher").context_for(query, include=["graph"],
+                                                                              max_hops=2).sources}
+    node = seen["graph:default/postgresql"]
+    assert "<-[runs_on]- acme" in node.content and "Billing database" not in node.content
+    assert "lib:arch#stack.database" not in seen
+    assert all("stack.database" not in step["to"] for s in seen.values() for step in s.steps)

@@ -65,7 +65,8 @@ def expand(seeds: Sequence[Source], stores: Sequence[Any], hops: int, readable: 
         score, hop, seed_id, steps, node, store = reached[nid]
         path = [{"from": stable.get(a, a), "from_title": titles.get(a, ""), "edge": t, "to": stable.get(b, b),
                  "to_title": titles.get(b, ""), "direction": d} for a, t, b, d in steps]
-        out.append(node_source(store, node, score, "graph_expansion", hops=hop, seed=seed_id, steps=path,
+        out.append(node_source(store, node, score, "graph_expansion", readable.for_store(store), hops=hop,
+                               seed=seed_id, steps=path,
                                signals={"graph": round(score, 6), "hops": float(hop)}))
     return out
 

@@ -73,7 +73,7 @@ def graph_sources(graph: Any, query: str, limit: int, readable: Any) -> list[Sou
               and readable(n)][: limit * 3]
     if not picked:
         return []
-    out = [node_source(store, n, 0.0, "graph_match") for n in picked]
+    out = [node_source(store, n, 0.0, "graph_match", readable) for n in picked]
     embedder = graph.workspace.embedder
     vectors = embedder.embed([query] + [s.content for s in out])
     sims = np.asarray(vectors[1:]) @ np.asarray(vectors[0])

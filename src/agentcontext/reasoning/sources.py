@@ -14,9 +14,9 @@ other graph node its store id (``graph:<name>/<node id>``). Every source carries
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from ..model import Node
+from ..model import Node, utcnow
 
 DOC_FULL_SCORE = 6.5  # knowledge/search.py WEIGHTS: title 3 + summary 2 + meaning 1.5
 MAX_PROPS = 12
@@ -126,26 +126,29 @@ def decision_text(category: str, scenario: str, outcome: str, reasoning: str, co
     return ". ".join(parts)
 
 
-def relation_lines(store: Any, node: Node) -> list[str]:
-    """``-[type]-> Target`` / ``<-[type]- Source`` lines for a node's typed edges (the facts of a graph node).
-    Entity links from memories (``mentions``) are not facts about the node and are left to expansion."""
-    edges = [e for e in [*store.edges(src=node.id), *store.edges(dst=node.id)] if e.type != MENTIONS]
-    edges = edges[:MAX_RELATIONS]
-    others = list({e.dst if e.src == node.id else e.src for e in edges})
-    known = {nid: display_name(other) for nid, other in store.get_nodes(others).items()} if others else {}
+def relation_lines(store: Any, node: Node, readable: Callable[[Node], bool]) -> list[str]:
+    """``-[type]-> Target`` / ``<-[type]- Source`` lines for a node's typed edges now valid (the facts of a graph
+    node), naming only other nodes of this store that ``readable`` admits. Entity links from memories
+    (``mentions``) are not facts about the node and are left to expansion."""
+    now = utcnow()
+    edges = [e for e in [*store.edges(src=node.id, valid_at=now), *store.edges(dst=node.id, valid_at=now)]
+             if e.type != MENTIONS]
+    others = store.get_nodes(list({e.dst if e.src == node.id else e.src for e in edges})) if edges else {}
+    names = {nid: display_name(other) for nid, other in others.items() if readable(other)}
     lines = []
     for e in edges:
-        if e.src == node.id:
-            lines.append(f"-[{e.type}]-> {known.get(e.dst, e.dst)}")
-        else:
-            lines.append(f"<-[{e.type}]- {known.get(e.src, e.src)}")
-    return lines
+        other = e.dst if e.src == node.id else e.src
+        if other in names:
+            lines.append(f"-[{e.type}]-> {names[other]}" if e.src == node.id else f"<-[{e.type}]- {names[other]}")
+    return lines[:MAX_RELATIONS]
 
 
-def node_source(store: Any, node: Node, score: float, origin: str, **extra: Any) -> Source:
-    """A Source for a store node (graph nodes get their typed relations in their text)."""
+def node_source(store: Any, node: Node, score: float, origin: str, readable: Callable[[Node], bool] | None = None,
+                **extra: Any) -> Source:
+    """A Source for a store node; a graph node gets its typed relations in its text (when ``readable`` is given:
+    it decides which neighbours may be named)."""
     plain = node.kind in (MEMORY, DECISION) or is_pack(node.namespace)
-    relations = [] if plain else relation_lines(store, node)
+    relations = [] if plain or readable is None else relation_lines(store, node, readable)
     meta: dict[str, Any] = {"namespace": node.namespace}
     if is_pack(node.namespace):
         meta.update(pack=node.namespace, selector=node.key, doc_kind=node.kind, summary=node.summary)
