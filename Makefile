@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test install dev lint bench clean
+.PHONY: demo test test-fast install dev lint dist check-dist bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,11 +24,32 @@ dev: $(DEVSTAMP)
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# A line per test file with its dots and a running percentage (not pyproject's -q), and the slowest tests.
+PYTEST := $(BIN)/python -m pytest -o addopts= --durations=10
+
 test: $(DEVSTAMP)
-	$(BIN)/python -m pytest
+	$(PYTEST)
+
+test-fast: $(DEVSTAMP)
+	$(PYTEST) -m "not postgres and not browser"
 
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check src tests benchmarks examples
 
+# A wheel and an sdist in dist/; check-dist installs the wheel into a fresh virtualenv and runs it from
+# a bare environment, as an MCP client would.
+dist: $(DEVSTAMP)
+	rm -rf dist
+	$(BIN)/python -m build
+
+check-dist: dist
+	rm -rf build/check-venv build/check-home
+	$(PY) -m venv build/check-venv
+	build/check-venv/bin/pip install -q dist/agentcontext-*.whl
+	env -i PATH=/usr/bin:/bin build/check-venv/bin/agentcontext --home build/check-home init
+	env -i PATH=/usr/bin:/bin build/check-venv/bin/agentcontext --home build/check-home pack add examples/packs/semdag
+	env -i PATH=/usr/bin:/bin build/check-venv/bin/agentcontext --home build/check-home flash lib:semdag invitations >/dev/null
+	build/check-venv/bin/agentcontext --version
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache dist build

@@ -69,3 +69,6 @@ def test_every_mcp_tool_has_a_description_and_is_documented(ws):
         assert len((tool.description or "").strip()) > 60, tool.name
     missing = [t.name for t in tools if f"`{t.name}`" not in text and f"{t.name}(" not in text]
     assert not missing, f"MCP tools missing from the README and the docs pack: {missing}"
+    guide = (PACKS / "agentcontext-docs" / "guide" / "docs" / "guide" / "mcp.md").read_text(encoding="utf-8")
+    assert f"{len(tools)} tools" in guide, "the MCP guide must say how many tools the server serves"
+    assert not [t.name for t in tools if f"`{t.name}`" not in guide], "the MCP guide must name every tool"

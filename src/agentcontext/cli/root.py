@@ -21,8 +21,8 @@ from .. import __version__
 from ..config import HOME_DIR
 from ..errors import AgentContextError
 from ..workspace import Workspace
-from . import access, checkpoints, context, decisions, doc, erasure, evaluation, graph, history, knowledge, memory, \
-    pack, policies, serve, store, token
+from . import access, checkpoints, context, decisions, doc, erasure, evaluation, graph, history, knowledge, \
+    mcp_config, memory, pack, policies, serve, store, token
 from .common import JSON_OPTION, emit, err, out
 from .helptext import conventional
 from .hints import cli_message
@@ -109,6 +109,7 @@ for _command in (*erasure.COMMANDS, *context.COMMANDS):
     app.command()(_command)
 app.add_typer(evaluation.eval_app, name="eval")
 app.add_typer(serve.serve_app, name="serve")
+app.add_typer(mcp_config.mcp_app, name="mcp")
 app.add_typer(token.token_app, name="token")
 app.add_typer(store.store_app, name="store")
 for _command in (access.grant, access.revoke, access.grants, *history.COMMANDS, access.audit):
