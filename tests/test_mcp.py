@@ -12,7 +12,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from agentcontext.knowledge import packs, tools
-from agentcontext.mcp_server import build_server
+from agentcontext.mcp_server import ERROR_META, build_server
 
 from .test_access import build_workspace
 
@@ -31,12 +31,22 @@ def run(server, script):
 
 
 async def call(client, name: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """(is_error, structured content); for a tool error, (True, {"error": the data from _meta})."""
     result = await client.call_tool(name, args)
     if result.is_error:
-        assert result.structured_content is None or "error" in result.structured_content
-        text = result.content[0].text
-        assert "Traceback" not in text and 'File "' not in text
-    return bool(result.is_error), result.structured_content or {}
+        return True, {"error": error_of(result)}
+    return False, result.structured_content or {}
+
+
+def error_of(result) -> dict[str, Any]:
+    """A tool error's data: no structured content (clients validate it against the output schema), the text
+    ``<Type>: <message>``, and ``{type, message, ...data}`` in ``_meta``."""
+    assert result.is_error and result.structured_content is None, result
+    text = result.content[0].text
+    assert "Traceback" not in text and 'File "' not in text
+    error = result.meta[ERROR_META]
+    assert text == f"{error['type']}: {error['message']}", (text, error)
+    return error
 
 
 def walk_objects(schema):
@@ -168,28 +178,37 @@ def test_errors_carry_our_type_message_and_data(ws, write_pack):
 def test_resource_and_prompt(aws):
     async def script(client):
         templates = await client.list_resource_templates()
-        doc = await client.read_resource("knowledge://lib:open/guide")
+        doc = await client.read_resource("knowledge://lib/open/guide")
+        old_form = await client.read_resource("knowledge://lib:open/guide")  # the first URI form is still read
         encoded = await client.read_resource("knowledge://lib%3Aopen/basics")
+        pack_index = await client.read_resource("knowledge://lib/open")
         prompts = await client.list_prompts()
         index = await client.get_prompt("knowledge_pack_index", {"pack": "lib:open"})
         errors = []
-        for attempt in (lambda: client.read_resource("knowledge://lib:open/ghost"),
-                        lambda: client.get_prompt("knowledge_pack_index", {"pack": "lib:ghost"})):
+        for attempt in (lambda: client.read_resource("knowledge://lib/open/ghost"),
+                        lambda: client.get_prompt("knowledge_pack_index", {"pack": "lib:ghost"}),
+                        lambda: client.read_resource("knowledge://lib:open/ghost"),
+                        lambda: client.read_resource("knowledge://lib/ghost"),
+                        lambda: client.read_resource("knowledge://web/open/guide"),
+                        lambda: client.read_resource("knowledge://lib/open/not%20a%20selector")):
             with pytest.raises(MCPError) as info:
                 await attempt()
             errors.append(info.value)
-        return templates, doc, encoded, prompts, index, errors
+        return templates, doc, old_form, encoded, pack_index, prompts, index, errors
 
-    templates, doc, encoded, prompts, index, errors = run(build_server(aws), script)
-    assert [t.uri_template for t in templates.resource_templates] == ["knowledge://{pack}/{selector}"]
+    templates, doc, old_form, encoded, pack_index, prompts, index, errors = run(build_server(aws), script)
+    assert [t.uri_template for t in templates.resource_templates] == ["knowledge://{kind}/{name}/{selector}",
+                                                                       "knowledge://{kind}/{name}"]
     assert doc.contents[0].text.startswith("# Guide (guide)\n\nThe onboarding guide")
     assert doc.contents[0].mime_type == "text/markdown"
+    assert old_form.contents[0].text == doc.contents[0].text
     assert encoded.contents[0].text.startswith("# Basics (basics)")
     assert [p.name for p in prompts.prompts] == ["knowledge_pack_index"]
     text = index.messages[0].content.text
     assert "`guide` [reference] Guide: About guide. (related: depends_on basics)" in text
     assert "onboarding guide builds" not in text  # an index never carries bodies
-    assert [e.message.split(":")[0] for e in errors] == ["NotFoundError", "NotFoundError"]
+    assert pack_index.contents[0].text == text and pack_index.contents[0].mime_type == "text/markdown"
+    assert [e.message.split(":")[0] for e in errors] == ["NotFoundError"] * 4 + ["ValidationError"] * 2
     assert errors[0].data["error"]["selector"] == "ghost"
 
 
@@ -206,7 +225,7 @@ def test_a_reader_sees_no_trace_of_a_denied_pack_through_mcp(aws):
                            ("delete_knowledge_doc", {"pack": "lib:open", "selector": "guide"})]:
             denied.append(await call(client, name, args))
         with pytest.raises(MCPError) as res:
-            await client.read_resource("knowledge://lib:secret/salaries")
+            await client.read_resource("knowledge://lib/secret/salaries")
         with pytest.raises(MCPError) as prompt:
             await client.get_prompt("knowledge_pack_index", {"pack": "lib:secret"})
         return listed, denied, res.value, prompt.value
@@ -281,7 +300,7 @@ def test_a_crashing_tool_is_an_internal_tool_error_and_the_server_goes_on(aws, c
         registry._PROVIDERS.pop("boom", None)
     assert crashed.is_error and crashed.content[0].text.startswith("InternalError: boom failed unexpectedly")
     assert "secret internals" not in crashed.content[0].text
-    assert crashed.structured_content["error"]["type"] == "InternalError"
+    assert error_of(crashed)["type"] == "InternalError"
     assert not after[0]
 
 

@@ -18,6 +18,18 @@ def list_knowledge_packs(ws: Workspace, principal: str | None = None) -> list[di
              "editable": p["editable"]} for p in list_packs(ws, principal)]
 
 
+def list_knowledge_docs(ws: Workspace, pack: str, principal: str | None = None) -> list[dict[str, Any]]:
+    """Every doc of ``pack`` the principal may read (selector, title, kind, summary), sorted by selector."""
+    check_pack_name(pack)
+    access.require_visible(ws, principal, pack, "list", pack)  # before the lookup: reveals nothing
+    get_pack(ws, pack)
+    readable = access.doc_filter(ws, principal, pack)  # None = the whole pack is readable
+    view = pack_view(ws, pack)
+    metas = (view.meta[i] for i in view.order)
+    return [{"selector": m.key, "title": m.title, "kind": m.kind, "summary": m.summary} for m in metas
+            if readable is None or readable(m.key)]
+
+
 def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[str] | None = None,
                      kind: str | None = None, selector_prefix: str | None = None, related_to: str | None = None,
                      edge_type: str | None = None, limit: int = 10, principal: str | None = None

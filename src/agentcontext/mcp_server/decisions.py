@@ -12,9 +12,9 @@ are audited by ``access.require``; recorded decisions are audited here (``decisi
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import Field, JsonValue
+from pydantic import Field
 
 from .. import access
 from ..decisions.causal import CausalChainAnalyzer
@@ -24,11 +24,12 @@ from ..decisions.recorder import DecisionRecorder
 from ..graph.context_graph import ContextGraph
 from ..graph.guarded import open_graph as guarded_graph
 from .registry import CallContext, StrictArgs, ToolSpec, register_tools
+from .schemas import ANY_JSON, BOOL, JSON_OBJECT, NUM, STR, STRINGS, array, free_json, nullable, obj
 
 HIDDEN = ("reasoning_embedding", "node2vec_embedding")
 DECISION_ID = Field(min_length=1, max_length=300, description="A decision id as record_decision or "
                     "find_precedents returned.")
-IDS = Field(None, max_length=1000)
+Name = Annotated[str, Field(min_length=1, max_length=300)]
 
 
 def open_graph(ctx: CallContext, level: str, action: str, target: str = "") -> ContextGraph:
@@ -50,13 +51,13 @@ class RecordArgs(StrictArgs):
     reasoning: str = Field(max_length=100_000, description="Why this outcome (may be empty).")
     outcome: str = Field(min_length=1, max_length=10_000, description="What was decided, e.g. approved.")
     confidence: float = Field(ge=0.0, le=1.0, description="How sure the decision maker was, 0.0 to 1.0.")
-    entities: Optional[list[str]] = Field(None, max_length=1000, description="Names of the entities involved "
+    entities: Optional[list[Name]] = Field(None, max_length=1000, description="Names of the entities involved "
                                           "(customers, products, ...); linked in the graph.")
     decision_maker: Optional[str] = Field(None, max_length=300, description="Who or what decided.")
-    caused_by: Optional[list[str]] = Field(None, max_length=1000, description="Ids of earlier decisions that "
+    caused_by: Optional[list[Name]] = Field(None, max_length=1000, description="Ids of earlier decisions that "
                                            "led to this one (causal links; they must exist).")
-    metadata: Optional[dict[str, JsonValue]] = Field(None, max_length=100, description="Free-form JSON facts "
-                                                     "about the decision; policy rules can require keys here.")
+    metadata: Optional[free_json(100)] = Field(None, description="Free-form JSON facts about the decision; policy "
+                                               "rules can require keys here.")
 
 
 class PrecedentArgs(StrictArgs):
@@ -106,12 +107,16 @@ def _compliance(ctx: CallContext, a: ComplianceArgs) -> dict[str, Any]:
     return engine.check_compliance(a.decision_id, a.policy_id).to_dict()
 
 
-def _obj(**props: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": list(props)}
-
-
-STR = {"type": "string"}
-ARRAY = {"type": "array", "items": {"type": "object"}}
+DECISION = obj({"decision_id": STR, "category": STR, "scenario": STR, "reasoning": STR, "outcome": STR,
+                "confidence": NUM, "timestamp": STR, "decision_maker": STR, "valid_from": nullable(STR),
+                "valid_until": nullable(STR), "metadata": JSON_OBJECT})
+RECORD_OUT = obj({"decision_id": STR, "graph": STR})
+PRECEDENTS_OUT = obj({"precedents": array(DECISION)})
+CHAIN_OUT = obj({"decision_id": STR, "direction": STR, "chain": array(DECISION)})
+COMPLIANCE_OUT = obj({"policy_id": STR, "policy_version": STR, "decision_id": STR, "compliant": BOOL, "passed": BOOL,
+                      "exception_id": nullable(STR), "checked_rules": STRINGS,
+                      "violations": array(obj({"rule": STR, "expected": ANY_JSON, "actual": ANY_JSON,
+                                               "message": STR}))})
 
 
 def decision_tools() -> list[ToolSpec]:
@@ -120,24 +125,22 @@ def decision_tools() -> list[ToolSpec]:
                  "Record a decision you (or someone) made, with its scenario, reasoning, outcome and confidence, so "
                  "later decisions can follow it as a precedent and audits can explain it. Name earlier decisions "
                  "that led to it in caused_by. Returns the decision_id.",
-                 RecordArgs, _record, _obj(decision_id=STR, graph=STR), read_only=False, title="Record a decision"),
+                 RecordArgs, _record, RECORD_OUT, read_only=False, title="Record a decision"),
         ToolSpec("find_precedents",
                  "Before deciding, find past decisions made in similar scenarios (by meaning, keywords and causal "
                  "neighbours), best first, each with outcome, reasoning and metadata.similarity. Follow them for "
                  "consistency or say why you deviate.",
-                 PrecedentArgs, _precedents, _obj(precedents=ARRAY), title="Find precedents"),
+                 PrecedentArgs, _precedents, PRECEDENTS_OUT, title="Find precedents"),
         ToolSpec("get_causal_chain",
                  "Explain a decision by its recorded causes (direction=upstream) or show what it led to "
                  "(downstream), nearest first; each entry's metadata has causal_distance and the path of ids. "
                  "Only recorded causal links count.",
-                 ChainArgs, _chain, _obj(decision_id=STR, direction=STR, chain=ARRAY), title="Causal chain"),
+                 ChainArgs, _chain, CHAIN_OUT, title="Causal chain"),
         ToolSpec("check_compliance",
                  "Check a recorded decision against a policy's current rules: compliant or not, which rules were "
                  "checked, each violation's reason, and a recorded exception if one excuses it. The check is "
                  "recorded on the decision and in the audit log.",
-                 ComplianceArgs, _compliance,
-                 _obj(policy_id=STR, decision_id=STR, compliant={"type": "boolean"}, violations=ARRAY),
-                 read_only=False, title="Check compliance"),
+                 ComplianceArgs, _compliance, COMPLIANCE_OUT, read_only=False, title="Check compliance"),
     ]
 
 

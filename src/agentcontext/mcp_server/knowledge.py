@@ -13,8 +13,8 @@ from ..errors import ConflictError, NotFoundError
 from ..knowledge import flash as flash_mod
 from ..knowledge import packs, tools
 from ..knowledge.manifest import EDGE_TYPES
-from ..knowledge.render import pack_index
 from .registry import CallContext, StrictArgs, ToolSpec, register_tools
+from .schemas import BOOL, INT, MAX_INT, NUM, STR, STRINGS, array, nullable, obj
 
 # An open vocabulary (like kinds): the known types are suggested; any word is accepted and checked by the library.
 EdgeType = Annotated[str, Field(min_length=1, max_length=64, description="Edge type, e.g. " + ", ".join(EDGE_TYPES)
@@ -22,6 +22,8 @@ EdgeType = Annotated[str, Field(min_length=1, max_length=64, description="Edge t
 PACK = Field(min_length=1, max_length=300, description="Pack name: lib:<slug> or pkg:<scope>.<repo>.<package>.<pack>.")
 SELECTOR = Field(min_length=1, max_length=500, description="A doc's stable dotted selector, e.g. design.agents.")
 TEXT_LIMIT = 5_000_000
+Tag = Annotated[str, Field(max_length=200)]
+Selector = Annotated[str, Field(max_length=500)]
 
 
 class NoArgs(StrictArgs):
@@ -32,7 +34,7 @@ class SearchArgs(StrictArgs):
     pack: str = PACK
     query: str = Field("", max_length=10_000, description="Words to match against selector, title, tags, summary, "
                        "then body text and meaning. Empty lists docs by the filters alone.")
-    tags: Optional[list[str]] = Field(None, max_length=100, description="Keep docs carrying ALL of these tags.")
+    tags: Optional[list[Tag]] = Field(None, max_length=100, description="Keep docs carrying ALL of these tags.")
     kind: Optional[str] = Field(None, max_length=200, description="Keep docs of this kind (e.g. design, policy).")
     selector_prefix: Optional[str] = Field(None, max_length=500, description="Keep docs whose selector starts so.")
     related_to: Optional[str] = Field(None, max_length=500, description="Keep docs joined to this selector by an "
@@ -50,14 +52,15 @@ class NeighborArgs(StrictArgs):
 class ReadArgs(StrictArgs):
     pack: str = PACK
     selector: str = SELECTOR
-    version: Optional[int] = Field(None, ge=1, description="Read this older version instead of the current one.")
+    version: Optional[int] = Field(None, ge=1, le=MAX_INT, description="Read this older version instead of the "
+                                   "current one.")
 
 
 class FlashArgs(StrictArgs):
     pack: str = PACK
-    selectors: list[str] = Field(min_length=1, max_length=1000, description="Target selectors to assemble.")
-    budget_tokens: Optional[int] = Field(None, ge=0, description="Fail with BudgetExceededError (naming the "
-                                         "largest docs) instead of returning more tokens than this.")
+    selectors: list[Selector] = Field(min_length=1, max_length=1000, description="Target selectors to assemble.")
+    budget_tokens: Optional[int] = Field(None, ge=0, le=MAX_INT, description="Fail with BudgetExceededError "
+                                         "(naming the largest docs) instead of returning more tokens than this.")
     as_of: Optional[str] = Field(None, max_length=64, description="ISO-8601 time: assemble the graph as it stood "
                                  "then.")
     degrade: Optional[Literal["summaries"]] = Field(None, description="With budget_tokens: replace the bodies of "
@@ -77,7 +80,7 @@ class CreateArgs(StrictArgs):
     title: str = Field(min_length=1, max_length=1000)
     summary: str = Field("", max_length=10_000, description="One or two sentences to judge relevance by.")
     kind: str = Field("reference", min_length=1, max_length=200)
-    tags: list[str] = Field(default_factory=list, max_length=100)
+    tags: list[Tag] = Field(default_factory=list, max_length=100)
     content: str = Field("", max_length=TEXT_LIMIT, description="The Markdown body.")
     related: list[Related] = Field(default_factory=list, max_length=1000, description="Typed outbound edges.")
 
@@ -88,27 +91,18 @@ class UpdateArgs(StrictArgs):
     title: Optional[str] = Field(None, min_length=1, max_length=1000)
     summary: Optional[str] = Field(None, max_length=10_000)
     kind: Optional[str] = Field(None, min_length=1, max_length=200)
-    tags: Optional[list[str]] = Field(None, max_length=100, description="Replaces all tags.")
+    tags: Optional[list[Tag]] = Field(None, max_length=100, description="Replaces all tags.")
     content: Optional[str] = Field(None, max_length=TEXT_LIMIT)
     related: Optional[list[Related]] = Field(None, max_length=1000, description="Replaces all outbound edges.")
-    expected_version: Optional[int] = Field(None, ge=0, description="The version you read; a stale one fails with "
-                                            "ConflictError and changes nothing.")
+    expected_version: Optional[int] = Field(None, ge=0, le=MAX_INT, description="The version you read; a stale "
+                                            "one fails with ConflictError and changes nothing.")
 
 
 class DeleteArgs(StrictArgs):
     pack: str = PACK
     selector: str = SELECTOR
-    expected_version: Optional[int] = Field(None, ge=1, description="The version you read; a stale one fails with "
-                                            "ConflictError and deletes nothing.")
-
-
-def _obj(**props: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": list(props)}
-
-
-ARRAY = {"type": "array", "items": {"type": "object"}}
-STR = {"type": "string"}
-INT = {"type": "integer"}
+    expected_version: Optional[int] = Field(None, ge=1, le=MAX_INT, description="The version you read; a stale "
+                                            "one fails with ConflictError and deletes nothing.")
 
 
 def _list_packs(ctx: CallContext, _: NoArgs) -> dict[str, Any]:
@@ -177,8 +171,22 @@ def _delete(ctx: CallContext, a: DeleteArgs) -> dict[str, Any]:
     return packs.delete_doc(ctx.ws, a.pack, a.selector, principal=ctx.principal)
 
 
-DOC_OUT = _obj(pack=STR, selector=STR, title=STR, content=STR, version=INT, related=ARRAY)
-WRITE_OUT = _obj(pack=STR, selector=STR, version=INT, content_hash=STR)
+SIGNALS = {"type": "object", "additionalProperties": NUM, "description": "Each signal that matched and its value."}
+PACKS_OUT = obj({"packs": array(obj({"pack": STR, "name": STR, "pack_id": STR, "docs": INT, "editable": BOOL}))})
+SEARCH_OUT = obj({"pack": STR, "hits": array(obj({"selector": STR, "title": STR, "kind": STR, "summary": STR,
+                                                   "tags": STRINGS, "score": NUM, "signals": SIGNALS}))})
+NEIGHBORS_OUT = obj({"pack": STR, "selector": STR, "neighbors": array(obj({
+    "selector": STR, "type": STR, "exists": BOOL, "title": nullable(STR), "kind": nullable(STR),
+    "summary": nullable(STR)}))})
+DOC_OUT = obj({"pack": STR, "selector": STR, "title": STR, "summary": STR, "kind": STR, "tags": STRINGS,
+               "related": array(obj({"type": STR, "target": STR})), "content": STR, "version": INT,
+               "content_hash": STR, "updated_at": STR, "updated_by": STR, "source_path": STR})
+FLASH_OUT = obj({"pack": STR, "targets": STRINGS, "order": STRINGS, "digest": STR, "tokens": INT, "text": STR,
+                 "as_of": nullable(STR), "degraded": STRINGS, "policy": nullable(STR),
+                 "docs": array(obj({"selector": STR, "title": STR, "kind": STR, "version": INT, "tokens": INT,
+                                    "degraded": BOOL}))})
+WRITE_OUT = obj({"pack": STR, "selector": STR, "version": INT, "content_hash": STR})
+DELETE_OUT = obj({"pack": STR, "selector": STR, "deleted": BOOL})
 
 
 def knowledge_tools() -> list[ToolSpec]:
@@ -186,16 +194,16 @@ def knowledge_tools() -> list[ToolSpec]:
         ToolSpec("list_knowledge_packs",
                  "Start here. Lists the knowledge packs you may read (name, doc count, whether you may edit). "
                  "Packs are graphs of source documents; use a pack name with the other knowledge tools.",
-                 NoArgs, _list_packs, _obj(packs=ARRAY), title="List knowledge packs"),
+                 NoArgs, _list_packs, PACKS_OUT, title="List knowledge packs"),
         ToolSpec("search_knowledge",
                  "Find candidate docs in one pack by metadata first (selector, title, tags, summary), then body "
                  "text and meaning. Returns selectors with title, kind, summary, tags, score and the signals that "
                  "matched, never bodies: judge relevance from the summaries, then read only what you need.",
-                 SearchArgs, _search, _obj(pack=STR, hits=ARRAY), title="Search knowledge"),
+                 SearchArgs, _search, SEARCH_OUT, title="Search knowledge"),
         ToolSpec("list_knowledge_neighbors",
                  "Follow one doc's outbound typed edges (depends_on, defines, governs, references, ...) to its "
                  "prerequisites and exact rules. Metadata only; sorted by target selector then edge type.",
-                 NeighborArgs, _neighbors, _obj(pack=STR, selector=STR, neighbors=ARRAY),
+                 NeighborArgs, _neighbors, NEIGHBORS_OUT,
                  title="List a doc's neighbours"),
         ToolSpec("read_knowledge_doc",
                  "Read the full body of one doc you selected by search or traversal (last step: read only the "
@@ -206,8 +214,7 @@ def knowledge_tools() -> list[ToolSpec]:
                  "foundations first, as one text with a digest and token count. Use when you must understand a "
                  "module from the ground up; fails loudly on a cycle, a missing prerequisite, an unreadable doc "
                  "or an exceeded budget_tokens.",
-                 FlashArgs, _flash, _obj(pack=STR, order={"type": "array", "items": STR}, digest=STR, tokens=INT,
-                                          text=STR), title="Flash knowledge"),
+                 FlashArgs, _flash, FLASH_OUT, title="Flash knowledge"),
         ToolSpec("create_knowledge_doc",
                  "Create a new doc in an editable lib: pack (pkg: packs are read-only). Fails with ConflictError "
                  "if the selector exists; then use update_knowledge_doc.",
@@ -218,18 +225,10 @@ def knowledge_tools() -> list[ToolSpec]:
                  UpdateArgs, _update, WRITE_OUT, read_only=False, title="Update a knowledge doc"),
         ToolSpec("delete_knowledge_doc",
                  "Delete a doc from a lib: pack (its history stays readable by version).",
-                 DeleteArgs, _delete, _obj(pack=STR, selector=STR, deleted={"type": "boolean"}), read_only=False,
+                 DeleteArgs, _delete, DELETE_OUT, read_only=False,
                  destructive=True, title="Delete a knowledge doc"),
     ]
 
 
 register_tools("knowledge", knowledge_tools)
 
-
-def read_resource_text(ctx: CallContext, pack: str, selector: str) -> str:
-    doc = tools.read_knowledge_doc(ctx.ws, pack, selector, principal=ctx.principal)
-    return f"# {doc['title']} ({doc['selector']})\n\n{doc['content'].strip()}\n"
-
-
-def pack_index_text(ctx: CallContext, pack: str) -> str:
-    return pack_index(ctx.ws, pack, ctx.principal)

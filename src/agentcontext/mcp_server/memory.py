@@ -12,17 +12,19 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import Field, JsonValue
+from pydantic import Field
 
 from ..errors import ValidationError
 from ..memory import AgentMemory, guarded
 from .registry import CallContext, StrictArgs, ToolSpec, register_tools
+from .schemas import INT, JSON_OBJECT, NUM, STR, array, free_json, nullable, obj
 
 NAMESPACE = "default"
 ID = Field(min_length=1, max_length=300, description="A memory id as store_memory or retrieve_memories returned.")
 CONVERSATION = Field(None, min_length=1, max_length=300, description="A conversation id: memories of one "
                      "conversation are linked in order.")
 USER = Field(None, min_length=1, max_length=300, description="The user the memory is about or from.")
+MAX_DAYS = 100_000  # about 270 years: any older cut-off is before every memory
 
 
 def open_memory(ctx: CallContext, level: str, action: str) -> AgentMemory:
@@ -36,8 +38,8 @@ def _audit(ctx: CallContext, action: str, target: str, detail: dict[str, Any]) -
 
 class StoreArgs(StrictArgs):
     content: str = Field(min_length=1, max_length=1_000_000, description="The text to remember.")
-    metadata: Optional[dict[str, JsonValue]] = Field(None, max_length=100, description="Free-form JSON metadata "
-                                                     "(e.g. type, speaker, entities); retrieval can filter on it.")
+    metadata: Optional[free_json(100)] = Field(None, description="Free-form JSON metadata (e.g. type, speaker, "
+                                               "entities); retrieval can filter on it.")
     conversation_id: Optional[str] = CONVERSATION
     user_id: Optional[str] = USER
 
@@ -57,7 +59,8 @@ class ForgetArgs(StrictArgs):
     conversation_id: Optional[str] = Field(None, min_length=1, max_length=300,
                                            description="Forget this conversation's memories.")
     user_id: Optional[str] = Field(None, min_length=1, max_length=300, description="Forget this user's memories.")
-    days_old: Optional[float] = Field(None, ge=0.0, description="Forget memories older than this many days.")
+    days_old: Optional[float] = Field(None, ge=0.0, le=MAX_DAYS, description="Forget memories older than this "
+                                      "many days.")
 
 
 class GetArgs(StrictArgs):
@@ -104,12 +107,16 @@ def _history(ctx: CallContext, a: HistoryArgs) -> dict[str, Any]:
             "memories": mem.get_conversation_history(a.conversation_id, a.max_items)}
 
 
-def _obj(**props: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": list(props)}
-
-
-STR = {"type": "string"}
-ARRAY = {"type": "array", "items": {"type": "object"}}
+MEMORY = {"id": STR, "memory_id": STR, "content": STR, "metadata": JSON_OBJECT, "conversation_id": nullable(STR),
+          "user_id": nullable(STR), "timestamp": nullable(STR), "created_at": nullable(STR),
+          "updated_at": nullable(STR), "version": INT}
+RECALLED = {**MEMORY, "score": NUM, "signals": {"type": "object", "additionalProperties": NUM,
+                                                "description": "Each retrieval signal and its value."},
+            "source": STR}
+STORE_OUT = obj({"id": STR, "namespace": STR})
+RETRIEVE_OUT = obj({"namespace": STR, "results": array(obj(RECALLED))})
+FORGET_OUT = obj({"namespace": STR, "forgotten": INT})
+HISTORY_OUT = obj({"conversation_id": STR, "memories": array(obj(MEMORY))})
 
 
 def memory_tools() -> list[ToolSpec]:
@@ -118,25 +125,25 @@ def memory_tools() -> list[ToolSpec]:
                  "Remember something for later sessions: a fact, a preference, a turn of a conversation. Pass "
                  "conversation_id for turns of one conversation (they are linked in order) and user_id for what "
                  "belongs to one user. Returns the new memory's id.",
-                 StoreArgs, _store, _obj(id=STR, namespace=STR), read_only=False, title="Store a memory"),
+                 StoreArgs, _store, STORE_OUT, read_only=False, title="Store a memory"),
         ToolSpec("retrieve_memories",
                  "Recall what was remembered before: the memories most relevant to a query (meaning, keywords and "
                  "conversation context), best first, each with its score and the signals behind it. Use before "
                  "answering anything that may depend on earlier sessions.",
-                 RetrieveArgs, _retrieve, _obj(namespace=STR, results=ARRAY), title="Retrieve memories"),
+                 RetrieveArgs, _retrieve, RETRIEVE_OUT, title="Retrieve memories"),
         ToolSpec("forget_memories",
                  "Delete memories for good: one by memory_id, a whole conversation, a user's, or those older than "
                  "days_old (give at least one; given together, all must match). Returns how many were deleted.",
-                 ForgetArgs, _forget, _obj(namespace=STR, forgotten={"type": "integer"}), read_only=False,
+                 ForgetArgs, _forget, FORGET_OUT, read_only=False,
                  destructive=True, title="Forget memories"),
         ToolSpec("get_memory",
                  "Read one memory by id (its full text, metadata, conversation, user and times), e.g. one that "
                  "retrieve_memories returned. Fails with NotFoundError for an unknown id.",
-                 GetArgs, _get, _obj(id=STR, content=STR), title="Get a memory"),
+                 GetArgs, _get, obj(MEMORY), title="Get a memory"),
         ToolSpec("conversation_history",
                  "The last max_items memories of one conversation in the order they were stored (oldest first). "
                  "Use to pick a conversation up where it stopped.",
-                 HistoryArgs, _history, _obj(conversation_id=STR, memories=ARRAY), title="Conversation history"),
+                 HistoryArgs, _history, HISTORY_OUT, title="Conversation history"),
     ]
 
 

@@ -5,30 +5,39 @@ arguments, a function over the ``CallContext``) and registers a provider with ``
 server turns every spec into an MCP tool whose input schema forbids unknown properties, validates the
 arguments itself, and turns any failure into an MCP tool error carrying our error type and message:
 never a traceback, never a crashed server.
+
+A tool error is ``isError: true`` with ``<Type>: <message>`` as its text and no structured content (clients
+such as the TypeScript SDK validate any structured content against the tool's output schema, which
+describes a success); the error's data (``{type, message, ...}``) travels in the result's ``_meta`` under
+``agentcontext/error``.
 """
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import pydantic
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import AgentContextError, ValidationError
+from ..errors import AgentContextError, NotFoundError, ValidationError
 from ..workspace import Workspace
 
 log = logging.getLogger("agentcontext.mcp")
 
 
-class StrictArgs(BaseModel):
-    """Base of every tool's argument model: unknown keys and type coercions are refused."""
+ERROR_META = "agentcontext/error"  # the _meta key of a tool error's data
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+
+class StrictArgs(BaseModel):
+    """Base of every tool's argument model: unknown keys, type coercions, NaN and infinities are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 @dataclass
@@ -49,7 +58,7 @@ class ToolSpec:
     description: str
     args: type[StrictArgs]
     run: Callable[[CallContext, Any], dict[str, Any]]
-    output_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    output_schema: dict[str, Any] | None = None  # what a success's structured content holds (schemas.obj)
     read_only: bool = True
     destructive: bool = False
     title: str | None = None
@@ -86,9 +95,19 @@ def jsonable(data: Any) -> Any:
 
 
 def error_result(exc: AgentContextError) -> CallToolResult:
-    """An MCP tool error: ``Type: message`` as text, ``{"error": {type, message, ...data}}`` as structure."""
-    return CallToolResult(content=[TextContent(type="text", text=f"{exc.type}: {exc.message}")],
-                          structured_content={"error": jsonable(exc.to_dict())}, is_error=True)
+    """An MCP tool error: ``Type: message`` as text, ``{type, message, ...data}`` in ``_meta``, no structure."""
+    return tool_error(exc.type, exc.message, jsonable(exc.to_dict()))
+
+
+def tool_error(kind: str, message: str, data: dict[str, Any] | None = None) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=f"{kind}: {message}")], is_error=True,
+                          _meta={ERROR_META: data or {"type": kind, "message": message}})
+
+
+def protocol_error(exc: AgentContextError) -> MCPError:
+    """For resources and prompts (which have no tool-error result): a JSON-RPC error with our type and data."""
+    code = INVALID_PARAMS if isinstance(exc, (NotFoundError, ValidationError)) else INTERNAL_ERROR
+    return MCPError(code=code, message=f"{exc.type}: {exc.message}", data={"error": jsonable(exc.to_dict())})
 
 
 def describe_validation(exc: pydantic.ValidationError, model: type[BaseModel]) -> ValidationError:
@@ -124,11 +143,7 @@ def call_spec(spec: ToolSpec, ctx: CallContext, raw: dict[str, Any]) -> CallTool
         return error_result(ValidationError("arguments are nested too deeply"))
     except Exception:  # a bug of ours: logged on stderr, reported without internals, the server keeps going
         log.exception("tool %s failed unexpectedly", spec.name)
-        return CallToolResult(content=[TextContent(type="text", text=f"InternalError: {spec.name} failed "
-                                                   "unexpectedly; the server log has the details")],
-                              structured_content={"error": {"type": "InternalError",
-                                                            "message": f"{spec.name} failed unexpectedly"}},
-                              is_error=True)
+        return tool_error("InternalError", f"{spec.name} failed unexpectedly; the server log has the details")
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
                           structured_content=data)
 

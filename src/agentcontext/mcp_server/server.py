@@ -15,13 +15,12 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
-from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from .. import access
-from ..errors import AgentContextError, NotFoundError, ValidationError
+from ..errors import AgentContextError
 from ..workspace import Workspace
-from .registry import CallContext, jsonable, as_mcp_tool, registered_capabilities, tool_specs
+from .registry import CallContext, as_mcp_tool, protocol_error, registered_capabilities, tool_specs
+from .resources import add_knowledge_resources, read_index
 
 HOST = "127.0.0.1"
 # Modules that register tools (``register_tools``) when imported. All are part of the package: a missing or
@@ -62,15 +61,9 @@ def _token_principal() -> str | None:
     return token.client_id
 
 
-def protocol_error(exc: AgentContextError) -> MCPError:
-    """For resources and prompts (which have no tool-error result): a JSON-RPC error with our type and data."""
-    code = INVALID_PARAMS if isinstance(exc, (NotFoundError, ValidationError)) else INTERNAL_ERROR
-    return MCPError(code=code, message=f"{exc.type}: {exc.message}", data={"error": jsonable(exc.to_dict())})
-
-
 def build_server(ws: Workspace, principal: str | None = None, capabilities: list[str] | None = None,
                  http_port: int | None = None) -> MCPServer:
-    """An MCP server over ``ws``: every registered capability's tools, the knowledge resource and prompt.
+    """An MCP server over ``ws``: every registered capability's tools, the knowledge resources and prompt.
 
     ``principal`` acts for every call (None = the owner), unless ``http_port`` is given: then the server
     requires bearer tokens and each request acts as its token's principal.
@@ -93,22 +86,14 @@ def build_server(ws: Workspace, principal: str | None = None, capabilities: list
 
 
 def _add_knowledge_extras(server: MCPServer, ctx: CallContext) -> None:
-    from .knowledge import pack_index_text, read_resource_text
-
-    @server.resource("knowledge://{pack}/{selector}", name="knowledge_doc", mime_type="text/markdown",
-                     description="One knowledge doc's title and body, e.g. knowledge://lib:handbook/onboarding.")
-    def knowledge_doc(pack: str, selector: str) -> str:
-        try:
-            return read_resource_text(ctx, pack, selector)
-        except AgentContextError as exc:
-            raise protocol_error(exc) from None
+    add_knowledge_resources(server, ctx)
 
     @server.prompt(name="knowledge_pack_index",
                    description="The index of one pack (selector, kind, title, summary, related; never bodies) "
                                "to seed an agent with entry points.")
     def knowledge_pack_index(pack: str) -> str:
         try:
-            return pack_index_text(ctx, pack)
+            return read_index(ctx, pack)
         except AgentContextError as exc:
             raise protocol_error(exc) from None
 
