@@ -37,7 +37,7 @@ from agentcontext.decisions.recorder import DecisionRecorder
 from agentcontext.erasure import erase_workspace_entity
 from agentcontext.graph.context_graph import ContextGraph
 from agentcontext.knowledge import flash, packs, tools
-from agentcontext.mcp_server import build_server
+from agentcontext.mcp_server import ERROR_META, build_server
 from agentcontext.mcp_server.context import workspace_reasoning
 from agentcontext.memory import AgentMemory
 from agentcontext.workspace import Workspace
@@ -385,7 +385,9 @@ def run_mcp(calls: list[tuple[str, dict[str, Any]]], home: Path, who: str | None
             found = []
             for tool, arguments in calls:
                 result = await client.call_tool(tool, fill(arguments))
-                found.append((bool(result.is_error), result.structured_content))
+                # A tool error carries no structured content; its data is in _meta (issue 13 s3).
+                found.append((True, {"error": result.meta[ERROR_META]}) if result.is_error
+                             else (False, result.structured_content))
             return found
 
     try:
