@@ -23,7 +23,8 @@ KNOWLEDGE_TOOLS = {"list_knowledge_packs", "search_knowledge", "list_knowledge_n
                    "flash_knowledge", "create_knowledge_doc", "update_knowledge_doc", "delete_knowledge_doc"}
 MEMORY_TOOLS = {"store_memory", "retrieve_memories", "forget_memories", "get_memory", "conversation_history"}
 DECISION_TOOLS = {"record_decision", "find_precedents", "get_causal_chain", "check_compliance"}
-ALL_TOOLS = KNOWLEDGE_TOOLS | MEMORY_TOOLS | DECISION_TOOLS
+CONTEXT_TOOLS = {"get_context"}
+ALL_TOOLS = KNOWLEDGE_TOOLS | MEMORY_TOOLS | DECISION_TOOLS | CONTEXT_TOOLS
 PKG = "pkg:acme.tools.knowledge.core"
 REFUND = {"category": "refund", "reasoning": "Outside the 30-day window.", "outcome": "denied", "confidence": 0.9}
 
@@ -89,6 +90,7 @@ def cases(ids: dict[str, str]) -> list[Case]:
         Case("find_precedents", {"scenario": "refund two months after buying", "limit": 3}),
         Case("get_causal_chain", {"decision_id": eff}),
         Case("check_compliance", {"decision_id": dec, "policy_id": "refund-v1"}),
+        Case("get_context", {"query": "Which refund did the customer ask for?", "max_results": 5}),
     ]
     bad = [
         Case("list_knowledge_packs", {"bogus": 1}, "ValidationError", label="unknown-argument"),
@@ -123,6 +125,8 @@ def cases(ids: dict[str, str]) -> list[Case]:
         Case("find_precedents", {"scenario": "late refund"}, "AccessDeniedError", "reader"),
         Case("get_causal_chain", {"decision_id": "dec_missing"}, "NotFoundError"),
         Case("check_compliance", {"decision_id": dec, "policy_id": "no-such-policy"}, "NotFoundError"),
+        Case("get_context", {"query": "refund", "budget_tokens": 5}, "BudgetExceededError"),
+        Case("get_context", {"query": "refund", "include": ["everything"]}, "ValidationError", label="bad-value"),
     ]
     return ok + bad
 

@@ -20,6 +20,7 @@ from ..reasoning.service import ReasoningService
 from ..retrieval import ContextRetriever
 from ..workspace import Workspace
 from .registry import CallContext, StrictArgs, ToolSpec, register_tools
+from .schemas import BOOL, INT, JSON_OBJECT, NUM, STR, array, nullable, obj
 
 Kind = Literal["memories", "docs", "decisions", "graph"]
 
@@ -57,12 +58,18 @@ def _context(ctx: CallContext, a: ContextArgs) -> dict[str, Any]:
     return bundle.to_dict()
 
 
-ARRAY = {"type": "array", "items": {"type": "object"}}
-OUTPUT = {"type": "object", "properties": {
-    "query": {"type": "string"}, "num_sources": {"type": "integer"}, "sources": ARRAY, "reasoning_path": ARRAY,
-    "tokens": {"type": "integer"}, "budget_tokens": {"type": ["integer", "null"]}, "dropped": ARRAY,
-    "skipped": {"type": "object"}, "instructions": {"type": "string"}, "text": {"type": "string"}},
-    "required": ["query", "num_sources", "sources", "reasoning_path", "tokens", "text"]}
+STEP = obj({"from": STR, "from_title": STR, "edge": STR, "to": STR, "to_title": STR, "direction": STR})
+SOURCE = obj({"label": INT, "id": STR, "kind": STR, "title": STR, "score": NUM, "origin": STR, "hops": INT,
+              "tokens": INT, "truncated": BOOL, "signals": {"type": "object", "additionalProperties": NUM},
+              "metadata": JSON_OBJECT, "content": STR})
+PATH = obj({"label": INT, "source": STR, "origin": STR, "hops": INT, "steps": array(STEP)},
+           {"seed": STR, "seed_label": nullable(INT)})
+OUTPUT = obj({"query": STR, "num_sources": INT, "sources": array(SOURCE), "reasoning_path": array(PATH),
+              "tokens": INT, "budget_tokens": nullable(INT),
+              "dropped": array(obj({"id": STR, "kind": STR, "score": NUM, "tokens": INT, "why": STR})),
+              "skipped": {"type": "object", "additionalProperties": STR,
+                          "description": "Each store left out (memories, docs, decisions, graph) and why."},
+              "instructions": STR, "text": STR})
 
 
 def context_tools() -> list[ToolSpec]:
