@@ -115,8 +115,10 @@ def test_context_package_folders_become_packs_of_blocks(nws):
 
 
 def test_context_blocks_need_a_scope_unless_the_folder_is_a_clone(tmp_path, ws):
+    plain = tmp_path / "plain" / "context"  # outside any repository (the vendored copy sits in ours)
+    shutil.copytree(REPO / "context", plain)
     with pytest.raises(ValidationError, match="--scope nenjo-ai --repo packages"):
-        packs.install_folder(ws, REPO / "context", defer_embeddings=True)
+        packs.install_folder(ws, plain, defer_embeddings=True)
     clone = tmp_path / "packages"
     shutil.copytree(REPO / "context", clone / "nenjo" / "context")
     (clone / ".git").mkdir()
