@@ -41,6 +41,20 @@ def _vector_store_for(vector_store: Any, graph: Any) -> VectorStore:
     return vector_store
 
 
+def graph_flags(graph: Any, **given: bool | None) -> dict[str, bool]:
+    """The graph feature flags an AgentContext builds its graph with: each given one, else the given graph's,
+    else True. A flag given here that disagrees with the given graph's own is a ValidationError."""
+    out = {}
+    for flag, value in given.items():
+        has = getattr(graph, flag, None) if graph is not None else None
+        if value is not None and has is not None and bool(has) != bool(value):
+            raise ValidationError(f"AgentContext({flag}={value}) disagrees with the knowledge_graph, which was built "
+                                  f"with {flag}={has}; set it on the ContextGraph (ContextGraph({flag}={value}))",
+                                  flag=flag)
+        out[flag] = bool(value if value is not None else (has if has is not None else True))
+    return out
+
+
 class AgentContext:
     """Memory, retrieval, decisions, graph traversal and checkpoints behind one API (seed 003)."""
 
@@ -54,13 +68,13 @@ class AgentContext:
         graph_expansion: bool = True,
         max_expansion_hops: int = 2,
         hybrid_alpha: float = 0.5,
-        advanced_analytics: bool = True,
-        kg_algorithms: bool = True,
+        advanced_analytics: bool | None = None,
+        kg_algorithms: bool | None = None,
         proximity_weight: float = 0.0,
         principal: str | None = None,
         llm_provider: Any = None,
         infer: bool = False,
-        **options: Any,
+        node_embeddings: bool | None = None,
     ) -> None:
         self.decision_tracking = decision_tracking
         self.retention_days = retention_days
@@ -68,13 +82,17 @@ class AgentContext:
         self.graph_expansion = graph_expansion
         self.max_expansion_hops = max_expansion_hops
         self.hybrid_alpha = hybrid_alpha
-        self.advanced_analytics = advanced_analytics
-        self.kg_algorithms = kg_algorithms
+        # The graph flags (default True) go to the graph this context builds; a given graph keeps its own,
+        # and a flag given here that contradicts it is refused rather than silently ignored.
+        self.graph_flags = graph_flags(knowledge_graph, advanced_analytics=advanced_analytics,
+                                       kg_algorithms=kg_algorithms, node_embeddings=node_embeddings)
+        self.advanced_analytics = self.graph_flags["advanced_analytics"]
+        self.kg_algorithms = self.graph_flags["kg_algorithms"]
+        self.node_embeddings = self.graph_flags["node_embeddings"]
         self.proximity_weight = proximity_weight
         self.principal = principal
         self.llm_provider = check_provider(llm_provider)
         self.infer = check_infer(infer, llm_provider)
-        self.options = options
         self.vector_store = _vector_store_for(vector_store, knowledge_graph)
         self.memory = AgentMemory(self.vector_store, max_memory_size=max_memories, retention_policy=retention_days)
         self.retriever = ContextRetriever(memory_store=self.memory, use_graph_expansion=graph_expansion,
@@ -100,7 +118,7 @@ class AgentContext:
         self.reasoning.graph = graph
 
     def _new_graph(self) -> ContextGraph:
-        self.knowledge_graph = ContextGraph()
+        self.knowledge_graph = ContextGraph(**self.graph_flags)
         return self.knowledge_graph
 
     def _graph_or_new(self) -> Any:

@@ -15,7 +15,9 @@ from ..model import Edge, Node, edge_id, to_utc_iso, utcnow
 from ..store.base import Store
 from ..workspace import Workspace
 from ..engine import traversal
+from .algorithms import GraphAlgorithms
 from .analytics import GraphAnalytics
+from .extras import require_extras
 from .records import edge_dict, node_dict, parse_edge_item, parse_node_item
 
 DEFAULT_NODE_TYPE = "entity"
@@ -39,26 +41,32 @@ class ContextGraph:
         store: Store | None = None,
         name: str | None = None,
         actor: str = "",
-        **options: Any,
+        kg_algorithms: bool = True,
+        graph_id: str | None = None,
     ) -> None:
         if workspace is not None and store is not None:
             raise ValidationError("pass workspace= or store=, not both")
+        flags = {"advanced_analytics": advanced_analytics, "centrality_analysis": centrality_analysis,
+                 "community_detection": community_detection, "kg_algorithms": kg_algorithms,
+                 "node_embeddings": node_embeddings}
+        require_extras(flags)
         self._owns_workspace = workspace is None and store is None
         self.workspace = workspace or (Workspace(store) if store is not None else Workspace.in_memory())
         self.advanced_analytics = advanced_analytics
         self.centrality_analysis = centrality_analysis
         self.community_detection = community_detection
         self.node_embeddings = node_embeddings
-        self.options = options
+        self.kg_algorithms = kg_algorithms
         self.actor = actor
         self.name = name or "default"
         self.namespace = f"graph:{self.name}"
         # An unnamed graph over a shared workspace sees the whole workspace; a named one only itself.
         self.scope: str | None = None if name is None else self.namespace
-        self.graph_id = options.get("graph_id") or f"{self.name}-{uuid.uuid4().hex[:8]}"
+        self.graph_id = graph_id or f"{self.name}-{uuid.uuid4().hex[:8]}"
         self._prefix = self.namespace + "/"
         self._stale = (-1, 0)  # (change counter, walks since the CSR went stale)
         self.analytics = GraphAnalytics(self)
+        self.algorithms = GraphAlgorithms(self)
         from .crossgraph import register
 
         register(self)
@@ -381,7 +389,8 @@ class ContextGraph:
 
     def shortest_path(self, source_id: str, target_id: str, max_hops: int | None = None, direction: str = "out",
                       as_of: Any = None) -> list[str] | None:
-        """Fewest-edges path as node ids, or None when ``target_id`` is unreachable."""
+        """Fewest-edges path as node ids, or None when ``target_id`` is unreachable (``kg_algorithms``)."""
+        self.algorithms.check()
         csr = self.csr(as_of)
         s, t = self.require(source_id), self.require(target_id)
         if s not in csr.index or t not in csr.index:
@@ -389,6 +398,22 @@ class ContextGraph:
         blocked = traversal.blocked_edges(csr, utcnow()) if as_of is None and csr.timed else frozenset()
         path = traversal.shortest_path(csr, csr.index[s], csr.index[t], max_hops, direction, blocked)
         return None if path is None else [self.user_id(csr.ids[i]) for i in path]
+
+    def k_shortest_paths(self, source_id: str, target_id: str, k: int = 3, weighted: bool = False,
+                         max_hops: int | None = None, direction: str = "out",
+                         relationship_types: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Up to ``k`` loopless paths, shortest first: ``path`` (node ids), ``length`` (edges, or the summed
+        edge weights when ``weighted``) and ``hops`` (Yen's algorithm; ``kg_algorithms``)."""
+        return self.algorithms.k_shortest_paths(source_id, target_id, k, weighted, max_hops, direction,
+                                                relationship_types)
+
+    def predict_links(self, node_id: str | None = None, top_k: int = 10, method: str = "adamic_adar",
+                      relationship_types: Sequence[str] | None = None,
+                      node_type: str | None = None) -> list[dict[str, Any]]:
+        """The ``top_k`` most likely missing links (``source``, ``target``, ``score``), best first, from
+        ``node_id`` or over the whole graph: adamic_adar, jaccard, resource_allocation or
+        preferential_attachment on the undirected graph (``kg_algorithms``; engine/linkpred.py)."""
+        return self.algorithms.predict_links(node_id, top_k, method, relationship_types, node_type)
 
     # --- analytics (graph/analytics.py over the igraph engine) -----------------------------------
     def pagerank(self, damping: float = 0.85, weighted: bool = True, top_k: int | None = None) -> dict[str, float]:

@@ -1,0 +1,138 @@
+"""Path-finding over the CSR adjacency: shortest paths (fewest edges or least total weight) and Yen's k
+shortest simple paths.
+
+Paths are lists of node indices. ``weighted=False`` counts edges; ``weighted=True`` adds the edge
+weights as lengths (Dijkstra; weights must be >= 0), where two nodes joined by several edges (of
+different types) use the lightest. ``direction`` is ``out`` (follow edges), ``in`` (against them) or
+``both`` (either way). Everything is iterative; one call keeps the neighbour lists it touches.
+"""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from typing import Callable
+
+from ..errors import ValidationError
+from .traversal import CSR, _steps
+
+Neighbours = Callable[[int], dict[int, float]]
+
+
+def neighbours(csr: CSR, direction: str, types: set[int] | None = None,
+               blocked: set[int] | frozenset[int] = frozenset()) -> Neighbours:
+    """A memoised ``node -> {neighbour: lightest weight}`` over the usable edges (no self loops)."""
+    if direction not in ("out", "in", "both"):
+        raise ValidationError(f"unknown direction {direction!r}; use out, in or both", direction=direction)
+    memo: dict[int, dict[int, float]] = {}
+    block = blocked if isinstance(blocked, set) else set(blocked)
+
+    def of(node: int) -> dict[int, float]:
+        hit = memo.get(node)
+        if hit is None:
+            hit = {}
+            for nb, _pos, w in _steps(csr, node, direction, types, None, block):
+                if nb != node and (nb not in hit or w < hit[nb]):
+                    hit[nb] = w
+            memo[node] = hit
+        return hit
+
+    return of
+
+
+def _cost(path: list[int], nbrs: Neighbours, weighted: bool) -> float:
+    return sum(nbrs(a)[b] for a, b in zip(path, path[1:])) if weighted else float(len(path) - 1)
+
+
+def shortest(nbrs: Neighbours, source: int, target: int, weighted: bool = False, max_hops: int | None = None,
+             banned_nodes: set[int] | frozenset[int] = frozenset(),
+             banned_edges: set[tuple[int, int]] | frozenset[tuple[int, int]] = frozenset()) -> list[int] | None:
+    """One shortest path avoiding ``banned_nodes`` and ``banned_edges`` (BFS, or Dijkstra when weighted)."""
+    if source == target:
+        return [source]
+    parent: dict[int, int] = {source: -1}
+    if not weighted:
+        depth = {source: 0}
+        queue = deque([source])
+        while queue:
+            node = queue.popleft()
+            if max_hops is not None and depth[node] >= max_hops:
+                continue
+            for nb in nbrs(node):
+                if nb in parent or nb in banned_nodes or (node, nb) in banned_edges:
+                    continue
+                parent[nb] = node
+                depth[nb] = depth[node] + 1
+                if nb == target:
+                    return _walk_back(parent, target)
+                queue.append(nb)
+        return None
+    dist = {source: 0.0}
+    hops = {source: 0}
+    done: set[int] = set()
+    heap = [(0.0, 0, source)]
+    while heap:
+        d, _h, node = heapq.heappop(heap)
+        if node in done:
+            continue
+        if node == target:
+            return _walk_back(parent, target)
+        done.add(node)
+        if max_hops is not None and hops[node] >= max_hops:
+            continue
+        for nb, w in nbrs(node).items():
+            if w < 0:
+                raise ValidationError("weighted paths need edge weights >= 0", weight=w)
+            if nb in done or nb in banned_nodes or (node, nb) in banned_edges:
+                continue
+            nd = d + w
+            if nb not in dist or nd < dist[nb]:
+                dist[nb], parent[nb], hops[nb] = nd, node, hops[node] + 1
+                heapq.heappush(heap, (nd, hops[nb], nb))
+    return None
+
+
+def _walk_back(parent: dict[int, int], target: int) -> list[int]:
+    path = [target]
+    while parent[path[-1]] != -1:
+        path.append(parent[path[-1]])
+    return path[::-1]
+
+
+def k_shortest(nbrs: Neighbours, source: int, target: int, k: int, weighted: bool = False,
+               max_hops: int | None = None) -> list[tuple[list[int], float]]:
+    """Yen's algorithm: up to ``k`` loopless paths, shortest first, each with its length."""
+    if k < 1:
+        raise ValidationError(f"k must be >= 1 (got {k})", k=k)
+    first = shortest(nbrs, source, target, weighted, max_hops)
+    if first is None:
+        return []
+    found: list[tuple[list[int], float]] = [(first, _cost(first, nbrs, weighted))]
+    if source == target:
+        return found
+    seen = {tuple(first)}
+    candidates: list[tuple[float, int, list[int]]] = []
+    counter = 0
+    while len(found) < k:
+        last = found[-1][0]
+        for i in range(len(last) - 1):
+            spur, root = last[i], last[: i + 1]
+            banned_edges = {(p[i], p[i + 1]) for p, _ in found if len(p) > i + 1 and p[: i + 1] == root}
+            banned_nodes = set(root[:-1])
+            budget = None if max_hops is None else max_hops - i
+            if budget is not None and budget <= 0:
+                continue
+            tail = shortest(nbrs, spur, target, weighted, budget, banned_nodes, banned_edges)
+            if tail is None:
+                continue
+            path = root[:-1] + tail
+            key = tuple(path)
+            if key in seen:
+                continue
+            seen.add(key)
+            counter += 1
+            heapq.heappush(candidates, (_cost(path, nbrs, weighted), counter, path))
+        if not candidates:
+            break
+        cost, _, path = heapq.heappop(candidates)
+        found.append((path, cost))
+    return found
