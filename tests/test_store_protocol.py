@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from agentcontext.store import Capability, SQLiteStore, Store
+from agentcontext.store.base import OPTIONAL_METHODS
 from agentcontext.store.sql_base import SQLStore
 
 from .conftest import ROOT
@@ -25,10 +26,19 @@ def _backends() -> list[type]:
     return [SQLiteStore, PostgresStore]
 
 
+def _protocol_of(cls) -> dict[str, inspect.Signature]:
+    """The base protocol plus the protocols of the optional capabilities the class declares."""
+    methods = _public(Store)
+    for capability, protocol in OPTIONAL_METHODS.items():
+        if capability in cls.capabilities:
+            methods.update(_public(protocol))
+    return methods
+
+
 def test_every_backend_implements_exactly_the_protocol_with_its_parameters():
-    protocol = _public(Store)
     for cls in _backends():
         assert issubclass(cls, SQLStore)
+        protocol = _protocol_of(cls)
         ours = _public(cls)
         assert sorted(set(ours) - set(protocol)) == [], f"{cls.__name__} has public methods outside the protocol"
         assert sorted(set(protocol) - set(ours)) == [], f"{cls.__name__} lacks protocol methods"
@@ -58,13 +68,18 @@ def test_the_conformance_suite_calls_every_protocol_method():
     spec_files = sorted(p.stem for p in CONFORMANCE.glob("test_*.py"))
     assert spec_files == sorted(SPEC), "every spec module runs (tests/conformance/__init__.py SPEC lists them)"
     text = "\n".join(p.read_text() for p in CONFORMANCE.glob("test_*.py"))
-    uncalled = [name for name in _public(Store) if not re.search(rf"\.{name}\(", text)]
+    every = dict(_public(Store))
+    for protocol in OPTIONAL_METHODS.values():
+        every.update(_public(protocol))
+    uncalled = [name for name in every if not re.search(rf"\.{name}\(", text)]
     assert uncalled == [], f"no conformance test calls {uncalled}"
 
 
 def test_capabilities_are_declared_per_store():
     assert SQLiteStore(":memory:").capabilities == frozenset()
-    assert set(Capability) == {Capability.PERSISTENT, Capability.SHARED}
+    assert set(Capability) == {Capability.PERSISTENT, Capability.SHARED, Capability.VECTOR_SEARCH,
+                               Capability.SERVER_QUERIES}
+    assert set(OPTIONAL_METHODS) == {Capability.VECTOR_SEARCH}  # the others are properties, without methods
 
 
 def test_no_service_probes_a_store():

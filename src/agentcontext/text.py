@@ -19,10 +19,12 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys([w for w in words if w not in STOPWORDS] or words))
 
 
-def informative(terms: list[str], counts: dict[str, int], total: int) -> list[str]:
-    """Terms found in at most COMMON_SHARE of ``total`` rows (their BM25 weight is about nil, yet scoring every
-    row they match dominates a query); the rarest term always stays. Small indexes keep every term."""
+def informative(terms: list[str], counts: dict[str, int], total: int, share: float | None = None) -> list[str]:
+    """Terms found in at most ``share`` (default COMMON_SHARE) of ``total`` rows (their BM25 weight is about nil,
+    yet scoring every row they match dominates a query); the rarest term always stays. Small indexes keep every
+    term."""
     if len(terms) < 2 or total < 1000:
         return terms
-    kept = [t for t in terms if counts[t] <= COMMON_SHARE * total]
+    limit = (COMMON_SHARE if share is None else share) * total
+    kept = [t for t in terms if counts[t] <= limit]
     return kept or [min(terms, key=counts.__getitem__)]

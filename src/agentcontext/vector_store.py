@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from .embed.base import Embedder, MiniLMEmbedder
 from .errors import DependencyMissingError, ValidationError
 from .engine.live import LiveIndex, NodeVectors, follow
+from .store.base import Capability
 from .workspace import Workspace
 
 BACKENDS = ("sqlite", "inmemory", "faiss")
@@ -77,9 +78,13 @@ class VectorStore:
             if qv.shape != (self.dimension,):
                 raise ValidationError(f"query vector has shape {qv.shape}; expected ({self.dimension},)",
                                       expected=self.dimension)
-        index = self.index(namespace, kind)
-        hits = self._faiss_search(index, qv, limit, namespace, kind) if self.backend == "faiss" else \
-            index.search(qv, limit)
+        store = self.workspace.store
+        if Capability.VECTOR_SEARCH in store.capabilities:  # the server ranks them: no vector is loaded here
+            hits = store.nearest(qv, self.workspace.model_name, limit, namespace=namespace, kind=kind)
+        else:
+            index = self.index(namespace, kind)
+            hits = self._faiss_search(index, qv, limit, namespace, kind) if self.backend == "faiss" else \
+                index.search(qv, limit)
         nodes = self.workspace.store.get_nodes([h for h, _ in hits])
         rows = []
         for nid, score in hits:
@@ -118,8 +123,7 @@ class VectorStore:
         return [(ids[int(r)], float(s)) for r, s in zip(rows[0], scores[0]) if r >= 0]
 
     def count(self) -> int:
-        ids, _ = self.workspace.store.load_vectors(self.workspace.model_name)
-        return len(ids)
+        return self.workspace.store.count_vectors(self.workspace.model_name)
 
     def status(self) -> dict[str, Any]:
         return {"backend": self.backend, "dimension": self.dimension, "persistent": self.persistent,

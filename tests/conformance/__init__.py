@@ -27,7 +27,7 @@ SPEC = [
     "test_transaction", "test_schema", "test_put_nodes", "test_get_nodes", "test_find_nodes", "test_node_index",
     "test_count_nodes", "test_node_versions", "test_retract_nodes", "test_purge_nodes", "test_put_edges",
     "test_edges", "test_adjacency", "test_text_search", "test_vectors", "test_records", "test_audit",
-    "test_changes", "test_integrity", "test_reopen", "test_erasure",
+    "test_changes", "test_integrity", "test_reopen", "test_erasure", "test_nearest", "test_nodes_naming",
 ]
 
 

@@ -53,3 +53,20 @@ def test_phrase_search_finds_the_words_in_a_row(store):
     assert store.phrase_search('customer-4471 "quoted"') == []  # any text is safe
     store.retract_nodes(["n1"])
     assert store.phrase_search("Jane Roe") == ["n3"]
+
+
+def test_common_sets_how_common_a_dropped_term_is(store):
+    store.put_nodes([node(i, content=f"shared words {i}" + (" rare" if i < 30 else "") + (" mid" if i < 300 else ""))
+                     for i in range(1200)])
+    assert len(store.text_search("mid rare", limit=1000)) == 300  # both kept: neither is in half the rows
+    assert {h[0] for h in store.text_search("mid rare", limit=1000, common=0.1)} == {f"n{i}" for i in range(30)}
+    assert len(store.text_search("mid", limit=1000, common=0.01)) == 300  # a lone term always searches
+
+
+def test_ids_score_only_those_nodes_on_the_same_scale(store):
+    store.put_nodes([node(i, content=f"river delta {'river ' * (i % 3)}{i}") for i in range(40)])
+    every = dict(store.text_search("river delta", limit=100))
+    some = store.text_search("river delta", limit=100, ids=["n3", "n7", "n30", "missing"])
+    assert [h[0] for h in some] == sorted(["n3", "n7", "n30"], key=lambda i: -every[i])
+    assert all(abs(s - every[i]) < 1e-6 for i, s in some)
+    assert store.text_search("river", ids=[]) == [] and len(store.text_search("river", ids=["n1", "n2"], limit=1)) == 1

@@ -69,4 +69,6 @@ def test_load_filters_and_skips_retracted(store):
     store.retract_nodes(["n4"])
     assert store.load_vectors("m")[0] == ["n1", "n2", "n3"]
     assert store.load_vectors("m", namespace=["ns:a"], kind="memory")[0] == ["n2"]
+    assert store.count_vectors("m") == 3 and store.count_vectors("m", namespace=["ns:a"], kind="memory") == 1
+    assert store.count_vectors("m2") == 0
     assert store.missing_vectors("m2", namespace="ns:b") == [(content_hash("c"), "c")]

@@ -275,7 +275,7 @@ class DecisionRecorder(Bound):
         at = epoch(as_of, 0.0) if as_of is not None else None
         skip = set(exclude or ())
         pool = max(limit * 4, 20) + len(skip)
-        hits, sims, mask = index.top(qvec, pool, category, at)
+        hits, scores_of = index.top(qvec, pool, category, at)
         sem = {i: max(0.0, s) for i, s in hits if i not in skip}
         struct: dict[str, float] = {}
         shared: dict[str, list[str]] = {}
@@ -286,10 +286,10 @@ class DecisionRecorder(Bound):
             if not query_links:  # anchor on the best semantic match
                 query_links = links[max(sem, key=sem.get)]
             if query_links and max_hops >= 2:
-                for e in self.store.edges(dst=sorted(query_links), type=list(STRUCTURAL_TYPES), limit=pool * 10):
-                    i = index.pos.get(e.src)
-                    if e.src not in sem and e.src not in skip and i is not None and i < len(mask) and mask[i]:
-                        sem[e.src] = max(0.0, float(sims[i]))
+                sharing = [e.src for e in self.store.edges(dst=sorted(query_links), type=list(STRUCTURAL_TYPES),
+                                                           limit=pool * 10) if e.src not in sem and e.src not in skip]
+                for did, score in scores_of(list(dict.fromkeys(sharing))).items():
+                    sem[did] = max(0.0, score)
                 extra = [i for i in sem if i not in links]
                 links.update(self.links_of(extra))
             if not query_links and not explicit:  # nothing structural to compare: stay purely semantic
@@ -343,7 +343,7 @@ class DecisionRecorder(Bound):
             raise ValidationError("query_decisions needs a non-empty query")
         index = index_for(self.ws, self.namespace)
         qvec = self.ws.embed_query(query)
-        hits, _, _ = index.top(qvec, max(limit * 2, 20), category)
+        hits, _ = index.top(qvec, max(limit * 2, 20), category)
         scores: dict[str, float] = {i: max(0.0, s) for i, s in hits}
         if use_hybrid_search:
             text = self.store.text_search(query, namespace=self.namespace, kind=DECISION, limit=max(limit * 2, 20))

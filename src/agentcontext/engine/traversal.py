@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -249,33 +249,73 @@ def sql_bfs(store: Store, namespace: str | None, start: str, hops: int, directio
             relationship_types: Sequence[str] | None, min_weight: float | None, now: str) -> list[Step]:
     """BFS that asks the store for each frontier's edges: cost follows the neighbourhood, not the graph.
 
-    Used while the CSR is stale (right after a write); visits edges in the same order as ``bfs``. The
-    namespace is filtered here, not in SQL: with it there, SQLite may pick the namespace index and scan it.
+    Used while the CSR is stale (right after a write) and on stores too large to mirror (``SERVER_QUERIES``);
+    visits edges in the same order as ``bfs``. The namespace is filtered here, not in SQL: with it there, SQLite
+    may pick the namespace index and scan it.
     """
+    check_direction(direction)
+    order: list[Step] = []
+    if hops <= 0:
+        return order
+    for depth, level in enumerate(frontier_walk(store, namespace, start, direction, relationship_types, min_weight,
+                                                now), 1):
+        if depth > hops:
+            break
+        order.extend(level)
+    return order
+
+
+def sql_shortest_path(store: Store, namespace: str | None, source: str, target: str, max_hops: int | None,
+                      direction: str, now: str) -> list[str] | None:
+    """``shortest_path`` by frontier queries (store ids): the first path found breadth-first, as the CSR finds it."""
+    check_direction(direction)
+    if source == target:
+        return [source]
+    seen: dict[str, Step] = {}
+    for depth, level in enumerate(frontier_walk(store, namespace, source, direction, None, None, now), 1):
+        if max_hops is not None and depth > max_hops:
+            return None
+        for step in level:
+            seen[step.sid] = step
+            if step.sid == target:
+                path = [target]
+                while seen[path[-1]].parent not in (None, source):
+                    path.append(seen[path[-1]].parent)  # type: ignore[arg-type]
+                return [source, *reversed(path)]
+    return None
+
+
+def check_direction(direction: str) -> None:
     if direction not in ("out", "in", "both"):
         from ..errors import ValidationError
 
         raise ValidationError(f"unknown direction {direction!r}; use out, in or both", direction=direction)
+
+
+def frontier_walk(store: Store, namespace: str | None, start: str, direction: str,
+                  relationship_types: Sequence[str] | None, min_weight: float | None, now: str) -> Iterator[list[Step]]:
+    """Breadth-first from ``start``, one store query per direction and level (``edges_touching``): yields the nodes
+    first reached at each depth, each by its first edge in declared order; stops when nothing new is reached."""
+    check_direction(direction)
     types = list(relationship_types) if relationship_types is not None else None
     if types is not None and not types:
-        return []
+        return
     seen: dict[str, Step] = {start: Step(start, 0, None, "", 1.0, 1.0)}
-    order: list[Step] = []
     frontier = [start]
-    for depth in range(1, hops + 1):
-        if not frontier:
-            break
+    depth = 0
+    while frontier:
+        depth += 1
         outs: dict[str, list[tuple[str, str, float]]] = {}
         ins: dict[str, list[tuple[str, str, float]]] = {}
         if direction in ("out", "both"):
             for s, d, t, w, ns, vf, vu in store.edges_touching(frontier, "src", types, min_weight):
-                if (namespace is None or ns == namespace) and _usable(vf, vu, now):
+                if (namespace is None or ns == namespace) and usable(vf, vu, now):
                     outs.setdefault(s, []).append((d, t, w))
         if direction in ("in", "both"):
             for s, d, t, w, ns, vf, vu in store.edges_touching(frontier, "dst", types, min_weight):
-                if (namespace is None or ns == namespace) and _usable(vf, vu, now):
+                if (namespace is None or ns == namespace) and usable(vf, vu, now):
                     ins.setdefault(d, []).append((s, t, w))
-        nxt: list[str] = []
+        level: list[Step] = []
         for node in frontier:
             here = seen[node]
             for nb, rel, w in outs.get(node, []) + ins.get(node, []):
@@ -283,13 +323,14 @@ def sql_bfs(store: Store, namespace: str | None, start: str, hops: int, directio
                     continue
                 step = Step(nb, depth, node, rel, w, here.decay * w)
                 seen[nb] = step
-                order.append(step)
-                nxt.append(nb)
-        frontier = nxt
-    return order
+                level.append(step)
+        if not level:
+            return
+        yield level
+        frontier = [step.sid for step in level]
 
 
-def _usable(valid_from: str | None, valid_until: str | None, now: str) -> bool:
+def usable(valid_from: str | None, valid_until: str | None, now: str) -> bool:
     return not ((valid_from is not None and valid_from > now) or (valid_until is not None and valid_until <= now))
 
 

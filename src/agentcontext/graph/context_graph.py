@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from ..errors import NotFoundError, ValidationError
 from ..model import Edge, Node, edge_id, to_utc_iso, utcnow
-from ..store.base import Store
+from ..store.base import Capability, Store
 from ..workspace import Workspace
 from ..engine import traversal
 from .algorithms import GraphAlgorithms
@@ -93,6 +93,13 @@ class ContextGraph:
     def _live_ids(self) -> set[str]:
         return self.workspace.cached(self._cache_key("ids"), lambda: set(self.store.node_ids(self.scope)))
 
+    def _live_among(self, ids: set[str]) -> set[str]:
+        """Which of ``ids`` are live nodes of this graph's scope (on a server, asked of it: no id list mirrored)."""
+        if Capability.SERVER_QUERIES not in self.store.capabilities:
+            return self._live_ids() & ids
+        found = self.store.get_nodes(sorted(ids))
+        return {i for i, n in found.items() if self.scope is None or n.namespace == self.scope}
+
     def resolve(self, node_id: str) -> str | None:
         """The store id of an existing node (own namespace first, then any store id in scope), or None."""
         own = self.store_id(node_id)
@@ -163,7 +170,7 @@ class ContextGraph:
     def add_edges(self, edges: Iterable[dict[str, Any]]) -> int:
         """Bulk add in one transaction (endpoints created as ``entity`` nodes if missing). Returns the count."""
         items = [parse_edge_item(raw, i) for i, raw in enumerate(edges)]
-        live = self._live_ids()
+        live = self._live_among({x for item in items for end in item[:2] for x in (end, self._prefix + end)})
         sid_of: dict[str, str] = {}
         missing: dict[str, Node] = {}
         for item in items:
@@ -316,6 +323,9 @@ class ContextGraph:
             blocked: set[int] | frozenset[int] = frozenset()
         else:
             sid = self.require(node_id)
+            if Capability.SERVER_QUERIES in self.store.capabilities:  # never mirror a server's adjacency
+                return sid, traversal.sql_bfs(self.store, self.scope, sid, hops, direction, relationship_types,
+                                              min_weight, utcnow())
             csr = self.workspace.peek(self._cache_key("csr"))
             if csr is None:
                 counter = self.store.change_counter()
@@ -391,6 +401,10 @@ class ContextGraph:
                       as_of: Any = None) -> list[str] | None:
         """Fewest-edges path as node ids, or None when ``target_id`` is unreachable (``kg_algorithms``)."""
         self.algorithms.check()
+        if as_of is None and Capability.SERVER_QUERIES in self.store.capabilities:  # frontier by frontier
+            path = traversal.sql_shortest_path(self.store, self.scope, self.require(source_id),
+                                               self.require(target_id), max_hops, direction, utcnow())
+            return None if path is None else [self.user_id(sid) for sid in path]
         csr = self.csr(as_of)
         s, t = self.require(source_id), self.require(target_id)
         if s not in csr.index or t not in csr.index:

@@ -13,6 +13,7 @@ from typing import Any
 from ..errors import NotFoundError, ValidationError
 from ..model import utcnow
 from ..engine import traversal
+from ..store.base import Capability
 from .protocol import GraphLike
 
 LINK_KIND = "graph_link"
@@ -127,13 +128,19 @@ def _moves(g: GraphLike, node_id: str) -> list[tuple[GraphLike, str, str | None,
     """In-graph out-neighbours (active edges only) and cross-graph links leaving ``node_id``."""
     out: list[tuple[GraphLike, str, str | None, float]] = []
     sid = g.resolve(node_id)
-    csr = g.csr()
-    if sid is not None and sid in csr.index:
-        blocked = traversal.blocked_edges(csr, utcnow()) if csr.timed else set()
-        i = csr.index[sid]
-        for p in range(int(csr.ptr[i]), int(csr.ptr[i + 1])):
-            if p not in blocked:
-                out.append((g, g.user_id(csr.ids[int(csr.dst[p])]), None, float(csr.weight[p])))
+    if sid is not None and Capability.SERVER_QUERIES in g.store.capabilities:  # the node's edges, from the server
+        now = utcnow()
+        for _src, dst, _type, w, ns, vf, vu in g.store.edges_touching([sid], "src"):
+            if (g.scope is None or ns == g.scope) and traversal.usable(vf, vu, now):
+                out.append((g, g.user_id(dst), None, float(w)))
+    elif sid is not None:
+        csr = g.csr()
+        if sid in csr.index:
+            blocked = traversal.blocked_edges(csr, utcnow()) if csr.timed else set()
+            i = csr.index[sid]
+            for p in range(int(csr.ptr[i]), int(csr.ptr[i + 1])):
+                if p not in blocked:
+                    out.append((g, g.user_id(csr.ids[int(csr.dst[p])]), None, float(csr.weight[p])))
     for record in links(g):
         if record["source_node_id"] == node_id:
             target = _REGISTRY.get(record["other_graph_id"])

@@ -15,6 +15,7 @@ from ..embed import embed_missing
 from ..engine.live import LiveIndex, NodeVectors, follow
 from ..errors import ValidationError
 from ..model import Node
+from ..store.base import Capability
 from ..text import STOPWORDS
 from ..workspace import Workspace
 from .graphview import pack_view
@@ -149,11 +150,13 @@ def _meaning_candidates(ws: Workspace, pack: str, q: str, out: dict[str, dict[st
                         allowed: set[str] | None) -> None:
     if ws.cached(f"packmissing:{pack}", lambda: bool(ws.store.missing_vectors(ws.model_name, pack))):
         embed_missing(ws.store, ws.embedder, pack)  # deferred embeddings: computed on the first search needing them
-    index = pack_vectors(ws, pack)
-    if not index.live_count:
-        return
     qvec = ws.embed_query(q)  # queries are not stored: nothing of them lingers in the store
-    for nid, cos in index.search(qvec, MEANING_POOL):
+    if Capability.VECTOR_SEARCH in ws.store.capabilities:  # the server ranks the pack's vectors
+        nearest = ws.store.nearest(qvec, ws.model_name, MEANING_POOL, namespace=pack)
+    else:
+        index = pack_vectors(ws, pack)
+        nearest = index.search(qvec, MEANING_POOL) if index.live_count else []
+    for nid, cos in nearest:
         if allowed is not None and nid not in allowed:
             continue
         if cos >= MEANING_FLOOR:

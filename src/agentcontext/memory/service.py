@@ -16,10 +16,11 @@ from ..embed.cache import embed_texts
 from ..errors import NotFoundError, ValidationError
 from ..engine.fusion import FusionWeights
 from ..model import Node, content_hash
+from ..store.base import Capability
 from ..vector_store import VectorStore
 from ..workspace import Workspace
 from . import io as memory_io
-from . import chain
+from . import chain, server_search
 from .index import MemoryIndex, memory_index
 from .links import link_memories
 from .purge import about, purge_memories
@@ -282,9 +283,13 @@ class AgentMemory:
         wanted.update(metadata_filters)
         if type is not None:
             wanted["type"] = type
-        index = self._index()
-        rows = candidate_rows(index, conversation_id, user_id, metadata_filter(wanted))
-        hits = search(self.workspace, index, self.namespace, query, max_results, rows, self.weights)
+        if Capability.VECTOR_SEARCH in self.db.capabilities:  # candidates from the server, nothing mirrored here
+            hits = server_search.search(self.workspace, self.namespace, query, max_results, conversation_id, user_id,
+                                        metadata_filter(wanted), wanted, self.weights)
+        else:
+            index = self._index()
+            rows = candidate_rows(index, conversation_id, user_id, metadata_filter(wanted))
+            hits = search(self.workspace, index, self.namespace, query, max_results, rows, self.weights)
         hits = [h for h in hits if h.score >= min_score]
         nodes = self.db.get_nodes([h.id for h in hits])
         out = []

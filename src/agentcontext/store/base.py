@@ -7,7 +7,9 @@ rebuilt from it and invalidated by ``change_counter()``.
 
 Both backends (``SQLiteStore``, ``PostgresStore``) subclass one SQL base (``sql_base.SQLStore``);
 the conformance suite (tests/conformance/) runs each of them against this protocol. What only some
-backends can do is declared in ``capabilities`` (see ``Capability``) and detected by the suite.
+backends can do is declared in ``capabilities`` (see ``Capability``) and detected by the suite; the methods
+of an optional capability are declared in their own protocol (``VectorSearch``) and only stores that declare
+the capability have them.
 """
 from __future__ import annotations
 
@@ -37,6 +39,13 @@ class Capability(str, Enum):
     """Closing and opening the same URL again finds everything that was committed."""
     SHARED = "shared"
     """Several connections and processes may open the URL at once and see each other's commits."""
+    VECTOR_SEARCH = "vector_search"
+    """The store ranks vectors itself (``VectorSearch``: an ANN index in the server, exact when a filter is
+    selective): services ask it for dense candidates instead of loading every vector into the process."""
+    SERVER_QUERIES = "server_queries"
+    """The store is a server shared by processes and machines, and may hold more than one process should mirror:
+    services ask it for what a query needs (candidates, a walk's frontier with ``edges_touching``) instead of
+    building whole in-process indexes of its vectors or adjacency. Stores without it are mirrored in process."""
 
 
 @runtime_checkable
@@ -152,6 +161,11 @@ class Store(Protocol):
     def namespaces(self) -> list[str]:
         """Namespaces that hold at least one active node."""
 
+    def nodes_naming(self, prop: str, values: Sequence[str], namespace: str | Sequence[str] | None = None,
+                     kind: str | Sequence[str] | None = None) -> list[Node]:
+        """Active nodes (without content) whose ``props[prop]`` is one of ``values`` (text), in insertion order: the
+        reverse of a link kept in props (the turns that follow a memory name it in ``prev``)."""
+
     # --- edges -----------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
         """Insert or update (same src, type, dst = same edge; a change closes the old interval and opens a new
@@ -207,8 +221,12 @@ class Store(Protocol):
         namespace: str | Sequence[str] | None = None,
         kind: str | Sequence[str] | None = None,
         limit: int = 50,
+        common: float | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
-        """(node id, relevance) best first; relevance is positive (higher is better)."""
+        """(node id, relevance) best first; relevance is positive (higher is better). Query terms found in more than
+        ``common`` (a share) of the indexed rows are left out, the rarest term always staying (default: half).
+        ``ids`` scores only those nodes (a candidate list's text scores, on the same scale)."""
 
     def find_by_props(self, path: Sequence[str], value: str, namespace: str | Sequence[str] | None = None,
                       kind: str | Sequence[str] | None = None) -> list[str]:
@@ -236,6 +254,10 @@ class Store(Protocol):
     ) -> tuple[list[str], np.ndarray]:
         """Ids of active nodes with a vector, and the float32 matrix (one row each), in insertion order."""
 
+    def count_vectors(self, model: str, namespace: str | Sequence[str] | None = None,
+                      kind: str | Sequence[str] | None = None) -> int:
+        """How many active nodes have a vector for ``model`` (what ``load_vectors`` would return, counted)."""
+
     # --- records, audit and change log -----------------------------------------------------
     def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None: ...
 
@@ -254,3 +276,25 @@ class Store(Protocol):
     def change_counter(self) -> int: ...
 
     def changes_since(self, seq: int, limit: int | None = None) -> list[Change]: ...
+
+
+@runtime_checkable
+class VectorSearch(Protocol):
+    """The methods of ``Capability.VECTOR_SEARCH``: dense search in the store."""
+
+    def nearest(self, vector: np.ndarray, model: str, k: int, namespace: str | Sequence[str] | None = None,
+                kind: str | Sequence[str] | None = None, tags: Sequence[str] | None = None,
+                valid_at: str | None = None, props: dict[str, Any] | None = None,
+                titles: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """The ``k`` active nodes whose own vector (of ``model``) has the largest inner product with ``vector``
+        (cosine for unit vectors), best first, as (node id, inner product). Filters as ``find_nodes`` (``tags``
+        all-of), ``props`` by JSON containment (every key holds that value; a list matches as a subset) and
+        ``titles`` any-of. Approximate (an ANN index) when the filtered nodes are many, exact when they are few."""
+
+    def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
+        """Inner products of ``vector`` with the stored vectors of these text hashes (of ``model`` and the same
+        dimension), computed in the store: nothing but the scores crosses the wire."""
+
+
+OPTIONAL_METHODS: dict[Capability, type] = {Capability.VECTOR_SEARCH: VectorSearch}
+"""The protocol holding each optional capability's methods (a store has them exactly when it declares it)."""

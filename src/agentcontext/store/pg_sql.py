@@ -1,4 +1,4 @@
-"""PostgreSQL helpers: the tsquery builder, URL handling, ``= ANY`` conditions and pgvector's binary form.
+"""PostgreSQL helpers: URL handling, ``= ANY`` conditions and pgvector's binary form.
 The schema is ``migrations/postgres.py``."""
 from __future__ import annotations
 
@@ -9,14 +9,6 @@ import numpy as np
 
 from .migrations.postgres import INDEXED_CHARS  # noqa: F401  (how much of a body is text-searchable)
 from .rows import Where
-
-RANK_WEIGHTS = "{0.25, 0.5, 0.75, 1.0}"  # D, C, B, A: content, summary and tags, title, key = 1:2:3:4 like bm25
-
-
-def ts_match(terms: list[str]) -> str:
-    """Words as a safe ``to_tsquery('english', ...)`` argument: quoted and joined by ``|`` (Postgres drops its
-    own stopwords and may leave an empty query)."""
-    return " | ".join("'" + w + "'" for w in terms)
 
 
 def split_url(url: str) -> tuple[str, str | None]:

@@ -16,6 +16,7 @@ rewrites the touched tables with VACUUM FULL, and the WAL keeps them until the s
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
@@ -23,9 +24,11 @@ import numpy as np
 from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from ..text import informative, query_terms
+from .base import Capability
 from .migrations.postgres import MIGRATIONS
-from .pg_sql import RANK_WEIGHTS, PgWhere, decode_vectors, redact, split_url, ts_match
-from . import scrub
+from . import pg_text, scrub
+from .pg_sql import PgWhere, decode_vectors, redact, split_url
+from .pg_vectors import SESSION, create_ann_index, has_ann_index, nearest_sql
 from .rows import NODE_COLS, Where, as_list
 from .sql_base import SQLStore
 
@@ -62,12 +65,16 @@ class PostgresStore(SQLStore):
     backend = "postgresql"
     MIGRATIONS = MIGRATIONS
     PLACEHOLDER = "%s"
+    capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED, Capability.VECTOR_SEARCH,
+                              Capability.SERVER_QUERIES})
 
     def __init__(self, url: str, schema: str | None = None, timeout: float = 60.0) -> None:
         super().__init__(redact(url), timeout)  # the URL is shown by the CLI and in receipts: never the password
         conninfo, url_schema = split_url(url)
         self.schema = schema or url_schema
         self._conninfo = conninfo
+        self._ann: set[tuple[str, int]] = set()  # (model, dim) whose HNSW index is known to exist
+        self._text_stats = pg_text.TextStats()
         self._connect()
         db = self._db
         self._lock_key = int.from_bytes(
@@ -86,6 +93,8 @@ class PostgresStore(SQLStore):
             raise StoreError(f"cannot connect to the PostgreSQL store at {safe}: {exc}; check that the server "
                              "runs and the URL (user, host, port, database) is right", url=safe) from exc
         db.execute(f"SET lock_timeout = '{int(self._timeout * 1000)}ms'")
+        for statement in SESSION:  # HNSW search settings (pg_vectors.py)
+            db.execute(statement)
         if self.schema:
             with db.transaction():  # concurrent CREATE SCHEMA IF NOT EXISTS can still collide: serialise it
                 db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))
@@ -200,27 +209,37 @@ class PostgresStore(SQLStore):
         self._bulk_insert("node_versions", NODE_COLS, versions)
 
     # --- text index ------------------------------------------------------------------------
-    def text_search(self, query: str, namespace=None, kind=None, limit: int = 50) -> list[tuple[str, float]]:
-        """(id, ts_rank_cd over weighted key/title/summary+tags/content, length-normalised) best first."""
+    def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
+                    ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """(id, BM25 as FTS5 computes it, over the weighted tsvector) best first; see ``pg_text``."""
         terms = query_terms(query)
-        if len(terms) > 1:
-            total = self._read("SELECT count(*) FROM nodes WHERE retracted_at IS NULL")[0][0]
-            counts = {t: self._read("SELECT count(*) FROM nodes WHERE retracted_at IS NULL AND "
-                                    "tsv @@ to_tsquery('english', %s)", [ts_match([t])])[0][0]
-                      for t in terms} if total >= 1000 else {}
-            terms = informative(terms, counts, total)
-        match = ts_match(terms)
-        if not match:
+        if not terms or limit <= 0 or (ids is not None and not ids):
             return []
+        rows, avgdl, small = self._text_stats.get(self._read)
+        found = pg_text.lexemes(self._read, terms, small)
+        if not found:
+            return []
+        held = {lex: n if n is not None else int((share or 0.0) * rows) for _, lex, n, share in found}
+        by_term: dict[str, list[str]] = {}
+        for term, lex, _, _ in found:
+            by_term.setdefault(term, []).append(lex)
+        kept_terms = informative(list(by_term), {t: max(held[x] for x in xs) for t, xs in by_term.items()}, rows,
+                                 common)
+        lexes = list(dict.fromkeys(x for t in kept_terms for x in by_term[t]))
+        idfs = [pg_text.idf(rows, held[x]) for x in lexes]
         where = PgWhere()
-        where.add("n.tsv @@ q.q")
         where.eq_any("n.namespace", as_list(namespace))
         where.eq_any("n.kind", as_list(kind))
+        where.eq_any("n.id", None if ids is None else list(dict.fromkeys(ids)))
         where.add("n.retracted_at IS NULL")
-        sql = (f"SELECT n.id, ts_rank_cd('{RANK_WEIGHTS}', n.tsv, q.q, 1) AS score "
-               f"FROM nodes n, (SELECT to_tsquery('english', %s) AS q) q{where.sql()} "
-               f"ORDER BY score DESC, n.rid LIMIT {int(limit)}")
-        return [(r[0], float(r[1])) for r in self._read(sql, [match, *where.params])]
+        conditions = where.sql().replace(" WHERE ", " AND ", 1)
+        sql = pg_text.bm25_sql(lexes, conditions, max(4 * int(limit), 200), limit)
+        pairs = [v for x, f in zip(lexes, idfs) for v in (f, pg_text.quote_lexeme(x))]
+        params = [" | ".join(pg_text.quote_lexeme(x) for x in lexes), *where.params, *pairs, avgdl or 1.0, lexes, idfs]
+        return [(r[0], float(r[1])) for r in self._read(sql, params)]
+
+    def _prop_in(self, where: Where, name: str, values: list[str]) -> None:
+        where.add(f"((n.props::jsonb) ->> '{name}') = ANY(?)", list(values))  # index nodes_prev answers prev
 
     def _props_hold(self, where: Where, path: list[str], value: str) -> None:
         # jsonb containment: a list holding the string, or the string itself
@@ -270,6 +289,45 @@ class PostgresStore(SQLStore):
         return out
 
     # --- vectors ---------------------------------------------------------------------------
+    def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
+        dims = {int(np.shape(v)[0]) for v in vectors.values() if np.ndim(v) == 1}
+        with self.transaction():  # a new model's HNSW index is made under the writer lock, before its rows
+            for dim in sorted(dims - {d for m, d in self._ann if m == model}):
+                if not has_ann_index(self._db, model, dim):
+                    create_ann_index(self._db, model, dim)
+                self._ann.add((model, dim))
+            return super().put_vectors(vectors, model)
+
+    def nearest(self, vector: np.ndarray, model: str, k: int, namespace=None, kind=None, tags=None,
+                valid_at: str | None = None, props: dict[str, Any] | None = None,
+                titles: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        query = np.asarray(vector, dtype=np.float32)
+        if query.ndim != 1 or not query.size:
+            raise ValidationError(f"nearest needs one query vector, got shape {query.shape}")
+        if k <= 0:
+            return []
+        where = self._node_where(namespace, kind, None, None, tags, valid_at)
+        where.add("n.retracted_at IS NULL")
+        if props:
+            where.add("(n.props::jsonb) @> ?::jsonb", json.dumps(props))
+        if titles is not None:
+            where.eq_any("n.title", list(titles) or [""])
+        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k)
+        rows = self._read(sql, [*where.params, query, query, query, *where.params, query])
+        rows.sort(key=lambda r: (-r[2], r[1]))  # iterative index scans return them in relaxed order
+        return [(r[0], float(r[2])) for r in rows]
+
+    def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
+        query = np.asarray(vector, dtype=np.float32)
+        if query.ndim != 1 or not query.size:
+            raise ValidationError(f"similarities needs one query vector, got shape {query.shape}")
+        wanted = list(dict.fromkeys(hashes))
+        if not wanted:
+            return {}
+        rows = self._read("SELECT hash, -(vector <#> %s) FROM vectors WHERE model = %s AND dim = %s AND "
+                          "hash = ANY(%s)", [query, model, int(query.size), wanted])
+        return {h: float(s) for h, s in rows}
+
     def _vector_value(self, vector: np.ndarray) -> np.ndarray:
         return vector  # pgvector's adapter sends it
 

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Sequence
 
+from ..errors import ValidationError
 from ..model import Edge, Node, content_hash
+
+_PROP = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 NODE_COLS = (
@@ -26,6 +30,13 @@ def as_list(value: str | Sequence[str] | None) -> list[str] | None:
     if value is None:
         return None
     return [value] if isinstance(value, str) else list(value)
+
+
+def check_prop(name: str) -> str:
+    """A property name a query may name (letters, digits and underscores)."""
+    if not isinstance(name, str) or not _PROP.fullmatch(name):
+        raise ValidationError(f"property name {name!r} must be letters, digits and underscores", prop=str(name))
+    return name
 
 
 def row_to_node(row: Sequence[Any]) -> Node:

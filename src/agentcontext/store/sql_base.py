@@ -24,8 +24,8 @@ from ..model import Change, Edge, Node, utcnow
 from .base import Adjacency, Capability, EdgeColumns, Frontier, NodeBrief, TimedEdges
 from . import scrub
 from .migrations import Migrations, applied, upgrade
-from .rows import (EDGE_COLS, EXISTING_COLS, LIGHT_COLS, NODE_COLS, NODE_ORDERS, Where, as_list, plan_edges,
-                   plan_versions, put_detail, row_to_edge, row_to_node)
+from .rows import (EDGE_COLS, EXISTING_COLS, LIGHT_COLS, NODE_COLS, NODE_ORDERS, Where, as_list, check_prop,
+                   plan_edges, plan_versions, put_detail, row_to_edge, row_to_node)
 
 T = TypeVar("T")
 CHANGE_INSERT = "INSERT INTO changes(at, actor, op, target, namespace, detail) VALUES (?,?,?,?,?,?)"
@@ -92,7 +92,8 @@ class SQLStore(ABC):
 
     @abstractmethod
     def text_search(self, query: str, namespace: str | Sequence[str] | None = None,
-                    kind: str | Sequence[str] | None = None, limit: int = 50) -> list[tuple[str, float]]: ...
+                    kind: str | Sequence[str] | None = None, limit: int = 50, common: float | None = None,
+                    ids: Sequence[str] | None = None) -> list[tuple[str, float]]: ...
 
     @abstractmethod
     def _vector_value(self, vector: np.ndarray) -> Any:
@@ -116,6 +117,10 @@ class SQLStore(ABC):
     @abstractmethod
     def _check_text(self, nodes: Sequence[Node]) -> None:
         """Refuse text the backend cannot store."""
+
+    @abstractmethod
+    def _prop_in(self, where: Where, name: str, values: list[str]) -> None:
+        """Keep nodes ``n`` whose ``props[name]`` is one of ``values`` (at most ``CHUNK`` of them)."""
 
     @abstractmethod
     def _unindex(self, rids: Sequence[int], purge: bool) -> None:
@@ -368,6 +373,19 @@ class SQLStore(ABC):
     def namespaces(self) -> list[str]:
         return [r[0] for r in self._read(
             "SELECT DISTINCT namespace FROM nodes WHERE retracted_at IS NULL ORDER BY namespace")]
+
+    def nodes_naming(self, prop: str, values: Sequence[str], namespace=None, kind=None) -> list[Node]:
+        name = check_prop(prop)
+        rows: list[tuple] = []
+        for chunk in self._chunks(list(dict.fromkeys(values))):
+            where = self._where()
+            where.eq_any("n.namespace", as_list(namespace))
+            where.eq_any("n.kind", as_list(kind))
+            where.add("n.retracted_at IS NULL")
+            self._prop_in(where, name, list(chunk))
+            rows.extend(self._read(f"SELECT n.rid, {LIGHT_COLS} FROM nodes n{where.sql()}", where.params))
+        rows.sort(key=lambda r: r[0])
+        return [row_to_node(r[1:]) for r in rows]
 
     def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None,
                       edges: str = "both") -> int:
@@ -633,6 +651,14 @@ class SQLStore(ABC):
         rows = self._read(f"SELECT n.embed_hash, min(n.embed_text) FROM nodes n{where.sql()} GROUP BY n.embed_hash",
                           where.params)
         return [(h, t) for h, t in rows]
+
+    def count_vectors(self, model: str, namespace=None, kind=None) -> int:
+        where = self._where()
+        where.add("n.retracted_at IS NULL AND v.model = ?", model)
+        where.eq_any("n.namespace", as_list(namespace))
+        where.eq_any("n.kind", as_list(kind))
+        return self._read(f"SELECT count(*) FROM nodes n JOIN vectors v ON v.hash = n.embed_hash{where.sql()}",
+                          where.params)[0][0]
 
     def load_vectors(self, model: str, namespace=None, kind=None) -> tuple[list[str], np.ndarray]:
         where = self._where()

@@ -213,21 +213,32 @@ class SQLiteStore(SQLStore):
             if purge:
                 self._db.execute(f"DELETE FROM node_tags WHERE rid IN ({marks})", chunk)
 
+    def _prop_in(self, where: Where, name: str, values: list[str]) -> None:
+        where.parts.append(f"json_extract(n.props, '$.{name}') IN ({','.join('?' * len(values))})")
+        where.params.extend(values)
+
     # --- text index ------------------------------------------------------------------------
-    def text_search(self, query: str, namespace=None, kind=None, limit: int = 50) -> list[tuple[str, float]]:
-        terms = self._informative_terms(query_terms(query))
-        if not terms:
+    def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
+                    ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        terms = self._informative_terms(query_terms(query), common)
+        if not terms or (ids is not None and not ids):
             return []
-        where = SqlWhere()
-        where.add("fts MATCH ?", fts_match(terms))
-        where.eq_any("n.namespace", as_list(namespace))
-        where.eq_any("n.kind", as_list(kind))
-        where.add("n.retracted_at IS NULL")
-        sql = (
-            "SELECT n.id, -bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0) AS score FROM fts JOIN nodes n ON n.rid = fts.rowid"
-            f"{where.sql()} ORDER BY bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0) LIMIT {int(limit)}"
-        )
-        return [(r[0], float(r[1])) for r in self._read(sql, where.params)]
+        out: list[tuple[str, float]] = []
+        for chunk in [None] if ids is None else self._chunks(list(dict.fromkeys(ids))):
+            where = SqlWhere()
+            where.add("fts MATCH ?", fts_match(terms))
+            where.eq_any("n.namespace", as_list(namespace))
+            where.eq_any("n.kind", as_list(kind))
+            where.eq_any("n.id", None if chunk is None else list(chunk))
+            where.add("n.retracted_at IS NULL")
+            sql = (
+                "SELECT n.id, -bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0) AS score FROM fts JOIN nodes n ON n.rid = fts.rowid"
+                f"{where.sql()} ORDER BY bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0), n.rid LIMIT {int(limit)}"
+            )
+            out.extend((r[0], float(r[1])) for r in self._read(sql, where.params))
+        if ids is not None:
+            out.sort(key=lambda hit: -hit[1])
+        return out[: int(limit)]
 
     def _props_hold(self, where: Where, path: list[str], value: str) -> None:
         # json_each walks a list's elements, or yields the one value a scalar is
@@ -245,13 +256,13 @@ class SQLiteStore(SQLStore):
         return [r[0] for r in self._read(f"SELECT n.id FROM fts JOIN nodes n ON n.rid = fts.rowid{where.sql()} "
                                          f"ORDER BY n.rid{page}", where.params)]
 
-    def _informative_terms(self, terms: list[str]) -> list[str]:
+    def _informative_terms(self, terms: list[str], common: float | None) -> list[str]:
         if len(terms) < 2:
             return terms
         total = self._read("SELECT count(*) FROM fts_docsize")[0][0]
         counts = {t: self._read("SELECT count(*) FROM fts WHERE fts MATCH ?", (fts_match([t]),))[0][0]
                   for t in terms} if total >= 1000 else {}
-        return informative(terms, counts, total)
+        return informative(terms, counts, total, common)
 
     # --- erasure ---------------------------------------------------------------------------
     def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:

@@ -23,7 +23,7 @@ def _tsv(col: str, weight: str) -> str:
 # A tsvector holds at most 1 MB: random text of 500k+ characters can exceed it and fail the insert, so only the
 # first INDEXED_CHARS characters of a body are text-searchable (the whole body is still stored and returned).
 INDEXED_CHARS = 300_000
-# key A, title B, summary and tags C, content D (pg_sql.RANK_WEIGHTS gives them 4:3:2:1 like SQLite's bm25).
+# key A, title B, summary and tags C, content D (pg_text.py weighs them 4:3:2:1, like SQLite's bm25).
 TSV = " || ".join([_tsv("key", "A"), _tsv("title", "B"), _tsv("summary", "C"), _tsv("tag_text", "C"),
                    _tsv(f"left(content, {INDEXED_CHARS})", "D")])
 
@@ -82,3 +82,16 @@ def initial(db) -> None:
 @MIGRATIONS.step(2, "tombstones name the erasure that made them (no import brings an erased id back)")
 def tombstone_erasure(db) -> None:
     db.execute("ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS erasure TEXT COLLATE \"C\"")
+
+
+@MIGRATIONS.step(3, "search in the server: props containment (GIN), links by prev, memory titles, one HNSW index "
+                    "per model")
+def server_search(db) -> None:
+    from ..pg_vectors import create_ann_index
+
+    db.execute("CREATE INDEX IF NOT EXISTS nodes_props ON nodes USING gin ((props::jsonb) jsonb_path_ops)")
+    db.execute("CREATE INDEX IF NOT EXISTS nodes_ns_kind_title ON nodes(namespace, kind, title)")
+    db.execute("CREATE INDEX IF NOT EXISTS nodes_prev ON nodes (((props::jsonb) ->> 'prev')) "
+               "WHERE ((props::jsonb) ->> 'prev') IS NOT NULL")  # nodes_naming('prev'): a turn's followers
+    for model, dim in db.execute("SELECT DISTINCT model, dim FROM vectors ORDER BY model, dim").fetchall():
+        create_ann_index(db, model, dim)

@@ -1,0 +1,244 @@
+"""Memory search in the store's server (stores with ``Capability.VECTOR_SEARCH``): the ranking of ``search.py``,
+computed over candidates the server finds, so no process holds a namespace's vectors.
+
+The candidates are the memories whose own vector is nearest the query (a pool of ``DENSE_POOL``, the filters
+applied in the server), the text search's best hits (a pool of ``TEXT_POOL``), the nearest memories of each speaker
+the query names, and the turns before and after every one of those (a reply is found through its question, and a
+turn inherits a share of its neighbours' text scores). Each candidate is then scored exactly as the in-process index
+scores it: dense = the mean of the inner products of its own vector, its pair vector and its next turn's pair vector
+with the query (computed in the server: ``similarities``), BM25 (for candidates beyond the text pool too:
+``text_search(ids=)``) smoothed over its neighbours, the mention boost; ``fuse`` and ``top_k`` as in process.
+
+A memory outside the candidates has its own vector's score below the dense pool's last and its text score below the
+text pool's last; a "ghost" candidate with both scores is fused with the others, and while it would still rank among
+the top k, the pools grow (``GROWTH``, up to ``MAX_POOL`` and ``BM25_LIMIT``) and the query runs again: the threshold
+rule of top-k over sorted lists. (Its text bound leaves out the shares a ghost's neighbours could add, and its dense
+bound the context vectors: the ranking is exact up to those.) tests/test_memory_postgres.py compares the rankings on a
+LoCoMo conversation; benchmarks/postgres_scale.py on a million memories.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..engine.fusion import COMMON_MIN_DOCS, COMMON_SHARE, FusionWeights, fuse, keyword_query, mentioned, \
+    smooth_neighbours
+from ..engine.vectors import top_k
+from ..model import Node
+from ..workspace import Workspace
+from .records import CONV, KIND, USER
+from .search import BM25_LIMIT, Hit
+
+DENSE_POOL = 60  # nearest memories asked of the server at first (at least 4 x k)
+TEXT_POOL = 100  # best text hits asked at first (at least 10 x k); BM25_LIMIT at most, as in process
+GROWTH, MAX_POOL = 2, 480  # while a memory outside the pools could still rank, ask for this many times more
+Keep = Callable[[dict[str, Any]], bool]
+
+
+def server_filters(conversation_id: str | None, user_id: str | None,
+                   metadata: dict[str, Any]) -> tuple[list[str] | None, dict[str, Any] | None]:
+    """The filters the server applies: tags, and the metadata values JSON containment tests exactly (text,
+    numbers; the rest is checked here, on the candidates)."""
+    tags = [CONV + str(conversation_id)] if conversation_id is not None else []
+    if user_id is not None:
+        tags.append(USER + str(user_id))
+    exact = {k: v for k, v in metadata.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+    return tags or None, {"metadata": exact} if exact else None
+
+
+def _large(ws: Workspace, namespace: str) -> bool:
+    """Whether the namespace holds at least COMMON_MIN_DOCS memories (then common words leave the text query, as
+    in process); once large, a namespace stays large for this workspace."""
+    seen: set[str] = ws.held("memory:large-namespaces", set)
+    if namespace not in seen and ws.store.find_nodes(namespace=namespace, kind=KIND, order="none",
+                                                      with_content=False, offset=COMMON_MIN_DOCS - 1, limit=1):
+        seen.add(namespace)
+    return namespace in seen
+
+
+def search(ws: Workspace, namespace: str, query: str, k: int, conversation_id: str | None, user_id: str | None,
+           keep: Keep | None, metadata: dict[str, Any], weights: FusionWeights = FusionWeights()) -> list[Hit]:
+    """The ``k`` best memories of ``namespace`` for ``query`` under the filters (``keep``: the exact metadata
+    check), each with the signals behind its score."""
+    if k <= 0:
+        return []
+    qv = ws.embed_query(query)
+    keywords = keyword_query(query)
+    common = COMMON_SHARE if keywords and _large(ws, namespace) else None
+    query_ = _Query(ws, namespace, query, qv, keywords, common, conversation_id, user_id, keep, metadata, weights)
+    pool, text_pool = max(DENSE_POOL, 4 * k), max(TEXT_POOL, 10 * k)
+    while True:
+        hits, complete = query_.rank(k, pool, text_pool)
+        if complete or (pool >= MAX_POOL and text_pool >= BM25_LIMIT):
+            return hits
+        pool, text_pool = min(pool * GROWTH, MAX_POOL), min(text_pool * GROWTH, BM25_LIMIT)
+
+
+class _Query:
+    """One query's candidates, gathered from the server pool by pool."""
+
+    def __init__(self, ws: Workspace, namespace: str, text: str, qv: np.ndarray, keywords: str,
+                 common: float | None, conversation_id: str | None, user_id: str | None, keep: Keep | None,
+                 metadata: dict[str, Any], weights: FusionWeights) -> None:
+        self.ws, self.store, self.model, self.namespace = ws, ws.store, ws.model_name, namespace
+        self.text, self.qv, self.keywords, self.common, self.weights = text, qv, keywords, common, weights
+        self.conversation_id, self.user_id, self.keep = conversation_id, user_id, keep
+        self.tags, self.contains = server_filters(conversation_id, user_id, metadata)
+
+    def passes(self, node: Node) -> bool:
+        props = node.props or {}
+        return ((self.conversation_id is None or props.get("conversation_id") == str(self.conversation_id))
+                and (self.user_id is None or props.get("user_id") == str(self.user_id))
+                and (self.keep is None or self.keep(props)))
+
+    def _nearest(self, pool: int, titles: list[str] | None = None) -> list[tuple[str, float]]:
+        return self.store.nearest(self.qv, self.model, pool, namespace=self.namespace, kind=KIND, tags=self.tags,
+                                  props=self.contains, titles=titles)
+
+    def rank(self, k: int, pool: int, text_pool: int) -> tuple[list[Hit], bool]:
+        """(the k best hits among this round's candidates, whether nothing outside them can outrank those)."""
+        store, namespace = self.store, self.namespace
+        nearest = self._nearest(pool)
+        text_hits = store.text_search(self.keywords, namespace=namespace, kind=KIND, limit=text_pool,
+                                      common=self.common) if self.keywords else []
+        raw = dict(text_hits)
+        nodes = {i: n for i, n in store.get_nodes([i for i, _ in nearest] + list(raw)).items()
+                 if n.kind == KIND and n.namespace == namespace}
+        named = _named(self.text, nodes.values(), self.weights)
+        named_nearest: list[tuple[str, float]] = []
+        if named:  # each named speaker's nearest turns: the boost may lift them above the pool
+            named_nearest = self._nearest(pool, sorted(named))
+            nodes.update(store.get_nodes([i for i, _ in named_nearest if i not in nodes]))
+        links = _Links(self.ws, namespace, nodes)
+        candidates = [n for n in links.around([i for i, n in nodes.items() if self.passes(n)]) if self.passes(n)]
+        if not candidates:
+            return [], len(nearest) < pool and len(text_hits) < text_pool
+        candidates.sort(key=lambda n: (n.key, n.id))  # the in-process order (insertion), for ties
+        links.complete(candidates)
+        if self.keywords and len(text_hits) >= text_pool:  # the text scores of candidates beyond the text pool
+            around = {c.id for c in candidates} | {x for c in candidates for x in (prev_of(c), links.next.get(c.id))}
+            missing = sorted(x for x in around if x and x not in raw)
+            raw.update(store.text_search(self.keywords, namespace=namespace, kind=KIND, limit=len(missing) or 1,
+                                         common=self.common, ids=missing))
+        named = _named(self.text, [*nodes.values(), *candidates], self.weights)
+        # Ghosts: the best a memory outside the candidates could score (module doc), with and without a named speaker
+        text_bound = text_hits[-1][1] if len(text_hits) >= text_pool else 0.0
+        ghosts = [(nearest[-1][1] if len(nearest) >= pool else 0.0, text_bound, False)]
+        if named:
+            ghosts.append((named_nearest[-1][1] if len(named_nearest) >= pool else 0.0, text_bound, True))
+        hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights, ghosts)
+        open_ended = len(nearest) >= pool or len(named_nearest) >= pool or len(text_hits) >= text_pool
+        if not open_ended:
+            return hits, True
+        kth = float(np.sort(fused)[-k]) if fused.size >= k else -np.inf
+        return hits, all(g < kth for g in ghost_scores)
+
+
+def _named(query: str, nodes: Any, weights: FusionWeights) -> set[str]:
+    """The speakers (titles) among ``nodes`` that the query names, when there is more than one speaker."""
+    titles = sorted({n.title or "" for n in nodes})
+    if not weights.mention or len(titles) < 2:
+        return set()
+    return {t for t, hit in zip(titles, mentioned(query, titles)) if hit}
+
+
+class _Links:
+    """Candidate nodes with their previous and next turns (``props.prev`` and the first turn naming it), read from
+    the store in a few batched queries."""
+
+    def __init__(self, ws: Workspace, namespace: str, nodes: dict[str, Node]) -> None:
+        self.store, self.namespace = ws.store, namespace
+        self.nodes = dict(nodes)
+        self.next: dict[str, str] = {}
+        self._asked: set[str] = set()
+
+    def _load(self, ids: list[str]) -> None:
+        todo = [i for i in dict.fromkeys(ids) if i and i not in self.nodes]
+        if todo:
+            self.nodes.update({i: n for i, n in self.store.get_nodes(todo).items()
+                               if n.kind == KIND and n.namespace == self.namespace})
+
+    def _followers(self, ids: list[str]) -> None:
+        todo = [i for i in dict.fromkeys(ids) if i not in self._asked]
+        self._asked.update(todo)
+        if not todo:
+            return
+        for node in self.store.nodes_naming("prev", todo, namespace=self.namespace, kind=KIND):
+            self.next.setdefault(node.props["prev"], node.id)  # the first follower, in insertion order
+            self.nodes.setdefault(node.id, node)
+
+    def around(self, ids: list[str]) -> list[Node]:
+        """These nodes and their neighbours."""
+        self._followers(ids)
+        self._load([prev_of(self.nodes[i]) or "" for i in ids])
+        found = set(ids) | {self.next[i] for i in ids if i in self.next}
+        found |= {p for i in ids if (p := prev_of(self.nodes[i])) in self.nodes}
+        return [self.nodes[i] for i in found]
+
+    def complete(self, nodes: list[Node]) -> None:
+        """Make sure each node's next turn is known (its pair vector is part of the node's dense score)."""
+        self._followers([n.id for n in nodes])
+
+
+def prev_of(node: Node) -> str | None:
+    return (node.props or {}).get("prev")
+
+
+def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, raw: dict[str, float],
+          named: set[str], k: int, weights: FusionWeights, ghosts: list[tuple[float, float, bool]]
+          ) -> tuple[list[Hit], np.ndarray, list[float]]:
+    """(the k best candidates, every candidate's fused score, each ghost's score under the same normalisation)."""
+    nexts = [links.nodes.get(links.next.get(n.id, "")) for n in candidates]
+    hashes = [n.embed_hash for n in candidates if n.embed_hash]
+    hashes += [h for n in [*candidates, *nexts] if n is not None and (h := (n.props or {}).get("pair_hash"))]
+    sims = ws.store.similarities(qv, ws.model_name, hashes)
+    own = np.array([sims.get(n.embed_hash or "", 0.0) for n in candidates], dtype=np.float32)
+    dense = own.copy()
+    for j, (node, nxt) in enumerate(zip(candidates, nexts)):
+        parts = [float(own[j])]
+        pair = (node.props or {}).get("pair_hash")
+        if pair in sims:
+            parts.append(sims[pair])
+        follow = (nxt.props or {}).get("pair_hash") if nxt is not None else None
+        if follow in sims:
+            parts.append(sims[follow])
+        dense[j] = np.float32(np.mean(np.asarray(parts, dtype=np.float32)))
+    # BM25 smoothed over neighbours: rows [0, n) are the candidates, then neighbours that are not candidates
+    n = len(candidates)
+    row = {c.id: j for j, c in enumerate(candidates)}
+    pairs = [(prev_of(c), links.next.get(c.id)) for c in candidates]
+    for neighbours in pairs:
+        for other in neighbours:
+            if other and other not in row:
+                row[other] = len(row)
+    every = sorted(row, key=row.__getitem__)
+    bm25_raw = np.array([raw.get(i, 0.0) for i in every], dtype=np.float32)
+    prev = np.full(len(every), -1, dtype=np.int64)
+    nxt_rows = np.full(len(every), -1, dtype=np.int64)
+    prev[:n] = [row.get(p or "", -1) for p, _ in pairs]
+    nxt_rows[:n] = [row.get(q or "", -1) for _, q in pairs]
+    bm25 = smooth_neighbours(bm25_raw, prev, nxt_rows, weights.neighbour)[:n]
+    mention = None
+    if named:
+        mention = np.array([1.0 if (c.title or "") in named else 0.0 for c in candidates], dtype=np.float32)
+    g = len(ghosts)
+    every_fused = fuse(np.concatenate([dense, np.array([d for d, _, _ in ghosts], dtype=np.float32)]),
+                       np.concatenate([bm25, np.array([b for _, b, _ in ghosts], dtype=np.float32)]),
+                       None if mention is None else np.concatenate(
+                           [mention, np.array([float(m) for _, _, m in ghosts], dtype=np.float32)]), weights)
+    fused = fuse(dense, bm25, mention, weights)  # the ghosts must not move the candidates' normalisation
+    ghost_scores = [float(x) for x in every_fused[n: n + g]]
+    out: list[Hit] = []
+    for j in top_k(fused, k):
+        signals: dict[str, float] = {"dense": float(own[j])}
+        if abs(float(dense[j]) - signals["dense"]) > 1e-6:
+            signals["dense_context"] = float(dense[j])
+        if bm25_raw[j] > 0:
+            signals["bm25"] = float(bm25_raw[j])
+        if bm25[j] > bm25_raw[j]:
+            signals["bm25_neighbours"] = float(bm25[j] - bm25_raw[j])
+        if mention is not None and mention[j]:
+            signals["mention"] = weights.mention
+        out.append(Hit(candidates[int(j)].id, float(fused[j]), signals))
+    return out, fused, ghost_scores

@@ -1,0 +1,94 @@
+"""Text search in PostgreSQL, ranked by BM25 as SQLite's FTS5 ``bm25()`` ranks it.
+
+The text index is the ``tsv`` column (key A, title B, summary and tags C, content D; ``migrations/postgres.py``). A
+query's words become lexemes (``to_tsvector('english', word)``: stemmed, stopwords dropped); the GIN index finds
+the rows holding any of them, and each is scored
+
+    sum over the query's lexemes of  idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+
+with FTS5's constants (k1 = 1.2, b = 0.75), ``tf`` the lexeme's positions in the row weighted 4:3:2:1 (key, title,
+summary and tags, content: the column weights SQLite's bm25() is given), ``dl`` the row's number of lexemes, and
+``idf = ln((N - n + 0.5) / (n + 0.5))`` (at least 1e-6, as in FTS5). ``N`` and ``avgdl`` are measured on the table
+(on a sample of it when it is large, then remembered for ``STATS_SECONDS``); ``n`` is counted for rare lexemes and
+taken from the planner's statistics for common ones (counting those would cost more than the search). When many
+rows match, ``ts_rank`` weighted by idf (cheap, in C) keeps the best ``PREFILTER`` of them and BM25 orders those.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Sequence
+
+SMALL = 5000  # at most this many rows: N, avgdl and every lexeme's count are measured exactly, every query
+SAMPLE_ROWS = 20000  # a larger table's avgdl comes from a sample of about this many rows
+STATS_SECONDS = 30.0
+K1, B = 1.2, 0.75
+WEIGHTS = "{0.25, 0.5, 0.75, 1.0}"  # ts_rank's D, C, B, A weights (content, summary and tags, title, key): 1:2:3:4
+TF = "CASE w WHEN 'A' THEN 4 WHEN 'B' THEN 3 WHEN 'C' THEN 2 ELSE 1 END"
+Read = Callable[[str, Sequence[Any]], list[tuple]]
+
+LEXEMES = """
+SELECT w.term, x.lex, x.share, CASE WHEN %s OR x.share IS NULL THEN (
+         SELECT count(*) FROM nodes WHERE retracted_at IS NULL AND tsv @@ quote_literal(x.lex)::tsquery) END
+FROM unnest(%s::text[]) WITH ORDINALITY w(term, i)
+CROSS JOIN LATERAL (SELECT lex, (SELECT s.freqs[array_position(s.elems, lex)] FROM (
+         SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
+         WHERE schemaname = current_schema() AND tablename = 'nodes' AND attname = 'tsv') s) AS share
+     FROM unnest(tsvector_to_array(to_tsvector('english', w.term))) lex) x
+ORDER BY w.i
+"""
+
+
+def quote_lexeme(lexeme: str) -> str:
+    """A lexeme as a tsquery operand: quoted, taken as already normalised."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+class TextStats:
+    """N and avgdl of one store's text index: measured while the table is small, then estimated and remembered."""
+
+    def __init__(self) -> None:
+        self._at = -math.inf
+        self._value: tuple[int, float] = (0, 0.0)
+
+    def get(self, read: Read) -> tuple[int, float, bool]:
+        """(rows, average lexemes per row, whether the table is small)."""
+        if time.monotonic() - self._at <= STATS_SECONDS:
+            return self._value[0], self._value[1], False
+        rows, avg = read("SELECT count(*), coalesce(avg(length(tsv)), 0) FROM (SELECT tsv FROM nodes "
+                         f"WHERE retracted_at IS NULL LIMIT {SMALL + 1}) f", ())[0]
+        if rows <= SMALL:
+            return int(rows), float(avg), True
+        estimate = read("SELECT reltuples::bigint FROM pg_class WHERE oid = 'nodes'::regclass", ())[0][0]
+        if estimate <= SMALL:  # never analysed: count once
+            estimate = read("SELECT count(*) FROM nodes WHERE retracted_at IS NULL", ())[0][0]
+        share = min(100.0, 100.0 * SAMPLE_ROWS / max(estimate, 1))
+        sampled = read(f"SELECT avg(length(tsv)) FROM nodes TABLESAMPLE SYSTEM ({share:.4f}) "
+                       "WHERE retracted_at IS NULL", ())[0][0]
+        self._value = (int(estimate), float(sampled if sampled is not None else avg))
+        self._at = time.monotonic()
+        return self._value[0], self._value[1], False
+
+
+def lexemes(read: Read, terms: list[str], count_all: bool) -> list[tuple[str, str, int | None, float | None]]:
+    """(term, lexeme, rows holding it, share of rows holding it by the planner's statistics) per term with a
+    lexeme; the rows are counted for every lexeme (``count_all``) or only for those the statistics do not track
+    (rare ones: a cheap count through the GIN index)."""
+    return [(t, lex, None if n is None else int(n), None if f is None else float(f))
+            for t, lex, f, n in read(LEXEMES, [count_all, terms])]
+
+
+def idf(rows: int, holding: int) -> float:
+    return max(math.log((rows - holding + 0.5) / (holding + 0.5)), 1e-6)
+
+
+def bm25_sql(lexes: list[str], where: str, prefilter: int, limit: int) -> str:
+    """(id, score, rid) of the best ``limit`` rows; parameters: the OR query, ``where``'s (conditions on ``n``,
+    starting with `` AND ``), (idf, lexeme as a tsquery) per lexeme, avgdl, the lexemes, their idfs."""
+    cheap = " + ".join(f"%s * ts_rank('{WEIGHTS}', n.tsv, %s::tsquery, 0)" for _ in lexes)
+    return (f"WITH pre AS (SELECT n.rid, n.id, n.tsv FROM nodes n WHERE n.tsv @@ %s::tsquery{where} "
+            f"ORDER BY {cheap} DESC, n.rid LIMIT {int(prefilter)}) "
+            f"SELECT pre.id, (SELECT sum(i.idf * t.tf * {K1 + 1} / (t.tf + {K1} * ({1 - B} + {B} * length(pre.tsv) "
+            f"/ %s))) FROM unnest(%s::text[], %s::float8[]) i(lexeme, idf) JOIN LATERAL (SELECT u.lexeme, "
+            f"(SELECT sum({TF}) FROM unnest(u.weights) w) AS tf FROM unnest(pre.tsv) u) t USING (lexeme)) AS score, "
+            f"pre.rid FROM pre ORDER BY score DESC, pre.rid LIMIT {int(limit)}")

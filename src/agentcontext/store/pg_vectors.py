@@ -1,0 +1,72 @@
+"""Dense search in PostgreSQL: one pgvector HNSW index per (model, dimension), and the SQL that uses it.
+
+Vectors live in one table keyed by (text hash, model) with an untyped ``vector`` column, so each model's rows get
+a partial expression index ``USING hnsw ((vector::vector(dim)) vector_ip_ops) WHERE model = '<model>' AND dim =
+<dim>``, made by the migration for the models a store already holds and by ``put_vectors`` for a new one. A
+query names the same expression and predicate (the model as a literal, so the planner can match the partial
+index) and joins the nodes that use each vector, filtered; the session runs HNSW iterative scans
+(``hnsw.iterative_scan = relaxed_order``), so a filter that rejects most rows still fills ``k``, and results
+come back re-sorted. When the filter leaves few nodes (``EXACT_ROWS``) the index is skipped and every one of
+them is scored exactly.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+MAX_INDEXED_DIM = 2000  # pgvector's HNSW limit for the vector type; larger vectors are searched exactly
+EXACT_ROWS = 2000  # at most this many filtered nodes: score them all (~5 us each) instead of walking the index
+EF_SEARCH = 200  # HNSW candidate list per scan (pgvector's default is 40); iterative scans extend it
+HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64
+SESSION = [f"SET hnsw.ef_search = {EF_SEARCH}", "SET hnsw.iterative_scan = relaxed_order"]
+
+
+def ann_index_name(model: str, dim: int) -> str:
+    return "vectors_ann_" + hashlib.sha256(f"{model}\x1f{dim}".encode()).hexdigest()[:16]
+
+
+def ann_predicate(db: Any, model: str, dim: int, alias: str = "") -> str:
+    """``model = '<model>' AND dim = <dim>`` with the model as a quoted literal (what the partial index names)."""
+    col = f"{alias}." if alias else ""
+    return f"{col}model = {text_literal(model)} AND {col}dim = {int(dim)}"
+
+
+def text_literal(text: str) -> str:
+    """A SQL string literal (standard_conforming_strings, PostgreSQL's default since 9.1: only quotes double)."""
+    if "\x00" in text:
+        raise ValueError("PostgreSQL text cannot hold NUL characters")
+    return "'" + text.replace("'", "''") + "'"
+
+
+def create_ann_index(db: Any, model: str, dim: int) -> bool:
+    """Create the HNSW index of one (model, dimension) unless it exists or the dimension is too large for one."""
+    if not 0 < int(dim) <= MAX_INDEXED_DIM:
+        return False
+    db.execute(f"CREATE INDEX IF NOT EXISTS {ann_index_name(model, dim)} ON vectors USING hnsw "
+               f"((vector::vector({int(dim)})) vector_ip_ops) WITH (m = {HNSW_M}, ef_construction = "
+               f"{HNSW_EF_CONSTRUCTION}) WHERE {ann_predicate(db, model, dim)}")
+    return True
+
+
+def has_ann_index(db: Any, model: str, dim: int) -> bool:
+    return db.execute("SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s",
+                      (ann_index_name(model, dim),)).fetchone() is not None
+
+
+def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int) -> str:
+    """(id, rid, inner product) of the ``k`` nearest filtered nodes, in one statement: when at most ``EXACT_ROWS``
+    nodes pass the filter, every one of them is scored (its vector found by primary key; ``OFFSET 0`` keeps that a
+    lookup, not a join over every vector), else the HNSW index is walked (iterative scan) and rows are filtered
+    as they come. ``node_where`` holds conditions on ``n`` starting with `` WHERE ``. Parameters: ``node_where``'s,
+    the query vector three times, ``node_where``'s again, the query vector."""
+    typed, pred = f"v.vector::vector({int(dim)})", ann_predicate(db, model, dim, "v")
+    conditions = node_where.replace(" WHERE ", " AND ", 1)
+    return (f"WITH f AS MATERIALIZED (SELECT n.id, n.rid, n.embed_hash FROM nodes n{node_where} "
+            f"LIMIT {EXACT_ROWS + 1}), "
+            f"few AS (SELECT count(*) <= {EXACT_ROWS} AS yes FROM f) "
+            f"(SELECT f.id, f.rid, -(v.vector <#> %s) AS score FROM f CROSS JOIN LATERAL (SELECT vector FROM vectors "
+            f"v WHERE v.hash = f.embed_hash AND {pred} OFFSET 0) v WHERE (SELECT yes FROM few) "
+            f"ORDER BY v.vector <#> %s, f.rid LIMIT {int(k)}) "
+            f"UNION ALL (SELECT n.id, n.rid, -({typed} <#> %s::vector({int(dim)})) AS score FROM vectors v "
+            f"JOIN nodes n ON n.embed_hash = v.hash WHERE {pred}{conditions} AND NOT (SELECT yes FROM "
+            f"few) ORDER BY {typed} <#> %s::vector({int(dim)}) LIMIT {int(k)})")

@@ -1,0 +1,104 @@
+"""Memory retrieval on PostgreSQL ranks in the server (pgvector, tsvector BM25) and matches SQLite's in-process
+ranking on a labelled set: 120 turns of LoCoMo conversation conv-30 (dev split) and the questions whose evidence
+lies in them, stored once in each backend with the same ids and vectors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentcontext.engine.fusion import FusionWeights
+from agentcontext.eval_locomo import evidence, turn_text, turns
+from agentcontext.memory import AgentMemory
+from agentcontext.store import Capability, open_store
+from agentcontext.workspace import Workspace
+
+from .test_locomo import DEV
+
+pytestmark = pytest.mark.postgres
+TURNS = 120
+
+
+@pytest.fixture(scope="module")
+def pair(pg_server, tmp_path_factory):
+    """(sqlite memory, postgres memory, questions): the same memories in both stores."""
+    sample = next(s for s in json.loads(DEV.read_text()) if s["sample_id"] == "conv-30")
+    ts = turns(sample)[:TURNS]
+    items = [{"content": turn_text(t), "conversation_id": "conv-30" if i % 4 else "conv-30b",
+              "user_id": t.get("speaker"), "created_at": t["created_at"],
+              "metadata": {"speaker": t.get("speaker", ""), "dia_id": t["dia_id"], "session": t["session"]}}
+             for i, t in enumerate(ts)]
+    known = {t["dia_id"] for t in ts}
+    questions = [(q["question"], ev) for q in sample["qa"] if q.get("category") != 5
+                 and (ev := evidence(q.get("evidence") or [], known))]
+    lite_ws = Workspace.open(home=tmp_path_factory.mktemp("lite") / ".agentcontext", create=True)
+    lite = AgentMemory(workspace=lite_ws, max_memory_size=None)
+    ids = lite.batch_store(items)
+    pg_ws = Workspace(open_store(pg_server.url("memory_parity")), embedder=lite_ws.embedder)
+    nodes = lite_ws.store.find_nodes(kind="memory")
+    hashes = [n.embed_hash for n in nodes] + [n.props["pair_hash"] for n in nodes if n.props.get("pair_hash")]
+    pg_ws.store.put_vectors(lite_ws.store.get_vectors(hashes, lite_ws.model_name), lite_ws.model_name)
+    pg = AgentMemory(workspace=pg_ws, max_memory_size=None)
+    pg.batch_store([{**item, "id": i} for item, i in zip(items, ids)])
+    yield lite, pg, questions
+    lite_ws.close()
+    pg_ws.close()
+
+
+def ranked(memory: AgentMemory, question: str, k: int = 10, **filters) -> list[str]:
+    return [r["id"] for r in memory.retrieve(question, max_results=k, **filters)]
+
+
+def recall(memory: AgentMemory, questions, k: int) -> float:
+    total = 0.0
+    for question, ev in questions:
+        found = {r["metadata"]["dia_id"] for r in memory.retrieve(question, max_results=k)}
+        total += len(ev & found) / len(ev)
+    return total / len(questions)
+
+
+def test_postgres_ranks_in_the_server_and_never_mirrors_the_namespace(pair, monkeypatch):
+    lite, pg, questions = pair
+    assert Capability.VECTOR_SEARCH in pg.db.capabilities and Capability.VECTOR_SEARCH not in lite.db.capabilities
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a PostgreSQL retrieve loaded every vector of a namespace")
+
+    monkeypatch.setattr(pg.db, "load_vectors", refuse)
+    hits = pg.retrieve(questions[0][0], max_results=5)
+    assert len(hits) == 5 and all(h["signals"]["dense"] for h in hits)
+    assert not [name for name in pg.workspace._live if name.startswith("memory:")]  # no in-process index
+
+
+def test_the_dense_ranking_is_the_same_exactly(pair):
+    lite, pg, questions = pair
+    for weights in (FusionWeights(dense=1.0, mention=0.0), FusionWeights(dense=1.0)):
+        lite.weights = pg.weights = weights
+        try:
+            for question, _ in questions:
+                assert ranked(pg, question) == ranked(lite, question), question
+        finally:
+            lite.weights = pg.weights = FusionWeights()
+
+
+def test_fused_ranking_matches_sqlite_within_noise(pair):
+    lite, pg, questions = pair
+    assert len(questions) >= 30
+    for k in (5, 10):
+        ours, theirs = recall(pg, questions, k), recall(lite, questions, k)
+        assert abs(ours - theirs) <= 0.05, (k, ours, theirs)
+    overlap = sum(len(set(ranked(pg, q, 5)) & set(ranked(lite, q, 5))) for q, _ in questions) / len(questions)
+    assert overlap >= 4.0, overlap  # of 5
+
+
+def test_filters_select_the_same_memories(pair):
+    lite, pg, questions = pair
+    question = questions[3][0]
+    for filters in ({"conversation_id": "conv-30b"}, {"user_id": "Gina"}, {"filters": {"session": 2}},
+                    {"conversation_id": "conv-30", "user_id": "Jon", "session": 1}):
+        theirs = lite.retrieve(question, max_results=TURNS, **filters)  # every memory that passes
+        ours = pg.retrieve(question, max_results=TURNS, **filters)
+        assert {r["id"] for r in ours} == {r["id"] for r in theirs}, filters
+        assert ours and all(all(r.get(k, r["metadata"].get(k)) == v for k, v in filters.items() if k != "filters")
+                            for r in ours)
+    assert pg.retrieve(question, filters={"session": 99}) == [] == lite.retrieve(question, filters={"session": 99})
