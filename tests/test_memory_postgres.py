@@ -1,5 +1,5 @@
 """Memory retrieval on PostgreSQL ranks in the server (pgvector, tsvector BM25) and matches SQLite's in-process
-ranking on a labelled set: 120 turns of LoCoMo conversation conv-30 (dev split) and the questions whose evidence
+ranking on a labelled set: 80 turns of LoCoMo conversation conv-30 (dev split) and the questions whose evidence
 lies in them, stored once in each backend with the same ids and vectors."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from agentcontext.workspace import Workspace
 from .test_locomo import DEV
 
 pytestmark = pytest.mark.postgres
-TURNS = 120
+TURNS = 80
 
 
 @pytest.fixture(scope="module")

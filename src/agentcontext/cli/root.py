@@ -22,7 +22,7 @@ from ..config import HOME_DIR
 from ..errors import AgentContextError
 from ..workspace import Workspace
 from . import access, checkpoints, context, decisions, doc, erasure, evaluation, graph, history, knowledge, \
-    mcp_config, memory, pack, policies, serve, store, token
+    mcp_config, memory, migrate, pack, policies, serve, store, token
 from .common import JSON_OPTION, emit, err, out
 from .helptext import conventional
 from .hints import cli_message
@@ -112,6 +112,8 @@ app.add_typer(serve.serve_app, name="serve")
 app.add_typer(mcp_config.mcp_app, name="mcp")
 app.add_typer(token.token_app, name="token")
 app.add_typer(store.store_app, name="store")
+for _command in migrate.COMMANDS:
+    app.command()(_command)
 for _command in (access.grant, access.revoke, access.grants, *history.COMMANDS, access.audit):
     app.command()(_command)
 

@@ -30,8 +30,8 @@ from ..workspace import Workspace
 from .records import CONV, KIND, USER
 from .search import BM25_LIMIT, Hit
 
-DENSE_POOL = 60  # nearest memories asked of the server at first (at least 4 x k)
-TEXT_POOL = 100  # best text hits asked at first (at least 10 x k); BM25_LIMIT at most, as in process
+DENSE_POOL = 120  # nearest memories asked of the server at first (at least 4 x k)
+TEXT_POOL = 200  # best text hits asked at first (at least 10 x k); BM25_LIMIT at most, as in process
 GROWTH, MAX_POOL = 2, 480  # while a memory outside the pools could still rank, ask for this many times more
 Keep = Callable[[dict[str, Any]], bool]
 
@@ -85,6 +85,9 @@ class _Query:
         self.text, self.qv, self.keywords, self.common, self.weights = text, qv, keywords, common, weights
         self.conversation_id, self.user_id, self.keep = conversation_id, user_id, keep
         self.tags, self.contains = server_filters(conversation_id, user_id, metadata)
+        self.links = _Links(ws, namespace)  # what earlier rounds read (nodes, followers) stays
+        self.sims: dict[str, float] = {}  # inner products by vector hash
+        self.texts: dict[str, float] = {}  # text scores of candidates beyond the text pool
 
     def passes(self, node: Node) -> bool:
         props = node.props or {}
@@ -103,14 +106,13 @@ class _Query:
         text_hits = store.text_search(self.keywords, namespace=namespace, kind=KIND, limit=text_pool,
                                       common=self.common) if self.keywords else []
         raw = dict(text_hits)
-        nodes = {i: n for i, n in store.get_nodes([i for i, _ in nearest] + list(raw)).items()
-                 if n.kind == KIND and n.namespace == namespace}
+        links = self.links
+        nodes = links.load([i for i, _ in nearest] + list(raw))
         named = _named(self.text, nodes.values(), self.weights)
         named_nearest: list[tuple[str, float]] = []
         if named:  # each named speaker's nearest turns: the boost may lift them above the pool
             named_nearest = self._nearest(pool, sorted(named))
-            nodes.update(store.get_nodes([i for i, _ in named_nearest if i not in nodes]))
-        links = _Links(self.ws, namespace, nodes)
+            nodes.update(links.load([i for i, _ in named_nearest]))
         candidates = [n for n in links.around([i for i, n in nodes.items() if self.passes(n)]) if self.passes(n)]
         if not candidates:
             return [], len(nearest) < pool and len(text_hits) < text_pool
@@ -118,16 +120,20 @@ class _Query:
         links.complete(candidates)
         if self.keywords and len(text_hits) >= text_pool:  # the text scores of candidates beyond the text pool
             around = {c.id for c in candidates} | {x for c in candidates for x in (prev_of(c), links.next.get(c.id))}
-            missing = sorted(x for x in around if x and x not in raw)
-            raw.update(store.text_search(self.keywords, namespace=namespace, kind=KIND, limit=len(missing) or 1,
-                                         common=self.common, ids=missing))
+            missing = sorted(x for x in around if x and x not in raw and x not in self.texts)
+            if missing:
+                found = dict(store.text_search(self.keywords, namespace=namespace, kind=KIND, limit=len(missing),
+                                               common=self.common, ids=missing))
+                self.texts.update({x: found.get(x, 0.0) for x in missing})
+            raw.update({x: score for x in around if x and x not in raw and (score := self.texts.get(x, 0.0))})
         named = _named(self.text, [*nodes.values(), *candidates], self.weights)
         # Ghosts: the best a memory outside the candidates could score (module doc), with and without a named speaker
         text_bound = text_hits[-1][1] if len(text_hits) >= text_pool else 0.0
         ghosts = [(nearest[-1][1] if len(nearest) >= pool else 0.0, text_bound, False)]
         if named:
             ghosts.append((named_nearest[-1][1] if len(named_nearest) >= pool else 0.0, text_bound, True))
-        hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights, ghosts)
+        hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights, ghosts,
+                                          self.sims)
         open_ended = len(nearest) >= pool or len(named_nearest) >= pool or len(text_hits) >= text_pool
         if not open_ended:
             return hits, True
@@ -147,17 +153,22 @@ class _Links:
     """Candidate nodes with their previous and next turns (``props.prev`` and the first turn naming it), read from
     the store in a few batched queries."""
 
-    def __init__(self, ws: Workspace, namespace: str, nodes: dict[str, Node]) -> None:
+    def __init__(self, ws: Workspace, namespace: str) -> None:
         self.store, self.namespace = ws.store, namespace
-        self.nodes = dict(nodes)
+        self.nodes: dict[str, Node] = {}
         self.next: dict[str, str] = {}
         self._asked: set[str] = set()
+        self._gone: set[str] = set()  # asked for, not a memory of the namespace
 
-    def _load(self, ids: list[str]) -> None:
-        todo = [i for i in dict.fromkeys(ids) if i and i not in self.nodes]
+    def load(self, ids: list[str]) -> dict[str, Node]:
+        """These nodes (the memories of the namespace among them), read once."""
+        todo = [i for i in dict.fromkeys(ids) if i and i not in self.nodes and i not in self._gone]
         if todo:
-            self.nodes.update({i: n for i, n in self.store.get_nodes(todo).items()
-                               if n.kind == KIND and n.namespace == self.namespace})
+            found = {i: n for i, n in self.store.get_nodes(todo).items()
+                     if n.kind == KIND and n.namespace == self.namespace}
+            self.nodes.update(found)
+            self._gone.update(set(todo) - set(found))
+        return {i: self.nodes[i] for i in dict.fromkeys(ids) if i in self.nodes}
 
     def _followers(self, ids: list[str]) -> None:
         todo = [i for i in dict.fromkeys(ids) if i not in self._asked]
@@ -171,7 +182,7 @@ class _Links:
     def around(self, ids: list[str]) -> list[Node]:
         """These nodes and their neighbours."""
         self._followers(ids)
-        self._load([prev_of(self.nodes[i]) or "" for i in ids])
+        self.load([prev_of(self.nodes[i]) or "" for i in ids])
         found = set(ids) | {self.next[i] for i in ids if i in self.next}
         found |= {p for i in ids if (p := prev_of(self.nodes[i])) in self.nodes}
         return [self.nodes[i] for i in found]
@@ -186,13 +197,18 @@ def prev_of(node: Node) -> str | None:
 
 
 def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, raw: dict[str, float],
-          named: set[str], k: int, weights: FusionWeights, ghosts: list[tuple[float, float, bool]]
-          ) -> tuple[list[Hit], np.ndarray, list[float]]:
-    """(the k best candidates, every candidate's fused score, each ghost's score under the same normalisation)."""
+          named: set[str], k: int, weights: FusionWeights, ghosts: list[tuple[float, float, bool]],
+          known: dict[str, float]) -> tuple[list[Hit], np.ndarray, list[float]]:
+    """(the k best candidates, every candidate's fused score, each ghost's score under the same normalisation);
+    ``known`` holds the inner products read so far (by vector hash, absent: no such vector) and gains the new ones."""
     nexts = [links.nodes.get(links.next.get(n.id, "")) for n in candidates]
     hashes = [n.embed_hash for n in candidates if n.embed_hash]
     hashes += [h for n in [*candidates, *nexts] if n is not None and (h := (n.props or {}).get("pair_hash"))]
-    sims = ws.store.similarities(qv, ws.model_name, hashes)
+    todo = [h for h in dict.fromkeys(hashes) if h not in known]
+    if todo:
+        found = ws.store.similarities(qv, ws.model_name, todo)
+        known.update({h: found.get(h, np.nan) for h in todo})
+    sims = {h: v for h in hashes if not np.isnan(v := known[h])}
     own = np.array([sims.get(n.embed_hash or "", 0.0) for n in candidates], dtype=np.float32)
     dense = own.copy()
     for j, (node, nxt) in enumerate(zip(candidates, nexts)):

@@ -4,10 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ValidationError
-from .base import Capability, Store, VectorSearch
+from .base import COPY_TABLES, Capability, Store, VectorSearch
 from .sqlite import SQLiteStore
 
-__all__ = ["Capability", "Store", "SQLiteStore", "VectorSearch", "open_store"]
+__all__ = ["COPY_TABLES", "Capability", "Store", "SQLiteStore", "VectorSearch", "open_store"]
 
 
 def open_store(url: str | Path) -> Store:

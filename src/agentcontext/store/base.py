@@ -30,6 +30,8 @@ TimedEdges = list[tuple[str, str, str, str | None, str | None]]
 """(src, dst, type, valid_from, valid_until) of active edges that carry a validity bound."""
 NodeBrief = tuple[str, str, dict[str, Any]]
 """(kind, content, props)."""
+COPY_TABLES = ("nodes", "node_versions", "edges", "vectors", "tombstones", "records", "audit", "changes")
+"""What a whole-store copy carries (``export_rows``/``import_rows``), in the order it is copied."""
 
 
 class Capability(str, Enum):
@@ -274,6 +276,17 @@ class Store(Protocol):
         """Audit entries oldest first; ``limit`` keeps the latest ones."""
 
     def change_counter(self) -> int: ...
+
+    # --- copying a whole store ------------------------------------------------------------------
+    def export_rows(self, table: str, after: Sequence[Any] | None = None,
+                    limit: int = 5000) -> tuple[list[dict[str, Any]], list[Any] | None]:
+        """One page of a ``COPY_TABLES`` table as stored (every column but what the backend derives itself; tags a
+        list, a vector a float32 array), in copy order after the cursor ``after``: (rows, the next page's cursor,
+        None after the last page)."""
+
+    def import_rows(self, table: str, batches: Iterable[Sequence[dict[str, Any]]]) -> int:
+        """Insert exported rows exactly as they are (versions, times, sequence numbers; no change-log entries of
+        its own), in one transaction; the backend indexes what it derives. Returns how many rows went in."""
 
     def changes_since(self, seq: int, limit: int | None = None) -> list[Change]: ...
 

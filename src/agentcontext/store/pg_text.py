@@ -79,7 +79,9 @@ def lexemes(read: Read, terms: list[str], count_all: bool) -> list[tuple[str, st
 
 
 def idf(rows: int, holding: int) -> float:
-    return max(math.log((rows - holding + 0.5) / (holding + 0.5)), 1e-6)
+    """FTS5's idf; at least 1e-6, also when writers made ``holding`` (counted later) exceed ``rows``."""
+    spare = rows - holding + 0.5
+    return max(math.log(spare / (holding + 0.5)), 1e-6) if spare > 0 else 1e-6
 
 
 def bm25_sql(lexes: list[str], where: str, prefilter: int, limit: int) -> str:

@@ -26,7 +26,7 @@ from ..model import Node
 from ..text import informative, query_terms
 from .base import Capability
 from .migrations.postgres import MIGRATIONS
-from . import pg_text, scrub
+from . import pg_text, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, create_ann_index, has_ann_index, nearest_sql
 from .rows import NODE_COLS, Where, as_list
@@ -156,6 +156,29 @@ class PostgresStore(SQLStore):
         with self._db.cursor() as cur, cur.copy(f"COPY {table}({cols}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
+
+    def _tags_value(self, tags: list[str]) -> list[str]:
+        return tags
+
+    def _import_nodes(self, rows: list[tuple]) -> None:
+        cols = ", ".join(transfer.TABLES["nodes"][1])
+        self._bulk_insert("nodes", f"{cols}, tag_text", [(*r, " ".join(r[8] or [])) for r in rows])
+
+    def _check_import(self, table: str, rows: list[tuple]) -> None:
+        for row in rows:
+            if any(isinstance(v, str) and "\x00" in v for v in row):
+                raise ValidationError(f"a {table} row ({row[0]!r}) holds a NUL character, which PostgreSQL text cannot "
+                                      "store; remove it from the source first", table=table, row=str(row[0]))
+
+    def _imported(self, table: str) -> None:
+        if table in ("audit", "changes"):  # copied sequence numbers: the next one follows the largest
+            self._exec(f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'), coalesce(max(seq), 1), "
+                       f"max(seq) IS NOT NULL) FROM {table}")
+        elif table == "vectors":  # one bulk build per model, after the rows (faster than row by row)
+            for model, dim in self._db.execute("SELECT DISTINCT model, dim FROM vectors").fetchall():
+                if not has_ann_index(self._db, model, dim):
+                    create_ann_index(self._db, model, dim)
+                self._ann.add((model, dim))
 
     def _where(self) -> PgWhere:
         return PgWhere()

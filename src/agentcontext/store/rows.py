@@ -39,13 +39,19 @@ def check_prop(name: str) -> str:
     return name
 
 
+def as_tags(value: Any) -> list[str]:
+    """Tags as stored: JSON text (SQLite) or an array (PostgreSQL), as a list."""
+    if not value:
+        return []
+    return json.loads(value) if isinstance(value, str) else list(value)
+
+
 def row_to_node(row: Sequence[Any]) -> Node:
     """A node from the 18 NODE_COLS columns; tags arrive as JSON text (SQLite) or an array (Postgres)."""
-    tags = row[8]
     return Node(
         id=row[0], kind=row[1], namespace=row[2], key=row[3], title=row[4], summary=row[5],
         content=row[6], props=json.loads(row[7]) if row[7] else {},
-        tags=(json.loads(tags) if isinstance(tags, str) else list(tags)) if tags else [],
+        tags=as_tags(row[8]),
         valid_from=row[9], valid_until=row[10], recorded_at=row[11], retracted_at=row[12],
         version=row[13], content_hash=row[14], created_by=row[15] or "", embed_hash=row[16], tokens=row[17],
     )

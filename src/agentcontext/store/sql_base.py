@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import ValidationError
 from ..model import Change, Edge, Node, utcnow
 from .base import Adjacency, Capability, EdgeColumns, Frontier, NodeBrief, TimedEdges
-from . import scrub
+from . import scrub, transfer
 from .migrations import Migrations, applied, upgrade
 from .rows import (EDGE_COLS, EXISTING_COLS, LIGHT_COLS, NODE_COLS, NODE_ORDERS, Where, as_list, check_prop,
                    plan_edges, plan_versions, put_detail, row_to_edge, row_to_node)
@@ -723,6 +723,29 @@ class SQLStore(ABC):
         rows = self._read(f"{inner} ORDER BY seq", where.params)
         return [{"seq": r[0], "at": r[1], "principal": r[2], "action": r[3], "target": r[4], "outcome": r[5],
                  "detail": json.loads(r[6])} for r in rows]
+
+    def export_rows(self, table: str, after: Sequence[Any] | None = None,
+                    limit: int = transfer.PAGE) -> tuple[list[dict[str, Any]], list[Any] | None]:
+        return transfer.export_rows(self, table, after, limit)
+
+    def import_rows(self, table: str, batches: Iterable[Sequence[dict[str, Any]]]) -> int:
+        return transfer.import_rows(self, table, batches)
+
+    def _tags_value(self, tags: list[str]) -> Any:
+        """Tags as the backend stores them."""
+        return json.dumps(tags)
+
+    def _import_nodes(self, rows: list[tuple]) -> None:
+        """Insert copied live rows (``transfer.TABLES`` columns) in order, and index them."""
+        self._bulk_insert("nodes", ", ".join(transfer.TABLES["nodes"][1]), rows)
+
+    def _check_import(self, table: str, rows: list[tuple]) -> None:
+        """Refuse copied values the backend cannot store (as ``_check_text`` refuses them on writes)."""
+        return None
+
+    def _imported(self, table: str) -> None:
+        """After a table's copied rows went in (sequences, indexes): nothing, unless the backend keeps such."""
+        return None
 
     def change_counter(self) -> int:
         return self._read("SELECT coalesce(max(seq), 0) FROM changes")[0][0]

@@ -24,6 +24,7 @@ from ..text import informative, query_terms
 from .base import Capability
 from .migrations.sqlite import MIGRATIONS
 from .rows import NODE_COLS, Where, as_list
+from . import transfer
 from .sql_base import SQLStore
 
 T = TypeVar("T")
@@ -204,6 +205,23 @@ class SQLiteStore(SQLStore):
             tag_rows.extend((rid, t) for t in set(tags))
         db.executemany("INSERT INTO fts(rowid, key, title, summary, content, tags) VALUES (?,?,?,?,?,?)", fts_rows)
         db.executemany("INSERT OR IGNORE INTO node_tags(rid, tag) VALUES (?,?)", tag_rows)
+
+    def _import_nodes(self, rows: list[tuple]) -> None:
+        """Copied rows keep their order; the text index holds the live ones, the tag rows all of them."""
+        top = self._db.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0]
+        seq = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'nodes'").fetchone()
+        top = max(top, seq[0] if seq else 0)
+        marks = ",".join("?" * (len(rows[0]) + 1)) if rows else ""
+        self._db.executemany(f"INSERT INTO nodes(rid, {', '.join(transfer.TABLES['nodes'][1])}) VALUES ({marks})",
+                             [(top + 1 + i, *r) for i, r in enumerate(rows)])
+        fts, tags = [], []
+        for i, r in enumerate(rows):
+            rid, labels = top + 1 + i, json.loads(r[8]) if r[8] else []
+            if r[12] is None:  # retracted_at: only live nodes are searchable
+                fts.append((rid, r[3], r[4], r[5], r[6], " ".join(labels)))
+            tags.extend((rid, t) for t in set(labels))
+        self._db.executemany("INSERT INTO fts(rowid, key, title, summary, content, tags) VALUES (?,?,?,?,?,?)", fts)
+        self._db.executemany("INSERT OR IGNORE INTO node_tags(rid, tag) VALUES (?,?)", tags)
 
     def _unindex(self, rids: Sequence[int], purge: bool) -> None:
         """Retracted nodes leave the text index; purged (and rewritten) ones their tag rows too."""

@@ -1,0 +1,207 @@
+"""Several processes writing and reading one PostgreSQL server (issue 9 s4), and clients killed mid-batch.
+
+``--processes`` workers share one memory namespace for ``--seconds``: each stores memories (single ones and small
+batches, vectors supplied), retrieves (read-your-writes: its latest memory must come back), and tails the change log,
+reading every memory another worker stored through ``get_memory`` and noting when it could. Afterwards: lost writes
+(a stored id that is not in the store, or a count that differs), the slowest time from a write's return in one
+process to its read in another (target <= 1 s), and every exception a caller saw (target: none, lock errors
+included). Then ``--kills`` times a writer storing batches of ``KILL_BATCH`` memories is sent SIGKILL at a random
+moment inside a batch: every batch must be in the store whole or not at all, and the store's integrity check "ok".
+Run: /work/tools/bench.sh .venv/bin/python benchmarks/postgres_concurrency.py [--processes 8 --seconds 120 --kills 5]
+(tests/test_postgres_concurrency.py runs a short version.)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._util import report  # noqa: E402
+from tests.pg_server import PgServer  # noqa: E402
+
+from agentcontext.store import open_store  # noqa: E402
+
+NAMESPACE = "memory:team"
+KILL_BATCH = 3000
+SRC = str(Path(__file__).resolve().parent.parent / "src")
+
+WORKER = r"""
+import json, random, sys, time, traceback
+import numpy as np
+from agentcontext.memory import AgentMemory
+from agentcontext.store import open_store
+from agentcontext.workspace import Workspace
+url, name, seconds, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+rng = random.Random(name)
+ws = Workspace(open_store(url))
+memory = AgentMemory(workspace=ws, namespace="team", max_memory_size=None, context_turns=False)
+ws.embed_query("warm the model up")
+words = "amber basil cedar delta ember falcon garnet harbor indigo jasper kestrel lantern meadow nectar".split()
+writes, seen, errors, retrieves, misses = [], {}, [], 0, 0
+seq = ws.store.change_counter()
+started = time.time()  # writes committed before this were before this worker's tail began
+deadline = started + seconds
+i = 0
+def vector():
+    v = np.random.default_rng(rng.randrange(1 << 30)).standard_normal(384).astype(np.float32)
+    return v / np.linalg.norm(v)
+while time.time() < deadline:
+    try:
+        size = rng.choice([1, 1, 1, 3, 10])
+        items = [{"content": f"{name} note {i + k}: " + " ".join(rng.sample(words, 5)), "vector": vector(),
+                  "metadata": {"writer": name, "n": i + k}} for k in range(size)]
+        ids = memory.batch_store(items)
+        done = time.time()
+        writes.extend([mid, done] for mid in ids)
+        i += size
+        hits = memory.retrieve(items[-1]["content"], max_results=5, filters={"writer": name})
+        retrieves += 1
+        misses += ids[-1] not in [h["id"] for h in hits]
+        for change in ws.store.changes_since(seq):  # what the others stored, read through the service
+            seq = change.seq
+            if change.op == "node.put" and change.namespace == "memory:team" and change.target not in seen:
+                found = memory.get_memory(change.target)
+                if found is not None and found["metadata"].get("writer") != name:
+                    seen[change.target] = time.time()
+    except Exception as exc:  # every error a caller sees is a failure of the run: record it, keep going
+        errors.append(f"{type(exc).__name__}: {exc}"[:500])
+json.dump({"writes": writes, "seen": seen, "errors": errors, "retrieves": retrieves, "misses": misses,
+           "started": started}, open(out, "w"))
+"""
+
+KILLED = r"""
+import sys
+import numpy as np
+from agentcontext.memory import AgentMemory
+from agentcontext.store import open_store
+from agentcontext.workspace import Workspace
+url, tag, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+memory = AgentMemory(workspace=Workspace(open_store(url)), namespace="team", max_memory_size=None,
+                     context_turns=False)
+rng = np.random.default_rng(abs(hash(tag)) % (1 << 30))
+b = 0
+while True:
+    vectors = rng.standard_normal((size, 384)).astype(np.float32)
+    items = [{"content": f"{tag} batch {b} item {k}", "vector": vectors[k], "metadata": {"batch": f"{tag}-{b}"}}
+             for k in range(size)]
+    print(f"begin {b}", flush=True)
+    memory.batch_store(items)
+    print(f"done {b}", flush=True)
+    b += 1
+"""
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": SRC}
+
+
+def workers(url: str, processes: int, seconds: float, folder: Path) -> list[dict[str, Any]]:
+    outs = [folder / f"w{n}.json" for n in range(processes)]
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, url, f"w{n}", str(seconds), str(out)], env=_env(),
+                              stderr=subprocess.PIPE, text=True) for n, out in enumerate(outs)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=seconds + 600)
+        if proc.returncode:
+            raise RuntimeError(f"a worker failed ({proc.returncode}): {err[-2000:]}")
+    return [json.loads(out.read_text()) for out in outs]
+
+
+def kill_mid_batch(url: str, kills: int, size: int = KILL_BATCH) -> dict[str, Any]:
+    """SIGKILL a batch writer inside a batch ``kills`` times; every batch must be whole or absent."""
+    rng = random.Random(7)
+    inside = 0
+    for k in range(kills):
+        proc = subprocess.Popen([sys.executable, "-u", "-c", KILLED, url, f"kill{k}", str(size)], env=_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:  # let it finish a batch or two, then kill it inside the next one
+            lines.append(line)
+            if line.startswith("begin") and sum(x.startswith("begin") for x in lines) >= 1 + k % 2:
+                time.sleep(rng.uniform(0.05, 0.4))
+                break
+        proc.send_signal(signal.SIGKILL)
+        rest, _ = proc.communicate(timeout=60)
+        lines += rest.splitlines()
+        inside += lines[-1].startswith("begin")
+    store = open_store(url)
+    try:
+        sizes: dict[str, int] = {}
+        for node in store.find_nodes(namespace=NAMESPACE, with_content=False, order="none"):
+            batch = (node.props.get("metadata") or {}).get("batch")
+            if batch:
+                sizes[batch] = sizes.get(batch, 0) + 1
+        torn = {b: n for b, n in sizes.items() if n != size}
+        return {"kills": kills, "killed_inside_a_batch": inside, "batches_in_store": len(sizes),
+                "torn_batches": torn, "integrity": store.check_integrity()}
+    finally:
+        store.close()
+
+
+def run(url: str, processes: int, seconds: float, kills: int, kill_size: int = KILL_BATCH) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.time()
+        logs = workers(url, processes, seconds, Path(tmp))
+        elapsed = time.time() - t
+    store = open_store(url)
+    try:
+        written = {mid: (n, at) for n, log in enumerate(logs) for mid, at in log["writes"]}
+        present = set(store.get_nodes(list(written)))
+        count = store.count_nodes(namespace=NAMESPACE, kind="memory")
+    finally:
+        store.close()
+    lags, unseen = [], 0
+    for n, log in enumerate(logs):  # each write as another worker saw it
+        last = log["writes"][-1][1] if log["writes"] else 0.0
+        for mid, (writer, at) in written.items():
+            if writer == n or at <= log["started"]:
+                continue
+            if mid in log["seen"]:
+                lags.append(max(0.0, log["seen"][mid] - at))
+            elif at < last - 1.0:
+                unseen += 1  # written over a second before this worker's last write, never read by it
+    figures = {
+        "processes": processes, "seconds": round(elapsed, 1), "writes": len(written),
+        "writes_per_second": round(len(written) / elapsed, 1),
+        "retrieves": sum(log["retrieves"] for log in logs),
+        "lost_writes": len(set(written) - present) + abs(count - len(written)),
+        "read_your_writes_misses": sum(log["misses"] for log in logs),
+        "visible_to_others_max_s": round(max(lags), 3) if lags else None,
+        "visible_to_others_p99_s": round(sorted(lags)[int(0.99 * (len(lags) - 1))], 3) if lags else None,
+        "not_seen_by_others": unseen,
+        "errors_seen_by_callers": [e for log in logs for e in log["errors"]],
+    }
+    if kills:
+        figures["sigkill_mid_batch"] = kill_mid_batch(url, kills, kill_size)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--processes", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=120)
+    parser.add_argument("--kills", type=int, default=5)
+    args = parser.parse_args()
+    server = PgServer().start()
+    try:
+        figures = run(server.url("team"), args.processes, args.seconds, args.kills)
+    finally:
+        server.stop()
+    figures["targets"] = {"lost_writes": 0, "visible_to_others_max_s": 1.0, "errors_seen_by_callers": 0,
+                          "torn_batches": 0}
+    figures["note"] = "one embedded server and every worker on this busy shared 2-core machine"
+    report("postgres_concurrency", figures)
+
+
+if __name__ == "__main__":
+    main()

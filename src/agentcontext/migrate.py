@@ -1,0 +1,118 @@
+"""``migrate``: copy a whole workspace from one store to another (SQLite <-> PostgreSQL, or schema to schema),
+losslessly: nodes with every version, edges with every interval, vectors, tombstones, records (grants, tokens as
+their hashes, pack and chain records), the audit log and the change log, values and sequence numbers as they are.
+
+The destination must be empty (a fresh file or schema); the copy is one transaction there, so a copy that fails
+or is killed leaves the destination as empty as it was. Both stores' content digests (``content_digest``: one
+SHA-256 per table over its rows in copy order, backend-neutral) are computed at the end and must be equal. On a
+multi-user workspace only the owner or an admin of ``*`` may copy it: a copy holds every namespace.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from . import access
+from .errors import ValidationError
+from .store import Store, open_store
+from .store.base import COPY_TABLES
+from .workspace import Workspace
+
+Progress = Callable[[str, int, int], None]
+
+
+def _canonical(row: dict[str, Any]) -> bytes:
+    out = {}
+    for k, v in row.items():
+        out[k] = np.asarray(v, dtype="<f4").tobytes().hex() if isinstance(v, np.ndarray) else v
+    return json.dumps(out, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def content_digest(store: Store) -> dict[str, Any]:
+    """{table: {"rows": n, "sha256": hex}} over every row a copy carries, in copy order; equal for two stores
+    holding the same content whatever their backends."""
+    out: dict[str, Any] = {}
+    for table in COPY_TABLES:
+        digest, count = hashlib.sha256(), 0
+        after = None
+        while True:
+            rows, after = store.export_rows(table, after)
+            for row in rows:
+                digest.update(_canonical(row))
+                digest.update(b"\n")
+            count += len(rows)
+            if after is None:
+                break
+        out[table] = {"rows": count, "sha256": digest.hexdigest()}
+    return out
+
+
+def _empty(store: Store) -> bool:
+    counts = store.info()["counts"]
+    return not any(counts[k] for k in ("nodes", "retracted_nodes", "node_versions", "edge_intervals", "vectors",
+                                       "tombstones", "records", "audit", "changes"))
+
+
+def migrate(source: str, destination: str, principal: str | None = None,
+            progress: Progress | None = None) -> dict[str, Any]:
+    """Copy the workspace at ``source`` (a store URL or path) into the empty store at ``destination``; returns what
+    was copied, both digests and whether they are equal (a ``ValidationError`` names the first table that
+    differs)."""
+    start = time.perf_counter()
+    src = open_store(source)
+    try:
+        if not access.is_superadmin(Workspace(src), principal):
+            raise access.deny(Workspace(src), principal, "store.migrate", "store", "admin", "*",
+                              hint="only the owner or an admin of `*` may copy the whole store")
+        dst = open_store(destination)
+        try:
+            if src.url == dst.url:
+                raise ValidationError("source and destination are the same store; name another file or schema")
+            if not _empty(dst):
+                raise ValidationError(f"the destination {dst.url} already holds data; migrate copies into an empty "
+                                      "store: name a new file, or a new schema (?schema=...) on the server",
+                                      url=dst.url)
+            totals = {t: c for t, c in _row_counts(src).items()}
+            copied: dict[str, int] = {}
+            with dst.transaction():  # all or nothing
+                for table in COPY_TABLES:
+                    copied[table] = dst.import_rows(table, _reported(src, table, totals[table], progress))
+            theirs, ours = content_digest(src), content_digest(dst)
+            same = theirs == ours
+            if not same:
+                bad = next(t for t in COPY_TABLES if theirs[t] != ours[t])
+                raise ValidationError(f"the copy of table {bad} differs from the source ({theirs[bad]} vs "
+                                      f"{ours[bad]}); please report this error", table=bad)
+            return {"source": src.url, "destination": dst.url, "rows": copied, "digest": ours,
+                    "digests_equal": same, "seconds": round(time.perf_counter() - start, 2)}
+        finally:
+            dst.close()
+    finally:
+        src.close()
+
+
+def _row_counts(store: Store) -> dict[str, int]:
+    counts = store.info()["counts"]
+    return {"nodes": counts["nodes"] + counts["retracted_nodes"], "node_versions": counts["node_versions"],
+            "edges": counts["edge_intervals"], "vectors": counts["vectors"], "tombstones": counts["tombstones"],
+            "records": counts["records"], "audit": counts["audit"], "changes": counts["changes"]}
+
+
+def _reported(store: Store, table: str, total: int, progress: Progress | None) -> Iterator[list[dict]]:
+    done = 0
+    after = None
+    if progress:
+        progress(table, 0, total)
+    while True:
+        rows, after = store.export_rows(table, after)
+        if rows:
+            done += len(rows)
+            if progress:
+                progress(table, done, max(total, done))
+            yield rows
+        if after is None:
+            return

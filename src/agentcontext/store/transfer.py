@@ -1,0 +1,94 @@
+"""Copying a whole store, row by row, between backends: what ``Store.export_rows`` and ``Store.import_rows`` do.
+
+``TABLES`` lists every table of the store of record with the columns a copy carries (all but those a backend
+derives itself: row ids, SQLite's text index and tag rows, PostgreSQL's tsvector and tag text) and the order pages
+come in. Values are normalised on the way out (tags a list, a vector a float32 array), so a page exported by one
+backend imports into the other unchanged: versions, hashes, times, authors and sequence numbers stay as they are.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import ValidationError
+from .rows import EDGE_COLS, NODE_COLS, as_tags
+
+TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # table: (page order, columns copied)
+    "nodes": (("rid",), (*NODE_COLS.split(", "), "embed_text")),
+    "node_versions": (("id", "version"), (*NODE_COLS.split(", "), "embed_text")),
+    "edges": (("rid",), ("eid", *EDGE_COLS.split(", "))),
+    "vectors": (("hash", "model"), ("hash", "model", "dim", "vector")),
+    "tombstones": (("id",), ("id", "namespace", "kind", "purged_at", "reason", "actor", "erasure")),
+    "records": (("kind", "key"), ("kind", "key", "value", "updated_at")),
+    "audit": (("seq",), ("seq", "at", "principal", "action", "target", "outcome", "detail")),
+    "changes": (("seq",), ("seq", "at", "actor", "op", "target", "namespace", "detail")),
+}
+PAGE = 5000
+
+
+def columns(table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if table not in TABLES:
+        raise ValidationError(f"unknown table {table!r}; a copy carries {', '.join(TABLES)}", table=table)
+    return TABLES[table]
+
+
+def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int) -> tuple[list[dict], list | None]:
+    """One page of ``table`` after the cursor ``after``: (rows as dicts, the cursor of the next page or None)."""
+    order, cols = columns(table)
+    where = ""
+    params: list[Any] = []
+    if after is not None:
+        where = f" WHERE ({', '.join(order)}) > ({', '.join('?' * len(order))})"
+        params = list(after)
+    sql = store._q(f"SELECT {', '.join(order)}, {', '.join(cols)} FROM {table}{where} ORDER BY {', '.join(order)} "
+                   f"LIMIT {int(limit)}")
+    raw = store._vector_rows(sql, params) if table == "vectors" else store._read(sql, params)
+    k = len(order)
+    rows = []
+    for r in raw:
+        row = dict(zip(cols, r[k:]))
+        if "tags" in row:
+            row["tags"] = as_tags(row["tags"])
+        if table == "vectors":
+            row["vector"] = store._decode_vectors([row["vector"]])[0]
+        rows.append(row)
+    return rows, (list(raw[-1][:k]) if len(raw) == limit else None)
+
+
+def pages(store: Any, table: str, limit: int = PAGE) -> Iterable[list[dict]]:
+    """Every row of ``table`` in pages."""
+    after: list | None = None
+    while True:
+        rows, after = export_rows(store, table, after, limit)
+        if rows:
+            yield rows
+        if after is None:
+            return
+
+
+def import_rows(store: Any, table: str, batches: Iterable[Sequence[dict]]) -> int:
+    """Insert exported rows as they are, in one transaction (no new versions, no change-log entries: the change
+    log is itself copied); the backend indexes what it derives."""
+    _, cols = columns(table)
+    count = 0
+    with store.transaction():
+        for batch in batches:
+            rows = [tuple(_encode(store, table, row, c) for c in cols) for row in batch]
+            store._check_import(table, rows)
+            if table == "nodes":
+                store._import_nodes(rows)
+            else:
+                store._bulk_insert(table, ", ".join(cols), rows)
+            count += len(rows)
+        store._imported(table)
+    return count
+
+
+def _encode(store: Any, table: str, row: dict, col: str) -> Any:
+    value = row.get(col)
+    if col == "tags":
+        return store._tags_value(list(value or []))
+    if col == "vector":
+        return store._vector_value(np.asarray(value, dtype=np.float32))
+    return value
