@@ -215,18 +215,18 @@ def main() -> None:
     args = parser.parse_args()
     n = args.memories - args.memories % BATCH
     data = args.data or Path(f"/tmp/agentcontext-pg-scale-{n}")
+    from agentcontext.store.migrations.postgres import MIGRATIONS
+
+    built = json.loads((data / "built.json").read_text()) if (data / "built.json").exists() else None
+    if not built or built.get("memories") != n or built.get("migrations") != [m.name for m in MIGRATIONS]:
+        # another size, a schema this code would upgrade differently, or a build that was stopped: start again
+        built = None
+        shutil.rmtree(data / "cluster", ignore_errors=True)
+    data.mkdir(parents=True, exist_ok=True)
     server = PgServer(root=data / "cluster", options=SERVER).start()
     try:
         url = server.url("scale")
-        built = json.loads((data / "built.json").read_text()) if (data / "built.json").exists() else None
-        from agentcontext.store.migrations.postgres import MIGRATIONS
-
-        if not built or built.get("memories") != n or built.get("migrations") != [m.name for m in MIGRATIONS]:
-            if built:  # another size, or a schema this code would upgrade differently: start again
-                server.stop()
-                shutil.rmtree(data / "cluster", ignore_errors=True)
-                server = PgServer(root=data / "cluster", options=SERVER).start()
-                url = server.url("scale")
+        if built is None:
             print(f"building {n} memories in {data} (kept for the next runs)", flush=True)
             built = {"memories": n, **build(url, n, data)}
         _, _, questions, qvectors = base_corpus(data)
