@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import shutil
 import statistics
 import subprocess
@@ -121,9 +122,20 @@ def build(url: str, n: int, data: Path) -> dict[str, float]:
     batches = n // BATCH
     t0 = time.perf_counter()
 
+    cache = data / "batches"  # each batch is made once and read back for the next tables
+    cache.mkdir(exist_ok=True)
+
+    def made(i: int) -> tuple[list[Any], dict[str, np.ndarray], np.ndarray]:
+        path = cache / f"{i:05d}.pkl"
+        if path.exists():
+            return pickle.loads(path.read_bytes())
+        made = batch(i, texts, vectors)
+        path.write_bytes(pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
+        return made
+
     def each(table: str) -> Iterator[list[dict[str, Any]]]:
         for i in range(batches):
-            nodes, by_hash, mine = batch(i, texts, vectors)
+            nodes, by_hash, mine = made(i)
             if table == "vectors":
                 own[i * BATCH: (i + 1) * BATCH] = mine
                 yield [{"hash": h, "model": MINILM, "dim": int(v.shape[0]), "vector": v} for h, v in by_hash.items()]
@@ -142,6 +154,7 @@ def build(url: str, n: int, data: Path) -> dict[str, float]:
         store.import_rows(table, each(table))
         timings[f"import {table} s"] = round(time.perf_counter() - t, 1)
     own.flush()
+    shutil.rmtree(cache, ignore_errors=True)
     t = time.perf_counter()
     store._db.execute("VACUUM ANALYZE")
     timings["vacuum analyze s"] = round(time.perf_counter() - t, 1)
