@@ -12,7 +12,7 @@ pytestmark = pytest.mark.postgres
 
 def test_writers_and_readers_share_a_server_and_kills_are_all_or_nothing(pg_url):
     figures = run(pg_url, processes=3, seconds=3, kills=2, kill_size=600)
-    assert figures["writes"] > 30 and figures["retrieves"] > 10, figures
+    assert figures["writes"] >= 10 and figures["retrieves"] >= 5, figures
     assert figures["lost_writes"] == 0 and figures["errors_seen_by_callers"] == [], figures
     assert figures["read_your_writes_misses"] == 0, figures
     assert figures["not_seen_by_others"] == 0 and figures["visible_to_others_max_s"] <= 1.0, figures
