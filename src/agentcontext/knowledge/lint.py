@@ -36,9 +36,8 @@ def lint(ws: Workspace, pack: str, max_tokens: int = OVERSIZE_TOKENS, principal:
     redundant = [{"selector": _sel(a), "target": _sel(b), "implied_by": [_sel(x) for x in path]}
                  for a, b, path in redundant_edges(acyclic)]
     orphans = [_sel(i) for i in view.order if not view.outbound.get(i) and not view.inbound.get(i)]
-    oversize = [{"selector": n.key, "tokens": n.tokens}
-                for n in ws.store.find_nodes(namespace=pack, with_content=False)
-                if n.tokens is not None and n.tokens > max_tokens]
+    oversize = [{"selector": view.meta[i].key, "tokens": view.meta[i].tokens}
+                for i in view.order if view.meta[i].tokens is not None and view.meta[i].tokens > max_tokens]
     unknown_types = [{"selector": _sel(src), "type": etype, "target": _sel(dst),
                       "did_you_mean": (difflib.get_close_matches(etype, EDGE_TYPES, n=1) or [None])[0]}
                      for src in view.order for etype, dst in view.outbound.get(src, []) if etype not in EDGE_TYPES]
