@@ -119,3 +119,29 @@ def test_workspace_live_cache_serves_one_object_and_drop_caches_forgets_it():
     assert ws.peek("c") is counted
     put(ws.store, "c", "gamma", unit(3))
     assert ws.peek("c") is None and ws.held("h", list) is ws.held("h", dict)
+
+
+def test_faiss_backend_searches_the_same_live_rows():
+    pytest.importorskip("faiss")
+    from agentcontext import VectorStore
+
+    found = {}
+    for backend in ("inmemory", "faiss"):
+        vs = VectorStore(backend=backend)
+        model = vs.workspace.model_name
+        vs.store.put_vectors({content_hash(f"text {i}"): unit(i, 384) for i in range(20)}, model)
+        vs.store.put_nodes([Node(id=f"n{i}", kind="doc", namespace="docs", key=f"n{i}", content=f"text {i}",
+                                 embed_text=f"text {i}") for i in range(20)])
+        vs.store.retract_nodes(["n3"])
+        found[backend] = [(r["id"], round(r["score"], 5)) for r in vs.search(unit(3, 384), limit=4)]
+    assert found["faiss"] == found["inmemory"] and "n3" not in [i for i, _ in found["faiss"]]
+
+
+def test_a_service_bound_to_a_bare_store_keeps_one_workspace():
+    from agentcontext.decisions.recorder import DecisionRecorder
+
+    store = SQLiteStore(":memory:")
+    rec = DecisionRecorder(store)
+    assert rec.ws is rec.ws and rec.ws.store is store  # its caches (the decision index) live as long as it does
+    ws = Workspace(store)
+    assert DecisionRecorder(ws).ws is ws
