@@ -145,3 +145,27 @@ def test_bodies_and_titles_follow_edits_and_as_of(ws, write_pack):
     then = ws.store.node_versions("lib:e/b")[0].recorded_at
     old = flash(ws, "lib:e", "b", as_of=then)
     assert old.text == first.text and old.digest == first.digest and old.to_dict()["docs"] == first.to_dict()["docs"]
+
+
+def test_the_closure_index_holds_what_flash_read_within_its_limit(ws, write_pack, monkeypatch):
+    """A flash keeps the sections it read on the pack's closure index (the next one touches neither the store
+    nor the content cache); past the limit nothing more is held and bundles come out the same."""
+    import agentcontext.knowledge.flash as flash_module
+    from agentcontext.knowledge.graphview import pack_view
+
+    install_folder(ws, write_pack("h", {"a": ([], "Alpha"), "b": (["a"], "Beta"), "c": (["b", "a"], "Gamma")}),
+                   defer_embeddings=True)
+    fetched: list[str] = []
+    read = ws.store.get_contents
+    monkeypatch.setattr(ws.store, "get_contents", lambda ids, as_of=None: fetched.extend(ids) or read(ids, as_of))
+    flash(ws, "lib:h", "a")
+    closure = pack_view(ws, "lib:h").closure
+    assert fetched == ["lib:h/a"] and closure.sections[closure.index["lib:h/a"]] == "## A (a)\n\nAlpha\n"
+    monkeypatch.setattr(flash_module, "CONTENT_CACHE_BYTES", closure.held_bytes)  # full: holds nothing more
+    first = flash(ws, "lib:h", "c")
+    assert fetched == ["lib:h/a", "lib:h/b", "lib:h/c"]  # a was held; b and c read once
+    assert closure.sections[closure.index["lib:h/b"]] is None and pack_view(ws, "lib:h").closure is closure
+    again = flash(ws, "lib:h", "c")  # a from the index, b and c from the content cache
+    assert len(fetched) == 3 and again.text == first.text and again.order == ["a", "b", "c"]
+    assert [d.content for d in again.docs] == ["Alpha", "Beta", "Gamma"] == [d.content for d in first.docs]
+    assert again.text == "## A (a)\n\nAlpha\n\n## B (b)\n\nBeta\n\n## C (c)\n\nGamma\n"

@@ -7,7 +7,7 @@ explicit stack so a 100,000-deep chain works.
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Container, Iterable, Mapping, Sequence
+from typing import Callable, Container, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import CycleError, MissingModuleError
 
@@ -53,34 +53,38 @@ def closure_order(targets: Iterable[int], dag: Dag, label: Callable[[int], str] 
             continue
         if not exists[target]:
             raise missing_target(label(target))
-        path = [target]  # the nodes being visited, and beside each the iterator over its prerequisites
-        pending = [iter(children[target])]
-        enter, enter_pending = path.append, pending.append
+        # ``node`` is being visited and ``prerequisites`` iterates over its prerequisites; ``above`` holds the
+        # same pair for each node on the path above it (locals, not a stack top: this loop is flash's hot path).
+        above: list[tuple[int, Iterator[int]]] = []
+        climb, back = above.append, above.pop
+        node, prerequisites = target, iter(children[target])
         state[target] = ON_PATH
-        while path:
-            for child in pending[-1]:
+        while True:
+            for child in prerequisites:
                 seen = state[child]
                 if seen:
                     if seen == DONE:
                         continue
+                    path = [n for n, _ in above] + [node]
                     cycle = [label(n) for n in path[path.index(child):]] + [label(child)]
                     raise CycleError(f"dependency cycle: {' -> '.join(cycle)}; remove one of these edges",
                                      cycle=cycle)
                 if not exists[child]:
-                    chain = [label(n) for n in path] + [label(child)]
+                    chain = [label(n) for n, _ in above] + [label(node), label(child)]
                     raise MissingModuleError(
-                        f"missing module {label(child)!r}, required by {label(path[-1])!r} "
+                        f"missing module {label(child)!r}, required by {label(node)!r} "
                         f"(chain: {' -> '.join(chain)}); add it or remove the edge",
-                        missing=label(child), required_by=label(path[-1]), chain=chain)
+                        missing=label(child), required_by=label(node), chain=chain)
                 state[child] = ON_PATH
-                enter(child)
-                enter_pending(iter(children[child]))
+                climb((node, prerequisites))
+                node, prerequisites = child, iter(children[child])
                 break
             else:
-                node = path.pop()
-                pending.pop()
                 state[node] = DONE
                 finish(node)
+                if not above:
+                    break
+                node, prerequisites = back()
     return order
 
 

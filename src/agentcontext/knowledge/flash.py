@@ -94,25 +94,41 @@ class ContentCache:
                 self.size -= len(body) + len(section)
 
 
-def _entries(ws: Workspace, closure: ClosureIndex, order: list[int], as_of: str | None) -> list[tuple[str, str]]:
-    """(body, section) of each doc in ``order``: from the workspace's content cache, the rest in one store query."""
+def _contents(ws: Workspace, closure: ClosureIndex, order: list[int], as_of: str | None
+              ) -> tuple[list[str], Callable[[], list[str]]]:
+    """The rendered section of each doc in ``order``, and a function giving their bodies.
+
+    Served from the closure index's columns; the docs it does not hold yet come from the workspace's
+    content cache (which outlives a rebuilt view) or, the rest, from one store query."""
+    sections = list(map(closure.sections.__getitem__, order))
+    held = closure.bodies
+    if None not in sections:
+        return sections, lambda: list(map(held.__getitem__, order))
     cache = ws.held("flash.contents", ContentCache)
-    hashes = list(map(closure.hashes.__getitem__, order))
-    entries = list(map(cache.entries.get, hashes))
-    if None in entries:
-        missing = [i for i, e in zip(order, entries) if e is None]
-        bodies = ws.store.get_contents([closure.names[i] for i in missing], as_of=as_of)
+    extra: dict[int, tuple[str, str]] = {}
+    fetch = []
+    for i, section in zip(order, sections):
+        if section is None:
+            entry = cache.entries.get(closure.hashes[i])
+            if entry is None:
+                fetch.append(i)
+            else:
+                extra[i] = entry
+    if fetch:
+        bodies = ws.store.get_contents([closure.names[i] for i in fetch], as_of=as_of)
         fresh: dict[str, tuple[str, str]] = {}
-        for i in missing:
+        for i in fetch:
             meta = closure.metas[i]
             body = bodies.get(closure.names[i])
             if meta is None or body is None:
                 raise NotFoundError(f"doc {closure.selectors[i]!r} vanished while the bundle was assembled; retry",
                                     selector=closure.selectors[i])
-            fresh[meta.content_hash] = (body, render_section(meta.key, meta.title, body))
+            extra[i] = fresh[meta.content_hash] = (body, render_section(meta.key, meta.title, body))
         cache.put(fresh)
-        entries = [e if e is not None else fresh[h] for e, h in zip(entries, hashes)]
-    return entries  # type: ignore[return-value]
+    closure.hold(extra, CONTENT_CACHE_BYTES)
+    sections = [section if section is not None else extra[i][1] for i, section in zip(order, sections)]
+    return sections, lambda: [body if body is not None else extra[i][0]
+                              for i, body in zip(order, map(held.__getitem__, order))]
 
 
 def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_tokens: int | None = None,
@@ -159,17 +175,16 @@ def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_token
         for i, selector in zip(order, selectors_in_order):
             if not readable(selector):
                 raise access.deny(ws, principal, "flash", closure.names[i], "read", pack, selector)
-    entries = _entries(ws, closure, order, stamp)
+    sections, bodies = _contents(ws, closure, order, stamp)
     total = sum(map(closure.tokens.__getitem__, order))
     digest = hashlib.sha256(b"".join(map(closure.digest_lines.__getitem__, order))).hexdigest()
 
     def make_docs() -> list[BundleDoc]:
         return [BundleDoc(m.key, m.title, m.kind, m.version, m.tokens or 0, body, m.summary)
-                for m, (body, _) in zip(map(closure.metas.__getitem__, order), entries)]
+                for m, body in zip(map(closure.metas.__getitem__, order), bodies())]
 
     if budget_tokens is None or total <= budget_tokens:
-        text = "\n".join([section for _, section in entries])
-        return Bundle(pack, targets, selectors_in_order, digest, total, text, make_docs, stamp)
+        return Bundle(pack, targets, selectors_in_order, digest, total, "\n".join(sections), make_docs, stamp)
     docs = make_docs()
     degraded: list[str] = []
     if degrade == "summaries":
@@ -183,7 +198,7 @@ def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_token
             needed=total, budget=budget_tokens,
             largest=[{"selector": d.selector, "tokens": d.tokens} for d in largest])
     text = "\n".join(render_section(d.selector, d.title, d.summary) if d.degraded else section
-                     for d, (_, section) in zip(docs, entries))
+                     for d, section in zip(docs, sections))
     return Bundle(pack, targets, selectors_in_order, digest, total, text, docs, stamp, degraded,
                   degrade if degraded else None)
 

@@ -2,10 +2,12 @@
 
 ``PackView.closure`` is the same graph for flash, over integer ids (built on first use, and so cached
 with the view): the ``depends_on`` prerequisites as a ``Dag`` and, per doc, what a bundle needs of it
-without touching the store (selector, token count, its digest line, its content hash).
+without touching the store (selector, token count, its digest line, its content hash), plus the body and
+rendered section of each doc once a flash has read it (``hold``).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
@@ -56,6 +58,25 @@ class ClosureIndex:
     hashes: list[str]  # content hash ("" for a missing doc)
     tokens: list[int]
     digest_lines: list[bytes]  # what each doc adds to a bundle's digest
+    bodies: list[str | None] = field(default_factory=list)  # filled by ``hold``, never cleared
+    sections: list[str | None] = field(default_factory=list)  # the doc as it appears in a bundle
+    held_bytes: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.bodies:
+            self.bodies = [None] * len(self.names)
+            self.sections = [None] * len(self.names)
+
+    def hold(self, entries: dict[int, tuple[str, str]], limit: int) -> None:
+        """Keep (body, section) of these integer ids while the held text stays under ``limit`` characters.
+        A slot is only ever set (the view is rebuilt when the pack changes), so readers need no lock."""
+        with self._lock:
+            for i, (body, section) in entries.items():
+                cost = len(body) + len(section)
+                if self.sections[i] is None and self.held_bytes + cost <= limit:
+                    self.bodies[i], self.sections[i] = body, section
+                    self.held_bytes += cost
 
     @classmethod
     def build(cls, view: "PackView") -> "ClosureIndex":
