@@ -11,7 +11,8 @@ cached through these methods and nowhere else (no module-level caches, no ``__di
 - ``held(name, create)``: an object kept for the workspace's lifetime that does not depend on the
   counter (a cache keyed by content hash, a bounded LRU of query embeddings).
 - ``embed_query(text)``: a query's embedding, from a bounded LRU (queries are never written to the store).
-- ``drop_caches(prefix)``: forget derived structures (the next use rebuilds them, as a new process would).
+- ``drop_caches(prefix)``: forget derived structures (the next use rebuilds them, as a new process would):
+  the index files persisted beside the store (``index_files``, ``engine/snapshot.py``) are zeroed and removed too.
 
 Names are namespaced by their owner (``"memory:<namespace>"``, ``"graph[...]:csr"``, ``"pack:..."``).
 """
@@ -24,10 +25,12 @@ from typing import Any, Callable, TypeVar
 
 from .config import OWNER, resolve_store_url
 from .embed.base import MINILM, Embedder, default_embedder
+from .engine.snapshot import IndexFiles
 from .store import SQLiteStore, Store, open_store
 
 T = TypeVar("T")
 QUERY_VECTORS = 512  # distinct query embeddings remembered per workspace
+INDEX_FOLDER = "indexes"  # beside the store file: derived indexes persisted for the next process
 
 
 class Workspace:
@@ -43,6 +46,8 @@ class Workspace:
         self._held: dict[str, Any] = {}
         self._queries: OrderedDict[tuple[str, str], Any] = OrderedDict()
         self._lock = threading.RLock()
+        on_disk = isinstance(store, SQLiteStore) and not store.in_memory
+        self.index_files = IndexFiles(store.path.parent / INDEX_FOLDER if on_disk else None, store)
 
     @classmethod
     def open(cls, home: str | Path | None = None, url: str | None = None, create: bool = False,
@@ -124,6 +129,7 @@ class Workspace:
                     del table[name]
             if not prefix:
                 self._queries.clear()
+            self.index_files.scrub(prefix)
 
     def close(self) -> None:
         self.store.close()

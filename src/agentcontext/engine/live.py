@@ -12,11 +12,10 @@ them (an edit it does not handle, more than ``feed.limit`` changes, a counter th
 a damaged index) the index is rebuilt from the store instead. ``NodeVectors`` is the feed for "the
 active nodes of a namespace and kind that have a vector": packs, decisions and ``VectorStore``.
 
-Persisting an index beside the store (a memory-mapped float32 file tied to the change counter) is
-meant to slot in here: every array is allocated by ``_allocate`` and grown by ``_resize``, so a
-file-backed index maps them onto files (``np.memmap``) and writes ``ids``, the label lists and
-``counter`` beside them; on open it trusts the files only if the shapes check out and the counter is
-not ahead of the store's, then ``follow`` catches up from the change log as for an index built now.
+An index persists beside the store through ``engine/snapshot.py``: ``export`` gives its used rows
+(every column) and the lists beside them, ``restore`` adopts arrays mapped from a file (no copy: they
+are copied only when the index grows past them), and ``follow`` catches it up from the change log as
+for an index built now.
 """
 from __future__ import annotations
 
@@ -126,6 +125,40 @@ class LiveIndex:
 
     def __len__(self) -> int:
         return self.n
+
+    # --- persistence -----------------------------------------------------------------------
+    def export(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The used rows of every column, and what a ``restore`` needs beside them (ids, labels, counts)."""
+        arrays = {name: array[: self.n] for name, array in self._arrays.items()}
+        return arrays, {"ids": self.ids, "labels": self.labels, "dead": self.dead, "dimension": self.dimension,
+                        "pending": sorted(self.pending), "incomplete": self.incomplete}
+
+    @classmethod
+    def restore(cls, columns: Mapping[str, Column], arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any],
+                counter: int) -> "LiveIndex":
+        """An index over ``arrays`` as ``export`` gave them (e.g. mapped from a file), reflecting ``counter``.
+        Raises ValueError when the arrays do not fit the columns."""
+        ids = list(meta["ids"])
+        index = cls(int(meta["dimension"]), columns, capacity=16)
+        n = len(ids)
+        for name, spec in index._specs.items():
+            array = arrays.get(name)
+            shape = (n,) if spec.width is None else (n, spec.width)
+            if array is None or array.shape != shape or array.dtype != np.dtype(spec.dtype):
+                raise ValueError(f"column {name!r} does not fit an index of {n} rows")
+        index._arrays = {name: arrays[name] for name in index._specs}
+        index.capacity = index.n = n
+        index.ids = ids
+        index.row = {nid: i for i, nid in enumerate(ids)}
+        if len(index.row) != n:
+            raise ValueError("an id appears twice")
+        index.labels = {k: list(v) for k, v in meta["labels"].items()}
+        index._codes = {k: {label: i for i, label in enumerate(v)} for k, v in index.labels.items()}
+        index.dead = int(meta["dead"])
+        index.pending = set(meta.get("pending", ()))
+        index.incomplete = bool(meta.get("incomplete", False))
+        index.counter = counter
+        return index
 
     # --- labels ----------------------------------------------------------------------------
     def code(self, column: str, label: str) -> int:

@@ -5,11 +5,19 @@ Built from the store, then kept current from its change log: new memories are ap
 of a conversation may carry a *pair vector*: the embedding of the previous turn followed by this
 one (``props.pair_hash``). A turn's dense vector is the mean of its own vector, its pair vector and
 the next turn's pair vector, so a reply is found through the question that prompted it and back.
+
+On a store with a folder the index persists as one file (``engine/snapshot.py``): a new process maps
+it and catches up from the change log instead of rebuilding. It is saved after every rebuild and once
+it lags the file by ``SAVE_LAG`` changes, never while a purge it has not seen is pending (a purge means a
+rebuild, and the rebuild saves). Each memory's props are parsed from the file only when a metadata
+filter first needs them.
 """
 from __future__ import annotations
 
+import json
+import logging
 from collections import Counter
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -17,26 +25,63 @@ from ..embed.base import Embedder
 from ..embed.cache import embed_missing
 from ..engine.fusion import words
 from ..engine.live import Column, LiveIndex, follow
+from ..engine.snapshot import IndexFiles, Snapshot
 from ..model import Change, Node
 from ..store.base import Store
 from ..workspace import Workspace
 from .records import KIND
 
 APPEND_LIMIT = 5000  # more pending changes than this: rebuild instead of replaying
+SAVE_LAG = 1000  # save the index file again once the index is this many changes ahead of it
+FILE_KIND = "memory-index"
+UNSEEN_PURGES = ("node.purge", "node.retract", "vectors.delete")
+log = logging.getLogger(__name__)
 PAIR, DENSE = "pair", "dense"  # context vector planes, added once the first pair vector arrives
 COLUMNS = {"has_pair": Column(bool, False), "prev": Column(np.int64, -1), "next": Column(np.int64, -1),
            "title": Column(np.int32, 0, coded=True), "conversation": Column(np.int32, -1, coded=True),
            "user": Column(np.int32, -1, coded=True)}
 
 
+class Props:
+    """Each row's props: those from an index file are parsed on first use, later ones appended."""
+
+    def __init__(self, loaded: Callable[[], list[dict[str, Any]]] | None = None, count: int = 0) -> None:
+        self._load, self._count = loaded, count
+        self._items: list[dict[str, Any]] = []
+
+    def _ready(self) -> list[dict[str, Any]]:
+        if self._load is not None:
+            self._items = self._load() + self._items
+            self._load = None
+        return self._items
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return self._ready()[i]
+
+    def __len__(self) -> int:
+        return len(self._items) + (self._count if self._load is not None else 0)
+
+    def __iter__(self):
+        return iter(self._ready())
+
+    def extend(self, items: Iterable[dict[str, Any]]) -> None:
+        self._items.extend(items)
+
+
 class MemoryIndex:
     """The rows of a ``LiveIndex`` (own vectors, context planes, conversation links, filter columns), plus
     each memory's props and the document frequency of words (for pruning common query words)."""
 
-    def __init__(self, dimension: int, capacity: int = 1024) -> None:
-        self.rows = LiveIndex(dimension, COLUMNS, capacity)
-        self.props: list[dict[str, Any]] = []
+    def __init__(self, dimension: int, capacity: int = 1024, rows: LiveIndex | None = None) -> None:
+        self.rows = rows if rows is not None else LiveIndex(dimension, COLUMNS, capacity)
+        self.props = Props()
         self.df: Counter[str] = Counter()  # lower-cased word -> memories containing it
+        self.source: Snapshot | None = None  # the file the rows are mapped from
+        self.saved = -1  # the change counter of the last file written or read
+
+    def intact(self) -> bool:
+        """False when the file this index maps was scrubbed meanwhile (an erasure)."""
+        return self.source is None or self.source.intact()
 
     @property
     def counter(self) -> int:
@@ -209,7 +254,61 @@ class MemoryFeed:
         return True
 
 
+def save_index(files: IndexFiles, name: str, model: str, index: MemoryIndex) -> bool:
+    """Write ``index`` to its file unless a purge it has not seen is pending; True when written."""
+    pending = files.store.changes_since(index.counter, limit=APPEND_LIMIT)
+    if any(ch.op in UNSEEN_PURGES for ch in pending):
+        return False
+    arrays, meta = index.rows.export()
+    blobs = {"meta": json.dumps(meta).encode(), "props": json.dumps(list(index.props)).encode(),
+             "df": json.dumps(index.df).encode()}
+    if files.save(FILE_KIND, name, model, index.counter, arrays, blobs) is None:
+        return False
+    index.saved = index.counter
+    return True
+
+
+def load_index(files: IndexFiles, name: str, model: str, dimension: int) -> MemoryIndex | None:
+    """The index held in its file, if the file passes every check (``engine/snapshot.py``) and fits."""
+    snap = files.load(FILE_KIND, name, model)
+    if snap is None:
+        return None
+    try:
+        meta = snap.json("meta")
+        columns = dict(COLUMNS)
+        if snap.has(PAIR):
+            columns[PAIR] = columns[DENSE] = Column(np.float32, None, int(meta["dimension"]))
+        if int(meta["dimension"]) != dimension:
+            return None
+        rows = LiveIndex.restore(columns, {n: snap.array(n) for n in columns if snap.has(n)} | {
+            "vectors": snap.array("vectors"), "alive": snap.array("alive")}, meta, snap.counter)
+        index = MemoryIndex(dimension, rows=rows)
+        index.props = Props(lambda: snap.json("props"), rows.n)
+        index.df = Counter(snap.json("df"))
+    except (KeyError, ValueError, TypeError) as exc:  # a file that passed the checks yet does not fit: rebuild
+        log.warning("ignoring the memory index file %s: %s", snap.path, exc)
+        return None
+    index.source, index.saved = snap, snap.counter
+    return index
+
+
 def memory_index(ws: Workspace, namespace: str, dimension: int) -> MemoryIndex:
-    """The current index for ``namespace``: held by the workspace, caught up from the change log."""
+    """The current index for ``namespace``: held by the workspace (or mapped from its file), caught up from
+    the change log, and saved to its file after a rebuild or once it runs ``SAVE_LAG`` changes ahead."""
     feed = MemoryFeed(ws.store, ws.model_name, lambda: ws.embedder, namespace, dimension)
-    return ws.live(f"memory:{namespace}", lambda current: follow(current, ws.store, feed))
+    files, name, model = ws.index_files, f"memory:{namespace}", ws.model_name
+
+    def refresh(current: MemoryIndex | None) -> MemoryIndex:
+        if current is not None and not current.intact():
+            current = None
+        if current is None and files.enabled:
+            current = load_index(files, name, model, dimension)
+        fresh = follow(current, ws.store, feed)
+        if files.enabled and len(fresh) and (fresh is not current or fresh.counter - fresh.saved >= SAVE_LAG):
+            try:
+                save_index(files, name, model, fresh)
+            except OSError as exc:  # the index still serves this process; the next one rebuilds
+                log.warning("could not save the memory index file for %s: %s", name, exc)
+        return fresh
+
+    return ws.live(name, refresh)

@@ -1,0 +1,236 @@
+"""Index files: a derived index persisted beside the store, so a new process maps it instead of rebuilding it.
+
+One file per index (``<store folder>/indexes/<name>.<model>.idx``), little-endian:
+
+- bytes 0-7: the magic ``b"ACIDX\\x00\\x01\\x00"``; 8-11: the header's length ``H`` (uint32); 12-15: its crc32;
+- bytes 16..16+H: the header, UTF-8 JSON: ``format``, ``kind``, ``name``, ``model``, ``store`` (the store's
+  identity), ``counter`` (the change counter the rows reflect), ``mark`` (a digest of the change at that
+  counter), ``size`` (the whole file's length) and ``sections`` (name -> offset, dtype, shape or length, crc32);
+- the sections from byte 4096 on (the header has its page to itself), each at a 64-byte boundary: float and
+  integer planes as raw C-order arrays, and blobs (JSON text: ids, labels, props, word counts).
+
+A file is used only when all of these hold, else it is ignored (and the index rebuilt and saved again): the
+magic, a header length inside the file, the header's crc32, the format number, the kind, name and model
+asked for, the store identity (a digest of the store's first change: a file copied from another workspace
+is foreign), a counter not ahead of the store's and the store's change at that counter matching ``mark``
+(a store restored from a backup, then written again, is caught), the file size the header names (a
+truncated file), every section inside the file, and the crc32 of every section but the float planes (those
+are 150 MB at 100,000 x 384: summing them would cost what mapping saves; a bit flip there changes scores,
+never which rows exist). A file is written whole to a temporary name, fsynced and renamed over the old
+one, so a reader sees the old file or the new one, and a crash leaves the old one.
+
+The sections are mapped copy-on-write (``mmap.ACCESS_COPY``): a process that appends or changes rows
+changes its own pages, never the file. ``scrub`` zeroes files in place before removing them (an erasure
+must not leave vectors of erased rows on disk); a process that mapped a scrubbed file sees its magic gone
+(``Snapshot.intact``) and drops what it mapped.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import re
+import struct
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..store.base import Store
+
+MAGIC = b"ACIDX\x00\x01\x00"
+FORMAT = 1
+PAGE = 4096
+ALIGN = 64
+PREFIX = struct.Struct("<8sII")
+UNSUMMED = ("float32",)  # planes too big to checksum on every open
+SUFFIX = ".idx"
+
+
+def _digest(change: Any) -> str:
+    text = json.dumps([change.seq, change.at, change.op, change.target, change.namespace, change.detail],
+                      sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def store_marks(store: Store, counter: int) -> tuple[str, str] | None:
+    """(the store's identity, the digest of its change at ``counter``), or None for a store with no changes yet."""
+    if counter <= 0:
+        return None
+    first = store.changes_since(0, limit=1)
+    at = store.changes_since(counter - 1, limit=1)
+    if not first or not at or at[0].seq != counter:
+        return None
+    return _digest(first[0]), _digest(at[0])
+
+
+class Snapshot:
+    """A validated index file, mapped copy-on-write: ``header``, ``array(name)``, ``blob(name)``."""
+
+    def __init__(self, path: Path, mapped: mmap.mmap, header: dict[str, Any]) -> None:
+        self.path, self._map, self.header = path, mapped, header
+
+    @property
+    def counter(self) -> int:
+        return int(self.header["counter"])
+
+    def has(self, name: str) -> bool:
+        return name in self.header["sections"]
+
+    def array(self, name: str) -> np.ndarray:
+        s = self.header["sections"][name]
+        count = int(np.prod(s["shape"]))
+        return np.frombuffer(self._map, dtype=np.dtype(s["dtype"]), count=count, offset=s["offset"]).reshape(s["shape"])
+
+    def blob(self, name: str) -> bytes:
+        s = self.header["sections"][name]
+        return self._map[s["offset"]: s["offset"] + s["length"]]
+
+    def json(self, name: str) -> Any:
+        return json.loads(self.blob(name))
+
+    def intact(self) -> bool:
+        """False once the file was scrubbed (zeroed) under this mapping."""
+        return self._map[: len(MAGIC)] == MAGIC
+
+
+def _section_crc(data: bytes | memoryview) -> int:
+    return zlib.crc32(data) & 0xFFFFFFFF
+
+
+class IndexFiles:
+    """The index files of one store; ``enabled`` is False for a store with no folder (in memory, a server)."""
+
+    def __init__(self, folder: Path | None, store: Store) -> None:
+        self.folder = folder
+        self.store = store
+
+    @property
+    def enabled(self) -> bool:
+        return self.folder is not None
+
+    def path(self, name: str, model: str) -> Path:
+        assert self.folder is not None
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{name}.{model}")[:80]
+        tag = hashlib.sha256(f"{name}\0{model}".encode()).hexdigest()[:10]
+        return self.folder / f"{safe}.{tag}{SUFFIX}"
+
+    # --- reading ---------------------------------------------------------------------------
+    def load(self, kind: str, name: str, model: str) -> Snapshot | None:
+        """The file of this index if every check in the module doc passes, else None."""
+        if self.folder is None:
+            return None
+        path = self.path(name, model)
+        try:
+            with open(path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if size < PAGE:
+                    return None
+                mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+        except (FileNotFoundError, ValueError):
+            return None
+        header = self._check(mapped, size, kind, name, model)
+        if header is None:
+            mapped.close()
+            return None
+        return Snapshot(path, mapped, header)
+
+    def _check(self, mapped: mmap.mmap, size: int, kind: str, name: str, model: str) -> dict[str, Any] | None:
+        magic, length, crc = PREFIX.unpack(mapped[: PREFIX.size])
+        if magic != MAGIC or PREFIX.size + length > PAGE:
+            return None
+        raw = mapped[PREFIX.size: PREFIX.size + length]
+        if _section_crc(raw) != crc:
+            return None
+        try:
+            header = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("size") != size:
+            return None
+        if (header.get("kind"), header.get("name"), header.get("model")) != (kind, name, model):
+            return None
+        counter = header.get("counter")
+        if not isinstance(counter, int) or counter > self.store.change_counter():
+            return None
+        if store_marks(self.store, counter) != (header.get("store"), header.get("mark")):
+            return None
+        for s in header.get("sections", {}).values():
+            length = s["length"] if "length" in s else int(np.prod(s["shape"])) * np.dtype(s["dtype"]).itemsize
+            if s["offset"] < PAGE or s["offset"] + length > size:
+                return None
+            if s.get("crc") is not None and _section_crc(memoryview(mapped)[s["offset"]: s["offset"] + length]) != s["crc"]:
+                return None
+        return header
+
+    # --- writing ---------------------------------------------------------------------------
+    def save(self, kind: str, name: str, model: str, counter: int, arrays: Mapping[str, np.ndarray],
+             blobs: Mapping[str, bytes], extra: Mapping[str, Any] | None = None) -> Path | None:
+        """Write the index whole (temporary file, fsync, rename); None when it cannot be tied to the store."""
+        marks = store_marks(self.store, counter) if self.folder is not None else None
+        if marks is None:
+            return None
+        assert self.folder is not None
+        sections: dict[str, dict[str, Any]] = {}
+        offset = PAGE
+        parts: list[tuple[int, bytes | np.ndarray]] = []
+        for sname, array in arrays.items():
+            array = np.ascontiguousarray(array)
+            crc = None if array.dtype.name in UNSUMMED else _section_crc(array.tobytes())
+            sections[sname] = {"offset": offset, "dtype": array.dtype.str, "shape": list(array.shape), "crc": crc}
+            parts.append((offset, array))
+            offset += -(-array.nbytes // ALIGN) * ALIGN
+        for sname, data in blobs.items():
+            sections[sname] = {"offset": offset, "length": len(data), "crc": _section_crc(data)}
+            parts.append((offset, data))
+            offset += -(-len(data) // ALIGN) * ALIGN
+        header = {"format": FORMAT, "kind": kind, "name": name, "model": model, "store": marks[0], "mark": marks[1],
+                  "counter": counter, "size": offset, "sections": sections, **(extra or {})}
+        raw = json.dumps(header, sort_keys=True).encode()
+        if PREFIX.size + len(raw) > PAGE:
+            raise ValueError(f"index header of {len(raw)} bytes does not fit its page")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        target = self.path(name, model)
+        fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=self.folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(PREFIX.pack(MAGIC, len(raw), _section_crc(raw)) + raw)
+                for at, part in parts:
+                    fh.seek(at)
+                    fh.write(part.data if isinstance(part, np.ndarray) else part)
+                fh.truncate(offset)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return target
+
+    def scrub(self, prefix: str = "") -> int:
+        """Zero, then remove, every index file whose index name starts with ``prefix`` (temporary ones too);
+        returns how many. Processes that mapped one see it gone (``Snapshot.intact``)."""
+        if self.folder is None or not self.folder.is_dir():
+            return 0
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", prefix)
+        count = 0
+        for path in sorted(self.folder.iterdir()):
+            if not path.name.startswith(safe) or not (path.name.endswith(SUFFIX) or path.name.endswith(".tmp")):
+                continue
+            try:
+                with open(path, "r+b") as fh:
+                    size = os.fstat(fh.fileno()).st_size
+                    zeros = bytes(min(size, 1 << 20))
+                    done = 0
+                    while done < size:
+                        done += fh.write(zeros[: size - done])
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                path.unlink()
+                count += 1
+            except FileNotFoundError:
+                continue
+        return count
