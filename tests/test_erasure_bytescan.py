@@ -50,6 +50,8 @@ def fill(ws, secret: str, outside: Path) -> dict:
     put_doc(ws, "lib:crm", "accounts.roe", title="Roe account", content=f"{NAME}'s account: {secret}")
     put_doc(ws, "lib:crm", "accounts.roe", content=f"{NAME}'s account: {secret} (v2)")
     put_doc(ws, "lib:crm", "other", title="Unrelated", content="Nothing about anyone")
+    memory.retrieve(f"card {secret}")  # the memory indexes are built and saved beside the store (indexes/)
+    other.retrieve(f"noted {secret}")
     memory.export(format="json", destination=outside / "memories.json")
     export_pack(ws, "lib:crm", outside / "crm-pack")
     return {"ctx": ctx, "linked": linked, "unlinked": unlinked, "elsewhere": elsewhere, "decision": decision}
@@ -64,8 +66,14 @@ def test_after_one_erasure_no_file_of_the_workspace_holds_the_secret(tmp_path):
     secret = new_secret()
     made = fill(ws, secret, outside)
     assert hits(folder_files(home), secret), "the secret is in the workspace before the erasure"
+    index_files = sorted((home / "indexes").glob("*.idx"))
+    assert len(index_files) == 2 and all(hits([f], secret) for f in index_files)  # words and props of the text
+    linked = ws.store.get_node(made["linked"])
+    own = ws.store.get_vectors([linked.embed_hash], ws.model_name)[linked.embed_hash].astype("<f4").tobytes()
+    assert own in next(f for f in index_files if "memory_default" in f.name).read_bytes()
     receipt = erase_workspace_entity(ws, ENTITY, reason="GDPR Art. 17", erase_mentions=True)
     assert hits(folder_files(home), secret) == {}
+    assert not any(own in f.read_bytes() for f in folder_files(home) if f.is_file())  # nor its vector's bytes
     d = receipt.to_dict()
     assert d["complete"] is True, d["incomplete_stores"]
     assert d["stores"]["memory"] == {"status": "erased", "items": 1}

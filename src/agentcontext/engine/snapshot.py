@@ -162,7 +162,7 @@ class IndexFiles:
             length = s["length"] if "length" in s else int(np.prod(s["shape"])) * np.dtype(s["dtype"]).itemsize
             if s["offset"] < PAGE or s["offset"] + length > size:
                 return None
-            if s.get("crc") is not None and _section_crc(memoryview(mapped)[s["offset"]: s["offset"] + length]) != s["crc"]:
+            if s.get("crc") is not None and _section_crc(mapped[s["offset"]: s["offset"] + length]) != s["crc"]:
                 return None
         return header
 
