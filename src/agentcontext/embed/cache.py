@@ -39,6 +39,19 @@ def embed_texts(store: Store, embedder: Embedder, texts: Sequence[str], batch: i
     return np.stack([known[h] for h in hashes]).astype(np.float32, copy=False)
 
 
+def new_vectors(store: Store, embedder: Embedder, texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """Vectors (by content hash) of the ``texts`` the store has none for, computed now and not written (the
+    caller writes them with what it stores)."""
+    hashes = list(dict.fromkeys(content_hash(t) for t in texts))
+    known = store.get_vectors(hashes, embedder.name)
+    todo = {h: t for h, t in zip((content_hash(t) for t in texts), texts) if h not in known}
+    if not todo:
+        return {}
+    vecs = embedder.embed(list(todo.values()))
+    _check(embedder, vecs, len(todo))
+    return dict(zip(todo, vecs))
+
+
 def embed_missing(store: Store, embedder: Embedder, namespace: str | Sequence[str] | None = None,
                   progress: Progress | None = None, batch: int = 256) -> int:
     """Compute vectors for every active node in ``namespace`` whose text has none yet."""

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import copies
-from ..embed.cache import embed_texts
+from ..embed.cache import embed_texts, new_vectors
 from ..errors import NotFoundError, ValidationError
 from ..engine.fusion import FusionWeights
 from ..model import Node, content_hash
@@ -30,6 +30,7 @@ from .retention import Retention
 from .search import candidate_rows, search
 
 _RETENTION = re.compile(r"^(\d+)_days?$")
+SMALL_BATCH = 64  # at most this many texts to embed: their vectors land in the memories' own transaction
 
 
 def parse_retention(policy: str | int | None) -> int | None:
@@ -134,7 +135,9 @@ class AgentMemory:
         """Store many memories in one transaction; returns their ids in order.
 
         Each item is text or a dict with ``content`` (or ``text``) and optional ``metadata``,
-        ``conversation_id``, ``user_id``, ``id``, ``created_at`` and ``vector`` (precomputed embedding).
+        ``conversation_id``, ``user_id``, ``id``, ``created_at``, ``vector`` (precomputed embedding) and
+        ``context_vector`` (precomputed embedding of the previous turn's text, a newline, then this one's; used
+        for a turn that follows another in its conversation, so nothing is embedded when both are supplied).
         With an ``entity_graph``, memories whose metadata lists ``entities`` are linked to those entities."""
         items = [self._item(x, None, None, None) for x in items]
         ids = self._write(items, progress)
@@ -182,17 +185,17 @@ class AgentMemory:
                 if conv in prev_text:
                     pair = prev_text[conv] + "\n" + own
                     node.props["pair_hash"] = content_hash(pair)
-                    pair_texts.append(pair)
+                    context = item.get("context_vector")
+                    if context is not None:
+                        supplied[node.props["pair_hash"]] = self._vector(context, seq, "context_vector")
+                    else:
+                        pair_texts.append(pair)
                 prev_text[conv] = own
                 last[conv] = node
                 first.setdefault(conv, node)
             vector = item.get("vector", item.get("embedding"))
             if vector is not None:
-                vec = np.asarray(vector, dtype=np.float32)
-                if vec.shape != (self.dimension,):
-                    raise ValidationError(f"memory {seq}: vector has shape {vec.shape}, expected ({self.dimension},)",
-                                          index=seq, expected=self.dimension)
-                supplied[content_hash(node.embed_text)] = vec
+                supplied[content_hash(node.embed_text)] = self._vector(vector, seq, "vector")
             nodes.append(node)
         ids = [n.id for n in nodes]
         if len(set(ids)) != len(ids):
@@ -209,12 +212,23 @@ class AgentMemory:
         self.retention.enforce(len(ids))
         return ids
 
+    def _vector(self, value: Any, seq: int, name: str) -> np.ndarray:
+        vec = np.asarray(value, dtype=np.float32)
+        if vec.shape != (self.dimension,):
+            raise ValidationError(f"memory {seq}: {name} has shape {vec.shape}, expected ({self.dimension},)",
+                                  index=seq, expected=self.dimension)
+        return vec
+
     def _embed(self, nodes: list[Node], pair_texts: list[str], supplied: dict[str, np.ndarray],
                progress: Callable[[int, int], None] | None) -> None:
-        texts = [] if len(supplied) >= len(nodes) else [
-            n.embed_text for n in nodes if n.embed_text and content_hash(n.embed_text) not in supplied]
+        """Vectors for the texts not supplied: a few are added to ``supplied`` (written with the memories, in
+        one transaction); many are embedded and cached in the store batch by batch, with progress."""
+        texts = [n.embed_text for n in nodes if n.embed_text and content_hash(n.embed_text) not in supplied]
         texts += pair_texts
         if not texts:
+            return
+        if len(texts) <= SMALL_BATCH:
+            supplied.update(new_vectors(self.db, self.workspace.embedder, texts))
             return
         step = 2048
         for start in range(0, len(texts), step):
