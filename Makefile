@@ -36,19 +36,21 @@ test-fast: $(DEVSTAMP)
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check src tests benchmarks examples
 
-# A wheel and an sdist in dist/; check-dist installs the wheel into a fresh virtualenv and runs it from
-# a bare environment, as an MCP client would.
+# A wheel and an sdist in dist/ (the build fetches only setuptools, from PyPI). check-dist installs each into
+# a fresh virtualenv and runs it from a bare environment, as a GUI MCP client would: init, pack add, flash, and
+# the web console's login and flash pages (tests/check_dist.py), so what ships beside the code is checked too.
 dist: $(DEVSTAMP)
 	rm -rf dist
 	$(BIN)/python -m build
 
 check-dist: dist
-	rm -rf build/check-venv build/check-home
+	rm -rf build/check-venv build/check-home build/check-sdist-venv build/check-sdist-home
 	$(PY) -m venv build/check-venv
 	build/check-venv/bin/pip install -q dist/agentcontext-*.whl
-	env -i PATH=/usr/bin:/bin build/check-venv/bin/agentcontext --home build/check-home init
-	env -i PATH=/usr/bin:/bin build/check-venv/bin/agentcontext --home build/check-home pack add examples/packs/semdag
-	env -i PATH=/usr/bin:/bin build/check-venv/bin/agentcontext --home build/check-home flash lib:semdag invitations >/dev/null
+	$(PY) tests/check_dist.py build/check-venv build/check-home
+	$(PY) -m venv build/check-sdist-venv
+	build/check-sdist-venv/bin/pip install -q dist/agentcontext-*.tar.gz
+	$(PY) tests/check_dist.py build/check-sdist-venv build/check-sdist-home
 	build/check-venv/bin/agentcontext --version
 
 clean:
