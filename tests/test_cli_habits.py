@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -31,10 +32,19 @@ def cli(*args, home=None, ok=True, env=None):
     return proc
 
 
+@pytest.fixture(scope="module")
+def initialized(tmp_path_factory):
+    """One workspace made by `agentcontext init` in a subprocess; each test gets a copy (one init, not seven)."""
+    folder = tmp_path_factory.mktemp("init")
+    target = folder / ".agentcontext"
+    assert json.loads(cli("init", folder, "--json", home=target).stdout)["home"] == str(target.resolve())
+    return target
+
+
 @pytest.fixture
-def home(tmp_path):
+def home(initialized, tmp_path):
     target = tmp_path / ".agentcontext"
-    cli("init", tmp_path, "--json", home=target)
+    shutil.copytree(initialized, target)
     return target
 
 
@@ -95,6 +105,8 @@ def test_hints_name_cli_flags_in_the_cli_and_tool_arguments_in_mcp(home, ws, wri
     assert "--degrade summaries" in as_json["error"]["message"]
     related = cli("search", "lib:big", "x", "--edge-type", "depends_on", home=home, ok=False)
     assert "--related-to SELECTOR" in related.stderr and "related_to=" not in related.stderr
+    missing_node = cli("graph", "path", "nobody", "alice", home=home, ok=False)
+    assert "`agentcontext graph node add NODE_ID`" in missing_node.stderr and "add_node()" not in missing_node.stderr
 
     install_folder(ws, pack, defer_embeddings=True)
     over = {"pack": "lib:big", "selectors": ["top"], "budget_tokens": 5}

@@ -2,7 +2,8 @@
 
 Services name the Python parameters that fix a problem (``name=value``, ``name=<selector>``, ``name=``);
 ``cli_message`` rewrites each one a CLI command exposes as its flag (values unquoted, ``<selector>`` as
-``SELECTOR``). Parameters the CLI has no flag for are left as they are.
+``SELECTOR``). Parameters the CLI has no flag for are left as they are. A Python method a hint names (``add it
+with add_node() first``) becomes the command that does the same, where there is one (``METHODS``).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ FLAGS = {  # only parameters whose name alone is unambiguous in a message
     "min_score": "--min-score", "max_depth": "--max-depth", "max_hops": "--max-hops", "as_lib": "--as-lib",
     "destination": "DIR",
 }
+METHODS = {"add_node()": "`agentcontext graph node add NODE_ID`"}
 _PARAM = re.compile(r"(?<![\w.-])([a-z][a-z_]*)=('[^']*'|\"[^\"]*\"|<[^>]*>|\.\.\.|[\w.:*-]+)?")
 
 
@@ -34,4 +36,6 @@ def _flag(match: re.Match[str]) -> str:
 
 def cli_message(message: str) -> str:
     """``message`` with the Python parameters it names replaced by the CLI flags that set them."""
+    for method, command in METHODS.items():
+        message = message.replace(method, command)
     return _PARAM.sub(_flag, message)
