@@ -42,3 +42,23 @@ def report(name: str, figures: dict[str, Any], quiet: bool = False) -> None:
     (RESULTS / f"{name}.json").write_text(json.dumps(figures, indent=2, default=str) + "\n")
     if not quiet:
         print(json.dumps(figures, indent=2, default=str))
+
+
+def fit_logistic(x: Any, y: Any, balanced: bool = True, iterations: int = 60) -> tuple[float, float]:
+    """``(scale, offset)`` of the logistic ``1 / (1 + exp(-(scale * x + offset)))`` fitted to labels ``y`` (0/1) by
+    Newton's method; ``balanced`` weighs positives and negatives equally (the fit then ignores their ratio)."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    pos = max(float(y.sum()), 1.0)
+    neg = max(float(len(y) - y.sum()), 1.0)
+    weight = np.where(y > 0, neg / pos, 1.0) if balanced else np.ones_like(y)
+    design = np.stack([x, np.ones_like(x)], axis=1)
+    w = np.zeros(2)
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-np.clip(design @ w, -60, 60)))
+        grad = design.T @ ((p - y) * weight) + 1e-6 * w
+        hess = (design * (p * (1 - p) * weight)[:, None]).T @ design + 1e-6 * np.eye(2)
+        w -= np.linalg.solve(hess, grad)
+    return float(w[0]), float(w[1])

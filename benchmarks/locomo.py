@@ -21,7 +21,8 @@ from a prototype with the same model and FTS5, the last from ``agentcontext eval
   session-level boost / score propagation on the total ...... <= +0.01, dropped
   own-vector weight 0.25 / 0.5 beside the context mean ...... 0.684 / 0.672 @5 (vs 0.687), dropped
   creation date indexed as text ("8 May 2023") .............. +0.009 / +0.018
-  full pipeline (this repo) ................................. 0.686 / 0.774 (full hits 0.629 / 0.717)
+  full pipeline, relative min-max fusion (before issue 13 s4)  0.686 / 0.774 (full hits 0.629 / 0.717)
+  absolute signals (keyword coverage, neighbours summed) .... 0.697 / 0.780 (full hits 0.641 / 0.720)
 No PyPI wheel was found that ships a cross-encoder (flashrank 0.2.10 is 14 KB and downloads its
 model at run time), so there is no reranker.
 """
@@ -42,7 +43,7 @@ from _util import report  # noqa: E402
 DEFAULT = Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json"
 CONFIGS = {
     "bm25": {"weights": FusionWeights(dense=0.0, neighbour=0.0, mention=0.0), "context_turns": False},
-    "dense": {"weights": FusionWeights(dense=1.0, neighbour=0.0, mention=0.0), "context_turns": False},
+    "dense": {"weights": FusionWeights(dense=1.0, keyword=0.0, neighbour=0.0, mention=0.0), "context_turns": False},
     "hybrid_no_context": {"weights": FusionWeights(neighbour=0.0), "context_turns": False},
     "full": {},
 }

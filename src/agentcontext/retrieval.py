@@ -17,10 +17,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from .engine import proximity
-from .engine.fusion import blend
+from .engine.fusion import RELEVANCE, blend
 from .errors import ValidationError
 from .model import MEMORY_KIND
 from .store import Store
+from .vector_store import VectorStore
 
 MODES = ("local", "global", "drift", "hybrid")
 HOP_DECAY = 0.5
@@ -106,10 +107,12 @@ class ContextRetriever:
             rid = row.get("id")
             if rid is not None and rid in skip_ids:
                 continue
-            score = float(row.get("score", 0.0))
+            raw = float(row.get("score", 0.0))
+            # our VectorStore returns a bare cosine: scored by the curve memory scores use (engine/fusion.py)
+            score = float(RELEVANCE(raw)) if isinstance(vs, VectorStore) else raw
             out.append(RetrievedContext(content=str(row["content"]), score=score, source="vector",
                                         metadata=copy.deepcopy(dict(row.get("metadata") or {})),
-                                        id=None if rid is None else str(rid), signals={"dense": score},
+                                        id=None if rid is None else str(rid), signals={"dense": raw},
                                         related_entities=copy.deepcopy(list(row.get("related_entities") or [])),
                                         related_relationships=copy.deepcopy(
                                             list(row.get("related_relationships") or []))))
@@ -232,12 +235,13 @@ class ContextRetriever:
         graph = self.knowledge_graph
         expand = (graph is not None) if use_graph is None else bool(use_graph)
         w = self.proximity_weight if proximity_weight is None else float(proximity_weight)
-        pool = max_results * 3 if graph is not None and w > 0 else max_results  # room to re-rank
+        blending = graph is not None and w > 0
+        pool = max_results * 3 if blending else max_results  # room to re-rank
         out = as_dicts(self.retrieve(query, max_results=pool, use_graph_expansion=expand,
-                                     min_relevance_score=min_score, **kwargs))
+                                     min_relevance_score=0.0 if blending else min_score, **kwargs))
         if graph is not None and out:
             out = proximity.blend_proximity(graph, out, query, w, hops=self.max_expansion_hops)
-        return out[:max_results]
+        return [r for r in out if r["score"] >= min_score][:max_results]
 
     # --- delegates -------------------------------------------------------------------------
     def search(self, query: str, max_results: int = 5, **kwargs: Any) -> list[RetrievedContext]:

@@ -13,15 +13,19 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..embed.cache import embed_texts
+from ..engine import proximity
+from ..engine.fusion import RELEVANCE, blend
 from ..errors import ConflictError, CycleError, NotFoundError, ValidationError
 from ..model import Edge, Node, content_hash, to_utc_iso
-from .common import (APPLIES_POLICY, CAUSAL_TYPES, Bound, DECISION, ENTITY, INVOLVES, PRECEDENT, STRUCTURAL_TYPES,
+from .common import (APPLIES_POLICY, CAUSAL_TYPES, Bound, DECISION, ENTITY, INVOLVES, POLICY, PRECEDENT,
+                     STRUCTURAL_TYPES,
                      decision_from_node, decision_node, epoch, new_id, resolve_entities)
 from .index import index_for
 from .models import Decision, Precedent
 
 BATCH = 256
-DEFAULT_STRUCTURAL_WEIGHT = 0.3
+KEYWORD_WEIGHT = 0.3  # query_decisions: what full keyword coverage adds to the cosine before calibration
+STRUCTURAL_WEIGHT = 0.3  # how much shared entities and policies weigh beside meaning (use_hybrid_search)
 PRECEDENT_TYPES = ("similar_scenario", "same_policy", "exception_precedent")
 DECISION_FIELDS = ("decision_id", "category", "scenario", "reasoning", "outcome", "confidence", "timestamp",
                    "decision_maker", "valid_from", "valid_until", "metadata")
@@ -238,6 +242,28 @@ class DecisionRecorder(Bound):
         return out
 
     # --- precedents ------------------------------------------------------------------------
+    def query_links(self, scenario: str, entities: Sequence[str] | None,
+                    policies: Sequence[str] | None) -> set[str]:
+        """The store ids of the entities and policies a precedent query is about: those given, else the graph
+        nodes the scenario names (whole words, as ``engine/proximity.mentioned_nodes`` finds them)."""
+        links = set(resolve_entities(self.graph, self.store, list(entities or ()))[0].values())
+        links |= {policy_node_id(p) for p in (policies or ())}
+        if links or entities or policies or not hasattr(self.graph, "hop_distances"):
+            return links
+        named = [self.graph.resolve(n) for n in proximity.mentioned_nodes(self.graph, scenario)]
+        found = self.store.get_nodes([n for n in named if n])
+        return {i for i, node in found.items() if node.kind in (ENTITY, POLICY)}
+
+    def anchors(self, scenario: str, links: set[str]) -> dict[str, float]:
+        """Where graph proximity is measured from: the query's entities and policies (relevance 1) and, when it
+        names none, the entities and policies its text matches best (relevance: the share of its words they hold)."""
+        if links:
+            return {i: 1.0 for i in links}
+        hits = self.store.text_search(scenario, namespace=self.namespace, kind=[ENTITY, POLICY], limit=5)
+        nodes = self.store.get_nodes([i for i, _ in hits])
+        return {i: proximity.term_share(scenario, " ".join((n.key, n.title, n.summary, n.content)).replace("_", " "))
+                for i, n in nodes.items()}
+
     def find_precedents(
         self,
         scenario: str,
@@ -252,66 +278,70 @@ class DecisionRecorder(Bound):
         min_similarity: float = 0.0,
         exclude: Sequence[str] | None = None,
     ) -> list[Decision]:
-        """Past decisions most like ``scenario``, best first, with their scores in ``metadata``.
+        """Past decisions most like ``scenario``, best first, with their scores in ``metadata`` (all in [0, 1],
+        absolute: comparable across queries, so ``min_similarity`` filters).
 
-        Semantic: cosine of the scenario against each decision's scenario + reasoning embedding.
-        Structural (hybrid): Jaccard overlap of linked entities and policies with the query's
-        (``entities=``/``policies=``; otherwise those of the best semantic match), blended with
-        weight ``proximity_weight`` (default 0.3 when hybrid and there is something structural to
-        compare, else 0: a decision with no links is ranked by meaning alone); ``max_hops >= 2`` also
-        pulls in decisions that share those entities but were not near in meaning.
+        - ``semantic_score``: the cosine of the scenario and each decision's scenario + reasoning embedding,
+          through the relevance curve memory scores use (``engine/fusion.RELEVANCE``: 0.5 at cosine ~0.36,
+          unrelated text < 0.05).
+        - ``structural_score`` (``use_hybrid_search``): Jaccard overlap of the decision's linked entities and
+          policies with the query's (``entities=`` / ``policies=``, else the graph entities and policies the
+          scenario names); when the query has any, ``hybrid_score = RELEVANCE(0.7 * cosine + 0.3 * structural)``
+          (else the semantic score). ``max_hops >= 2``
+          also pulls in decisions linked to those entities that were not near in meaning.
+        - ``proximity_score`` (seed 003's ``proximity_weight``, default the context's, else 0): graph proximity
+          (``engine/proximity``) of the decision to the query's anchors, ``relevance / (1 + hops)`` within
+          ``max_hops`` edges; the anchors are the query's entities and policies, else those its text matches.
+          ``combined_score = (1 - proximity_weight) * hybrid_score + proximity_weight * proximity_score``
+          (= ``0.7 * semantic + 0.3 * proximity`` at weight 0.3 when nothing structural applies), and
+          ``similarity`` is the combined score.
+
         ``as_of`` keeps only decisions whose validity window contains that time.
         """
         if not isinstance(scenario, str) or not scenario.strip():
             raise ValidationError("find_precedents needs a non-empty scenario text")
         if limit <= 0:
             return []
-        explicit = proximity_weight is not None
-        w = float(proximity_weight) if explicit else (DEFAULT_STRUCTURAL_WEIGHT if use_hybrid_search else 0.0)
-        if not 0.0 <= w <= 1.0:
-            raise ValidationError(f"proximity_weight must be in [0, 1], got {w}", proximity_weight=w)
+        w = proximity.check_weight(0.0 if proximity_weight is None else proximity_weight)
         index = index_for(self.ws, self.namespace)
         qvec = self.ws.embed_query(scenario)
         at = epoch(as_of, 0.0) if as_of is not None else None
         skip = set(exclude or ())
         pool = max(limit * 4, 20) + len(skip)
         hits, scores_of = index.top(qvec, pool, category, at)
-        sem = {i: max(0.0, s) for i, s in hits if i not in skip}
+        cosine = {i: s for i, s in hits if i not in skip}
+        links_needed = use_hybrid_search or w > 0
+        query_links = self.query_links(scenario, entities, policies) if links_needed else set()
+        if use_hybrid_search and query_links and max_hops >= 2:
+            sharing = [e.src for e in self.store.edges(dst=sorted(query_links), type=list(STRUCTURAL_TYPES),
+                                                       limit=pool * 10) if e.src not in cosine and e.src not in skip]
+            cosine.update(scores_of(list(dict.fromkeys(sharing))))
+        sem = {i: float(RELEVANCE(c)) for i, c in cosine.items()}
         struct: dict[str, float] = {}
         shared: dict[str, list[str]] = {}
-        query_links = set(resolve_entities(self.graph, self.store, list(entities or ()))[0].values())
-        query_links |= {policy_node_id(p) for p in (policies or ())}
-        if w > 0 and sem:
-            links = self.links_of(list(sem))
-            if not query_links:  # anchor on the best semantic match
-                query_links = links[max(sem, key=sem.get)]
-            if query_links and max_hops >= 2:
-                sharing = [e.src for e in self.store.edges(dst=sorted(query_links), type=list(STRUCTURAL_TYPES),
-                                                           limit=pool * 10) if e.src not in sem and e.src not in skip]
-                for did, score in scores_of(list(dict.fromkeys(sharing))).items():
-                    sem[did] = max(0.0, score)
-                extra = [i for i in sem if i not in links]
-                links.update(self.links_of(extra))
-            if not query_links and not explicit:  # nothing structural to compare: stay purely semantic
-                w = 0.0
-            for did in sem:
-                mine = links.get(did, set())
+        if use_hybrid_search and query_links and sem:
+            for did, mine in self.links_of(list(sem)).items():
                 union = mine | query_links
                 struct[did] = len(mine & query_links) / len(union) if union else 0.0
                 shared[did] = sorted(mine & query_links)
-        scored = sorted(sem, key=lambda i: (-((1 - w) * sem[i] + w * struct.get(i, 0.0)), i))
-        scored = [i for i in scored if (1 - w) * sem[i] + w * struct.get(i, 0.0) >= min_similarity][:limit]
-        found = self.get_decisions(scored)
+        sw = STRUCTURAL_WEIGHT if struct else 0.0  # mixed with the cosine, then calibrated like it
+        hybrid = {i: float(RELEVANCE(blend(cosine[i], struct.get(i, 0.0), sw))) if sw else sem[i] for i in sem}
+        prox = proximity.store_proximity(self.store, self.anchors(scenario, query_links), list(sem),
+                                         max_hops) if w > 0 and sem else {}
+        combined = {i: blend(hybrid[i], prox.get(i, 0.0), w) for i in sem}
+        scored = [i for i in sorted(combined, key=lambda i: (-combined[i], i)) if combined[i] >= min_similarity]
+        found = self.get_decisions(scored[:limit])
         out: list[Decision] = []
-        for rank, did in enumerate(scored, 1):
+        for rank, did in enumerate(scored[:limit], 1):
             d = found.get(did)
             if d is None:  # retracted between the index sync and the read
                 continue
-            combined = (1 - w) * sem[did] + w * struct.get(did, 0.0)
             same_policy = any(x.startswith("policy:") for x in shared.get(did, []))
-            d.metadata = {**d.metadata, "similarity": round(combined, 6), "combined_score": round(combined, 6),
-                          "semantic_score": round(sem[did], 6), "structural_score": round(struct.get(did, 0.0), 6),
-                          "proximity_score": round(struct.get(did, 0.0), 6), "shared_links": shared.get(did, []),
+            score = round(combined[did], 6)
+            d.metadata = {**d.metadata, "similarity": score, "combined_score": score,
+                          "semantic_score": round(sem[did], 6), "cosine": round(cosine[did], 6),
+                          "structural_score": round(struct.get(did, 0.0), 6), "hybrid_score": round(hybrid[did], 6),
+                          "proximity_score": round(prox.get(did, 0.0), 6), "shared_links": shared.get(did, []),
                           "relationship_type": "same_policy" if same_policy else "similar_scenario",
                           "proximity_weight": w, "rank": rank}
             out.append(d)
@@ -338,19 +368,27 @@ class DecisionRecorder(Bound):
 
     def query_decisions(self, query: str, max_hops: int = 2, use_hybrid_search: bool = True,
                         limit: int = 10, category: str | None = None) -> list[Decision]:
-        """Broad decision search: meaning and keywords (BM25), then causal neighbours up to ``max_hops``."""
+        """Broad decision search: meaning and keywords, then causal neighbours up to ``max_hops``.
+
+        ``similarity`` is absolute in [0, 1]: ``RELEVANCE(cosine + 0.3 * keywords)`` (engine/fusion.py), where
+        ``keywords`` is the decision's BM25 relative to the best hit times the share of the query's words that
+        hit holds; a causal neighbour ``h`` hops away gets ``0.5 ** h`` of the score that reached it."""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query_decisions needs a non-empty query")
         index = index_for(self.ws, self.namespace)
         qvec = self.ws.embed_query(query)
-        hits, _ = index.top(qvec, max(limit * 2, 20), category)
-        scores: dict[str, float] = {i: max(0.0, s) for i, s in hits}
+        hits, scores_of = index.top(qvec, max(limit * 2, 20), category)
+        fused: dict[str, float] = dict(hits)
         if use_hybrid_search:
             text = self.store.text_search(query, namespace=self.namespace, kind=DECISION, limit=max(limit * 2, 20))
             if text:
+                best = self.store.get_node(text[0][0])
+                share = proximity.term_share(query, " ".join((best.title, best.summary, best.content))) if best else 0.0
                 top = max(s for _, s in text) or 1.0
+                cos = scores_of([i for i, _ in text if i not in fused])
                 for i, s in text:
-                    scores[i] = scores.get(i, 0.0) + 0.3 * (s / top)
+                    fused[i] = fused.get(i, cos.get(i, 0.0)) + KEYWORD_WEIGHT * share * s / top
+        scores: dict[str, float] = {i: float(RELEVANCE(v)) for i, v in fused.items()}
         ranked = sorted(scores, key=lambda i: (-scores[i], i))[:limit]
         hop_of = {i: 0 for i in ranked}
         if max_hops > 0 and ranked:

@@ -1,15 +1,41 @@
-"""Fusion: normalise dense and BM25 signals, smooth over neighbours, fuse, blend, rank.
+"""Fusion: absolute signals, a linear fusion of them, and the calibration that turns it into a relevance in [0, 1].
 
-Pure numpy over candidate rows; services decide which rows are candidates. The defaults were
-tuned on the LoCoMo development split (see ``eval_locomo.py`` and the benchmark notes).
+Pure numpy over candidate rows; services decide which rows are candidates and gather the signals.
+Every signal means the same in every query (none is divided by the best candidate's), so the fused
+value, and the calibrated score, compare across queries and ``min_score`` filters:
+
+- ``dense``: the cosine of the query and the memory's vector (with conversation context);
+- ``keyword``: the BM25 score scaled into query coverage, ``bm25 / bm25_best * coverage(best)``:
+  ``coverage`` is the IDF-weighted share of the query's keywords that the best BM25 hit contains
+  (``keyword_coverage``), so a memory holding every keyword scores about 1 whatever the backend's
+  BM25 scale (SQLite FTS5 and PostgreSQL rank on different scales);
+- ``neighbours``: the keyword scores of the previous and next turn, summed (a reply is found through
+  the question that prompted it);
+- ``mention``: 1 when the query names the memory's speaker (its title).
+
+``fused = dense * w.dense + keyword * w.keyword + neighbours * w.neighbour + mention * w.mention`` is in
+cosine units (``w.dense`` = 1: the other weights say how much cosine each signal is worth, chosen for
+ranking on the LoCoMo development split), and ``score = RELEVANCE(fused)``: the logistic curve fitted
+once on that split to "this turn is evidence for the question" against the cosine of the two
+(``Calibration``; ``benchmarks/locomo_weights.py`` fits and prints it). So a memory found by meaning
+alone scores what its cosine earns, and keywords, speakers and conversation context add to that; a
+bare cosine (a precedent, a vector store's row) is scored by the same curve.
+
+The same fit on the fused value itself (scale 8.22, offset -6.01) separates LoCoMo's evidence from
+the other turns of its conversation better, but scores a paraphrase found by meaning alone (cosine
+0.45, no shared word) at 0.09, so it is not the curve used: a score says "relevant to the query",
+not "the one turn that answers it among its neighbours".
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
+
+from ..text import stem
 
 # Words that carry no topic in a question; dropped from the BM25 query (the dense query keeps them).
 STOPWORDS = frozenset(
@@ -23,12 +49,39 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass(frozen=True)
-class FusionWeights:
-    """How the signals combine: ``dense`` + (1 - ``dense``) BM25, plus the mention boost."""
+class Calibration:
+    """A logistic curve: ``score = 1 / (1 + exp(-(scale * value + offset)))``, so 0.5 at ``-offset / scale``."""
 
-    dense: float = 0.5
-    neighbour: float = 0.4  # share of a neighbouring turn's BM25 score a turn inherits
-    mention: float = 0.2  # boost when the query names the memory's speaker/title
+    scale: float
+    offset: float
+
+    def __call__(self, value: np.ndarray | float) -> np.ndarray | float:
+        z = np.clip(self.scale * np.asarray(value, dtype=np.float64) + self.offset, -60.0, 60.0)
+        out = 1.0 / (1.0 + np.exp(-z))
+        return float(out) if np.ndim(out) == 0 else out
+
+    @property
+    def midpoint(self) -> float:
+        return -self.offset / self.scale
+
+
+# Fitted once on the LoCoMo development split (benchmarks/locomo_weights.py prints the fit): logistic
+# regression of "the turn is evidence for the question" on the cosine of the question's and the turn's
+# own embeddings (all-MiniLM-L6-v2), evidence and non-evidence turns weighted equally, so a score does not
+# depend on how many memories a store holds: 0.5 = as typical of evidence as of the other turns of the
+# conversation (cosine ~0.36); unrelated text (cosine < 0.1) scores < 0.05.
+RELEVANCE = Calibration(scale=11.8, offset=-4.19)
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """The weight of each absolute signal in the fused value (see the module docstring), and its calibration."""
+
+    dense: float = 1.0
+    keyword: float = 0.7
+    neighbour: float = 0.36  # weight of the previous + next turn's keyword score
+    mention: float = 0.3  # the query names the memory's speaker / title
+    calibration: Calibration = RELEVANCE
 
 
 # In a large store, a word found in more than COMMON_SHARE of the memories is left out of the BM25
@@ -52,22 +105,41 @@ def keyword_query(query: str, df: Mapping[str, int] | None = None, total: int = 
     return " ".join(kept)
 
 
-def relative(values: np.ndarray) -> np.ndarray:
-    """Clip at zero and divide by the maximum, so the best candidate of a signal scores 1."""
-    clipped = np.clip(values, 0.0, None)
-    top = float(clipped.max()) if clipped.size else 0.0
-    return clipped / top if top > 0 else clipped
+def idf(count: int, total: int) -> float:
+    """BM25's inverse document frequency in its always-positive form (Lucene's): ``log(1 + (N - n + 0.5) / (n + 0.5))``,
+    so a word in half of a small store still weighs something."""
+    return math.log(1.0 + (total - count + 0.5) / (count + 0.5))
 
 
-def smooth_neighbours(scores: np.ndarray, prev: np.ndarray, nxt: np.ndarray, weight: float) -> np.ndarray:
-    """Each row gains ``weight`` times the scores of its previous and next rows (index -1 = none)."""
-    if weight == 0 or scores.size == 0:
-        return scores
-    out = scores.copy()
+def keyword_coverage(keywords: str, text: str, df: Mapping[str, int], total: int) -> float:
+    """The IDF-weighted share of ``keywords`` that ``text`` contains (stemmed, so camping meets camped): 1 when
+    every keyword is there, whatever the store's size. ``df`` counts the memories holding each word."""
+    terms = dict.fromkeys(keywords.split())
+    if not terms or total <= 0:
+        return 0.0
+    weight = {t: idf(df.get(t, 0), max(total, 1)) for t in terms}
+    whole = sum(weight.values())
+    present = {stem(w) for w in words(text)}
+    return sum(v for t, v in weight.items() if stem(t) in present) / whole if whole > 0 else 0.0
+
+
+def keyword_scores(bm25: np.ndarray, best_coverage: float) -> np.ndarray:
+    """BM25 scores as absolute keyword scores: each relative to the best hit, times the best hit's coverage."""
+    top = float(bm25.max()) if bm25.size else 0.0
+    if top <= 0:
+        return np.zeros_like(bm25, dtype=np.float32)
+    return (np.clip(bm25, 0.0, None) * (best_coverage / top)).astype(np.float32)
+
+
+def neighbour_sum(scores: np.ndarray, prev: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+    """Each row's previous plus next row's score (index -1 = none)."""
+    out = np.zeros_like(scores)
+    if scores.size == 0:
+        return out
     has_prev = prev >= 0
     has_next = nxt >= 0
-    out[has_prev] += weight * scores[prev[has_prev]]
-    out[has_next] += weight * scores[nxt[has_next]]
+    out[has_prev] += scores[prev[has_prev]]
+    out[has_next] += scores[nxt[has_next]]
     return out
 
 
@@ -90,19 +162,22 @@ def mentioned(query: str, names: list[str]) -> np.ndarray:
     return out
 
 
-def fuse(dense: np.ndarray, bm25: np.ndarray, mention: np.ndarray | None, weights: FusionWeights) -> np.ndarray:
-    """The fused score of every candidate row."""
-    score = weights.dense * relative(dense) + (1.0 - weights.dense) * relative(bm25)
-    if mention is not None and weights.mention:
-        score = score + weights.mention * mention
-    return score
+def fuse(signals: Mapping[str, np.ndarray], weights: Mapping[str, float]) -> np.ndarray:
+    """``sum(weights[s] * signals[s])`` over the signals both name (absent signals count 0)."""
+    out: np.ndarray | None = None
+    for name, w in weights.items():
+        values = signals.get(name)
+        if values is None or not w:
+            continue
+        term = w * values.astype(np.float64, copy=False)
+        out = term if out is None else out + term
+    if out is None:
+        size = next((v.size for v in signals.values()), 0)
+        return np.zeros(size, dtype=np.float64)
+    return out
 
 
 def blend(first: float, second: float, weight: float) -> float:
     """``(1 - weight) * first + weight * second``: how one score is mixed into another (graph, structure)."""
     return (1.0 - weight) * first + weight * second
 
-
-def ranked(scores: Mapping[str, float]) -> list[str]:
-    """Ids by score, best first, ties by id (the deterministic order every ranked list uses)."""
-    return sorted(scores, key=lambda i: (-scores[i], i))

@@ -1,7 +1,8 @@
 """Graph proximity: how near a result sits, in a graph, to what the query names.
 
 The query's anchors are the graph nodes it names (relevance 1) and its best BM25 matches in the
-graph's text index (relevance scaled to 0..1). A result is placed in the graph by its own id
+graph's text index (relevance: the share of the query's words the node's name and text hold, so an
+unrelated query's best match is a weak anchor, not a perfect one). A result is placed in the graph by its own id
 (memories and decisions can be nodes) and by the nodes its text names; its proximity is
 ``max relevance / (1 + hops)`` over anchors and placements, within ``hops`` edges in either
 direction (0 beyond). Blending gives ``combined_score = (1 - w) * semantic_score + w * proximity_score``.
@@ -15,8 +16,9 @@ import re
 from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 
 from ..errors import ValidationError
-from .fusion import blend
 from ..store.base import Store
+from ..text import query_terms, stem
+from .fusion import blend
 
 T = TypeVar("T")
 
@@ -77,13 +79,23 @@ def mentioned_nodes(graph: ProximityGraph, text: str, max_words: int = 4) -> lis
     return list(found)
 
 
+def term_share(query: str, text: str) -> float:
+    """The share of the query's words (stopwords aside, stemmed) that ``text`` holds: absolute, in [0, 1]."""
+    terms = {stem(t) for t in query_terms(query)}
+    if not terms:
+        return 0.0
+    return len(terms & {stem(w) for w in _WORD.findall(text.lower())}) / len(terms)
+
+
 def query_anchors(graph: ProximityGraph, query: str, limit: int = 5) -> dict[str, float]:
-    """The query's anchors: nodes it names (relevance 1.0) and its best text matches (scaled to 0..1)."""
+    """The query's anchors: nodes it names (relevance 1.0) and its best text matches (relevance ``term_share``)."""
     if not query.strip():
         return {}
-    hits = graph.query(query, limit=limit)
-    top = max((h["score"] for h in hits), default=0.0)
-    anchors = {h["id"]: (h["score"] / top if top > 0 else 0.0) for h in hits}
+    anchors = {}
+    for h in graph.query(query, limit=limit):
+        node = h.get("node") or {}
+        text = " ".join([str(h["id"]), str(h.get("content") or ""), *map(str, node.get("tags") or ())])
+        anchors[h["id"]] = term_share(query, text.replace("_", " "))
     anchors.update({nid: 1.0 for nid in mentioned_nodes(graph, query)})
     return anchors
 
@@ -130,3 +142,31 @@ def blend_proximity(graph: ProximityGraph, results: Sequence[dict[str, Any]], qu
                     score_key: combined})
     out.sort(key=lambda r: -r["combined_score"])
     return out
+
+
+def store_proximity(store: Store, anchors: dict[str, float], targets: Iterable[str], hops: int = 2) -> dict[str, float]:
+    """``proximity_scores`` over store ids, walking the store's active edges (either direction) breadth-first
+    from each anchor: a target ``h`` hops from an anchor of relevance ``r`` scores ``r / (1 + h)`` (best over
+    anchors), 0 beyond ``hops``. For callers bound to a store rather than to a ``ContextGraph``."""
+    wanted = set(targets)
+    scores = {t: 0.0 for t in wanted}
+    for anchor, relevance in sorted(anchors.items(), key=lambda a: -a[1]):
+        if relevance <= 0:
+            continue
+        seen = {anchor}
+        frontier = [anchor]
+        for h in range(0, max(hops, 0) + 1):
+            for node in frontier:
+                if node in wanted:
+                    scores[node] = max(scores[node], relevance / (1.0 + h))
+            if h == hops or not frontier:
+                break
+            nxt: list[str] = []
+            for side in ("src", "dst"):
+                for src, dst, *_ in store.edges_touching(frontier, side=side):
+                    other = dst if side == "src" else src
+                    if other not in seen:
+                        seen.add(other)
+                        nxt.append(other)
+            frontier = nxt
+    return scores

@@ -1,7 +1,13 @@
 """``search_knowledge``: metadata first (selector, title, tags, summary), then body text and meaning.
 
 Candidates come from the selector index, the FTS5 index and the pack's vector matrix; each is then
-scored per signal so every hit says which signals matched and how much each contributed.
+scored per signal. Every signal is absolute (the share of the query's words a field holds, the
+cosine, the body's BM25 scaled by how much of the query the best body holds), so their weighted sum,
+``points``, means the same in every query and every pack, and ``score = SCORE_CALIBRATION(points)`` is
+a relevance in [0, 1]: the logistic curve fitted on a labelled set of paraphrased questions about the
+docs pack (``benchmarks/knowledge_search.py`` fits it and prints hit@1). A hit's ``signals`` are each
+signal's share of its score (they sum to it). A search without query text (filters only) scores 0,
+or 1 for a doc ``related_to`` names.
 """
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from typing import Any, Sequence
 
 from .. import access
 from ..embed import embed_missing
+from ..engine.fusion import Calibration
 from ..engine.live import LiveIndex, NodeVectors, follow
 from ..errors import ValidationError
 from ..model import Node
@@ -25,6 +32,8 @@ from .packs import doc_id, get_pack
 WEIGHTS = {"selector_exact": 10.0, "selector_prefix": 4.0, "selector": 3.0, "title": 3.0, "tags": 2.0,
            "summary": 2.0, "body": 1.0, "meaning": 1.5}
 MEANING_FLOOR = 0.25  # cosine below this is noise for MiniLM
+# Fitted by benchmarks/knowledge_search.py on benchmarks/data/docs_pack_queries.json (see the module docstring).
+SCORE_CALIBRATION = Calibration(scale=2.495, offset=-4.086)  # 0.5 at 1.64 points
 MEANING_POOL = 50  # nearest docs by meaning that become candidates
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -38,6 +47,7 @@ class SearchHit:
     tags: list[str]
     score: float
     signals: dict[str, float] = field(default_factory=dict)
+    points: float = 0.0  # the weighted sum of the signals, before calibration
 
     def to_dict(self) -> dict[str, Any]:
         return {"selector": self.selector, "title": self.title, "kind": self.kind, "summary": self.summary,
@@ -72,9 +82,12 @@ def pack_vectors(ws: Workspace, pack: str) -> LiveIndex:
 def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[str] | None = None,
                      kind: str | None = None, selector_prefix: str | None = None, related_to: str | None = None,
                      edge_type: str | None = None, limit: int = 10, principal: str | None = None,
-                     use_meaning: bool = True) -> list[SearchHit]:
-    """Docs of ``pack`` best first. ``tags`` is all-of; ``related_to`` keeps docs joined to that selector by an
-    edge in either direction (of ``edge_type`` if given)."""
+                     use_meaning: bool = True, min_score: float = 0.0) -> list[SearchHit]:
+    """Docs of ``pack`` best first, each scored in [0, 1] (absolute, see the module docstring; ``min_score``
+    drops weaker hits). ``tags`` is all-of; ``related_to`` keeps docs joined to that selector by an edge in
+    either direction (of ``edge_type`` if given)."""
+    if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0.0 <= min_score <= 1.0:
+        raise ValidationError(f"min_score must be a number from 0 to 1, got {min_score!r}")
     check_pack_name(pack)
     if not isinstance(query, str):
         raise ValidationError("query must be text")
@@ -121,21 +134,36 @@ def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[s
         candidates = {i: s for i, s in candidates.items() if readable(i.split("/", 1)[1])}
     nodes = store.get_nodes(list(candidates))
     qterms = _terms(q)
-    max_bm25 = max((s.get("_bm25", 0.0) for s in candidates.values()), default=0.0) or 1.0
+    body_scale = _body_scale(candidates, nodes, qterms)
     hits = []
     for nid, raw in candidates.items():
         node = nodes.get(nid)
         if node is None:
             continue
-        signals = _score(node, q, qterms, raw, max_bm25)
-        if nid in related_signal:
-            signals["related"] = related_signal[nid]
+        signals = _score(node, q, qterms, raw, body_scale)
         if q and not signals:
             continue
-        hits.append(SearchHit(node.key, node.title, node.kind, node.summary, node.tags,
-                              sum(signals.values()), signals))
-    hits.sort(key=lambda h: (-h.score, h.selector))
+        if nid in related_signal:
+            signals["related"] = related_signal[nid]
+        points = sum(signals.values())
+        score = float(SCORE_CALIBRATION(points)) if q else min(1.0, points)
+        if score < min_score:
+            continue
+        share = score / points if points > 0 else 0.0
+        hits.append(SearchHit(node.key, node.title, node.kind, node.summary, node.tags, score,
+                              {k: v * share for k, v in signals.items()}, points))
+    hits.sort(key=lambda h: (-h.points, h.selector))
     return hits[:limit]
+
+
+def _body_scale(candidates: dict[str, dict[str, float]], nodes: dict[str, Node], qterms: frozenset[str]) -> float:
+    """What turns a body BM25 score into an absolute one: the share of the query's words the best body holds,
+    over that body's BM25 (a body then scores its BM25 relative to the best, times the best's coverage)."""
+    scored = [(s["_bm25"], i) for i, s in candidates.items() if "_bm25" in s and i in nodes]
+    if not scored:
+        return 0.0
+    top, best = max(scored)
+    return _overlap(qterms, nodes[best].content[:20000]) / top if top > 0 else 0.0
 
 
 def _selector_candidates(ws: Workspace, pack: str, q: str, out: dict[str, dict[str, float]]) -> None:
@@ -163,7 +191,7 @@ def _meaning_candidates(ws: Workspace, pack: str, q: str, out: dict[str, dict[st
             out.setdefault(nid, {})["_cos"] = cos
 
 
-def _score(node: Node, q: str, qterms: frozenset[str], raw: dict[str, float], max_bm25: float) -> dict[str, float]:
+def _score(node: Node, q: str, qterms: frozenset[str], raw: dict[str, float], body_scale: float) -> dict[str, float]:
     signals: dict[str, float] = {}
     if not q:
         return signals
@@ -182,7 +210,7 @@ def _score(node: Node, q: str, qterms: frozenset[str], raw: dict[str, float], ma
         if value:
             signals[name] = WEIGHTS[name] * value
     if "_bm25" in raw and _overlap(qterms, node.content[:20000]):
-        signals["body"] = WEIGHTS["body"] * raw["_bm25"] / max_bm25
+        signals["body"] = WEIGHTS["body"] * min(1.0, raw["_bm25"] * body_scale)
     if "_cos" in raw:
         signals["meaning"] = WEIGHTS["meaning"] * raw["_cos"]
     return signals

@@ -32,11 +32,12 @@ def list_knowledge_docs(ws: Workspace, pack: str, principal: str | None = None) 
 
 def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[str] | None = None,
                      kind: str | None = None, selector_prefix: str | None = None, related_to: str | None = None,
-                     edge_type: str | None = None, limit: int = 10, principal: str | None = None
-                     ) -> list[dict[str, Any]]:
-    """Candidate docs by metadata first; each hit has selector, title, kind, summary, tags, score, signals."""
+                     edge_type: str | None = None, limit: int = 10, principal: str | None = None,
+                     min_score: float = 0.0) -> list[dict[str, Any]]:
+    """Candidate docs by metadata first; each hit has selector, title, kind, summary, tags, score (absolute
+    relevance in [0, 1]; ``min_score`` drops weaker hits) and signals (each one's share of the score)."""
     hits = _search(ws, pack, query, tags=tags, kind=kind, selector_prefix=selector_prefix, related_to=related_to,
-                   edge_type=edge_type, limit=limit, principal=principal)
+                   edge_type=edge_type, limit=limit, principal=principal, min_score=min_score)
     return [h.to_dict() for h in hits]
 
 

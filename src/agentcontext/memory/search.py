@@ -1,4 +1,5 @@
-"""Hybrid memory search: dense (with conversation context) + BM25 (FTS5) + speaker mentions, fused."""
+"""Hybrid memory search: dense (with conversation context) + keywords (BM25 as query coverage) + speaker mentions,
+fused linearly and calibrated into an absolute relevance in [0, 1] (engine/fusion.py says how)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,7 +7,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..engine.fusion import FusionWeights, fuse, keyword_query, mentioned, smooth_neighbours
+from ..engine.fusion import (FusionWeights, fuse, keyword_coverage, keyword_query, keyword_scores, mentioned,
+                             neighbour_sum)
 from ..engine.vectors import top_k
 from ..workspace import Workspace
 from .index import MemoryIndex
@@ -20,6 +22,17 @@ class Hit:
     id: str
     score: float
     signals: dict[str, float]
+
+
+@dataclass
+class Signals:
+    """The absolute signals of the candidate rows (``rows``, indexes into the memory index) for one query, plus
+    what each hit also reports: the query vector (for its own-vector cosine) and the raw BM25 of every row."""
+
+    rows: np.ndarray
+    values: dict[str, np.ndarray]  # signal name -> one value per candidate row
+    query_vector: np.ndarray
+    bm25: np.ndarray  # raw BM25 of every row of the index (0 = not matched)
 
 
 def candidate_rows(index: MemoryIndex, conversation_id: str | None, user_id: str | None,
@@ -36,45 +49,72 @@ def candidate_rows(index: MemoryIndex, conversation_id: str | None, user_id: str
     return rows
 
 
-def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int, rows: np.ndarray | None,
-           weights: FusionWeights = FusionWeights()) -> list[Hit]:
-    """The ``k`` best candidate rows (None = all) for ``query``, each with the signals behind its score."""
+def _bm25(ws: Workspace, index: MemoryIndex, namespace: str, keywords: str) -> tuple[np.ndarray, float]:
+    """Raw BM25 of every row, and the coverage of the keywords by the best hit (what scales BM25 to absolute)."""
     n = len(index)
-    if rows is None:
-        rows = np.arange(n, dtype=np.int64)
-        every = True
-    else:
-        every = False
-    if rows.size == 0 or k <= 0:
-        return []
-    qv = ws.embed_query(query)
-    dense = index.rows.scores(qv, None if every else rows, plane=index.dense_plane)[: rows.size]
-    bm25_raw = np.zeros(n, dtype=np.float32)
-    keywords = keyword_query(query, index.df, n)
-    hits = ws.store.text_search(keywords, namespace=namespace, kind=KIND, limit=BM25_LIMIT) if keywords else []
-    for nid, score in hits:
+    raw = np.zeros(n, dtype=np.float32)
+    if not keywords:
+        return raw, 0.0
+    best = None
+    for nid, score in ws.store.text_search(keywords, namespace=namespace, kind=KIND, limit=BM25_LIMIT):
         i = index.row.get(nid)
         if i is not None:
-            bm25_raw[i] = score
-    bm25_all = smooth_neighbours(bm25_raw, index.prev, index.next, weights.neighbour)
-    bm25 = bm25_all[rows]
-    mention = None
-    if weights.mention and len(index.title_names) > 1:
+            raw[i] = score
+            if best is None:
+                best = nid
+    if best is None:
+        return raw, 0.0
+    node = ws.store.get_node(best)
+    text = " ".join((node.title or "", node.summary or "", node.content or "")) if node is not None else ""
+    return raw, keyword_coverage(keywords, text, index.df, n)
+
+
+def gather(ws: Workspace, index: MemoryIndex, namespace: str, query: str, rows: np.ndarray | None) -> Signals:
+    """Every signal of the candidate rows (None = all rows) for ``query``."""
+    n = len(index)
+    every = rows is None
+    cand = np.arange(n, dtype=np.int64) if rows is None else rows
+    qv = ws.embed_query(query)
+    dense = index.rows.scores(qv, None if every else cand, plane=index.dense_plane)[: cand.size]
+    raw, coverage = _bm25(ws, index, namespace, keyword_query(query, index.df, n))
+    keyword = keyword_scores(raw, coverage)
+    values = {"dense": dense, "keyword": keyword[cand],
+              "neighbour": neighbour_sum(keyword, index.prev, index.next)[cand]}
+    if len(index.title_names) > 1:
         named = mentioned(query, index.title_names)
         if named.any():
-            mention = named[index.title_codes[rows]]
-    fused = fuse(dense, bm25, mention, weights)
+            values["mention"] = named[index.title_codes[cand]]
+    return Signals(cand, values, qv, raw)
+
+
+def weight_map(weights: FusionWeights) -> dict[str, float]:
+    return {"dense": weights.dense, "keyword": weights.keyword, "neighbour": weights.neighbour,
+            "mention": weights.mention}
+
+
+def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int, rows: np.ndarray | None,
+           weights: FusionWeights = FusionWeights()) -> list[Hit]:
+    """The ``k`` best candidate rows (None = all) for ``query``, each with its calibrated score and its signals."""
+    if len(index) == 0 or k <= 0 or (rows is not None and rows.size == 0):
+        return []
+    sig = gather(ws, index, namespace, query, rows)
+    fused = fuse(sig.values, weight_map(weights))
+    best = top_k(fused, k)
+    scores = weights.calibration(fused[best])
     out: list[Hit] = []
-    for j in top_k(fused, k):
-        i = int(rows[j])
-        signals: dict[str, float] = {"dense": float(index.own[i] @ qv)}
-        if abs(float(dense[j]) - signals["dense"]) > 1e-6:
-            signals["dense_context"] = float(dense[j])
-        if bm25_raw[i] > 0:
-            signals["bm25"] = float(bm25_raw[i])
-        if bm25[j] > bm25_raw[i]:
-            signals["bm25_neighbours"] = float(bm25[j] - bm25_raw[i])
+    for j, score in zip(best.tolist(), np.atleast_1d(scores).tolist()):
+        i = int(sig.rows[j])
+        dense = float(sig.values["dense"][j])
+        signals: dict[str, float] = {"dense": float(index.own[i] @ sig.query_vector)}
+        if abs(dense - signals["dense"]) > 1e-6:
+            signals["dense_context"] = dense
+        if sig.bm25[i] > 0:
+            signals["bm25"] = float(sig.bm25[i])
+            signals["keyword"] = float(sig.values["keyword"][j])
+        if sig.values["neighbour"][j] > 0:
+            signals["neighbours"] = float(sig.values["neighbour"][j])
+        mention = sig.values.get("mention")
         if mention is not None and mention[j]:
-            signals["mention"] = weights.mention
-        out.append(Hit(index.ids[i], float(fused[j]), signals))
+            signals["mention"] = 1.0
+        out.append(Hit(index.ids[i], float(score), signals))
     return out

@@ -284,9 +284,11 @@ class AgentMemory:
 
         ``conversation_id``/``user_id`` restrict exactly; ``filters``, ``type`` and any other keyword
         are metadata equality filters. Each result carries ``score`` and the ``signals`` behind it.
-        ``score`` = 0.5 x dense + 0.5 x BM25, each relative to the best candidate of that signal
-        (so the top is near 1), + 0.2 when the query names the memory's speaker; ``min_score``
-        applies to it."""
+        ``score`` is an absolute relevance in [0, 1], comparable across queries: a logistic calibration
+        (fitted on the LoCoMo development split) of dense cosine + keyword coverage + neighbouring turns'
+        keywords + speaker mention, each absolute (engine/fusion.py). 0.5 means the signals are as typical
+        of a memory that answers the query as of one that does not; an unrelated memory scores near 0.
+        ``min_score`` applies to it."""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("retrieve needs a non-empty query text")
         if max_results <= 0:
