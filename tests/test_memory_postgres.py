@@ -72,7 +72,9 @@ def test_postgres_ranks_in_the_server_and_never_mirrors_the_namespace(pair, monk
 
 def test_the_dense_ranking_is_the_same_exactly(pair):
     lite, pg, questions = pair
-    for weights in (FusionWeights(dense=1.0, mention=0.0), FusionWeights(dense=1.0)):
+    # dense alone, then dense + mention (FusionWeights weighs absolute signals since issue 13 s4: keyword and
+    # neighbour weights 0 leave the text signals out, as dense=1.0 did when BM25 weighed 1 - dense)
+    for weights in (FusionWeights(keyword=0.0, neighbour=0.0, mention=0.0), FusionWeights(keyword=0.0, neighbour=0.0)):
         lite.weights = pg.weights = weights
         try:
             for question, _ in questions:

@@ -6,7 +6,7 @@ value, and the calibrated score, compare across queries and ``min_score`` filter
 
 - ``dense``: the cosine of the query and the memory's vector (with conversation context);
 - ``keyword``: the BM25 score scaled into query coverage, ``bm25 / bm25_best * coverage(best)``:
-  ``coverage`` is the IDF-weighted share of the query's keywords that the best BM25 hit contains
+  ``coverage`` is the share of the query's keywords that the best BM25 hit contains
   (``keyword_coverage``), so a memory holding every keyword scores about 1 whatever the backend's
   BM25 scale (SQLite FTS5 and PostgreSQL rank on different scales);
 - ``neighbours``: the keyword scores of the previous and next turn, summed (a reply is found through
@@ -28,7 +28,6 @@ not "the one turn that answers it among its neighbours".
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Mapping
@@ -105,22 +104,15 @@ def keyword_query(query: str, df: Mapping[str, int] | None = None, total: int = 
     return " ".join(kept)
 
 
-def idf(count: int, total: int) -> float:
-    """BM25's inverse document frequency in its always-positive form (Lucene's): ``log(1 + (N - n + 0.5) / (n + 0.5))``,
-    so a word in half of a small store still weighs something."""
-    return math.log(1.0 + (total - count + 0.5) / (count + 0.5))
-
-
-def keyword_coverage(keywords: str, text: str, df: Mapping[str, int], total: int) -> float:
-    """The IDF-weighted share of ``keywords`` that ``text`` contains (stemmed, so camping meets camped): 1 when
-    every keyword is there, whatever the store's size. ``df`` counts the memories holding each word."""
+def keyword_coverage(keywords: str, text: str) -> float:
+    """The share of ``keywords`` that ``text`` contains (stemmed, so camping meets camped): 1 when every keyword
+    is there, whatever the store's size. Unweighted, so a store that ranks text in its server (which keeps no
+    word counts here) scores it exactly as the in-process index does."""
     terms = dict.fromkeys(keywords.split())
-    if not terms or total <= 0:
+    if not terms:
         return 0.0
-    weight = {t: idf(df.get(t, 0), max(total, 1)) for t in terms}
-    whole = sum(weight.values())
     present = {stem(w) for w in words(text)}
-    return sum(v for t, v in weight.items() if stem(t) in present) / whole if whole > 0 else 0.0
+    return sum(1 for t in terms if stem(t) in present) / len(terms)
 
 
 def keyword_scores(bm25: np.ndarray, best_coverage: float) -> np.ndarray:

@@ -4,10 +4,11 @@ computed over candidates the server finds, so no process holds a namespace's vec
 The candidates are the memories whose own vector is nearest the query (a pool of ``DENSE_POOL``, the filters
 applied in the server), the text search's best hits (a pool of ``TEXT_POOL``), the nearest memories of each speaker
 the query names, and the turns before and after every one of those (a reply is found through its question, and a
-turn inherits a share of its neighbours' text scores). Each candidate is then scored exactly as the in-process index
+turn inherits its neighbours' keyword scores). Each candidate is then scored exactly as the in-process index
 scores it: dense = the mean of the inner products of its own vector, its pair vector and its next turn's pair vector
-with the query (computed in the server: ``similarities``), BM25 (for candidates beyond the text pool too:
-``text_search(ids=)``) smoothed over its neighbours, the mention boost; ``fuse`` and ``top_k`` as in process.
+with the query (computed in the server: ``similarities``), the keyword score (BM25, for candidates beyond the
+text pool too: ``text_search(ids=)``, scaled by the best hit's keyword coverage), its neighbours' keyword scores,
+the mention; ``fuse``, ``top_k`` and the calibration as in process.
 
 A memory outside the candidates has its own vector's score below the dense pool's last and its text score below the
 text pool's last; a "ghost" candidate with both scores is fused with the others, and while it would still rank among
@@ -22,13 +23,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..engine.fusion import COMMON_MIN_DOCS, COMMON_SHARE, FusionWeights, fuse, keyword_query, mentioned, \
-    smooth_neighbours
+from ..engine.fusion import (COMMON_MIN_DOCS, COMMON_SHARE, FusionWeights, fuse, keyword_coverage, keyword_query,
+                             mentioned, neighbour_sum)
 from ..engine.vectors import top_k
 from ..model import Node
 from ..workspace import Workspace
 from .records import CONV, KIND, USER
-from .search import BM25_LIMIT, Hit
+from .search import BM25_LIMIT, Hit, weight_map
 
 DENSE_POOL = 120  # nearest memories asked of the server at first (at least 4 x k)
 TEXT_POOL = 200  # best text hits asked at first (at least 10 x k); BM25_LIMIT at most, as in process
@@ -132,8 +133,12 @@ class _Query:
         ghosts = [(nearest[-1][1] if len(nearest) >= pool else 0.0, text_bound, False)]
         if named:
             ghosts.append((named_nearest[-1][1] if len(named_nearest) >= pool else 0.0, text_bound, True))
+        best = nodes.get(text_hits[0][0]) if text_hits else None
+        coverage = keyword_coverage(self.keywords, " ".join((best.title or "", best.summary or "", best.content or ""))
+                                    ) if best is not None else 0.0
+        scale = coverage / text_hits[0][1] if text_hits and text_hits[0][1] > 0 else 0.0
         hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights, ghosts,
-                                          self.sims)
+                                          self.sims, scale)
         open_ended = len(nearest) >= pool or len(named_nearest) >= pool or len(text_hits) >= text_pool
         if not open_ended:
             return hits, True
@@ -198,9 +203,10 @@ def prev_of(node: Node) -> str | None:
 
 def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, raw: dict[str, float],
           named: set[str], k: int, weights: FusionWeights, ghosts: list[tuple[float, float, bool]],
-          known: dict[str, float]) -> tuple[list[Hit], np.ndarray, list[float]]:
-    """(the k best candidates, every candidate's fused score, each ghost's score under the same normalisation);
-    ``known`` holds the inner products read so far (by vector hash, absent: no such vector) and gains the new ones."""
+          known: dict[str, float], scale: float) -> tuple[list[Hit], np.ndarray, list[float]]:
+    """(the k best candidates, every candidate's fused value, each ghost's); ``known`` holds the inner products
+    read so far (by vector hash, absent: no such vector) and gains the new ones; ``scale`` turns a BM25 score into
+    a keyword score (the best hit's coverage over its BM25, as in process)."""
     nexts = [links.nodes.get(links.next.get(n.id, "")) for n in candidates]
     hashes = [n.embed_hash for n in candidates if n.embed_hash]
     hashes += [h for n in [*candidates, *nexts] if n is not None and (h := (n.props or {}).get("pair_hash"))]
@@ -220,7 +226,7 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
         if follow in sims:
             parts.append(sims[follow])
         dense[j] = np.float32(np.mean(np.asarray(parts, dtype=np.float32)))
-    # BM25 smoothed over neighbours: rows [0, n) are the candidates, then neighbours that are not candidates
+    # keyword scores and their neighbours': rows [0, n) are the candidates, then neighbours that are not candidates
     n = len(candidates)
     row = {c.id: j for j, c in enumerate(candidates)}
     pairs = [(prev_of(c), links.next.get(c.id)) for c in candidates]
@@ -230,31 +236,33 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
                 row[other] = len(row)
     every = sorted(row, key=row.__getitem__)
     bm25_raw = np.array([raw.get(i, 0.0) for i in every], dtype=np.float32)
+    keyword = (np.clip(bm25_raw, 0.0, None) * scale).astype(np.float32)
     prev = np.full(len(every), -1, dtype=np.int64)
     nxt_rows = np.full(len(every), -1, dtype=np.int64)
     prev[:n] = [row.get(p or "", -1) for p, _ in pairs]
     nxt_rows[:n] = [row.get(q or "", -1) for _, q in pairs]
-    bm25 = smooth_neighbours(bm25_raw, prev, nxt_rows, weights.neighbour)[:n]
-    mention = None
+    values = {"dense": dense, "keyword": keyword[:n], "neighbour": neighbour_sum(keyword, prev, nxt_rows)[:n]}
     if named:
-        mention = np.array([1.0 if (c.title or "") in named else 0.0 for c in candidates], dtype=np.float32)
-    g = len(ghosts)
-    every_fused = fuse(np.concatenate([dense, np.array([d for d, _, _ in ghosts], dtype=np.float32)]),
-                       np.concatenate([bm25, np.array([b for _, b, _ in ghosts], dtype=np.float32)]),
-                       None if mention is None else np.concatenate(
-                           [mention, np.array([float(m) for _, _, m in ghosts], dtype=np.float32)]), weights)
-    fused = fuse(dense, bm25, mention, weights)  # the ghosts must not move the candidates' normalisation
-    ghost_scores = [float(x) for x in every_fused[n: n + g]]
+        values["mention"] = np.array([1.0 if (c.title or "") in named else 0.0 for c in candidates], dtype=np.float32)
+    w = weight_map(weights)
+    fused = fuse(values, w)
+    ghost_values = {"dense": np.array([d for d, _, _ in ghosts], dtype=np.float32),
+                    "keyword": np.array([b * scale for _, b, _ in ghosts], dtype=np.float32),
+                    "mention": np.array([float(m) for _, _, m in ghosts], dtype=np.float32)}
+    ghost_scores = [float(x) for x in fuse(ghost_values, w)]
     out: list[Hit] = []
-    for j in top_k(fused, k):
+    best = top_k(fused, k)
+    scores = np.atleast_1d(weights.calibration(fused[best])).tolist() if best.size else []
+    for j, score in zip(best.tolist(), scores):
         signals: dict[str, float] = {"dense": float(own[j])}
         if abs(float(dense[j]) - signals["dense"]) > 1e-6:
             signals["dense_context"] = float(dense[j])
         if bm25_raw[j] > 0:
             signals["bm25"] = float(bm25_raw[j])
-        if bm25[j] > bm25_raw[j]:
-            signals["bm25_neighbours"] = float(bm25[j] - bm25_raw[j])
-        if mention is not None and mention[j]:
-            signals["mention"] = weights.mention
-        out.append(Hit(candidates[int(j)].id, float(fused[j]), signals))
+            signals["keyword"] = float(values["keyword"][j])
+        if values["neighbour"][j] > 0:
+            signals["neighbours"] = float(values["neighbour"][j])
+        if "mention" in values and values["mention"][j]:
+            signals["mention"] = 1.0
+        out.append(Hit(candidates[int(j)].id, float(score), signals))
     return out, fused, ghost_scores
