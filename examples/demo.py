@@ -18,7 +18,7 @@ from agentcontext.decisions.models import Policy
 from agentcontext.decisions.policy import PolicyEngine
 from agentcontext.decisions.recorder import DecisionRecorder
 from agentcontext.errors import ConflictError
-from agentcontext.graph.guarded import workspace_graph
+from agentcontext.graph.context_graph import workspace_graph
 from agentcontext.knowledge.flash import flash
 from agentcontext.knowledge.packs import install_folder
 from agentcontext.knowledge.tools import (list_knowledge_neighbors, list_knowledge_packs, read_knowledge_doc,

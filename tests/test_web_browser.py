@@ -19,7 +19,7 @@ from agentcontext import access
 from agentcontext.decisions.models import Policy
 from agentcontext.decisions.policy import PolicyEngine
 from agentcontext.decisions.recorder import DecisionRecorder
-from agentcontext.graph.guarded import workspace_graph
+from agentcontext.graph.context_graph import workspace_graph
 from agentcontext.knowledge import packs
 from agentcontext.memory import AgentMemory
 from agentcontext.workspace import Workspace

@@ -1,20 +1,25 @@
-"""Who may do what to which pack or doc. The service layer calls these; interfaces never check on their own.
+"""Who may do what to which record: the one access rule every service applies, whichever door a call came through.
 
-A grant gives a principal ``read``, ``write`` or ``admin`` on a PATTERN. A pattern without ``/`` is a glob
-over pack names (``lib:hr-*``, ``pkg:acme.*``, ``*``) and covers every doc of the packs it matches; a
-pattern with ``/`` is a glob over doc ids ``<pack>/<selector>`` (``lib:eng/api.*``) and covers only the
-docs it matches. The owner holds admin on everything. Until a workspace has another principal (a grant
-or a token was ever issued) everything is allowed (single-user mode); after that every call is checked
-and a revoked principal does not fall back to single-user mode.
+A grant gives a principal ``read``, ``write`` or ``admin`` on a PATTERN, a glob over access names. Every
+record lives in a namespace, and the namespace is its access name: a pack (``lib:<slug>``,
+``pkg:<scope>.<repo>.<package>.<pack>``), a memory store (``memory:<name>``, ``memory:default`` being the one
+the CLI and MCP use) or a graph (``graph:<name>``; ``graph:default`` is the workspace graph decisions,
+policies and checkpoints live in). A pattern without ``/`` covers whole namespaces (``lib:hr-*``,
+``memory:*``, ``*``); a pattern with ``/`` is a glob over doc ids ``<pack>/<selector>`` (``lib:eng/api.*``)
+and covers only the docs it matches. Reading needs ``read``; writing (storing, recording, checking
+compliance, editing) needs ``write``; changing a record of another namespace than the one a call works on
+(an erasure reaching a doc) needs ``admin`` on it.
 
-Memory stores and decision graphs are checked by the same rule under pack-like names: ``memory:<name>``
-(e.g. ``memory:default``, the store the CLI and MCP use) and ``graph:<name>`` (``graph:default``, the
-workspace graph decisions live in), so ``grant alice 'memory:*' write`` or ``grant bob 'graph:*' read``
-work and a ``*`` grant covers them; reads need read, writes need write. The memory CLI and the MCP tools
-check this (memory/guarded.py, mcp_server/decisions.py); the Python classes AgentMemory and
-DecisionRecorder, used directly, act as their workspace's owner.
+The owner holds admin on everything, and a call without a principal acts as the owner. Until a workspace
+has another principal (a grant or a token was ever issued) everything is allowed (single-user mode); after
+that every call is checked and a revoked principal does not fall back to single-user mode.
 
-Denied attempts are appended to the audit log before the error is raised.
+A principal sees a record when it may read the record's namespace (for a pack: that doc), and an edge when
+it sees both ends and may read the edge's namespace (``Sight``). Traversals return only what the principal
+sees and never walk through anything else; a record it may not see answers like one that does not exist.
+
+Denied attempts are appended to the audit log before the error is raised; successful writes are audited by
+the service that made them (``record``).
 """
 from __future__ import annotations
 
@@ -200,6 +205,84 @@ def can_administer(ws: Workspace, principal: str | None, pattern: str) -> bool:
         return True
     return any(g["principal"] == who and g["level"] == "admin" and fnmatch.fnmatchcase(pattern, g["pattern"])
                for g in _grants(ws))
+
+
+def record(ws: Workspace, principal: str | None, action: str, target: str, detail: dict[str, Any] | None = None,
+           outcome: str = "ok") -> None:
+    """Audit a successful write (or another outcome) under the acting principal."""
+    ws.store.append_audit(effective_principal(ws, principal), action, target, outcome, detail or {})
+
+
+def require_own(ws: Workspace, principal: str | None, namespace: str, found: str, node_id: str, action: str) -> None:
+    """A call working on ``namespace`` that would change a record of ``found``: refused for ``pkg:`` docs
+    (read-only to everyone), else it needs admin on ``found``."""
+    if found == namespace:
+        return
+    if found.startswith("pkg:"):
+        ws.store.append_audit(effective_principal(ws, principal), action, node_id, "denied", {"reason": "read-only"})
+        require_writable(found)
+    require(ws, principal, found, "admin", action, node_id)
+
+
+# --- what a principal sees -----------------------------------------------------------------------
+
+
+PACK_PREFIXES = ("lib:", "pkg:")
+
+
+def reads_everything(ws: Workspace, principal: str | None) -> bool:
+    """The owner, anyone in single-user mode, and a principal granted read (or more) on ``*``."""
+    who = effective_principal(ws, principal)
+    return _unrestricted(ws, who) or any(g["principal"] == who and g["pattern"] == "*" for g in _grants(ws))
+
+
+class Sight:
+    """What one principal may read, from one snapshot of its grants.
+
+    ``namespace(ns)``: it may read all of ``ns``; ``node(node)``: it may read that record (its namespace, or
+    for a pack that doc); ``edge(edge, seen)``: it may read the edge's namespace and ``seen`` (a predicate over
+    store ids, or a set) holds both ends; ``namespaces()``: the namespaces it may read whole that hold
+    records, the world a workspace-wide traversal walks for it."""
+
+    def __init__(self, ws: Workspace, principal: str | None) -> None:
+        self.ws = ws
+        self.principal = principal
+        self.who = effective_principal(ws, principal)
+        self._whole: dict[str, bool] = {}
+        self._docs: dict[str, Callable[[str], bool]] = {}
+
+    def namespace(self, ns: str) -> bool:
+        found = self._whole.get(ns)
+        if found is None:
+            found = self._whole[ns] = can(self.ws, self.principal, ns, "read")
+        return found
+
+    def node(self, node: Any) -> bool:
+        ns = node.namespace
+        if self.namespace(ns):
+            return True
+        if not ns.startswith(PACK_PREFIXES):
+            return False
+        readable = self._docs.get(ns)
+        if readable is None:
+            readable = self._docs[ns] = doc_filter(self.ws, self.principal, ns) or (lambda _selector: True)
+        return readable(node.key)
+
+    def edge(self, edge: Any, seen: Any) -> bool:
+        return self.namespace(edge.namespace) and edge.src in seen and edge.dst in seen
+
+    def namespaces(self) -> list[str]:
+        return self.ws.cached(f"access.sight:{self.who}",
+                              lambda: [ns for ns in self.ws.store.namespaces() if self.namespace(ns)])
+
+    def visible(self, ids: Iterable[str], as_of: str | None = None) -> set[str]:
+        """Which of these store ids name records the principal sees (ids of nothing are left out)."""
+        return {i for i, n in self.ws.store.get_nodes(list(ids), as_of=as_of).items() if self.node(n)}
+
+
+def sight(ws: Workspace, principal: str | None) -> Sight | None:
+    """None when ``principal`` may read everything (nothing to filter); else its ``Sight``."""
+    return None if reads_everything(ws, principal) else Sight(ws, principal)
 
 
 # --- grants --------------------------------------------------------------------------------------

@@ -8,6 +8,11 @@
 
 Setting ``knowledge_graph`` (``load`` and ``load_graph`` do when there is none) hands the graph to
 every service. Reports and persistence of memory + graph are plain functions in ``state.py``.
+
+``principal``: who the context acts for. Every service it holds acts as that principal, so each read and
+write is checked and audited exactly as the CLI and MCP check them (access.py); without one, the context
+acts as the workspace's owner. In a single-user workspace (no grant or token was ever issued) every
+principal may do everything, as before.
 """
 from __future__ import annotations
 
@@ -55,6 +60,16 @@ def graph_flags(graph: Any, **given: bool | None) -> dict[str, bool]:
     return out
 
 
+def _acting(graph: Any, principal: str | None) -> Any:
+    """``graph`` as ``principal`` uses it; a graph that cannot act for someone is refused when one is named."""
+    if graph is None or principal is None:
+        return graph
+    if not callable(getattr(graph, "acting_as", None)):
+        raise ValidationError("AgentContext(principal=...) needs a knowledge_graph that checks access (a "
+                              "ContextGraph)", got=type(graph).__name__)
+    return graph.acting_as(principal)
+
+
 class AgentContext:
     """Memory, retrieval, decisions, graph traversal and checkpoints behind one API (seed 003)."""
 
@@ -94,11 +109,12 @@ class AgentContext:
         self.llm_provider = check_provider(llm_provider)
         self.infer = check_infer(infer, llm_provider)
         self.vector_store = _vector_store_for(vector_store, knowledge_graph)
-        self.memory = AgentMemory(self.vector_store, max_memory_size=max_memories, retention_policy=retention_days)
+        self.memory = AgentMemory(self.vector_store, max_memory_size=max_memories, retention_policy=retention_days,
+                                  principal=principal)
         self.retriever = ContextRetriever(memory_store=self.memory, use_graph_expansion=graph_expansion,
                                           max_expansion_hops=max_expansion_hops, hybrid_alpha=hybrid_alpha,
-                                          proximity_weight=proximity_weight)
-        self.decisions = DecisionService(tracking=decision_tracking, actor=principal or "",
+                                          proximity_weight=proximity_weight, principal=principal)
+        self.decisions = DecisionService(tracking=decision_tracking, principal=principal,
                                          proximity_weight=proximity_weight)
         self.reasoning = ReasoningService(self.retriever, workspace=self.memory.workspace, decisions=self.decisions,
                                           principal=principal)
@@ -112,10 +128,11 @@ class AgentContext:
     @knowledge_graph.setter
     def knowledge_graph(self, graph: Any) -> None:
         self._knowledge_graph = graph
-        self.memory.entity_graph = graph if self.graph_expansion else None  # graph_expansion: link entities
-        self.retriever.knowledge_graph = graph
-        self.decisions.graph = graph
-        self.reasoning.graph = graph
+        acting = _acting(graph, self.principal)  # the services use the graph as the context's principal
+        self.memory.entity_graph = acting if self.graph_expansion else None  # graph_expansion: link entities
+        self.retriever.knowledge_graph = acting
+        self.decisions.graph = acting
+        self.reasoning.graph = acting
 
     def _new_graph(self) -> ContextGraph:
         self.knowledge_graph = ContextGraph(**self.graph_flags)
@@ -175,10 +192,10 @@ class AgentContext:
         return self.memory.get_conversation_history(conversation_id, max_items)
 
     def stats(self) -> dict[str, Any]:
-        return state.stats(self.memory, self.knowledge_graph)
+        return state.stats(self.memory, self.decisions.graph)
 
     def health(self) -> dict[str, Any]:
-        return state.health(self.memory, self.knowledge_graph)
+        return state.health(self.memory, self.decisions.graph)
 
     # --- persistence -----------------------------------------------------------------------
     def export(self, conversation_id: str | None = None, format: str = "json", **kwargs: Any) -> Any:
@@ -189,15 +206,18 @@ class AgentContext:
 
     def save(self, path: str | Path) -> None:
         """Write memory (ids, metadata, timestamps) and the knowledge graph to the folder ``path``."""
-        state.save(path, self.memory, self.knowledge_graph)
+        state.save(path, self.memory, self.decisions.graph)
 
     def load(self, path: str | Path) -> None:
         """Restore what ``save`` wrote: memories keep their ids; the graph is replaced from the file."""
-        self.knowledge_graph = state.load(path, self.memory, self.knowledge_graph, self._new_graph)
+        had = self.knowledge_graph is not None
+        graph = state.load(path, self.memory, self.decisions.graph, self._new_graph)
+        if not had:
+            self.knowledge_graph = graph
 
     def load_graph(self, path: str, format: str | None = None) -> dict[str, Any]:
         """Replace the knowledge graph's state from a saved graph (JSON file or Markdown directory)."""
-        return state.load_graph(self._graph_or_new(), path, format)
+        return state.load_graph(_acting(self._graph_or_new(), self.principal), path, format)
 
     # --- decisions -------------------------------------------------------------------------
     def record_decision(self, category: str, scenario: str, reasoning: str, outcome: str, confidence: float,

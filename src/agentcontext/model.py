@@ -9,6 +9,10 @@ from typing import Any
 
 
 MEMORY_KIND = "memory"  # the node kind of an AgentMemory memory (retrieval tells sources apart by it)
+# Ids of the form ``<family><name>/<rest>`` belong to the namespace ``<family><name>`` (docs ``lib:x/sel``, graph
+# nodes ``graph:g/id``); ids starting ``policy:`` or ``checkpoint:`` are the policies' and checkpoints'.
+NAMESPACE_FAMILIES = ("lib:", "pkg:", "graph:", "memory:")
+RESERVED_ID_PREFIXES = (*NAMESPACE_FAMILIES, "policy:", "checkpoint:")
 
 
 def utcnow() -> str:
@@ -54,6 +58,12 @@ def content_hash(*parts: Any) -> str:
         h.update(text.encode("utf-8"))
         h.update(b"\x1f")
     return h.hexdigest()
+
+
+def reserved_namespace(node_id: str) -> str | None:
+    """The namespace an id is reserved for (``lib:hr/policy`` -> ``lib:hr``), or None for an ordinary id."""
+    head, sep, _ = node_id.partition("/")
+    return head if sep and head.startswith(NAMESPACE_FAMILIES) else None
 
 
 def edge_id(src: str, type: str, dst: str) -> str:

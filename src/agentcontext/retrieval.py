@@ -9,6 +9,9 @@ graph score ``s * w * 0.5 ** (h - 1)``. The final score is ``(1 - hybrid_alpha) 
 hybrid_alpha * graph``, where a candidate's graph score is the larger of its own retrieval score
 and what the graph gives it (so with ``hybrid_alpha`` = 0 the graph changes nothing and with 1 the
 graph alone ranks what it reaches). Every result names the signals that produced it, with scores.
+
+Acting as a principal (given, else the memory store's), it returns only records the principal sees and
+expands only through them (access.py); the memory store checks its own reads.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import copy
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
+from . import access
 from .engine import proximity
 from .engine.fusion import RELEVANCE, blend
 from .errors import ValidationError
@@ -62,7 +66,7 @@ def _stores_of(*owners: Any) -> list[Any]:
 class ContextRetriever:
     def __init__(self, memory_store: Any = None, knowledge_graph: Any = None, vector_store: Any = None,
                  use_graph_expansion: bool = True, max_expansion_hops: int = 2, hybrid_alpha: float = 0.5,
-                 proximity_weight: float = 0.0, **options: Any) -> None:
+                 proximity_weight: float = 0.0, principal: str | None = None, **options: Any) -> None:
         if not 0.0 <= float(hybrid_alpha) <= 1.0:
             raise ValidationError(f"hybrid_alpha must be in [0, 1], got {hybrid_alpha}", hybrid_alpha=hybrid_alpha)
         if int(max_expansion_hops) < 0:
@@ -74,7 +78,23 @@ class ContextRetriever:
         self.max_expansion_hops = int(max_expansion_hops)
         self.hybrid_alpha = float(hybrid_alpha)
         self.proximity_weight = float(proximity_weight)
+        self._principal = principal
         self.options = options
+
+    @property
+    def principal(self) -> str | None:
+        """Who retrieves: the one given, else the memory store's."""
+        return self._principal if self._principal is not None else getattr(self.memory_store, "principal", None)
+
+    def _shown(self, store: Any, ids: Iterable[str]) -> set[str] | None:
+        """Of ``ids``, those the principal sees in ``store`` (None: it sees everything there)."""
+        ws = getattr(self.memory_store, "workspace", None)
+        if ws is None or ws.store is not store:
+            ws = getattr(self.knowledge_graph, "workspace", None)
+        if ws is None or ws.store is not store:
+            return None  # a store no principal is known for
+        sight = access.sight(ws, self.principal)
+        return None if sight is None else sight.visible(ids)
 
     # --- candidates ------------------------------------------------------------------------
     def _memory_candidates(self, query: str, pool: int, **filters: Any) -> list[RetrievedContext]:
@@ -97,6 +117,9 @@ class ContextRetriever:
         if mem_ws is not None and getattr(vs, "workspace", None) is mem_ws:
             rows = vs.search(query=query, limit=pool + len(skip_ids))
             rows = [r for r in rows if r.get("kind") != MEMORY_KIND]  # memories come through the memory source
+            shown = self._shown(mem_ws.store, [str(r["id"]) for r in rows if r.get("id") is not None])
+            if shown is not None:  # only what the principal sees of the workspace
+                rows = [r for r in rows if str(r.get("id")) in shown]
         else:
             rows = vs.search(query=query, limit=pool)
         out = []
@@ -135,10 +158,12 @@ class ContextRetriever:
             nxt: dict[str, tuple[float, str]] = {}
             ids = list(frontier)
             for store in stores:
-                for edge in list(store.edges(src=ids)) + list(store.edges(dst=ids)):
+                edges = list(store.edges(src=ids)) + list(store.edges(dst=ids))
+                shown = self._shown(store, {x for e in edges for x in (e.src, e.dst)})
+                for edge in edges:
                     here, there = (edge.src, edge.dst) if edge.src in frontier else (edge.dst, edge.src)
-                    if there in seen:
-                        continue
+                    if there in seen or (shown is not None and there not in shown):
+                        continue  # never into (or through) a record the principal does not see
                     base, via = frontier[here]
                     g = base * max(0.0, min(1.0, float(edge.weight))) * (HOP_DECAY ** (hop - 1))
                     if g > nxt.get(there, (0.0, ""))[0]:

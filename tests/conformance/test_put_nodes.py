@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentcontext.errors import ValidationError
+from agentcontext.errors import ConflictError, ValidationError
 
 from .data import node
 
@@ -48,3 +48,24 @@ def test_many_nodes_in_one_call(store):
     assert store.put_nodes([node(i) for i in range(2500)]) == [1] * 2500
     assert store.put_nodes([node(i, title="x") if i % 2 else node(i) for i in range(2500)]) == [
         2 if i % 2 else 1 for i in range(2500)]
+
+
+def test_a_node_never_changes_namespace(store):
+    """Namespace injection: a record planted under another namespace's id never becomes that namespace's record."""
+    store.put_nodes([node(1, ns="memory:default", content="planted")])
+    with pytest.raises(ConflictError) as info:
+        store.put_nodes([node(1, ns="lib:hr", content="the real doc")])
+    assert "memory:default" not in info.value.message  # the other namespace is not revealed
+    store.retract_nodes(["n1"])
+    with pytest.raises(ConflictError):  # a retracted row still holds its history
+        store.put_nodes([node(1, ns="lib:hr")])
+    assert {v.content for v in store.node_versions("n1")} == {"planted"}
+
+
+def test_an_id_reserved_for_a_namespace_is_refused_elsewhere(store):
+    for nid in ("lib:hr/policy", "pkg:acme.a.b.c/x", "graph:hr/alice", "memory:other/m1"):
+        with pytest.raises(ValidationError) as info:
+            store.put_nodes([node(1, id=nid, ns="memory:default")])
+        assert info.value.data["reserved_for"] == nid.split("/")[0]
+        assert store.get_node(nid) is None
+    assert store.put_nodes([node(1, id="lib:hr/policy", ns="lib:hr")]) == [1]

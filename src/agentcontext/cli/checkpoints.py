@@ -2,8 +2,8 @@
 
 Each CLI call is its own process, so ``checkpoint take`` stores the snapshot at once (the flushed checkpoint
 of the Python API: a ``checkpoint`` record and node), and ``list``, ``show`` and ``diff`` read stored ones.
-Checked like the MCP decision tools (graph/guarded.py): taking needs ``write`` on ``graph:<name>``, the rest
-``read``.
+The checkpoints check and audit every call for the acting principal: taking (a stored snapshot) needs ``write``
+on ``graph:<name>``, the rest ``read``.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, Optional
 import typer
 
 from ..decisions.checkpoints import Checkpoints, summary
-from .common import GRAPH_OPTION, JSON_OPTION, audit_write, emit, open_graph, out
+from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out
 
 checkpoint_app = typer.Typer(help="Checkpoints: stored snapshots of the graph and what changed between two.",
                              no_args_is_help=True)
@@ -22,11 +22,7 @@ checkpoint_app = typer.Typer(help="Checkpoints: stored snapshots of the graph an
 def take(ctx: typer.Context, label: str = typer.Argument(..., metavar="LABEL"),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Snapshot the graph now under LABEL and store it (taking LABEL again replaces it)."""
-    graph = open_graph(ctx, graph_name, "write", "checkpoint.take", label)
-    points = Checkpoints()
-    points.take(graph, label)
-    result = points.flush(graph, label)
-    audit_write(ctx, graph, "checkpoint.take", f"{graph.namespace}/{label}", {"nodes": result["node_count"]})
+    result = Checkpoints().keep(open_graph(ctx, graph_name), label)
     emit(result, json_out, lambda r: out.print(
         f"checkpoint {r['label']}: {r['decision_count']} decisions, {r['node_count']} nodes, "
         f"{r['relationship_count']} relationships", markup=False))
@@ -35,7 +31,7 @@ def take(ctx: typer.Context, label: str = typer.Argument(..., metavar="LABEL"),
 @checkpoint_app.command("list")
 def list_cmd(ctx: typer.Context, graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """The stored checkpoints' labels."""
-    graph = open_graph(ctx, graph_name, "read", "checkpoint.read")
+    graph = open_graph(ctx, graph_name)
     labels = Checkpoints().labels(graph)
     emit({"checkpoints": labels}, json_out,
          lambda r: [out.print(x, markup=False) for x in r["checkpoints"]] or out.print("no checkpoints"))
@@ -45,7 +41,7 @@ def list_cmd(ctx: typer.Context, graph_name: Optional[str] = GRAPH_OPTION, json_
 def show(ctx: typer.Context, label: str = typer.Argument(..., metavar="LABEL"),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """When a checkpoint was taken and how much it holds."""
-    graph = open_graph(ctx, graph_name, "read", "checkpoint.read", label)
+    graph = open_graph(ctx, graph_name)
     emit(summary(Checkpoints().get(graph, label)), json_out, lambda r: out.print(
         f"checkpoint {r['label']} taken {r['at']} (change {r['change_counter']}): {r['decision_count']} decisions, "
         f"{r['node_count']} nodes, {r['relationship_count']} relationships", markup=False))
@@ -56,7 +52,7 @@ def diff(ctx: typer.Context, label_a: str = typer.Argument(..., metavar="FROM"),
          label_b: str = typer.Argument(..., metavar="TO"),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Decisions, relationships and nodes added, removed and modified from FROM to TO."""
-    graph = open_graph(ctx, graph_name, "read", "checkpoint.read", f"{label_a} {label_b}")
+    graph = open_graph(ctx, graph_name)
     result = Checkpoints().diff(graph, label_a, label_b)
 
     def human(r: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..errors import ValidationError
-from ..graph import guarded
+from ..graph.context_graph import ContextGraph, workspace_graph
 from ..workspace import Workspace
 
 out = Console(highlight=False, soft_wrap=True)
@@ -132,10 +132,7 @@ def parse_pairs(pairs: list[str] | None, flag: str) -> dict[str, Any]:
     return found
 
 
-def open_graph(ctx: typer.Context, name: str | None, level: str, action: str, target: str = "") -> Any:
-    """The workspace graph ``name`` after the access check graph/guarded.py shares with MCP."""
-    return guarded.open_graph(open_workspace(ctx), principal(ctx), level, action, target, name=name)
-
-
-def audit_write(ctx: typer.Context, graph: Any, action: str, target: str, detail: dict[str, Any]) -> None:
-    guarded.audit_write(graph.workspace, principal(ctx), action, target, detail)
+def open_graph(ctx: typer.Context, name: str | None) -> ContextGraph:
+    """The workspace graph (or the graph ``name``) acting as the CLI's principal: the graph and the decision
+    services bound to it check and audit every call, as they do for MCP."""
+    return workspace_graph(open_workspace(ctx), principal(ctx), name=name)

@@ -1,7 +1,8 @@
 """``agentcontext decision ...``: record decisions, find precedents, walk causal chains, explain a decision.
 
-Checked like the MCP decision tools (graph/guarded.py): recording needs ``write`` on ``graph:<name>``,
-everything else ``read``. Results are what the MCP tools return (decisions without their embeddings).
+The decision services check and audit every call for the acting principal, as for the MCP tools: recording
+needs ``write`` on ``graph:<name>``, everything else ``read``. Results are what the MCP tools return
+(decisions without their embeddings).
 """
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ from typing import Any, Optional
 
 import typer
 
-from .. import access
 from ..decisions.causal import CausalChainAnalyzer
 from ..decisions.explain import trace_decision_explainability
 from ..decisions.models import decision_data
 from ..decisions.recorder import DecisionRecorder
-from .common import GRAPH_OPTION, JSON_OPTION, audit_write, emit, open_graph, out, parse_pairs, principal
+from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out, parse_pairs
 
 decision_app = typer.Typer(help="Decisions: record them, find precedents, walk causal chains, explain one.",
                            no_args_is_help=True)
@@ -49,12 +49,10 @@ def record(ctx: typer.Context, category: str = typer.Argument(..., help="The kin
                                                     "JSON when it parses); repeat."),
            graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Record a decision; prints its id (as the MCP tool record_decision)."""
-    graph = open_graph(ctx, graph_name, "write", "decision.record")
-    who = access.effective_principal(graph.workspace, principal(ctx))
-    did = DecisionRecorder(graph, actor=who).record_decision(
+    graph = open_graph(ctx, graph_name)
+    did = DecisionRecorder(graph).record_decision(
         category, scenario, reasoning, outcome, confidence, entities=entity, decision_maker=maker,
         caused_by=caused_by, metadata=parse_pairs(meta, "--meta"))
-    audit_write(ctx, graph, "decision.record", f"{graph.namespace}/{did}", {"category": category})
     emit({"decision_id": did, "graph": graph.namespace}, json_out, lambda d: out.print(d["decision_id"]))
 
 
@@ -63,7 +61,7 @@ def show(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="DEC
          as_of: Optional[str] = typer.Option(None, "--as-of", help="The decision as it stood then (ISO time)."),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """One decision: category, scenario, reasoning, outcome, confidence, metadata."""
-    graph = open_graph(ctx, graph_name, "read", "decision.read", decision_id)
+    graph = open_graph(ctx, graph_name)
     d = decision_data(DecisionRecorder(graph).get_decision(decision_id, as_of=as_of))
     emit(d, json_out, lambda r: out.print(f"{r['decision_id']}  [{r['category']}] {r['scenario']}\n"
                                           f"outcome: {r['outcome']} (confidence {r['confidence']:.2f})\n"
@@ -76,7 +74,7 @@ def list_cmd(ctx: typer.Context, category: Optional[str] = typer.Option(None, "-
              limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many, oldest first."),
              graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Recorded decisions, oldest first."""
-    graph = open_graph(ctx, graph_name, "read", "decision.read")
+    graph = open_graph(ctx, graph_name)
     rows = [decision_data(d) for d in DecisionRecorder(graph).list_decisions(category, limit)]
     emit({"decisions": rows}, json_out, lambda r: _print_decisions(r["decisions"], "no decisions"))
 
@@ -87,7 +85,7 @@ def precedents(ctx: typer.Context, scenario: str = typer.Argument(..., help="The
                limit: int = typer.Option(5, "--limit", min=1, max=100, help="At most this many, best first."),
                graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Past decisions made in similar scenarios, best first (as the MCP tool find_precedents)."""
-    graph = open_graph(ctx, graph_name, "read", "decision.precedents")
+    graph = open_graph(ctx, graph_name)
     found = DecisionRecorder(graph).find_precedents(scenario, category=category, limit=limit)
     emit({"precedents": [decision_data(d) for d in found]}, json_out,
          lambda r: _print_decisions(r["precedents"], "no precedents"))
@@ -101,7 +99,7 @@ def chain(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="DE
                                         "many steps."),
           graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """A decision's recorded causes or effects, nearest first (as the MCP tool get_causal_chain)."""
-    graph = open_graph(ctx, graph_name, "read", "decision.chain", decision_id)
+    graph = open_graph(ctx, graph_name)
     found = CausalChainAnalyzer(graph).get_causal_chain(decision_id, direction, max_depth)
     emit({"decision_id": decision_id, "direction": direction, "chain": [decision_data(d) for d in found]},
          json_out, lambda r: _print_decisions(r["chain"], f"no recorded {direction} decisions"))
@@ -113,7 +111,7 @@ def explain(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="
             graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Everything a decision is connected to: causes, effects, entities, policies, exceptions, approvals,
     precedents and its audit trail, each with its relationship path."""
-    graph = open_graph(ctx, graph_name, "read", "decision.explain", decision_id)
+    graph = open_graph(ctx, graph_name)
     report = trace_decision_explainability(graph, decision_id, max_depth)
 
     def human(r: dict[str, Any]) -> None:

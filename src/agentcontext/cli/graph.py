@@ -1,8 +1,8 @@
 """``agentcontext graph ...``: the workspace knowledge graph (ContextGraph): nodes, edges, neighbours, paths,
 analytics.
 
-Checked like the MCP decision tools (graph/guarded.py): adding nodes and edges needs ``write`` on
-``graph:<name>`` (and is audited); reading needs ``read``.
+The graph checks and audits every call for the acting principal: adding nodes and edges needs ``write`` on
+``graph:<name>``; reading needs ``read``, and shows only what the principal sees.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import NotFoundError
-from .common import GRAPH_OPTION, JSON_OPTION, audit_write, emit, open_graph, out, parse_pairs, table
+from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out, parse_pairs, table
 
 graph_app = typer.Typer(help="The knowledge graph: add nodes and edges, walk neighbours and paths, analytics.",
                         no_args_is_help=True)
@@ -34,10 +34,9 @@ def node_add(ctx: typer.Context, node_id: str = typer.Argument(..., metavar="NOD
              valid_until: Optional[str] = typer.Option(None, "--valid-until", help="Valid until (ISO)."),
              graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Add a node, or update it (an update appends a version)."""
-    graph = open_graph(ctx, graph_name, "write", "graph.node.add", node_id)
+    graph = open_graph(ctx, graph_name)
     graph.add_node(node_id, node_type, content=content, properties=parse_pairs(prop, "--prop"),
                    valid_from=valid_from, valid_until=valid_until, tags=tag)
-    audit_write(ctx, graph, "graph.node.add", f"{graph.namespace}/{node_id}", {"type": node_type})
     emit(graph.find_node(node_id), json_out,
          lambda n: out.print(f"{n['id']} ({n['type']}) is at version {n['version']}", markup=False))
 
@@ -47,7 +46,7 @@ def node_show(ctx: typer.Context, node_id: str = typer.Argument(..., metavar="NO
               as_of: Optional[str] = typer.Option(None, "--as-of", help="The node as it stood then (ISO time)."),
               graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """One node: type, content, properties, validity, version."""
-    graph = open_graph(ctx, graph_name, "read", "graph.read", node_id)
+    graph = open_graph(ctx, graph_name)
     node = graph.find_node(node_id, as_of=as_of)
     if node is None:
         raise NotFoundError(f"node {node_id!r} is not in graph {graph.name!r}; add it with "
@@ -67,10 +66,9 @@ def edge_add(ctx: typer.Context, source: str = typer.Argument(..., metavar="SOUR
              valid_until: Optional[str] = typer.Option(None, "--valid-until", help="Valid until (ISO)."),
              graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Add a directed edge SOURCE -> TARGET (missing endpoints are created; a repeat updates it)."""
-    graph = open_graph(ctx, graph_name, "write", "graph.edge.add", f"{source} {edge_type} {target}")
+    graph = open_graph(ctx, graph_name)
     graph.add_edge(source, target, edge_type, weight, properties=parse_pairs(prop, "--prop"),
                    valid_from=valid_from, valid_until=valid_until)
-    audit_write(ctx, graph, "graph.edge.add", f"{graph.namespace}/{source} {edge_type} {target}", {"weight": weight})
     edges = graph.find_edges(edge_type=edge_type, source_id=source, target_id=target)
     emit(edges[0], json_out, lambda e: out.print(f"{e['source']} -{e['type']}-> {e['target']}", markup=False))
 
@@ -84,7 +82,7 @@ def neighbors(ctx: typer.Context, node_id: str = typer.Argument(..., metavar="NO
               limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many, nearest first."),
               graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Neighbours of a node up to --hops away, nearest first, with hop, relationship and path."""
-    graph = open_graph(ctx, graph_name, "read", "graph.neighbors", node_id)
+    graph = open_graph(ctx, graph_name)
     rows = graph.get_neighbors(node_id, hops=hops, relationship_types=rel, min_weight=min_weight, limit=limit,
                                include_distance_metadata=True, direction=direction)
     emit({"node_id": node_id, "neighbors": rows}, json_out, lambda r: table(
@@ -99,7 +97,7 @@ def path(ctx: typer.Context, source: str = typer.Argument(..., metavar="SOURCE")
          direction: str = typer.Option("out", "--direction", help=DIRECTION_HELP),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """The fewest-edges path from SOURCE to TARGET (path is null when there is none)."""
-    graph = open_graph(ctx, graph_name, "read", "graph.path", f"{source} {target}")
+    graph = open_graph(ctx, graph_name)
     found = graph.shortest_path(source, target, max_hops=max_hops, direction=direction)
     emit({"source": source, "target": target, "path": found}, json_out,
          lambda r: out.print(" -> ".join(r["path"]) if r["path"] else f"no path from {source} to {target}",
@@ -113,7 +111,7 @@ def analytics(ctx: typer.Context,
               top: int = typer.Option(10, "--top", min=1, help="The highest-scoring N nodes."),
               graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Node importance (PageRank or a centrality measure) or communities, with the graph's counts."""
-    graph = open_graph(ctx, graph_name, "read", "graph.analytics")
+    graph = open_graph(ctx, graph_name)
     data: dict[str, Any] = {"stats": graph.stats(), "measure": measure}
     if measure == "communities":
         found = graph.detect_communities()

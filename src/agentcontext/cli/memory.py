@@ -1,4 +1,5 @@
-"""``agentcontext memory ...``: thin wrappers over AgentMemory, checked like the MCP memory tools."""
+"""``agentcontext memory ...``: thin wrappers over AgentMemory (which checks and audits every call for the
+acting principal, as it does for MCP)."""
 from __future__ import annotations
 
 import sys
@@ -9,7 +10,8 @@ import typer
 
 from .common import JSON_OPTION, emit, must_exist, open_workspace, out, principal
 from ..errors import ValidationError
-from ..memory import AgentMemory, guarded
+from ..memory import AgentMemory
+from ..memory.service import workspace_memory
 
 memory_app = typer.Typer(help="Agent memory: store, retrieve, get, forget, export, import.", no_args_is_help=True)
 
@@ -18,9 +20,9 @@ CONVERSATION_OPTION = typer.Option(None, "--conversation", "-c", help="A convers
 USER_OPTION = typer.Option(None, "--user", "-u", help="A user id.")
 
 
-def _memory(ctx: typer.Context, namespace: str, level: str = "read", action: str = "memory.read") -> AgentMemory:
-    # Checked like the MCP tools (memory/guarded.py); the CLI never evicts or expires on its own.
-    return guarded.open_memory(open_workspace(ctx), namespace, principal(ctx), level, action)
+def _memory(ctx: typer.Context, namespace: str) -> AgentMemory:
+    # The CLI never evicts or expires on its own.
+    return workspace_memory(open_workspace(ctx), namespace, principal(ctx))
 
 
 def _meta(pairs: list[str] | None) -> dict[str, Any]:
@@ -52,9 +54,8 @@ def store_cmd(ctx: typer.Context, text: str = typer.Argument(..., help="The memo
               meta: Optional[list[str]] = typer.Option(None, "--meta", "-m", help="Metadata key=value (repeatable)."),
               namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Store one memory; prints its id."""
-    mem = _memory(ctx, namespace, "write", "memory.store")
+    mem = _memory(ctx, namespace)
     mid = mem.store(text, metadata=_meta(meta), conversation_id=conversation, user_id=user)
-    guarded.audit_write(mem.workspace, principal(ctx), "memory.store", f"{mem.namespace}/{mid}", {})
     emit({"id": mid, "namespace": mem.namespace}, json_out, lambda d: out.print(d["id"]))
 
 
@@ -80,9 +81,7 @@ def forget_cmd(ctx: typer.Context, memory_id: Optional[str] = typer.Argument(Non
                days_old: Optional[float] = typer.Option(None, "--days-old", help="Older than this many days."),
                namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Delete memories by id, conversation, user or age (all given conditions must match)."""
-    mem = _memory(ctx, namespace, "write", "memory.forget")
-    count = mem.forget(memory_id, conversation, days_old, user)
-    guarded.audit_write(mem.workspace, principal(ctx), "memory.forget", mem.namespace, {"forgotten": count})
+    count = _memory(ctx, namespace).forget(memory_id, conversation, days_old, user)
     emit({"forgotten": count}, json_out, lambda d: out.print(f"forgot {d['forgotten']} memories"))
 
 
@@ -115,13 +114,12 @@ def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="A Mark
                namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Import memories: new ids are created, existing ids updated, unchanged ones left alone."""
     must_exist(path, folders=True)
-    mem = _memory(ctx, namespace, "write", "memory.import")
+    mem = _memory(ctx, namespace)
     fmt = format or ("json" if path.suffix == ".json" else "markdown")
     data: Any = path
     if fmt == "json":
         data = path.read_text(encoding="utf-8")
     count = mem.import_data(data, format=fmt)
-    guarded.audit_write(mem.workspace, principal(ctx), "memory.import", mem.namespace, {"imported": count})
     skipped = getattr(count, "skipped", [])
     result = {"imported": int(count), **({"skipped": skipped} if skipped else {})}
     emit(result, json_out, lambda d: out.print(

@@ -1,8 +1,8 @@
 """``agentcontext policy ...``: versioned policies, compliance checks and policy exceptions.
 
-Checked like the MCP decision tools (graph/guarded.py): adding a policy, checking compliance (the check is
-recorded on the decision and in the audit log, as MCP's check_compliance) and recording an exception need
-``write`` on ``graph:<name>``; listing and showing need ``read``. The policy engine audits its own writes.
+The policy engine checks and audits every call for the acting principal, as for MCP: adding a policy, checking
+compliance (the check is recorded on the decision and in the audit log, as MCP's check_compliance) and
+recording an exception need ``write`` on ``graph:<name>``; listing and showing need ``read``.
 """
 from __future__ import annotations
 
@@ -10,18 +10,16 @@ from typing import Any, Optional
 
 import typer
 
-from .. import access
 from ..decisions.models import Policy
 from ..decisions.policy import PolicyEngine
-from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out, parse_pairs, principal, table
+from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out, parse_pairs, table
 
 policy_app = typer.Typer(help="Policies: add and list them, check decisions against them, record exceptions.",
                          no_args_is_help=True)
 
 
-def _engine(ctx: typer.Context, graph_name: str | None, level: str, action: str, target: str = "") -> PolicyEngine:
-    graph = open_graph(ctx, graph_name, level, action, target)
-    return PolicyEngine(graph_store=graph, actor=access.effective_principal(graph.workspace, principal(ctx)))
+def _engine(ctx: typer.Context, graph_name: str | None) -> PolicyEngine:
+    return PolicyEngine(graph_store=open_graph(ctx, graph_name))
 
 
 def _policies_table(rows: list[dict[str, Any]]) -> None:
@@ -43,7 +41,7 @@ def add(ctx: typer.Context, policy_id: str = typer.Argument(..., metavar="POLICY
         version: str = typer.Option("1.0", "--version", help="Its version label."),
         graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Add a policy; unknown rule keys and badly typed values are refused."""
-    engine = _engine(ctx, graph_name, "write", "policy.add", policy_id)
+    engine = _engine(ctx, graph_name)
     rules = parse_pairs(rule, "--rule")
     engine.add_policy(Policy(policy_id=policy_id, name=name, description=description, rules=rules,
                              category=category, version=version))
@@ -56,7 +54,7 @@ def list_cmd(ctx: typer.Context, category: Optional[str] = typer.Option(None, "-
                                                                         "policies that apply to this category."),
              graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Current policies (the latest version of each)."""
-    engine = _engine(ctx, graph_name, "read", "policy.read")
+    engine = _engine(ctx, graph_name)
     found = engine.get_applicable_policies(category) if category is not None else engine.list_policies()
     emit({"policies": [p.to_dict() for p in found]}, json_out, lambda r: _policies_table(r["policies"]))
 
@@ -66,7 +64,7 @@ def show(ctx: typer.Context, policy_id: str = typer.Argument(..., metavar="POLIC
          history: bool = typer.Option(False, "--history", help="Every version, oldest first."),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """One policy's current version (or its whole history)."""
-    engine = _engine(ctx, graph_name, "read", "policy.read", policy_id)
+    engine = _engine(ctx, graph_name)
     rows = [p.to_dict() for p in engine.get_policy_history(policy_id)] if history else \
         [engine.get_policy(policy_id).to_dict()]
     emit({"policies": rows} if history else rows[0], json_out,
@@ -80,7 +78,7 @@ def check(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="DE
     """Check a recorded decision against a policy's current rules (as the MCP tool check_compliance).
 
     Exits 1 when the decision violates the policy and no exception excuses it."""
-    result = _engine(ctx, graph_name, "write", "policy.check", decision_id).check_compliance(decision_id, policy_id)
+    result = _engine(ctx, graph_name).check_compliance(decision_id, policy_id)
     data = result.to_dict()
 
     def human(r: dict[str, Any]) -> None:
@@ -101,7 +99,7 @@ def exceptions(ctx: typer.Context, decision_id: Optional[str] = typer.Option(Non
                policy_id: Optional[str] = typer.Option(None, "--policy", help="Only exceptions to this policy."),
                graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Recorded policy exceptions (approved deviations), oldest first."""
-    engine = _engine(ctx, graph_name, "read", "policy.read", decision_id or "")
+    engine = _engine(ctx, graph_name)
     rows = [e.to_dict() for e in engine.get_exceptions(decision_id=decision_id, policy_id=policy_id)]
     emit({"exceptions": rows}, json_out, lambda r: table(
         ("exception_id", "decision_id", "policy_id", "approver", "reason"), r["exceptions"])
@@ -116,7 +114,7 @@ def record_exception(ctx: typer.Context, decision_id: str = typer.Argument(..., 
                      justification: str = typer.Option("", "--justification", help="Longer justification."),
                      graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Record an approved exception to POLICY_ID for one decision (later checks report it)."""
-    engine = _engine(ctx, graph_name, "write", "policy.exception", decision_id)
+    engine = _engine(ctx, graph_name)
     exc = engine.record_exception(decision_id, policy_id, reason=reason, approver=approver,
                                   justification=justification)
     emit(exc.to_dict(), json_out, lambda r: out.print(f"recorded {r['exception_id']}", markup=False))

@@ -2,11 +2,13 @@
 
 Only edges someone recorded count; shared entities never imply a cause. Each decision appears
 once, at its shortest causal distance from the start (breadth-first, one store query per level).
+The walk goes only through decisions the principal sees (and edges of namespaces it may read).
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
+from .. import access
 from ..errors import NotFoundError, ValidationError
 from .common import CAUSAL_TYPES, DECISION, Bound, decision_from_node
 from .models import Decision
@@ -16,8 +18,8 @@ DIRECTIONS = ("upstream", "downstream")
 
 class CausalChainAnalyzer(Bound):
     def __init__(self, graph_store: Any = None, namespace: str | None = None, graph: Any = None,
-                 relationship_types: Sequence[str] = CAUSAL_TYPES) -> None:
-        self._bind(graph_store if graph_store is not None else graph, namespace, "CausalChainAnalyzer")
+                 relationship_types: Sequence[str] = CAUSAL_TYPES, principal: str | None = None) -> None:
+        self._bind(graph_store if graph_store is not None else graph, namespace, "CausalChainAnalyzer", principal)
         self.types = list(relationship_types)
 
     def _walk(self, start: str, direction: str, max_depth: int) -> dict[str, tuple[int, str, str]]:
@@ -30,12 +32,18 @@ class CausalChainAnalyzer(Bound):
         seen: dict[str, tuple[int, str, str]] = {}
         frontier = [start]
         depth = 0
+        sight = access.sight(self.ws, self.principal)
         while frontier and (max_depth is None or depth < max_depth):
             depth += 1
             if direction == "downstream":
-                pairs = [(e.src, e.dst, e.type) for e in self.store.edges(src=frontier, type=self.types)]
+                edges = self.store.edges(src=frontier, type=self.types)
+                pairs = [(e.src, e.dst, e.type) for e in edges]
             else:
-                pairs = [(e.dst, e.src, e.type) for e in self.store.edges(dst=frontier, type=self.types)]
+                edges = self.store.edges(dst=frontier, type=self.types)
+                pairs = [(e.dst, e.src, e.type) for e in edges]
+            if sight is not None:  # never into (or through) what the principal does not see
+                shown = self.seen(self.store.get_nodes({there for _, there, _ in pairs}))
+                pairs = [p for p, e in zip(pairs, edges) if p[1] in shown and sight.namespace(e.namespace)]
             nxt: list[str] = []
             for here, there, rel in pairs:
                 if there != start and there not in seen:
@@ -51,7 +59,8 @@ class CausalChainAnalyzer(Bound):
         Each returned decision's ``metadata`` carries ``causal_distance``, ``direction``,
         ``relationship`` (type of the edge that reached it) and ``path`` (ids from the start).
         """
-        start = self.store.get_node(decision_id)
+        self.check("read", "decision.chain", decision_id)
+        start = self.visible_node(decision_id)
         if start is None or start.kind != DECISION:
             raise NotFoundError(f"no decision {decision_id!r}", decision_id=decision_id)
         seen = self._walk(decision_id, direction, max_depth)

@@ -12,6 +12,10 @@ decisions' text and the relationships touching them go from every snapshot held 
 (each ``Checkpoints`` registers itself), from the flushed records and from the checkpoint nodes, whose
 older versions are purged. A snapshot taken before an erasure and flushed after it is scrubbed on the way
 in, against the store's tombstones.
+
+Access: checkpoints act as the graph's principal under its namespace: taking, reading, listing and diffing
+need ``read`` (a snapshot holds only what the principal sees), flushing needs ``write``; stored checkpoints of
+a namespace the principal may not read are not listed and answer like missing ones.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import threading
 import weakref
 from typing import Any, Iterable
 
+from .. import access
 from ..errors import NotFoundError, ValidationError
 from ..model import Node, content_hash, utcnow
 from .common import DECISION, namespace_of, workspace_of
@@ -38,16 +43,34 @@ def _scope(graph: Any) -> str | None:
     return ns if isinstance(ns, str) and ns else None
 
 
+def _check(graph: Any, level: str, action: str, target: str = "") -> access.Sight | None:
+    """Check the graph's principal on its namespace; returns what it sees (None: everything)."""
+    ws, principal = workspace_of(graph), getattr(graph, "principal", None)
+    access.require(ws, principal, namespace_of(graph), level, action, target)
+    return access.sight(ws, principal)
+
+
+def _namespace_of(snap: dict[str, Any]) -> str:
+    """The namespace a snapshot was taken in (older ones only say their scope; None was the workspace graph)."""
+    return snap.get("namespace") or snap.get("scope") or "graph:default"
+
+
 def take_snapshot(graph: Any, label: str) -> dict[str, Any]:
-    """The current state of ``graph`` (a ContextGraph, Workspace or Store) under ``label``."""
+    """The current state of ``graph`` (a ContextGraph, Workspace or Store) under ``label``, as far as the graph's
+    principal sees it."""
     if not isinstance(label, str) or not label.strip():
         raise ValidationError("a checkpoint needs a non-empty label")
+    sight = _check(graph, "read", "checkpoint.read", label)
     store = workspace_of(graph).store
     scope = _scope(graph)
     with store.transaction():  # one consistent read
         counter = store.change_counter()
         nodes = store.find_nodes(namespace=scope, order="none", with_content=False)
         edges = store.edges(namespace=scope)
+    if sight is not None:
+        nodes = [n for n in nodes if sight.node(n)]
+        kept = {n.id for n in nodes}
+        edges = [e for e in edges if e.src in kept and e.dst in kept]
     node_map: dict[str, list[Any]] = {}
     decisions: dict[str, dict[str, Any]] = {}
     for n in nodes:
@@ -60,8 +83,9 @@ def take_snapshot(graph: Any, label: str) -> dict[str, Any]:
                                "scenario": n.props.get("scenario", n.title)}
     relationships = {e.id: {"source": e.src, "target": e.dst, "type": e.type, "weight": e.weight,
                             "hash": content_hash(e.weight, e.props, e.valid_from, e.valid_until)} for e in edges}
-    return {"label": label, "at": utcnow(), "change_counter": counter, "scope": scope, "decisions": decisions,
-            "nodes": node_map, "relationships": relationships}
+    return {"label": label, "at": utcnow(), "change_counter": counter,
+            "scope": scope if isinstance(scope, str) else None, "namespace": namespace_of(graph),
+            "decisions": decisions, "nodes": node_map, "relationships": relationships}
 
 
 def summary(snap: dict[str, Any]) -> dict[str, Any]:
@@ -174,6 +198,14 @@ class Checkpoints:
         return changed
 
     def get(self, graph: Any, label: str) -> dict[str, Any]:
+        sight = _check(graph, "read", "checkpoint.read", label)
+        snap = self._get(graph, label)
+        if sight is not None and not sight.namespace(_namespace_of(snap)):
+            raise NotFoundError(f"no checkpoint {label!r}; take it with checkpoint({label!r}) first", label=label,
+                                known=self.labels(graph))
+        return snap
+
+    def _get(self, graph: Any, label: str) -> dict[str, Any]:
         snap = self._held.get(label)
         store = workspace_of(graph).store
         if snap is None:
@@ -190,20 +222,34 @@ class Checkpoints:
         return diff_snapshots(self.get(graph, a), self.get(graph, b))
 
     def flush(self, graph: Any, label: str) -> dict[str, Any]:
+        _check(graph, "write", "checkpoint.flush", label)
         snap = self.get(graph, label)
         store = workspace_of(graph).store
         held = [*snap["nodes"], *snap["decisions"], *(x for r in snap["relationships"].values()
                                                        for x in (r["source"], r["target"]))]
         scrub_snapshot(snap, store.erased(held))  # taken before an erasure, flushed after it: not brought back
+        ws, principal = workspace_of(graph), getattr(graph, "principal", None)
+        who = access.effective_principal(ws, principal)
         with store.transaction():
-            store.put_record(RECORD_KIND, label, snap)
+            store.put_record(RECORD_KIND, label, snap, actor=who)
             store.put_nodes([Node(id=node_id(label), kind=NODE_KIND, namespace=namespace_of(graph), key=label,
                                   title=f"checkpoint {label}", summary=f"taken {snap['at']}",
-                                  props={"label": label, "at": snap["at"], "snapshot": snap})])
+                                  props={"label": label, "at": snap["at"], "snapshot": snap})], actor=who)
+            access.record(ws, principal, "checkpoint.flush", f"{namespace_of(graph)}/{label}",
+                          {"nodes": len(snap["nodes"])})
         return summary(snap)
 
+    def keep(self, graph: Any, label: str) -> dict[str, Any]:
+        """Take a snapshot and store it at once (what ``agentcontext checkpoint take`` does): needs write."""
+        _check(graph, "write", "checkpoint.flush", label)
+        self.take(graph, label)
+        return self.flush(graph, label)
+
     def labels(self, graph: Any) -> list[str]:
+        sight = _check(graph, "read", "checkpoint.read")
         store = workspace_of(graph).store
-        stored = {k for k, _ in store.list_records(RECORD_KIND)}
-        stored |= {n.key for n in store.find_nodes(namespace=_scope(graph), kind=NODE_KIND, with_content=False)}
+        stored = {k for k, snap in store.list_records(RECORD_KIND)
+                  if sight is None or sight.namespace(_namespace_of(snap))}
+        stored |= {n.key for n in store.find_nodes(namespace=_scope(graph), kind=NODE_KIND, with_content=False)
+                   if sight is None or sight.node(n)}
         return sorted(stored | set(self._held))

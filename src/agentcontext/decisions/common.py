@@ -3,6 +3,11 @@
 Decisions are nodes of kind ``decision`` in the graph's namespace; their embedding text is the
 scenario and the reasoning, so the store caches one vector per decision. Entities, policies,
 exceptions and approvals are nodes too; causal links and entity links are typed edges.
+
+Access: everything bound to a graph (``Bound``) acts as a principal (given, else the graph's; None = the
+owner) and checks each call under the graph's namespace (``graph:<name>``): reads need ``read``, recording,
+linking, compliance checks, exceptions and approvals ``write``. Every record returned or walked through
+is one the principal sees (``access.Sight``); one it does not see answers like one that does not exist.
 """
 from __future__ import annotations
 
@@ -10,8 +15,9 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
+from .. import access
 from ..errors import ValidationError
-from ..model import Node, to_utc_iso
+from ..model import RESERVED_ID_PREFIXES, Node, to_utc_iso
 from ..store.base import Store
 from ..workspace import Workspace
 from .models import Decision
@@ -54,12 +60,16 @@ def namespace_of(graph: Any) -> str:
     return ns if isinstance(ns, str) and ns else DEFAULT_NAMESPACE
 
 
-def resolve_entities(graph: Any, store: Store, names: Sequence[str]) -> tuple[dict[str, str], set[str]]:
+def resolve_entities(graph: Any, store: Store, names: Sequence[str], sees: Any = None
+                     ) -> tuple[dict[str, str], set[str]]:
     """Store ids for entity names in one query: the graph's own node of that name, else a node whose
-    store id is the name, else the id a new node would get. Also returns the ids that exist."""
+    store id is the name, else the id a new node would get. Also returns the ids that exist. With ``sees``
+    (a predicate over nodes), a node it does not see counts as missing."""
     mapper = getattr(graph, "store_id", None)
     own = {n: (str(mapper(n)) if callable(mapper) else n) for n in names}
     found = store.get_nodes([*own.values(), *names]) if names else {}
+    if sees is not None:
+        found = {i: node for i, node in found.items() if sees(node)}
     out = {n: own[n] if own[n] in found else (n if n in found else own[n]) for n in names}
     return out, {i for i in out.values() if i in found}
 
@@ -67,7 +77,7 @@ def resolve_entities(graph: Any, store: Store, names: Sequence[str]) -> tuple[di
 class Bound:
     """Something bound to a graph; its workspace is looked up on use (a graph may swap it on clear())."""
 
-    def _bind(self, target: Any, namespace: str | None, who: str) -> None:
+    def _bind(self, target: Any, namespace: str | None, who: str, principal: str | None = None) -> None:
         if target is None:
             raise ValidationError(f"{who} needs graph_store= (a ContextGraph, Workspace or Store)")
         self.graph = target
@@ -75,6 +85,33 @@ class Bound:
         # A graph may swap its workspace (clear()), so it is looked up on use; one made here is kept.
         self._made = made if made is not target and getattr(target, "workspace", None) is not made else None
         self.namespace = namespace or namespace_of(target)
+        self.principal = principal if principal is not None else getattr(target, "principal", None)
+
+    def check(self, level: str, action: str, target: str = "") -> None:
+        """Raise AccessDeniedError (audited) unless the principal holds ``level`` on the graph's namespace."""
+        access.require(self.ws, self.principal, self.namespace, level, action, target)
+
+    def audit(self, action: str, target: str, detail: dict[str, Any] | None = None, outcome: str = "ok") -> None:
+        access.record(self.ws, self.principal, action, target, detail, outcome)
+
+    @property
+    def who(self) -> str:
+        """The acting principal's name (the owner's when none was given)."""
+        return access.effective_principal(self.ws, self.principal)
+
+    def seen(self, nodes: dict[str, Node]) -> dict[str, Node]:
+        """The nodes the principal sees (all of them for one who may read everything)."""
+        sight = access.sight(self.ws, self.principal)
+        return nodes if sight is None else {i: n for i, n in nodes.items() if sight.node(n)}
+
+    def sees(self) -> Any:
+        """A predicate over nodes (None: the principal sees everything)."""
+        sight = access.sight(self.ws, self.principal)
+        return None if sight is None else sight.node
+
+    def visible_node(self, node_id: str, as_of: str | None = None) -> Node | None:
+        node = self.store.get_node(node_id, as_of=as_of)
+        return node if node is not None and self.seen({node.id: node}) else None
 
     @property
     def ws(self) -> Workspace:
@@ -107,6 +144,12 @@ def epoch(value: str | datetime | None, default: float) -> float:
 
 def decision_node(d: Decision, namespace: str) -> Node:
     """The store node for a decision (validity defaults to 'from when it was made, open-ended')."""
+    did = d.decision_id
+    if not isinstance(did, str) or not 0 < len(did) <= 300 or not did.isprintable() or did != did.strip() \
+            or did.startswith(RESERVED_ID_PREFIXES):
+        raise ValidationError(f"decision_id {str(did)[:80]!r} must be 1-300 printable characters and not have the "
+                              f"form of another kind of record's id ({', '.join(RESERVED_ID_PREFIXES)})",
+                              decision_id=str(did)[:300])
     if not isinstance(d.confidence, (int, float)) or not 0.0 <= float(d.confidence) <= 1.0:
         raise ValidationError(f"confidence must be a number from 0.0 to 1.0, got {d.confidence!r}",
                               confidence=d.confidence)

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import access
 from ..errors import NotFoundError
 from .causal import CausalChainAnalyzer
 from .common import (APPLIES_POLICY, APPROVED_BY, DECISION, HAS_EXCEPTION, INVOLVES, PRECEDENT,
-                     decision_from_node, workspace_of)
+                     decision_from_node)
 
 
 def _user_id(graph: Any, store_id: str) -> str:
@@ -15,18 +16,21 @@ def _user_id(graph: Any, store_id: str) -> str:
 
 
 def trace_decision_explainability(graph: Any, decision_id: str, max_depth: int | None = 10,
-                                  include_audit: bool = True) -> dict[str, Any]:
+                                  include_audit: bool = True, principal: str | None = None) -> dict[str, Any]:
     """Causes, effects, entities, policies applied, exceptions, approvals and precedents of a decision.
 
     Every item carries ``path`` (node ids from the decision) and ``relationships`` (the edge types
-    along it); ``relationship_paths`` lists them all and ``total_connections`` counts them.
+    along it); ``relationship_paths`` lists them all and ``total_connections`` counts them. Acting as
+    ``principal`` (else the graph's), it needs read on the graph and shows only what the principal sees; the
+    audit trail holds everyone's entries for the owner or an admin of ``*``, else the principal's own.
     """
-    store = workspace_of(graph).store
-    node = store.get_node(decision_id)
+    analyzer = CausalChainAnalyzer(graph, principal=principal)
+    analyzer.check("read", "decision.explain", decision_id)
+    store = analyzer.store
+    node = analyzer.visible_node(decision_id)
     if node is None or node.kind != DECISION:
         raise NotFoundError(f"no decision {decision_id!r}", decision_id=decision_id)
     decision = decision_from_node(node)
-    analyzer = CausalChainAnalyzer(graph)
 
     def chain(direction: str) -> list[dict[str, Any]]:
         return [{"decision_id": d.decision_id, "category": d.category, "scenario": d.scenario,
@@ -36,7 +40,7 @@ def trace_decision_explainability(graph: Any, decision_id: str, max_depth: int |
                 for d in analyzer.get_causal_chain(decision_id, direction, max_depth)]
 
     out_edges = store.edges(src=decision_id, type=[INVOLVES, APPLIES_POLICY, HAS_EXCEPTION, APPROVED_BY, PRECEDENT])
-    targets = store.get_nodes([e.dst for e in out_edges]) if out_edges else {}
+    targets = analyzer.seen(store.get_nodes([e.dst for e in out_edges])) if out_edges else {}
     entities, policies, exceptions, approvals, precedents = [], [], [], [], []
     for e in out_edges:
         t = targets.get(e.dst)
@@ -77,5 +81,8 @@ def trace_decision_explainability(graph: Any, decision_id: str, max_depth: int |
                               "relationship_paths": paths, "total_connections": len(paths)}
     if include_audit:
         related = {decision_id, *(x["exception_id"] for x in exceptions)}
-        result["audit_trail"] = [a for a in store.audit(since=node.recorded_at) if a["target"] in related]
+        ws = analyzer.ws
+        mine = None if access.is_superadmin(ws, analyzer.principal) else analyzer.who
+        result["audit_trail"] = [a for a in store.audit(principal=mine, since=node.recorded_at)
+                                 if a["target"] in related]
     return result

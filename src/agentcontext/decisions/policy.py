@@ -5,6 +5,11 @@ so ``get_policy_history`` is the node's version history. ``check_compliance`` re
 ``ComplianceResult`` that is truthy when the decision passes (or has a recorded exception for
 that policy) and lists each failed rule with the reason. Unknown rule keys are refused when the
 policy is added.
+
+Access: the engine acts as its principal (given, else the graph's; None = the owner) under the graph's
+namespace: listing and reading policies, exceptions and approvals need ``read``; adding and updating
+policies, checking compliance (recorded on the decision), exceptions and approvals need ``write``. Every
+write is audited under the acting principal; an approver named in an exception or approval is data.
 """
 from __future__ import annotations
 
@@ -185,11 +190,16 @@ def _policy_from_node(node: Node) -> Policy:
 class PolicyEngine(Bound):
     """Versioned policies in the knowledge graph; compliance, exceptions and approvals with an audit trail."""
 
-    def __init__(self, graph_store: Any = None, namespace: str | None = None, actor: str = "policy_engine",
-                 graph: Any = None) -> None:
-        self._bind(graph_store if graph_store is not None else graph, namespace, "PolicyEngine")
+    def __init__(self, graph_store: Any = None, namespace: str | None = None, actor: str = "",
+                 graph: Any = None, principal: str | None = None) -> None:
+        self._bind(graph_store if graph_store is not None else graph, namespace, "PolicyEngine",
+                   principal if principal is not None else (actor or None))
         self.graph_store = self.graph
-        self.actor = actor
+
+    @property
+    def actor(self) -> str:
+        """Who the engine's writes and audit rows are attributed to: the acting principal."""
+        return self.who
 
     # --- policies --------------------------------------------------------------------------
     def _node(self, policy: Policy, change_reason: str = "") -> Node:
@@ -204,22 +214,25 @@ class PolicyEngine(Bound):
 
     def add_policy(self, policy: Policy) -> str:
         """Store a new policy; its rules are checked now (an unknown rule key is a ValidationError)."""
+        self.check("write", "policy.add", policy.policy_id if isinstance(policy, Policy) else "")
         node = self._node(policy)
-        if self.store.get_node(node.id) is not None:
-            raise ConflictError(f"policy {policy.policy_id!r} exists; change it with update_policy",
-                                policy_id=policy.policy_id)
-        self.store.put_nodes([node], actor=self.actor)
-        self.store.append_audit(self.actor, "policy.add", policy.policy_id, "ok", {"version": policy.version})
+        with self.store.transaction():
+            if self.store.get_node(node.id) is not None:
+                raise ConflictError(f"policy id {policy.policy_id!r} is taken; change your policy with "
+                                    "update_policy, or choose another id", policy_id=policy.policy_id)
+            self.store.put_nodes([node], actor=self.actor)
+            self.audit("policy.add", policy.policy_id, {"version": policy.version})
         return policy.policy_id
 
     def get_policy(self, policy_id: str, version: str | None = None) -> Policy:
+        self.check("read", "policy.read", policy_id)
         if version is not None:
             for p in self.get_policy_history(policy_id):
                 if p.version == str(version):
                     return p
             raise NotFoundError(f"policy {policy_id!r} has no version {version!r}", policy_id=policy_id,
                                 version=version)
-        node = self.store.get_node(policy_node_id(policy_id))
+        node = self.visible_node(policy_node_id(policy_id))
         if node is None or node.kind != POLICY:
             raise NotFoundError(f"no policy {policy_id!r}; add it with add_policy", policy_id=policy_id)
         return _policy_from_node(node)
@@ -229,6 +242,7 @@ class PolicyEngine(Bound):
                       version: str | None = None, metadata: dict[str, Any] | None = None,
                       change_reason: str = "") -> Policy:
         """Write a new version (default: the version number bumped); earlier versions stay in the history."""
+        self.check("write", "policy.update", policy_id.policy_id if isinstance(policy_id, Policy) else policy_id)
         if isinstance(policy_id, Policy):
             new = policy_id
             old = self.get_policy(new.policy_id)
@@ -246,16 +260,20 @@ class PolicyEngine(Bound):
         if new.version in {p.version for p in self.get_policy_history(new.policy_id)}:
             raise ConflictError(f"policy {new.policy_id!r} already has a version {new.version!r}",
                                 policy_id=new.policy_id, version=new.version)
-        self.store.put_nodes([self._node(new, change_reason)], actor=self.actor)
-        self.store.append_audit(self.actor, "policy.update", new.policy_id, "ok",
-                                {"from": old.version, "to": new.version, "reason": change_reason})
+        with self.store.transaction():
+            self.store.put_nodes([self._node(new, change_reason)], actor=self.actor)  # the store keeps it in its
+            self.audit("policy.update", new.policy_id,  # namespace: another graph's policy is refused
+                       {"from": old.version, "to": new.version, "reason": change_reason})
         return new
 
     def get_policy_history(self, policy_id: str) -> list[Policy]:
         """Every version of the policy, oldest first (each with ``metadata['recorded_at']``)."""
+        self.check("read", "policy.read", policy_id)
         out: list[Policy] = []
         seen: set[str] = set()
-        for node in self.store.node_versions(policy_node_id(policy_id)):
+        current = self.store.get_node(policy_node_id(policy_id), include_retracted=True)
+        hidden = current is None or not self.seen({current.id: current})
+        for node in [] if hidden else self.store.node_versions(policy_node_id(policy_id)):
             if node.retracted_at or node.kind != POLICY:
                 continue
             p = _policy_from_node(node)
@@ -270,6 +288,7 @@ class PolicyEngine(Bound):
         return out
 
     def list_policies(self) -> list[Policy]:
+        self.check("read", "policy.read")
         return [_policy_from_node(n) for n in self.store.find_nodes(namespace=self.namespace, kind=POLICY)]
 
     def get_applicable_policies(self, category: str | None = None, decision: Decision | None = None) -> list[Policy]:
@@ -281,13 +300,15 @@ class PolicyEngine(Bound):
     def _decision(self, decision: Decision | str) -> Decision:
         if isinstance(decision, Decision):
             return decision
-        node = self.store.get_node(str(decision))
+        node = self.visible_node(str(decision))
         if node is None or node.kind != DECISION:
             raise NotFoundError(f"no decision {decision!r}", decision_id=str(decision))
         return decision_from_node(node)
 
     def check_compliance(self, decision: Decision | str, policy_id: str) -> ComplianceResult:
-        """Evaluate every rule of the current policy version against the decision and its metadata."""
+        """Evaluate every rule of the current policy version against the decision and its metadata (the check is
+        recorded on the decision and in the audit log, so it needs write)."""
+        self.check("write", "policy.check", decision.decision_id if isinstance(decision, Decision) else decision)
         d = self._decision(decision)
         policy = self.get_policy(policy_id)
         violations = evaluate_rules(policy.rules, d)
@@ -298,24 +319,28 @@ class PolicyEngine(Bound):
         result = ComplianceResult(policy_id, policy.version, d.decision_id, not violations, violations,
                                   list(policy.rules), excepted)
         outcome = "compliant" if result.compliant else ("excepted" if excepted else "violation")
-        self.store.append_audit(self.actor, "policy.check", d.decision_id, outcome, result.to_dict())
-        stored = self.store.get_node(d.decision_id)
-        if stored is not None and stored.kind == DECISION:
-            self._link_policy(d.decision_id, policy, {"compliant": result.compliant, "outcome": outcome})
+        with self.store.transaction():
+            self.audit("policy.check", d.decision_id, result.to_dict(), outcome)
+            stored = self.visible_node(d.decision_id)
+            if stored is not None and stored.kind == DECISION:
+                self._link_policy(d.decision_id, policy, {"compliant": result.compliant, "outcome": outcome})
         return result
 
     def compliance_results(self, policy_id: str) -> list[dict[str, Any]]:
         """The last recorded compliance check of each decision against this policy, newest first:
         decision_id, policy_version, compliant, outcome (compliant, excepted, violation) and when."""
         self.get_policy(policy_id)  # NotFoundError for an unknown policy
+        edges = [e for e in self.store.edges(dst=policy_node_id(policy_id), type=APPLIES_POLICY)
+                 if "outcome" in e.props]
+        shown = self.seen(self.store.get_nodes({e.src for e in edges}))
         rows = [{"decision_id": e.src, "policy_version": e.props.get("policy_version"),
                  "compliant": e.props.get("compliant"), "outcome": e.props.get("outcome"), "at": e.recorded_at}
-                for e in self.store.edges(dst=policy_node_id(policy_id), type=APPLIES_POLICY)
-                if "outcome" in e.props]
+                for e in edges if e.src in shown]
         return sorted(rows, key=lambda r: (r["at"] or "", r["decision_id"]), reverse=True)
 
     def analyze_policy_impact(self, policy_id: str, rules: dict[str, Any]) -> dict[str, Any]:
         """What proposed rules would change for the recorded decisions the policy applies to (nothing is written)."""
+        self.check("read", "policy.read", policy_id)
         validate_rules(rules)
         policy = self.get_policy(policy_id)
         tags = None if policy.category in ("*", "global") else [f"category:{policy.category}"]
@@ -336,6 +361,7 @@ class PolicyEngine(Bound):
                 "still_violating": still_violating}
 
     def check_all(self, decision: Decision | str) -> dict[str, ComplianceResult]:
+        self.check("write", "policy.check", decision.decision_id if isinstance(decision, Decision) else decision)
         d = self._decision(decision)
         return {p.policy_id: self.check_compliance(d, p.policy_id) for p in self.get_applicable_policies(d.category)}
 
@@ -346,14 +372,20 @@ class PolicyEngine(Bound):
 
     def apply_policy(self, decision_id: str, policy_id: str) -> None:
         """Record that a decision was made under a policy (shows in explainability and precedents)."""
+        self.check("write", "policy.apply", decision_id)
         self._decision(decision_id)
-        self._link_policy(decision_id, self.get_policy(policy_id), {})
+        with self.store.transaction():
+            self._link_policy(decision_id, self.get_policy(policy_id), {})
+            self.audit("policy.apply", decision_id, {"policy_id": policy_id})
 
     # --- exceptions and approvals ----------------------------------------------------------
     def record_exception(self, decision_id: str | PolicyException, policy_id: str | None = None, reason: str = "",
                          approver: str = "", justification: str = "", metadata: dict[str, Any] | None = None,
                          approval_timestamp: datetime | str | None = None) -> PolicyException:
-        """Record an approved deviation from a policy for one decision."""
+        """Record an approved deviation from a policy for one decision (audited under the acting principal; the
+        ``approver`` is who approved it, recorded as data)."""
+        self.check("write", "policy.exception",
+                   decision_id.decision_id if isinstance(decision_id, PolicyException) else decision_id)
         if isinstance(decision_id, PolicyException):
             exc = decision_id
         else:
@@ -369,22 +401,23 @@ class PolicyEngine(Bound):
                  "policy_version": policy.version}
         node = Node(id=exc.exception_id, kind=EXCEPTION, namespace=self.namespace, key=exc.exception_id,
                     title=f"exception to {exc.policy_id}", summary=exc.reason, content=exc.justification,
-                    props=props, created_by=exc.approver)
+                    props=props, created_by=self.actor)
         with self.store.transaction():
-            self.store.put_nodes([node], actor=exc.approver)
+            self.store.put_nodes([node], actor=self.actor)
             self.store.put_edges([
                 Edge(exc.decision_id, HAS_EXCEPTION, exc.exception_id, namespace=self.namespace),
                 Edge(exc.exception_id, EXCEPTION_TO, policy_node_id(exc.policy_id), namespace=self.namespace),
-            ], actor=exc.approver)
-        self.store.append_audit(exc.approver, "policy.exception", exc.decision_id, "granted", props)
+            ], actor=self.actor)
+            self.audit("policy.exception", exc.decision_id, props, "granted")
         return exc
 
     add_exception = record_exception
 
     def get_exceptions(self, decision_id: str | None = None, policy_id: str | None = None) -> list[PolicyException]:
+        self.check("read", "policy.read", decision_id or "")
         if decision_id is not None:
             ids = [e.dst for e in self.store.edges(src=decision_id, type=HAS_EXCEPTION)]
-            nodes = list(self.store.get_nodes(ids).values()) if ids else []
+            nodes = list(self.seen(self.store.get_nodes(ids)).values()) if ids else []
         else:
             nodes = self.store.find_nodes(namespace=self.namespace, kind=EXCEPTION)
         out = []
@@ -401,7 +434,10 @@ class PolicyEngine(Bound):
     def record_approval(self, decision_id: str | ApprovalChain, approver: str = "", approval_method: str = "system",
                         approval_context: str = "", metadata: dict[str, Any] | None = None,
                         timestamp: datetime | str | None = None) -> ApprovalChain:
-        """Record one link of a decision's approval chain (who approved it, how, in what context)."""
+        """Record one link of a decision's approval chain (who approved it, how, in what context), audited under
+        the acting principal."""
+        self.check("write", "decision.approval",
+                   decision_id.decision_id if isinstance(decision_id, ApprovalChain) else decision_id)
         if isinstance(decision_id, ApprovalChain):
             appr = decision_id
         else:
@@ -419,20 +455,21 @@ class PolicyEngine(Bound):
         position = len(self.store.edges(src=appr.decision_id, type=APPROVED_BY))
         node = Node(id=appr.approval_id, kind=APPROVAL, namespace=self.namespace, key=appr.approval_id,
                     title=f"approval by {appr.approver}", summary=appr.approval_context, props=props,
-                    created_by=appr.approver)
+                    created_by=self.actor)
         with self.store.transaction():
-            self.store.put_nodes([node], actor=appr.approver)
+            self.store.put_nodes([node], actor=self.actor)
             self.store.put_edges([Edge(appr.decision_id, APPROVED_BY, appr.approval_id, namespace=self.namespace,
-                                       position=position)], actor=appr.approver)
-        self.store.append_audit(appr.approver, "decision.approval", appr.decision_id, "approved", props)
+                                       position=position)], actor=self.actor)
+            self.audit("decision.approval", appr.decision_id, props, "approved")
         return appr
 
     add_approval = record_approval
 
     def get_approvals(self, decision_id: str) -> list[ApprovalChain]:
         """The approval chain of a decision, in the order it was recorded."""
+        self.check("read", "policy.read", decision_id)
         edges = self.store.edges(src=decision_id, type=APPROVED_BY)
-        nodes = self.store.get_nodes([e.dst for e in edges]) if edges else {}
+        nodes = self.seen(self.store.get_nodes([e.dst for e in edges])) if edges else {}
         out = []
         for e in sorted(edges, key=lambda e: e.position):
             n = nodes.get(e.dst)

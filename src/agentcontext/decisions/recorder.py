@@ -39,9 +39,10 @@ class DecisionRecorder(Bound):
     """Records decisions as graph nodes and searches them; bound to a ContextGraph, Workspace or Store."""
 
     def __init__(self, graph_store: Any = None, namespace: str | None = None, actor: str = "",
-                 graph: Any = None) -> None:
-        self._bind(graph_store if graph_store is not None else graph, namespace, "DecisionRecorder")
-        self.actor = actor
+                 graph: Any = None, principal: str | None = None) -> None:
+        self._bind(graph_store if graph_store is not None else graph, namespace, "DecisionRecorder",
+                   principal if principal is not None else (actor or None))
+        self.actor = actor or self.principal or ""
 
     # --- recording -------------------------------------------------------------------------
     def record_decision(
@@ -61,18 +62,25 @@ class DecisionRecorder(Bound):
         caused_by: Sequence[str] | None = None,
         informed_by: Sequence[str] | None = None,
         policies: Sequence[str] | None = None,
-        **extra: Any,
+        reasoning_embedding: Sequence[float] | None = None,
+        **unknown: Any,
     ) -> str:
-        """Record one decision; ``caused_by`` / ``informed_by`` name earlier decisions that led to it."""
+        """Record one decision; ``caused_by`` / ``informed_by`` name earlier decisions that led to it;
+        ``reasoning_embedding`` is a precomputed vector of the scenario and reasoning (else it is embedded).
+        Extra facts go in ``metadata``."""
+        if unknown:
+            raise ValidationError(f"record_decision got unknown arguments {sorted(unknown)}; put extra facts in "
+                                  "metadata={...}", arguments=sorted(unknown))
         item = dict(category=category, scenario=scenario, reasoning=reasoning, outcome=outcome,
                     confidence=confidence, entities=entities, decision_maker=decision_maker,
-                    valid_from=valid_from, valid_until=valid_until, metadata={**(metadata or {}), **extra},
+                    valid_from=valid_from, valid_until=valid_until, metadata=dict(metadata or {}),
                     decision_id=decision_id, timestamp=timestamp, caused_by=caused_by, informed_by=informed_by,
-                    policies=policies)
+                    policies=policies, reasoning_embedding=reasoning_embedding)
         return self.record_decisions([item])[0]
 
     def record_decisions(self, items: Iterable[dict[str, Any] | Decision], batch_size: int = BATCH) -> list[str]:
         """Record many decisions, embedding them in batches, one transaction per batch."""
+        self.check("write", "decision.record")
         ids: list[str] = []
         batch: list[dict[str, Any] | Decision] = []
         for item in items:
@@ -135,9 +143,10 @@ class DecisionRecorder(Bound):
         cause_ids = {c for _, _, _, causes in links for group in causes.values() for c in group}
         with self.store.transaction():
             names = list(dict.fromkeys(name for _, ents, _, _ in links for name in ents))
-            entity_ids, _ = resolve_entities(self.graph, self.store, names)
-            existing = self.store.get_nodes([*entity_ids.values(), *policy_ids.values(), *cause_ids, *ids])
-            taken = sorted(i for i in ids if i in existing)
+            entity_ids, _ = resolve_entities(self.graph, self.store, names, self.sees())
+            everything = self.store.get_nodes([*entity_ids.values(), *policy_ids.values(), *cause_ids, *ids])
+            existing = self.seen(everything)  # what the principal does not see counts as missing...
+            taken = sorted(i for i in ids if i in everything)  # ...except an id, which is taken either way
             if taken:
                 raise ConflictError(f"decisions {taken} are already recorded; a decision is a record of what "
                                     "happened: record a new one and link it (caused_by=/informed_by=)", ids=taken)
@@ -169,44 +178,58 @@ class DecisionRecorder(Bound):
                         edges.append(Edge(cause, rel, did, namespace=self.namespace))
             if edges:
                 self.store.put_edges(edges, actor=self.actor)
+            if len(nodes) == 1:
+                self.audit("decision.record", f"{self.namespace}/{ids[0]}", {"category": nodes[0].props["category"]})
+            else:
+                self.audit("decision.record", self.namespace, {"decisions": len(ids)})
         return ids
 
     def link_decisions(self, cause_id: str, effect_id: str, relationship: str = "caused", weight: float = 1.0,
                        properties: dict[str, Any] | None = None) -> str:
         """Say that ``cause_id`` caused (or informed) ``effect_id``; refuses links that would close a cycle."""
+        self.check("write", "decision.link", f"{cause_id} {effect_id}")
         if relationship not in CAUSAL_TYPES:
             raise ValidationError(f"relationship must be one of {list(CAUSAL_TYPES)}, got {relationship!r}",
                                   relationship=relationship)
-        found = self.store.get_nodes([cause_id, effect_id])
+        found = self.seen(self.store.get_nodes([cause_id, effect_id]))
         for did in (cause_id, effect_id):
             if did not in found or found[did].kind != DECISION:
                 raise NotFoundError(f"no decision {did!r}; record it first", decision_id=did)
         from .causal import CausalChainAnalyzer
 
-        path = CausalChainAnalyzer(self.graph, namespace=self.namespace).path(effect_id, cause_id)
+        # Cycles are looked for in every recorded link (as the owner), but only what the principal sees is named.
+        path = CausalChainAnalyzer(self.graph, namespace=self.namespace, principal=self.ws.owner).path(effect_id,
+                                                                                                    cause_id)
         if cause_id == effect_id or path:
             cycle = [cause_id, *(path or [cause_id])]
-            raise CycleError(f"linking {cause_id} -> {effect_id} would make a causal cycle: {' -> '.join(cycle)}",
-                             cycle=cycle)
+            shown = [x for x in cycle if x in self.seen(self.store.get_nodes(cycle))]
+            raise CycleError(f"linking {cause_id} -> {effect_id} would make a causal cycle: {' -> '.join(shown)}"
+                             + (" (through decisions you may not read)" if len(shown) < len(cycle) else ""),
+                             cycle=shown)
         edge = Edge(cause_id, relationship, effect_id, namespace=self.namespace, weight=weight,
                     props=dict(properties or {}))
-        self.store.put_edges([edge], actor=self.actor)
+        with self.store.transaction():
+            self.store.put_edges([edge], actor=self.actor)
+            self.audit("decision.link", f"{self.namespace}/{cause_id} {relationship} {effect_id}")
         return edge.id
 
     def link_precedent(self, decision_id: str, precedent_id: str, relationship_type: str = "similar_scenario",
                        similarity_score: float | None = None, metadata: dict[str, Any] | None = None) -> Precedent:
         """Record that ``decision_id`` followed the earlier decision ``precedent_id``."""
+        self.check("write", "decision.link", f"{decision_id} {precedent_id}")
         if relationship_type not in PRECEDENT_TYPES:
             raise ValidationError(f"relationship_type must be one of {list(PRECEDENT_TYPES)}, got "
                                   f"{relationship_type!r}", relationship_type=relationship_type)
-        found = self.store.get_nodes([decision_id, precedent_id])
+        found = self.seen(self.store.get_nodes([decision_id, precedent_id]))
         for did in (decision_id, precedent_id):
             if did not in found or found[did].kind != DECISION:
                 raise NotFoundError(f"no decision {did!r}; record it first", decision_id=did)
         score = float(similarity_score) if similarity_score is not None else 0.0
         props = {"relationship_type": relationship_type, "similarity_score": score, "metadata": dict(metadata or {})}
         edge = Edge(decision_id, PRECEDENT, precedent_id, namespace=self.namespace, weight=score, props=props)
-        self.store.put_edges([edge], actor=self.actor)
+        with self.store.transaction():
+            self.store.put_edges([edge], actor=self.actor)
+            self.audit("decision.link", f"{self.namespace}/{decision_id} {PRECEDENT} {precedent_id}")
         return Precedent(precedent_id=edge.id, source_decision_id=precedent_id, similarity_score=score,
                          relationship_type=relationship_type, metadata={"decision_id": decision_id,
                                                                         **(metadata or {})})
@@ -214,7 +237,8 @@ class DecisionRecorder(Bound):
     # --- reading ---------------------------------------------------------------------------
     def get_decision(self, decision_id: str, as_of: str | datetime | None = None,
                      with_embedding: bool = False) -> Decision:
-        node = self.store.get_node(decision_id, as_of=to_utc_iso(as_of))
+        self.check("read", "decision.read", decision_id)
+        node = self.visible_node(decision_id, as_of=to_utc_iso(as_of))
         if node is None or node.kind != DECISION:
             raise NotFoundError(f"no decision {decision_id!r}", decision_id=decision_id)
         d = decision_from_node(node)
@@ -224,21 +248,28 @@ class DecisionRecorder(Bound):
         return d
 
     def get_decisions(self, ids: Sequence[str]) -> dict[str, Decision]:
-        return {i: decision_from_node(n) for i, n in self.store.get_nodes(ids).items() if n.kind == DECISION}
+        self.check("read", "decision.read")
+        return {i: decision_from_node(n) for i, n in self.seen(self.store.get_nodes(ids)).items()
+                if n.kind == DECISION}
 
     def list_decisions(self, category: str | None = None, limit: int | None = None,
                        valid_at: str | datetime | None = None) -> list[Decision]:
+        self.check("read", "decision.read")
         tags = [f"category:{category}"] if category else None
         nodes = self.store.find_nodes(namespace=self.namespace, kind=DECISION, tags=tags, order="recorded",
                                       valid_at=to_utc_iso(valid_at), limit=limit)
         return [decision_from_node(n) for n in nodes]
 
     def links_of(self, ids: Sequence[str]) -> dict[str, set[str]]:
-        """Entity and policy node ids each decision is linked to (its structural signature)."""
+        """Entity and policy node ids each decision is linked to (its structural signature), of those the
+        principal sees."""
         out: dict[str, set[str]] = {i: set() for i in ids}
         if ids:
-            for e in self.store.edges(src=list(ids), type=list(STRUCTURAL_TYPES)):
-                out[e.src].add(e.dst)
+            edges = self.store.edges(src=list(ids), type=list(STRUCTURAL_TYPES))
+            seen = self.seen(self.store.get_nodes({e.dst for e in edges})) if self.sees() else None
+            for e in edges:
+                if seen is None or e.dst in seen:
+                    out[e.src].add(e.dst)
         return out
 
     # --- precedents ------------------------------------------------------------------------
@@ -246,12 +277,12 @@ class DecisionRecorder(Bound):
                     policies: Sequence[str] | None) -> set[str]:
         """The store ids of the entities and policies a precedent query is about: those given, else the graph
         nodes the scenario names (whole words, as ``engine/proximity.mentioned_nodes`` finds them)."""
-        links = set(resolve_entities(self.graph, self.store, list(entities or ()))[0].values())
+        links = set(resolve_entities(self.graph, self.store, list(entities or ()), self.sees())[0].values())
         links |= {policy_node_id(p) for p in (policies or ())}
         if links or entities or policies or not hasattr(self.graph, "hop_distances"):
             return links
         named = [self.graph.resolve(n) for n in proximity.mentioned_nodes(self.graph, scenario)]
-        found = self.store.get_nodes([n for n in named if n])
+        found = self.seen(self.store.get_nodes([n for n in named if n]))
         return {i for i, node in found.items() if node.kind in (ENTITY, POLICY)}
 
     def anchors(self, scenario: str, links: set[str]) -> dict[str, float]:
@@ -298,6 +329,7 @@ class DecisionRecorder(Bound):
 
         ``as_of`` keeps only decisions whose validity window contains that time.
         """
+        self.check("read", "decision.precedents")
         if not isinstance(scenario, str) or not scenario.strip():
             raise ValidationError("find_precedents needs a non-empty scenario text")
         if limit <= 0:
@@ -350,6 +382,7 @@ class DecisionRecorder(Bound):
     def keyword_precedents(self, scenario: str, category: str | None = None, limit: int = 5,
                            as_of: str | datetime | None = None) -> list[Decision]:
         """Precedents by words alone (BM25 over scenario, outcome and reasoning), no embeddings."""
+        self.check("read", "decision.precedents")
         hits = self.store.text_search(scenario, namespace=self.namespace, kind=DECISION, limit=max(limit * 10, 50))
         found = self.get_decisions([i for i, _ in hits])
         at = to_utc_iso(as_of)
@@ -373,6 +406,7 @@ class DecisionRecorder(Bound):
         ``similarity`` is absolute in [0, 1]: ``RELEVANCE(cosine + 0.3 * keywords)`` (engine/fusion.py), where
         ``keywords`` is the decision's BM25 relative to the best hit times the share of the query's words that
         hit holds; a causal neighbour ``h`` hops away gets ``0.5 ** h`` of the score that reached it."""
+        self.check("read", "decision.query")
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query_decisions needs a non-empty query")
         index = index_for(self.ws, self.namespace)
@@ -391,12 +425,18 @@ class DecisionRecorder(Bound):
         scores: dict[str, float] = {i: float(RELEVANCE(v)) for i, v in fused.items()}
         ranked = sorted(scores, key=lambda i: (-scores[i], i))[:limit]
         hop_of = {i: 0 for i in ranked}
+        sees = self.sees()
         if max_hops > 0 and ranked:
             frontier = list(ranked)
             for hop in range(1, max_hops + 1):
                 nxt: list[str] = []
-                for e in [*self.store.edges(src=frontier, type=list(CAUSAL_TYPES)),
-                          *self.store.edges(dst=frontier, type=list(CAUSAL_TYPES))]:
+                edges = [*self.store.edges(src=frontier, type=list(CAUSAL_TYPES)),
+                         *self.store.edges(dst=frontier, type=list(CAUSAL_TYPES))]
+                shown = None if sees is None else set(self.seen(self.store.get_nodes(
+                    {x for e in edges for x in (e.src, e.dst)})))
+                for e in edges:
+                    if shown is not None and not (e.src in shown and e.dst in shown):
+                        continue  # never through a decision the principal does not see
                     for other in (e.src, e.dst):
                         if other not in hop_of:
                             hop_of[other] = hop

@@ -3,7 +3,8 @@
 Recording, precedents, causal chains, explainability, the policy engine and checkpoints, each
 over the graph it is given (decisions live in the graph's store). Recording needs ``tracking``
 (``AgentContext(decision_tracking=True)``) and a graph; reading needs the graph. Without them a
-``ProcessingError`` (a ``RuntimeError``, as seed 003 states) says what to pass.
+``ProcessingError`` (a ``RuntimeError``, as seed 003 states) says what to pass. Everything acts as the
+service's ``principal`` (None = the owner), checked by the decision services it calls.
 """
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ class DecisionService:
     """Decisions, policies and checkpoints over ``graph`` (which may be set later, e.g. by ``AgentContext.load``)."""
 
     def __init__(self, graph: Any = None, tracking: bool = False, actor: str = "",
-                 proximity_weight: float = 0.0) -> None:
+                 proximity_weight: float = 0.0, principal: str | None = None) -> None:
         self.graph = graph
         self.tracking = tracking
-        self.actor = actor
+        self.principal = principal if principal is not None else (actor or None)
+        self.actor = actor or principal or ""
         self.proximity_weight = proximity_weight
         self.checkpoints = Checkpoints()
         self._policy_engine: PolicyEngine | None = None
@@ -42,7 +44,7 @@ class DecisionService:
         return self.graph
 
     def recorder(self, action: str, recording: bool = False) -> DecisionRecorder:
-        return DecisionRecorder(self.graph_for(action, recording), actor=self.actor)
+        return DecisionRecorder(self.graph_for(action, recording), actor=self.actor, principal=self.principal)
 
     # --- decisions -------------------------------------------------------------------------
     def record_decision(self, category: str, scenario: str, reasoning: str, outcome: str, confidence: float,
@@ -81,17 +83,17 @@ class DecisionService:
 
     def get_causal_chain(self, decision_id: str, direction: str = "upstream", max_depth: int = 10) -> list[Decision]:
         graph = self.graph_for("get_causal_chain")
-        return CausalChainAnalyzer(graph).get_causal_chain(decision_id, direction, max_depth)
+        return CausalChainAnalyzer(graph, principal=self.principal).get_causal_chain(decision_id, direction, max_depth)
 
     def trace_decision_explainability(self, decision_id: str, max_depth: int = 10) -> dict[str, Any]:
         return trace_decision_explainability(self.graph_for("trace_decision_explainability"), decision_id,
-                                             max_depth)
+                                             max_depth, principal=self.principal)
 
     def get_policy_engine(self) -> PolicyEngine:
         """The policy engine over the current graph (the same instance while the graph stays the same)."""
         graph = self.graph_for("get_policy_engine")
         if self._policy_engine is None or self._policy_engine.graph is not graph:
-            self._policy_engine = PolicyEngine(graph_store=graph)
+            self._policy_engine = PolicyEngine(graph_store=graph, principal=self.principal)
         return self._policy_engine
 
     # --- checkpoints -----------------------------------------------------------------------

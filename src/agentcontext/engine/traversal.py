@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Container, Iterator, Sequence
 
 import numpy as np
 
@@ -59,14 +59,17 @@ class CSR:
 
 
 def load_adjacency(store: Store, namespace: str | Sequence[str] | None = None, as_of: str | None = None,
-                   node_ids: Sequence[str] | None = None) -> CSR:
+                   node_ids: Sequence[str] | None = None, only: Container[str] | None = None) -> CSR:
     """Build the CSR from the store: every edge active now (or as it stood ``as_of``, valid then).
 
-    ``node_ids`` adds isolated nodes so analytics count them; edges may name nodes outside it.
+    ``node_ids`` adds isolated nodes so analytics count them; edges may name nodes outside it, unless ``only``
+    is given: then only edges with both ends in ``only`` are kept (the part of the graph a reader may see).
     """
     # now: edge_columns() rows carry each edge's validity; as_of: adjacency() has only the edges valid then
     rows: list[tuple] = (store.edge_columns(namespace) if as_of is None
                          else store.adjacency(namespace=namespace, as_of=as_of, valid_at=as_of))
+    if only is not None:
+        rows = [r for r in rows if r[0] in only and r[1] in only]
     m = len(rows)
     timed_at: list[int] = []  # row numbers of edges with a validity window
     col_from: tuple = ()

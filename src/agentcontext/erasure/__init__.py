@@ -1,7 +1,7 @@
 """Erasure (seed 003's ``ErasureCoordinator``): an entity out of every store and every byte the library controls.
 
 ``coordinator.py`` drives the legs, ``subject.py`` finds what belongs to the entity and what mentions it,
-``receipt.py`` is the ``ErasureReceipt``, ``workspace.py`` the guarded workspace erasure the CLI, MCP and the
+``receipt.py`` is the ``ErasureReceipt``, ``workspace.py`` the checked workspace erasure the CLI, MCP and the
 web console call.
 """
 from __future__ import annotations

@@ -274,9 +274,14 @@ class ErasureCoordinator:
     def erase_entity(self, entity_id: str, reason: str | None = None, at: Any = None,
                      vector_ids: Sequence[str] | None = None, erase_mentions: bool = False) -> ErasureReceipt:
         """Erase one entity; with ``erase_mentions`` also the memories, docs, decisions and graph nodes naming it
-        (``pkg:`` docs are read-only: listed in the receipt's ``mentions``, never changed)."""
+        (``pkg:`` docs are read-only: listed in the receipt's ``mentions``, never changed). A memory store or graph
+        acting for a principal is checked first (write on each; AccessDeniedError, audited, before anything
+        changes)."""
         if not isinstance(entity_id, str) or not entity_id:
             raise ValidationError("entity_id must be a non-empty string", entity_id=entity_id)
+        for bound in (self.memory, self.graph):
+            if callable(getattr(bound, "check", None)):
+                bound.check("write", "erase_entity", entity_id)
         when = to_utc_iso(at) or utcnow()
         why = reason or ""
         receipt = ErasureReceipt(entity_id, reason, when)

@@ -5,8 +5,9 @@ from typing import Any
 
 from .. import access
 from ..errors import ValidationError
-from ..graph.guarded import open_graph
-from ..memory.guarded import open_memory
+from ..graph.context_graph import workspace_graph
+from ..memory.service import workspace_memory
+from ..model import reserved_namespace
 from ..vector_store import VectorStore
 from .coordinator import ErasureCoordinator
 from .receipt import ErasureReceipt
@@ -23,8 +24,13 @@ def erase_workspace_entity(ws: Any, entity_id: str, reason: str | None = None, p
     What the CLI, MCP and the web console call."""
     if not isinstance(entity_id, str) or not entity_id.strip():
         raise ValidationError("entity_id must be a non-empty string", entity_id=entity_id)
-    memory = open_memory(ws, namespace, principal, "write", "erase_entity")
-    graph = open_graph(ws, principal, "write", "erase_entity", entity_id)
+    memory = workspace_memory(ws, namespace, principal)
+    memory.check("write", "erase_entity")
+    graph = workspace_graph(ws, principal)
+    graph.check("write", "erase_entity", entity_id)
+    reserved = reserved_namespace(entity_id)  # an id that names its namespace: checked before any lookup
+    if reserved is not None:
+        access.require_own(ws, principal, graph.namespace, reserved, entity_id, "erase_entity")
     found = graph.resolve(entity_id)
     node = ws.store.get_node(found) if found is not None else None
     if node is not None and node.namespace != graph.namespace:  # a doc, a memory, another graph's node

@@ -4,14 +4,25 @@
 ``ContextGraph(workspace=ws)`` is the workspace graph, where knowledge docs, memories, entities
 and decisions are nodes too. User node ids live in the namespace ``graph:<name>`` (store id
 ``graph:<name>/<node_id>``); nodes from other namespaces keep their store id as their visible id.
+
+Access: a graph is checked under its namespace (``graph:<name>``; the workspace graph is ``graph:default``)
+for its ``principal`` (None = the owner) on every call: reading and traversing need ``read``, adding and
+retracting need ``write``, and the graph writes only its own namespace's nodes (purging another namespace's
+node, as an erasure does, needs admin on that namespace; ``pkg:`` docs never). For a principal who may not
+read everything, the graph's world is what it sees (``access.Sight``): the workspace graph spans the
+namespaces it may read whole, a named graph its own namespace, and edges count only between nodes it sees,
+so every traversal, path and analytic returns only those and never walks through anything else.
 """
 from __future__ import annotations
 
+import copy
 import uuid
+from collections import Counter
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
+from .. import access
 from ..errors import NotFoundError, ValidationError
-from ..model import Edge, Node, edge_id, to_utc_iso, utcnow
+from ..model import Edge, Node, edge_id, reserved_namespace, to_utc_iso, utcnow
 from ..store.base import Capability, Store
 from ..workspace import Workspace
 from ..engine import traversal
@@ -43,6 +54,7 @@ class ContextGraph:
         actor: str = "",
         kg_algorithms: bool = True,
         graph_id: str | None = None,
+        principal: str | None = None,
     ) -> None:
         if workspace is not None and store is not None:
             raise ValidationError("pass workspace= or store=, not both")
@@ -51,17 +63,20 @@ class ContextGraph:
                  "node_embeddings": node_embeddings}
         require_extras(flags)
         self._owns_workspace = workspace is None and store is None
-        self.workspace = workspace or (Workspace(store) if store is not None else Workspace.in_memory())
+        self._base: ContextGraph | None = None  # the graph this one acts for (``acting_as``)
+        self._workspace = workspace or (Workspace(store) if store is not None else Workspace.in_memory())
         self.advanced_analytics = advanced_analytics
         self.centrality_analysis = centrality_analysis
         self.community_detection = community_detection
         self.node_embeddings = node_embeddings
         self.kg_algorithms = kg_algorithms
-        self.actor = actor
+        # Who acts: checked on every call (``actor`` is the older name of the same thing).
+        self.principal = principal if principal is not None else (actor or None)
+        self.actor = actor or principal or ""
         self.name = name or "default"
         self.namespace = f"graph:{self.name}"
         # An unnamed graph over a shared workspace sees the whole workspace; a named one only itself.
-        self.scope: str | None = None if name is None else self.namespace
+        self._own_scope: str | None = None if name is None else self.namespace
         self.graph_id = graph_id or f"{self.name}-{uuid.uuid4().hex[:8]}"
         self._prefix = self.namespace + "/"
         self._stale = (-1, 0)  # (change counter, walks since the CSR went stale)
@@ -70,6 +85,61 @@ class ContextGraph:
         from .crossgraph import register
 
         register(self)
+
+    # --- who acts, and what it sees -------------------------------------------------------------
+    @property
+    def workspace(self) -> Workspace:
+        return self._base.workspace if self._base is not None else self._workspace
+
+    @workspace.setter
+    def workspace(self, ws: Workspace) -> None:
+        self._workspace = ws
+
+    def acting_as(self, principal: str | None) -> "ContextGraph":
+        """This graph as ``principal`` uses it (itself when it already acts for ``principal`` or for nobody in
+        particular and none is given); a graph acting for someone else is refused."""
+        if principal is None or principal == self.principal:
+            return self
+        if self.principal is not None:
+            raise ValidationError(f"this graph acts as {self.principal!r}, not {principal!r}; open the graph for "
+                                  f"{principal!r} instead", principal=principal)
+        view = copy.copy(self)
+        view._base = self._base or self
+        view.principal = view.actor = principal
+        view.analytics = GraphAnalytics(view)
+        return view
+
+    def check(self, level: str, action: str, target: str = "") -> None:
+        """Raise AccessDeniedError (audited) unless the principal holds ``level`` on this graph's namespace."""
+        access.require(self.workspace, self.principal, self.namespace, level, action, target)
+
+    def readable(self) -> bool:
+        """Whether the principal may read this graph at all (checks nothing into the audit log)."""
+        return access.can(self.workspace, self.principal, self.namespace, "read")
+
+    def _audit(self, action: str, target: str, detail: dict[str, Any] | None = None) -> None:
+        access.record(self.workspace, self.principal, action, target, detail)
+
+    def _sight(self) -> access.Sight | None:
+        return access.sight(self.workspace, self.principal)
+
+    @property
+    def scope(self) -> str | list[str] | None:
+        """The namespaces this graph reads: its own (a named graph), every one (the workspace graph), or for a
+        principal who may not read everything, the ones it may read whole."""
+        sight = self._sight()
+        if sight is None or self._own_scope is not None:
+            return self._own_scope
+        return sight.namespaces()
+
+    def _in_scope(self, namespace: str) -> bool:
+        scope = self.scope
+        return scope is None or (namespace == scope if isinstance(scope, str) else namespace in scope)
+
+    def sees(self, node: Node) -> bool:
+        """Whether ``node`` is part of this graph's world for its principal."""
+        sight = self._sight()
+        return sight is None or (self._in_scope(node.namespace) and sight.node(node))
 
     # --- ids -------------------------------------------------------------------------------
     @property
@@ -84,7 +154,8 @@ class ContextGraph:
         return store_id[len(self._prefix):] if store_id.startswith(self._prefix) else store_id
 
     def _cache_key(self, what: str) -> str:
-        return f"graph[{self.scope or '*'}]:{what}"
+        sight = self._sight()
+        return f"graph[{self._own_scope or '*'}{'' if sight is None else '|' + sight.who}]:{what}"
 
     def cached(self, what: str, build: Callable[[], T]) -> T:
         """``build()``'s result for this graph's scope, kept in the workspace cache until the store changes."""
@@ -98,7 +169,7 @@ class ContextGraph:
         if Capability.SERVER_QUERIES not in self.store.capabilities:
             return self._live_ids() & ids
         found = self.store.get_nodes(sorted(ids))
-        return {i for i, n in found.items() if self.scope is None or n.namespace == self.scope}
+        return {i for i, n in found.items() if self._in_scope(n.namespace)}
 
     def resolve(self, node_id: str) -> str | None:
         """The store id of an existing node (own namespace first, then any store id in scope), or None."""
@@ -106,16 +177,17 @@ class ContextGraph:
         live = self.workspace.peek(self._cache_key("ids"))
         if live is None:  # stale after a write: two point lookups beat reloading every id
             found = self.store.get_nodes([own, node_id])
-            if own in found:
+            if own in found and self.sees(found[own]):
                 return own
             hit = found.get(node_id)
-            return node_id if hit is not None and (self.scope is None or hit.namespace == self.scope) else None
+            return node_id if hit is not None and self._in_scope(hit.namespace) and self.sees(hit) else None
         if own in live:
             return own
         return node_id if node_id in live else None
 
     def require(self, node_id: str) -> str:
-        """The store id of an existing node, or NotFoundError saying how to add it."""
+        """The store id of an existing node, or NotFoundError saying how to add it (a node the principal does not
+        see answers like a missing one)."""
         sid = self.resolve(node_id)
         if sid is None:
             raise NotFoundError(f"node {node_id!r} is not in graph {self.name!r}; add it with add_node() first",
@@ -150,13 +222,19 @@ class ContextGraph:
 
     def add_nodes(self, nodes: Iterable[dict[str, Any]]) -> int:
         """Bulk add in one transaction; items use add_node's parameter names (or id/type). Returns the count."""
+        self.check("write", "graph.node.add")
         parsed: dict[str, dict[str, Any]] = {}
         for i, raw in enumerate(nodes):
             item = parse_node_item(raw, i)
             parsed[item["node_id"]] = item  # a repeated id: the last one wins, as sequential adds would
         built = [self._make_node(item) for item in parsed.values()]
         if built:
-            self.store.put_nodes(built, actor=self.actor)
+            with self.store.transaction():
+                self.store.put_nodes(built, actor=self.actor)
+                if len(built) == 1:
+                    self._audit("graph.node.add", built[0].id, {"type": built[0].kind})
+                else:
+                    self._audit("graph.node.add", self.namespace, {"nodes": len(built)})
         return len(built)
 
     def add_edge(self, source_id: str, target_id: str, edge_type: str = "related_to", weight: float = 1.0,
@@ -169,6 +247,7 @@ class ContextGraph:
 
     def add_edges(self, edges: Iterable[dict[str, Any]]) -> int:
         """Bulk add in one transaction (endpoints created as ``entity`` nodes if missing). Returns the count."""
+        self.check("write", "graph.edge.add")
         items = [parse_edge_item(raw, i) for i, raw in enumerate(edges)]
         live = self._live_among({x for item in items for end in item[:2] for x in (end, self._prefix + end)})
         sid_of: dict[str, str] = {}
@@ -199,21 +278,63 @@ class ContextGraph:
                 self.store.put_nodes(list(missing.values()), actor=self.actor)
             if built:
                 self.store.put_edges(list(built.values()), actor=self.actor)
+                if len(built) == 1:
+                    (s, t, d), edge = next(iter(built.items()))
+                    self._audit("graph.edge.add", f"{self.namespace}/{self.user_id(s)} {t} {self.user_id(d)}",
+                                {"weight": edge.weight})
+                else:
+                    self._audit("graph.edge.add", self.namespace, {"edges": len(built)})
         return len(built)
 
+    def _own(self, sid: str, what: str) -> None:
+        """Refuse to change a record of another namespace through this graph (a doc, a memory, another graph's)."""
+        node = self.store.get_node(sid)
+        if node is not None and node.namespace != self.namespace:
+            raise ValidationError(f"{what} {self.user_id(sid)!r} is not a node of {self.namespace} and this graph "
+                                  "changes only its own nodes; change it through its own capability (a doc with "
+                                  "doc put, a memory with forget)", node_id=self.user_id(sid), graph=self.name)
+
     def retract_node(self, node_id: str, at: Any = None) -> int:
-        """Withdraw a node and its edges; history stays (``as_of`` still sees them)."""
-        return self.store.retract_nodes([self.require(node_id)], actor=self.actor, at=to_utc_iso(at))
+        """Withdraw a node of this graph and its edges; history stays (``as_of`` still sees them)."""
+        self.check("write", "graph.node.retract", node_id)
+        sid = self.require(node_id)
+        self._own(sid, "node")
+        with self.store.transaction():
+            count = self.store.retract_nodes([sid], actor=self.actor, at=to_utc_iso(at))
+            self._audit("graph.node.retract", sid)
+        return count
 
     def retract_edge(self, source_id: str, target_id: str, edge_type: str = "related_to", at: Any = None) -> int:
+        """Withdraw an edge this graph holds (its history stays)."""
+        self.check("write", "graph.edge.retract", f"{source_id} {edge_type} {target_id}")
         src, dst = self.require(source_id), self.require(target_id)
-        return self.store.retract_edges([edge_id(src, edge_type, dst)], actor=self.actor, at=to_utc_iso(at))
+        eid = edge_id(src, edge_type, dst)
+        if any(e.id == eid and e.namespace != self.namespace for e in self.store.edges(src=src, dst=dst,
+                                                                                       type=edge_type)):
+            raise ValidationError(f"the edge {source_id} -{edge_type}-> {target_id} is not held by {self.namespace}; "
+                                  "this graph retracts only its own edges", graph=self.name)
+        with self.store.transaction():
+            count = self.store.retract_edges([eid], actor=self.actor, at=to_utc_iso(at))
+            self._audit("graph.edge.retract", f"{self.namespace}/{source_id} {edge_type} {target_id}")
+        return count
 
     def purge_node(self, node_id: str, reason: str = "", at: Any = None,
                    erasure: str | None = None) -> dict[str, Any]:
         """Remove a node's content, versions, edges and vectors; leave a tombstone (``purged_at`` = at; marked
-        with ``erasure``, the erased entity, when an erasure asks, so no import brings the node back)."""
+        with ``erasure``, the erased entity, when an erasure asks, so no import brings the node back).
+
+        Needs write on this graph; a node of another namespace (an erasure reaching a doc or a memory) needs
+        admin on that namespace, and a ``pkg:`` doc is read-only to everyone (ReadOnlyError)."""
+        self.check("write", "graph.purge", node_id)
+        reserved = reserved_namespace(node_id)  # an id that names its namespace is checked before the lookup
+        if reserved is not None:
+            access.require_own(self.workspace, self.principal, self.namespace, reserved, node_id, "graph.purge")
         sid = self.resolve(node_id)
+        if sid is not None:
+            found = self.store.get_node(sid)
+            if found is not None:
+                access.require_own(self.workspace, self.principal, self.namespace, found.namespace, sid,
+                                   "graph.purge")
         if sid is None:
             own = self.store_id(node_id)
             stone = self.store.tombstone(own) or self.store.tombstone(node_id)
@@ -223,10 +344,15 @@ class ContextGraph:
         return {**totals, "tombstone": self.store.tombstone(sid)}
 
     def tombstones(self) -> list[dict[str, Any]]:
+        self.check("read", "graph.read")
         return [{**t, "node_id": self.user_id(t["id"])} for t in self.store.tombstones(self.scope)]
 
     def clear(self) -> None:
         """Reset the graph: a private in-memory graph gets a fresh store; a workspace graph purges its namespace."""
+        self.check("write", "graph.clear")
+        if self._base is not None:  # a graph acting for a principal clears the graph it acts for
+            self._base.clear()
+            return
         if self._owns_workspace:
             embedder = self.workspace._embedder
             self.workspace.close()
@@ -234,25 +360,30 @@ class ContextGraph:
             return
         ids = self.store.node_ids(self.namespace, include_retracted=True)
         if ids:
-            self.store.purge_nodes(ids, reason="graph.clear", actor=self.actor)
+            with self.store.transaction():
+                self.store.purge_nodes(ids, reason="graph.clear", actor=self.actor)
+                self._audit("graph.clear", self.namespace, {"nodes": len(ids)})
 
     # --- reading ---------------------------------------------------------------------------
     def find_node(self, node_id: str, as_of: Any = None) -> dict[str, Any] | None:
+        self.check("read", "graph.read", node_id)
         if as_of is None:
             sid = self.resolve(node_id)
             node = self.store.get_node(sid) if sid else None
         else:
             when = to_utc_iso(as_of)
             node = self.store.get_node(self.store_id(node_id), as_of=when) or self.store.get_node(node_id, as_of=when)
-        return node_dict(node, self.user_id) if node else None
+        return node_dict(node, self.user_id) if node and self.sees(node) else None
 
     def node_history(self, node_id: str) -> list[dict[str, Any]]:
         """Every stored version of a node, oldest first (retractions included)."""
-        own = self.store.node_versions(self.store_id(node_id))
-        return [node_dict(n, self.user_id) for n in (own or self.store.node_versions(node_id))]
+        self.check("read", "graph.read", node_id)
+        versions = self.store.node_versions(self.store_id(node_id)) or self.store.node_versions(node_id)
+        return [node_dict(n, self.user_id) for n in versions if self.sees(n)]
 
     def find_nodes(self, node_type: str | None = None, skip: int = 0, limit: int | None = None,
                    as_of: Any = None) -> list[dict[str, Any]]:
+        self.check("read", "graph.read")
         if skip >= DEEP_PAGE and limit is not None and as_of is None:
             # deep pages: OFFSET would walk every skipped row; slice a cached, ordered id list instead
             order = self.workspace.cached(self._cache_key(f"ids-by-type:{node_type}"), lambda: [
@@ -267,6 +398,7 @@ class ContextGraph:
     def find_active_nodes(self, node_type: str | None = None, at_time: Any = None, skip: int = 0,
                           limit: int | None = None) -> list[dict[str, Any]]:
         """Nodes whose validity window contains ``at_time`` (default now)."""
+        self.check("read", "graph.read")
         when = to_utc_iso(at_time) or utcnow()
         nodes = self.store.find_nodes(namespace=self.scope, kind=node_type, valid_at=when, offset=skip, limit=limit)
         return [node_dict(n, self.user_id) for n in nodes]
@@ -274,14 +406,30 @@ class ContextGraph:
     def find_edges(self, edge_type: str | None = None, skip: int = 0, limit: int | None = None,
                    source_id: str | None = None, target_id: str | None = None, as_of: Any = None,
                    valid_at: Any = None) -> list[dict[str, Any]]:
+        self.check("read", "graph.read")
         src = self.resolve(source_id) or self.store_id(source_id) if source_id is not None else None
         dst = self.resolve(target_id) or self.store_id(target_id) if target_id is not None else None
-        edges = self.store.edges(src=src, dst=dst, type=edge_type, namespace=self.scope, as_of=to_utc_iso(as_of),
-                                 valid_at=to_utc_iso(valid_at), offset=skip, limit=limit)
+        sight = self._sight()
+        if sight is None:
+            edges = self.store.edges(src=src, dst=dst, type=edge_type, namespace=self.scope,
+                                     as_of=to_utc_iso(as_of), valid_at=to_utc_iso(valid_at), offset=skip, limit=limit)
+        else:  # only edges between nodes the principal sees (paged after that filter)
+            seen = self._seen_ids(as_of)
+            edges = [e for e in self.store.edges(src=src, dst=dst, type=edge_type, namespace=self.scope,
+                                                 as_of=to_utc_iso(as_of), valid_at=to_utc_iso(valid_at))
+                     if e.src in seen and e.dst in seen][skip: None if limit is None else skip + limit]
         return [edge_dict(e, self.user_id) for e in edges]
+
+    def _seen_ids(self, as_of: Any = None) -> set[str]:
+        """Ids of the nodes in this graph's world (now, or as it stood ``as_of``)."""
+        if as_of is None:
+            return self._live_ids()
+        return {n.id for n in self.store.find_nodes(namespace=self.scope, as_of=to_utc_iso(as_of), order="none",
+                                                    with_content=False)}
 
     def query(self, query: str, skip: int = 0, limit: int | None = 10) -> list[dict[str, Any]]:
         """Full-text search over node content (BM25 via the store's index), best first."""
+        self.check("read", "graph.read")
         want = skip + (limit if limit is not None else 1000)
         hits = self.store.text_search(query, namespace=self.scope, limit=want)[skip:]
         nodes = self.store.get_nodes([h for h, _ in hits])
@@ -293,21 +441,36 @@ class ContextGraph:
         return out
 
     def stats(self) -> dict[str, Any]:
+        self.check("read", "graph.read")
         nodes = self.store.count_nodes(self.scope)
-        edges = self.store.count_edges(self.scope)
+        if self._sight() is None:
+            edges = self.store.count_edges(self.scope)
+            edge_types = self.store.count_edges_by_type(self.scope)
+        else:  # the edges a principal sees are those of its CSR (between nodes it sees)
+            csr = self.csr()
+            edges, edge_types = csr.m, dict(sorted(Counter(csr.types[int(t)] for t in csr.etype).items()))
         return {"node_count": nodes, "edge_count": edges, "node_types": self.store.count_by_kind(self.scope),
-                "edge_types": self.store.count_edges_by_type(self.scope), "density": _density(nodes, edges)}
+                "edge_types": edge_types, "density": _density(nodes, edges)}
 
     def density(self) -> float:
-        return _density(self.store.count_nodes(self.scope), self.store.count_edges(self.scope))
+        return self.stats()["density"]
 
     # --- traversal -------------------------------------------------------------------------
     def csr(self, as_of: Any = None) -> traversal.CSR:
-        """The adjacency as it stands now (cached by the change counter) or as it stood ``as_of``."""
+        """The adjacency as it stands now (cached by the change counter) or as it stood ``as_of``; for a principal
+        who may not read everything, only the edges between nodes it sees."""
+        self.check("read", "graph.read")
+        restricted = self._sight() is not None
         if as_of is not None:  # built per call: caching every distinct as_of would grow without bound
-            return traversal.load_adjacency(self.store, self.scope, as_of=to_utc_iso(as_of))
-        return self.workspace.cached(self._cache_key("csr"), lambda: traversal.load_adjacency(
-            self.store, self.scope, node_ids=sorted(self._live_ids())))
+            return traversal.load_adjacency(self.store, self.scope, as_of=to_utc_iso(as_of),
+                                            only=self._seen_ids(as_of) if restricted else None)
+
+        def build() -> traversal.CSR:
+            live = self._live_ids()
+            return traversal.load_adjacency(self.store, self.scope, node_ids=sorted(live),
+                                            only=live if restricted else None)
+
+        return self.workspace.cached(self._cache_key("csr"), build)
 
     def _walk(self, node_id: str, hops: int, relationship_types: Sequence[str] | None, min_weight: float | None,
               direction: str, as_of: Any) -> tuple[str, list[traversal.Step]]:
@@ -323,14 +486,16 @@ class ContextGraph:
             blocked: set[int] | frozenset[int] = frozenset()
         else:
             sid = self.require(node_id)
-            if Capability.SERVER_QUERIES in self.store.capabilities:  # never mirror a server's adjacency
+            if Capability.SERVER_QUERIES in self.store.capabilities and self._sight() is None:
+                # never mirror a server's adjacency, for a principal who sees everything (the SQL walk does not
+                # filter by what a principal may read: one who may not read everything walks its own CSR)
                 return sid, traversal.sql_bfs(self.store, self.scope, sid, hops, direction, relationship_types,
                                               min_weight, utcnow())
             csr = self.workspace.peek(self._cache_key("csr"))
             if csr is None:
                 counter = self.store.change_counter()
                 self._stale = (counter, self._stale[1] + 1 if self._stale[0] == counter else 1)
-                if hops <= SQL_WALK_HOPS and self._stale[1] < SQL_WALKS_BEFORE_CSR:
+                if hops <= SQL_WALK_HOPS and self._stale[1] < SQL_WALKS_BEFORE_CSR and self._sight() is None:
                     return sid, traversal.sql_bfs(self.store, self.scope, sid, hops, direction, relationship_types,
                                                   min_weight, utcnow())
                 csr = self.csr()
@@ -346,6 +511,7 @@ class ContextGraph:
                       include_distance_metadata: bool = False, direction: str = "out",
                       as_of: Any = None) -> list[dict[str, Any]]:
         """BFS neighbours up to ``hops``, nearest first; never via retracted or expired edges unless ``as_of``."""
+        self.check("read", "graph.neighbors", node_id)
         anchor, steps = self._walk(node_id, hops, relationship_types, min_weight, direction, as_of)
         page = steps[skip: None if limit is None else skip + limit]
         briefs = self._briefs([s.sid for s in page], as_of)
@@ -392,6 +558,7 @@ class ContextGraph:
     def hop_distances(self, node_id: str, max_hops: int | None = None, direction: str = "out",
                       as_of: Any = None) -> dict[str, int]:
         """BFS hop count from ``node_id`` to every reachable node (the anchor at 0)."""
+        self.check("read", "graph.neighbors", node_id)
         _, steps = self._walk(node_id, max_hops if max_hops is not None else 1 << 30, None, None, direction, as_of)
         out = {node_id: 0}
         out.update({self.user_id(s.sid): s.hop for s in steps})
@@ -401,7 +568,9 @@ class ContextGraph:
                       as_of: Any = None) -> list[str] | None:
         """Fewest-edges path as node ids, or None when ``target_id`` is unreachable (``kg_algorithms``)."""
         self.algorithms.check()
-        if as_of is None and Capability.SERVER_QUERIES in self.store.capabilities:  # frontier by frontier
+        self.check("read", "graph.path", f"{source_id} {target_id}")
+        if as_of is None and Capability.SERVER_QUERIES in self.store.capabilities and self._sight() is None:
+            # frontier by frontier on the server, for a principal who sees everything (else its own CSR)
             path = traversal.sql_shortest_path(self.store, self.scope, self.require(source_id),
                                                self.require(target_id), max_hops, direction, utcnow())
             return None if path is None else [self.user_id(sid) for sid in path]
@@ -418,6 +587,7 @@ class ContextGraph:
                          relationship_types: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Up to ``k`` loopless paths, shortest first: ``path`` (node ids), ``length`` (edges, or the summed
         edge weights when ``weighted``) and ``hops`` (Yen's algorithm; ``kg_algorithms``)."""
+        self.check("read", "graph.path", f"{source_id} {target_id}")
         return self.algorithms.k_shortest_paths(source_id, target_id, k, weighted, max_hops, direction,
                                                 relationship_types)
 
@@ -427,22 +597,27 @@ class ContextGraph:
         """The ``top_k`` most likely missing links (``source``, ``target``, ``score``), best first, from
         ``node_id`` or over the whole graph: adamic_adar, jaccard, resource_allocation or
         preferential_attachment on the undirected graph (``kg_algorithms``; engine/linkpred.py)."""
+        self.check("read", "graph.analytics", node_id or "")
         return self.algorithms.predict_links(node_id, top_k, method, relationship_types, node_type)
 
     # --- analytics (graph/analytics.py over the igraph engine) -----------------------------------
     def pagerank(self, damping: float = 0.85, weighted: bool = True, top_k: int | None = None) -> dict[str, float]:
         """PageRank (igraph PRPACK) of every node, highest first; cached until the graph changes."""
+        self.check("read", "graph.analytics")
         return self.analytics.pagerank(damping, weighted, top_k)
 
     def centrality(self, measure: str = "degree", top_k: int | None = None) -> dict[str, float]:
         """degree / in_degree / out_degree / betweenness / closeness / pagerank, highest first."""
+        self.check("read", "graph.analytics")
         return self.analytics.centrality(measure, top_k)
 
     def get_node_centrality(self, node_id: str) -> dict[str, float]:
+        self.check("read", "graph.analytics", node_id)
         return self.analytics.node_centrality(node_id)
 
     def detect_communities(self, algorithm: str = "louvain", resolution: float = 1.0) -> dict[str, Any]:
         """Communities on the undirected graph (Louvain or Leiden), largest first, with modularity."""
+        self.check("read", "graph.analytics")
         return self.analytics.communities(algorithm, resolution)
 
     # --- decisions (the decisions service owns the logic) ---------------------------------------
@@ -466,6 +641,7 @@ class ContextGraph:
     def save_to_file(self, path: str, format: str = "json") -> None:
         from .persistence import save_graph
 
+        self.check("read", "graph.save")
         save_graph(self, path, format)
 
     def load_from_file(self, path: str, format: str | None = None) -> dict[str, Any]:
@@ -473,35 +649,41 @@ class ContextGraph:
         nodes an erasure removed, which a load never brings back)."""
         from .persistence import load_graph
 
+        self.check("write", "graph.load")
         return load_graph(self, path, format)
 
     def build_from_conversations(self, conversations: Sequence[Any], link_entities: bool = True,
                                  **options: Any) -> dict[str, Any]:
         from .conversations import build_from_conversations
 
+        self.check("write", "graph.build")
         return build_from_conversations(self, conversations, link_entities, **options)
 
     def link_graph(self, other_graph: "ContextGraph", source_node_id: str, target_node_id: str,
                    link_type: str = "CROSS_GRAPH") -> str:
         from .crossgraph import link_graph
 
+        self.check("write", "graph.link", source_node_id)
         return link_graph(self, other_graph, source_node_id, target_node_id, link_type)
 
     def navigate_to(self, link_id: str) -> tuple["ContextGraph", str]:
         from .crossgraph import navigate_to
 
+        self.check("read", "graph.navigate", link_id)
         return navigate_to(self, link_id)
 
     def resolve_links(self, graphs: dict[str, "ContextGraph"]) -> int:
         """Re-point saved links at live graphs, keyed by the saved graph_id or graph name."""
         from .crossgraph import resolve_links
 
+        self.check("write", "graph.link")
         return resolve_links(self, graphs)
 
     def cross_graph_path(self, source_node_id: str, target_graph: "ContextGraph", target_node_id: str,
                          max_hops: int = 10) -> dict[str, Any]:
         from .crossgraph import cross_graph_path
 
+        self.check("read", "graph.path", source_node_id)
         return cross_graph_path(self, source_node_id, target_graph, target_node_id, max_hops)
 
     def __repr__(self) -> str:
@@ -510,3 +692,13 @@ class ContextGraph:
 
 def _density(nodes: int, edges: int) -> float:
     return edges / (nodes * (nodes - 1)) if nodes > 1 else 0.0
+
+
+def workspace_graph(ws: Workspace, principal: str | None = None, name: str | None = None) -> ContextGraph:
+    """The workspace's graph (``graph:default``, held by the workspace and reused across calls) or the graph
+    ``name`` of the workspace (``graph:<name>``, seeing only its own nodes), acting as ``principal``: what the
+    CLI, MCP and the web console call it through."""
+    if name is None:
+        graph = ws.held("graph:default", lambda: ContextGraph(workspace=ws))
+        return graph.acting_as(access.effective_principal(ws, principal))
+    return ContextGraph(workspace=ws, name=name, principal=access.effective_principal(ws, principal))

@@ -2,6 +2,8 @@
 
 A link is a record in the source graph's store (kind ``graph_link``), so it persists with the
 graph; the live target graph is found through a process-wide registry of graphs by ``graph_id``.
+Every graph reached acts as the principal of the graph the call started from: navigating into a graph it
+may not read is denied, and a path never continues through one.
 """
 from __future__ import annotations
 
@@ -39,7 +41,9 @@ def link_graph(graph: GraphLike, other: GraphLike, source_node_id: str, target_n
     if other is None or not hasattr(other, "graph_id"):
         raise ValidationError("other_graph must be a ContextGraph", got=type(other).__name__)
     graph.require(source_node_id)
-    if other.resolve(target_node_id) is None:
+    seen = other.acting_as(graph.principal)
+    seen.check("read", "graph.link", target_node_id)
+    if seen.resolve(target_node_id) is None:
         raise NotFoundError(f"target node {target_node_id!r} is not in graph {other.name!r}",
                             node_id=target_node_id, graph=other.name)
     register(other)
@@ -74,13 +78,18 @@ def navigate_to(graph: GraphLike, link_id: str) -> tuple[GraphLike, str]:
         raise NotFoundError(f"link {link_id!r} points at graph {record.get('other_graph_name')!r} "
                             f"({record['other_graph_id']}), which is not loaded in this process; load it and "
                             "call resolve_links()", link_id=link_id, graph_id=record["other_graph_id"])
+    target = target.acting_as(graph.principal)
+    target.check("read", "graph.navigate", link_id)
     return target, record["target_node_id"]
 
 
 def cross_graph_path(graph: GraphLike, source_node_id: str, target_graph: GraphLike,
                      target_node_id: str, max_hops: int = 10) -> dict[str, Any]:
-    """Fewest-hops path across linked graphs (an in-graph edge and a cross-graph link each count one hop)."""
+    """Fewest-hops path across linked graphs (an in-graph edge and a cross-graph link each count one hop); it
+    walks only graphs the principal may read."""
     graph.require(source_node_id)
+    target_graph = target_graph.acting_as(graph.principal)
+    target_graph.check("read", "graph.path", target_node_id)
     target_graph.require(target_node_id)
     start = (graph.graph_id, source_node_id)
     goal = (target_graph.graph_id, target_node_id)
@@ -145,5 +154,8 @@ def _moves(g: GraphLike, node_id: str) -> list[tuple[GraphLike, str, str | None,
         if record["source_node_id"] == node_id:
             target = _REGISTRY.get(record["other_graph_id"])
             if target is not None:
-                out.append((target, record["target_node_id"], record["link_id"], 1.0))
+                target = target.acting_as(g.principal)
+                hidden = target.principal is not None and target.resolve(record["target_node_id"]) is None
+                if target.readable() and not hidden:
+                    out.append((target, record["target_node_id"], record["link_id"], 1.0))
     return out

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .. import copies, files, safe_yaml
+from .. import access, copies, files, safe_yaml
 from ..errors import ValidationError
 from ..model import Edge, Node, utcnow
 from .crossgraph import LINK_KIND
@@ -32,10 +32,15 @@ NODE_FIELDS = ("id", "kind", "namespace", "key", "title", "summary", "content", 
 def export_state(graph: GraphLike) -> dict[str, Any]:
     store = graph.store
     nodes = []
-    for sid in store.node_ids(graph.scope, include_retracted=True):
+    ids = store.node_ids(graph.scope, include_retracted=True)
+    for sid in ids:
         versions = [{k: v for k, v in n.to_dict().items() if k in NODE_FIELDS} for n in store.node_versions(sid)]
         nodes.append({"id": sid, "versions": versions})
-    edges = [e.to_dict() for e in store.edge_history(graph.scope)]
+    history = store.edge_history(graph.scope)
+    if access.sight(graph.workspace, graph.principal) is not None:  # only edges between nodes the principal sees
+        kept = set(ids)
+        history = [e for e in history if e.src in kept and e.dst in kept]
+    edges = [e.to_dict() for e in history]
     for e in edges:
         e.pop("id", None)
     links = [value for _, value in store.list_records(LINK_KIND, prefix=graph.namespace + ":")]
@@ -183,6 +188,11 @@ def load_graph(graph: GraphLike, path: str | os.PathLike, format: str | None = N
         raise ValidationError(f"unknown format {fmt!r}; use json or markdown", format=fmt)
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise ValidationError(f"{source} is not a saved agentcontext graph", path=str(source))
+    own = state.get("namespace") or graph.namespace  # replayed into the graph's own namespace
+    foreign = {v.get("namespace") for n in state.get("nodes") or [] if isinstance(n, dict)
+               for v in n.get("versions") or [] if isinstance(v, dict)} - {own, None}
+    for ns in sorted(str(x) for x in foreign):  # a saved graph brings records of other namespaces back only
+        access.require(graph.workspace, graph.principal, ns, "admin", "graph.load", ns)  # for their admins
     graph.clear()
     return import_state(graph, state)
 

@@ -18,10 +18,20 @@ T = TypeVar("T")
 class GraphLike(Protocol):
     name: str
     namespace: str  # where the graph writes its own nodes (``graph:<name>``)
-    scope: str | None  # what it reads: its namespace, or None for the whole workspace
+    scope: str | list[str] | None  # what it reads: its namespace, None for the whole workspace, or the namespaces
+    # a principal who may not read everything reads whole
     graph_id: str
     actor: str
+    principal: str | None  # who acts (None = the owner); every call is checked for it
     workspace: Workspace
+
+    def acting_as(self, principal: str | None) -> "GraphLike": ...
+
+    def check(self, level: str, action: str, target: str = "") -> None: ...
+
+    def readable(self) -> bool: ...
+
+    def sees(self, node: Any) -> bool: ...
 
     @property
     def store(self) -> Store: ...

@@ -135,8 +135,9 @@ def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_token
           as_of: Any = None, principal: str | None = None, degrade: str | None = None) -> Bundle:
     """Assemble ``selectors`` of ``pack`` with every prerequisite (``depends_on``) first.
 
-    Raises CycleError, MissingModuleError, AccessDeniedError (the first unreadable doc; never a
-    partial bundle) or BudgetExceededError (unless ``degrade="summaries"`` makes it fit).
+    Raises CycleError, MissingModuleError, AccessDeniedError (when a doc it needs is not readable; never a
+    partial bundle, and the denial names only a doc the principal may read or asked for, never the hidden one)
+    or BudgetExceededError (unless ``degrade="summaries"`` makes it fit).
     """
     check_pack_name(pack)
     targets = [selectors] if isinstance(selectors, str) else list(selectors)
@@ -166,15 +167,17 @@ def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_token
     except (CycleError, MissingModuleError) as exc:
         # A cycle or chain through docs the principal may not read must not reveal them.
         path = exc.data.get("cycle") or exc.data.get("chain") or []
-        hidden = [s for s in path if readable is not None and view.exists(doc_id(pack, s)) and not readable(s)]
-        if hidden:
-            raise access.deny(ws, principal, "flash", doc_id(pack, hidden[0]), "read", pack, hidden[0]) from None
+        if any(readable is not None and view.exists(doc_id(pack, s)) and not readable(s) for s in path):
+            raise _hidden_prerequisite(ws, principal, pack, targets[0]) from None
         raise
     selectors_in_order = list(map(closure.selectors.__getitem__, order))
-    if readable is not None:  # never a silently partial bundle: name the first unreadable doc in reading order
-        for i, selector in zip(order, selectors_in_order):
-            if not readable(selector):
-                raise access.deny(ws, principal, "flash", closure.names[i], "read", pack, selector)
+    if readable is not None:  # never a silently partial bundle, and never a hidden doc's name in the denial
+        hidden = {i for i, selector in zip(order, selectors_in_order) if not readable(selector)}
+        if hidden:  # name a target it may not read, else the first readable doc that needs a hidden one
+            asked = [t for t in targets if closure.index[doc_id(pack, t)] in hidden]
+            needs = asked[0] if asked else next(closure.selectors[i] for i in order
+                                                if i not in hidden and hidden.intersection(closure.dag.children[i]))
+            raise _hidden_prerequisite(ws, principal, pack, needs)
     sections, bodies = _contents(ws, closure, order, stamp)
     total = sum(map(closure.tokens.__getitem__, order))
     digest = hashlib.sha256(b"".join(map(closure.digest_lines.__getitem__, order))).hexdigest()
@@ -201,6 +204,14 @@ def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_token
                      for d, section in zip(docs, sections))
     return Bundle(pack, targets, selectors_in_order, digest, total, text, docs, stamp, degraded,
                   degrade if degraded else None)
+
+
+def _hidden_prerequisite(ws: Workspace, principal: str | None, pack: str, selector: str) -> Exception:
+    """The denial for a flash that needs a doc the principal may not read: it names ``selector`` (a doc the
+    principal may read, or one it asked for), never the hidden one, here or in the audit log."""
+    who = access.effective_principal(ws, principal)
+    return access.deny(ws, principal, "flash", doc_id(pack, selector), "read", pack, selector,
+                       hint=f"it needs docs you may not read; ask an admin for `agentcontext grant {who} {pack} read`")
 
 
 def _degrade_to_summaries(docs: list[BundleDoc], targets: set[str], budget: int, total: int) -> tuple[int, list[str]]:

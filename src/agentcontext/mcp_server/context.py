@@ -14,7 +14,7 @@ from pydantic import Field
 
 from .. import access
 from ..decisions.recorder import DecisionRecorder
-from ..graph.guarded import workspace_graph
+from ..graph.context_graph import workspace_graph
 from ..memory import AgentMemory
 from ..reasoning.service import ReasoningService
 from ..retrieval import ContextRetriever

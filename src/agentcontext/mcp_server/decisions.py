@@ -4,11 +4,10 @@ They work on the workspace graph, ``ContextGraph(workspace=ws)`` (namespace ``gr
 ``AgentContext(knowledge_graph=ContextGraph(workspace=ws), decision_tracking=True)`` records decisions too.
 Results are what the Python calls return (``Decision.to_dict()`` without the two embedding fields).
 
-Access rule: the decision graph is an access target named like a pack, ``graph:<name>``, so
-``agentcontext grant alice 'graph:*' read`` (or ``write``) covers it and a ``*`` grant covers it too.
-Finding precedents and walking causal chains need ``read``; recording a decision and checking compliance
-(which records the check's outcome on the decision and in the audit log) need ``write``. Denied attempts
-are audited by ``access.require``; recorded decisions are audited here (``decision.record``).
+Access: the decision services check and audit every call under ``graph:default`` for the session's principal
+(finding precedents and walking causal chains need ``read``; recording and checking compliance, which is
+recorded on the decision, need ``write``), and return only what the principal sees; the tools pass the
+principal on.
 """
 from __future__ import annotations
 
@@ -16,13 +15,11 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field
 
-from .. import access
 from ..decisions.causal import CausalChainAnalyzer
 from ..decisions.models import Decision
 from ..decisions.policy import PolicyEngine
 from ..decisions.recorder import DecisionRecorder
-from ..graph.context_graph import ContextGraph
-from ..graph.guarded import open_graph as guarded_graph
+from ..graph.context_graph import ContextGraph, workspace_graph
 from .registry import CallContext, StrictArgs, ToolSpec, register_tools
 from .schemas import ANY_JSON, BOOL, JSON_OBJECT, NUM, STR, STRINGS, array, free_json, nullable, obj
 
@@ -32,9 +29,9 @@ DECISION_ID = Field(min_length=1, max_length=300, description="A decision id as 
 Name = Annotated[str, Field(min_length=1, max_length=300)]
 
 
-def open_graph(ctx: CallContext, level: str, action: str, target: str = "") -> ContextGraph:
-    """The workspace graph, after checking ``level`` on ``graph:<name>`` for the principal."""
-    return guarded_graph(ctx.ws, ctx.principal, level, action, target)
+def open_graph(ctx: CallContext) -> ContextGraph:
+    """The workspace graph acting as the session's principal."""
+    return workspace_graph(ctx.ws, ctx.principal)
 
 
 def decision_dict(d: Decision) -> dict[str, Any]:
@@ -80,30 +77,25 @@ class ComplianceArgs(StrictArgs):
 
 
 def _record(ctx: CallContext, a: RecordArgs) -> dict[str, Any]:
-    graph = open_graph(ctx, "write", "decision.record")
-    who = access.effective_principal(ctx.ws, ctx.principal)
-    did = DecisionRecorder(graph, actor=who).record_decision(
+    graph = open_graph(ctx)
+    did = DecisionRecorder(graph).record_decision(
         a.category, a.scenario, a.reasoning, a.outcome, a.confidence, entities=a.entities,
         decision_maker=a.decision_maker or "", caused_by=a.caused_by, metadata=a.metadata)
-    ctx.ws.store.append_audit(who, "decision.record", f"{graph.namespace}/{did}", "ok", {"category": a.category})
     return {"decision_id": did, "graph": graph.namespace}
 
 
 def _precedents(ctx: CallContext, a: PrecedentArgs) -> dict[str, Any]:
-    graph = open_graph(ctx, "read", "decision.precedents")
-    found = DecisionRecorder(graph).find_precedents(a.scenario, category=a.category, limit=a.limit)
+    found = DecisionRecorder(open_graph(ctx)).find_precedents(a.scenario, category=a.category, limit=a.limit)
     return {"precedents": [decision_dict(d) for d in found]}
 
 
 def _chain(ctx: CallContext, a: ChainArgs) -> dict[str, Any]:
-    graph = open_graph(ctx, "read", "decision.chain", a.decision_id)
-    chain = CausalChainAnalyzer(graph).get_causal_chain(a.decision_id, a.direction, a.max_depth)
+    chain = CausalChainAnalyzer(open_graph(ctx)).get_causal_chain(a.decision_id, a.direction, a.max_depth)
     return {"decision_id": a.decision_id, "direction": a.direction, "chain": [decision_dict(d) for d in chain]}
 
 
 def _compliance(ctx: CallContext, a: ComplianceArgs) -> dict[str, Any]:
-    graph = open_graph(ctx, "write", "policy.check", a.decision_id)
-    engine = PolicyEngine(graph_store=graph, actor=access.effective_principal(ctx.ws, ctx.principal))
+    engine = PolicyEngine(graph_store=open_graph(ctx))
     return engine.check_compliance(a.decision_id, a.policy_id).to_dict()
 
 

@@ -3,10 +3,8 @@
 The store is the one ``agentcontext memory ...`` uses by default (namespace ``memory:default``; no eviction,
 no expiry: limits are an application policy). Results are what the Python calls return.
 
-Access rule: the memory namespace is an access target named like a pack, ``memory:<name>``, so
-``agentcontext grant alice 'memory:*' read`` (or ``write``) covers it and a ``*`` grant covers it too.
-Retrieving and reading need ``read``; storing and forgetting need ``write``. Denied attempts are audited by
-``access.require``; successful writes are audited here (``memory.store``, ``memory.forget``).
+Access: the memory service checks and audits every call (``memory:default``, read to retrieve and read, write
+to store and forget); the tools only pass the session's principal on.
 """
 from __future__ import annotations
 
@@ -15,7 +13,8 @@ from typing import Any, Optional
 from pydantic import Field
 
 from ..errors import ValidationError
-from ..memory import AgentMemory, guarded
+from ..memory import AgentMemory
+from ..memory.service import workspace_memory
 from .registry import CallContext, StrictArgs, ToolSpec, register_tools
 from .schemas import INT, JSON_OBJECT, NUM, STR, array, free_json, nullable, obj
 
@@ -27,13 +26,9 @@ USER = Field(None, min_length=1, max_length=300, description="The user the memor
 MAX_DAYS = 100_000  # about 270 years: any older cut-off is before every memory
 
 
-def open_memory(ctx: CallContext, level: str, action: str) -> AgentMemory:
-    """The workspace's default AgentMemory, after checking ``level`` on ``memory:default`` for the principal."""
-    return guarded.open_memory(ctx.ws, NAMESPACE, ctx.principal, level, action)
-
-
-def _audit(ctx: CallContext, action: str, target: str, detail: dict[str, Any]) -> None:
-    guarded.audit_write(ctx.ws, ctx.principal, action, target, detail)
+def open_memory(ctx: CallContext) -> AgentMemory:
+    """The workspace's default memory store, acting as the session's principal."""
+    return workspace_memory(ctx.ws, NAMESPACE, ctx.principal)
 
 
 class StoreArgs(StrictArgs):
@@ -73,14 +68,13 @@ class HistoryArgs(StrictArgs):
 
 
 def _store(ctx: CallContext, a: StoreArgs) -> dict[str, Any]:
-    mem = open_memory(ctx, "write", "memory.store")
+    mem = open_memory(ctx)
     mid = mem.store(a.content, metadata=a.metadata, conversation_id=a.conversation_id, user_id=a.user_id)
-    _audit(ctx, "memory.store", f"{mem.namespace}/{mid}", {})
     return {"id": mid, "namespace": mem.namespace}
 
 
 def _retrieve(ctx: CallContext, a: RetrieveArgs) -> dict[str, Any]:
-    mem = open_memory(ctx, "read", "memory.retrieve")
+    mem = open_memory(ctx)
     rows = mem.retrieve(a.query, max_results=a.max_results, min_score=a.min_score or 0.0,
                         conversation_id=a.conversation_id, user_id=a.user_id)
     return {"namespace": mem.namespace, "results": rows}
@@ -91,18 +85,17 @@ def _forget(ctx: CallContext, a: ForgetArgs) -> dict[str, Any]:
     if not given:
         raise ValidationError("forget_memories needs at least one of memory_id, conversation_id, user_id, days_old",
                               fields=list(ForgetArgs.model_fields))
-    mem = open_memory(ctx, "write", "memory.forget")
+    mem = open_memory(ctx)
     count = mem.forget(a.memory_id, a.conversation_id, a.days_old, a.user_id)
-    _audit(ctx, "memory.forget", mem.namespace, {**given, "forgotten": count})
     return {"namespace": mem.namespace, "forgotten": count}
 
 
 def _get(ctx: CallContext, a: GetArgs) -> dict[str, Any]:
-    return open_memory(ctx, "read", "memory.read").require(a.memory_id)  # NotFoundError when absent
+    return open_memory(ctx).require(a.memory_id)  # NotFoundError when absent
 
 
 def _history(ctx: CallContext, a: HistoryArgs) -> dict[str, Any]:
-    mem = open_memory(ctx, "read", "memory.read")
+    mem = open_memory(ctx)
     return {"conversation_id": a.conversation_id,
             "memories": mem.get_conversation_history(a.conversation_id, a.max_items)}
 

@@ -1,7 +1,6 @@
 """Browsing a memory store as people do: which conversations and users it holds, and one page of memories.
 
-Read-only helpers over ``AgentMemory`` (the web console's memory page and the CLI call them after
-``guarded.open_memory`` checked read access).
+Read-only helpers over ``AgentMemory``, checked like its reads (read on the store's ``memory:<name>``).
 """
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from .service import AgentMemory
 
 def facets(mem: AgentMemory) -> dict[str, Any]:
     """How many memories each conversation and each user has (most first), and the total."""
+    mem.check("read", "memory.read")
     convs: Counter[str] = Counter()
     users: Counter[str] = Counter()
     total = 0
@@ -32,6 +32,7 @@ def facets(mem: AgentMemory) -> dict[str, Any]:
 def page(mem: AgentMemory, conversation_id: str | None = None, user_id: str | None = None, offset: int = 0,
          limit: int = 50, newest_first: bool = True) -> dict[str, Any]:
     """One page of memories (optionally of one conversation and/or user), newest first by default."""
+    mem.check("read", "memory.read")
     if not isinstance(offset, int) or offset < 0 or not isinstance(limit, int) or not 1 <= limit <= 1000:
         raise ValidationError(f"offset must be >= 0 and limit from 1 to 1000, got {offset!r}, {limit!r}")
     tags = ([CONV + str(conversation_id)] if conversation_id else []) + ([USER + str(user_id)] if user_id else [])

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import ValidationError
-from ..model import MEMORY_KIND, Node, to_utc_iso
+from ..model import MEMORY_KIND, RESERVED_ID_PREFIXES, Node, to_utc_iso
 
 KIND = MEMORY_KIND
 CONV = "conversation:"
@@ -26,6 +26,19 @@ def new_id() -> str:
     """Time-ordered (milliseconds, then randomness, like UUIDv7): new ids land at the end of the id indexes
     instead of at random places, which keeps bulk stores fast as the store grows."""
     return f"mem_{time.time_ns() // 1_000_000:012x}{os.urandom(4).hex()}"
+
+
+def check_memory_id(memory_id: Any) -> str:
+    """A caller-chosen memory id: 1-300 printable characters that do not claim another kind of record's ids
+    (``lib:hr/policy`` is a doc's, ``graph:g/x`` a graph node's, ``policy:x`` a policy's)."""
+    if not isinstance(memory_id, str) or not 0 < len(memory_id) <= 300 or not memory_id.isprintable() \
+            or memory_id != memory_id.strip():
+        raise ValidationError(f"memory id {str(memory_id)[:80]!r} must be 1-300 printable characters without "
+                              "leading or trailing spaces", id=str(memory_id)[:300])
+    if memory_id.startswith(RESERVED_ID_PREFIXES):
+        raise ValidationError(f"memory id {memory_id!r} has the form of another kind of record's id (ids starting "
+                              f"{', '.join(RESERVED_ID_PREFIXES)} are not memories'); choose another id", id=memory_id)
+    return memory_id
 
 
 def now_iso() -> str:
@@ -92,7 +105,7 @@ def build_node(namespace: str, content: str, metadata: dict[str, Any] | None, co
         tags.append(USER + str(user_id))
     if mtype:
         tags.append(TYPE + str(mtype))
-    mid = memory_id or new_id()
+    mid = check_memory_id(memory_id) if memory_id else new_id()
     props: dict[str, Any] = {
         "metadata": metadata, "conversation_id": conversation_id, "user_id": user_id,
         "created_at": created, "updated_at": updated_at or created,

@@ -2,6 +2,11 @@
 
 Writes land whole (one store transaction per call); vectors are computed first and cached by the
 hash of the embedded text, so a killed ``batch_store`` leaves either none or all of its memories.
+
+Access: a memory store is checked under its namespace, ``memory:<name>`` (access.py). Every call is checked
+for the store's ``principal`` (None = the owner): reading needs ``read``, storing, updating, forgetting and
+importing need ``write``; denials and successful writes are audited. The CLI, MCP and the web console
+open the store with ``workspace_memory(ws, namespace, principal)`` and only pass the principal on.
 """
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import copies
+from .. import access, copies
 from ..embed.cache import embed_texts, new_vectors
 from ..errors import NotFoundError, ValidationError
 from ..engine.fusion import FusionWeights
@@ -22,7 +27,7 @@ from ..workspace import Workspace
 from . import io as memory_io
 from . import chain, server_search
 from .index import MemoryIndex, memory_index
-from .links import link_memories
+from .links import entity_ids, link_memories
 from .purge import about, purge_memories
 from .records import (CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, time_key,
                       to_memory)
@@ -66,7 +71,8 @@ class AgentMemory:
     def __init__(self, vector_store: VectorStore | None = None, max_memory_size: int = 10000,
                  retention_policy: str | int | None = "unlimited", *, namespace: str = "default",
                  workspace: Workspace | None = None, context_turns: bool = True,
-                 weights: FusionWeights | None = None, actor: str = "", entity_graph: Any = None) -> None:
+                 weights: FusionWeights | None = None, actor: str = "", entity_graph: Any = None,
+                 principal: str | None = None) -> None:
         if workspace is None:
             vector_store = vector_store if vector_store is not None else VectorStore()
             workspace = vector_store.workspace
@@ -79,7 +85,9 @@ class AgentMemory:
                                    int(max_memory_size) if max_memory_size is not None else None, self._purge, actor)
         self.context_turns = context_turns
         self.weights = weights or FusionWeights()
-        self.actor = actor
+        # Who acts: checked on every call (``actor`` is the older name of the same thing).
+        self.principal = principal if principal is not None else (actor or None)
+        self.actor = actor or principal or ""
         # With a graph, a stored memory whose metadata lists ``entities`` is linked to those entity nodes (links.py).
         self.entity_graph = entity_graph
 
@@ -107,10 +115,18 @@ class AgentMemory:
     def _last_in_conversation(self, conversation_id: str) -> Node | None:
         return chain.head(self.db, self.namespace, str(conversation_id))
 
+    def check(self, level: str, action: str, target: str = "") -> None:
+        """Raise AccessDeniedError (audited) unless the principal holds ``level`` on this store's namespace."""
+        access.require(self.workspace, self.principal, self.namespace, level, action, target)
+
+    def _audit(self, action: str, target: str, detail: dict[str, Any] | None = None) -> None:
+        access.record(self.workspace, self.principal, action, target, detail)
+
     # --- writes ----------------------------------------------------------------------------
     def store(self, content: str | Sequence[Any], metadata: dict[str, Any] | None = None,
               conversation_id: str | None = None, user_id: str | None = None, **kwargs: Any) -> str | dict[str, Any]:
         """A string stores one memory and returns its id; a list stores them all and returns stats."""
+        self.check("write", "memory.store")
         if isinstance(content, (list, tuple)):
             items = [self._item(x, metadata, conversation_id, user_id) for x in content]
             ids = self.batch_store(items)
@@ -139,14 +155,20 @@ class AgentMemory:
         ``context_vector`` (precomputed embedding of the previous turn's text, a newline, then this one's; used
         for a turn that follows another in its conversation, so nothing is embedded when both are supplied).
         With an ``entity_graph``, memories whose metadata lists ``entities`` are linked to those entities."""
+        self.check("write", "memory.store")
         items = [self._item(x, None, None, None) for x in items]
-        ids = self._write(items, progress)
-        if self.entity_graph is not None:
+        linking = self.entity_graph is not None and any(entity_ids(x.get("metadata")) for x in items)
+        if linking and callable(getattr(self.entity_graph, "check", None)):  # links are graph writes: checked first
+            self.entity_graph.check("write", "graph.node.add")
+        ids = self._write(items, progress, audit="memory.store")
+        if linking:
             link_memories(self, self.entity_graph, [(i, x.get("metadata")) for i, x in zip(ids, items)])
         return ids
 
-    def _write(self, items: list[dict[str, Any]], progress: Callable[[int, int], None] | None = None) -> list[str]:
-        """Store the items (dicts) in one transaction, then apply retention and the cap; returns their ids."""
+    def _write(self, items: list[dict[str, Any]], progress: Callable[[int, int], None] | None = None,
+               audit: str | None = None) -> list[str]:
+        """Store the items (dicts) in one transaction (with the audit row of ``audit``, when given), then apply
+        retention and the cap; returns their ids."""
         if not items:
             return []
         stamp = now_iso()
@@ -208,6 +230,9 @@ class AgentMemory:
                 self.db.put_vectors(supplied, self.workspace.model_name)
             self.db.put_nodes(nodes, actor=self.actor)
             chain.set_heads(self.db, self.namespace, {c: last[c].id for c in first}, self.actor)
+            if audit is not None:
+                self._audit(audit, f"{self.namespace}/{ids[0]}" if len(ids) == 1 else self.namespace,
+                            {} if len(ids) == 1 else {"stored": len(ids)})
         self.retention.touch(ids)
         self.retention.enforce(len(ids))
         return ids
@@ -240,12 +265,14 @@ class AgentMemory:
         """Change the text and/or merge metadata; the id stays, the store keeps the previous version.
 
         Returns False when there is no such memory."""
+        self.check("write", "memory.update")
         node = self.db.get_node(memory_id)
         if node is None or node.kind != KIND or node.namespace != self.namespace:
             return False
         meta = dict((node.props or {}).get("metadata") or {})
         meta.update(metadata or {})
         self._rewrite(node, content if content is not None else node.content, meta, now_iso())
+        self._audit("memory.update", f"{self.namespace}/{memory_id}")
         return True
 
     def _rewrite(self, node: Node, content: str, metadata: dict[str, Any], updated_at: str) -> None:
@@ -270,6 +297,7 @@ class AgentMemory:
 
     # --- reads -----------------------------------------------------------------------------
     def get_memory(self, memory_id: str) -> dict[str, Any] | None:
+        self.check("read", "memory.read")
         node = self.db.get_node(memory_id)
         if node is None or node.kind != KIND or node.namespace != self.namespace:
             return None
@@ -289,6 +317,7 @@ class AgentMemory:
         keywords + speaker mention, each absolute (engine/fusion.py). 0.5 means the signals are as typical
         of a memory that answers the query as of one that does not; an unrelated memory scores near 0.
         ``min_score`` applies to it."""
+        self.check("read", "memory.retrieve")
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("retrieve needs a non-empty query text")
         if max_results <= 0:
@@ -322,6 +351,7 @@ class AgentMemory:
 
     def get_conversation_history(self, conversation_id: str, max_items: int = 100) -> list[dict[str, Any]]:
         """The last ``max_items`` memories of a conversation, oldest first."""
+        self.check("read", "memory.read")
         nodes = self.db.find_nodes(namespace=self.namespace, kind=KIND, tags=[CONV + str(conversation_id)],
                                       order="key")
         return [to_memory(n) for n in nodes[-max_items:]] if max_items else []
@@ -331,6 +361,7 @@ class AgentMemory:
 
     def list_memories(self, conversation_id: str | None = None, user_id: str | None = None,
                       type: str | None = None) -> list[dict[str, Any]]:
+        self.check("read", "memory.read")
         return [to_memory(n) for n in self._nodes(conversation_id, user_id, type)]
 
     def _nodes(self, conversation_id: str | None = None, user_id: str | None = None,
@@ -345,10 +376,12 @@ class AgentMemory:
         return self.db.find_nodes(namespace=self.namespace, kind=KIND, tags=tags or None, order="key")
 
     def count(self) -> int:
+        self.check("read", "memory.read")
         return self.db.count_nodes(namespace=self.namespace, kind=KIND)
 
     def find_by_entity(self, entity_id: str) -> list[str]:
         """Ids of memories that name ``entity_id`` in their metadata (``entities``/``entity_id``)."""
+        self.check("read", "memory.read")
         return [n.id for n in sorted(about(self.db, entity_id, self.namespace), key=lambda n: (n.key, n.id))]
 
     # --- deletes, retention, eviction ------------------------------------------------------
@@ -361,46 +394,62 @@ class AgentMemory:
         self.retention.forgotten(ids)
         return int(result["nodes"])
 
+    def _forget(self, ids: Sequence[str], reason: str, detail: dict[str, Any]) -> int:
+        """Purge memories of this store and audit it, in one transaction."""
+        with self.db.transaction():
+            count = self._purge(ids, reason)
+            self._audit("memory.forget", self.namespace, {**detail, "forgotten": count})
+        return count
+
     def delete_memory(self, memory_id: str) -> bool:
+        self.check("write", "memory.forget")
         node = self.db.get_node(memory_id)
         if node is None or node.kind != KIND or node.namespace != self.namespace:
             return False
-        return self._purge([memory_id], "delete_memory") > 0
+        return self._forget([memory_id], "delete_memory", {"memory_id": memory_id}) > 0
 
     def batch_delete(self, memory_ids: Sequence[str]) -> int:
+        self.check("write", "memory.forget")
         nodes = self.db.get_nodes(memory_ids)
         mine = [i for i, n in nodes.items() if n.kind == KIND and n.namespace == self.namespace]
-        return self._purge(mine, "batch_delete")
+        return self._forget(mine, "batch_delete", {"ids": len(mine)})
 
     def clear_memory(self, conversation_id: str | None = None, user_id: str | None = None) -> int:
         """Delete a conversation's (or user's) memories; with neither, every memory of this store."""
-        return self._purge([n.id for n in self._nodes(conversation_id, user_id)], "clear_memory")
+        self.check("write", "memory.forget")
+        given = {k: v for k, v in (("conversation_id", conversation_id), ("user_id", user_id)) if v is not None}
+        return self._forget([n.id for n in self._nodes(conversation_id, user_id)], "clear_memory", given)
 
     def forget(self, memory_id: str | None = None, conversation_id: str | None = None,
                days_old: int | float | None = None, user_id: str | None = None) -> int:
         """Delete by id, by conversation/user, or everything older than ``days_old`` (combined: all must match)."""
+        self.check("write", "memory.forget")
         if memory_id is None and conversation_id is None and days_old is None and user_id is None:
             raise ValidationError("forget needs memory_id, conversation_id, user_id or days_old; "
                                   "use clear_memory() to delete everything")
+        given = {k: v for k, v in (("memory_id", memory_id), ("conversation_id", conversation_id),
+                                   ("user_id", user_id), ("days_old", days_old)) if v is not None}
         if memory_id is not None:
             node = self.db.get_node(memory_id)
             if node is None or node.kind != KIND or node.namespace != self.namespace:
                 return 0
             props = node.props or {}
             if conversation_id is not None and props.get("conversation_id") != str(conversation_id):
-                return 0
-            if user_id is not None and props.get("user_id") != str(user_id):
-                return 0
-            candidates = [node]
+                candidates = []
+            elif user_id is not None and props.get("user_id") != str(user_id):
+                candidates = []
+            else:
+                candidates = [node]
         else:
             candidates = self._nodes(conversation_id, user_id)
         if days_old is not None:
             cutoff = time_key((datetime.now(timezone.utc) - timedelta(days=float(days_old))).isoformat())
             candidates = [n for n in candidates if n.key < cutoff]
-        return self._purge([n.id for n in candidates], "forget")
+        return self._forget([n.id for n in candidates], "forget", given)
 
     # --- reports ---------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
+        self.check("read", "memory.read")
         convs = set()
         users = set()
         for node in self.db.find_nodes(namespace=self.namespace, kind=KIND, with_content=False):
@@ -418,6 +467,7 @@ class AgentMemory:
         }
 
     def health(self) -> dict[str, Any]:
+        self.check("read", "memory.read")
         integrity = self.db.check_integrity()
         return {"status": "ok" if integrity == "ok" else "degraded", "store": integrity,
                 "memories": self.count(), "embedder": self.workspace.model_name,
@@ -426,6 +476,7 @@ class AgentMemory:
     # --- export / import -------------------------------------------------------------------
     def export(self, conversation_id: str | None = None, format: str = "json", destination: Any = None,
                type: str | None = None, user_id: str | None = None) -> Any:
+        self.check("read", "memory.export")
         nodes = self._nodes(conversation_id, user_id, type)
         out = memory_io.export_nodes(self.namespace, nodes, format, destination)
         copies.record(self.db, f"memory.export.{format}", destination, [self.namespace], [n.id for n in nodes],
@@ -438,6 +489,7 @@ class AgentMemory:
         crash leaves the memory as it was. Imports do not link entities into a graph (seed 003: Markdown
         entities stay provenance). An item whose id an erasure removed, or whose metadata names an erased
         entity, is skipped, never recreated: the count's ``skipped`` lists them."""
+        self.check("write", "memory.import")
         items, skipped = memory_io.without_erased(memory_io.parse_import(data, format), self.db)
         plan = memory_io.plan_import(items, self.db.get_nodes([i["id"] for i in items if i.get("id")]),
                                      self.namespace)
@@ -448,10 +500,19 @@ class AgentMemory:
             for node, content, metadata, updated_at in plan.changed:
                 self._rewrite(node, content, metadata, updated_at)
             self._write(plan.new)
+            self._audit("memory.import", self.namespace, {"imported": len(plan.changed) + len(plan.new)})
         return memory_io.ImportResult(len(plan.changed) + len(plan.new), skipped)
 
     def require(self, memory_id: str) -> dict[str, Any]:
+        """The memory, or NotFoundError (after the read check, so nothing is revealed to a non-reader)."""
         found = self.get_memory(memory_id)
         if found is None:
             raise NotFoundError(f"no memory {memory_id!r} in {self.namespace}", id=memory_id)
         return found
+
+
+def workspace_memory(ws: Workspace, namespace: str = "default", principal: str | None = None) -> AgentMemory:
+    """A workspace's memory store ``memory:<namespace>`` as ``principal`` uses it (no eviction or expiry: limits are
+    the application's policy): what the CLI, MCP and the web console call it through."""
+    return AgentMemory(workspace=ws, namespace=namespace, max_memory_size=None, retention_policy="unlimited",
+                       principal=access.effective_principal(ws, principal))

@@ -5,8 +5,8 @@ import json
 import re
 from typing import Any, Sequence
 
-from ..errors import ValidationError
-from ..model import Edge, Node, content_hash
+from ..errors import ConflictError, ValidationError
+from ..model import Edge, Node, content_hash, reserved_namespace
 
 _PROP = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -87,17 +87,30 @@ class Where:
         return (" WHERE " + " AND ".join(self.parts)) if self.parts else ""
 
 
-EXISTING_COLS = "id, rid, version, content_hash, retracted_at, embed_hash, recorded_at, created_by"
+EXISTING_COLS = "id, rid, version, content_hash, retracted_at, embed_hash, recorded_at, created_by, namespace"
 
 
 def plan_versions(nodes: Sequence[Node], existing: dict[str, tuple], at: str,
                   actor: str) -> tuple[list[int], list[tuple[Node, tuple | None, str]]]:
     """Hash each node against its live row (``EXISTING_COLS``): an unchanged one keeps its version, the rest
     are stamped with the next version, ``at`` and their author. Returns every node's version and the
-    changed ones as (node, live row or None, props JSON)."""
+    changed ones as (node, live row or None, props JSON).
+
+    A node never changes namespace (a memory cannot become a doc's first version, a graph cannot rewrite
+    another graph's node): an id whose row, live or retracted, is in another namespace is a ConflictError, and
+    an id reserved for a namespace (``lib:hr/...``) is refused anywhere else."""
     versions: list[int] = []
     changed: list[tuple[Node, tuple | None, str]] = []
     for node in nodes:
+        reserved = reserved_namespace(node.id)
+        if reserved is not None and reserved != node.namespace:
+            raise ValidationError(f"id {node.id!r} is reserved for {reserved}; a record of {node.namespace} cannot "
+                                  "take it", id=node.id, namespace=node.namespace, reserved_for=reserved)
+        held = existing.get(node.id)
+        if held is not None and held[8] != node.namespace:
+            raise ConflictError(f"id {node.id!r} already names a record of another namespace; a record of "
+                                f"{node.namespace} cannot take it: choose another id", id=node.id,
+                                namespace=node.namespace)
         props_json = json.dumps(node.props, sort_keys=True, default=str)
         node.content_hash = node.compute_hash(props_json)
         node.embed_hash = content_hash(node.embed_text) if node.embed_text else None

@@ -14,7 +14,7 @@ from ...decisions.models import Decision
 from ...decisions.policy import APPROVAL_METHODS, PolicyEngine
 from ...decisions.recorder import DecisionRecorder
 from ...errors import ValidationError
-from ...graph.guarded import open_graph
+from ...graph.context_graph import workspace_graph
 from ..requests import checked_form, console, principal
 from ..layout import layered
 from ..render import page, with_query
@@ -40,7 +40,7 @@ def decision_url(decision_id: str, **query: Any) -> str:
 async def decisions_page(request: Request) -> Response:
     ws, who = console(request).ws, principal(request)
     q = request.query_params
-    graph = open_graph(ws, who, "read", "decision.list")
+    graph = workspace_graph(ws, who)
     recorder = DecisionRecorder(graph)
     query, category, scenario = text_param(q, "q"), text_param(q, "category"), text_param(q, "scenario")
     offset = int_param(q, "offset", 0, 0, 10**9) or 0
@@ -76,7 +76,7 @@ def chain_drawing(start: Decision, upstream: list[Decision], downstream: list[De
 async def decision_page(request: Request) -> Response:
     ws, who = console(request).ws, principal(request)
     did = request.path_params["decision_id"]
-    graph = open_graph(ws, who, "read", "decision.read", did)
+    graph = workspace_graph(ws, who)
     decision = DecisionRecorder(graph).get_decision(did)
     analyzer = CausalChainAnalyzer(graph)
     upstream = analyzer.get_causal_chain(did, "upstream", CHAIN_DEPTH)
@@ -97,8 +97,8 @@ async def check(request: Request) -> Response:
     policy_id = text_param(form, "policy_id")
     if not policy_id:
         raise ValidationError("choose a policy to check against")
-    graph = open_graph(ws, who, "write", "policy.check", did)
-    result = PolicyEngine(graph_store=graph, actor=who).check_compliance(did, policy_id)
+    graph = workspace_graph(ws, who)
+    result = PolicyEngine(graph_store=graph).check_compliance(did, policy_id)
     outcome = "compliant" if result.compliant else ("excepted" if result.exception_id else "not compliant")
     reasons = "; ".join(v.message for v in result.violations)
     return RedirectResponse(decision_url(did, done=f"{policy_id} v{result.policy_version}: {outcome}"
@@ -109,8 +109,8 @@ async def add_exception(request: Request) -> Response:
     form = await checked_form(request)
     ws, who = console(request).ws, principal(request)
     did = request.path_params["decision_id"]
-    graph = open_graph(ws, who, "write", "policy.exception", did)
-    exc = PolicyEngine(graph_store=graph, actor=who).record_exception(
+    graph = workspace_graph(ws, who)
+    exc = PolicyEngine(graph_store=graph).record_exception(
         did, text_param(form, "policy_id"), reason=text_param(form, "reason") or "", approver=who,
         justification=text_param(form, "justification") or "")
     return RedirectResponse(decision_url(did, done=f"recorded exception {exc.exception_id}"), status_code=303)
@@ -120,8 +120,8 @@ async def add_approval(request: Request) -> Response:
     form = await checked_form(request)
     ws, who = console(request).ws, principal(request)
     did = request.path_params["decision_id"]
-    graph = open_graph(ws, who, "write", "decision.approval", did)
-    appr = PolicyEngine(graph_store=graph, actor=who).record_approval(
+    graph = workspace_graph(ws, who)
+    appr = PolicyEngine(graph_store=graph).record_approval(
         did, approver=who, approval_method=text_param(form, "method") or "system",
         approval_context=text_param(form, "context") or "")
     return RedirectResponse(decision_url(did, done=f"recorded approval {appr.approval_id}"), status_code=303)
@@ -129,7 +129,7 @@ async def add_approval(request: Request) -> Response:
 
 async def policies_page(request: Request) -> Response:
     ws, who = console(request).ws, principal(request)
-    graph = open_graph(ws, who, "read", "policy.list")
+    graph = workspace_graph(ws, who)
     engine = PolicyEngine(graph_store=graph)
     return page(request, "policies.html", policies=[p.to_dict() for p in engine.list_policies()],
                 exceptions=[e.to_dict() for e in engine.get_exceptions()], decision_url=decision_url)
@@ -138,7 +138,7 @@ async def policies_page(request: Request) -> Response:
 async def policy_page(request: Request) -> Response:
     ws, who = console(request).ws, principal(request)
     policy_id = request.path_params["policy_id"]
-    graph = open_graph(ws, who, "read", "policy.read", policy_id)
+    graph = workspace_graph(ws, who)
     engine = PolicyEngine(graph_store=graph)
     versions = [p.to_dict() for p in engine.get_policy_history(policy_id)]
     return page(request, "policy.html", policy=engine.get_policy(policy_id).to_dict(), versions=versions[::-1],

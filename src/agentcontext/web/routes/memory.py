@@ -8,7 +8,8 @@ from starlette.routing import Route
 
 from ...erasure import erase_workspace_entity
 from ...errors import ValidationError
-from ...memory import browse, guarded
+from ...memory import browse
+from ...memory.service import workspace_memory
 from ..requests import checked_form, console, principal
 from ..render import page, with_query
 from . import int_param, text_param
@@ -20,7 +21,7 @@ PAGE_SIZE = 50
 async def memory_page(request: Request) -> Response:
     ws, who = console(request).ws, principal(request)
     q = request.query_params
-    mem = guarded.open_memory(ws, NAMESPACE, who, "read", "memory.read")
+    mem = workspace_memory(ws, NAMESPACE, who)
     conversation, user, query = text_param(q, "conversation"), text_param(q, "user"), text_param(q, "q")
     offset = int_param(q, "offset", 0, 0, 10**9) or 0
     results = mem.retrieve(query, max_results=20, conversation_id=conversation, user_id=user) if query else None
@@ -36,10 +37,9 @@ async def remember(request: Request) -> Response:
     if not content:
         raise ValidationError("write the text to remember")
     entities = [e for e in str(form.get("entities", "")).replace(",", " ").split() if e]
-    mem = guarded.open_memory(ws, NAMESPACE, who, "write", "memory.store")
-    mid = mem.store(content, metadata={"entities": entities} if entities else None,
-                    conversation_id=text_param(form, "conversation"), user_id=text_param(form, "user"))
-    guarded.audit_write(ws, who, "memory.store", f"{mem.namespace}/{mid}", {})
+    mid = workspace_memory(ws, NAMESPACE, who).store(content, metadata={"entities": entities} if entities else None,
+                                                     conversation_id=text_param(form, "conversation"),
+                                                     user_id=text_param(form, "user"))
     return RedirectResponse(with_query("/memory", done=f"remembered {mid}"), status_code=303)
 
 
@@ -49,10 +49,8 @@ async def forget(request: Request) -> Response:
     given = {k: text_param(form, k) for k in ("memory_id", "conversation", "user")}
     if not any(given.values()):
         raise ValidationError("forget needs a memory, a conversation or a user")
-    mem = guarded.open_memory(ws, NAMESPACE, who, "write", "memory.forget")
-    count = mem.forget(given["memory_id"], given["conversation"], None, given["user"])
-    guarded.audit_write(ws, who, "memory.forget", mem.namespace,
-                        {**{k: v for k, v in given.items() if v}, "forgotten": count})
+    count = workspace_memory(ws, NAMESPACE, who).forget(given["memory_id"], given["conversation"], None,
+                                                        given["user"])
     return RedirectResponse(with_query("/memory", done=f"forgot {count} memories"), status_code=303)
 
 
