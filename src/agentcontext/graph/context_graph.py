@@ -29,14 +29,11 @@ from ..engine import traversal
 from .algorithms import GraphAlgorithms
 from .analytics import GraphAnalytics
 from .extras import require_extras
+from .walks import DEFAULT_NODE_TYPE, GraphWalks
 from .records import edge_dict, node_dict, parse_edge_item, parse_node_item
 
-DEFAULT_NODE_TYPE = "entity"
-BRIEF_CACHE = 200_000  # node summaries kept for traversal results between changes
 T = TypeVar("T")
 DEEP_PAGE = 1000  # from this offset on, find_nodes pages through a cached id list
-SQL_WALK_HOPS = 3  # walks this shallow may skip a stale CSR and ask the store frontier by frontier
-SQL_WALKS_BEFORE_CSR = 3  # the third walk at the same change counter rebuilds the CSR
 
 
 class ContextGraph:
@@ -79,9 +76,9 @@ class ContextGraph:
         self._own_scope: str | None = None if name is None else self.namespace
         self.graph_id = graph_id or f"{self.name}-{uuid.uuid4().hex[:8]}"
         self._prefix = self.namespace + "/"
-        self._stale = (-1, 0)  # (change counter, walks since the CSR went stale)
         self.analytics = GraphAnalytics(self)
         self.algorithms = GraphAlgorithms(self)
+        self.walks = GraphWalks(self)
         from .crossgraph import register
 
         register(self)
@@ -106,7 +103,7 @@ class ContextGraph:
         view = copy.copy(self)
         view._base = self._base or self
         view.principal = view.actor = principal
-        view.analytics = GraphAnalytics(view)
+        view.analytics, view.walks = GraphAnalytics(view), GraphWalks(view)
         return view
 
     def check(self, level: str, action: str, target: str = "") -> None:
@@ -472,39 +469,14 @@ class ContextGraph:
 
         return self.workspace.cached(self._cache_key("csr"), build)
 
-    def _walk(self, node_id: str, hops: int, relationship_types: Sequence[str] | None, min_weight: float | None,
-              direction: str, as_of: Any) -> tuple[str, list[traversal.Step]]:
-        """(anchor store id, steps). Uses the cached CSR when fresh; right after a write, small walks ask the
-        store frontier by frontier instead of rebuilding the whole adjacency (rebuilt once reads dominate)."""
-        if hops < 0:
-            raise ValidationError(f"hops must be >= 0 (got {hops})", hops=hops)
-        if as_of is not None:
-            csr = self.csr(as_of)
-            sid = self.store_id(node_id) if self.store_id(node_id) in csr.index else node_id
-            if sid not in csr.index and self.find_node(node_id, as_of=as_of) is None:
-                raise NotFoundError(f"node {node_id!r} did not exist at {as_of}", node_id=node_id)
-            blocked: set[int] | frozenset[int] = frozenset()
-        else:
-            sid = self.require(node_id)
-            if Capability.SERVER_QUERIES in self.store.capabilities and self._sight() is None:
-                # never mirror a server's adjacency, for a principal who sees everything (the SQL walk does not
-                # filter by what a principal may read: one who may not read everything walks its own CSR)
-                return sid, traversal.sql_bfs(self.store, self.scope, sid, hops, direction, relationship_types,
-                                              min_weight, utcnow())
-            csr = self.workspace.peek(self._cache_key("csr"))
-            if csr is None:
-                counter = self.store.change_counter()
-                self._stale = (counter, self._stale[1] + 1 if self._stale[0] == counter else 1)
-                if hops <= SQL_WALK_HOPS and self._stale[1] < SQL_WALKS_BEFORE_CSR and self._sight() is None:
-                    return sid, traversal.sql_bfs(self.store, self.scope, sid, hops, direction, relationship_types,
-                                                  min_weight, utcnow())
-                csr = self.csr()
-            blocked = traversal.blocked_edges(csr, utcnow()) if csr.timed else frozenset()
-        start = csr.index.get(sid)
-        if start is None:  # an isolated node
-            return sid, []
-        types = traversal.type_codes(csr, relationship_types)
-        return sid, traversal.csr_steps(csr, traversal.bfs(csr, start, hops, direction, types, min_weight, blocked))
+    def fresh_csr(self) -> traversal.CSR | None:
+        """The cached adjacency if it is still fresh, else None (the walks decide whether to rebuild it)."""
+        return self.workspace.peek(self._cache_key("csr"))
+
+    @property
+    def restricted(self) -> bool:
+        """Whether the principal sees less than everything (its world is filtered)."""
+        return self._sight() is not None
 
     def get_neighbors(self, node_id: str, hops: int = 1, relationship_types: Sequence[str] | None = None,
                       min_weight: float | None = None, skip: int = 0, limit: int | None = None,
@@ -512,39 +484,8 @@ class ContextGraph:
                       as_of: Any = None) -> list[dict[str, Any]]:
         """BFS neighbours up to ``hops``, nearest first; never via retracted or expired edges unless ``as_of``."""
         self.check("read", "graph.neighbors", node_id)
-        anchor, steps = self._walk(node_id, hops, relationship_types, min_weight, direction, as_of)
-        page = steps[skip: None if limit is None else skip + limit]
-        briefs = self._briefs([s.sid for s in page], as_of)
-        by_sid = {s.sid: s for s in steps}
-        by_sid[anchor] = traversal.Step(anchor, 0, None, "", 1.0, 1.0)
-        out: list[dict[str, Any]] = []
-        missing = (DEFAULT_NODE_TYPE, "", {})
-        for s in page:
-            kind, content, props = briefs.get(s.sid, missing)
-            uid = self.user_id(s.sid)
-            entry: dict[str, Any] = {"id": uid, "node_id": uid, "type": kind, "content": content,
-                                     "properties": dict(props), "relationship": s.rel, "weight": s.weight,
-                                     "hop": s.hop}
-            if include_distance_metadata:
-                entry["hop_count"] = s.hop
-                entry["distance_band"] = traversal.distance_band(s.hop)
-                entry["confidence_decay"] = s.decay
-                entry["path_to_anchor"] = [self.user_id(x) for x in traversal.step_path(by_sid, s.sid)]
-            out.append(entry)
-        return out
-
-    def _briefs(self, sids: list[str], as_of: Any) -> dict[str, tuple[str, str, dict[str, Any]]]:
-        """(kind, content, props) per store id; current ones come from a cache reset by the change counter."""
-        if as_of is not None:
-            found = self.store.get_nodes(sids, as_of=to_utc_iso(as_of))
-            return {k: (n.kind, n.content, n.props) for k, n in found.items()}
-        cache: dict[str, tuple[str, str, dict[str, Any]]] = self.workspace.cached(self._cache_key("briefs"), dict)
-        todo = [s for s in sids if s not in cache]
-        if todo:
-            if len(cache) > BRIEF_CACHE:
-                cache.clear()
-            cache.update(self.store.node_briefs(todo))
-        return {s: cache[s] for s in sids if s in cache}
+        return self.walks.neighbors(node_id, hops, relationship_types, min_weight, skip, limit,
+                                    include_distance_metadata, direction, as_of)
 
     def get_neighbor_distances(self, node_id: str, hops: int = 3, relationship_types: Sequence[str] | None = None,
                                min_confidence: float = 0.0, direction: str = "out",
@@ -559,28 +500,14 @@ class ContextGraph:
                       as_of: Any = None) -> dict[str, int]:
         """BFS hop count from ``node_id`` to every reachable node (the anchor at 0)."""
         self.check("read", "graph.neighbors", node_id)
-        _, steps = self._walk(node_id, max_hops if max_hops is not None else 1 << 30, None, None, direction, as_of)
-        out = {node_id: 0}
-        out.update({self.user_id(s.sid): s.hop for s in steps})
-        return out
+        return self.walks.hop_distances(node_id, max_hops, direction, as_of)
 
     def shortest_path(self, source_id: str, target_id: str, max_hops: int | None = None, direction: str = "out",
                       as_of: Any = None) -> list[str] | None:
         """Fewest-edges path as node ids, or None when ``target_id`` is unreachable (``kg_algorithms``)."""
         self.algorithms.check()
         self.check("read", "graph.path", f"{source_id} {target_id}")
-        if as_of is None and Capability.SERVER_QUERIES in self.store.capabilities and self._sight() is None:
-            # frontier by frontier on the server, for a principal who sees everything (else its own CSR)
-            path = traversal.sql_shortest_path(self.store, self.scope, self.require(source_id),
-                                               self.require(target_id), max_hops, direction, utcnow())
-            return None if path is None else [self.user_id(sid) for sid in path]
-        csr = self.csr(as_of)
-        s, t = self.require(source_id), self.require(target_id)
-        if s not in csr.index or t not in csr.index:
-            return [source_id] if s == t else None
-        blocked = traversal.blocked_edges(csr, utcnow()) if as_of is None and csr.timed else frozenset()
-        path = traversal.shortest_path(csr, csr.index[s], csr.index[t], max_hops, direction, blocked)
-        return None if path is None else [self.user_id(csr.ids[i]) for i in path]
+        return self.walks.shortest_path(source_id, target_id, max_hops, direction, as_of)
 
     def k_shortest_paths(self, source_id: str, target_id: str, k: int = 3, weighted: bool = False,
                          max_hops: int | None = None, direction: str = "out",
