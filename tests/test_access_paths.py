@@ -161,6 +161,21 @@ def test_graph_traversals_show_only_what_the_principal_may_read(hws):
     assert g.stats()["node_count"] == len(g.find_nodes())
 
 
+def test_graph_algorithms_walk_only_what_the_principal_may_read(hws):
+    hidden = {m["id"] for m in memory(hws).list_memories()} | {"graph:hr/dana", "hr_raise", "hr_bonus"}
+    owner = ContextGraph(workspace=hws)
+    assert owner.k_shortest_paths("alice", "bob", direction="both")  # through the memory that names both
+    for g in (ContextGraph(workspace=hws, principal="reader"), owner.acting_as("reader")):
+        assert g.k_shortest_paths("alice", "bob", direction="both") == []
+        links = g.predict_links(top_k=50)
+        assert not {x for link in links for x in (link["source"], link["target"])} & hidden
+    stranger = ContextGraph(workspace=hws, principal="stranger")
+    for call_it in (lambda: stranger.k_shortest_paths("alice", "acme"), lambda: stranger.predict_links()):
+        with pytest.raises(AccessDeniedError):
+            call_it()
+    assert [r["outcome"] for r in hws.store.audit(principal="stranger")] == ["denied", "denied"]
+
+
 def test_cross_graph_navigation_never_enters_a_graph_the_principal_may_not_read(hws):
     owner_default, owner_hr = ContextGraph(workspace=hws), ContextGraph(workspace=hws, name="hr")
     there = owner_default.link_graph(owner_hr, "alice", "dana")

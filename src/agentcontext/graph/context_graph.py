@@ -103,7 +103,7 @@ class ContextGraph:
         view = copy.copy(self)
         view._base = self._base or self
         view.principal = view.actor = principal
-        view.analytics, view.walks = GraphAnalytics(view), GraphWalks(view)
+        view.analytics, view.walks, view.algorithms = GraphAnalytics(view), GraphWalks(view), GraphAlgorithms(view)
         return view
 
     def check(self, level: str, action: str, target: str = "") -> None:
