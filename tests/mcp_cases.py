@@ -15,7 +15,7 @@ from agentcontext.decisions.policy import PolicyEngine
 from agentcontext.decisions.recorder import DecisionRecorder
 from agentcontext.graph.context_graph import ContextGraph
 from agentcontext.knowledge import packs
-from agentcontext.memory import guarded
+from agentcontext.memory.service import workspace_memory
 
 from .test_access import build_workspace
 
@@ -51,7 +51,7 @@ def seed(ws, write_pack) -> dict[str, str]:
     packs.install_folder(ws, write_pack("core", {"p": ([], "P")}, selector=PKG), defer_embeddings=True)
     for selector in ("mcp.update_me", "mcp.delete_me"):
         packs.put_doc(ws, "lib:open", selector, title=selector, summary="Seeded for the MCP cases.", embed=False)
-    mem = guarded.open_memory(ws, level="write", action="memory.store")
+    mem = workspace_memory(ws)
     ids = {"memory": mem.store("Ann is vegetarian and avoids mushrooms.", conversation_id="c1", user_id="ann"),
            "forget": mem.store("A memory the forget case deletes.", conversation_id="c2")}
     graph = ContextGraph(workspace=ws)

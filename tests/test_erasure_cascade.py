@@ -44,6 +44,9 @@ def test_decisions_about_the_entity_are_their_own_leg(ws):
     index = index_for(ws, graph.namespace)
     row = index.pos[about]
     ws.store.append_audit("bob", "policy.check", about, "violation", {"scenario": "Refund Jane Roe"})
+    # the recorder audits each decision it records (issue 13 s2: audit lives in the services), so two rows name it
+    naming = [a["action"] for a in ws.store.audit() if about in a["target"]]
+    assert naming == ["decision.record", "policy.check"]
     receipt = erase_workspace_entity(ws, ENTITY, reason="GDPR")
     leg = receipt.stores["decisions"]
     assert leg["status"] == "erased" and leg["decisions"] == 1 and leg["edges"] >= 3
@@ -54,7 +57,7 @@ def test_decisions_about_the_entity_are_their_own_leg(ws):
     assert ctx.get_causal_chain(effect) == [] and ws.store.edges(src=cause) == []
     assert ws.store.tombstone(about)["erasure"] == ENTITY
     checks = [a for a in ws.store.audit() if a["action"] == "policy.check"]
-    assert checks[0]["detail"] == {"redacted": "erasure"} and receipt.stores["audit"]["entries"] == 1
+    assert checks[0]["detail"] == {"redacted": "erasure"} and receipt.stores["audit"]["entries"] == len(naming)
     assert [a["action"] for a in ws.store.audit()].count("erase_entity") == 1  # one audit row per erasure
 
 
