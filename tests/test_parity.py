@@ -2,12 +2,14 @@
 (an in-process ``mcp.Client`` session), with the three answers compared as data.
 
 Each row (``Op``) says how every interface performs the operation and under which access it is checked
-(``needs``: the access name and the level a principal must hold). Every column takes a principal
-(``python(ws, principal)``, ``--as`` for the CLI, ``build_server(ws, principal)`` for MCP), so the same table
-runs as someone else: ``test_a_principal_without_the_grant_is_denied_and_audited`` runs it as a stranger on
-the CLI and MCP. The issue "Trust ..." (13, section 2) extends that test to the Python column once the
-services check every call (today ``AgentMemory``, ``DecisionRecorder``, ``PolicyEngine`` and ``ContextGraph``
-used directly act as the owner), and adds "with exactly ``needs`` granted: the same data on all three".
+(``needs``: the access name and the level a principal must hold, ``also``: any further grant). Every column
+takes a principal (``python(ws, principal)``: the services given it, ``--as`` for the CLI,
+``build_server(ws, principal)`` for MCP), and the access checks live in the services, so the table runs as
+principals (issue 13, section 2): each checked row as its ``grantee``, holding exactly what the row needs (the
+same data on all three), and as a stranger holding no grant
+(``test_a_principal_without_the_grant_is_denied_and_audited``: AccessDeniedError naming the grant through
+Python, the CLI and MCP, and one audit row per denied call). Listings, filtered rather than denied, run as the
+owner.
 
 Reads run against one prepared workspace. A write runs each interface against its own copy of it and compares
 what came back (``volatile`` keys, such as new ids and times, left out) and what it left behind (``effect``,
@@ -35,6 +37,7 @@ from agentcontext.decisions.models import Policy, decision_data
 from agentcontext.decisions.policy import PolicyEngine
 from agentcontext.decisions.recorder import DecisionRecorder
 from agentcontext.erasure import erase_workspace_entity
+from agentcontext.errors import AgentContextError
 from agentcontext.graph.context_graph import ContextGraph
 from agentcontext.knowledge import flash, packs, tools
 from agentcontext.mcp_server import ERROR_META, build_server
@@ -62,27 +65,25 @@ class Op:
     volatile: tuple[str, ...] = ()  # keys whose values differ from run to run (new ids, times)
     effect: Callable[[Workspace, Data], Data] | None = None  # what a write left behind, read through Python
     cli_exit: int = 0  # a check that finds a problem exits 1 (lint, policy check, an incomplete erasure)
+    also: tuple[tuple[str, str], ...] = ()  # further grants the operation needs, checked after ``needs``
 
 
 # --- the Python side ---------------------------------------------------------------------------------------
 
 
-def memory(ws: Workspace) -> AgentMemory:
-    """The store `agentcontext memory ...` and the MCP memory tools use."""
-    return AgentMemory(workspace=ws, namespace="default", max_memory_size=None, retention_policy="unlimited")
+def memory(ws: Workspace, who: str | None = None) -> AgentMemory:
+    """The store `agentcontext memory ...` and the MCP memory tools use, as ``who`` (None: the owner)."""
+    return AgentMemory(workspace=ws, namespace="default", max_memory_size=None, retention_policy="unlimited",
+                       principal=who)
 
 
-def graph(ws: Workspace) -> ContextGraph:
-    """The workspace graph the decision commands and tools use (graph:default)."""
-    return ContextGraph(workspace=ws)
-
-
-def owner_of(ws: Workspace, who: str | None) -> str:
-    return access.effective_principal(ws, who)
+def graph(ws: Workspace, who: str | None = None) -> ContextGraph:
+    """The workspace graph the decision commands and tools use (graph:default), as ``who`` (None: the owner)."""
+    return ContextGraph(workspace=ws, principal=who)
 
 
 def record(ws: Workspace, who: str | None, **kw: Any) -> dict[str, Any]:
-    did = DecisionRecorder(graph(ws), actor=owner_of(ws, who)).record_decision(**kw)
+    did = DecisionRecorder(graph(ws, who)).record_decision(**kw)
     return {"decision_id": did, "graph": "graph:default"}
 
 
@@ -105,21 +106,19 @@ def without(row: Any, keys: tuple[str, ...]) -> Any:
 
 
 def check_policy(ws: Workspace, who: str | None) -> dict[str, Any]:
-    engine = PolicyEngine(graph_store=graph(ws), actor=owner_of(ws, who))
+    engine = PolicyEngine(graph_store=graph(ws, who))
     return engine.check_compliance("dec_root", "refund-v1").to_dict()
 
 
 def add_policy(ws: Workspace, who: str | None) -> dict[str, Any]:
-    engine = PolicyEngine(graph_store=graph(ws), actor=owner_of(ws, who))
+    engine = PolicyEngine(graph_store=graph(ws, who))
     engine.add_policy(Policy("ship-v1", "Shipping", "Shipping needs reasoning.", {"requires_reasoning": True,
                                                                                 "min_confidence": 0.5}, "shipping"))
     return engine.get_policy("ship-v1").to_dict()
 
 
 def take_checkpoint(ws: Workspace, who: str | None) -> dict[str, Any]:
-    points = Checkpoints()
-    points.take(graph(ws), "later")
-    return points.flush(graph(ws), "later")
+    return Checkpoints().keep(graph(ws, who), "later")  # take and store at once, as the CLI does
 
 
 REFUND = dict(category="refund", reasoning="Outside the 30-day window.", outcome="denied")
@@ -177,21 +176,21 @@ OPS: list[Op] = [
        effect=lambda ws, _: [d["selector"] for d in tools.search_knowledge(ws, "lib:open", "", limit=10)]),
     # memory (seed 003's AgentMemory)
     Op("retrieve memories", ("memory:default", "read"),
-       lambda ws, who: memory(ws).retrieve("what does Alice drink", max_results=2),
+       lambda ws, who: memory(ws, who).retrieve("what does Alice drink", max_results=2),
        ("memory", "retrieve", "what does Alice drink", "--k", "2"),
        ("retrieve_memories", {"query": "what does Alice drink", "max_results": 2}), lambda r: r["results"]),
-    Op("get a memory", ("memory:default", "read"), lambda ws, who: memory(ws).require(NAMES["memory"]),
+    Op("get a memory", ("memory:default", "read"), lambda ws, who: memory(ws, who).require(NAMES["memory"]),
        ("memory", "get", "{memory}"), ("get_memory", {"memory_id": "{memory}"})),
     Op("conversation history", ("memory:default", "read"),
-       lambda ws, who: memory(ws).get_conversation_history("c1", 50), ("memory", "conversation", "c1"),
+       lambda ws, who: memory(ws, who).get_conversation_history("c1", 50), ("memory", "conversation", "c1"),
        ("conversation_history", {"conversation_id": "c1"}), lambda r: r["memories"]),
     Op("store a memory", ("memory:default", "write"),
-       lambda ws, who: {"id": memory(ws).store("Carol likes oolong", conversation_id="c3", user_id="carol"),
+       lambda ws, who: {"id": memory(ws, who).store("Carol likes oolong", conversation_id="c3", user_id="carol"),
                         "namespace": "memory:default"},
        ("memory", "store", "Carol likes oolong", "--conversation", "c3", "--user", "carol"),
        ("store_memory", {"content": "Carol likes oolong", "conversation_id": "c3", "user_id": "carol"}),
        writes=True, volatile=("id",), effect=stored_memory),
-    Op("forget memories", ("memory:default", "write"), lambda ws, who: {"forgotten": memory(ws).forget(
+    Op("forget memories", ("memory:default", "write"), lambda ws, who: {"forgotten": memory(ws, who).forget(
         conversation_id="c2")}, ("memory", "forget", "--conversation", "c2"),
        ("forget_memories", {"conversation_id": "c2"}), lambda r: {"forgotten": r["forgotten"]},
        writes=True, effect=lambda ws, _: sorted(m["content"] for m in memory(ws).list_memories())),
@@ -202,26 +201,28 @@ OPS: list[Op] = [
         "dec_root", "--meta", "ticket=T-9"),
        ("record_decision", NEW_DECISION), writes=True, volatile=("decision_id",), effect=stored_decision),
     Op("find precedents", ("graph:default", "read"),
-       lambda ws, who: {"precedents": [decision_data(d) for d in DecisionRecorder(graph(ws)).find_precedents(
+       lambda ws, who: {"precedents": [decision_data(d) for d in DecisionRecorder(graph(ws, who)).find_precedents(
            "refund request two months after buying a laptop", limit=3)]},
        ("decision", "precedents", "refund request two months after buying a laptop", "--limit", "3"),
        ("find_precedents", {"scenario": "refund request two months after buying a laptop", "limit": 3})),
     Op("causal chain", ("graph:default", "read"),
        lambda ws, who: {"decision_id": "dec_root", "direction": "downstream", "chain": [
-           decision_data(d) for d in CausalChainAnalyzer(graph(ws)).get_causal_chain("dec_root", "downstream", 5)]},
+           decision_data(d) for d in CausalChainAnalyzer(graph(ws, who)).get_causal_chain("dec_root", "downstream",
+                                                                                          5)]},
        ("decision", "chain", "dec_root", "--direction", "downstream"),
        ("get_causal_chain", {"decision_id": "dec_root", "direction": "downstream"})),
     Op("check compliance", ("graph:default", "write"), check_policy, ("policy", "check", "dec_root", "refund-v1"),
        ("check_compliance", {"decision_id": "dec_root", "policy_id": "refund-v1"}), writes=True, cli_exit=1,
        effect=lambda ws, _: [e.props for e in ws.store.edges(src="dec_root", type="applies_policy")]),
     Op("show a decision", ("graph:default", "read"),
-       lambda ws, who: decision_data(DecisionRecorder(graph(ws)).get_decision("dec_escalated")),
+       lambda ws, who: decision_data(DecisionRecorder(graph(ws, who)).get_decision("dec_escalated")),
        ("decision", "show", "dec_escalated")),
     Op("list decisions", ("graph:default", "read"),
-       lambda ws, who: {"decisions": [decision_data(d) for d in DecisionRecorder(graph(ws)).list_decisions("refund")]},
+       lambda ws, who: {"decisions": [decision_data(d)
+                                      for d in DecisionRecorder(graph(ws, who)).list_decisions("refund")]},
        ("decision", "list", "--category", "refund")),
     Op("explain a decision", ("graph:default", "read"),
-       lambda ws, who: trace_decision_explainability(graph(ws), "dec_escalated", 10),
+       lambda ws, who: trace_decision_explainability(graph(ws, who), "dec_escalated", 10),
        ("decision", "explain", "dec_escalated")),
     Op("add a policy", ("graph:default", "write"), add_policy,
        ("policy", "add", "ship-v1", "--name", "Shipping", "--category", "shipping", "--description",
@@ -229,58 +230,61 @@ OPS: list[Op] = [
        writes=True, volatile=("created_at", "updated_at"),
        effect=lambda ws, _: [p.policy_id for p in PolicyEngine(graph_store=graph(ws)).list_policies()]),
     Op("list policies", ("graph:default", "read"),
-       lambda ws, who: {"policies": [p.to_dict() for p in PolicyEngine(graph_store=graph(ws)).list_policies()]},
+       lambda ws, who: {"policies": [p.to_dict() for p in PolicyEngine(graph_store=graph(ws, who)).list_policies()]},
        ("policy", "list")),
     Op("show a policy", ("graph:default", "read"),
-       lambda ws, who: PolicyEngine(graph_store=graph(ws)).get_policy("refund-v1").to_dict(),
+       lambda ws, who: PolicyEngine(graph_store=graph(ws, who)).get_policy("refund-v1").to_dict(),
        ("policy", "show", "refund-v1")),
     Op("policy exceptions", ("graph:default", "read"), lambda ws, who: {"exceptions": [
-        e.to_dict() for e in PolicyEngine(graph_store=graph(ws)).get_exceptions(policy_id="refund-v1")]},
+        e.to_dict() for e in PolicyEngine(graph_store=graph(ws, who)).get_exceptions(policy_id="refund-v1")]},
        ("policy", "exceptions", "--policy", "refund-v1")),
     Op("record a policy exception", ("graph:default", "write"),
-       lambda ws, who: PolicyEngine(graph_store=graph(ws)).record_exception(
+       lambda ws, who: PolicyEngine(graph_store=graph(ws, who)).record_exception(
            "dec_root", "refund-v1", reason="Loyal customer", approver="lead").to_dict(),
        ("policy", "except", "dec_root", "refund-v1", "--reason", "Loyal customer", "--approver", "lead"),
        writes=True, volatile=("exception_id", "approval_timestamp"),
        effect=lambda ws, _: [e.reason for e in PolicyEngine(graph_store=graph(ws)).get_exceptions("dec_root")]),
     # the graph (seed 003's ContextGraph)
     Op("add a node", ("graph:default", "write"),
-       lambda ws, who: (graph(ws).add_node("dave", "person", content="Dave, a customer", properties={"tier": 2}),
-                        graph(ws).find_node("dave"))[1],
+       lambda ws, who: (graph(ws, who).add_node("dave", "person", content="Dave, a customer", properties={"tier": 2}),
+                        graph(ws, who).find_node("dave"))[1],
        ("graph", "node", "add", "dave", "--type", "person", "--content", "Dave, a customer", "--prop", "tier=2"),
        writes=True, volatile=("recorded_at",), effect=lambda ws, _: graph(ws).find_node("dave")["properties"]),
     Op("add an edge", ("graph:default", "write"),
-       lambda ws, who: (graph(ws).add_edge("alice", "carol", "knows", 0.5),
-                        graph(ws).find_edges(edge_type="knows", source_id="alice", target_id="carol")[0])[1],
+       lambda ws, who: (graph(ws, who).add_edge("alice", "carol", "knows", 0.5),
+                        graph(ws, who).find_edges(edge_type="knows", source_id="alice", target_id="carol")[0])[1],
        ("graph", "edge", "add", "alice", "carol", "--type", "knows", "--weight", "0.5"),
        writes=True, volatile=("recorded_at",),
        effect=lambda ws, _: graph(ws).shortest_path("bob", "carol")),
-    Op("show a node", ("graph:default", "read"), lambda ws, who: graph(ws).find_node("alice"),
+    Op("show a node", ("graph:default", "read"), lambda ws, who: graph(ws, who).find_node("alice"),
        ("graph", "node", "show", "alice")),
     Op("neighbours of a node", ("graph:default", "read"),
-       lambda ws, who: {"node_id": "bob", "neighbors": graph(ws).get_neighbors(
+       lambda ws, who: {"node_id": "bob", "neighbors": graph(ws, who).get_neighbors(
            "bob", hops=2, include_distance_metadata=True)},
        ("graph", "neighbors", "bob", "--hops", "2")),
     Op("a path", ("graph:default", "read"),
-       lambda ws, who: {"source": "bob", "target": "alice", "path": graph(ws).shortest_path("bob", "alice")},
+       lambda ws, who: {"source": "bob", "target": "alice", "path": graph(ws, who).shortest_path("bob", "alice")},
        ("graph", "path", "bob", "alice")),
     Op("pagerank", ("graph:default", "read"),
-       lambda ws, who: {"stats": graph(ws).stats(), "measure": "pagerank", "top": [
-           {"node_id": k, "score": v} for k, v in graph(ws).centrality("pagerank", top_k=3).items()]},
+       lambda ws, who: {"stats": graph(ws, who).stats(), "measure": "pagerank", "top": [
+           {"node_id": k, "score": v} for k, v in graph(ws, who).centrality("pagerank", top_k=3).items()]},
        ("graph", "analytics", "--measure", "pagerank", "--top", "3")),
     # checkpoints (stored, so they outlive a CLI process)
     Op("take a checkpoint", ("graph:default", "write"), take_checkpoint, ("checkpoint", "take", "later"),
        writes=True, volatile=("at",), effect=lambda ws, _: Checkpoints().labels(graph(ws))),
-    Op("list checkpoints", ("graph:default", "read"), lambda ws, who: {"checkpoints": Checkpoints().labels(graph(ws))},
+    Op("list checkpoints", ("graph:default", "read"),
+       lambda ws, who: {"checkpoints": Checkpoints().labels(graph(ws, who))},
        ("checkpoint", "list")),
     Op("show a checkpoint", ("graph:default", "read"),
-       lambda ws, who: summary(Checkpoints().get(graph(ws), "before")), ("checkpoint", "show", "before")),
+       lambda ws, who: summary(Checkpoints().get(graph(ws, who), "before")), ("checkpoint", "show", "before")),
     Op("diff checkpoints", ("graph:default", "read"),
-       lambda ws, who: Checkpoints().diff(graph(ws), "before", "after"), ("checkpoint", "diff", "before", "after")),
+       lambda ws, who: Checkpoints().diff(graph(ws, who), "before", "after"),
+       ("checkpoint", "diff", "before", "after")),
     # erasure (seed 003's ErasureCoordinator)
-    Op("erase an entity", ("memory:default", "write"),  # and write on graph:default, checked second
+    Op("erase an entity", ("memory:default", "write"),
        lambda ws, who: erase_workspace_entity(ws, "alice", reason="request", principal=who).to_dict(),
        ("erase", "alice", "--reason", "request"), writes=True, volatile=("erased_at",),
+       also=(("graph:default", "write"),),
        effect=lambda ws, _: (graph(ws).find_node("alice"), sorted(m["content"] for m in memory(ws).list_memories()))),
     # grounded answers (issue 11): the cited context query_with_reasoning would send, filtered by what one may read
     Op("cited context", None,
@@ -290,6 +294,12 @@ OPS: list[Op] = [
 ]
 BY_NAME = {op.name: op for op in OPS}
 assert len(BY_NAME) == len(OPS)
+
+
+def grantee(op: Op) -> str | None:
+    """Who runs a row: for a checked row a principal holding exactly what it needs (``needs`` and ``also``,
+    granted in the prepared workspace); a listing, filtered rather than checked, runs as the owner."""
+    return None if op.needs is None else "granted-" + op.name.replace(" ", "-")
 
 
 # --- the prepared workspace ----------------------------------------------------------------------------------
@@ -333,6 +343,9 @@ def prepare(home: Path) -> dict[str, str]:
     points.take(g, "after")
     points.flush(g, "after")
     access.grant(ws, "auditor", "lib:open", "read")  # someone else exists: every call is checked from now on
+    for op in OPS:
+        for pattern, level in ([op.needs, *op.also] if op.needs is not None else []):
+            access.grant(ws, grantee(op), pattern, level)
     ws.close()
     return {"memory": tea}
 
@@ -423,21 +436,19 @@ def prepared(tmp_path_factory) -> Path:
 def answers(prepared) -> dict[str, dict[str, Any]]:
     """Every row through every door it has: {row: {door: data, door + " effect": data, "cli exit": code}}.
 
-    Reads share the prepared workspace; each write gets one copy per door. CLI processes run two at a time."""
+    Each row runs as its ``grantee`` (exactly the grants it needs). Reads share the prepared workspace; each
+    write gets one copy per door. CLI processes run two at a time."""
     homes = {(op.name, door): copy_of(prepared, f"{slug(op.name)}-{door}") if op.writes else prepared
              for op in OPS for door in DOORS}
     found: dict[str, dict[str, Any]] = {op.name: {} for op in OPS}
     for op in OPS:
-        found[op.name]["python"] = run_python(op, homes[(op.name, "python")])
+        found[op.name]["python"] = run_python(op, homes[(op.name, "python")], grantee(op))
     with ThreadPoolExecutor(2) as pool:
-        for op, (code, data) in zip(OPS, pool.map(lambda o: run_cli(o, homes[(o.name, "cli")]), OPS)):
+        for op, (code, data) in zip(OPS, pool.map(lambda o: run_cli(o, homes[(o.name, "cli")], grantee(o)), OPS)):
             found[op.name].update({"cli": data, "cli exit": code})
-    reads = [op for op in OPS if op.mcp and not op.writes]
-    for op, (is_error, data) in zip(reads, run_mcp([op.mcp for op in reads], prepared)):
-        found[op.name].update({"mcp": data, "mcp error": is_error})
     for op in OPS:
-        if op.mcp and op.writes:
-            [(is_error, data)] = run_mcp([op.mcp], homes[(op.name, "mcp")])
+        if op.mcp:
+            [(is_error, data)] = run_mcp([op.mcp], homes[(op.name, "mcp")], grantee(op))
             found[op.name].update({"mcp": data, "mcp error": is_error})
     for op in OPS:
         if op.effect is not None:
@@ -481,10 +492,12 @@ async def _tools(ws: Workspace) -> set[str]:
 
 @pytest.fixture(scope="module")
 def denials(prepared) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Every checked row as a principal holding no grant, on the CLI and MCP, against one copy."""
+    """Every checked row as a principal holding no grant, through Python, the CLI and MCP, against one copy."""
     home = copy_of(prepared, "denied")
     checked = [op for op in OPS if op.needs is not None]
     found: dict[str, Any] = {op.name: {} for op in checked}
+    for op in checked:
+        found[op.name]["python"] = python_denial(op, home)
     with ThreadPoolExecutor(2) as pool:
         for op, answer in zip(checked, pool.map(lambda o: run_cli(o, home, STRANGER), checked)):
             found[op.name]["cli"] = answer
@@ -499,11 +512,25 @@ def denials(prepared) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return found, audit
 
 
+def python_denial(op: Op, home: Path) -> Data:
+    """The Python call as the stranger: the error it raised, shaped like the CLI's ``--json`` error."""
+    ws = Workspace.open(home=home)
+    try:
+        return {"returned": jsonable(op.python(ws, STRANGER))}
+    except AgentContextError as error:
+        return {"error": jsonable(error.to_dict())}
+    finally:
+        ws.close()
+
+
 @pytest.mark.parametrize("name", [op.name for op in OPS if op.needs is not None])
 def test_a_principal_without_the_grant_is_denied_and_audited(denials, name):
     op = BY_NAME[name]
     found, _ = denials
     pack, level = op.needs
+    data = found[name]["python"]
+    assert data.get("error", {}).get("type") == "AccessDeniedError", data
+    assert (data["error"]["pack"], data["error"]["needed"]) == (pack, level)
     code, data = found[name]["cli"]
     assert code == 1 and data["error"]["type"] == "AccessDeniedError", data
     assert (data["error"]["pack"], data["error"]["needed"]) == (pack, level)
