@@ -69,3 +69,15 @@ def test_an_id_reserved_for_a_namespace_is_refused_elsewhere(store):
         assert info.value.data["reserved_for"] == nid.split("/")[0]
         assert store.get_node(nid) is None
     assert store.put_nodes([node(1, id="lib:hr/policy", ns="lib:hr")]) == [1]
+
+
+def test_a_record_of_a_service_never_changes_kind(store):
+    """A decision (memory, policy, ...) stays one, and no graph entity becomes one; other kinds may change."""
+    store.put_nodes([node(1, ns="graph:default", kind="decision", content="the decision"),
+                     node(2, ns="graph:default", kind="entity"), node(3, ns="lib:eng", kind="guide")])
+    for nid, kind in (("n1", "entity"), ("n2", "decision"), ("n2", "memory")):
+        with pytest.raises(ConflictError):
+            store.put_nodes([node(int(nid[1:]), ns="graph:default", kind=kind, content="planted")])
+    assert store.get_node("n1").content == "the decision" and store.get_node("n2").kind == "entity"
+    assert store.put_nodes([node(2, ns="graph:default", kind="person")]) == [2]  # an entity gets a type
+    assert store.put_nodes([node(3, ns="lib:eng", kind="decision")]) == [2]  # a doc's kind is its manifest's

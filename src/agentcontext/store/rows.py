@@ -87,7 +87,13 @@ class Where:
         return (" WHERE " + " AND ".join(self.parts)) if self.parts else ""
 
 
-EXISTING_COLS = "id, rid, version, content_hash, retracted_at, embed_hash, recorded_at, created_by, namespace"
+EXISTING_COLS = ("id, rid, version, content_hash, retracted_at, embed_hash, recorded_at, created_by, namespace, "
+                 "kind")
+# The kinds of record a service owns (memories, decisions, policies, their exceptions and approvals, checkpoints):
+# outside the packs (whose docs take any kind their manifest gives), a node of one never changes kind and no
+# node becomes one, so a graph write cannot turn an entity into a decision nor a decision into something else.
+RECORD_KINDS = frozenset({"memory", "decision", "policy", "policy_exception", "approval", "checkpoint"})
+PACK_FAMILIES = ("lib:", "pkg:")
 
 
 def plan_versions(nodes: Sequence[Node], existing: dict[str, tuple], at: str,
@@ -98,7 +104,8 @@ def plan_versions(nodes: Sequence[Node], existing: dict[str, tuple], at: str,
 
     A node never changes namespace (a memory cannot become a doc's first version, a graph cannot rewrite
     another graph's node): an id whose row, live or retracted, is in another namespace is a ConflictError, and
-    an id reserved for a namespace (``lib:hr/...``) is refused anywhere else."""
+    an id reserved for a namespace (``lib:hr/...``) is refused anywhere else. Nor does a node change between a
+    service's record kind (``RECORD_KINDS``) and another kind (a ConflictError)."""
     versions: list[int] = []
     changed: list[tuple[Node, tuple | None, str]] = []
     for node in nodes:
@@ -111,6 +118,10 @@ def plan_versions(nodes: Sequence[Node], existing: dict[str, tuple], at: str,
             raise ConflictError(f"id {node.id!r} already names a record of another namespace; a record of "
                                 f"{node.namespace} cannot take it: choose another id", id=node.id,
                                 namespace=node.namespace)
+        if (held is not None and held[9] != node.kind and not node.namespace.startswith(PACK_FAMILIES)
+                and (held[9] in RECORD_KINDS or node.kind in RECORD_KINDS)):
+            raise ConflictError(f"id {node.id!r} already names a record of kind {held[9]!r}; it cannot become a "
+                                f"{node.kind!r}: choose another id", id=node.id, kind=node.kind)
         props_json = json.dumps(node.props, sort_keys=True, default=str)
         node.content_hash = node.compute_hash(props_json)
         node.embed_hash = content_hash(node.embed_text) if node.embed_text else None
