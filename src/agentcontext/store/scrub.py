@@ -71,6 +71,7 @@ def redact_audit(store: Any, targets: Sequence[str], note: dict[str, Any]) -> in
     with store.transaction():
         for chunk in store._chunks(list(dict.fromkeys(targets))):
             clause, params = store._in("target", chunk)
-            count += store._exec(store._q(f"UPDATE audit SET detail = ? WHERE {clause} AND action <> ?"),
-                                 [detail, *params, ERASE_ACTION])
+            count += store._exec(store._q(f"UPDATE audit SET detail = ? WHERE {clause} AND action <> ? "
+                                          "AND (detail IS NULL OR detail <> ?)"),  # one redacted before: not again
+                                 [detail, *params, ERASE_ACTION, detail])
     return count
