@@ -45,6 +45,10 @@ def memory(ws, principal=None, entity_graph=None):
 
 @pytest.fixture
 def hws(ws):
+    return seed(ws)
+
+
+def seed(ws):
     hr = ContextGraph(workspace=ws, name="hr")
     hr.add_node("dana", "person", content="Dana, an engineer")
     rec_hr = DecisionRecorder(hr)
@@ -190,6 +194,25 @@ def test_cross_graph_navigation_never_enters_a_graph_the_principal_may_not_read(
         g.cross_graph_path("alice", owner_hr, "dana")
     found = g.cross_graph_path("alice", g, "bob")
     assert not found["reachable"] and found["path"] == []
+
+
+@pytest.mark.postgres
+def test_traversals_on_postgres_walk_only_what_the_principal_may_read(pg_url, monkeypatch):
+    """PostgreSQL walks and paths run on the server (never mirrored) for a principal who sees everything; the
+    SQL does not filter by principal, so a restricted one walks its own filtered adjacency there too."""
+    from agentcontext.store.base import Capability
+    from agentcontext.workspace import Workspace
+
+    monkeypatch.setenv("AGENTCONTEXT_URL", pg_url)
+    ws = Workspace.open()
+    try:
+        assert Capability.SERVER_QUERIES in ws.store.capabilities
+        seed(ws)
+        test_graph_traversals_show_only_what_the_principal_may_read(ws)
+        test_graph_algorithms_walk_only_what_the_principal_may_read(ws)
+        test_cross_graph_navigation_never_enters_a_graph_the_principal_may_not_read(ws)
+    finally:
+        ws.close()
 
 
 def test_flash_denial_does_not_name_the_hidden_prerequisite(ws):

@@ -137,7 +137,9 @@ def _moves(g: GraphLike, node_id: str) -> list[tuple[GraphLike, str, str | None,
     """In-graph out-neighbours (active edges only) and cross-graph links leaving ``node_id``."""
     out: list[tuple[GraphLike, str, str | None, float]] = []
     sid = g.resolve(node_id)
-    if sid is not None and Capability.SERVER_QUERIES in g.store.capabilities:  # the node's edges, from the server
+    # The node's edges from the server, for a principal who sees everything (a restricted one walks its CSR,
+    # which holds only what it sees: the server's rows are not filtered by principal).
+    if sid is not None and Capability.SERVER_QUERIES in g.store.capabilities and not g.restricted:
         now = utcnow()
         for _src, dst, _type, w, ns, vf, vu in g.store.edges_touching([sid], "src"):
             if (g.scope is None or ns == g.scope) and traversal.usable(vf, vu, now):

@@ -31,6 +31,9 @@ class GraphLike(Protocol):
 
     def readable(self) -> bool: ...
 
+    @property
+    def restricted(self) -> bool: ...  # whether the principal sees less than everything
+
     def sees(self, node: Any) -> bool: ...
 
     @property
