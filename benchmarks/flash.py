@@ -29,7 +29,8 @@ from agentcontext.engine.closure import closure_order, dependency_order, referen
 from agentcontext.knowledge.flash import flash  # noqa: E402
 from agentcontext.knowledge.graphview import pack_view  # noqa: E402
 from agentcontext.knowledge.manifest import DocSpec, PackSpec, RelatedSpec  # noqa: E402
-from agentcontext.knowledge.packs import doc_id, install_spec  # noqa: E402
+from agentcontext.knowledge.packs import doc_id, install_spec, put_doc  # noqa: E402
+from agentcontext.memory import AgentMemory  # noqa: E402
 from agentcontext.workspace import Workspace  # noqa: E402
 
 PACK = "lib:synthetic"
@@ -128,6 +129,19 @@ def main() -> None:
     assert r["order"] == order == [doc_id(PACK, s) for s in bundle.order], "reference and engine orders differ"
     assert len(bundle.order) == closure
 
+    # A write elsewhere (a memory) keeps the pack's view; a write in the pack rebuilds it (what every write cost
+    # before Workspace.cached_for). Three of each, interleaved.
+    memory, after_memory, after_pack_write = AgentMemory(workspace=ws), [], []
+    for i in range(3):
+        memory.store(f"benchmark memory {i}", vector=[1.0] + [0.0] * 383)
+        t = time.perf_counter()
+        flash(ws, PACK, target)
+        after_memory.append(time.perf_counter() - t)
+        put_doc(ws, PACK, f"extra{i}", title=f"Extra {i}", summary="s", content="body", embed=False)
+        t = time.perf_counter()
+        flash(ws, PACK, target)
+        after_pack_write.append(time.perf_counter() - t)
+
     # A 100,000-deep chain: ours works; the reference overflows even with a raised limit and big stack.
     chain = {f"c{i}": [f"c{i + 1}"] for i in range(99_999)}
     chain_exists = lambda x: True  # noqa: E731
@@ -146,6 +160,9 @@ def main() -> None:
         "flash_full_bundle_range": f"{ms(min(flash_times))} - {ms(max(flash_times))}",
         "flash_with_doc_records_median": ms(median(docs_times)),
         "flash_cold_after_change": ms(cold_s),
+        "flash_after_a_memory_write_median": ms(median(after_memory)),
+        "flash_after_a_write_in_the_pack_median": ms(median(after_pack_write)),
+        "ratio_after_pack_write_over_after_memory_write": round(median(after_pack_write) / median(after_memory), 1),
         "order_only_ours_median": ms(median(order_times)),
         "seed_recursive_order_only_median": ms(seed),
         "seed_recursive_order_only_range": f"{ms(min(ref_times))} - {ms(max(ref_times))}",

@@ -31,6 +31,8 @@ from .store import SQLiteStore, Store, open_store
 T = TypeVar("T")
 QUERY_VECTORS = 512  # distinct query embeddings remembered per workspace
 INDEX_FOLDER = "indexes"  # beside the store file: derived indexes persisted for the next process
+NAMESPACE_SCAN = 5000  # cached_for reads at most this many changes to see whether one namespace was touched
+_PLACED_OPS = ("node.put", "node.retract", "node.purge", "edges.put")  # the log names their one namespace
 
 
 class Workspace:
@@ -81,6 +83,41 @@ class Workspace:
         with self._lock:
             self._caches[name] = (counter, value)
         return value
+
+    def cached_for(self, namespace: str, name: str, build: Callable[[], T]) -> T:
+        """Like ``cached``, for a structure built only from the nodes and edges of one ``namespace`` (a pack's
+        view): it is kept while the change log since it was built names only other namespaces' nodes and
+        edges, vectors or records, so storing a memory does not rebuild a 100,000-doc pack's view. Any change
+        the log does not place in a namespace (a retraction of edges, tombstones, a history purge), a counter
+        gone backwards or more than ``NAMESPACE_SCAN`` changes rebuild it, as ``cached`` would."""
+        counter = self.store.change_counter()
+        with self._lock:
+            hit = self._caches.get(name)
+        if hit and hit[0] != counter and self._elsewhere(namespace, hit[0], counter):
+            with self._lock:
+                self._caches[name] = (counter, hit[1])
+            return hit[1]
+        if hit and hit[0] == counter:
+            return hit[1]
+        value = build()
+        with self._lock:
+            self._caches[name] = (counter, value)
+        return value
+
+    def _elsewhere(self, namespace: str, since: int, counter: int) -> bool:
+        """True when every change after ``since`` (up to ``counter``) is known to leave ``namespace``'s nodes and
+        edges as they were."""
+        if not since < counter <= since + NAMESPACE_SCAN:
+            return False
+        for change in self.store.changes_since(since, limit=NAMESPACE_SCAN):
+            if change.seq > counter:
+                break
+            if change.op.startswith(("vectors.", "record.")):
+                continue
+            if change.op in _PLACED_OPS and change.namespace and change.namespace != namespace:
+                continue
+            return False
+        return True
 
     def peek(self, name: str) -> Any:
         """The cached value if it is still fresh (the change counter has not moved since it was built), else None."""
