@@ -81,7 +81,8 @@ def main(venv: Path, home: Path) -> None:
     order = [doc["selector"] for doc in bundle["docs"]]
     expect(order == ["identity", "account", "membership", "invitations"], f"flash order {order}")
     check_web(exe, home, bundle["tokens"])
-    print(f"check-dist: agentcontext installed in {venv} runs (init, pack add, flash, web console login and flash page)")
+    print(f"check-dist: agentcontext installed in {venv} runs "
+          "(init, pack add, flash, web console login and flash page)")
 
 
 if __name__ == "__main__":

@@ -269,7 +269,7 @@ def redundant_edges(deps: Deps) -> list[tuple[str, str, list[str]]]:
             if not waiting[child]:
                 reach.pop(child, None)
     out = []
-    for a, children in deps.items():
+    for a in deps:
         for b, via in found.get(a, ()):
             path = shortest_path(via, b, deps)
             assert path is not None  # b is reachable from via by construction
