@@ -156,7 +156,7 @@ def single_stores(folder: Path, count: int) -> dict:
 
         client = chromadb.PersistentClient(path=str(folder / "single-chroma"),
                                            settings=Settings(anonymized_telemetry=False))
-        col = client.create_collection("m", embedding_function=None)
+        col = client.create_collection("single", embedding_function=None)
         lat = []
         for i, t in enumerate(texts[10:]):
             s = time.perf_counter()
