@@ -158,6 +158,9 @@ class SQLiteStore(SQLStore):
             for tag in tags:
                 where.add("EXISTS (SELECT 1 FROM json_each(n.tags) j WHERE j.value = ?)", tag)
             return
+        if len(tags) == 1:  # one tag: a range of the (tag, rid) key, no grouping (a conversation's turns)
+            where.add("n.rid IN (SELECT t.rid FROM node_tags t WHERE t.tag = ?)", tags[0])
+            return
         where.add(f"n.id IN (SELECT x.id FROM nodes x JOIN node_tags t ON t.rid = x.rid WHERE t.tag IN "
                   f"({','.join('?' * len(tags))}) GROUP BY x.id HAVING count(DISTINCT t.tag) = {len(tags)})", *tags)
 
