@@ -21,10 +21,10 @@ applied to the held-out one; the held-out figures are pooled. Categories (the de
 names; the LoCoMo release's evaluation code treats them so): 1 multi-hop, 2 temporal, 3 open-domain,
 4 single-hop, 5 adversarial (left out). Prints each fold's choice and recall per category before and after.
 
-Measured (dev split, held-out figures pooled over the five folds, busy machine; benchmarks/results/locomo_loco.json):
-date 0.3 (0.2 in one fold), spread 0 in every fold, feedback 0.25 in four folds; temporal (2) R@10
-0.869 -> 0.884 (+0.015), multi-hop (1) R@10 0.511 -> 0.505, overall R@5 0.696 -> 0.707. The issue's
-+0.05 on categories 1 and 2 is not reached, so none of the three is in memory search yet.
+Measured (dev split, held-out figures pooled over the five folds; benchmarks/results/locomo_loco.json):
+date 0.3 (0.2 in one fold), spread 0 in every fold, feedback 0.5 / 0.25 / 0 across folds; temporal (2)
+R@10 0.876 -> 0.884 (+0.009), multi-hop (1) R@10 0.512 -> 0.505, overall R@5 0.698 -> 0.708. The
+issue's +0.05 on categories 1 and 2 is not reached, so none of the three is in memory search yet.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ once on that split to "this turn is evidence for the question" against the cosin
 alone scores what its cosine earns, and keywords, speakers and conversation context add to that; a
 bare cosine (a precedent, a vector store's row) is scored by the same curve.
 
-The same fit on the fused value itself (scale 8.22, offset -6.01) separates LoCoMo's evidence from
+The same fit on the fused value itself (scale 8.19, offset -6.05) separates LoCoMo's evidence from
 the other turns of its conversation better, but scores a paraphrase found by meaning alone (cosine
 0.45, no shared word) at 0.09, so it is not the curve used: a score says "relevant to the query",
 not "the one turn that answers it among its neighbours".
