@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence
 
 from .errors import ValidationError
 from .graph.context_graph import ContextGraph
+from .graph.mentions import find
 from .graph.entity_table import (DEFAULT_BASE_URI, EntityTable, Resolution, core_name, initials, normalize,
                                  slug)
 
@@ -48,12 +49,11 @@ class EntityLinker:
 
     def __init__(self, similarity_threshold: float = 0.8, graph: ContextGraph | None = None,
                  base_uri: str = DEFAULT_BASE_URI, use_embeddings: bool = True,
-                 aliases: dict[str, str] | None = None, known_aliases: bool = True, **options: Any) -> None:
+                 aliases: dict[str, str] | None = None, known_aliases: bool = True) -> None:
         if not 0.0 < similarity_threshold <= 1.0:
             raise ValidationError("similarity_threshold must be in (0, 1]", similarity_threshold=similarity_threshold)
         self.graph = graph if graph is not None else ContextGraph()
         self.table = EntityTable(self.graph, similarity_threshold, base_uri, use_embeddings, aliases, known_aliases)
-        self.options = options
 
     @property
     def similarity_threshold(self) -> float:
@@ -122,16 +122,20 @@ class EntityLinker:
         return out
 
     def _find_mentions(self, text: str) -> list[dict[str, Any]]:
+        """This linker's entities the text names (graph/mentions.py's matcher: names, aliases, legal suffixes,
+        tickers, initials), then capitalised phrases it does not know yet, as new mentions."""
         found: list[dict[str, Any]] = []
-        lowered = normalize(text)
-        for ent in self.table.entities.values():
-            for n in self.table.names(ent):
-                if re.search(rf"\b{re.escape(normalize(n))}\b", lowered):
-                    found.append({"id": ent["id"], "text": n, "type": ent["type"]})
-                    break
+        named = find(self.graph, text)
+        for m in named:
+            for sid in m.entities:
+                ent = self.table.entities.get(self.graph.user_id(sid))
+                if ent is not None and all(f.get("id") != ent["id"] for f in found):
+                    found.append({"id": ent["id"], "text": ent["name"], "type": ent["type"]})
+        known = {normalize(f["text"]) for f in found} | {normalize(m.surface) for m in named}
         for match in re.finditer(r"\b[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*", text):
             surface = match.group(0).rstrip(".")
-            if not any(normalize(surface) == normalize(f["text"]) for f in found) and len(surface) > 1:
+            if normalize(surface) not in known and len(surface) > 1:
+                known.add(normalize(surface))
                 found.append({"text": surface})
         return found
 

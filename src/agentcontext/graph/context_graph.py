@@ -579,12 +579,31 @@ class ContextGraph:
         self.check("write", "graph.load")
         return load_graph(self, path, format)
 
-    def build_from_conversations(self, conversations: Sequence[Any], link_entities: bool = True,
-                                 **options: Any) -> dict[str, Any]:
+    def build_from_conversations(self, conversations: Sequence[Any], link_entities: bool = True) -> dict[str, Any]:
         from .conversations import build_from_conversations
 
         self.check("write", "graph.build")
-        return build_from_conversations(self, conversations, link_entities, **options)
+        return build_from_conversations(self, conversations, link_entities)
+
+    # --- entities named in text (graph/mentions.py) -------------------------------------------------
+    def find_mentions(self, text: str) -> list[dict[str, Any]]:
+        """The known entities ``text`` names, in order of appearance: ``entity`` (node id), ``surface`` (as
+        written), ``rule`` (exact_name, legal_suffix, alias, acronym), ``score``, ``count``, ``ambiguous``."""
+        from .mentions import find
+
+        return [{"entity": self.user_id(e), "surface": m.surface, "rule": m.rule, "score": m.score,
+                 "count": m.count, "ambiguous": m.ambiguous} for m in find(self, text) for e in m.entities]
+
+    def link_mentions(self, namespaces: Sequence[str] | None = None,
+                      kinds: Sequence[str] | None = None) -> dict[str, Any]:
+        """Link the records already stored (memories, pack docs, messages, decisions...) of ``namespaces``
+        (default: every namespace the graph reads) to the known entities their text names: ``mentions``
+        edges, which a second run does not duplicate. Returns ``scanned`` and ``linked`` counts."""
+        from .mentions import link_nodes
+
+        if namespaces is None:
+            namespaces = [ns for ns in self.store.namespaces() if self.scope is None or ns == self.scope]
+        return link_nodes(self, namespaces, kinds, actor=self.actor)
 
     def link_graph(self, other_graph: "ContextGraph", source_node_id: str, target_node_id: str,
                    link_type: str = "CROSS_GRAPH") -> str:

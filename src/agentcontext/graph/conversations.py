@@ -8,8 +8,8 @@ from typing import Any, Sequence
 from ..errors import NotFoundError, ValidationError
 from ..model import content_hash
 from .entity_table import EntityTable
+from .mentions import link_texts
 from .protocol import GraphLike
-
 
 
 def _load(conv: Any, index: int) -> dict[str, Any]:
@@ -27,16 +27,19 @@ def _load(conv: Any, index: int) -> dict[str, Any]:
                           index=index)
 
 
-def build_from_conversations(graph: GraphLike, conversations: Sequence[Any], link_entities: bool = True,
-                             **_: Any) -> dict[str, Any]:
+def build_from_conversations(graph: GraphLike, conversations: Sequence[Any],
+                             link_entities: bool = True) -> dict[str, Any]:
     """Add a ``conversation`` node per conversation, a ``message`` node per turn (``has_message``, ``next``),
     entity nodes with ``mentions`` edges, and the conversation's ``relationships`` between entities. Returns
     counts and the ids it built. With ``link_entities`` a mention is resolved by the graph's EntityTable (the
-    rules and entities an EntityLinker over this graph uses), so "Apple Inc." and "AAPL" stay one entity."""
+    rules and entities an EntityLinker over this graph uses), so "Apple Inc." and "AAPL" stay one entity, and
+    each message is linked to every known entity its text names (graph/mentions.py: the listed ones, the
+    graph's earlier entities and nodes; ``message_mentions`` counts those links). Without it, a message is
+    linked to a listed entity whose text it contains."""
     linker = EntityTable(graph) if link_entities else None
     before = graph.stats()
     built: dict[str, Any] = {"conversations": [], "messages": 0, "entities": {}, "entities_merged": 0,
-                             "relationships": 0}
+                             "relationships": 0, "message_mentions": 0}
     for i, raw in enumerate(conversations):
         conv = _load(raw, i)
         turns = conv.get("messages") or conv.get("turns") or []
@@ -78,9 +81,11 @@ def build_from_conversations(graph: GraphLike, conversations: Sequence[Any], lin
             local[mention] = local[surface] = entity_id
             built["entities"][mention] = entity_id
             edges.append({"source_id": conv_id, "target_id": entity_id, "edge_type": "mentions"})
-            for node in nodes:
-                if surface.lower() in node["content"].lower():
-                    edges.append({"source_id": node["node_id"], "target_id": entity_id, "edge_type": "mentions"})
+            if linker is None:  # no resolution: a message mentions a listed entity whose text it contains
+                for node in nodes:
+                    if surface.lower() in node["content"].lower():
+                        edges.append({"source_id": node["node_id"], "target_id": entity_id,
+                                      "edge_type": "mentions"})
         for rel in conv.get("relationships") or []:
             src = rel.get("source_id") or rel.get("source")
             dst = rel.get("target_id") or rel.get("target")
@@ -91,6 +96,10 @@ def build_from_conversations(graph: GraphLike, conversations: Sequence[Any], lin
                           "weight": rel.get("confidence", rel.get("weight", 1.0))})
             built["relationships"] += 1
         graph.add_edges(edges)
+        if linker is not None:  # each message's text, against every known entity (this conversation's too)
+            found = link_texts(graph, [(graph.store_id(n["node_id"]), n["content"], graph.namespace) for n in nodes],
+                               actor=graph.actor)
+            built["message_mentions"] += found["linked"]
     after = graph.stats()
     built["nodes_added"] = after["node_count"] - before["node_count"]
     built["edges_added"] = after["edge_count"] - before["edge_count"]

@@ -14,12 +14,12 @@ that matches decides (each decision says which rule and with what score):
 A candidate of another type, or whose context disagrees on a shared key, is never merged.
 Entities are nodes (type ``entity``, with ``uri``, ``aliases``, ``alias_ids`` and ``context`` in
 their properties) of the graph the table is given; ``EntityLinker`` (entities.py) and
-``build_from_conversations`` both keep their entities here, so each sees the other's.
+``build_from_conversations`` both keep their entities here, so each sees the other's. The name rules
+(normalising, legal suffixes, tickers, initials) are engine/names.py's, which the matcher that finds
+known names in text (engine/mentions.py, graph/mentions.py) uses too.
 """
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -27,23 +27,10 @@ from urllib.parse import quote
 import numpy as np
 
 from ..embed.cache import embed_texts
+from ..engine.names import KNOWN_ALIASES, core_name, initials, normalize
 from ..errors import NotFoundError
 from .protocol import GraphLike
 
-LEGAL_SUFFIXES = {
-    "inc", "incorporated", "corp", "corporation", "co", "company", "ltd", "limited", "llc", "llp", "lp", "plc",
-    "gmbh", "ag", "sa", "nv", "bv", "ab", "oy", "asa", "spa", "srl", "pty", "pte", "kk", "se", "sarl", "sas",
-}
-# Well-known tickers and short names; extend per table with aliases= or add_alias().
-KNOWN_ALIASES = {
-    "aapl": "apple", "msft": "microsoft", "googl": "alphabet", "goog": "alphabet", "amzn": "amazon",
-    "meta": "meta platforms", "fb": "facebook", "tsla": "tesla", "nvda": "nvidia",
-    "ibm": "international business machines",
-    "orcl": "oracle", "csco": "cisco systems", "intc": "intel", "amd": "advanced micro devices", "nflx": "netflix",
-    "crm": "salesforce", "adbe": "adobe", "jpm": "jpmorgan chase", "gs": "goldman sachs", "ko": "coca cola",
-    "pep": "pepsico", "wmt": "walmart", "dis": "walt disney", "ba": "boeing", "ge": "general electric",
-}
-_STOP = {"of", "and", "the", "for", "&"}
 DEFAULT_BASE_URI = "https://agentcontext.dev/entity/"
 
 
@@ -60,25 +47,6 @@ class Resolution:
     def to_dict(self) -> dict[str, Any]:
         return {"entity_id": self.entity_id, "rule": self.rule, "score": self.score, "considered": self.considered,
                 "rejected": self.rejected}
-
-
-def normalize(text: str) -> str:
-    """Casefolded, accents and punctuation removed, whitespace collapsed."""
-    text = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode()
-    text = re.sub(r"[^\w\s&]", " ", text.casefold().replace("'", ""))
-    return " ".join(text.split())
-
-
-def core_name(text: str) -> str:
-    """The normalised name without trailing legal suffixes ("Apple Inc." -> "apple")."""
-    words = normalize(text).split()
-    while len(words) > 1 and words[-1] in LEGAL_SUFFIXES:
-        words.pop()
-    return " ".join(words)
-
-
-def initials(text: str) -> str:
-    return "".join(w[0] for w in core_name(text).split() if w not in _STOP)
 
 
 def slug(text: str) -> str:

@@ -27,7 +27,7 @@ from ..workspace import Workspace
 from . import io as memory_io
 from . import chain, server_search
 from .index import MemoryIndex, memory_index
-from .links import entity_ids, link_memories
+from .links import entity_ids, link_memories, link_stored, link_texts, relink_text
 from .purge import about, purge_memories
 from .records import (CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, time_key,
                       to_memory)
@@ -154,7 +154,8 @@ class AgentMemory:
         ``conversation_id``, ``user_id``, ``id``, ``created_at``, ``vector`` (precomputed embedding) and
         ``context_vector`` (precomputed embedding of the previous turn's text, a newline, then this one's; used
         for a turn that follows another in its conversation, so nothing is embedded when both are supplied).
-        With an ``entity_graph``, memories whose metadata lists ``entities`` are linked to those entities."""
+        With an ``entity_graph``, memories whose metadata lists ``entities`` are linked to those entities, and
+        every memory to the graph's known entities its text names (memory/links.py)."""
         self.check("write", "memory.store")
         items = [self._item(x, None, None, None) for x in items]
         linking = self.entity_graph is not None and any(entity_ids(x.get("metadata")) for x in items)
@@ -163,7 +164,18 @@ class AgentMemory:
         ids = self._write(items, progress, audit="memory.store")
         if linking:
             link_memories(self, self.entity_graph, [(i, x.get("metadata")) for i, x in zip(ids, items)])
+        if self.entity_graph is not None:  # text links are edges of the memory's own namespace: no graph write
+            link_texts(self, self.entity_graph, [(i, str(x.get("content", x.get("text")) or ""))
+                                                 for i, x in zip(ids, items)])
         return ids
+
+    def link_mentions(self) -> dict[str, Any]:
+        """Link the memories already stored to the known entities of ``entity_graph`` their text names (new
+        entities since they were stored, or memories stored without a graph); ``scanned`` and ``linked``."""
+        if self.entity_graph is None:
+            raise ValidationError("link_mentions needs a graph of known entities: AgentMemory(entity_graph=graph) "
+                                  "or AgentContext(knowledge_graph=graph)")
+        return link_stored(self, self.entity_graph)
 
     def _write(self, items: list[dict[str, Any]], progress: Callable[[int, int], None] | None = None,
                audit: str | None = None) -> list[str]:
@@ -272,6 +284,8 @@ class AgentMemory:
         meta = dict((node.props or {}).get("metadata") or {})
         meta.update(metadata or {})
         self._rewrite(node, content if content is not None else node.content, meta, now_iso())
+        if content is not None and content != node.content and self.entity_graph is not None:
+            relink_text(self, self.entity_graph, memory_id, content)
         self._audit("memory.update", f"{self.namespace}/{memory_id}")
         return True
 
