@@ -216,7 +216,8 @@ class AgentContext:
             self.knowledge_graph = graph
 
     def load_graph(self, path: str, format: str | None = None) -> dict[str, Any]:
-        """Replace the knowledge graph's state from a saved graph (JSON file or Markdown directory)."""
+        """Replace the knowledge graph's state from a file: a saved graph (JSON, Markdown directory), networkx
+        node-link JSON, plain {"nodes", "edges"} JSON or GraphML (see ContextGraph.load_from_file)."""
         return state.load_graph(_acting(self._graph_or_new(), self.principal), path, format)
 
     # --- decisions -------------------------------------------------------------------------

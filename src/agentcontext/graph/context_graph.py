@@ -572,8 +572,11 @@ class ContextGraph:
         save_graph(self, path, format)
 
     def load_from_file(self, path: str, format: str | None = None) -> dict[str, Any]:
-        """Replace the graph's state from a saved graph; returns what was replayed (``skipped_erased``: the
-        nodes an erasure removed, which a load never brings back)."""
+        """Replace the graph's state from a file: a saved graph (JSON, Markdown directory), networkx node-link
+        JSON, plain ``{"nodes": [...], "edges": [...]}`` JSON or GraphML (``format`` = json, markdown, node_link,
+        plain, graphml; by default from the path and the content). Returns what was loaded (``skipped_erased``:
+        the nodes an erasure removed, which a load never brings back); a bad file is a ValidationError naming
+        the file and the element, and leaves the graph as it was."""
         from .persistence import load_graph
 
         self.check("write", "graph.load")

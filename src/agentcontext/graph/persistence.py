@@ -19,6 +19,7 @@ from typing import Any
 from .. import access, copies, files, safe_yaml
 from ..errors import ValidationError
 from ..model import Edge, Node, utcnow
+from . import formats
 from .crossgraph import LINK_KIND
 from .protocol import GraphLike
 
@@ -168,26 +169,43 @@ def save_graph(graph: GraphLike, path: str | os.PathLike, format: str = "json") 
                   [n["id"] for n in state["nodes"]], graph.actor)
 
 
-def load_graph(graph: GraphLike, path: str | os.PathLike, format: str | None = None) -> dict[str, int]:
+FORMATS = ("json", "markdown", "node_link", "plain", "graphml")
+
+
+def load_graph(graph: GraphLike, path: str | os.PathLike, format: str | None = None) -> dict[str, Any]:
+    """Replace ``graph``'s state from a file: a saved graph (JSON or a Markdown directory), networkx node-link
+    JSON, plain ``{"nodes", "edges"}`` JSON or GraphML (graph/formats.py). ``format`` defaults by the path:
+    a directory is Markdown, ``.graphml``/``.xml`` GraphML, anything else JSON of any of the three kinds."""
     source = Path(path)
     if not source.exists():
         from ..errors import NotFoundError
 
         raise NotFoundError(f"no saved graph at {source}", path=str(source))
     _refuse_link(source)
-    fmt = format or ("markdown" if source.is_dir() else "json")
-    if fmt == "json":
-        text = files.read_text(source, None, "saved graph (JSON)")
+    if format is not None and format not in FORMATS:
+        raise ValidationError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}", format=format)
+    fmt = format or ("markdown" if source.is_dir() else
+                     "graphml" if source.suffix.lower() in (".graphml", ".xml") else "json")
+    if fmt == "markdown":
+        state = _read_markdown(source)
+    elif fmt == "graphml":
+        return _load_foreign(graph, source, "graphml", *formats.from_graphml(
+            files.read_text(source, None, "graph file (GraphML)"), source))
+    else:
+        text = files.read_text(source, None, "graph file (JSON)")
         try:
             state = json.loads(text)
         except (json.JSONDecodeError, RecursionError) as exc:
             raise ValidationError(f"{source} is not valid JSON: {exc}", path=str(source)) from exc
-    elif fmt == "markdown":
-        state = _read_markdown(source)
-    else:
-        raise ValidationError(f"unknown format {fmt!r}; use json or markdown", format=fmt)
+        kind = formats.detect(state) if not (isinstance(state, dict) and state.get("format") == FORMAT) else "json"
+        if fmt != "json" and kind != fmt:
+            raise ValidationError(f"{source} is not a {fmt} graph (it reads as {kind or 'none of them'})",
+                                  path=str(source), format=fmt)
+        if kind in ("node_link", "plain"):
+            return _load_foreign(graph, source, kind, *formats.from_json(state, kind, source))
     if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise ValidationError(f"{source} is not a saved agentcontext graph", path=str(source))
+        raise ValidationError(f"{source} is not a saved agentcontext graph, node-link JSON, {{\"nodes\", \"edges\"}} "
+                              "JSON or GraphML", path=str(source))
     own = state.get("namespace") or graph.namespace  # replayed into the graph's own namespace
     foreign = {v.get("namespace") for n in state.get("nodes") or [] if isinstance(n, dict)
                for v in n.get("versions") or [] if isinstance(v, dict)} - {own, None}
@@ -195,6 +213,23 @@ def load_graph(graph: GraphLike, path: str | os.PathLike, format: str | None = N
         access.require(graph.workspace, graph.principal, ns, "admin", "graph.load", ns)  # for their admins
     graph.clear()
     return import_state(graph, state)
+
+
+def _load_foreign(graph: GraphLike, source: Path, fmt: str, nodes: list[dict[str, Any]],
+                  edges: list[dict[str, Any]]) -> dict[str, Any]:
+    """Replace the graph with checked nodes and edges; erased nodes (and their edges) stay out."""
+    graph.clear()  # a private graph gets a new store here: read graph.store only after it
+    store = graph.store
+    gone = set(store.erased([graph.store_id(n["node_id"]) for n in nodes])) if nodes else set()
+    if gone:
+        nodes = [n for n in nodes if graph.store_id(n["node_id"]) not in gone]
+        edges = [e for e in edges if graph.store_id(e["source_id"]) not in gone
+                 and graph.store_id(e["target_id"]) not in gone]
+    with store.transaction():
+        graph.add_nodes(nodes)
+        graph.add_edges(edges)
+    return {"format": fmt, "nodes": len(nodes), "edges": len(edges),
+            "skipped_erased": sorted(gone)}
 
 
 # --- markdown directory -----------------------------------------------------------------------
