@@ -227,3 +227,54 @@ def test_policy_impact_analysis_writes_nothing():
     assert graph.store.change_counter() == before
     with pytest.raises(ValidationError):
         engine.analyze_policy_impact("lend", {"min_confidance": 0.5})
+
+
+def test_register_rule_adds_a_rule_kind(engine: PolicyEngine):
+    from agentcontext.errors import ProcessingError
+
+    with pytest.raises(ValidationError, match="register_rule"):  # unknown keys keep failing until registered
+        engine.add_policy(_policy(rules={"max_amount": 1000}))
+
+    def max_amount(decision: Decision, limit: float):
+        amount = (decision.metadata or {}).get("amount", 0)
+        return None if amount <= limit else (amount, f"amount {amount} exceeds {limit}")
+
+    engine.register_rule("max_amount", max_amount, validate=lambda v: isinstance(v, (int, float)) and v > 0,
+                         expects="a positive amount")
+    with pytest.raises(ValidationError, match="max_amount must be a positive amount"):
+        engine.add_policy(_policy(rules={"max_amount": -1}))
+    engine.add_policy(_policy(rules={"max_amount": 1000, "min_confidence": 0.5}))
+    ok = engine.check_compliance(_decision(metadata={"amount": 900}), "p1")
+    bad = engine.check_compliance(_decision(metadata={"amount": 5000}), "p1")
+    assert ok and ok.checked_rules == ["max_amount", "min_confidence"]
+    assert not bad and [v.to_dict() for v in bad.violations] == [
+        {"rule": "max_amount", "expected": 1000, "actual": 5000, "message": "amount 5000 exceeds 1000"}]
+    assert engine.analyze_policy_impact("p1", {"max_amount": 10})["decisions_checked"] == 0
+
+    engine.register_rule("weekday_only", lambda d, v: d.timestamp.weekday() < 5 or "not on a weekday")
+    engine.register_rule("flaky", lambda d, v: 1 / 0)
+    engine.register_rule("odd", lambda d, v: 42)
+    engine.add_policy(_policy(policy_id="p2", rules={"flaky": True}))
+    with pytest.raises(ProcessingError, match="custom policy rule 'flaky' raised ZeroDivisionError"):
+        engine.check_compliance(_decision(), "p2")
+    engine.add_policy(_policy(policy_id="p3", rules={"odd": True}))
+    with pytest.raises(ValidationError, match="returned 42"):
+        engine.check_compliance(_decision(), "p3")
+    # names: not a built-in, not twice unless replaced, a plain identifier, a callable check
+    with pytest.raises(ConflictError, match="built-in"):
+        engine.register_rule("min_confidence", max_amount)
+    with pytest.raises(ConflictError, match="replace=True"):
+        engine.register_rule("max_amount", max_amount)
+    engine.register_rule("max_amount", lambda d, v: False, replace=True)
+    replaced = engine.check_compliance(_decision(metadata={"amount": 1}), "p1")
+    assert replaced.reasons == ["rule max_amount (1000) is not met"]
+    for name, check in (("Bad Name", max_amount), ("fine", "not callable")):
+        with pytest.raises(ValidationError):
+            engine.register_rule(name, check)  # type: ignore[arg-type]
+    # another engine over the same graph has not registered it: checking says so instead of passing
+    other = PolicyEngine(graph_store=engine.graph)
+    with pytest.raises(ValidationError, match="does not know: register it"):
+        other.check_compliance(_decision(metadata={"amount": 1}), "p1")
+    ctx = AgentContext(knowledge_graph=ContextGraph())
+    ctx.get_policy_engine().register_rule("max_amount", max_amount)
+    assert "max_amount" in ctx.get_policy_engine().rules  # the context keeps one engine while its graph stays

@@ -4,7 +4,7 @@ A policy is one node (``policy:<policy_id>``); ``update_policy`` writes a new st
 so ``get_policy_history`` is the node's version history. ``check_compliance`` returns a
 ``ComplianceResult`` that is truthy when the decision passes (or has a recorded exception for
 that policy) and lists each failed rule with the reason. Unknown rule keys are refused when the
-policy is added.
+policy is added, unless ``register_rule(name, check)`` added that rule kind to the engine.
 
 Access: the engine acts as its principal (given, else the graph's; None = the owner) under the graph's
 namespace: listing and reading policies, exceptions and approvals need ``read``; adding and updating
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
-from ..errors import ConflictError, NotFoundError, ValidationError
+from ..errors import ConflictError, NotFoundError, ProcessingError, ValidationError
 from ..model import Edge, Node, to_utc_iso
 from .common import (APPLIES_POLICY, APPROVAL, APPROVED_BY, DECISION, EXCEPTION, EXCEPTION_TO, HAS_EXCEPTION,
                      POLICY, Bound, as_datetime, decision_from_node, new_id)
@@ -150,27 +150,60 @@ RULES: dict[str, tuple[Callable[[Any], bool], str, Callable[[Decision, Any], tup
 }
 
 
-def validate_rules(rules: Any) -> None:
+RuleTable = dict[str, tuple[Callable[[Any], bool], str, Callable[[Decision, Any], tuple[Any, str] | None]]]
+_RULE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def validate_rules(rules: Any, table: RuleTable | None = None) -> None:
+    table = RULES if table is None else table
     if not isinstance(rules, dict):
         raise ValidationError(f"policy rules must be a dict, got {type(rules).__name__}")
-    unknown = sorted(set(rules) - set(RULES))
+    unknown = sorted(set(rules) - set(table))
     if unknown:
-        raise ValidationError(f"unknown policy rule keys {unknown}; known rules are {sorted(RULES)}",
-                              unknown=unknown, known=sorted(RULES))
+        raise ValidationError(f"unknown policy rule keys {unknown}; known rules are {sorted(table)} (add a rule kind "
+                              "with PolicyEngine.register_rule(name, check))", unknown=unknown, known=sorted(table))
     for key, value in rules.items():
-        ok, wants, _ = RULES[key]
+        ok, wants, _ = table[key]
         if not ok(value):
             raise ValidationError(f"policy rule {key} must be {wants}, got {value!r}", rule=key, value=value)
 
 
-def evaluate_rules(rules: dict[str, Any], decision: Decision) -> list[RuleViolation]:
+def evaluate_rules(rules: dict[str, Any], decision: Decision, table: RuleTable | None = None) -> list[RuleViolation]:
     """The rules the decision breaks, each with the reason (empty: compliant)."""
+    table = RULES if table is None else table
     out = []
     for rule, value in rules.items():
-        failed = RULES[rule][2](decision, value)
+        if rule not in table:
+            raise ValidationError(f"the policy uses rule {rule!r}, which this PolicyEngine does not know: register it "
+                                  f"with register_rule({rule!r}, check) before checking (custom rules live in the "
+                                  "process that registers them)", rule=rule)
+        failed = table[rule][2](decision, value)
         if failed is not None:
             out.append(RuleViolation(rule, value, failed[0], failed[1]))
     return out
+
+
+def custom_check(name: str, check: Callable[[Decision, Any], Any]) -> Callable[[Decision, Any], tuple[Any, str] | None]:
+    """A registered check as the engine calls it: None/True passes; False, a message, or (actual, message) fails."""
+
+    def run(decision: Decision, value: Any) -> tuple[Any, str] | None:
+        try:
+            got = check(decision, value)
+        except Exception as exc:  # the rule's own bug: say which rule, keep the cause
+            raise ProcessingError(f"custom policy rule {name!r} raised {type(exc).__name__}: {exc}",
+                                  rule=name) from exc
+        if got is None or got is True:
+            return None
+        if got is False:
+            return None, f"rule {name} ({value!r}) is not met"
+        if isinstance(got, str):
+            return None, got
+        if isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], str):
+            return got[0], got[1]
+        raise ValidationError(f"custom policy rule {name!r} returned {got!r}; return None or True to pass, and "
+                              "False, a message or (actual, message) to fail", rule=name)
+
+    return run
 
 
 def next_version(version: str) -> str:
@@ -195,15 +228,33 @@ class PolicyEngine(Bound):
         self._bind(graph_store if graph_store is not None else graph, namespace, "PolicyEngine",
                    principal if principal is not None else (actor or None))
         self.graph_store = self.graph
+        self.rules: RuleTable = dict(RULES)  # the built-in rule kinds and the ones register_rule adds
 
     @property
     def actor(self) -> str:
         """Who the engine's writes and audit rows are attributed to: the acting principal."""
         return self.who
 
+    def register_rule(self, name: str, check: Callable[[Decision, Any], Any],
+                      validate: Callable[[Any], bool] | None = None, expects: str = "a valid value",
+                      replace: bool = False) -> None:
+        """Add a rule kind: policies of this engine may then use ``name`` in their rules, and
+        ``check(decision, value)`` decides it (None or True passes; False, a message, or (actual, message)
+        fails). ``validate(value)`` is checked when a policy is added (``expects`` says what it wants).
+        Built-in rules cannot be replaced; a custom one only with ``replace=True``."""
+        if not isinstance(name, str) or not _RULE_NAME.match(name):
+            raise ValidationError(f"a rule name is lower-case letters, digits and _ (got {name!r})", rule=name)
+        if not callable(check) or (validate is not None and not callable(validate)):
+            raise ValidationError(f"register_rule({name!r}) needs a callable check (and validate, if given)", rule=name)
+        if name in RULES:
+            raise ConflictError(f"{name!r} is a built-in policy rule and cannot be replaced", rule=name)
+        if name in self.rules and not replace:
+            raise ConflictError(f"rule {name!r} is already registered; pass replace=True to replace it", rule=name)
+        self.rules[name] = (validate or (lambda _v: True), expects, custom_check(name, check))
+
     # --- policies --------------------------------------------------------------------------
     def _node(self, policy: Policy, change_reason: str = "") -> Node:
-        validate_rules(policy.rules)
+        validate_rules(policy.rules, self.rules)
         if not isinstance(policy.policy_id, str) or not policy.policy_id.strip():
             raise ValidationError("a policy needs a non-empty policy_id")
         props = {**policy.to_dict(), "created_at": to_utc_iso(policy.created_at),
@@ -311,7 +362,7 @@ class PolicyEngine(Bound):
         self.check("write", "policy.check", decision.decision_id if isinstance(decision, Decision) else decision)
         d = self._decision(decision)
         policy = self.get_policy(policy_id)
-        violations = evaluate_rules(policy.rules, d)
+        violations = evaluate_rules(policy.rules, d, self.rules)
         excepted = None
         if violations:
             for exc in self.get_exceptions(decision_id=d.decision_id, policy_id=policy_id):
@@ -341,14 +392,14 @@ class PolicyEngine(Bound):
     def analyze_policy_impact(self, policy_id: str, rules: dict[str, Any]) -> dict[str, Any]:
         """What proposed rules would change for the recorded decisions the policy applies to (nothing is written)."""
         self.check("read", "policy.read", policy_id)
-        validate_rules(rules)
+        validate_rules(rules, self.rules)
         policy = self.get_policy(policy_id)
         tags = None if policy.category in ("*", "global") else [f"category:{policy.category}"]
         nodes = self.store.find_nodes(namespace=self.namespace, kind=DECISION, tags=tags, order="recorded")
         newly_violating, newly_compliant, still_violating = [], [], []
         for node in nodes:
             d = decision_from_node(node)
-            now, then = evaluate_rules(policy.rules, d), evaluate_rules(rules, d)
+            now, then = evaluate_rules(policy.rules, d, self.rules), evaluate_rules(rules, d, self.rules)
             row = {"decision_id": d.decision_id, "outcome": d.outcome, "reasons": [v.message for v in then]}
             if then and not now:
                 newly_violating.append(row)
