@@ -189,3 +189,14 @@ def test_agent_context_flags_reach_the_graph_it_builds(tmp_path) -> None:
         AgentContext(vector_store=vs, knowledge_graph=given, kg_algorithms=True)
     with pytest.raises(TypeError):
         AgentContext(vector_store=vs, kg_algoritms=True)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: __import__("agentcontext").VectorStore(backend="inmemory", dimention=384),
+    lambda: __import__("agentcontext").ContextRetriever(use_graph_expanson=False),
+    lambda: __import__("agentcontext").EntityLinker(similarity_treshold=0.9),
+    lambda: ContextGraph().build_from_conversations([], link_entitites=False),
+])
+def test_no_constructor_accepts_and_ignores_an_option(build) -> None:
+    with pytest.raises(TypeError):  # each took **options and dropped them; a misspelt option is an error now
+        build()

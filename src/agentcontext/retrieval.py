@@ -66,7 +66,7 @@ def _stores_of(*owners: Any) -> list[Any]:
 class ContextRetriever:
     def __init__(self, memory_store: Any = None, knowledge_graph: Any = None, vector_store: Any = None,
                  use_graph_expansion: bool = True, max_expansion_hops: int = 2, hybrid_alpha: float = 0.5,
-                 proximity_weight: float = 0.0, principal: str | None = None, **options: Any) -> None:
+                 proximity_weight: float = 0.0, principal: str | None = None) -> None:
         if not 0.0 <= float(hybrid_alpha) <= 1.0:
             raise ValidationError(f"hybrid_alpha must be in [0, 1], got {hybrid_alpha}", hybrid_alpha=hybrid_alpha)
         if int(max_expansion_hops) < 0:
@@ -79,7 +79,6 @@ class ContextRetriever:
         self.hybrid_alpha = float(hybrid_alpha)
         self.proximity_weight = float(proximity_weight)
         self._principal = principal
-        self.options = options
 
     @property
     def principal(self) -> str | None:

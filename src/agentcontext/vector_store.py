@@ -25,8 +25,8 @@ BACKENDS = ("sqlite", "inmemory", "faiss")
 
 class VectorStore:
     def __init__(self, backend: str = "sqlite", dimension: int | None = None, *, home: str | Path | None = None,
-                 url: str | None = None, workspace: Workspace | None = None, embedder: Embedder | None = None,
-                 **options: Any) -> None:
+                 url: str | None = None, workspace: Workspace | None = None,
+                 embedder: Embedder | None = None) -> None:
         if backend not in BACKENDS:
             raise ValidationError(f"unknown vector store backend {backend!r}; use one of {', '.join(BACKENDS)}",
                                   backend=backend)
@@ -48,7 +48,6 @@ class VectorStore:
                     extra="faiss") from exc
         self.backend = backend
         self.dimension = expected
-        self.options = options
         if workspace is not None:
             self.workspace = workspace
         elif backend == "sqlite":
