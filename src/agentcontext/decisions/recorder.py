@@ -245,7 +245,18 @@ class DecisionRecorder(Bound):
         if with_embedding and node.embed_hash:
             vec = self.store.get_vectors([node.embed_hash], self.ws.model_name).get(node.embed_hash)
             d.reasoning_embedding = vec.tolist() if vec is not None else None
+        if with_embedding and getattr(self.graph, "node_embeddings", False) and hasattr(self.graph, "embeddings"):
+            structural = self.graph.embeddings.by_store_id([node.id]).get(node.id)  # structural, Node2Vec
+            d.node2vec_embedding = structural.tolist() if structural is not None else None
         return d
+
+    def _embeddings(self) -> Any:
+        """The graph's Node2Vec embeddings, or a ValidationError when its node_embeddings flag is off."""
+        embeddings = getattr(self.graph, "embeddings", None)
+        if embeddings is None or not getattr(self.graph, "node_embeddings", False):
+            raise ValidationError("Node2Vec precedents need a graph with node_embeddings=True "
+                                  "(ContextGraph(node_embeddings=True))", option="node_embeddings")
+        return embeddings
 
     def get_decisions(self, ids: Sequence[str]) -> dict[str, Decision]:
         self.check("read", "decision.read")
@@ -308,6 +319,7 @@ class DecisionRecorder(Bound):
         proximity_weight: float | None = None,
         min_similarity: float = 0.0,
         exclude: Sequence[str] | None = None,
+        structural: str = "links",
     ) -> list[Decision]:
         """Past decisions most like ``scenario``, best first, with their scores in ``metadata`` (all in [0, 1],
         absolute: comparable across queries, so ``min_similarity`` filters).
@@ -328,10 +340,17 @@ class DecisionRecorder(Bound):
           ``similarity`` is the combined score.
 
         ``as_of`` keeps only decisions whose validity window contains that time.
+        ``structural`` says what the structural score is: ``links`` (the Jaccard overlap), ``node2vec`` (the
+        cosine of the decision's Node2Vec vector with the mean vector of the query's entities and policies;
+        needs ``node_embeddings`` on the graph) or ``blend`` (their mean).
         """
         self.check("read", "decision.precedents")
         if not isinstance(scenario, str) or not scenario.strip():
             raise ValidationError("find_precedents needs a non-empty scenario text")
+        if structural not in ("links", "node2vec", "blend"):
+            raise ValidationError(f"structural must be links, node2vec or blend (got {structural!r})",
+                                  structural=structural)
+        embeddings = self._embeddings() if structural != "links" else None
         if limit <= 0:
             return []
         w = proximity.check_weight(0.0 if proximity_weight is None else proximity_weight)
@@ -356,6 +375,15 @@ class DecisionRecorder(Bound):
                 union = mine | query_links
                 struct[did] = len(mine & query_links) / len(union) if union else 0.0
                 shared[did] = sorted(mine & query_links)
+            if embeddings is not None:  # Node2Vec: the cosine with the mean vector of the query's links
+                vecs = embeddings.by_store_id([*sem, *sorted(query_links)])
+                anchors = [vecs[a] for a in sorted(query_links) if a in vecs]
+                anchor = np.mean(anchors, axis=0) if anchors else None
+                norm = float(np.linalg.norm(anchor)) if anchor is not None else 0.0
+                for did in sem:
+                    vec = vecs.get(did)
+                    cos = max(0.0, float(vec @ anchor) / norm) if vec is not None and norm > 0 else 0.0
+                    struct[did] = cos if structural == "node2vec" else (struct.get(did, 0.0) + cos) / 2
         sw = STRUCTURAL_WEIGHT if struct else 0.0  # mixed with the cosine, then calibrated like it
         hybrid = {i: float(RELEVANCE(blend(cosine[i], struct.get(i, 0.0), sw))) if sw else sem[i] for i in sem}
         prox = proximity.store_proximity(self.store, self.anchors(scenario, query_links), list(sem),

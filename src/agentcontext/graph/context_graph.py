@@ -28,6 +28,7 @@ from ..workspace import Workspace
 from ..engine import traversal
 from .algorithms import GraphAlgorithms
 from .analytics import GraphAnalytics
+from .embeddings import NodeEmbeddings
 from .extras import require_extras
 from .walks import DEFAULT_NODE_TYPE, GraphWalks
 from .records import edge_dict, node_dict, parse_edge_item, parse_node_item
@@ -79,6 +80,7 @@ class ContextGraph:
         self.analytics = GraphAnalytics(self)
         self.algorithms = GraphAlgorithms(self)
         self.walks = GraphWalks(self)
+        self.embeddings = NodeEmbeddings(self)
         from .crossgraph import register
 
         register(self)
@@ -526,6 +528,16 @@ class ContextGraph:
         preferential_attachment on the undirected graph (``kg_algorithms``; engine/linkpred.py)."""
         self.check("read", "graph.analytics", node_id or "")
         return self.algorithms.predict_links(node_id, top_k, method, relationship_types, node_type)
+
+    def node2vec(self, node_ids: Sequence[str] | None = None, **params: Any) -> dict[str, list[float]]:
+        """Node2Vec structural embeddings (``node_embeddings``): node id -> unit vector, from biased random
+        walks + skip-gram (engine/node2vec.py; ``dimensions``, ``walk_length``, ``num_walks``, ``p``, ``q``,
+        ``window``, ``negatives``, ``epochs``, ``seed``); cached until the graph changes."""
+        return self.embeddings.vectors(node_ids, **params)
+
+    def structurally_similar(self, node_id: str, top_k: int = 10, **params: Any) -> list[dict[str, Any]]:
+        """The nodes whose Node2Vec vectors are closest to ``node_id``'s (``id``, ``similarity``), best first."""
+        return self.embeddings.similar(node_id, top_k, **params)
 
     # --- analytics (graph/analytics.py over the igraph engine) -----------------------------------
     def pagerank(self, damping: float = 0.85, weighted: bool = True, top_k: int | None = None) -> dict[str, float]:
