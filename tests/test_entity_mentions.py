@@ -167,3 +167,20 @@ def test_scan_agrees_with_a_regex_oracle_on_random_texts() -> None:
             span = normalize(names[int(e[1:])])
             assert any(span in normalize(names[int(g[1:])]) or normalize(names[int(g[1:])]) in span
                        or len(set(span.split()) & set(normalize(names[int(g[1:])]).split())) for g in got)
+
+
+def test_an_erased_entity_takes_its_text_links_and_is_no_longer_found(tmp_path) -> None:
+    from agentcontext import VectorStore
+    from agentcontext.erasure import erase_workspace_entity
+
+    ws = Workspace.open(home=tmp_path / ".agentcontext", create=True)
+    graph = ContextGraph(workspace=ws)
+    graph.add_node("acme", "company", properties={"name": "Acme Corp"})
+    ctx = AgentContext(vector_store=VectorStore(workspace=ws), knowledge_graph=graph)
+    mid = ctx.store("Alice works at Acme")
+    assert [e.props["via"] for e in ws.store.edges(src=[mid], type="mentions")] == ["text"]
+    receipt = erase_workspace_entity(ws, graph.store_id("acme"), reason="test")
+    assert [m["id"] for m in receipt.mentions] == [mid]  # the text link made the memory a listed mention
+    assert ws.store.edges(src=[mid], type="mentions") == []
+    assert text_links(ws, ctx.store("Acme again")) == {}  # the erased name is no longer matched
+    ws.close()
