@@ -533,10 +533,12 @@ class ContextGraph:
         """Node2Vec structural embeddings (``node_embeddings``): node id -> unit vector, from biased random
         walks + skip-gram (engine/node2vec.py; ``dimensions``, ``walk_length``, ``num_walks``, ``p``, ``q``,
         ``window``, ``negatives``, ``epochs``, ``seed``); cached until the graph changes."""
+        self.check("read", "graph.read")
         return self.embeddings.vectors(node_ids, **params)
 
     def structurally_similar(self, node_id: str, top_k: int = 10, **params: Any) -> list[dict[str, Any]]:
         """The nodes whose Node2Vec vectors are closest to ``node_id``'s (``id``, ``similarity``), best first."""
+        self.check("read", "graph.read", node_id)
         return self.embeddings.similar(node_id, top_k, **params)
 
     # --- analytics (graph/analytics.py over the igraph engine) -----------------------------------
@@ -606,6 +608,7 @@ class ContextGraph:
         written), ``rule`` (exact_name, legal_suffix, alias, acronym), ``score``, ``count``, ``ambiguous``."""
         from .mentions import find
 
+        self.check("read", "graph.read")
         return [{"entity": self.user_id(e), "surface": m.surface, "rule": m.rule, "score": m.score,
                  "count": m.count, "ambiguous": m.ambiguous} for m in find(self, text) for e in m.entities]
 
@@ -616,6 +619,7 @@ class ContextGraph:
         edges, which a second run does not duplicate. Returns ``scanned`` and ``linked`` counts."""
         from .mentions import link_nodes
 
+        self.check("write", "graph.link_mentions")
         if namespaces is None:
             namespaces = [ns for ns in self.store.namespaces() if self.scope is None or ns == self.scope]
         return link_nodes(self, namespaces, kinds, actor=self.actor)
