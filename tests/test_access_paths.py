@@ -366,3 +366,16 @@ def test_record_decision_takes_a_precomputed_embedding_and_refuses_unknown_argum
     with pytest.raises(ValidationError) as info:
         DecisionRecorder(g).record_decision("refund", "Refund", "", "approved", 0.5, mood="sunny")
     assert info.value.data["arguments"] == ["mood"]
+
+
+def test_precedent_proximity_never_walks_through_a_hidden_record(hws):
+    """proximity_weight scores a decision by graph hops from the query's entities: for a principal those hops
+    may only pass through records it may read (a score must not reveal a path through HR)."""
+    default = ContextGraph(workspace=hws)
+    default.add_node("carol", "person", content="Carol, a manager")
+    default.add_edge("carol", "graph:hr/dana", "manages")  # carol -> dana (HR) -> dec_late
+    def proximity(graph):
+        found = DecisionRecorder(graph).find_precedents("laptop refund", entities=["carol"], proximity_weight=1.0)
+        return {d.decision_id: d.metadata["proximity_score"] for d in found}
+    assert proximity(default)["dec_late"] == pytest.approx(1 / 3)  # two hops, through Dana
+    assert proximity(ContextGraph(workspace=hws, principal="reader")).get("dec_late", 0.0) == 0.0

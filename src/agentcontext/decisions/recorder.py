@@ -7,7 +7,7 @@ Module functions ``record_decision(graph, ...)``, ``record_decisions(graph, item
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 
 import numpy as np
@@ -296,13 +296,20 @@ class DecisionRecorder(Bound):
         found = self.seen(self.store.get_nodes([n for n in named if n]))
         return {i for i, node in found.items() if node.kind in (ENTITY, POLICY)}
 
+    def visible_ids(self) -> Callable[[list[str]], set[str]] | None:
+        """For walks: which of some store ids the principal may read (None: all of them)."""
+        sees = self.sees()
+        if sees is None:
+            return None
+        return lambda ids: {i for i, node in self.store.get_nodes(ids).items() if sees(node)}
+
     def anchors(self, scenario: str, links: set[str]) -> dict[str, float]:
         """Where graph proximity is measured from: the query's entities and policies (relevance 1) and, when it
         names none, the entities and policies its text matches best (relevance: the share of its words they hold)."""
         if links:
             return {i: 1.0 for i in links}
         hits = self.store.text_search(scenario, namespace=self.namespace, kind=[ENTITY, POLICY], limit=5)
-        nodes = self.store.get_nodes([i for i, _ in hits])
+        nodes = self.seen(self.store.get_nodes([i for i, _ in hits]))
         return {i: proximity.term_share(scenario, " ".join((n.key, n.title, n.summary, n.content)).replace("_", " "))
                 for i, n in nodes.items()}
 
@@ -386,8 +393,8 @@ class DecisionRecorder(Bound):
                     struct[did] = cos if structural == "node2vec" else (struct.get(did, 0.0) + cos) / 2
         sw = STRUCTURAL_WEIGHT if struct else 0.0  # mixed with the cosine, then calibrated like it
         hybrid = {i: float(RELEVANCE(blend(cosine[i], struct.get(i, 0.0), sw))) if sw else sem[i] for i in sem}
-        prox = proximity.store_proximity(self.store, self.anchors(scenario, query_links), list(sem),
-                                         max_hops) if w > 0 and sem else {}
+        prox = proximity.store_proximity(self.store, self.anchors(scenario, query_links), list(sem), max_hops,
+                                         self.visible_ids()) if w > 0 and sem else {}
         combined = {i: blend(hybrid[i], prox.get(i, 0.0), w) for i in sem}
         scored = [i for i in sorted(combined, key=lambda i: (-combined[i], i)) if combined[i] >= min_similarity]
         found = self.get_decisions(scored[:limit])

@@ -144,10 +144,13 @@ def blend_proximity(graph: ProximityGraph, results: Sequence[dict[str, Any]], qu
     return out
 
 
-def store_proximity(store: Store, anchors: dict[str, float], targets: Iterable[str], hops: int = 2) -> dict[str, float]:
+def store_proximity(store: Store, anchors: dict[str, float], targets: Iterable[str], hops: int = 2,
+                    visible: Callable[[list[str]], set[str]] | None = None) -> dict[str, float]:
     """``proximity_scores`` over store ids, walking the store's active edges (either direction) breadth-first
     from each anchor: a target ``h`` hops from an anchor of relevance ``r`` scores ``r / (1 + h)`` (best over
-    anchors), 0 beyond ``hops``. For callers bound to a store rather than to a ``ContextGraph``."""
+    anchors), 0 beyond ``hops``. For callers bound to a store rather than to a ``ContextGraph``. ``visible``
+    (given the ids a step reaches, returns those the caller may read) keeps the walk out of records the
+    caller may not see, so a score never reflects a path through them."""
     wanted = set(targets)
     scores = {t: 0.0 for t in wanted}
     for anchor, relevance in sorted(anchors.items(), key=lambda a: -a[1]):
@@ -168,5 +171,8 @@ def store_proximity(store: Store, anchors: dict[str, float], targets: Iterable[s
                     if other not in seen:
                         seen.add(other)
                         nxt.append(other)
+            if visible is not None and nxt:
+                allowed = visible(nxt)
+                nxt = [n for n in nxt if n in allowed]
             frontier = nxt
     return scores
