@@ -2,6 +2,9 @@
 absolutely, so an unrelated query scores low whatever the store holds and ``min_score`` filters it out."""
 from __future__ import annotations
 
+import json
+import subprocess
+
 import pytest
 
 from agentcontext import AgentContext, AgentMemory, VectorStore
@@ -9,6 +12,10 @@ from agentcontext.engine.fusion import RELEVANCE, Calibration
 from agentcontext.graph.context_graph import ContextGraph
 from agentcontext.knowledge import packs
 from agentcontext.knowledge.search import search_knowledge
+from agentcontext.mcp_server import build_server
+
+from .conftest import CLI
+from .test_mcp import call, run
 
 COOKING = [
     "I cooked a spicy tomato pasta sauce with fresh basil for dinner",
@@ -81,6 +88,18 @@ def test_search_knowledge_scores_are_absolute(ws, write_pack):
     assert sum(relevant[0].signals.values()) == pytest.approx(relevant[0].score)  # signals: shares of the score
     with pytest.raises(Exception, match="min_score"):
         search_knowledge(ws, pack, "bread", min_score=1.5)
+    # The same through the MCP tool and the CLI.
+    async def mcp(client):
+        return [await call(client, "search_knowledge", {"pack": pack, "query": q, "min_score": 0.3})
+                for q in (GLUONS, "how to knead bread dough")]
+    (err1, none), (err2, some) = run(build_server(ws), mcp)
+    assert not err1 and not err2 and none["hits"] == [] and some["hits"][0]["selector"] == "kitchen.bread"
+    home = str(ws.store.path.parent)
+    for query, expected in ((GLUONS, []), ("how to knead bread dough", ["kitchen.bread"])):
+        done = subprocess.run([*CLI, "--home", home, "search", pack, query, "--min-score", "0.3", "--json"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert [h["selector"] for h in json.loads(done.stdout)][:1] == expected
 
 
 def test_find_precedents_scores_are_absolute(tmp_path):

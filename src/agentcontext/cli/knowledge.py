@@ -26,20 +26,23 @@ def search(ctx: typer.Context, pack: Optional[str] = typer.Argument(None, help="
                                                    "this type."),
            all_packs: bool = typer.Option(False, "--all", help="Search every pack you may read: search --all QUERY."),
            limit: int = typer.Option(10, "--limit", help="At most this many hits, best first."),
+           min_score: float = typer.Option(0.0, "--min-score", help="Drop hits scoring below this (absolute "
+                                           "relevance from 0 to 1)."),
            json_out: bool = JSON_OPTION) -> None:
     """Search a pack by metadata first (selector, title, tags, summary), then body text and meaning."""
     ws = open_workspace(ctx)
     if all_packs:
         if query or tag or kind or prefix or related_to or edge_type:
-            raise ValidationError("search --all takes only the query (and --limit); the filters work in one pack: "
+            raise ValidationError("search --all takes only the query (and --limit, --min-score); the filters work "
+                                  "in one pack: "
                                   "search PACK QUERY --kind ...")
-        hits = catalog.search_packs(ws, pack or "", limit=limit, principal=principal(ctx))
+        hits = catalog.search_packs(ws, pack or "", limit=limit, principal=principal(ctx), min_score=min_score)
     elif pack is None:
         raise ValidationError("search needs a PACK (or --all to search every pack): search PACK [QUERY]")
     else:
         hits = tools.search_knowledge(ws, pack, query, tags=tag, kind=kind, selector_prefix=prefix,
                                       related_to=related_to, edge_type=edge_type, limit=limit,
-                                      principal=principal(ctx))
+                                      principal=principal(ctx), min_score=min_score)
 
     def human(rows: list[dict[str, Any]]) -> None:
         if not rows:

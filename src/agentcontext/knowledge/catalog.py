@@ -90,16 +90,17 @@ def pack_facets(ws: Workspace, pack: str, principal: str | None = None) -> dict[
     return {"pack": pack, "docs": len(rows), "kinds": dict(kinds.most_common()), "tags": dict(tags.most_common())}
 
 
-def search_packs(ws: Workspace, query: str, limit: int = 20, principal: str | None = None) -> list[dict[str, Any]]:
+def search_packs(ws: Workspace, query: str, limit: int = 20, principal: str | None = None,
+                 min_score: float = 0.0) -> list[dict[str, Any]]:
     """``search_knowledge`` over every pack the principal may see, merged best first; each hit names its pack.
-    Scores are comparable across packs (the same signals and weights everywhere)."""
+    Scores are absolute and comparable across packs; ``min_score`` drops weaker hits."""
     if not isinstance(query, str) or not query.strip():
         raise ValidationError("search across packs needs a query")
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
         raise ValidationError(f"limit must be an integer from 1 to 1000, got {limit!r}")
     hits = []
     for p in list_packs(ws, principal):
-        for h in search_knowledge(ws, p["pack"], query, limit=limit, principal=principal):
+        for h in search_knowledge(ws, p["pack"], query, limit=limit, principal=principal, min_score=min_score):
             hits.append({"pack": p["pack"], **h.to_dict()})
     hits.sort(key=lambda h: (-h["score"], h["pack"], h["selector"]))
     return hits[:limit]

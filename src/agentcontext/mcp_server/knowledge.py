@@ -41,6 +41,8 @@ class SearchArgs(StrictArgs):
                                       "edge in either direction.")
     edge_type: Optional[EdgeType] = Field(None, description="With related_to: only edges of this type.")
     limit: int = Field(10, ge=1, le=1000, description="At most this many hits, best first.")
+    min_score: float = Field(0.0, ge=0.0, le=1.0, description="Drop hits scoring below this (scores are absolute "
+                             "relevance in [0, 1]: about 0.5 and up is a likely answer).")
 
 
 class NeighborArgs(StrictArgs):
@@ -112,7 +114,8 @@ def _list_packs(ctx: CallContext, _: NoArgs) -> dict[str, Any]:
 def _search(ctx: CallContext, a: SearchArgs) -> dict[str, Any]:
     hits = tools.search_knowledge(ctx.ws, a.pack, a.query, tags=a.tags, kind=a.kind,
                                   selector_prefix=a.selector_prefix, related_to=a.related_to,
-                                  edge_type=a.edge_type, limit=a.limit, principal=ctx.principal)
+                                  edge_type=a.edge_type, limit=a.limit, principal=ctx.principal,
+                                  min_score=a.min_score)
     return {"pack": a.pack, "hits": hits}
 
 
