@@ -379,3 +379,17 @@ def test_precedent_proximity_never_walks_through_a_hidden_record(hws):
         return {d.decision_id: d.metadata["proximity_score"] for d in found}
     assert proximity(default)["dec_late"] == pytest.approx(1 / 3)  # two hops, through Dana
     assert proximity(ContextGraph(workspace=hws, principal="reader")).get("dec_late", 0.0) == 0.0
+
+
+def test_text_links_go_only_to_entities_the_writer_may_read(hws):
+    """Linking a stored memory's text to known entities (issue 11 s3) must not give a writer an edge to an
+    entity of a graph it may not read: that edge would tell it the entity exists."""
+    access.grant(hws, "reader", "memory:default", "write")
+    def linked(principal):
+        mem = memory(hws, principal=principal, entity_graph=ContextGraph(workspace=hws))
+        mid = mem.store(f"Dana and Alice talked about the offsite ({principal})")
+        return {e.dst for e in hws.store.edges(src=[mid], type="mentions")}
+    owner = linked(None)
+    assert "graph:hr/dana" in owner and any(t.endswith("alice") for t in owner)
+    reader = linked("reader")
+    assert "graph:hr/dana" not in reader and any(t.endswith("alice") for t in reader)

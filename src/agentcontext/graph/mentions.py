@@ -139,12 +139,18 @@ def link_texts(graph: GraphLike, items: Sequence[tuple[str, str, str]], actor: s
             have.setdefault(e.src, set()).add(e.dst)
     edges: list[Edge] = []
     links: list[dict[str, Any]] = []
-    for sid, text, namespace in items:
+    scanned = [(sid, namespace, m.scan(text or "")) for sid, text, namespace in items]
+    hidden: set[str] = set()
+    if graph.restricted:  # link only to entities the acting principal may read (an edge would reveal one)
+        named = sorted({e for _, _, found in scanned for mention in found for e in mention.entities})
+        nodes = graph.store.get_nodes(named)
+        hidden = {e for e in named if e not in nodes or not graph.sees(nodes[e])}
+    for sid, namespace, found in scanned:
         mine = have.get(sid, set())
         position = len(mine)
-        for mention in m.scan(text or ""):
+        for mention in found:
             for entity in mention.entities:
-                if entity == sid or entity in mine:
+                if entity == sid or entity in mine or entity in hidden:
                     continue
                 mine = mine | {entity}
                 props = {"via": "text", "rule": mention.rule, "surface": mention.surface, "score": mention.score,

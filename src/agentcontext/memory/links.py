@@ -47,7 +47,8 @@ def link_memories(memory: Any, graph: Any, items: Sequence[tuple[str, dict[str, 
 def link_texts(memory: Any, graph: Any, items: Sequence[tuple[str, str]]) -> dict[str, Any]:
     """``mentions`` edges for each (memory id, its text) to the known entities of ``graph`` the text names;
     edges a memory already has (its metadata's entities, an earlier run) stay as they are."""
-    return text_mentions.link_texts(graph, [(mid, text, memory.namespace) for mid, text in items],
+    view = graph if graph.principal == memory.principal else graph.acting_as(memory.principal)
+    return text_mentions.link_texts(view, [(mid, text, memory.namespace) for mid, text in items],
                                     actor=memory.actor, store=memory.db)
 
 
