@@ -130,7 +130,7 @@ def main() -> None:
     assert len(bundle.order) == closure
 
     # A write elsewhere (a memory) keeps the pack's view; a write in the pack rebuilds it (what every write cost
-    # before Workspace.cached_for). Three of each, interleaved.
+    # before Workspace.cached(namespace=)). Three of each, interleaved.
     memory, after_memory, after_pack_write = AgentMemory(workspace=ws), [], []
     for i in range(3):
         memory.store(f"benchmark memory {i}", vector=[1.0] + [0.0] * 383)

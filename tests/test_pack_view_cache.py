@@ -1,5 +1,5 @@
 """A pack's view (and the console's doc table and lint built on it) is kept while only other namespaces
-change (Workspace.cached_for): storing a memory or editing another pack must not rebuild it, and every
+change (Workspace.cached with namespace=): storing a memory or editing another pack must not rebuild it, and every
 change to the pack's own docs or edges must."""
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ Every derived structure (a vector index, an adjacency, a pack view, analytics, q
 cached through these methods and nowhere else (no module-level caches, no ``__dict__`` tricks):
 
 - ``cached(name, build)``: a value bound to the store's change counter; rebuilt by ``build()`` on the
-  first use after the counter moves. ``peek(name)`` returns it only while still fresh.
+  first use after the counter moves; ``cached(name, build, namespace=ns)`` keeps a structure of one
+  namespace's nodes and edges while only other namespaces change. ``peek(name)`` returns it only while fresh.
 - ``live(name, refresh)``: a live object that follows the change log (a vector index catching up from
   ``store.changes_since``). ``refresh(current)`` gets the held object (None the first time) and returns
   it brought up to date, caught up in place or rebuilt; calls for one name are serialised.
@@ -31,7 +32,7 @@ from .store import SQLiteStore, Store, open_store
 T = TypeVar("T")
 QUERY_VECTORS = 512  # distinct query embeddings remembered per workspace
 INDEX_FOLDER = "indexes"  # beside the store file: derived indexes persisted for the next process
-NAMESPACE_SCAN = 5000  # cached_for reads at most this many changes to see whether one namespace was touched
+NAMESPACE_SCAN = 5000  # cached(namespace=) reads at most this many changes to see whether one namespace was touched
 _PLACED_OPS = ("node.put", "node.retract", "node.purge", "edges.put")  # the log names their one namespace
 
 
@@ -72,32 +73,20 @@ class Workspace:
             self._embedder = default_embedder()
         return self._embedder
 
-    def cached(self, name: str, build: Callable[[], T]) -> T:
-        """A derived structure rebuilt whenever the store's change counter moves."""
-        counter = self.store.change_counter()
-        with self._lock:
-            hit = self._caches.get(name)
-            if hit and hit[0] == counter:
-                return hit[1]
-        value = build()
-        with self._lock:
-            self._caches[name] = (counter, value)
-        return value
+    def cached(self, name: str, build: Callable[[], T], namespace: str | None = None) -> T:
+        """A derived structure rebuilt whenever the store's change counter moves.
 
-    def cached_for(self, namespace: str, name: str, build: Callable[[], T]) -> T:
-        """Like ``cached``, for a structure built only from the nodes and edges of one ``namespace`` (a pack's
+        With ``namespace``, for a structure built only from the nodes and edges of that namespace (a pack's
         view): it is kept while the change log since it was built names only other namespaces' nodes and
         edges, vectors or records, so storing a memory does not rebuild a 100,000-doc pack's view. Any change
         the log does not place in a namespace (a retraction of edges, tombstones, a history purge), a counter
-        gone backwards or more than ``NAMESPACE_SCAN`` changes rebuild it, as ``cached`` would."""
+        gone backwards or more than ``NAMESPACE_SCAN`` changes rebuild it."""
         counter = self.store.change_counter()
         with self._lock:
             hit = self._caches.get(name)
-        if hit and hit[0] != counter and self._elsewhere(namespace, hit[0], counter):
+        if hit and (hit[0] == counter or (namespace is not None and self._elsewhere(namespace, hit[0], counter))):
             with self._lock:
                 self._caches[name] = (counter, hit[1])
-            return hit[1]
-        if hit and hit[0] == counter:
             return hit[1]
         value = build()
         with self._lock:

@@ -40,7 +40,7 @@ def _rows(ws: Workspace, pack: str) -> list[DocRow]:
         return [DocRow(n.key, n.title, n.kind, tuple(n.tags), n.version, n.recorded_at or "", n.created_by,
                        n.summary) for n in ws.store.find_nodes(namespace=pack, with_content=False, order="key")]
 
-    return ws.cached_for(pack, f"catalog.rows:{pack}", build)
+    return ws.cached(f"catalog.rows:{pack}", build, namespace=pack)
 
 
 def _readable_rows(ws: Workspace, pack: str, principal: str | None, action: str) -> list[DocRow]:
@@ -168,7 +168,7 @@ def cached_lint(ws: Workspace, pack: str, principal: str | None = None) -> dict[
     """``lint`` of a pack, remembered until the store changes (lint needs read on the whole pack)."""
     check_pack_name(pack)
     access.require(ws, principal, pack, "read", "lint", pack)  # before the lookup: reveals nothing
-    return ws.cached_for(pack, f"catalog.lint:{pack}", lambda: lint(ws, pack, principal=ws.owner))
+    return ws.cached(f"catalog.lint:{pack}", lambda: lint(ws, pack, principal=ws.owner), namespace=pack)
 
 
 def pack_graph(ws: Workspace, pack: str, focus: str | None = None, depth: int = 2, max_nodes: int = 5000,

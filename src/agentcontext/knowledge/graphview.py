@@ -123,4 +123,4 @@ def build_view(ws: Workspace, pack: str, as_of: str | None = None) -> PackView:
 def pack_view(ws: Workspace, pack: str, as_of: str | None = None) -> PackView:
     if as_of is not None:
         return build_view(ws, pack, as_of)
-    return ws.cached_for(pack, f"packview:{pack}", lambda: build_view(ws, pack))
+    return ws.cached(f"packview:{pack}", lambda: build_view(ws, pack), namespace=pack)
