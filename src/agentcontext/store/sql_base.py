@@ -1,7 +1,9 @@
 """``SQLStore``: everything both SQL backends share, written once.
 
 Transactions (one moment per transaction, nested calls join), schema migrations, version planning, node and
-edge reads and writes, tombstones, vectors, records, the audit log, the change log and ``info()``. A backend
+edge writes, tombstones, vectors, records, the audit log and the change log. The shared read queries over nodes,
+edges and vectors are in ``sql_reads.py``, ``info()`` and ``check_integrity()`` in ``sql_info.py``; the class
+delegates to them one line each, as it does to ``scrub.py`` (erasure) and ``transfer.py`` (copies). A backend
 (``SQLiteStore``, ``PostgresStore``) subclasses it and supplies only its dialect: how to connect, begin and
 commit, how ``column IN values`` is spelled (``Where``), how rows are written in bulk, the text index, the
 vector encoding, the as-of view of the versions table, and its sizes on disk.
@@ -22,10 +24,10 @@ import numpy as np
 from ..errors import ValidationError
 from ..model import Change, Edge, Node, utcnow
 from .base import Adjacency, Capability, EdgeColumns, Frontier, NodeBrief, TimedEdges
-from . import scrub, transfer
+from . import scrub, sql_info, sql_reads, transfer
 from .migrations import Migrations, applied, upgrade
-from .rows import (EDGE_COLS, EXISTING_COLS, LIGHT_COLS, NODE_COLS, NODE_ORDERS, Where, as_list, check_prop,
-                   plan_edges, plan_versions, put_detail, row_to_edge, row_to_node)
+from .rows import (EDGE_COLS, EXISTING_COLS, NODE_COLS, Where, as_list, plan_edges, plan_versions, put_detail,
+                   row_to_node)
 
 T = TypeVar("T")
 CHANGE_INSERT = "INSERT INTO changes(at, actor, op, target, namespace, detail) VALUES (?,?,?,?,?,?)"
@@ -34,7 +36,6 @@ TOMBSTONE_UPSERT = (  # an erasure's mark survives a later purge of the same id 
     "ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, kind = excluded.kind, "
     "purged_at = excluded.purged_at, reason = excluded.reason, actor = excluded.actor, "
     "erasure = coalesce(excluded.erasure, tombstones.erasure)")
-COUNTED_TABLES = ("nodes", "node_versions", "edges", "vectors", "tombstones", "records", "audit", "changes")
 
 
 class SQLStore(ABC):
@@ -213,29 +214,10 @@ class SQLStore(ABC):
         return done[-1]["version"] if done else 0
 
     def info(self) -> dict[str, Any]:
-        counts_sql = ", ".join(f"(SELECT count(*) FROM {t})" for t in COUNTED_TABLES)
-        live_sql = ("(SELECT count(*) FROM nodes WHERE retracted_at IS NULL), "
-                    "(SELECT count(*) FROM edges WHERE retracted_at IS NULL)")
-        row = self._read(f"SELECT {counts_sql}, {live_sql}")[0]
-        totals = dict(zip(COUNTED_TABLES, row))
-        counts = {"nodes": row[-2], "retracted_nodes": totals["nodes"] - row[-2],
-                  "node_versions": totals["node_versions"], "edges": row[-1], "edge_intervals": totals["edges"],
-                  **{t: totals[t] for t in ("vectors", "tombstones", "records", "audit", "changes")}}
-        namespaces = dict(self._read("SELECT namespace, count(*) FROM nodes WHERE retracted_at IS NULL "
-                                     "GROUP BY namespace ORDER BY namespace"))
-        return {"url": self.url, "backend": self.backend, "schema_version": self.schema_version(),
-                "latest_schema_version": self.MIGRATIONS.latest, "migrations": applied(self),
-                "capabilities": sorted(c.value for c in self.capabilities), "counts": counts,
-                "namespaces": namespaces, "change_counter": self.change_counter(), "sizes": self._sizes()}
+        return sql_info.info(self)
 
     def check_integrity(self) -> str:
-        """'ok', or what is damaged: the backend's own check, then live nodes without their current version."""
-        problems = self._physical_problems()
-        lost = self._read("SELECT count(*) FROM nodes n WHERE NOT EXISTS (SELECT 1 FROM node_versions v "
-                          "WHERE v.id = n.id AND v.version = n.version)")[0][0]
-        if lost:
-            problems.append(f"{lost} nodes lack their current version row")
-        return "; ".join(problems) or "ok"
+        return sql_info.check_integrity(self)
 
     # --- nodes ---------------------------------------------------------------------------------
     def put_nodes(self, nodes: Sequence[Node], actor: str = "", at: str | None = None) -> list[int]:
@@ -257,19 +239,6 @@ class SQLStore(ABC):
                                                          put_detail(node)) for node, _, _ in changed])
         return versions
 
-    def _select_nodes(self, where: Where, as_of: str | None, with_content: bool = True,
-                      order: str = "", limit: int | None = None, offset: int = 0) -> list[Node]:
-        cols = NODE_COLS if with_content else LIGHT_COLS
-        page = self._page(limit, offset)
-        if as_of is None:
-            sql = f"SELECT {cols} FROM nodes n{where.sql()}{order}{page}"
-            return [row_to_node(r) for r in self._read(sql, where.params)]
-        # The graph as it stood at as_of: the latest version recorded by then, unless retracted.
-        inner, params = self._versions_as_of(cols, as_of)
-        live = (" AND " if where.parts else " WHERE ") + "n.retracted_at IS NULL"
-        sql = f"SELECT * FROM ({inner}) n{where.sql()}{live}{order}{page}"
-        return [row_to_node(r) for r in self._read(sql, [*params, *where.params])]
-
     def get_node(self, id: str, as_of: str | None = None, include_retracted: bool = False) -> Node | None:
         if as_of is None and include_retracted:
             rows = self._read(self._q(f"SELECT {NODE_COLS} FROM nodes WHERE id = ?"), (id,))
@@ -277,89 +246,33 @@ class SQLStore(ABC):
         return self.get_nodes([id], as_of=as_of).get(id)
 
     def get_nodes(self, ids: Iterable[str], as_of: str | None = None) -> dict[str, Node]:
-        out: dict[str, Node] = {}
-        for chunk in self._chunks(list(dict.fromkeys(ids))):
-            where = self._where()
-            where.eq_any("n.id", list(chunk))
-            if as_of is None:
-                where.add("n.retracted_at IS NULL")
-            for node in self._select_nodes(where, as_of):
-                out[node.id] = node
-        return out
+        return sql_reads.get_nodes(self, ids, as_of)
 
     def _node_where(self, namespace, kind, key_prefix, keys, tags, valid_at, as_of=None) -> Where:
-        where = self._where()
-        where.eq_any("n.namespace", as_list(namespace))
-        where.eq_any("n.kind", as_list(kind))
-        if keys is not None:
-            where.eq_any("n.key", list(keys) or [""])
-        if key_prefix:
-            where.add("n.key >= ? AND n.key < ?", key_prefix, key_prefix + "\U0010ffff")
-        if tags:
-            self._filter_tags(where, list(dict.fromkeys(tags)), as_of)
-        if valid_at:
-            where.add("(n.valid_from IS NULL OR n.valid_from <= ?) AND (n.valid_until IS NULL OR n.valid_until > ?)",
-                      valid_at, valid_at)
-        return where
+        return sql_reads.node_where(self, namespace, kind, key_prefix, keys, tags, valid_at, as_of)
 
     def find_nodes(self, namespace=None, kind=None, key_prefix=None, keys=None, tags=None, valid_at=None,
                    as_of=None, order="key", offset=0, limit=None, with_content=True) -> list[Node]:
-        where = self._node_where(namespace, kind, key_prefix, keys, tags, valid_at, as_of)
-        if as_of is None:
-            where.add("n.retracted_at IS NULL")
-        order_sql = NODE_ORDERS.get(order)
-        if order_sql is None:
-            raise ValidationError(f"unknown order {order!r}; use key, recorded, recorded_desc, id or none")
-        return self._select_nodes(where, as_of, with_content, order_sql, limit, offset)
+        return sql_reads.find_nodes(self, namespace, kind, key_prefix, keys, tags, valid_at, as_of, order, offset,
+                                    limit, with_content)
 
     def node_index(self, namespace, as_of: str | None = None) -> list[tuple]:
-        cols = "id, key, kind, title, summary, version, content_hash, tokens"
-        where = self._where()
-        where.eq_any("n.namespace", as_list(namespace))
-        where.add("n.retracted_at IS NULL")
-        if as_of is None:
-            return self._read(f"SELECT {cols} FROM nodes n{where.sql()} ORDER BY n.key, n.id", where.params)
-        inner, params = self._versions_as_of(f"{cols}, namespace, retracted_at", as_of)
-        return self._read(f"SELECT {cols} FROM ({inner}) n{where.sql()} ORDER BY n.key, n.id", [*params, *where.params])
+        return sql_reads.node_index(self, namespace, as_of)
 
     def node_ids(self, namespace=None, include_retracted: bool = False) -> list[str]:
-        where = self._where()
-        where.eq_any("namespace", as_list(namespace))
-        if not include_retracted:
-            where.add("retracted_at IS NULL")
-        return [r[0] for r in self._read(f"SELECT id FROM nodes{where.sql()} ORDER BY rid", where.params)]
+        return sql_reads.node_ids(self, namespace, include_retracted)
 
     def node_briefs(self, ids: Sequence[str]) -> dict[str, NodeBrief]:
-        out: dict[str, NodeBrief] = {}
-        loads = json.loads
-        for chunk in self._chunks(list(ids)):
-            clause, params = self._in("id", chunk)
-            for nid, kind, content, props in self._read(
-                    f"SELECT id, kind, content, props FROM nodes WHERE {clause} AND retracted_at IS NULL", params):
-                out[nid] = (kind, content, loads(props) if props and props != "{}" else {})
-        return out
+        return sql_reads.node_briefs(self, ids)
 
     def get_contents(self, ids: Sequence[str], as_of: str | None = None) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for chunk in self._chunks(list(dict.fromkeys(ids))):
-            clause, params = self._in("n.id", chunk)
-            if as_of is None:
-                out.update(self._read(f"SELECT n.id, n.content FROM nodes n WHERE {clause}", params))
-            else:
-                inner, inner_params = self._versions_as_of("id, content", as_of)
-                out.update(self._read(f"SELECT n.id, n.content FROM ({inner}) n WHERE {clause}",
-                                      [*inner_params, *params]))
-        return out
+        return sql_reads.get_contents(self, ids, as_of)
 
     def count_nodes(self, namespace=None, kind=None) -> int:
-        where = self._node_where(namespace, kind, None, None, None, None)
-        where.add("n.retracted_at IS NULL")
-        return self._read(f"SELECT count(*) FROM nodes n{where.sql()}", where.params)[0][0]
+        return sql_reads.count_nodes(self, namespace, kind)
 
     def count_by_kind(self, namespace=None) -> dict[str, int]:
-        where = self._node_where(namespace, None, None, None, None, None)
-        where.add("n.retracted_at IS NULL")
-        return dict(self._read(f"SELECT kind, count(*) FROM nodes n{where.sql()} GROUP BY kind", where.params))
+        return sql_reads.count_by_kind(self, namespace)
 
     def node_versions(self, id: str) -> list[Node]:
         rows = self._read(self._q(f"SELECT {NODE_COLS} FROM node_versions WHERE id = ? ORDER BY version"), (id,))
@@ -375,17 +288,7 @@ class SQLStore(ABC):
             "SELECT DISTINCT namespace FROM nodes WHERE retracted_at IS NULL ORDER BY namespace")]
 
     def nodes_naming(self, prop: str, values: Sequence[str], namespace=None, kind=None) -> list[Node]:
-        name = check_prop(prop)
-        rows: list[tuple] = []
-        for chunk in self._chunks(list(dict.fromkeys(values))):
-            where = self._where()
-            where.eq_any("n.namespace", as_list(namespace))
-            where.eq_any("n.kind", as_list(kind))
-            where.add("n.retracted_at IS NULL")
-            self._prop_in(where, name, list(chunk))
-            rows.extend(self._read(f"SELECT n.rid, {LIGHT_COLS} FROM nodes n{where.sql()}", where.params))
-        rows.sort(key=lambda r: r[0])
-        return [row_to_node(r[1:]) for r in rows]
+        return sql_reads.nodes_naming(self, prop, values, namespace, kind)
 
     def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None,
                       edges: str = "both") -> int:
@@ -530,83 +433,31 @@ class SQLStore(ABC):
                 self._log(at, actor, "edges.retract", "*", "", {"count": count})
         return count
 
-    def _edge_where(self, src, dst, type, namespace, as_of, valid_at, min_weight) -> Where:
-        where = self._where()
-        where.eq_any("src", as_list(src))
-        where.eq_any("dst", as_list(dst))
-        where.eq_any("type", as_list(type))
-        where.eq_any("namespace", as_list(namespace))
-        if as_of is None:
-            where.add("retracted_at IS NULL")
-        else:
-            where.add("recorded_at <= ? AND (retracted_at IS NULL OR retracted_at > ?)", as_of, as_of)
-        if valid_at:
-            where.add("(valid_from IS NULL OR valid_from <= ?) AND (valid_until IS NULL OR valid_until > ?)",
-                      valid_at, valid_at)
-        if min_weight is not None:
-            where.add("weight >= ?", min_weight)
-        return where
-
     def edges(self, src=None, dst=None, type=None, namespace=None, as_of=None, valid_at=None,
               min_weight=None, offset=0, limit=None) -> list[Edge]:
-        srcs, dsts = as_list(src), as_list(dst)
-        big = self.CHUNK is not None and any(v is not None and len(v) > self.CHUNK for v in (srcs, dsts))
-        if big:  # more ids than one statement takes: query slice by slice, merge in order
-            big_src = srcs is not None and len(srcs) > self.CHUNK  # type: ignore[operator]
-            out: list[Edge] = []
-            for chunk in self._chunks(srcs if big_src else dsts):  # type: ignore[arg-type]
-                out.extend(self.edges(chunk if big_src else srcs, dsts if big_src else chunk, type, namespace,
-                                      as_of, valid_at, min_weight))
-            out.sort(key=lambda e: (e.src, e.position, e.dst, e.type))
-            return out[offset: None if limit is None else offset + limit]
-        where = self._edge_where(srcs, dsts, type, namespace, as_of, valid_at, min_weight)
-        rows = self._read(f"SELECT {EDGE_COLS} FROM edges{where.sql()} ORDER BY src, position, dst, type"
-                          f"{self._page(limit, offset)}", where.params)
-        return [row_to_edge(r) for r in rows]
+        return sql_reads.edges(self, src, dst, type, namespace, as_of, valid_at, min_weight, offset, limit)
 
     def count_edges(self, namespace=None, type=None) -> int:
-        where = self._edge_where(None, None, type, namespace, None, None, None)
-        return self._read(f"SELECT count(*) FROM edges{where.sql()}", where.params)[0][0]
+        return sql_reads.count_edges(self, namespace, type)
 
     def count_edges_by_type(self, namespace=None) -> dict[str, int]:
-        where = self._edge_where(None, None, None, namespace, None, None, None)
-        return dict(self._read(f"SELECT type, count(*) FROM edges{where.sql()} GROUP BY type", where.params))
+        return sql_reads.count_edges_by_type(self, namespace)
 
     def adjacency(self, namespace=None, types=None, as_of=None, valid_at=None) -> Adjacency:
-        where = self._edge_where(None, None, types, namespace, as_of, valid_at, None)
-        return self._read(f"SELECT src, dst, type, weight, position FROM edges{where.sql()} "
-                          "ORDER BY src, position, dst", where.params)
+        return sql_reads.adjacency(self, namespace, types, as_of, valid_at)
 
     def edge_columns(self, namespace=None) -> EdgeColumns:
-        where = self._where()
-        where.add("retracted_at IS NULL")
-        where.eq_any("namespace", as_list(namespace))
-        return self._read(f"SELECT src, dst, type, weight, position, valid_from, valid_until FROM edges"
-                          f"{self.EDGE_SCAN}{where.sql()}", where.params)
+        return sql_reads.edge_columns(self, namespace)
 
     def edges_touching(self, ids: Sequence[str], side: str = "src", types: Sequence[str] | None = None,
                        min_weight: float | None = None) -> Frontier:
-        if side not in ("src", "dst"):
-            raise ValidationError("side must be src or dst", side=side)
-        out: list[tuple] = []
-        for chunk in self._chunks(list(ids)):
-            where = self._edge_where(chunk if side == "src" else None, chunk if side == "dst" else None,
-                                     as_list(types), None, None, None, min_weight)
-            out.extend(self._read(f"SELECT src, dst, type, weight, namespace, valid_from, valid_until, position "
-                                  f"FROM edges{where.sql()}", where.params))
-        out.sort(key=lambda r: (r[0], r[7], r[1], r[2]))  # (src, position, dst, type): code-point order everywhere
-        return [r[:7] for r in out]
+        return sql_reads.edges_touching(self, ids, side, types, min_weight)
 
     def timed_edges(self, namespace=None) -> TimedEdges:
-        where = self._edge_where(None, None, None, namespace, None, None, None)
-        where.add("(valid_from IS NOT NULL OR valid_until IS NOT NULL)")
-        return self._read(f"SELECT src, dst, type, valid_from, valid_until FROM edges{where.sql()}", where.params)
+        return sql_reads.timed_edges(self, namespace)
 
     def edge_history(self, namespace=None) -> list[Edge]:
-        where = self._where()
-        where.eq_any("namespace", as_list(namespace))
-        rows = self._read(f"SELECT {EDGE_COLS} FROM edges{where.sql()} ORDER BY recorded_at, rid", where.params)
-        return [row_to_edge(r) for r in rows]
+        return sql_reads.edge_history(self, namespace)
 
     # --- vectors -------------------------------------------------------------------------------
     def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
@@ -634,45 +485,16 @@ class SQLStore(ABC):
         return count
 
     def get_vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        for chunk in self._chunks(list(hashes)):
-            where = self._where()
-            where.add("model = ?", model)
-            where.eq_any("hash", list(chunk))
-            for h, raw in self._vector_rows(f"SELECT hash, vector FROM vectors{where.sql()}", where.params):
-                out[h] = self._decode_vectors([raw])[0]
-        return out
+        return sql_reads.get_vectors(self, hashes, model)
 
     def missing_vectors(self, model: str, namespace=None) -> list[tuple[str, str]]:
-        where = self._where()
-        where.add("n.embed_hash IS NOT NULL AND n.retracted_at IS NULL")
-        where.eq_any("n.namespace", as_list(namespace))
-        where.add("NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = n.embed_hash AND v.model = ?)", model)
-        rows = self._read(f"SELECT n.embed_hash, min(n.embed_text) FROM nodes n{where.sql()} GROUP BY n.embed_hash",
-                          where.params)
-        return [(h, t) for h, t in rows]
+        return sql_reads.missing_vectors(self, model, namespace)
 
     def count_vectors(self, model: str, namespace=None, kind=None) -> int:
-        where = self._where()
-        where.add("n.retracted_at IS NULL AND v.model = ?", model)
-        where.eq_any("n.namespace", as_list(namespace))
-        where.eq_any("n.kind", as_list(kind))
-        return self._read(f"SELECT count(*) FROM nodes n JOIN vectors v ON v.hash = n.embed_hash{where.sql()}",
-                          where.params)[0][0]
+        return sql_reads.count_vectors(self, model, namespace, kind)
 
     def load_vectors(self, model: str, namespace=None, kind=None) -> tuple[list[str], np.ndarray]:
-        where = self._where()
-        where.add("n.retracted_at IS NULL AND v.model = ?", model)
-        where.eq_any("n.namespace", as_list(namespace))
-        where.eq_any("n.kind", as_list(kind))
-        rows = self._vector_rows(f"SELECT n.id, v.dim, v.vector FROM nodes n JOIN vectors v ON v.hash = n.embed_hash"
-                                 f"{where.sql()} ORDER BY n.rid", where.params)
-        if not rows:
-            return [], np.zeros((0, 0), dtype=np.float32)
-        dims = {r[1] for r in rows}
-        if len(dims) != 1:
-            raise ValidationError(f"vectors of model {model!r} have mixed dimensions {sorted(dims)}; reindex")
-        return [r[0] for r in rows], self._decode_vectors([r[2] for r in rows])
+        return sql_reads.load_vectors(self, model, namespace, kind)
 
     # --- records, audit and the change log -------------------------------------------------------
     def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
