@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from .. import access
 from ..errors import NotFoundError, ValidationError
-from ..model import Edge, Node, edge_id, reserved_namespace, to_utc_iso, utcnow
+from ..model import Node, to_utc_iso, utcnow
 from ..store.base import Capability, Store
 from ..workspace import Workspace
 from ..engine import traversal
@@ -31,7 +31,8 @@ from .analytics import GraphAnalytics
 from .embeddings import NodeEmbeddings
 from .extras import require_extras
 from .walks import DEFAULT_NODE_TYPE, GraphWalks
-from .records import edge_dict, node_dict, parse_edge_item, parse_node_item
+from .records import edge_dict, node_dict
+from . import writes
 
 T = TypeVar("T")
 DEEP_PAGE = 1000  # from this offset on, find_nodes pages through a cached id list
@@ -194,23 +195,6 @@ class ContextGraph:
         return sid
 
     # --- writing ---------------------------------------------------------------------------
-    def _make_node(self, item: dict[str, Any]) -> Node:
-        node_id = item["node_id"]
-        props = dict(item.get("properties") or {})
-        content = item.get("content")
-        if content is None:
-            content = str(props.get("content", node_id))
-        node = Node(id=self.store_id(node_id), kind=item.get("node_type") or DEFAULT_NODE_TYPE,
-                    namespace=self.namespace, key=str(node_id), title=str(props.get("name", node_id)),
-                    content=str(content), props=props, tags=list(item.get("tags") or []),
-                    valid_from=to_utc_iso(item.get("valid_from")), valid_until=to_utc_iso(item.get("valid_until")),
-                    created_by=self.actor)
-        if node.valid_from and node.valid_until and node.valid_until <= node.valid_from:
-            raise ValidationError(f"node {node_id!r}: valid_until must be after valid_from", node_id=node_id)
-        if item.get("embed"):
-            node.embed_text = node.content
-        return node
-
     def add_node(self, node_id: str, node_type: str = DEFAULT_NODE_TYPE, content: str | None = None,
                  properties: dict[str, Any] | None = None, valid_from: Any = None, valid_until: Any = None,
                  embed: bool = False, tags: Sequence[str] | None = None, **extra_properties: Any) -> None:
@@ -222,19 +206,7 @@ class ContextGraph:
     def add_nodes(self, nodes: Iterable[dict[str, Any]]) -> int:
         """Bulk add in one transaction; items use add_node's parameter names (or id/type). Returns the count."""
         self.check("write", "graph.node.add")
-        parsed: dict[str, dict[str, Any]] = {}
-        for i, raw in enumerate(nodes):
-            item = parse_node_item(raw, i)
-            parsed[item["node_id"]] = item  # a repeated id: the last one wins, as sequential adds would
-        built = [self._make_node(item) for item in parsed.values()]
-        if built:
-            with self.store.transaction():
-                self.store.put_nodes(built, actor=self.actor)
-                if len(built) == 1:
-                    self._audit("graph.node.add", built[0].id, {"type": built[0].kind})
-                else:
-                    self._audit("graph.node.add", self.namespace, {"nodes": len(built)})
-        return len(built)
+        return writes.add_nodes(self, nodes)
 
     def add_edge(self, source_id: str, target_id: str, edge_type: str = "related_to", weight: float = 1.0,
                  properties: dict[str, Any] | None = None, valid_from: Any = None, valid_until: Any = None,
@@ -247,75 +219,17 @@ class ContextGraph:
     def add_edges(self, edges: Iterable[dict[str, Any]]) -> int:
         """Bulk add in one transaction (endpoints created as ``entity`` nodes if missing). Returns the count."""
         self.check("write", "graph.edge.add")
-        items = [parse_edge_item(raw, i) for i, raw in enumerate(edges)]
-        live = self._live_among({x for item in items for end in item[:2] for x in (end, self._prefix + end)})
-        sid_of: dict[str, str] = {}
-        missing: dict[str, Node] = {}
-        for item in items:
-            for end in (item[0], item[1]):
-                if end in sid_of:
-                    continue
-                own = self._prefix + end
-                if own in live or end not in live:
-                    sid_of[end] = own
-                    if own not in live:
-                        missing[own] = self._make_node({"node_id": end, "node_type": DEFAULT_NODE_TYPE})
-                else:
-                    sid_of[end] = end
-        built: dict[tuple[str, str, str], Edge] = {}  # (src, type, dst): a repeat in one call, the last wins
-        ns = self.namespace
-        for src, dst, etype, weight, props, vf, vu in items:
-            if vf is not None or vu is not None:
-                vf, vu = to_utc_iso(vf), to_utc_iso(vu)
-                if vf and vu and vu <= vf:
-                    raise ValidationError("edge valid_until must be after valid_from", source_id=src, target_id=dst)
-            s, d = sid_of[src], sid_of[dst]
-            built[(s, etype, d)] = Edge(src=s, type=etype, dst=d, namespace=ns, weight=weight, props=props,
-                                        valid_from=vf, valid_until=vu)
-        with self.store.transaction():
-            if missing:
-                self.store.put_nodes(list(missing.values()), actor=self.actor)
-            if built:
-                self.store.put_edges(list(built.values()), actor=self.actor)
-                if len(built) == 1:
-                    (s, t, d), edge = next(iter(built.items()))
-                    self._audit("graph.edge.add", f"{self.namespace}/{self.user_id(s)} {t} {self.user_id(d)}",
-                                {"weight": edge.weight})
-                else:
-                    self._audit("graph.edge.add", self.namespace, {"edges": len(built)})
-        return len(built)
-
-    def _own(self, sid: str, what: str) -> None:
-        """Refuse to change a record of another namespace through this graph (a doc, a memory, another graph's)."""
-        node = self.store.get_node(sid)
-        if node is not None and node.namespace != self.namespace:
-            raise ValidationError(f"{what} {self.user_id(sid)!r} is not a node of {self.namespace} and this graph "
-                                  "changes only its own nodes; change it through its own capability (a doc with "
-                                  "doc put, a memory with forget)", node_id=self.user_id(sid), graph=self.name)
+        return writes.add_edges(self, edges)
 
     def retract_node(self, node_id: str, at: Any = None) -> int:
         """Withdraw a node of this graph and its edges; history stays (``as_of`` still sees them)."""
         self.check("write", "graph.node.retract", node_id)
-        sid = self.require(node_id)
-        self._own(sid, "node")
-        with self.store.transaction():
-            count = self.store.retract_nodes([sid], actor=self.actor, at=to_utc_iso(at))
-            self._audit("graph.node.retract", sid)
-        return count
+        return writes.retract_node(self, node_id, at)
 
     def retract_edge(self, source_id: str, target_id: str, edge_type: str = "related_to", at: Any = None) -> int:
         """Withdraw an edge this graph holds (its history stays)."""
         self.check("write", "graph.edge.retract", f"{source_id} {edge_type} {target_id}")
-        src, dst = self.require(source_id), self.require(target_id)
-        eid = edge_id(src, edge_type, dst)
-        if any(e.id == eid and e.namespace != self.namespace for e in self.store.edges(src=src, dst=dst,
-                                                                                       type=edge_type)):
-            raise ValidationError(f"the edge {source_id} -{edge_type}-> {target_id} is not held by {self.namespace}; "
-                                  "this graph retracts only its own edges", graph=self.name)
-        with self.store.transaction():
-            count = self.store.retract_edges([eid], actor=self.actor, at=to_utc_iso(at))
-            self._audit("graph.edge.retract", f"{self.namespace}/{source_id} {edge_type} {target_id}")
-        return count
+        return writes.retract_edge(self, source_id, target_id, edge_type, at)
 
     def purge_node(self, node_id: str, reason: str = "", at: Any = None,
                    erasure: str | None = None) -> dict[str, Any]:
@@ -325,22 +239,7 @@ class ContextGraph:
         Needs write on this graph; a node of another namespace (an erasure reaching a doc or a memory) needs
         admin on that namespace, and a ``pkg:`` doc is read-only to everyone (ReadOnlyError)."""
         self.check("write", "graph.purge", node_id)
-        reserved = reserved_namespace(node_id)  # an id that names its namespace is checked before the lookup
-        if reserved is not None:
-            access.require_own(self.workspace, self.principal, self.namespace, reserved, node_id, "graph.purge")
-        sid = self.resolve(node_id)
-        if sid is not None:
-            found = self.store.get_node(sid)
-            if found is not None:
-                access.require_own(self.workspace, self.principal, self.namespace, found.namespace, sid,
-                                   "graph.purge")
-        if sid is None:
-            own = self.store_id(node_id)
-            stone = self.store.tombstone(own) or self.store.tombstone(node_id)
-            return {"nodes": 0, "edges": 0, "versions": 0, "vectors": 0, "tombstone": stone}
-        when = to_utc_iso(at) or utcnow()
-        totals = self.store.purge_nodes([sid], reason=reason, actor=self.actor, at=when, erasure=erasure)
-        return {**totals, "tombstone": self.store.tombstone(sid)}
+        return writes.purge_node(self, node_id, reason, at, erasure)
 
     def tombstones(self) -> list[dict[str, Any]]:
         self.check("read", "graph.read")
