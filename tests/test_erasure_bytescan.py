@@ -12,6 +12,7 @@ from agentcontext.decisions.models import Policy
 from agentcontext.erasure import erase_workspace_entity
 from agentcontext.knowledge.export import export_pack
 from agentcontext.knowledge.packs import create_pack, put_doc
+from agentcontext.knowledge.search import search_knowledge
 
 from .bytescan import folder_files, hits, new_secret
 
@@ -52,6 +53,8 @@ def fill(ws, secret: str, outside: Path) -> dict:
     put_doc(ws, "lib:crm", "other", title="Unrelated", content="Nothing about anyone")
     memory.retrieve(f"card {secret}")  # the memory indexes are built and saved beside the store (indexes/)
     other.retrieve(f"noted {secret}")
+    assert ctx.find_precedents(f"refund for {secret}")  # so are the precedent index and the pack's vectors
+    assert search_knowledge(ws, "lib:crm", f"account {secret}")
     memory.export(format="json", destination=outside / "memories.json")
     export_pack(ws, "lib:crm", outside / "crm-pack")
     return {"ctx": ctx, "linked": linked, "unlinked": unlinked, "elsewhere": elsewhere, "decision": decision}
@@ -67,13 +70,18 @@ def test_after_one_erasure_no_file_of_the_workspace_holds_the_secret(tmp_path):
     made = fill(ws, secret, outside)
     assert hits(folder_files(home), secret), "the secret is in the workspace before the erasure"
     index_files = sorted((home / "indexes").glob("*.idx"))
-    assert len(index_files) == 2 and all(hits([f], secret) for f in index_files)  # words and props of the text
-    linked = ws.store.get_node(made["linked"])
-    own = ws.store.get_vectors([linked.embed_hash], ws.model_name)[linked.embed_hash].astype("<f4").tobytes()
-    assert own in next(f for f in index_files if "memory_default" in f.name).read_bytes()
+    assert len(index_files) == 4, index_files  # two memory indexes, the precedent index, the pack's vectors
+    assert sum(bool(hits([f], secret)) for f in index_files) == 2  # words and props of the memories' text
+    vectors = {}  # the raw vector bytes of the erased memory, decision and doc, each in its index file
+    for rid, file_name in ((made["linked"], "memory_default"), (made["decision"], "decisions_graph_default"),
+                           ("lib:crm/accounts.roe", "pack_lib_crm")):
+        node = ws.store.get_node(rid)
+        vectors[rid] = ws.store.get_vectors([node.embed_hash], ws.model_name)[node.embed_hash].astype("<f4").tobytes()
+        assert vectors[rid] in next(f for f in index_files if file_name in f.name).read_bytes(), rid
     receipt = erase_workspace_entity(ws, ENTITY, reason="GDPR Art. 17", erase_mentions=True)
     assert hits(folder_files(home), secret) == {}
-    assert not any(own in f.read_bytes() for f in folder_files(home) if f.is_file())  # nor its vector's bytes
+    for rid, raw in vectors.items():  # nor their vectors' bytes
+        assert not any(raw in f.read_bytes() for f in folder_files(home) if f.is_file()), rid
     d = receipt.to_dict()
     assert d["complete"] is True, d["incomplete_stores"]
     assert d["stores"]["memory"] == {"status": "erased", "items": 1}

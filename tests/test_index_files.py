@@ -2,9 +2,7 @@
 and a file that is stale, truncated, foreign, from a store restored from a backup, or damaged is never trusted."""
 from __future__ import annotations
 
-import json
 import shutil
-import struct
 import subprocess
 import sys
 
@@ -15,6 +13,8 @@ from agentcontext import AgentMemory, VectorStore
 from agentcontext.engine.snapshot import MAGIC, PAGE, IndexFiles
 from agentcontext.memory import index as memory_index
 from agentcontext.workspace import Workspace
+
+from .indexfiles import DAMAGES, damage
 
 N = 120
 
@@ -115,27 +115,9 @@ def test_a_purge_the_file_does_not_know_rebuilds_never_serving_the_purged_row(ho
     assert opened(home)[1].source is not None  # the rebuild was saved
 
 
-@pytest.mark.parametrize("damage", ["truncated", "magic", "header byte", "header length", "small section",
-                                    "empty", "not an index"])
-def test_a_damaged_file_is_ignored_and_rebuilt(home, damage):
-    path = index_file(home)
-    data = bytearray(path.read_bytes())
-    header = json.loads(data[16: 16 + struct.unpack("<I", data[8:12])[0]])
-    if damage == "truncated":
-        data = data[: len(data) - 100]
-    elif damage == "magic":
-        data[:8] = b"ACIDX\x00\x09\x00"
-    elif damage == "header byte":
-        data[30] ^= 0x01
-    elif damage == "header length":
-        data[8:12] = struct.pack("<I", PAGE)
-    elif damage == "small section":
-        data[header["sections"]["prev"]["offset"] + 3] ^= 0x40
-    elif damage == "empty":
-        data = bytearray()
-    else:
-        data = bytearray(b"SQLite format 3\x00" + bytes(PAGE * 2))
-    path.write_bytes(bytes(data))
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_file_is_ignored_and_rebuilt(home, how):
+    damage(index_file(home), how, small_section="prev")
     mem, index = opened(home)
     assert index.source is None and len(index) == N
     same_rows(index, rebuilt(home))

@@ -5,6 +5,9 @@ only the changes since the last one and appends, replaces or drops those rows, s
 decision does not rebuild 10,000 rows. Category and validity windows are columns, so filters are
 masks over one matrix product. A decision stored without a vector (written by someone who did not
 embed it) is embedded when the index meets it, and the vector is cached in the store.
+
+On a store with a folder the rows persist as an index file (``engine/persist.py``): a new process's first
+``find_precedents`` maps the file and catches up from the change log instead of loading every vector.
 """
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..embed.cache import embed_missing, embed_texts
-from ..engine.live import Column, LiveIndex, NodeVectors, follow, stored_epoch
+from ..engine.live import Column, LiveIndex, NodeVectors, stored_epoch
+from ..engine.persist import persisted
 from ..engine.vectors import masked_top_k
 from ..model import Node, to_utc_iso
 from ..store.base import Capability
@@ -24,6 +28,7 @@ from .common import DECISION, embed_text
 
 Scores = Callable[[Sequence[str]], dict[str, float]]
 REBUILD_AFTER = 50_000  # more changes than this since the last sync: reload everything
+FILE_KIND = "decision-index"
 COLUMNS = {"category": Column(np.int32, -1, coded=True), "vfrom": Column(np.float64, 0.0),
            "vuntil": Column(np.float64, 0.0)}
 
@@ -115,6 +120,7 @@ def index_for(workspace: Workspace, namespace: str) -> DecisionIndex | ServerDec
     itself, a handle that asks it instead)."""
     if Capability.VECTOR_SEARCH in workspace.store.capabilities:
         return ServerDecisions(workspace, namespace)
-    feed = _feed(workspace, namespace)
-    rows = workspace.live(f"decisions:{namespace}", lambda current: follow(current, workspace.store, feed))
-    return DecisionIndex(rows)
+    name = f"decisions:{namespace}"
+    refresh = persisted(workspace.index_files, FILE_KIND, name, workspace.model_name, _feed(workspace, namespace),
+                        COLUMNS)
+    return DecisionIndex(workspace.live(name, refresh))

@@ -64,6 +64,8 @@ class LiveIndex:
         self.pending: set[str] = set()  # ids a feed knows of that wait for their vector
         self.incomplete = False  # built while some items had no vector (a feed decides what that means)
         self.lock = threading.RLock()  # held by a feed while it changes rows
+        self.source: Any = None  # the mapped index file the rows came from (engine/persist.py), if any
+        self.saved = -1  # the change counter of the last index file written or read
         self._resize(max(16, capacity))
 
     # --- storage ---------------------------------------------------------------------------
@@ -127,6 +129,10 @@ class LiveIndex:
         return self.n
 
     # --- persistence -----------------------------------------------------------------------
+    def intact(self) -> bool:
+        """False when the index file these rows map was scrubbed meanwhile (an erasure)."""
+        return self.source is None or self.source.intact()
+
     def export(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """The used rows of every column, and what a ``restore`` needs beside them (ids, labels, counts)."""
         arrays = {name: array[: self.n] for name, array in self._arrays.items()}

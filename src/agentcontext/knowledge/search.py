@@ -19,7 +19,8 @@ from typing import Any, Sequence
 from .. import access
 from ..embed import embed_missing
 from ..engine.fusion import Calibration
-from ..engine.live import LiveIndex, NodeVectors, follow
+from ..engine.live import LiveIndex, NodeVectors
+from ..engine.persist import persisted
 from ..errors import ValidationError
 from ..model import Node
 from ..store.base import Capability
@@ -35,6 +36,7 @@ MEANING_FLOOR = 0.25  # cosine below this is noise for MiniLM
 # Fitted by benchmarks/knowledge_search.py on benchmarks/data/docs_pack_queries.json (see the module docstring).
 SCORE_CALIBRATION = Calibration(scale=2.495, offset=-4.086)  # 0.5 at 1.64 points
 MEANING_POOL = 50  # nearest docs by meaning that become candidates
+PACK_FILE_KIND = "pack-vectors"
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -74,9 +76,11 @@ def _overlap(query: frozenset[str], text: str) -> float:
 
 
 def pack_vectors(ws: Workspace, pack: str) -> LiveIndex:
-    """The live index of the pack's doc vectors (held by the workspace, caught up from the change log)."""
+    """The live index of the pack's doc vectors: held by the workspace, mapped by a new process from its index
+    file beside the store (``engine/persist.py``), caught up from the change log."""
+    name = f"pack:{pack}:vectors"
     feed = NodeVectors(ws.model_name, namespace=pack)
-    return ws.live(f"pack:{pack}:vectors", lambda current: follow(current, ws.store, feed))
+    return ws.live(name, persisted(ws.index_files, PACK_FILE_KIND, name, ws.model_name, feed))
 
 
 def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[str] | None = None,

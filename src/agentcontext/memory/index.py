@@ -25,6 +25,7 @@ from ..embed.base import Embedder
 from ..embed.cache import embed_missing
 from ..engine.fusion import words
 from ..engine.live import Column, LiveIndex, follow
+from ..engine.persist import load_rows, save_rows
 from ..engine.snapshot import IndexFiles, Snapshot
 from ..model import Change, Node
 from ..store.base import Store
@@ -34,7 +35,6 @@ from .records import KIND
 APPEND_LIMIT = 5000  # more pending changes than this: rebuild instead of replaying
 SAVE_LAG = 1000  # save the index file again once the index is this many changes ahead of it
 FILE_KIND = "memory-index"
-UNSEEN_PURGES = ("node.purge", "node.retract", "vectors.delete")
 log = logging.getLogger(__name__)
 PAIR, DENSE = "pair", "dense"  # context vector planes, added once the first pair vector arrives
 COLUMNS = {"has_pair": Column(bool, False), "prev": Column(np.int64, -1), "next": Column(np.int64, -1),
@@ -76,12 +76,20 @@ class MemoryIndex:
         self.rows = rows if rows is not None else LiveIndex(dimension, COLUMNS, capacity)
         self.props = Props()
         self.df: Counter[str] = Counter()  # lower-cased word -> memories containing it
-        self.source: Snapshot | None = None  # the file the rows are mapped from
-        self.saved = -1  # the change counter of the last file written or read
+
+    @property
+    def source(self) -> Snapshot | None:
+        """The index file the rows are mapped from, if any."""
+        return self.rows.source
+
+    @property
+    def saved(self) -> int:
+        """The change counter of the last index file written or read."""
+        return self.rows.saved
 
     def intact(self) -> bool:
         """False when the file this index maps was scrubbed meanwhile (an erasure)."""
-        return self.source is None or self.source.intact()
+        return self.rows.intact()
 
     @property
     def counter(self) -> int:
@@ -256,39 +264,29 @@ class MemoryFeed:
 
 def save_index(files: IndexFiles, name: str, model: str, index: MemoryIndex) -> bool:
     """Write ``index`` to its file unless a purge it has not seen is pending; True when written."""
-    pending = files.store.changes_since(index.counter, limit=APPEND_LIMIT)
-    if any(ch.op in UNSEEN_PURGES for ch in pending):
-        return False
-    arrays, meta = index.rows.export()
-    blobs = {"meta": json.dumps(meta).encode(), "props": json.dumps(list(index.props)).encode(),
-             "df": json.dumps(index.df).encode()}
-    if files.save(FILE_KIND, name, model, index.counter, arrays, blobs) is None:
-        return False
-    index.saved = index.counter
-    return True
+    blobs = {"props": json.dumps(list(index.props)).encode(), "df": json.dumps(index.df).encode()}
+    return save_rows(files, FILE_KIND, name, model, index.rows, blobs)
+
+
+def _planes(dimension: int) -> dict[str, Column]:
+    return {PAIR: Column(np.float32, None, dimension), DENSE: Column(np.float32, None, dimension)}
 
 
 def load_index(files: IndexFiles, name: str, model: str, dimension: int) -> MemoryIndex | None:
     """The index held in its file, if the file passes every check (``engine/snapshot.py``) and fits."""
-    snap = files.load(FILE_KIND, name, model)
-    if snap is None:
+    loaded = load_rows(files, FILE_KIND, name, model, COLUMNS, optional=_planes)
+    if loaded is None:
         return None
+    rows, snap = loaded
+    if rows.dimension != dimension:
+        return None
+    index = MemoryIndex(dimension, rows=rows)
     try:
-        meta = snap.json("meta")
-        columns = dict(COLUMNS)
-        if snap.has(PAIR):
-            columns[PAIR] = columns[DENSE] = Column(np.float32, None, int(meta["dimension"]))
-        if int(meta["dimension"]) != dimension:
-            return None
-        rows = LiveIndex.restore(columns, {n: snap.array(n) for n in columns if snap.has(n)} | {
-            "vectors": snap.array("vectors"), "alive": snap.array("alive")}, meta, snap.counter)
-        index = MemoryIndex(dimension, rows=rows)
         index.props = Props(lambda: snap.json("props"), rows.n)
         index.df = Counter(snap.json("df"))
     except (KeyError, ValueError, TypeError) as exc:  # a file that passed the checks yet does not fit: rebuild
         log.warning("ignoring the memory index file %s: %s", snap.path, exc)
         return None
-    index.source, index.saved = snap, snap.counter
     return index
 
 
