@@ -55,6 +55,7 @@ def fill(ws, secret: str, outside: Path) -> dict:
     other.retrieve(f"noted {secret}")
     assert ctx.find_precedents(f"refund for {secret}")  # so are the precedent index and the pack's vectors
     assert search_knowledge(ws, "lib:crm", f"account {secret}")
+    ws.index_files.wait()  # the files are written on their threads
     memory.export(format="json", destination=outside / "memories.json")
     export_pack(ws, "lib:crm", outside / "crm-pack")
     return {"ctx": ctx, "linked": linked, "unlinked": unlinked, "elsewhere": elsewhere, "decision": decision}

@@ -53,9 +53,11 @@ def index_file(home):
 
 
 def opened(home):
-    """(the memory, its index) as a new process would get them."""
+    """(the memory, its index) as a new process would get them, once any save it started is written."""
     mem = memory(home)
-    return mem, mem._index()
+    index = mem._index()
+    mem.workspace.index_files.wait()
+    return mem, index
 
 
 def same_rows(a, b) -> None:
@@ -99,6 +101,7 @@ def test_a_stale_file_is_caught_up_from_the_change_log_and_saved_again_once_far_
     monkeypatch.setattr(memory_index, "SAVE_LAG", 5)
     mem.batch_store(items(10, 3, start=N + 30))
     index = mem._index()
+    mem.workspace.index_files.wait()  # saved on its thread
     assert index.saved == index.counter  # caught up past SAVE_LAG: written again
     mem.workspace.close()
     assert len(opened(home)[1]) == N + 40

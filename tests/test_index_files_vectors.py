@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -42,7 +43,10 @@ def put_docs(ws: Workspace, n: int, start: int = 0) -> None:
 
 
 def rows_of(ws: Workspace, which: str):
-    return index_for(ws, DEFAULT).rows if which == "decisions" else pack_vectors(ws, PACK)
+    """The index, once any save its refresh started (on its thread) is written."""
+    rows = index_for(ws, DEFAULT).rows if which == "decisions" else pack_vectors(ws, PACK)
+    ws.index_files.wait()
+    return rows
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +139,7 @@ def test_a_stale_file_is_caught_up_and_saved_again_once_far_behind(home, monkeyp
         same_rows(rows, rebuilt(home, which))
     monkeypatch.setattr(persist, "SAVE_LAG", 1)
     packs.put_doc(ws, PACK, "public.late", content="A late doc about a cloud region outage.")
-    rows = pack_vectors(ws, PACK)
+    rows = rows_of(ws, "pack")
     assert rows.saved == rows.counter  # past SAVE_LAG: written again
     assert len(pack_vectors(Workspace.open(home=home), PACK)) == N + 4
 
@@ -157,6 +161,7 @@ def test_a_deletion_the_file_does_not_know_is_never_served_and_leaves_the_file(h
     rows = rows_of(ws, which)
     assert rows.source is not None and not rows.alive[rows.row[gone]]  # mapped, the row dropped on catching up
     assert gone not in (precedents(ws) if which == "decisions" else [f"{PACK}/{s}" for s in found_docs(ws)])
+    ws.index_files.wait()
     assert vector not in file_of(home, which).read_bytes()  # saved again without the row
 
 
@@ -211,3 +216,33 @@ def test_drop_caches_zeroes_both_files_and_a_holder_builds_anew(home):
         assert bytes(rows.source._map[: len(MAGIC)]) == bytes(len(MAGIC))
         again = rows_of(holder, which)
         assert again is not rows and again.source is None and len(again) == N
+
+
+def test_a_save_runs_off_the_query_path_and_a_scrub_meanwhile_abandons_it(home, monkeypatch):
+    file_of(home, "pack").unlink()  # the next use rebuilds, then saves
+    ws = Workspace.open(home=home)
+    writing, release, seen = threading.Event(), threading.Event(), {}
+    real_save = IndexFiles.save
+
+    def held_save(self, *args, keep=None, **kwargs):  # the write done, the save waits before its rename
+        def waiting():
+            seen["thread"] = threading.current_thread()
+            writing.set()
+            assert release.wait(10)
+            return keep is None or keep()
+        return real_save(self, *args, keep=waiting, **kwargs)
+
+    monkeypatch.setattr(IndexFiles, "save", held_save)
+    rows = pack_vectors(ws, PACK)  # returns while its save still waits: the save is not on this path
+    assert writing.wait(10) and seen["thread"] is not threading.current_thread() and rows.saved == -1
+    assert found_docs(ws)  # queries go on meanwhile
+    temporary = list((home / "indexes").glob("pack_*.tmp"))
+    assert len(temporary) == 1
+    ws.drop_caches()  # an erasure: the file being written is zeroed and removed, the save abandoned
+    release.set()
+    ws.index_files.wait()
+    assert not list((home / "indexes").glob("pack_*")) and rows.saved == -1
+    rows = pack_vectors(ws, PACK)  # built anew; this save is let through
+    release.set()
+    ws.index_files.wait()
+    assert rows.saved == rows.counter and rows_of(Workspace.open(home=home), "pack").source is not None

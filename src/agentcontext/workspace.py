@@ -158,4 +158,6 @@ class Workspace:
             self.index_files.scrub(prefix)
 
     def close(self) -> None:
+        """Close the store once the index files being saved on their threads are written."""
+        self.index_files.wait()
         self.store.close()

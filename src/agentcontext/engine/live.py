@@ -66,6 +66,7 @@ class LiveIndex:
         self.lock = threading.RLock()  # held by a feed while it changes rows
         self.source: Any = None  # the mapped index file the rows came from (engine/persist.py), if any
         self.saved = -1  # the change counter of the last index file written or read
+        self.due = False  # rebuilt or rows dropped since the last save started: save at the next chance
         self._resize(max(16, capacity))
 
     # --- storage ---------------------------------------------------------------------------

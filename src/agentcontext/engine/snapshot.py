@@ -17,7 +17,9 @@ is foreign), a counter not ahead of the store's and the store's change at that c
 truncated file), every section inside the file, and the crc32 of every section but the float planes (those
 are 150 MB at 100,000 x 384: summing them would cost what mapping saves; a bit flip there changes scores,
 never which rows exist). A file is written whole to a temporary name, fsynced and renamed over the old
-one, so a reader sees the old file or the new one, and a crash leaves the old one.
+one, so a reader sees the old file or the new one, and a crash leaves the old one. ``save_later`` runs a
+save on a thread of its own (off the query path); a scrub moves ``generation``, and a save prepared before
+it zeroes its temporary file instead of renaming it.
 
 The sections are mapped copy-on-write (``mmap.ACCESS_COPY``): a process that appends or changes rows
 changes its own pages, never the file. ``scrub`` zeroes files in place before removing them (an erasure
@@ -33,9 +35,10 @@ import os
 import re
 import struct
 import tempfile
+import threading
 import zlib
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -107,6 +110,9 @@ class IndexFiles:
     def __init__(self, folder: Path | None, store: Store) -> None:
         self.folder = folder
         self.store = store
+        self.generation = 0  # moved by every scrub: a save prepared before one is abandoned
+        self._lock = threading.Lock()  # a scrub and the rename that ends a save, one at a time
+        self._writers: dict[str, threading.Thread] = {}
 
     @property
     def enabled(self) -> bool:
@@ -168,8 +174,11 @@ class IndexFiles:
 
     # --- writing ---------------------------------------------------------------------------
     def save(self, kind: str, name: str, model: str, counter: int, arrays: Mapping[str, np.ndarray],
-             blobs: Mapping[str, bytes], extra: Mapping[str, Any] | None = None) -> Path | None:
-        """Write the index whole (temporary file, fsync, rename); None when it cannot be tied to the store."""
+             blobs: Mapping[str, bytes], extra: Mapping[str, Any] | None = None, generation: int | None = None,
+             keep: Callable[[], bool] | None = None) -> Path | None:
+        """Write the index whole (temporary file, fsync, rename); None when it cannot be tied to the store, or
+        when, once written, a scrub happened since ``generation`` or ``keep()`` is False: then the temporary file
+        is zeroed and removed instead of renamed (a save prepared before an erasure never lands)."""
         marks = store_marks(self.store, counter) if self.folder is not None else None
         if marks is None:
             return None
@@ -204,33 +213,66 @@ class IndexFiles:
                 fh.truncate(offset)
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.replace(tmp, target)
+                wanted = keep is None or keep()
+                with self._lock:
+                    if wanted and (generation is None or generation == self.generation):
+                        os.replace(tmp, target)
+                        return target
+                _zero(fh, offset)  # through the open file: a scrub may have unlinked it meanwhile
+            Path(tmp).unlink(missing_ok=True)
+            return None
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        return target
+
+    def save_later(self, name: str, job: Callable[[], Any]) -> bool:
+        """Run ``job`` (a save) on a thread of its own, off the caller's path; False (and nothing run) while one
+        for ``name`` is still running. The thread is not a daemon: a process exits once its saves are done."""
+        with self._lock:
+            if self.busy(name):
+                return False
+            thread = self._writers[name] = threading.Thread(target=job, name=f"index-save {name}")
+        thread.start()
+        return True
+
+    def busy(self, name: str) -> bool:
+        """True while a save of ``name`` runs on its thread."""
+        running = self._writers.get(name)
+        return running is not None and running.is_alive()
+
+    def wait(self) -> None:
+        """Return once every save started by ``save_later`` is done (the store must stay open until then)."""
+        for thread in list(self._writers.values()):
+            thread.join()
 
     def scrub(self, prefix: str = "") -> int:
         """Zero, then remove, every index file whose index name starts with ``prefix`` (temporary ones too);
         returns how many. Processes that mapped one see it gone (``Snapshot.intact``)."""
-        if self.folder is None or not self.folder.is_dir():
-            return 0
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", prefix)
-        count = 0
-        for path in sorted(self.folder.iterdir()):
-            if not path.name.startswith(safe) or not (path.name.endswith(SUFFIX) or path.name.endswith(".tmp")):
-                continue
-            try:
-                with open(path, "r+b") as fh:
-                    size = os.fstat(fh.fileno()).st_size
-                    zeros = bytes(min(size, 1 << 20))
-                    done = 0
-                    while done < size:
-                        done += fh.write(zeros[: size - done])
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                path.unlink()
-                count += 1
-            except FileNotFoundError:
-                continue
-        return count
+        with self._lock:  # a save being written now is abandoned (it checks the generation before renaming)
+            self.generation += 1
+            if self.folder is None or not self.folder.is_dir():
+                return 0
+            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", prefix)
+            count = 0
+            for path in sorted(self.folder.iterdir()):
+                if not path.name.startswith(safe) or not (path.name.endswith(SUFFIX) or path.name.endswith(".tmp")):
+                    continue
+                try:
+                    with open(path, "r+b") as fh:
+                        _zero(fh, os.fstat(fh.fileno()).st_size)
+                    path.unlink()
+                    count += 1
+                except FileNotFoundError:
+                    continue
+            return count
+
+
+def _zero(fh: Any, size: int) -> None:
+    """Overwrite the first ``size`` bytes of an open file with zeros and fsync it."""
+    fh.seek(0)
+    zeros = bytes(min(size, 1 << 20))
+    done = 0
+    while done < size:
+        done += fh.write(zeros[: size - done])
+    fh.flush()
+    os.fsync(fh.fileno())

@@ -7,10 +7,10 @@ one (``props.pair_hash``). A turn's dense vector is the mean of its own vector, 
 the next turn's pair vector, so a reply is found through the question that prompted it and back.
 
 On a store with a folder the index persists as one file (``engine/snapshot.py``): a new process maps
-it and catches up from the change log instead of rebuilding. It is saved after every rebuild and once
-it lags the file by ``SAVE_LAG`` changes, never while a purge it has not seen is pending (a purge means a
-rebuild, and the rebuild saves). Each memory's props are parsed from the file only when a metadata
-filter first needs them.
+it and catches up from the change log instead of rebuilding. It is saved (on a thread of its own, off
+the query path: ``engine/persist.schedule``) after every rebuild and once it lags the file by
+``SAVE_LAG`` changes, never while a purge it has not seen is pending (a purge means a rebuild, and the
+rebuild saves). Each memory's props are parsed from the file only when a metadata filter first needs them.
 """
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from ..embed.base import Embedder
 from ..embed.cache import embed_missing
 from ..engine.fusion import words
 from ..engine.live import Column, LiveIndex, follow
-from ..engine.persist import load_rows, save_rows
+from ..engine import persist
+from ..engine.persist import load_rows
 from ..engine.snapshot import IndexFiles, Snapshot
 from ..model import Change, Node
 from ..store.base import Store
@@ -66,6 +67,11 @@ class Props:
 
     def extend(self, items: Iterable[dict[str, Any]]) -> None:
         self._items.extend(items)
+
+    def frozen(self) -> Callable[[], list[dict[str, Any]]]:
+        """Every row's props as they are now, parsed when called (later appends do not reach them)."""
+        load, items = self._load, list(self._items)
+        return (lambda: load() + items) if load is not None else (lambda: items)
 
 
 class MemoryIndex:
@@ -262,10 +268,16 @@ class MemoryFeed:
         return True
 
 
+def save_job(files: IndexFiles, name: str, model: str, index: MemoryIndex) -> Callable[[], bool]:
+    """A save of ``index`` as it is now (``engine/persist.save_job``), with its props and word counts."""
+    props, df = index.props.frozen(), dict(index.df)
+    return persist.save_job(files, FILE_KIND, name, model, index.rows, lambda: {
+        "props": json.dumps(props()).encode(), "df": json.dumps(df).encode()})
+
+
 def save_index(files: IndexFiles, name: str, model: str, index: MemoryIndex) -> bool:
-    """Write ``index`` to its file unless a purge it has not seen is pending; True when written."""
-    blobs = {"props": json.dumps(list(index.props)).encode(), "df": json.dumps(index.df).encode()}
-    return save_rows(files, FILE_KIND, name, model, index.rows, blobs)
+    """Write ``index`` to its file now unless a purge it has not seen is pending; True when written."""
+    return save_job(files, name, model, index)()
 
 
 def _planes(dimension: int) -> dict[str, Column]:
@@ -302,11 +314,11 @@ def memory_index(ws: Workspace, namespace: str, dimension: int) -> MemoryIndex:
         if current is None and files.enabled:
             current = load_index(files, name, model, dimension)
         fresh = follow(current, ws.store, feed)
-        if files.enabled and len(fresh) and (fresh is not current or fresh.counter - fresh.saved >= SAVE_LAG):
-            try:
-                save_index(files, name, model, fresh)
-            except OSError as exc:  # the index still serves this process; the next one rebuilds
-                log.warning("could not save the memory index file for %s: %s", name, exc)
+        if fresh is not current:
+            fresh.rows.due = True
+        if files.enabled and len(fresh) and (fresh.rows.due or fresh.counter - fresh.saved >= SAVE_LAG):
+            if persist.schedule(files, name, lambda: save_job(files, name, model, fresh)):  # on its thread
+                fresh.rows.due = False
         return fresh
 
     return ws.live(name, refresh)
