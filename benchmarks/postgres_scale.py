@@ -14,6 +14,7 @@ in-process memory index built from the same server, as every process did before)
 - the client's RSS growth while serving the questions, and a new process's first query (its store opened and the
   embedder loaded first; and from the process start too).
 Run: /work/tools/bench.sh .venv/bin/python benchmarks/postgres_scale.py [--memories 1000000] [--queries 200]
+(``--build-only`` builds the kept cluster and measures nothing: the hour-long 1M build need not hold the bench lock.)
 """
 from __future__ import annotations
 
@@ -225,14 +226,18 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--data", type=Path, default=None, help="where the server's cluster is kept between runs")
     parser.add_argument("--no-baseline", action="store_true", help="skip the mirroring process (minutes at 1M)")
+    parser.add_argument("--build-only", action="store_true", help="build the kept cluster and stop, measuring nothing")
     args = parser.parse_args()
     n = args.memories - args.memories % BATCH
     data = args.data or Path(f"/tmp/agentcontext-pg-scale-{n}")
     from agentcontext.store.migrations.postgres import MIGRATIONS
 
     built = json.loads((data / "built.json").read_text()) if (data / "built.json").exists() else None
-    if not built or built.get("memories") != n or built.get("migrations") != [m.name for m in MIGRATIONS]:
-        # another size, a schema this code would upgrade differently, or a build that was stopped: start again
+    known = [m.name for m in MIGRATIONS]
+    ran = (built or {}).get("migrations")
+    if not built or built.get("memories") != n or not ran or ran != known[: len(ran)]:
+        # another size, a schema this code does not know (a cluster built with older migrations is upgraded when
+        # the store opens it), or a build that was stopped: start again
         built = None
         shutil.rmtree(data / "cluster", ignore_errors=True)
     data.mkdir(parents=True, exist_ok=True)
@@ -242,6 +247,9 @@ def main() -> None:
         if built is None:
             print(f"building {n} memories in {data} (kept for the next runs)", flush=True)
             built = {"memories": n, **build(url, n, data)}
+        if args.build_only:
+            print(json.dumps(built, indent=1))
+            return
         _, _, questions, qvectors = base_corpus(data)
         asked = questions[: args.queries + 1]
         ours = client(url, "server", asked)

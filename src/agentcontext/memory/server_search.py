@@ -156,23 +156,30 @@ def _named(query: str, nodes: Any, weights: FusionWeights) -> set[str]:
 
 class _Links:
     """Candidate nodes with their previous and next turns (``props.prev`` and the first turn naming it), read from
-    the store in a few batched queries."""
+    the store with the candidates: ``nodes_linked`` brings a batch of nodes, the turns they name and two levels of
+    followers in one round trip, so ``around`` and ``complete`` find what they need already read."""
 
     def __init__(self, ws: Workspace, namespace: str) -> None:
         self.store, self.namespace = ws.store, namespace
         self.nodes: dict[str, Node] = {}
         self.next: dict[str, str] = {}
-        self._asked: set[str] = set()
+        self._full: set[str] = set()  # read with their content
+        self._asked: set[str] = set()  # whose followers are known
         self._gone: set[str] = set()  # asked for, not a memory of the namespace
 
     def load(self, ids: list[str]) -> dict[str, Node]:
-        """These nodes (the memories of the namespace among them), read once."""
-        todo = [i for i in dict.fromkeys(ids) if i and i not in self.nodes and i not in self._gone]
+        """These nodes (the memories of the namespace among them), read once, with their neighbourhood."""
+        todo = [i for i in dict.fromkeys(ids) if i and i not in self._full and i not in self._gone]
         if todo:
-            found = {i: n for i, n in self.store.get_nodes(todo).items()
-                     if n.kind == KIND and n.namespace == self.namespace}
-            self.nodes.update(found)
-            self._gone.update(set(todo) - set(found))
+            named, followers = self.store.nodes_linked(todo, "prev", self.namespace, KIND)
+            self.nodes.update(named)
+            self._full.update(named)
+            self._gone.update(set(todo) - set(named))
+            first = [n.id for n in followers if prev_of(n) in named]
+            for node in followers:  # insertion order: the first follower of each node is its next turn
+                self.next.setdefault(node.props["prev"], node.id)
+                self.nodes.setdefault(node.id, node)
+            self._asked.update(named, first)
         return {i: self.nodes[i] for i in dict.fromkeys(ids) if i in self.nodes}
 
     def _followers(self, ids: list[str]) -> None:
@@ -216,16 +223,16 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
         known.update({h: found.get(h, np.nan) for h in todo})
     sims = {h: v for h in hashes if not np.isnan(v := known[h])}
     own = np.array([sims.get(n.embed_hash or "", 0.0) for n in candidates], dtype=np.float32)
-    dense = own.copy()
+    # dense = the mean of the own, pair and next pair inner products that exist (float32, summed in that order)
+    pair = np.zeros(len(candidates), dtype=np.float32)
+    follow = np.zeros(len(candidates), dtype=np.float32)
+    count = np.ones(len(candidates), dtype=np.int64)
     for j, (node, nxt) in enumerate(zip(candidates, nexts)):
-        parts = [float(own[j])]
-        pair = (node.props or {}).get("pair_hash")
-        if pair in sims:
-            parts.append(sims[pair])
-        follow = (nxt.props or {}).get("pair_hash") if nxt is not None else None
-        if follow in sims:
-            parts.append(sims[follow])
-        dense[j] = np.float32(np.mean(np.asarray(parts, dtype=np.float32)))
+        if (h := (node.props or {}).get("pair_hash")) in sims:
+            pair[j], count[j] = sims[h], count[j] + 1
+        if nxt is not None and (h := (nxt.props or {}).get("pair_hash")) in sims:
+            follow[j], count[j] = sims[h], count[j] + 1
+    dense = ((own + pair + follow) / count).astype(np.float32)
     # keyword scores and their neighbours': rows [0, n) are the candidates, then neighbours that are not candidates
     n = len(candidates)
     row = {c.id: j for j, c in enumerate(candidates)}

@@ -304,6 +304,14 @@ class VectorSearch(Protocol):
         all-of), ``props`` by JSON containment (every key holds that value; a list matches as a subset) and
         ``titles`` any-of. Approximate (an ANN index) when the filtered nodes are many, exact when they are few."""
 
+    def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str,
+                     kind: str) -> tuple[dict[str, Node], list[Node]]:
+        """What a ranking in the store reads around its candidates, in one round trip: (the active nodes of
+        ``namespace`` and ``kind`` among ``ids`` and those they name in ``props[prop]``, by id, with content;
+        the active nodes naming any of those and the nodes naming those in turn, without content, in insertion
+        order). So the followers (``nodes_naming``) of every node in the first part and of the first-level
+        followers are all there."""
+
     def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
         """Inner products of ``vector`` with the stored vectors of these text hashes (of ``model`` and the same
         dimension), computed in the store: nothing but the scores crosses the wire."""

@@ -8,7 +8,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from .migrations.postgres import INDEXED_CHARS  # noqa: F401  (how much of a body is text-searchable)
-from .rows import Where
+from .rows import NODE_COLS, Where
 
 
 def split_url(url: str) -> tuple[str, str | None]:
@@ -50,3 +50,25 @@ class PgWhere(Where):
         else:
             self.parts.append(f"{column} = ANY(%s)")
             self.params.append(values)
+
+
+def linked_sql(prop: str) -> str:
+    """The active nodes of one namespace and kind among the ids (an array) and those they name in ``props[prop]``
+    (every column), then the nodes naming any of those and the nodes naming those (without content), in one
+    statement: ``part`` 0 or 1, ``rid``, the node columns. Parameters by name: ids, ns, kind. ``prop`` is checked
+    (``rows.check_prop``) by the caller; it is a literal, and each set of ids an array in the default collation
+    (ids are "C"), so the planner walks the ``nodes_<prop>`` expression index."""
+    link = f"((n.props::jsonb) ->> '{prop}')"
+    light = ", ".join("'' AS content" if c == "content" else f"n.{c}" for c in NODE_COLS.split(", "))
+    full = ", ".join(f"n.{c}" for c in NODE_COLS.split(", "))
+    live = "n.namespace = %(ns)s AND n.kind = %(kind)s AND n.retracted_at IS NULL"
+
+    def naming(cte: str) -> str:
+        return f"{link} = ANY(ARRAY(SELECT id COLLATE \"default\" FROM {cte}))"
+
+    return (f"WITH asked AS MATERIALIZED (SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY(%(ids)s) AND {live}), "
+            f"named AS MATERIALIZED (SELECT * FROM asked UNION SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY("
+            f"ARRAY(SELECT (a.props::jsonb) ->> '{prop}' FROM asked a)) AND {live}), "
+            f"f1 AS MATERIALIZED (SELECT n.rid, {light} FROM nodes n WHERE {naming('named')} AND {live}), "
+            f"f2 AS (SELECT n.rid, {light} FROM nodes n WHERE {naming('f1')} AND {live}) "
+            "SELECT 0 AS part, * FROM named UNION ALL SELECT 1, * FROM f1 UNION ALL SELECT 1, * FROM f2")

@@ -10,7 +10,9 @@ with FTS5's constants (k1 = 1.2, b = 0.75), ``tf`` the lexeme's positions in the
 summary and tags, content: the column weights SQLite's bm25() is given), ``dl`` the row's number of lexemes, and
 ``idf = ln((N - n + 0.5) / (n + 0.5))`` (at least 1e-6, as in FTS5). ``N`` and ``avgdl`` are measured on the table
 (on a sample of it when it is large, then remembered for ``STATS_SECONDS``); ``n`` is counted for rare lexemes and
-taken from the planner's statistics for common ones (counting those would cost more than the search). When many
+taken from the planner's statistics for common ones (counting those would cost more than the search); on a large
+table a query's lexemes and their counts are remembered for ``STATS_SECONDS`` too, so the next search with the same
+words (a memory query asks two to four) costs one round trip. When many
 rows match, ``ts_rank`` weighted by idf (cheap, in C) keeps the best ``PREFILTER`` of them and BM25 orders those.
 """
 from __future__ import annotations
@@ -20,8 +22,9 @@ import time
 from typing import Any, Callable, Sequence
 
 SMALL = 5000  # at most this many rows: N, avgdl and every lexeme's count are measured exactly, every query
-SAMPLE_ROWS = 20000  # a larger table's avgdl comes from a sample of about this many rows
+SAMPLE_ROWS = 5000  # a larger table's avgdl comes from a sample of about this many rows (error well under 1%)
 STATS_SECONDS = 30.0
+LEXEME_CACHE = 512  # a large table's lexeme lookups remembered (per store, for STATS_SECONDS)
 K1, B = 1.2, 0.75
 WEIGHTS = "{0.25, 0.5, 0.75, 1.0}"  # ts_rank's D, C, B, A weights (content, summary and tags, title, key): 1:2:3:4
 TF = "CASE w WHEN 'A' THEN 4 WHEN 'B' THEN 3 WHEN 'C' THEN 2 ELSE 1 END"
@@ -55,13 +58,15 @@ class TextStats:
         """(rows, average lexemes per row, whether the table is small)."""
         if time.monotonic() - self._at <= STATS_SECONDS:
             return self._value[0], self._value[1], False
-        rows, avg = read("SELECT count(*), coalesce(avg(length(tsv)), 0) FROM (SELECT tsv FROM nodes "
-                         f"WHERE retracted_at IS NULL LIMIT {SMALL + 1}) f", ())[0]
-        if rows <= SMALL:
-            return int(rows), float(avg), True
         estimate = read("SELECT reltuples::bigint FROM pg_class WHERE oid = 'nodes'::regclass", ())[0][0]
-        if estimate <= SMALL:  # never analysed: count once
-            estimate = read("SELECT count(*) FROM nodes WHERE retracted_at IS NULL", ())[0][0]
+        avg = 0.0
+        if estimate <= 10 * SMALL:  # maybe small (or never analysed): count up to SMALL + 1 rows
+            rows, avg = read("SELECT count(*), coalesce(avg(length(tsv)), 0) FROM (SELECT tsv FROM nodes "
+                             f"WHERE retracted_at IS NULL LIMIT {SMALL + 1}) f", ())[0]
+            if rows <= SMALL:
+                return int(rows), float(avg), True
+            if estimate <= SMALL:  # never analysed: count once
+                estimate = read("SELECT count(*) FROM nodes WHERE retracted_at IS NULL", ())[0][0]
         share = min(100.0, 100.0 * SAMPLE_ROWS / max(estimate, 1))
         sampled = read(f"SELECT avg(length(tsv)) FROM nodes TABLESAMPLE SYSTEM ({share:.4f}) "
                        "WHERE retracted_at IS NULL", ())[0][0]
@@ -70,12 +75,38 @@ class TextStats:
         return self._value[0], self._value[1], False
 
 
-def lexemes(read: Read, terms: list[str], count_all: bool) -> list[tuple[str, str, int | None, float | None]]:
+Lexemes = list[tuple[str, str, int | None, float | None]]
+
+
+def lexemes(read: Read, terms: list[str], count_all: bool) -> Lexemes:
     """(term, lexeme, rows holding it, share of rows holding it by the planner's statistics) per term with a
     lexeme; the rows are counted for every lexeme (``count_all``) or only for those the statistics do not track
     (rare ones: a cheap count through the GIN index)."""
     return [(t, lex, None if n is None else int(n), None if f is None else float(f))
             for t, lex, f, n in read(LEXEMES, [count_all, terms])]
+
+
+class LexemeCache:
+    """A large table's lexeme lookups (``lexemes`` with ``count_all`` false), kept for ``STATS_SECONDS`` like
+    ``TextStats``: BM25's counts there are estimates already. A small table's are never kept (counted exactly)."""
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[str, ...], tuple[float, Lexemes]] = {}
+
+    def get(self, read: Read, terms: list[str], small: bool) -> Lexemes:
+        if small:
+            return lexemes(read, terms, True)
+        key, now = tuple(terms), time.monotonic()
+        kept = self._found.get(key)
+        if kept is not None and now - kept[0] <= STATS_SECONDS:
+            return kept[1]
+        found = lexemes(read, terms, False)
+        if len(self._found) >= LEXEME_CACHE:
+            self._found = {k: v for k, v in self._found.items() if now - v[0] <= STATS_SECONDS}
+            if len(self._found) >= LEXEME_CACHE:
+                self._found.clear()
+        self._found[key] = (now, found)
+        return found
 
 
 def idf(rows: int, holding: int) -> float:

@@ -27,9 +27,9 @@ from ..text import informative, query_terms
 from .base import Capability
 from .migrations.postgres import MIGRATIONS
 from . import pg_text, scrub, transfer
-from .pg_sql import PgWhere, decode_vectors, redact, split_url
+from .pg_sql import PgWhere, decode_vectors, linked_sql, redact, split_url
 from .pg_vectors import SESSION, create_ann_index, has_ann_index, nearest_sql
-from .rows import NODE_COLS, Where, as_list
+from .rows import NODE_COLS, Where, as_list, check_prop, row_to_node
 from .sql_base import SQLStore
 
 try:
@@ -75,6 +75,7 @@ class PostgresStore(SQLStore):
         self._conninfo = conninfo
         self._ann: set[tuple[str, int]] = set()  # (model, dim) whose HNSW index is known to exist
         self._text_stats = pg_text.TextStats()
+        self._lexemes = pg_text.LexemeCache()
         self._connect()
         db = self._db
         self._lock_key = int.from_bytes(
@@ -239,7 +240,7 @@ class PostgresStore(SQLStore):
         if not terms or limit <= 0 or (ids is not None and not ids):
             return []
         rows, avgdl, small = self._text_stats.get(self._read)
-        found = pg_text.lexemes(self._read, terms, small)
+        found = self._lexemes.get(self._read, terms, small)
         if not found:
             return []
         held = {lex: n if n is not None else int((share or 0.0) * rows) for _, lex, n, share in found}
@@ -339,6 +340,19 @@ class PostgresStore(SQLStore):
         rows = self._read(sql, [*where.params, query, query, query, *where.params, query])
         rows.sort(key=lambda r: (-r[2], r[1]))  # iterative index scans return them in relaxed order
         return [(r[0], float(r[2])) for r in rows]
+
+    def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str,
+                     kind: str) -> tuple[dict[str, Node], list[Node]]:
+        name = check_prop(prop)
+        wanted = list(dict.fromkeys(i for i in ids if i))
+        if not wanted:
+            return {}, []
+        rows = self._read(linked_sql(name), {"ids": wanted, "ns": namespace, "kind": kind})
+        named = {r[2]: row_to_node(r[2:]) for r in rows if r[0] == 0}
+        followers: dict[str, Node] = {}
+        for r in sorted((r for r in rows if r[0] == 1), key=lambda r: r[1]):
+            followers.setdefault(r[2], row_to_node(r[2:]))
+        return named, list(followers.values())
 
     def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
         query = np.asarray(vector, dtype=np.float32)
