@@ -114,6 +114,9 @@ class _Query:
         if named:  # each named speaker's nearest turns: the boost may lift them above the pool
             named_nearest = self._nearest(pool, sorted(named))
             nodes.update(links.load([i for i, _ in named_nearest]))
+        for i, score in [*nearest, *named_nearest]:  # the server scored these own vectors already (the same product)
+            if (own := links.nodes.get(i)) is not None and own.embed_hash:
+                self.sims.setdefault(own.embed_hash, score)
         candidates = [n for n in links.around([i for i, n in nodes.items() if self.passes(n)]) if self.passes(n)]
         if not candidates:
             return [], len(nearest) < pool and len(text_hits) < text_pool
