@@ -42,8 +42,11 @@ from _util import report  # noqa: E402
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json"
 CONFIGS = {
-    "bm25": {"weights": FusionWeights(dense=0.0, neighbour=0.0, mention=0.0), "context_turns": False},
-    "dense": {"weights": FusionWeights(dense=1.0, keyword=0.0, neighbour=0.0, mention=0.0), "context_turns": False},
+    "bm25": {"weights": FusionWeights(dense=0.0, neighbour=0.0, mention=0.0, timed=0.0, when=0.0, date=0.0),
+             "context_turns": False},
+    "dense": {"weights": FusionWeights(dense=1.0, keyword=0.0, neighbour=0.0, mention=0.0, timed=0.0, when=0.0,
+                                       date=0.0),
+              "context_turns": False},
     "hybrid_no_context": {"weights": FusionWeights(neighbour=0.0), "context_turns": False},
     "full": {},
 }

@@ -11,9 +11,16 @@ value, and the calibrated score, compare across queries and ``min_score`` filter
   BM25 scale (SQLite FTS5 and PostgreSQL rank on different scales);
 - ``neighbours``: the keyword scores of the previous and next turn, summed (a reply is found through
   the question that prompted it);
-- ``mention``: 1 when the query names the memory's speaker (its title).
+- ``mention``: 1 when the query names the memory's speaker (its title);
+- ``timed``: 1 when the memory places an event in time ("yesterday", "last Friday", "three years ago", a
+  month or a year): such a turn states what happened, where chit-chat does not; ``when``: the same signal
+  again, for a query that asks when or how long;
+- ``date``: 1 when the query names a month or a year and the memory's events fall in it: its own date
+  (``created_at``, a conversation turn's session date) shifted by its relative expressions ("last month").
+  Those three are memory/dates.py's, weighted by leave-one-conversation-out on LoCoMo's dev split
+  (benchmarks/locomo_loco.py); 0 turns each off.
 
-``fused = dense * w.dense + keyword * w.keyword + neighbours * w.neighbour + mention * w.mention`` is in
+``fused = dense * w.dense + keyword * w.keyword + neighbours * w.neighbour + mention * w.mention + ...`` is in
 cosine units (``w.dense`` = 1: the other weights say how much cosine each signal is worth, chosen for
 ranking on the LoCoMo development split), and ``score = RELEVANCE(fused)``: the logistic curve fitted
 once on that split to "this turn is evidence for the question" against the cosine of the two
@@ -79,7 +86,10 @@ class FusionWeights:
     dense: float = 1.0
     keyword: float = 0.7
     neighbour: float = 0.36  # weight of the previous + next turn's keyword score
-    mention: float = 0.3  # the query names the memory's speaker / title
+    mention: float = 0.5  # the query names the memory's speaker / title (0.3 before issue 11 s5's LOCO choice)
+    timed: float = 0.1  # the memory places an event in time ("yesterday", "last week", "in May"): memory/dates.py
+    when: float = 0.05  # the same again when the query asks when / how long
+    date: float = 0.2  # the memory's events (its date, shifted by "last month" etc.) fall in a month the query names
     calibration: Calibration = RELEVANCE
 
 

@@ -31,6 +31,7 @@ from ..engine.snapshot import IndexFiles, Snapshot
 from ..model import Change, Node
 from ..store.base import Store
 from ..workspace import Workspace
+from .dates import NO_DAY, day_number, time_refs
 from .records import KIND
 
 APPEND_LIMIT = 5000  # more pending changes than this: rebuild instead of replaying
@@ -40,7 +41,8 @@ log = logging.getLogger(__name__)
 PAIR, DENSE = "pair", "dense"  # context vector planes, added once the first pair vector arrives
 COLUMNS = {"has_pair": Column(bool, False), "prev": Column(np.int64, -1), "next": Column(np.int64, -1),
            "title": Column(np.int32, 0, coded=True), "conversation": Column(np.int32, -1, coded=True),
-           "user": Column(np.int32, -1, coded=True)}
+           "user": Column(np.int32, -1, coded=True),
+           "refs": Column(np.uint8, 0), "day": Column(np.int32, NO_DAY)}  # memory/dates.py: time expressions, day
 
 
 class Props:
@@ -135,6 +137,16 @@ class MemoryIndex:
         return self.rows.column("next")
 
     @property
+    def refs(self) -> np.ndarray:
+        """Each row's time expressions (memory/dates.py's bit set)."""
+        return self.rows.column("refs")
+
+    @property
+    def days(self) -> np.ndarray:
+        """Each row's day (days since 1970-01-01 of its created_at; dates.NO_DAY when unknown)."""
+        return self.rows.column("day")
+
+    @property
     def title_codes(self) -> np.ndarray:
         return self.rows.column("title")
 
@@ -185,7 +197,9 @@ class MemoryIndex:
                         dtype=np.int64)
         values: dict[str, Any] = {
             "title": [node.title or "" for node in nodes], "prev": prev, "has_pair": paired,
-            "conversation": [p.get("conversation_id") for p in props], "user": [p.get("user_id") for p in props]}
+            "conversation": [p.get("conversation_id") for p in props], "user": [p.get("user_id") for p in props],
+            "refs": [time_refs(node.content) for node in nodes],
+            "day": [day_number(p.get("created_at")) for p in props]}
         if rows.has(PAIR):
             values[PAIR] = np.stack([pairs[p["pair_hash"]] if ok else zero for p, ok in zip(props, paired)])
             values[DENSE] = own

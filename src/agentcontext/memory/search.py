@@ -1,5 +1,6 @@
-"""Hybrid memory search: dense (with conversation context) + keywords (BM25 as query coverage) + speaker mentions,
-fused linearly and calibrated into an absolute relevance in [0, 1] (engine/fusion.py says how)."""
+"""Hybrid memory search: dense (with conversation context) + keywords (BM25 as query coverage) + speaker mentions
++ time (memories that state when, dates the query names; memory/dates.py), fused linearly and calibrated into an
+absolute relevance in [0, 1] (engine/fusion.py says how)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from ..engine.fusion import (FusionWeights, fuse, keyword_coverage, keyword_quer
                              neighbour_sum)
 from ..engine.vectors import top_k
 from ..workspace import Workspace
+from .dates import TIMED, asks_when, date_matches, named_dates
 from .index import MemoryIndex
 from .records import KIND
 
@@ -84,12 +86,25 @@ def gather(ws: Workspace, index: MemoryIndex, namespace: str, query: str, rows: 
         named = mentioned(query, index.title_names)
         if named.any():
             values["mention"] = named[index.title_codes[cand]]
+    values.update(time_signals(query, index.refs[cand], index.days[cand]))
     return Signals(cand, values, qv, raw)
+
+
+def time_signals(query: str, refs: np.ndarray, days: np.ndarray) -> dict[str, np.ndarray]:
+    """``timed`` (and ``when`` if the query asks when), ``date`` if it names a month or year (engine/fusion.py)."""
+    timed = (refs & TIMED).astype(np.float32)
+    out = {"timed": timed}
+    if asks_when(query):
+        out["when"] = timed
+    named = named_dates(query)
+    if named:
+        out["date"] = date_matches(named, days, refs)
+    return out
 
 
 def weight_map(weights: FusionWeights) -> dict[str, float]:
     return {"dense": weights.dense, "keyword": weights.keyword, "neighbour": weights.neighbour,
-            "mention": weights.mention}
+            "mention": weights.mention, "timed": weights.timed, "when": weights.when, "date": weights.date}
 
 
 def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int, rows: np.ndarray | None,
@@ -116,5 +131,9 @@ def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int
         mention = sig.values.get("mention")
         if mention is not None and mention[j]:
             signals["mention"] = 1.0
+        for name in ("timed", "date"):
+            value = sig.values.get(name)
+            if value is not None and value[j]:
+                signals[name] = 1.0
         out.append(Hit(index.ids[i], float(score), signals))
     return out

@@ -8,7 +8,8 @@ turn inherits its neighbours' keyword scores). Each candidate is then scored exa
 scores it: dense = the mean of the inner products of its own vector, its pair vector and its next turn's pair vector
 with the query (computed in the server: ``similarities``), the keyword score (BM25, for candidates beyond the
 text pool too: ``text_search(ids=)``, scaled by the best hit's keyword coverage), its neighbours' keyword scores,
-the mention; ``fuse``, ``top_k`` and the calibration as in process.
+the mention, the time signals (memory/dates.py, from the candidate's text and created_at); ``fuse``, ``top_k`` and
+the calibration as in process.
 
 A memory outside the candidates has its own vector's score below the dense pool's last and its text score below the
 text pool's last; a "ghost" candidate with both scores is fused with the others, and while it would still rank among
@@ -29,7 +30,8 @@ from ..engine.vectors import top_k
 from ..model import Node
 from ..workspace import Workspace
 from .records import CONV, KIND, USER
-from .search import BM25_LIMIT, Hit, weight_map
+from .dates import day_number, time_refs
+from .search import BM25_LIMIT, Hit, time_signals, weight_map
 
 DENSE_POOL = 120  # nearest memories asked of the server at first (at least 4 x k)
 TEXT_POOL = 200  # best text hits asked at first (at least 10 x k); BM25_LIMIT at most, as in process
@@ -140,8 +142,11 @@ class _Query:
         coverage = keyword_coverage(self.keywords, " ".join((best.title or "", best.summary or "", best.content or ""))
                                     ) if best is not None else 0.0
         scale = coverage / text_hits[0][1] if text_hits and text_hits[0][1] > 0 else 0.0
+        timing = time_signals(self.text, np.array([time_refs(c.content) for c in candidates], dtype=np.uint8),
+                              np.array([day_number((c.props or {}).get("created_at")) for c in candidates],
+                                       dtype=np.int32))
         hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights, ghosts,
-                                          self.sims, scale)
+                                          self.sims, scale, timing)
         open_ended = len(nearest) >= pool or len(named_nearest) >= pool or len(text_hits) >= text_pool
         if not open_ended:
             return hits, True
@@ -213,10 +218,12 @@ def prev_of(node: Node) -> str | None:
 
 def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, raw: dict[str, float],
           named: set[str], k: int, weights: FusionWeights, ghosts: list[tuple[float, float, bool]],
-          known: dict[str, float], scale: float) -> tuple[list[Hit], np.ndarray, list[float]]:
+          known: dict[str, float], scale: float, timing: dict[str, np.ndarray]
+          ) -> tuple[list[Hit], np.ndarray, list[float]]:
     """(the k best candidates, every candidate's fused value, each ghost's); ``known`` holds the inner products
     read so far (by vector hash, absent: no such vector) and gains the new ones; ``scale`` turns a BM25 score into
-    a keyword score (the best hit's coverage over its BM25, as in process)."""
+    a keyword score (the best hit's coverage over its BM25, as in process); ``timing``: the candidates' time signals
+    (search.time_signals; a ghost is bounded as if it had each of them)."""
     nexts = [links.nodes.get(links.next.get(n.id, "")) for n in candidates]
     hashes = [n.embed_hash for n in candidates if n.embed_hash]
     hashes += [h for n in [*candidates, *nexts] if n is not None and (h := (n.props or {}).get("pair_hash"))]
@@ -254,11 +261,13 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
     values = {"dense": dense, "keyword": keyword[:n], "neighbour": neighbour_sum(keyword, prev, nxt_rows)[:n]}
     if named:
         values["mention"] = np.array([1.0 if (c.title or "") in named else 0.0 for c in candidates], dtype=np.float32)
+    values.update(timing)
     w = weight_map(weights)
     fused = fuse(values, w)
     ghost_values = {"dense": np.array([d for d, _, _ in ghosts], dtype=np.float32),
                     "keyword": np.array([b * scale for _, b, _ in ghosts], dtype=np.float32),
-                    "mention": np.array([float(m) for _, _, m in ghosts], dtype=np.float32)}
+                    "mention": np.array([float(m) for _, _, m in ghosts], dtype=np.float32),
+                    **{name: np.ones(len(ghosts), dtype=np.float32) for name in timing}}
     ghost_scores = [float(x) for x in fuse(ghost_values, w)]
     out: list[Hit] = []
     best = top_k(fused, k)
@@ -274,5 +283,8 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
             signals["neighbours"] = float(values["neighbour"][j])
         if "mention" in values and values["mention"][j]:
             signals["mention"] = 1.0
+        for name in ("timed", "date"):
+            if name in values and values[name][j]:
+                signals[name] = 1.0
         out.append(Hit(candidates[int(j)].id, float(score), signals))
     return out, fused, ghost_scores

@@ -1,0 +1,116 @@
+"""Time in memories, for temporal questions (issue 11 s5): which memories place an event in time, which months
+their events fall in, and which dates a query names or whether it asks when.
+
+A conversation turn says "I went to a support group yesterday"; the question is "When did Caroline go to the
+support group?" or "What did Caroline do in May 2023?". Two things help retrieval there, both cheap at any
+store size (one regex per memory when the index takes it in, integer columns and numpy at query time):
+
+- ``time_refs(text)``: a bit set of the time expressions the text holds: ``TIMED`` for any (yesterday, last
+  week, on Friday, three years ago, a month's name, a year), and which relative ones shift the event away
+  from the day the memory was written (``RECENT``: the week before; ``LAST_MONTH``; ``NEXT_MONTH``;
+  ``LAST_YEAR``). Memory search favours ``TIMED`` memories a little for every query (they state events), and
+  more for a query that asks when (``asks_when``).
+- ``date_matches``: the query names months or years ("in May 2023", "on 3 May", "in 2022") and the memory's
+  events fall in one of them: its own day (``created_at``, the session date of a conversation turn), resolved
+  by its relative expressions ("last month" in a memory of 18 April 2023 is March 2023).
+"""
+from __future__ import annotations
+
+import calendar
+import re
+from datetime import date, datetime
+
+import numpy as np
+
+TIMED, RECENT, LAST_MONTH, NEXT_MONTH, LAST_YEAR = 1, 2, 4, 8, 16
+NO_DAY = np.iinfo(np.int32).min  # the day column's value for a memory without a (readable) date
+EPOCH = date(1970, 1, 1)
+
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTH_NAMES = "|".join(_MONTHS)
+_WEEKDAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues|tue|wed|thurs|thu|fri|sat|sun"
+_TIMED = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|recently|lately|the other day|ago|since|(?:19|20)\d\d"
+    rf"|(?:last|next|this|on) (?:night|morning|week|weekend|month|year|past|{_WEEKDAYS})|{_MONTH_NAMES})\b",
+    re.IGNORECASE)
+_RECENT = re.compile(rf"\b(?:yesterday|last night|last week|last weekend|the other day|(?:last|on) (?:{_WEEKDAYS}))\b",
+                     re.IGNORECASE)
+_LAST_MONTH = re.compile(r"\b(?:last month|(?:a few|two|three|several|couple of) weeks ago)\b", re.IGNORECASE)
+_NEXT_MONTH = re.compile(r"\bnext month\b", re.IGNORECASE)
+_LAST_YEAR = re.compile(r"\blast year\b", re.IGNORECASE)
+# A month's name (with a day and a year, either side) or a year alone. "may" only capitalised: "may" is a verb too.
+_NAMED = re.compile(
+    rf"\b(?P<month>{_MONTH_NAMES})\b\.?(?:\s+\d{{1,2}}(?:st|nd|rd|th)?\b)?,?\s*(?P<year>(?:19|20)\d\d)?"
+    r"|\b(?P<alone>(?:19|20)\d\d)\b", re.IGNORECASE)
+_ASKS_WHEN = re.compile(r"^\s*(?:when|how long|what (?:year|month|date|day)|which (?:year|month))\b|\bwhen did\b",
+                        re.IGNORECASE)
+
+
+def time_refs(text: str | None) -> int:
+    """The bit set of time expressions in ``text`` (module doc); 0 when it holds none."""
+    if not text or not _TIMED.search(text):
+        return 0
+    bits = TIMED
+    if _RECENT.search(text):
+        bits |= RECENT
+    if _LAST_MONTH.search(text):
+        bits |= LAST_MONTH
+    if _NEXT_MONTH.search(text):
+        bits |= NEXT_MONTH
+    if _LAST_YEAR.search(text):
+        bits |= LAST_YEAR
+    return bits
+
+
+def day_number(created_at: str | None) -> int:
+    """Days since 1970-01-01 of an ISO timestamp, ``NO_DAY`` when there is none or it does not parse."""
+    if not created_at:
+        return int(NO_DAY)
+    try:
+        return (datetime.fromisoformat(str(created_at).replace("Z", "+00:00")).date() - EPOCH).days
+    except ValueError:
+        return int(NO_DAY)
+
+
+def asks_when(query: str) -> bool:
+    """Whether the query asks when something happened or how long ago / for how long."""
+    return bool(_ASKS_WHEN.search(query))
+
+
+def named_dates(query: str) -> list[tuple[int | None, int | None]]:
+    """(year or None, month or None) of each month or year the query names."""
+    out: list[tuple[int | None, int | None]] = []
+    for m in _NAMED.finditer(query):
+        if m.group("alone"):
+            out.append((int(m.group("alone")), None))
+        elif m.group("month").lower() != "may" or m.group("month")[0] == "M":
+            out.append((int(m.group("year")) if m.group("year") else None, _MONTHS[m.group("month").lower()]))
+    return out
+
+
+def _months(days: np.ndarray) -> np.ndarray:
+    """Month numbers (year * 12 + month - 1) of day numbers."""
+    return days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64) + 1970 * 12
+
+
+def date_matches(named: list[tuple[int | None, int | None]], days: np.ndarray, refs: np.ndarray) -> np.ndarray:
+    """1.0 where a memory's events (its day, shifted by its relative expressions) fall in a named month or year."""
+    out = np.zeros(days.size, dtype=np.float32)
+    known = days != NO_DAY
+    if not named or not known.any():
+        return out
+    day = np.where(known, days, 0).astype(np.int64)
+    own = _months(day)
+    candidates = [own, np.where(refs & RECENT, _months(day - 7), own),
+                  np.where(refs & LAST_MONTH, own - 1, own), np.where(refs & NEXT_MONTH, own + 1, own)]
+    years = [m // 12 for m in candidates] + [np.where(refs & LAST_YEAR, own // 12 - 1, own // 12)]
+    hit = np.zeros(days.size, dtype=bool)
+    for year, month in named:
+        if month is None:
+            for y in years:
+                hit |= y == year
+            continue
+        for m in candidates:
+            hit |= (m % 12 == month - 1) & ((m // 12 == year) if year is not None else True)
+    out[hit & known] = 1.0
+    return out
