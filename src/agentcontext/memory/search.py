@@ -86,7 +86,8 @@ def gather(ws: Workspace, index: MemoryIndex, namespace: str, query: str, rows: 
         named = mentioned(query, index.title_names)
         if named.any():
             values["mention"] = named[index.title_codes[cand]]
-    values.update(time_signals(query, index.refs[cand], index.days[cand]))
+    values.update(time_signals(query, index.refs if every else index.refs[cand],
+                               index.days if every else index.days[cand]))
     return Signals(cand, values, qv, raw)
 
 
