@@ -9,8 +9,8 @@ import pytest
 
 from agentcontext.engine.fusion import FusionWeights
 from agentcontext.memory import AgentMemory
-from agentcontext.memory.dates import (LAST_MONTH, LAST_YEAR, NO_DAY, RECENT, TIMED, asks_when, date_matches,
-                                       day_number, named_dates, time_refs)
+from agentcontext.memory.dates import (LAST_MONTH, LAST_YEAR, NO_MONTH, RECENT, TIMED, asks_when, date_matches,
+                                       month_numbers, named_dates, time_refs)
 from agentcontext.vector_store import VectorStore
 
 OFF = replace(FusionWeights(), timed=0.0, when=0.0, date=0.0)
@@ -28,19 +28,21 @@ def test_time_expressions_and_named_dates():
     assert named_dates("Who did Maria have dinner with on May 3, 2023?") == [(2023, 5)]
     assert named_dates("What did Melanie paint in 2022?") == [(2022, None)]
     assert named_dates("What may Jon open next?") == []  # "may" the verb is no month
-    assert day_number("1970-01-02T10:00:00") == 1 and day_number("not a date") == NO_DAY == day_number(None)
+    assert month_numbers("2023-03-05T10:00:00") == (2023 * 12 + 2, 2023 * 12 + 1)  # and a week before: February
+    assert month_numbers("not a date") == (NO_MONTH, NO_MONTH) == month_numbers(None)
 
 
 def test_dates_resolve_relative_expressions_against_the_memory_date():
-    days = np.array([day_number(d) for d in ("2023-04-18", "2023-03-10", "2023-04-18", "2023-04-03", "")],
-                    dtype=np.int32)
+    months = [month_numbers(d) for d in ("2023-04-18", "2023-03-10", "2023-04-18", "2023-04-03", "")]
+    own = np.array([m for m, _ in months], dtype=np.int32)
+    before = np.array([b for _, b in months], dtype=np.int32)
     refs = np.array([time_refs(t) for t in ("We went last month.", "A fine day.", "A fine day.",
                                             "I ran a race last Saturday.", "last month")], dtype=np.uint8)
     # March 2023: "last month" written in April, a memory of March itself, a race in the week before 3 April;
     # not a plain April memory, not a memory without a date
-    assert date_matches([(2023, 3)], days, refs).tolist() == [1, 1, 0, 1, 0]
-    assert date_matches([(2022, None)], days, refs).tolist() == [0, 0, 0, 0, 0]
-    assert date_matches([(None, 4)], days, refs).tolist() == [1, 0, 1, 1, 0]
+    assert date_matches([(2023, 3)], own, before, refs).tolist() == [1, 1, 0, 1, 0]
+    assert date_matches([(2022, None)], own, before, refs).tolist() == [0, 0, 0, 0, 0]
+    assert date_matches([(None, 4)], own, before, refs).tolist() == [1, 0, 1, 1, 0]
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +104,19 @@ def test_a_memory_that_states_when_gains_its_weights_in_cosine_units():
 
 def logit(p: float) -> float:
     return float(np.log(p / (1.0 - p)))
+
+
+def test_search_adds_time_only_where_it_can_matter_and_ranks_as_if_everywhere(memory):
+    """search() reads the time signals of the rows within their weights of the k-th best only (top_with_time); the
+    ranking is the one every row's signals give."""
+    from agentcontext.engine.fusion import fuse
+    from agentcontext.memory.search import gather, search, weight_map
+
+    index = memory._index()
+    for query in ("What did I attend with my colleagues in March 2023?", "When did I go to the support group?",
+                  "colleagues"):
+        for k in (1, 2, 4):
+            hits = search(memory.workspace, index, memory.namespace, query, k, None)
+            sig = gather(memory.workspace, index, memory.namespace, query, None)
+            full = fuse(sig.values, weight_map(FusionWeights()))
+            assert [h.id for h in hits] == [index.ids[i] for i in np.argsort(-full, kind="stable")[:k]], (query, k)

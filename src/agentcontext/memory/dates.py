@@ -11,20 +11,20 @@ store size (one regex per memory when the index takes it in, integer columns and
   ``LAST_YEAR``). Memory search favours ``TIMED`` memories a little for every query (they state events), and
   more for a query that asks when (``asks_when``).
 - ``date_matches``: the query names months or years ("in May 2023", "on 3 May", "in 2022") and the memory's
-  events fall in one of them: its own day (``created_at``, the session date of a conversation turn), resolved
-  by its relative expressions ("last month" in a memory of 18 April 2023 is March 2023).
+  events fall in one of them: its own month (``created_at``, the session date of a conversation turn), resolved
+  by its relative expressions ("last month" in a memory of 18 April 2023 is March 2023). The index keeps each
+  memory's month and the month a week earlier (``month_numbers``), so matching is integer arithmetic.
 """
 from __future__ import annotations
 
 import calendar
 import re
-from datetime import date, datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
 TIMED, RECENT, LAST_MONTH, NEXT_MONTH, LAST_YEAR = 1, 2, 4, 8, 16
-NO_DAY = np.iinfo(np.int32).min  # the day column's value for a memory without a (readable) date
-EPOCH = date(1970, 1, 1)
+NO_MONTH = int(np.iinfo(np.int32).min)  # the month columns' value for a memory without a (readable) date
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTH_NAMES = "|".join(_MONTHS)
@@ -62,14 +62,17 @@ def time_refs(text: str | None) -> int:
     return bits
 
 
-def day_number(created_at: str | None) -> int:
-    """Days since 1970-01-01 of an ISO timestamp, ``NO_DAY`` when there is none or it does not parse."""
+def month_numbers(created_at: str | None) -> tuple[int, int]:
+    """(the month of an ISO timestamp, the month 7 days before it) as ``year * 12 + month - 1``; ``NO_MONTH``
+    twice when there is none or it does not parse."""
     if not created_at:
-        return int(NO_DAY)
+        return NO_MONTH, NO_MONTH
     try:
-        return (datetime.fromisoformat(str(created_at).replace("Z", "+00:00")).date() - EPOCH).days
+        day = datetime.fromisoformat(str(created_at).replace("Z", "+00:00")).date()
     except ValueError:
-        return int(NO_DAY)
+        return NO_MONTH, NO_MONTH
+    week = day - timedelta(days=7)
+    return day.year * 12 + day.month - 1, week.year * 12 + week.month - 1
 
 
 def asks_when(query: str) -> bool:
@@ -88,29 +91,35 @@ def named_dates(query: str) -> list[tuple[int | None, int | None]]:
     return out
 
 
-def _months(days: np.ndarray) -> np.ndarray:
-    """Month numbers (year * 12 + month - 1) of day numbers."""
-    return days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64) + 1970 * 12
-
-
-def date_matches(named: list[tuple[int | None, int | None]], days: np.ndarray, refs: np.ndarray) -> np.ndarray:
-    """1.0 where a memory's events (its day, shifted by its relative expressions) fall in a named month or year."""
-    out = np.zeros(days.size, dtype=np.float32)
-    known = days != NO_DAY
+def date_matches(named: list[tuple[int | None, int | None]], months: np.ndarray, before: np.ndarray,
+                 refs: np.ndarray) -> np.ndarray:
+    """1.0 where a memory's events fall in a named month or year: its own month (``months``, from
+    ``month_numbers``), the month a week before it (``before``) if it says "last week" or "yesterday", the month
+    before or after if it says "last month" or "next month", the year before if it says "last year"."""
+    out = np.zeros(months.size, dtype=np.float32)
+    known = months != NO_MONTH
     if not named or not known.any():
         return out
-    day = np.where(known, days, 0).astype(np.int64)
-    own = _months(day)
-    candidates = [own, np.where(refs & RECENT, _months(day - 7), own),
-                  np.where(refs & LAST_MONTH, own - 1, own), np.where(refs & NEXT_MONTH, own + 1, own)]
-    years = [m // 12 for m in candidates] + [np.where(refs & LAST_YEAR, own // 12 - 1, own // 12)]
-    hit = np.zeros(days.size, dtype=bool)
+    own = months.astype(np.int64)
+    candidates = [own]
+    for bit, month in ((RECENT, before.astype(np.int64)), (LAST_MONTH, own - 1), (NEXT_MONTH, own + 1)):
+        flagged = (refs & bit) != 0
+        if flagged.any():
+            candidates.append(np.where(flagged, month, own))
+    years = [m // 12 for m in candidates]
+    last_year = (refs & LAST_YEAR) != 0
+    if last_year.any():
+        years.append(np.where(last_year, own // 12 - 1, own // 12))
+    hit = np.zeros(months.size, dtype=bool)
     for year, month in named:
         if month is None:
             for y in years:
                 hit |= y == year
-            continue
-        for m in candidates:
-            hit |= (m % 12 == month - 1) & ((m // 12 == year) if year is not None else True)
+        elif year is None:
+            for m in candidates:
+                hit |= m % 12 == month - 1
+        else:
+            for m in candidates:
+                hit |= m == year * 12 + month - 1
     out[hit & known] = 1.0
     return out

@@ -31,7 +31,7 @@ from ..engine.snapshot import IndexFiles, Snapshot
 from ..model import Change, Node
 from ..store.base import Store
 from ..workspace import Workspace
-from .dates import NO_DAY, day_number, time_refs
+from .dates import NO_MONTH, month_numbers, time_refs
 from .records import KIND
 
 APPEND_LIMIT = 5000  # more pending changes than this: rebuild instead of replaying
@@ -42,7 +42,8 @@ PAIR, DENSE = "pair", "dense"  # context vector planes, added once the first pai
 COLUMNS = {"has_pair": Column(bool, False), "prev": Column(np.int64, -1), "next": Column(np.int64, -1),
            "title": Column(np.int32, 0, coded=True), "conversation": Column(np.int32, -1, coded=True),
            "user": Column(np.int32, -1, coded=True),
-           "refs": Column(np.uint8, 0), "day": Column(np.int32, NO_DAY)}  # memory/dates.py: time expressions, day
+           "refs": Column(np.uint8, 0), "month": Column(np.int32, NO_MONTH),  # memory/dates.py: time expressions,
+           "month_before": Column(np.int32, NO_MONTH)}  # the month of created_at and of a week before it
 
 
 class Props:
@@ -142,9 +143,14 @@ class MemoryIndex:
         return self.rows.column("refs")
 
     @property
-    def days(self) -> np.ndarray:
-        """Each row's day (days since 1970-01-01 of its created_at; dates.NO_DAY when unknown)."""
-        return self.rows.column("day")
+    def months(self) -> np.ndarray:
+        """Each row's month (year * 12 + month - 1 of its created_at; dates.NO_MONTH when unknown)."""
+        return self.rows.column("month")
+
+    @property
+    def months_before(self) -> np.ndarray:
+        """The month of the day a week before each row's created_at."""
+        return self.rows.column("month_before")
 
     @property
     def title_codes(self) -> np.ndarray:
@@ -198,8 +204,9 @@ class MemoryIndex:
         values: dict[str, Any] = {
             "title": [node.title or "" for node in nodes], "prev": prev, "has_pair": paired,
             "conversation": [p.get("conversation_id") for p in props], "user": [p.get("user_id") for p in props],
-            "refs": [time_refs(node.content) for node in nodes],
-            "day": [day_number(p.get("created_at")) for p in props]}
+            "refs": [time_refs(node.content) for node in nodes]}
+        months = [month_numbers(p.get("created_at")) for p in props]
+        values["month"], values["month_before"] = [m for m, _ in months], [b for _, b in months]
         if rows.has(PAIR):
             values[PAIR] = np.stack([pairs[p["pair_hash"]] if ok else zero for p, ok in zip(props, paired)])
             values[DENSE] = own

@@ -71,8 +71,10 @@ def _bm25(ws: Workspace, index: MemoryIndex, namespace: str, keywords: str) -> t
     return raw, keyword_coverage(keywords, text)
 
 
-def gather(ws: Workspace, index: MemoryIndex, namespace: str, query: str, rows: np.ndarray | None) -> Signals:
-    """Every signal of the candidate rows (None = all rows) for ``query``."""
+def gather(ws: Workspace, index: MemoryIndex, namespace: str, query: str, rows: np.ndarray | None,
+           timing: bool = True) -> Signals:
+    """Every signal of the candidate rows (None = all rows) for ``query``; the time signals only with ``timing``
+    (``search`` adds them to the rows that can reach the top k: ``top_with_time``)."""
     n = len(index)
     every = rows is None
     cand = np.arange(n, dtype=np.int64) if rows is None else rows
@@ -86,21 +88,46 @@ def gather(ws: Workspace, index: MemoryIndex, namespace: str, query: str, rows: 
         named = mentioned(query, index.title_names)
         if named.any():
             values["mention"] = named[index.title_codes[cand]]
-    values.update(time_signals(query, index.refs if every else index.refs[cand],
-                               index.days if every else index.days[cand]))
+    if timing:
+        values.update(time_signals(query, index, cand))
     return Signals(cand, values, qv, raw)
 
 
-def time_signals(query: str, refs: np.ndarray, days: np.ndarray) -> dict[str, np.ndarray]:
-    """``timed`` (and ``when`` if the query asks when), ``date`` if it names a month or year (engine/fusion.py)."""
+def time_signals(query: str, index: MemoryIndex, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """``timed`` (and ``when`` if the query asks when), ``date`` if it names a month or year (engine/fusion.py),
+    for these rows of the index."""
+    return time_values(query, index.refs[rows], index.months[rows], index.months_before[rows])
+
+
+def time_values(query: str, refs: np.ndarray, months: np.ndarray, before: np.ndarray) -> dict[str, np.ndarray]:
+    """The time signals of memories given their time bits and month columns (memory/dates.py)."""
     timed = (refs & TIMED).astype(np.float32)
     out = {"timed": timed}
     if asks_when(query):
         out["when"] = timed
     named = named_dates(query)
     if named:
-        out["date"] = date_matches(named, days, refs)
+        out["date"] = date_matches(named, months, before, refs)
     return out
+
+
+def top_with_time(query: str, index: MemoryIndex, rows: np.ndarray, fused: np.ndarray, weights: FusionWeights,
+                  k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the ``k`` best positions in ``fused`` once the weighted time signals are added, their fused values). The time
+    signals add at most ``boost`` to a row, so only rows within ``boost`` of the k-th best can reach the top k: only
+    their time signals are read (exact, and cheap at any store size). A negative time weight reads every row."""
+    first = top_k(fused, k)
+    w = {"timed": weights.timed, "when": weights.when if asks_when(query) else 0.0,
+         "date": weights.date if named_dates(query) else 0.0}
+    if not any(w.values()) or first.size == 0:
+        return first, fused[first]
+    if min(w.values()) < 0:
+        pool = np.arange(fused.size)
+    else:
+        pool = np.flatnonzero(fused >= float(fused[first].min()) - sum(w.values()))
+    values = fused[pool] + fuse(time_signals(query, index, rows[pool]), w)
+    order = top_k(values, k)
+    return pool[order], values[order]
 
 
 def weight_map(weights: FusionWeights) -> dict[str, float]:
@@ -113,12 +140,12 @@ def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int
     """The ``k`` best candidate rows (None = all) for ``query``, each with its calibrated score and its signals."""
     if len(index) == 0 or k <= 0 or (rows is not None and rows.size == 0):
         return []
-    sig = gather(ws, index, namespace, query, rows)
-    fused = fuse(sig.values, weight_map(weights))
-    best = top_k(fused, k)
-    scores = weights.calibration(fused[best])
+    sig = gather(ws, index, namespace, query, rows, timing=False)
+    best, fused = top_with_time(query, index, sig.rows, fuse(sig.values, weight_map(weights)), weights, k)
+    timing = time_signals(query, index, sig.rows[best])
+    scores = weights.calibration(fused)
     out: list[Hit] = []
-    for j, score in zip(best.tolist(), np.atleast_1d(scores).tolist()):
+    for n, (j, score) in enumerate(zip(best.tolist(), np.atleast_1d(scores).tolist())):
         i = int(sig.rows[j])
         dense = float(sig.values["dense"][j])
         signals: dict[str, float] = {"dense": float(index.own[i] @ sig.query_vector)}
@@ -133,8 +160,7 @@ def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int
         if mention is not None and mention[j]:
             signals["mention"] = 1.0
         for name in ("timed", "date"):
-            value = sig.values.get(name)
-            if value is not None and value[j]:
+            if name in timing and timing[name][n]:
                 signals[name] = 1.0
         out.append(Hit(index.ids[i], float(score), signals))
     return out

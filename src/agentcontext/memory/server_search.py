@@ -30,8 +30,8 @@ from ..engine.vectors import top_k
 from ..model import Node
 from ..workspace import Workspace
 from .records import CONV, KIND, USER
-from .dates import day_number, time_refs
-from .search import BM25_LIMIT, Hit, time_signals, weight_map
+from .dates import month_numbers, time_refs
+from .search import BM25_LIMIT, Hit, time_values, weight_map
 
 DENSE_POOL = 120  # nearest memories asked of the server at first (at least 4 x k)
 TEXT_POOL = 200  # best text hits asked at first (at least 10 x k); BM25_LIMIT at most, as in process
@@ -142,9 +142,9 @@ class _Query:
         coverage = keyword_coverage(self.keywords, " ".join((best.title or "", best.summary or "", best.content or ""))
                                     ) if best is not None else 0.0
         scale = coverage / text_hits[0][1] if text_hits and text_hits[0][1] > 0 else 0.0
-        timing = time_signals(self.text, np.array([time_refs(c.content) for c in candidates], dtype=np.uint8),
-                              np.array([day_number((c.props or {}).get("created_at")) for c in candidates],
-                                       dtype=np.int32))
+        months = np.array([month_numbers((c.props or {}).get("created_at")) for c in candidates], dtype=np.int64)
+        timing = time_values(self.text, np.array([time_refs(c.content) for c in candidates], dtype=np.uint8),
+                             months[:, 0], months[:, 1])
         hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights, ghosts,
                                           self.sims, scale, timing)
         open_ended = len(nearest) >= pool or len(named_nearest) >= pool or len(text_hits) >= text_pool
@@ -223,7 +223,7 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
     """(the k best candidates, every candidate's fused value, each ghost's); ``known`` holds the inner products
     read so far (by vector hash, absent: no such vector) and gains the new ones; ``scale`` turns a BM25 score into
     a keyword score (the best hit's coverage over its BM25, as in process); ``timing``: the candidates' time signals
-    (search.time_signals; a ghost is bounded as if it had each of them)."""
+    (search.time_values; a ghost is bounded as if it had each of them)."""
     nexts = [links.nodes.get(links.next.get(n.id, "")) for n in candidates]
     hashes = [n.embed_hash for n in candidates if n.embed_hash]
     hashes += [h for n in [*candidates, *nexts] if n is not None and (h := (n.props or {}).get("pair_hash"))]
