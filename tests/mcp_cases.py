@@ -24,7 +24,8 @@ KNOWLEDGE_TOOLS = {"list_knowledge_packs", "search_knowledge", "list_knowledge_n
 MEMORY_TOOLS = {"store_memory", "retrieve_memories", "forget_memories", "get_memory", "conversation_history"}
 DECISION_TOOLS = {"record_decision", "find_precedents", "get_causal_chain", "check_compliance"}
 CONTEXT_TOOLS = {"get_context"}
-ALL_TOOLS = KNOWLEDGE_TOOLS | MEMORY_TOOLS | DECISION_TOOLS | CONTEXT_TOOLS
+GRAPH_TOOLS = {"predict_links", "find_paths"}
+ALL_TOOLS = KNOWLEDGE_TOOLS | MEMORY_TOOLS | DECISION_TOOLS | CONTEXT_TOOLS | GRAPH_TOOLS
 PKG = "pkg:acme.tools.knowledge.core"
 REFUND = {"category": "refund", "reasoning": "Outside the 30-day window.", "outcome": "denied", "confidence": 0.9}
 
@@ -55,6 +56,10 @@ def seed(ws, write_pack) -> dict[str, str]:
     ids = {"memory": mem.store("Ann is vegetarian and avoids mushrooms.", conversation_id="c1", user_id="ann"),
            "forget": mem.store("A memory the forget case deletes.", conversation_id="c2")}
     graph = ContextGraph(workspace=ws)
+    graph.add_edges([{"source": "bob", "target": "alice", "type": "knows"},
+                     {"source": "carol", "target": "alice", "type": "knows"},
+                     {"source": "alice", "target": "berlin", "type": "lives_in"}])
+    ContextGraph(workspace=ws, name="secret").add_edge("x", "y", "knows")
     recorder = DecisionRecorder(graph)
     ids["decision"] = recorder.record_decision(scenario="Customer asks a refund 45 days after purchase", **REFUND)
     ids["effect"] = recorder.record_decision(scenario="Customer escalates the denied refund", **{**REFUND,
@@ -91,6 +96,8 @@ def cases(ids: dict[str, str]) -> list[Case]:
         Case("get_causal_chain", {"decision_id": eff}),
         Case("check_compliance", {"decision_id": dec, "policy_id": "refund-v1"}),
         Case("get_context", {"query": "Which refund did the customer ask for?", "max_results": 5}),
+        Case("predict_links", {"node_id": "bob", "top_k": 3}),
+        Case("find_paths", {"source": "bob", "target": "berlin", "k": 2}),
     ]
     bad = [
         Case("list_knowledge_packs", {"bogus": 1}, "ValidationError", label="unknown-argument"),
@@ -127,6 +134,12 @@ def cases(ids: dict[str, str]) -> list[Case]:
         Case("check_compliance", {"decision_id": dec, "policy_id": "no-such-policy"}, "NotFoundError"),
         Case("get_context", {"query": "refund", "budget_tokens": 5}, "BudgetExceededError"),
         Case("get_context", {"query": "refund", "include": ["everything"]}, "ValidationError", label="bad-value"),
+        Case("predict_links", {"node_id": "ghost"}, "NotFoundError"),
+        Case("predict_links", {"node_id": "bob", "method": "nope"}, "ValidationError", label="bad-value"),
+        Case("predict_links", {"node_id": "x", "graph": "secret"}, "AccessDeniedError", "reader"),
+        Case("find_paths", {"source": "bob", "target": "ghost"}, "NotFoundError"),
+        Case("find_paths", {"source": "bob", "target": "alice", "k": 0}, "ValidationError"),
+        Case("find_paths", {"source": "bob", "target": "alice"}, "AccessDeniedError", "reader"),
     ]
     return ok + bad
 

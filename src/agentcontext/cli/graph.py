@@ -1,4 +1,5 @@
 """``agentcontext graph ...``: the workspace knowledge graph (ContextGraph): nodes, edges, neighbours, paths,
+the algorithms of graph_algorithms.py (link prediction, k shortest paths, Node2Vec neighbours, text linking),
 analytics.
 
 The graph checks and audits every call for the acting principal: adding nodes and edges needs ``write`` on
@@ -11,6 +12,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import NotFoundError
+from . import graph_algorithms
 from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out, parse_pairs, table
 
 graph_app = typer.Typer(help="The knowledge graph: add nodes and edges, walk neighbours and paths, analytics.",
@@ -134,3 +136,9 @@ def analytics(ctx: typer.Context,
                           markup=False)
 
     emit(data, json_out, human)
+
+
+graph_app.command("predict-links")(graph_algorithms.predict_links)
+graph_app.command("paths")(graph_algorithms.paths)
+graph_app.command("similar")(graph_algorithms.similar)
+graph_app.command("link-mentions")(graph_algorithms.link_mentions)

@@ -107,6 +107,7 @@ class ContextGraph:
         view._base = self._base or self
         view.principal = view.actor = principal
         view.analytics, view.walks, view.algorithms = GraphAnalytics(view), GraphWalks(view), GraphAlgorithms(view)
+        view.embeddings = NodeEmbeddings(view)
         return view
 
     def check(self, level: str, action: str, target: str = "") -> None:
@@ -511,17 +512,35 @@ class ContextGraph:
         return [{"entity": self.user_id(e), "surface": m.surface, "rule": m.rule, "score": m.score,
                  "count": m.count, "ambiguous": m.ambiguous} for m in find(self, text) for e in m.entities]
 
-    def link_mentions(self, namespaces: Sequence[str] | None = None,
-                      kinds: Sequence[str] | None = None) -> dict[str, Any]:
+    def link_mentions(self, namespaces: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """Link the records already stored (memories, pack docs, messages, decisions...) of ``namespaces``
         (default: every namespace the graph reads) to the known entities their text names: ``mentions``
-        edges, which a second run does not duplicate. Returns ``scanned`` and ``linked`` counts."""
+        edges, which a second run does not duplicate. Returns ``scanned`` and ``linked`` counts.
+
+        Needs ``write`` on the graph, ``read`` on every namespace scanned and ``write`` on a memory store (its
+        links are stored in it): a namespace given that the principal may not use so is an AccessDeniedError;
+        by default such a memory store is left out and listed in ``skipped`` (a key present only then).
+        ``progress(done, total)`` is told as the records are read."""
         from .mentions import link_nodes
 
         self.check("write", "graph.link_mentions")
+        skipped: list[str] = []
         if namespaces is None:
-            namespaces = [ns for ns in self.store.namespaces() if self.scope is None or ns == self.scope]
-        return link_nodes(self, namespaces, kinds, actor=self.actor)
+            scope = self.scope
+            namespaces = [ns for ns in self.store.namespaces()
+                          if scope is None or (ns == scope if isinstance(scope, str) else ns in scope)]
+            if self.principal is not None:
+                skipped = [ns for ns in namespaces if ns.startswith("memory:")
+                           and not access.can(self.workspace, self.principal, ns, "write")]
+                namespaces = [ns for ns in namespaces if ns not in skipped]
+        else:
+            for ns in namespaces:
+                access.require(self.workspace, self.principal, ns, "read", "graph.link_mentions", ns)
+                if ns.startswith("memory:"):
+                    access.require(self.workspace, self.principal, ns, "write", "graph.link_mentions", ns)
+        found = link_nodes(self, namespaces, kinds, actor=self.actor, progress=progress)
+        return {**found, "skipped": skipped} if skipped else found
 
     def link_graph(self, other_graph: "ContextGraph", source_node_id: str, target_node_id: str,
                    link_type: str = "CROSS_GRAPH") -> str:

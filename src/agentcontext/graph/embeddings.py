@@ -25,6 +25,8 @@ class EmbeddingGraph(Protocol):
 
     def resolve(self, node_id: str) -> str | None: ...
 
+    def require(self, node_id: str) -> str: ...
+
     def user_id(self, store_id: str) -> str: ...
 
     def cached(self, what: str, build: Callable[[], Any]) -> Any: ...
@@ -78,10 +80,12 @@ class NodeEmbeddings:
         return {sid: m[csr.index[sid]] for sid in store_ids if sid in csr.index}
 
     def similar(self, node_id: str, top_k: int = 10, **params: Any) -> list[dict[str, Any]]:
-        """The ``top_k`` nodes structurally most like ``node_id`` (cosine of their vectors), best first."""
+        """The ``top_k`` nodes structurally most like ``node_id`` (cosine of their vectors), best first; a node
+        the graph does not hold (or the principal does not see) is a NotFoundError, an isolated one has none."""
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+            raise ValidationError(f"top_k must be a positive integer (got {top_k!r})", top_k=top_k)
         csr, m = self.matrix(self.params(**params))
-        sid = self.graph.resolve(node_id)
-        i = csr.index.get(sid) if sid is not None else None
+        i = csr.index.get(self.graph.require(node_id))
         if i is None or not m[i].any():
             return []
         sims = m @ m[i]

@@ -13,7 +13,7 @@ text``, the rule, the surface and the score in their properties); an edge a reco
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..engine.mentions import Mention, MentionMatcher
 from ..engine.names import strip_suffixes, tokens
@@ -172,20 +172,28 @@ def text_of(node: Node) -> str:
 
 
 def link_nodes(graph: GraphLike, namespaces: Iterable[str], kinds: Sequence[str] | None = None,
-               batch: int = 2000, actor: str = "") -> dict[str, Any]:
+               batch: int = 2000, actor: str = "",
+               progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Link every record of ``namespaces`` (of ``kinds``, default all but the entities themselves) to the
     entities its text names. Memories hold their own edges; other records' edges live in the graph's namespace
-    (a ``pkg:`` doc is read-only, so the graph keeps its links)."""
+    (a ``pkg:`` doc is read-only, so the graph keeps its links). ``progress(done, total)`` is told after each
+    batch (records read so far, records in all the namespaces)."""
     store = graph.store
     totals = {"scanned": 0, "linked": 0}
-    for ns in namespaces:
-        ids = store.node_ids(ns)
+    listed = [(ns, store.node_ids(ns)) for ns in namespaces]
+    total, done = sum(len(ids) for _, ids in listed), 0
+    if progress is not None:
+        progress(0, total)
+    for ns, ids in listed:
         holder = ns if ns.startswith("memory:") else graph.namespace
         for start in range(0, len(ids), batch):
             nodes = store.get_nodes(ids[start: start + batch])
             items = [(n.id, text_of(n), holder) for n in nodes.values()
                      if (kinds is None or n.kind in kinds) and not linkable(n)]
-            done = link_texts(graph, items, actor)
-            totals["scanned"] += done["scanned"]
-            totals["linked"] += done["linked"]
+            found = link_texts(graph, items, actor)
+            totals["scanned"] += found["scanned"]
+            totals["linked"] += found["linked"]
+            done += len(ids[start: start + batch])
+            if progress is not None:
+                progress(done, total)
     return totals

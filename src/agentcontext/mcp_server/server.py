@@ -26,7 +26,8 @@ HOST = "127.0.0.1"
 # Modules that register tools (``register_tools``) when imported. All are part of the package: a missing or
 # broken one fails the server start loudly (ImportError) instead of silently serving fewer tools.
 PLUGIN_MODULES = ("agentcontext.mcp_server.knowledge", "agentcontext.mcp_server.memory",
-                  "agentcontext.mcp_server.decisions", "agentcontext.mcp_server.context")
+                  "agentcontext.mcp_server.decisions", "agentcontext.mcp_server.context",
+                  "agentcontext.mcp_server.graph")
 INSTRUCTIONS = (
     "agentcontext gives you knowledge packs: graphs of source documents with metadata. Work metadata first: "
     "list_knowledge_packs, then search_knowledge (summaries, never bodies), list_knowledge_neighbors to follow "
