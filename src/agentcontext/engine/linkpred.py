@@ -14,16 +14,23 @@ neighbour, so only nodes two hops apart are scored; preferential attachment rank
 pair, enumerated in decreasing degree product so the top k never needs all n^2 pairs. Cost: about the
 sum of squared degrees for the neighbourhood indexes over the whole graph (node_id=None), the size of
 the two-hop neighbourhood for one node.
+
+``predict_near`` scores one node's candidates from its two-hop neighbourhood alone, asked of a store
+(``edges_touching``, three batched frontier queries a side: the node, its neighbours, the candidates'
+degrees), so a server-side store (PostgreSQL) is never mirrored; it gives the same scores, in the same
+order, as ``predict`` over the CSR. Preferential attachment ranks a node against every other node by
+degree, which is not local: it needs the whole graph.
 """
 from __future__ import annotations
 
 import heapq
-from typing import Iterator
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
 from ..errors import ValidationError
-from .traversal import CSR
+from ..store.base import Store
+from .traversal import CSR, usable
 
 METHODS = ("adamic_adar", "jaccard", "resource_allocation", "preferential_attachment")
 
@@ -76,7 +83,7 @@ def scores_from(u: int, nbrs: list[np.ndarray], degree: np.ndarray, method: str,
     return cand[~drop], score[~drop]
 
 
-def _check(method: str, top_k: int) -> None:
+def check(method: str, top_k: int) -> None:
     if method not in METHODS:
         raise ValidationError(f"unknown link prediction method {method!r}; use one of {', '.join(METHODS)}",
                               method=method)
@@ -90,7 +97,7 @@ def predict(csr: CSR, nbrs: list[np.ndarray], method: str, top_k: int, node: int
 
     ``node`` scores pairs (node, v) only; ``candidates`` (a boolean mask over nodes) limits the pairs to
     nodes it marks (both ends when ``node`` is None, the other end otherwise). Zero scores are left out."""
-    _check(method, top_k)
+    check(method, top_k)
     degree = np.fromiter((a.size for a in nbrs), dtype=np.int64, count=csr.n)
     if method == "preferential_attachment":
         return _preferential(nbrs, degree, top_k, node, candidates)
@@ -155,3 +162,63 @@ def _preferential(nbrs: list[np.ndarray], degree: np.ndarray, top_k: int, node: 
             continue
         out.append((u, v, float(product)))
     return out
+
+
+def undirected_sets(store: Store, namespace: str | None, ids: Sequence[str], types: Sequence[str] | None,
+                    now: str) -> dict[str, list[str]]:
+    """For each of ``ids``, the sorted store ids of its undirected neighbours (as ``neighbour_sets`` counts
+    them: usable edges of ``types`` in ``namespace``, either way, no self loops), asked of the store."""
+    found: dict[str, set[str]] = {i: set() for i in ids}
+    if ids and (types is None or types):
+        wanted = None if types is None else list(types)
+        for side in ("src", "dst"):
+            for s, d, _t, _w, ns, vf, vu in store.edges_touching(list(ids), side, wanted):
+                if s != d and (namespace is None or ns == namespace) and usable(vf, vu, now):
+                    if side == "src":
+                        found[s].add(d)
+                    else:
+                        found[d].add(s)
+    return {i: sorted(nb) for i, nb in found.items()}
+
+
+def predict_near(store: Store, namespace: str | None, node: str, method: str, top_k: int,
+                 types: Sequence[str] | None, now: str,
+                 allowed: Callable[[list[str]], set[str]] | None = None) -> list[tuple[str, float]]:
+    """The ``top_k`` best (candidate store id, score) for ``node`` by a neighbourhood index (not preferential
+    attachment), best first, ties by id, read from the store two hops out; ``allowed(candidates)`` keeps only
+    the candidates it returns (a node type filter)."""
+    check(method, top_k)
+    if method == "preferential_attachment":
+        raise ValidationError("preferential attachment ranks against every node; use predict over the graph",
+                              method=method)
+    mine = undirected_sets(store, namespace, [node], types, now)[node]
+    if not mine:
+        return []
+    second = undirected_sets(store, namespace, mine, types, now)
+    if method == "jaccard":
+        common: dict[str, int] = {}
+        for w in mine:
+            for v in second[w]:
+                common[v] = common.get(v, 0) + 1
+        mine_set = set(mine)
+        cand = sorted(v for v in common if v != node and v not in mine_set)
+        if allowed is not None:
+            keep = allowed(cand)
+            cand = [v for v in cand if v in keep]
+        degree = {v: len(nb) for v, nb in undirected_sets(store, namespace, cand, types, now).items()}
+        scored = [(v, common[v] / (len(mine) + degree[v] - common[v])) for v in cand]
+    else:
+        contribution = _weights(method, np.fromiter((len(second[w]) for w in mine), dtype=np.int64,
+                                                    count=len(mine))).tolist()
+        score: dict[str, float] = {}
+        for w, c in zip(mine, contribution):  # summed in the order predict's bincount sums them
+            for v in second[w]:
+                score[v] = score.get(v, 0.0) + c
+        mine_set = set(mine)
+        cand = sorted(v for v in score if v != node and v not in mine_set)
+        if allowed is not None:
+            keep = allowed(cand)
+            cand = [v for v in cand if v in keep]
+        scored = [(v, score[v]) for v in cand]
+    best = [(v, s) for v, s in scored if s > 0]
+    return heapq.nsmallest(top_k, best, key=lambda item: (-item[1], item[0]))

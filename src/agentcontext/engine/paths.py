@@ -1,21 +1,26 @@
 """Path-finding over the CSR adjacency: shortest paths (fewest edges or least total weight) and Yen's k
 shortest simple paths.
 
-Paths are lists of node indices. ``weighted=False`` counts edges; ``weighted=True`` adds the edge
-weights as lengths (Dijkstra; weights must be >= 0), where two nodes joined by several edges (of
-different types) use the lightest. ``direction`` is ``out`` (follow edges), ``in`` (against them) or
-``both`` (either way). Everything is iterative; one call keeps the neighbour lists it touches.
+Paths are lists of nodes: CSR indices (``neighbours``), or store ids (``StoreNeighbours``, which asks a
+store such as PostgreSQL for a batch of nodes' edges at a time instead of holding the whole adjacency).
+``weighted=False`` counts edges; ``weighted=True`` adds the edge weights as lengths (Dijkstra; weights must
+be >= 0), where two nodes joined by several edges (of different types) use the lightest. ``direction`` is
+``out`` (follow edges), ``in`` (against them) or ``both`` (either way). Everything is iterative; one call
+keeps the neighbour lists it touches.
 """
 from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import Callable
+from typing import Any, Callable, Hashable, Iterable, Sequence
 
 from ..errors import ValidationError
-from .traversal import CSR, _steps
+from ..store.base import Store
+from .traversal import CSR, _steps, check_direction, usable
 
-Neighbours = Callable[[int], dict[int, float]]
+Neighbours = Callable[[Any], dict[Any, float]]
+Prefetch = Callable[[Iterable[Any]], None]
+PREFETCH = 64  # Dijkstra asks for the edges of this many queued nodes at once
 
 
 def neighbours(csr: CSR, direction: str, types: set[int] | None = None,
@@ -39,24 +44,71 @@ def neighbours(csr: CSR, direction: str, types: set[int] | None = None,
     return of
 
 
-def _cost(path: list[int], nbrs: Neighbours, weighted: bool) -> float:
+class StoreNeighbours:
+    """``node -> {neighbour: lightest weight}`` over store ids, asked of the store (``edges_touching``) for a batch
+    of nodes per query and memoised for the call: the path-finding's read on a server-side store, in the order
+    and with the weights ``neighbours`` gives over the CSR (out-edges, then in-edges, each in declared order;
+    expired edges, self loops and edges outside ``namespace`` left out)."""
+
+    def __init__(self, store: Store, namespace: str | None, direction: str, types: Sequence[str] | None,
+                 now: str) -> None:
+        check_direction(direction)
+        self.store, self.namespace, self.direction, self.now = store, namespace, direction, now
+        self.types = None if types is None else list(types)
+        self.memo: dict[str, dict[str, float]] = {}
+        self.queries = 0
+
+    def prefetch(self, nodes: Iterable[str]) -> None:
+        todo = sorted({n for n in nodes if n not in self.memo})
+        if not todo:
+            return
+        found: dict[str, dict[str, float]] = {n: {} for n in todo}
+        if self.types is None or self.types:
+            sides = [side for side, wanted in (("src", ("out", "both")), ("dst", ("in", "both")))
+                     if self.direction in wanted]
+            for side in sides:
+                self.queries += 1
+                for s, d, _t, w, ns, vf, vu in self.store.edges_touching(todo, side, self.types):
+                    if s == d or (self.namespace is not None and ns != self.namespace) or not usable(vf, vu, self.now):
+                        continue
+                    node, nb = (s, d) if side == "src" else (d, s)
+                    hit = found[node]
+                    if nb not in hit or w < hit[nb]:
+                        hit[nb] = w
+        self.memo.update(found)
+
+    def __call__(self, node: str) -> dict[str, float]:
+        if node not in self.memo:
+            self.prefetch([node])
+        return self.memo[node]
+
+
+def _cost(path: list[Any], nbrs: Neighbours, weighted: bool) -> float:
     return sum(nbrs(a)[b] for a, b in zip(path, path[1:])) if weighted else float(len(path) - 1)
 
 
-def shortest(nbrs: Neighbours, source: int, target: int, weighted: bool = False, max_hops: int | None = None,
-             banned_nodes: set[int] | frozenset[int] = frozenset(),
-             banned_edges: set[tuple[int, int]] | frozenset[tuple[int, int]] = frozenset()) -> list[int] | None:
-    """One shortest path avoiding ``banned_nodes`` and ``banned_edges`` (BFS, or Dijkstra when weighted)."""
+def shortest(nbrs: Neighbours, source: Hashable, target: Hashable, weighted: bool = False,
+             max_hops: int | None = None, banned_nodes: set[Any] | frozenset[Any] = frozenset(),
+             banned_edges: set[tuple[Any, Any]] | frozenset[tuple[Any, Any]] = frozenset(),
+             prefetch: Prefetch | None = None) -> list[Any] | None:
+    """One shortest path avoiding ``banned_nodes`` and ``banned_edges`` (BFS, or Dijkstra when weighted).
+
+    ``prefetch(nodes)`` is told, before a node's neighbours are read, which nodes will be read soon (the BFS level,
+    the head of Dijkstra's queue), so a store-backed ``nbrs`` asks for them in one query."""
     if source == target:
         return [source]
-    parent: dict[int, int] = {source: -1}
+    parent: dict[Any, Any] = {source: -1}
     if not weighted:
         depth = {source: 0}
         queue = deque([source])
+        fetched = -1  # the deepest BFS level already prefetched
         while queue:
             node = queue.popleft()
             if max_hops is not None and depth[node] >= max_hops:
                 continue
+            if prefetch is not None and depth[node] > fetched:
+                fetched = depth[node]
+                prefetch([x for x in (node, *queue) if max_hops is None or depth[x] < max_hops])
             for nb in nbrs(node):
                 if nb in parent or nb in banned_nodes or (node, nb) in banned_edges:
                     continue
@@ -79,6 +131,8 @@ def shortest(nbrs: Neighbours, source: int, target: int, weighted: bool = False,
         done.add(node)
         if max_hops is not None and hops[node] >= max_hops:
             continue
+        if prefetch is not None:
+            prefetch([node, *(entry[2] for entry in heap[:PREFETCH])])
         for nb, w in nbrs(node).items():
             if w < 0:
                 raise ValidationError("weighted paths need edge weights >= 0", weight=w)
@@ -91,26 +145,27 @@ def shortest(nbrs: Neighbours, source: int, target: int, weighted: bool = False,
     return None
 
 
-def _walk_back(parent: dict[int, int], target: int) -> list[int]:
+def _walk_back(parent: dict[Any, Any], target: Any) -> list[Any]:
     path = [target]
     while parent[path[-1]] != -1:
         path.append(parent[path[-1]])
     return path[::-1]
 
 
-def k_shortest(nbrs: Neighbours, source: int, target: int, k: int, weighted: bool = False,
-               max_hops: int | None = None) -> list[tuple[list[int], float]]:
-    """Yen's algorithm: up to ``k`` loopless paths, shortest first, each with its length."""
+def k_shortest(nbrs: Neighbours, source: Hashable, target: Hashable, k: int, weighted: bool = False,
+               max_hops: int | None = None, prefetch: Prefetch | None = None) -> list[tuple[list[Any], float]]:
+    """Yen's algorithm: up to ``k`` loopless paths, shortest first, each with its length (``prefetch`` as for
+    ``shortest``)."""
     if k < 1:
         raise ValidationError(f"k must be >= 1 (got {k})", k=k)
-    first = shortest(nbrs, source, target, weighted, max_hops)
+    first = shortest(nbrs, source, target, weighted, max_hops, prefetch=prefetch)
     if first is None:
         return []
-    found: list[tuple[list[int], float]] = [(first, _cost(first, nbrs, weighted))]
+    found: list[tuple[list[Any], float]] = [(first, _cost(first, nbrs, weighted))]
     if source == target:
         return found
     seen = {tuple(first)}
-    candidates: list[tuple[float, int, list[int]]] = []
+    candidates: list[tuple[float, int, list[Any]]] = []
     counter = 0
     while len(found) < k:
         last = found[-1][0]
@@ -121,7 +176,7 @@ def k_shortest(nbrs: Neighbours, source: int, target: int, k: int, weighted: boo
             budget = None if max_hops is None else max_hops - i
             if budget is not None and budget <= 0:
                 continue
-            tail = shortest(nbrs, spur, target, weighted, budget, banned_nodes, banned_edges)
+            tail = shortest(nbrs, spur, target, weighted, budget, banned_nodes, banned_edges, prefetch)
             if tail is None:
                 continue
             path = root[:-1] + tail

@@ -415,7 +415,8 @@ class ContextGraph:
                          max_hops: int | None = None, direction: str = "out",
                          relationship_types: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Up to ``k`` loopless paths, shortest first: ``path`` (node ids), ``length`` (edges, or the summed
-        edge weights when ``weighted``) and ``hops`` (Yen's algorithm; ``kg_algorithms``)."""
+        edge weights when ``weighted``) and ``hops`` (Yen's algorithm; ``kg_algorithms``). On PostgreSQL the paths
+        are searched by batched neighbour queries, never by loading the adjacency."""
         self.check("read", "graph.path", f"{source_id} {target_id}")
         return self.algorithms.k_shortest_paths(source_id, target_id, k, weighted, max_hops, direction,
                                                 relationship_types)
@@ -425,7 +426,11 @@ class ContextGraph:
                       node_type: str | None = None) -> list[dict[str, Any]]:
         """The ``top_k`` most likely missing links (``source``, ``target``, ``score``), best first, from
         ``node_id`` or over the whole graph: adamic_adar, jaccard, resource_allocation or
-        preferential_attachment on the undirected graph (``kg_algorithms``; engine/linkpred.py)."""
+        preferential_attachment on the undirected graph (``kg_algorithms``; engine/linkpred.py).
+
+        On PostgreSQL, ``node_id`` with a neighbourhood index reads only the node's two-hop neighbourhood from
+        the server; over the whole graph (``node_id=None``) and with preferential attachment (which ranks every
+        node by degree) the whole adjacency is loaded into this process."""
         self.check("read", "graph.analytics", node_id or "")
         return self.algorithms.predict_links(node_id, top_k, method, relationship_types, node_type)
 
