@@ -80,3 +80,19 @@ def test_decisions_carry_node2vec_vectors_and_precedents_use_them() -> None:
     assert apart and all(x.metadata["structural_score"] > 0.3 for x in apart)
     assert {x.decision_id for x in by_walks[:5]} == group0
     assert len({x.decision_id for x in by_links[:5]} & group0) <= 5
+
+
+def test_biased_walks_step_with_the_node2vec_probabilities() -> None:
+    """The vectorised walk (rejection sampling) draws the next node with weight 1/p back, 1 to a neighbour of
+    the previous node, 1/q further out: from 0 -> 1 here, 0 (back) 2 : 3 (near 0) 1 : 2 (out) 0.5."""
+    from agentcontext.engine.node2vec import walks
+
+    neighbours = [np.array([1, 3]), np.array([0, 2, 3]), np.array([1]), np.array([0, 1])]
+    params = Node2VecParams(walk_length=3, num_walks=20_000, p=0.5, q=2.0)
+    found = walks(neighbours, params, np.random.default_rng(4))
+    assert found.shape == (4 * 20_000, 3)
+    after = found[(found[:, 0] == 0) & (found[:, 1] == 1), 2]
+    share = np.bincount(after, minlength=4) / after.size
+    assert share == pytest.approx([2 / 3.5, 0, 0.5 / 3.5, 1 / 3.5], abs=0.02)
+    steps = np.stack([found[:, :-1].ravel(), found[:, 1:].ravel()], axis=1)
+    assert all(b in neighbours[a] for a, b in {tuple(s) for s in steps.tolist()})  # every step follows an edge
