@@ -1,7 +1,12 @@
-"""Embedding through the store's cache: text is keyed by content hash, so it is embedded once."""
+"""Embedding through the store's cache: text is keyed by content hash, so it is embedded once.
+
+Large jobs are embedded in chunks on a producer thread while the calling thread writes the previous chunk's
+vectors (``stream_vectors``); texts of similar length are chunked together so the model pads little."""
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import queue
+import threading
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -11,6 +16,7 @@ from ..store.base import Store
 from .base import Embedder
 
 Progress = Callable[[int, int], None]
+CHUNK = 512  # texts per producer step: enough batches to keep every model thread busy, small enough to show progress
 
 
 def _check(embedder: Embedder, vectors: np.ndarray, count: int) -> None:
@@ -20,23 +26,115 @@ def _check(embedder: Embedder, vectors: np.ndarray, count: int) -> None:
             model=embedder.name)
 
 
-def embed_texts(store: Store, embedder: Embedder, texts: Sequence[str], batch: int = 256) -> np.ndarray:
+class VectorStream:
+    """Vectors of ``texts`` computed on a producer thread, chunk by chunk, ahead of the consumer.
+
+    Iterate it for ``(start, vectors)`` pairs in order (``vectors`` are the rows of ``texts[start:start+n]``);
+    ``ahead`` bounds how many chunks wait unread (``None``: no bound, for a caller that reads only later).
+    The producer's exception is raised to the consumer; ``close()`` (or leaving the ``with``) stops it."""
+
+    def __init__(self, embedder: Embedder, texts: Sequence[str], chunk: int = CHUNK, ahead: int | None = 2) -> None:
+        self.embedder, self.texts, self.chunk = embedder, list(texts), max(1, chunk)
+        self._queue: queue.Queue = queue.Queue(maxsize=ahead or 0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._produce, name="agentcontext-embed-stream", daemon=True)
+        self._thread.start()
+
+    def _produce(self) -> None:
+        try:
+            for start in range(0, len(self.texts), self.chunk):
+                if self._stop.is_set():
+                    return
+                part = self.texts[start: start + self.chunk]
+                vecs = np.asarray(self.embedder.embed(part), dtype=np.float32)
+                _check(self.embedder, vecs, len(part))
+                self._put((start, vecs))
+            self._put(None)
+        except BaseException as exc:  # handed to the consumer, which raises it
+            self._put(exc)
+
+    def _put(self, item: object) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self, wait: bool = True) -> None:
+        """Stop the producer; ``wait`` for it to finish its current chunk (not on an error path)."""
+        self._stop.set()
+        if wait:
+            self._thread.join()
+
+    def __enter__(self) -> "VectorStream":
+        return self
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        self.close(wait=kind is None)
+
+
+def by_length(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(hash, text)`` pairs with texts of similar length next to each other (so chunks batch well)."""
+    return sorted(pairs, key=lambda p: len(p[1]))
+
+
+def write_stream(store: Store, embedder: Embedder, todo: Sequence[tuple[str, str]], stream: VectorStream,
+                 progress: Progress | None = None, known: dict[str, np.ndarray] | None = None) -> int:
+    """Write each chunk of ``stream`` (over the texts of ``todo``) to the store's vector cache as it comes."""
+    total = len(todo)
+    for start, vecs in stream:
+        fresh = {h: v for (h, _), v in zip(todo[start: start + len(vecs)], vecs)}
+        store.put_vectors(fresh, embedder.name)
+        if known is not None:
+            known.update(fresh)
+        if progress:
+            progress(min(start + len(vecs), total), total)
+    return total
+
+
+def embed_texts(store: Store, embedder: Embedder, texts: Sequence[str], chunk: int = CHUNK) -> np.ndarray:
     """Vectors for ``texts``, computing (and caching in the store) only the ones not seen before."""
     hashes = [content_hash(t) for t in texts]
     known = store.get_vectors(list(dict.fromkeys(hashes)), embedder.name)
-    todo = {h: t for h, t in zip(hashes, texts) if h not in known}
+    todo = by_length([(h, t) for h, t in dict(zip(hashes, texts)).items() if h not in known])
     if todo:
-        items = list(todo.items())
-        for start in range(0, len(items), batch):
-            part = items[start: start + batch]
-            vecs = embedder.embed([t for _, t in part])
-            _check(embedder, vecs, len(part))
-            fresh = {h: v for (h, _), v in zip(part, vecs)}
-            store.put_vectors(fresh, embedder.name)
-            known.update(fresh)
+        with VectorStream(embedder, [t for _, t in todo], chunk) as stream:
+            write_stream(store, embedder, todo, stream, known=known)
     if not texts:
         return np.zeros((0, embedder.dimension), dtype=np.float32)
     return np.stack([known[h] for h in hashes]).astype(np.float32, copy=False)
+
+
+class PendingVectors:
+    """Vectors being computed now for the ``texts`` the store has none for, for a caller that writes them after
+    its own transaction (``write``), so embedding overlaps that transaction; ``cancel`` drops them unwritten."""
+
+    def __init__(self, store: Store, embedder: Embedder, texts: Sequence[str]) -> None:
+        self.store, self.embedder = store, embedder
+        hashes = [content_hash(t) for t in texts]
+        known = store.get_vectors(list(dict.fromkeys(hashes)), embedder.name)
+        self.todo = by_length([(h, t) for h, t in dict(zip(hashes, texts)).items() if h not in known])
+        self.stream = VectorStream(embedder, [t for _, t in self.todo], ahead=None) if self.todo else None
+
+    def write(self, progress: Progress | None = None) -> int:
+        if self.stream is None:
+            return 0
+        with self.stream:
+            return write_stream(self.store, self.embedder, self.todo, self.stream, progress)
+
+    def cancel(self) -> None:
+        if self.stream is not None:
+            self.stream.close(wait=False)
 
 
 def new_vectors(store: Store, embedder: Embedder, texts: Sequence[str]) -> dict[str, np.ndarray]:
@@ -53,15 +151,10 @@ def new_vectors(store: Store, embedder: Embedder, texts: Sequence[str]) -> dict[
 
 
 def embed_missing(store: Store, embedder: Embedder, namespace: str | Sequence[str] | None = None,
-                  progress: Progress | None = None, batch: int = 256) -> int:
-    """Compute vectors for every active node in ``namespace`` whose text has none yet."""
-    missing = store.missing_vectors(embedder.name, namespace)
-    total = len(missing)
-    for start in range(0, total, batch):
-        part = missing[start: start + batch]
-        vecs = embedder.embed([t for _, t in part])
-        _check(embedder, vecs, len(part))
-        store.put_vectors({h: v for (h, _), v in zip(part, vecs)}, embedder.name)
-        if progress:
-            progress(min(start + batch, total), total)
-    return total
+                  progress: Progress | None = None, chunk: int = CHUNK) -> int:
+    """Compute vectors for every active node in ``namespace`` whose text has none yet (each distinct text once)."""
+    missing = by_length(store.missing_vectors(embedder.name, namespace))
+    if not missing:
+        return 0
+    with VectorStream(embedder, [t for _, t in missing], chunk) as stream:
+        return write_stream(store, embedder, missing, stream, progress)

@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 
 from .. import access
 from ..embed import embed_missing
+from ..embed.cache import PendingVectors
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Edge, Node, utcnow
 from ..tokens import count_tokens
@@ -120,15 +121,34 @@ def install_folder(ws: Workspace, path: str | Path, as_lib: str | None = None, p
     for spec in specs:  # checked (and denials audited) before the transaction, which would roll the audit back
         access.require(ws, principal, spec.pack, "admin" if spec.pack.startswith("pkg:") else "write", "install",
                        spec.pack)
-    with ws.store.transaction():  # every pack of a package lands together or not at all
-        results = [install_spec(ws, s, principal, source, True, progress) for s in specs]
-    if not defer_embeddings:
-        for spec in specs:
+    pending = None if defer_embeddings else embed_ahead(ws, specs)
+    try:
+        with ws.store.transaction():  # every pack of a package lands together or not at all
+            results = [install_spec(ws, s, principal, source, True, progress) for s in specs]
+    except BaseException:
+        if pending:
+            pending.cancel()  # nothing of a refused install reaches the vector cache
+        raise
+    if pending:
+        report = (lambda done, total: progress("embedding", done, total)) if progress else None
+        pending.write(report)
+        for spec in specs:  # whatever the store still lacks (a text changed by another writer meanwhile)
             embed_pack(ws, spec.pack, progress)
     if loaded.skipped:
         for result in results:
             result["skipped"] = loaded.skipped
     return results
+
+
+def embed_ahead(ws: Workspace, specs: Sequence[PackSpec]) -> PendingVectors:
+    """Start embedding the docs of ``specs`` that have no vector yet (each distinct text once, erased docs
+    never), on a producer thread while the install writes its transaction."""
+    texts = []
+    for spec in specs:
+        erased = ws.store.erased([doc_id(spec.pack, d.selector) for d in spec.docs])
+        texts += [embed_text(d.title, d.summary, d.tags, d.content) for d in spec.docs
+                  if doc_id(spec.pack, d.selector) not in erased]
+    return PendingVectors(ws.store, ws.embedder, texts)
 
 
 def embed_pack(ws: Workspace, pack: str | None = None, progress: Progress | None = None) -> int:
