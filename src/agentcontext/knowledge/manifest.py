@@ -198,21 +198,22 @@ def _parse_tags(raw: Any, where: str, selector: str) -> list[str]:
     return list(dict.fromkeys(tags))
 
 
-def load_manifest(manifest_path: str | Path, default_pack: str | None = None) -> PackSpec:
+def load_manifest(manifest_path: str | Path, default_pack: str | None = None, data: Any = None) -> PackSpec:
     """Parse and validate one pack manifest and read its docs; a manifest without ``selector`` is the pack
-    ``default_pack`` (a package's ``pkg:`` name) or else ``lib:<slug>``."""
+    ``default_pack`` (a package's ``pkg:`` name) or else ``lib:<slug>``. ``data``: the file's YAML, when the
+    caller has parsed it already (a 10,000-doc manifest takes seconds to parse)."""
     path = Path(manifest_path)
     try:
-        return _load_manifest(path, default_pack)
+        return _load_manifest(path, default_pack, data)
     except AgentContextError:
         raise
     except (RecursionError, OSError, ValueError, TypeError, AttributeError) as exc:
         raise ValidationError(f"{path}: cannot load manifest: {exc}", file=str(path)) from exc
 
 
-def _load_manifest(path: Path, default_pack: str | None = None) -> PackSpec:
+def _load_manifest(path: Path, default_pack: str | None = None, data: Any = None) -> PackSpec:
     where = str(path)
-    data = read_yaml(path)
+    data = read_yaml(path) if data is None else data
     if not isinstance(data, dict):
         raise ValidationError(f"{where}: a manifest must be a mapping with schema, slug and manifest",
                               file=where)

@@ -96,7 +96,7 @@ def _load(path: Path, scope: str | None, repo: str | None, skip: bool) -> Loaded
             return _registry(path, data, scope, repo, skip)
         if schema == PACKAGE_SCHEMA:
             return _package(path, data, None, scope, repo, skip)
-        return Loaded([load_manifest(path)])
+        return Loaded([load_manifest(path, data=data)])
     if not path.is_dir():
         raise ValidationError(f"{path}: no such pack folder", file=str(path))
     for name in ("packages.yaml", "package.yaml", "manifest.yaml", "manifest.yml"):
