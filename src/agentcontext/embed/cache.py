@@ -17,6 +17,7 @@ from .base import Embedder
 
 Progress = Callable[[int, int], None]
 CHUNK = 512  # texts per producer step: enough batches to keep every model thread busy, small enough to show progress
+AHEAD = 64  # chunks computed ahead of a caller still in its transaction (64 x 512 x 384 float32 = 48 MB at most)
 
 
 def _check(embedder: Embedder, vectors: np.ndarray, count: int) -> None:
@@ -124,7 +125,7 @@ class PendingVectors:
         hashes = [content_hash(t) for t in texts]
         known = store.get_vectors(list(dict.fromkeys(hashes)), embedder.name)
         self.todo = by_length([(h, t) for h, t in dict(zip(hashes, texts)).items() if h not in known])
-        self.stream = VectorStream(embedder, [t for _, t in self.todo], ahead=None) if self.todo else None
+        self.stream = VectorStream(embedder, [t for _, t in self.todo], ahead=AHEAD) if self.todo else None
 
     def write(self, progress: Progress | None = None) -> int:
         if self.stream is None:
