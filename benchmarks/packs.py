@@ -165,6 +165,18 @@ def min_cosine(a: Workspace, b: Workspace) -> float:
     return float((va * vb).sum(axis=1).min())
 
 
+def one_text_ms(embedder, runs: int = 200) -> dict[str, str]:
+    """Embedding one short text (what store() and a new query pay), p50 and p95 over ``runs`` calls."""
+    text = "how do agents rotate tokens when the billing quota is reached"
+    embedder.embed([text])
+    times = []
+    for i in range(runs):
+        t = time.perf_counter()
+        embedder.embed([f"{text} {i}"])
+        times.append(time.perf_counter() - t)
+    return {"p50": ms(median(times)), "p95": ms(p95(times))}
+
+
 def sweep(folder: Path, count: int = 1024) -> dict[str, str]:
     """Texts per second (wall and CPU) of the new embedder by batch token budget, on the pack's texts."""
     from agentcontext.knowledge.package import load_packages
@@ -227,6 +239,8 @@ def main() -> None:
             "min_cosine_new_vs_old_vectors": round(min_cosine(kept["new"], kept["old"]), 6),
         })
     searched = {label: search_figures(ws, queries) for label, ws in kept.items()}
+    for label, ws in kept.items():
+        figures[f"{'baseline_' if label == 'old' else ''}one_text_embed"] = one_text_ms(ws.embedder)
     figures.update({
         "search_queries": len(queries), "search_median": ms(searched["new"]["median"]),
         "search_p95": ms(searched["new"]["p95"]), "search_target": "median <= 20 ms",
