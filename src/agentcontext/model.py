@@ -45,6 +45,10 @@ def to_utc_iso(value: str | datetime | None) -> str | None:
     return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
+# ``json.dumps(x, default=str, separators=(",", ":"))`` without building an encoder per call (the same text)
+_HEAD_JSON = json.JSONEncoder(default=str, separators=(",", ":")).encode
+
+
 def content_hash(*parts: Any) -> str:
     """A stable sha256 over text parts (JSON for non-strings)."""
     h = hashlib.sha256()
@@ -98,8 +102,8 @@ class Node:
         default=str)``) may be passed by a caller that serialised the props already."""
         if props_json is None:
             props_json = json.dumps(self.props, sort_keys=True, default=str)
-        head = json.dumps([self.kind, self.key, self.title, self.summary, self.content, sorted(self.tags),
-                           self.valid_from, self.valid_until], default=str, separators=(",", ":"))
+        head = _HEAD_JSON([self.kind, self.key, self.title, self.summary, self.content, sorted(self.tags),
+                           self.valid_from, self.valid_until])
         return hashlib.sha256(f"{head}\x1f{props_json}".encode("utf-8", "surrogatepass")).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:

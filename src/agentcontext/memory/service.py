@@ -227,9 +227,10 @@ class AgentMemory:
                 prev_text[conv] = own
                 last[conv] = node
                 first.setdefault(conv, node)
+            node.embed_hash = content_hash(node.embed_text)  # hashed once here (the store checks it again)
             vector = item.get("vector", item.get("embedding"))
             if vector is not None:
-                supplied[content_hash(node.embed_text)] = self._vector(vector, seq, "vector")
+                supplied[node.embed_hash] = self._vector(vector, seq, "vector")
             nodes.append(node)
         ids = [n.id for n in nodes]
         if len(set(ids)) != len(ids):
@@ -260,7 +261,7 @@ class AgentMemory:
                progress: Callable[[int, int], None] | None) -> None:
         """Vectors for the texts not supplied: a few are added to ``supplied`` (written with the memories, in
         one transaction); many are embedded and cached in the store batch by batch, with progress."""
-        texts = [n.embed_text for n in nodes if n.embed_text and content_hash(n.embed_text) not in supplied]
+        texts = [n.embed_text for n in nodes if n.embed_text and n.embed_hash not in supplied]
         texts += pair_texts
         if not texts:
             return

@@ -1,6 +1,7 @@
 """What both SQL backends share: turning rows into records and collecting WHERE clauses."""
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Sequence
@@ -9,6 +10,8 @@ from ..errors import ConflictError, ValidationError
 from ..model import Edge, Node, content_hash, reserved_namespace
 
 _PROP = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# ``json.dumps(props, sort_keys=True, default=str)`` without building an encoder per call (the same text)
+props_to_json = json.JSONEncoder(sort_keys=True, default=str).encode
 
 
 NODE_COLS = (
@@ -74,6 +77,7 @@ class Where:
     def __init__(self) -> None:
         self.parts: list[str] = []
         self.params: list[Any] = []
+        self.hint = ""  # what the dialect writes after the nodes table's alias (SQLite: NOT INDEXED)
 
     def eq_any(self, column: str, values: list[str] | None) -> None:
         """``column`` equals one of ``values`` (no condition when ``values`` is None)."""
@@ -122,7 +126,7 @@ def plan_versions(nodes: Sequence[Node], existing: dict[str, tuple], at: str,
                 and (held[9] in RECORD_KINDS or node.kind in RECORD_KINDS)):
             raise ConflictError(f"id {node.id!r} already names a record of kind {held[9]!r}; it cannot become a "
                                 f"{node.kind!r}: choose another id", id=node.id, kind=node.kind)
-        props_json = json.dumps(node.props, sort_keys=True, default=str)
+        props_json = props_to_json(node.props)
         node.content_hash = node.compute_hash(props_json)
         node.embed_hash = content_hash(node.embed_text) if node.embed_text else None
         old = existing.get(node.id)
@@ -162,4 +166,9 @@ def plan_edges(keyed: dict[str, Edge], current: dict[str, tuple], at: str) -> tu
 
 def put_detail(node: Node) -> str:
     """The change-log detail of a ``node.put``."""
-    return f'{{"version": {node.version}, "kind": {json.dumps(node.kind)}}}'
+    return f'{{"version": {node.version}, "kind": {_kind_json(node.kind)}}}'
+
+
+@functools.lru_cache(maxsize=256)
+def _kind_json(kind: str) -> str:
+    return json.dumps(kind)

@@ -23,7 +23,7 @@ def select_nodes(store: Any, where: Where, as_of: str | None, with_content: bool
     cols = NODE_COLS if with_content else LIGHT_COLS
     page = store._page(limit, offset)
     if as_of is None:
-        sql = f"SELECT {cols} FROM nodes n{where.sql()}{order}{page}"
+        sql = f"SELECT {cols} FROM nodes n{where.hint}{where.sql()}{order}{page}"
         return [row_to_node(r) for r in store._read(sql, where.params)]
     # The graph as it stood at as_of: the latest version recorded by then, unless retracted.
     inner, params = store._versions_as_of(cols, as_of)

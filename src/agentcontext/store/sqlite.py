@@ -160,52 +160,53 @@ class SQLiteStore(SQLStore):
             return
         if len(tags) == 1:  # one tag: a range of the (tag, rid) key, no grouping (a conversation's turns)
             where.add("n.rid IN (SELECT t.rid FROM node_tags t WHERE t.tag = ?)", tags[0])
+            # Read the tag's rows and look each node up by rid. Left to itself (no statistics) the planner walks
+            # the (namespace, kind) index instead: every memory of the namespace, for a tag that may hold none
+            # (a new conversation), a cost that grew with the store.
+            where.hint = " NOT INDEXED"
             return
         where.add(f"n.id IN (SELECT x.id FROM nodes x JOIN node_tags t ON t.rid = x.rid WHERE t.tag IN "
                   f"({','.join('?' * len(tags))}) GROUP BY x.id HAVING count(DISTINCT t.tag) = {len(tags)})", *tags)
 
     def _write_nodes(self, changed: list[tuple[Node, tuple | None, str]], existing: dict[str, tuple]) -> None:
-        inserts, updates, version_rows, fts_rows, tag_rows = [], [], [], [], []
-        tags_of: dict[str, list[str]] = {}
-        text_of: dict[str, str | None] = {}
-        for node, old, props_json in changed:
-            row = (
-                node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
-                props_json, json.dumps(list(node.tags)),
-                node.valid_from, node.valid_until, node.recorded_at, None, node.version,
-                node.content_hash, node.created_by, node.embed_hash, node.tokens,
-            )
-            (updates if old else inserts).append(row)
-            version_rows.append(row + (None,))  # the text to embed is only ever read from the live row
-            text_of[node.id] = node.embed_text
-            tags_of[node.id] = list(node.tags)
         db = self._db
         # Row ids are ours to give inside the write transaction (BEGIN IMMEDIATE holds the lock), so the
         # text index and tag rows need no second lookup.
-        rid_of = {r[0]: existing[r[0]][1] for r in updates}
-        if inserts:
+        top = 0
+        if any(old is None for _, old, _ in changed):
             top = db.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0]
             seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'nodes'").fetchone()
             top = max(top, seq[0] if seq else 0)  # AUTOINCREMENT never reuses a purged node's rid
-            rid_of.update((r[0], top + 1 + i) for i, r in enumerate(inserts))
-        if updates:
-            self._unindex([rid_of[r[0]] for r in updates], purge=True)
+        inserts, updates, version_rows, fts_rows, tag_rows, rewritten = [], [], [], [], [], []
+        for node, old, props_json in changed:  # one pass: every row of every table, in the order given
+            tags = node.tags
+            row = (
+                node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
+                props_json, json.dumps(list(tags)),
+                node.valid_from, node.valid_until, node.recorded_at, None, node.version,
+                node.content_hash, node.created_by, node.embed_hash, node.tokens,
+            )
+            if old is None:
+                top += 1
+                rid = top
+                inserts.append((rid, *row, node.embed_text))
+            else:
+                rid = old[1]
+                rewritten.append(rid)
+                updates.append((*row[1:], node.embed_text, node.id))
+            version_rows.append((*row, None))  # the text to embed is only ever read from the live row
+            fts_rows.append((rid, node.key, node.title, node.summary, node.content, " ".join(tags)))
+            tag_rows.extend((rid, t) for t in set(tags))
+        if rewritten:
+            self._unindex(rewritten, purge=True)
             db.executemany(
                 "UPDATE nodes SET kind=?, namespace=?, key=?, title=?, summary=?, content=?, props=?, tags=?, "
                 "valid_from=?, valid_until=?, recorded_at=?, retracted_at=?, version=?, content_hash=?, "
-                "created_by=?, embed_hash=?, tokens=?, embed_text=? WHERE id=?",
-                [r[1:] + (text_of[r[0]], r[0]) for r in updates],
-            )
+                "created_by=?, embed_hash=?, tokens=?, embed_text=? WHERE id=?", updates)
         if inserts:
-            db.executemany(f"INSERT INTO nodes(rid, {NODE_COLS}, embed_text) VALUES ({','.join('?' * 20)})",
-                           [(rid_of[r[0]],) + r + (text_of[r[0]],) for r in inserts])
+            db.executemany(f"INSERT INTO nodes(rid, {NODE_COLS}, embed_text) VALUES ({','.join('?' * 20)})", inserts)
         db.executemany(f"INSERT INTO node_versions({NODE_COLS}, embed_text) VALUES ({','.join('?' * 19)})",
                        version_rows)
-        for r in version_rows:
-            rid = rid_of[r[0]]
-            tags = tags_of[r[0]]
-            fts_rows.append((rid, r[3], r[4], r[5], r[6], " ".join(tags)))
-            tag_rows.extend((rid, t) for t in set(tags))
         db.executemany("INSERT INTO fts(rowid, key, title, summary, content, tags) VALUES (?,?,?,?,?,?)", fts_rows)
         db.executemany("INSERT OR IGNORE INTO node_tags(rid, tag) VALUES (?,?)", tag_rows)
 
