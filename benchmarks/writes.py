@@ -109,8 +109,10 @@ def curve(folder: Path, total: int) -> dict:
     mem.workspace.close()
     tenth = max(1, len(costs) // 10)
     first, last = statistics.median(costs[:tenth]), statistics.median(costs[-tenth:])
+    deciles = [round(BATCH / statistics.median(costs[i: i + tenth])) for i in range(0, len(costs), tenth)]
     return {"memories": total, "batch": BATCH, "first_10pct_per_s": round(BATCH / first),
-            "last_10pct_per_s": round(BATCH / last), "last_over_first": round(last / first, 2), "target": 1.3}
+            "last_10pct_per_s": round(BATCH / last), "last_over_first": round(last / first, 2), "target": 1.3,
+            "per_s_by_tenth": deciles}
 
 
 def single_stores(folder: Path, count: int) -> dict:
