@@ -8,6 +8,9 @@ function (a lazy import) or under ``if TYPE_CHECKING:``. The rule:
    (a module may import its own layer and the layers below it).
 3. Inside the services layer, a service imports only itself and services of a lower rank (SERVICE_RANKS).
 4. No dynamic imports (importlib, __import__) below the interfaces, where this test could not see them.
+5. No interface imports another (cli, mcp_server, web are doors side by side): what two doors share lives in a
+   service. The one exception is a launcher: `agentcontext serve` starts the MCP server and the web console
+   (LAUNCHERS).
 
 A file that no layer names fails the test: place it in LAYERS (or SERVICE_RANKS) when you add it.
 """
@@ -43,16 +46,25 @@ SERVICE_RANKS: list[set[str]] = [
                     # query_with_reasoning builds one, so it sits below retrieval; memory is duck-typed)
     {"entities", "retrieval"},  # EntityLinker on the graph; ContextRetriever over the sources it is given
     {"memory"},  # AgentMemory: on the vector store, linking memories to the graph's entities
-    {"erasure", "state"},  # across memory, graph and vector store
+    {"erasure", "state", "workspace_reasoning"},  # across memory, graph and vector store; the reasoning service
+                                                  # over a workspace's memory, graph and packs (get_context, context)
     {"eval_locomo"},  # on top of retrieval and memory
 ]
-SERVICE_OF = {"decision_models": "decisions"}  # a module that belongs to another service's room
+SERVICE_OF = {"decision_models": "decisions",  # a module that belongs to another service's room
+              "workspace_reasoning": "reasoning"}
 
 # Known violations still to be removed, each with the engineer whose room holds it. This list only shrinks:
 # an entry that no longer occurs fails the test too, so it is struck when fixed.
 KNOWN_UPWARD: dict[tuple[str, str], str] = {
 }
 KNOWN_CIRCLES: dict[frozenset[str], str] = {
+}
+
+# The only imports from one interface into another: the CLI command that starts the other doors. Like the lists
+# above, an entry that no longer occurs fails the test.
+LAUNCHERS: dict[tuple[str, str], str] = {
+    (f"{PACKAGE}.cli.serve", f"{PACKAGE}.mcp_server"): "`agentcontext serve mcp` starts the MCP server",
+    (f"{PACKAGE}.cli.serve", f"{PACKAGE}.web"): "`agentcontext serve web` starts the web console",
 }
 
 
@@ -141,6 +153,17 @@ def upward_imports() -> dict[tuple[str, str], str]:
     return bad
 
 
+def interface_crossings() -> dict[tuple[str, str], str]:
+    """(importer, imported) -> where, for every import from one interface into another."""
+    doors = dict(LAYERS)["interfaces"]
+    found: dict[tuple[str, str], str] = {}
+    for name in modules():
+        for target, line in imports_of(name):
+            if top_of(name) in doors and top_of(target) in doors and top_of(name) != top_of(target):
+                found.setdefault((name, target), f"{modules()[name].relative_to(SRC.parent)}:{line}: {target}")
+    return found
+
+
 def circles() -> list[frozenset[str]]:
     """Strongly connected groups of more than one file (Tarjan, iterative)."""
     edges = graph()
@@ -208,6 +231,14 @@ def test_imports_point_down():
     assert not gone, f"fixed, so strike them from KNOWN_UPWARD: {gone}"
 
 
+def test_no_interface_imports_another():
+    found = interface_crossings()
+    new = [where for key, where in sorted(found.items()) if key not in LAUNCHERS]
+    assert not new, ("an interface imports another; move what both need into a service:\n" + "\n".join(new))
+    gone = [f"{key} ({why})" for key, why in LAUNCHERS.items() if key not in found]
+    assert not gone, f"no longer imported, so strike them from LAUNCHERS: {gone}"
+
+
 def test_no_dynamic_imports_below_the_interfaces():
     interfaces = [n for n, _ in LAYERS].index("interfaces")
     hidden = []
@@ -240,6 +271,25 @@ def test_the_checker_sees_lazy_and_type_checking_imports(tmp_path, monkeypatch):
         assert imports_of(f"{PACKAGE}.memory.io") == [(f"{PACKAGE}.errors", 3)]
         assert circles() == [frozenset({f"{PACKAGE}.errors", f"{PACKAGE}.memory.io"})]
         assert list(upward_imports()) == [(f"{PACKAGE}.errors", f"{PACKAGE}.memory.io")]
+    finally:
+        monkeypatch.undo()
+        modules.cache_clear()
+
+
+def test_the_checker_sees_a_lazy_import_between_interfaces(tmp_path, monkeypatch):
+    """What cli/context.py once did (a lazy import of mcp_server inside a command) is found."""
+    pkg = tmp_path / PACKAGE
+    for door in ("cli", "mcp_server"):
+        (pkg / door).mkdir(parents=True)
+        (pkg / door / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mcp_server" / "context.py").write_text("def build():\n    return 1\n")
+    (pkg / "cli" / "context.py").write_text("def command():\n    from ..mcp_server.context import build\n"
+                                            "    return build()\n")
+    monkeypatch.setattr(sys.modules[__name__], "SRC", pkg)
+    modules.cache_clear()
+    try:
+        assert list(interface_crossings()) == [(f"{PACKAGE}.cli.context", f"{PACKAGE}.mcp_server.context")]
     finally:
         monkeypatch.undo()
         modules.cache_clear()

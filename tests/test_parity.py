@@ -41,7 +41,7 @@ from agentcontext.errors import AgentContextError
 from agentcontext.graph.context_graph import ContextGraph
 from agentcontext.knowledge import flash, packs, tools
 from agentcontext.mcp_server import ERROR_META, build_server
-from agentcontext.mcp_server.context import workspace_reasoning
+from agentcontext.workspace_reasoning import workspace_reasoning
 from agentcontext.memory import AgentMemory
 from agentcontext.workspace import Workspace
 

@@ -7,6 +7,7 @@ from typing import Any, Optional
 import typer
 
 from ..reasoning.service import KINDS
+from ..workspace_reasoning import workspace_reasoning
 from .common import JSON_OPTION, emit, open_workspace, out, principal
 
 
@@ -23,8 +24,6 @@ def context(ctx: typer.Context, query: str = typer.Argument(..., help="The quest
             min_score: float = typer.Option(0.0, "--min-score", help="Drop sources scoring below this (0..1)."),
             json_out: bool = JSON_OPTION) -> None:
     """The numbered, cited sources for QUERY (memories, docs, decisions, graph), within a token budget."""
-    from ..mcp_server.context import workspace_reasoning  # here: the MCP SDK takes ~1 s to import
-
     ws = open_workspace(ctx)
     bundle = workspace_reasoning(ws, principal(ctx)).context_for(
         query, max_results=max_results, max_hops=hops, budget_tokens=budget, include=include or None,

@@ -4,7 +4,7 @@ It reads the workspace's default memory (``memory:default``), the workspace grap
 decisions recorded there) and every knowledge pack, each as far as the principal may read it: a store the
 principal may not read is left out and named in ``skipped``; docs and graph nodes it may not read never appear,
 not even as a step of a path. The bundle is ``ReasoningService.context_for``'s, as a dict; the CLI's
-``agentcontext context`` prints the same (``workspace_reasoning`` builds the service for both).
+``agentcontext context`` prints the same (``agentcontext.workspace_reasoning`` builds the service for both).
 """
 from __future__ import annotations
 
@@ -12,13 +12,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
-from .. import access
-from ..decisions.recorder import DecisionRecorder
-from ..graph.context_graph import workspace_graph
-from ..memory import AgentMemory
-from ..reasoning.service import ReasoningService
-from ..retrieval import ContextRetriever
-from ..workspace import Workspace
+from ..workspace_reasoning import workspace_reasoning
 from .registry import CallContext, StrictArgs, ToolSpec, register_tools
 from .schemas import BOOL, INT, JSON_OBJECT, NUM, STR, array, nullable, obj
 
@@ -38,16 +32,6 @@ class ContextArgs(StrictArgs):
                                            description="Only memories of this conversation.")
     user_id: Optional[str] = Field(None, min_length=1, max_length=300, description="Only memories of this user.")
     min_score: float = Field(0.0, ge=0.0, le=1.0, description="Drop sources scoring below this (0..1).")
-
-
-def workspace_reasoning(ws: Workspace, principal: str | None) -> ReasoningService:
-    """The reasoning service over a workspace's default memory, its graph (with its decisions) and its packs,
-    acting as ``principal``: what ``get_context`` and ``agentcontext context`` read."""
-    memory = AgentMemory(workspace=ws, namespace="default", max_memory_size=None, retention_policy="unlimited",
-                         actor=access.effective_principal(ws, principal))
-    graph = workspace_graph(ws)
-    return ReasoningService(ContextRetriever(memory_store=memory, use_graph_expansion=False), graph=graph,
-                            workspace=ws, decisions=DecisionRecorder(graph), principal=principal)
 
 
 def _context(ctx: CallContext, a: ContextArgs) -> dict[str, Any]:
