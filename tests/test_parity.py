@@ -228,7 +228,8 @@ OPS: list[Op] = [
        ("policy", "add", "ship-v1", "--name", "Shipping", "--category", "shipping", "--description",
         "Shipping needs reasoning.", "--rule", "requires_reasoning=true", "--rule", "min_confidence=0.5"),
        writes=True, volatile=("created_at", "updated_at"),
-       effect=lambda ws, _: [p.policy_id for p in PolicyEngine(graph_store=graph(ws)).list_policies()]),
+       effect=lambda ws, _: [p.policy_id for p in PolicyEngine(graph_store=graph(ws)).list_policies()],
+       also=(("*", "read"),)),  # a policy id is one name across the workspace (test_existence_oracle.py)
     Op("list policies", ("graph:default", "read"),
        lambda ws, who: {"policies": [p.to_dict() for p in PolicyEngine(graph_store=graph(ws, who)).list_policies()]},
        ("policy", "list")),
@@ -286,7 +287,8 @@ OPS: list[Op] = [
        ("graph", "analytics", "--measure", "pagerank", "--top", "3")),
     # checkpoints (stored, so they outlive a CLI process)
     Op("take a checkpoint", ("graph:default", "write"), take_checkpoint, ("checkpoint", "take", "later"),
-       writes=True, volatile=("at",), effect=lambda ws, _: Checkpoints().labels(graph(ws))),
+       writes=True, volatile=("at",), effect=lambda ws, _: Checkpoints().labels(graph(ws)),
+       also=(("*", "read"),)),  # so is a checkpoint label (test_existence_oracle.py)
     Op("list checkpoints", ("graph:default", "read"),
        lambda ws, who: {"checkpoints": Checkpoints().labels(graph(ws, who))},
        ("checkpoint", "list")),

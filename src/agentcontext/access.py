@@ -236,6 +236,24 @@ def reads_everything(ws: Workspace, principal: str | None) -> bool:
     return _unrestricted(ws, who) or any(g["principal"] == who and g["pattern"] == "*" for g in _grants(ws))
 
 
+def require_whole_view(ws: Workspace, principal: str | None, action: str, target: str, what: str,
+                       hint: str) -> None:
+    """Refuse (audited) a caller-chosen id to a principal who does not read every namespace.
+
+    Some ids name one record across the whole workspace (a decision id, a policy id, an exception's or an
+    approval's id, a checkpoint label). Had such a principal chosen one, the answer would depend on records it
+    may not read (taken by a hidden one: a conflict; free: success), which tells it that they exist. So only a
+    principal who reads everything chooses them, and anyone else gets this same refusal whether or not the id is
+    taken, with ``hint`` saying what to do instead (most often: let the service assign the id)."""
+    if reads_everything(ws, principal):
+        return
+    who = effective_principal(ws, principal)
+    ws.store.append_audit(who, action, target, "denied", {"needed": "read on *", "reason": "chosen id"})
+    raise AccessDeniedError(f"{who} may not choose {what}: it names one record across the whole workspace, so "
+                            f"choosing it needs read on every namespace (`agentcontext grant {who} * read`); {hint}",
+                            principal=who, target=target, needed="read", pack="*")
+
+
 class Sight:
     """What one principal may read, from one snapshot of its grants.
 

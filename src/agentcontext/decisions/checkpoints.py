@@ -223,6 +223,9 @@ class Checkpoints:
 
     def flush(self, graph: Any, label: str) -> dict[str, Any]:
         _check(graph, "write", "checkpoint.flush", label)
+        access.require_whole_view(workspace_of(graph), getattr(graph, "principal", None), "checkpoint.flush",
+                                  str(label)[:300], "a checkpoint label", "take it (held in this process) and "
+                                  "ask a principal who reads everything to store it")
         snap = self.get(graph, label)
         store = workspace_of(graph).store
         held = [*snap["nodes"], *snap["decisions"], *(x for r in snap["relationships"].values()
@@ -243,7 +246,7 @@ class Checkpoints:
         """Take a snapshot and store it at once (what ``agentcontext checkpoint take`` does): needs write."""
         _check(graph, "write", "checkpoint.flush", label)
         self.take(graph, label)
-        return self.flush(graph, label)
+        return self.flush(graph, label)  # refuses a principal who may not choose a label (before storing)
 
     def labels(self, graph: Any) -> list[str]:
         sight = _check(graph, "read", "checkpoint.read")
