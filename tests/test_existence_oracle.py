@@ -24,6 +24,7 @@ from agentcontext.decisions.recorder import DecisionRecorder
 from agentcontext.errors import AccessDeniedError
 from agentcontext.graph.context_graph import ContextGraph, workspace_graph
 from agentcontext.mcp_server import build_server
+from agentcontext.memory import AgentMemory
 
 from .conftest import CLI
 from .test_mcp import call, run
@@ -136,3 +137,25 @@ def test_a_stranger_learns_nothing_through_mcp(hr):
     assert hidden[0] and free[0]
     assert json.dumps(hidden[1]).replace(HIDDEN, "ID") == json.dumps(free[1]).replace(FREE, "ID")
     assert not is_error and recorded["decision_id"].startswith("dec_")
+
+
+def test_metadata_entities_link_as_the_memorys_writer(hr):
+    """A memory's ``entities`` metadata is resolved as the principal storing it: an HR entity it may not read
+    (named by id or by name) is as unknown to it as one that does not exist, so no edge points into graph:hr."""
+    ws = hr
+    access.grant(ws, "writer", "memory:default", "write")
+
+    def stored(principal, entity):
+        mem = AgentMemory(workspace=ws, namespace="default", max_memory_size=None, retention_policy="unlimited",
+                          principal=principal, entity_graph=ContextGraph(workspace=ws))
+        mid = mem.store("A note about the offsite", metadata={"entities": [entity]})
+        return [e.dst for e in ws.store.edges(src=[mid], type="mentions")]
+
+    assert stored(None, "graph:hr/dana") == ["graph:hr/dana"]  # the owner reads HR: linked to HR's node
+    hidden, missing = stored("writer", "graph:hr/dana"), stored("writer", "graph:hr/nobody")
+    assert hidden == ["graph:default/graph:hr/dana"] and missing == ["graph:default/graph:hr/nobody"]
+    assert [n.content for n in ws.store.get_nodes(["graph:hr/dana"]).values()] == ["Dana, an engineer"]
+    assert all(not dst.startswith("graph:hr/") for dst in stored("writer", "Dana"))
+    access.grant(ws, "notes", "memory:default", "write")  # may write memories, not the graph
+    with pytest.raises(AccessDeniedError):
+        stored("notes", "acme")

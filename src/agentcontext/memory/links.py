@@ -28,17 +28,27 @@ def entity_ids(metadata: dict[str, Any] | None) -> list[str]:
     return [str(e) for e in ents if isinstance(e, (str, int)) and str(e)]
 
 
+def graph_view(memory: Any, graph: Any) -> Any:
+    """``graph`` as the memory's principal sees it: links are resolved, made and checked as the writer, so a
+    memory never gets an edge to an entity its writer may not read (the edge would tell it the entity exists)."""
+    return graph if graph.principal == memory.principal else graph.acting_as(memory.principal)
+
+
 def link_memories(memory: Any, graph: Any, items: Sequence[tuple[str, dict[str, Any] | None]]) -> int:
     """Add ``memory -mentions-> entity`` edges for each (memory id, metadata); returns how many were new."""
+    view = graph_view(memory, graph)
     edges: list[Edge] = []
     for memory_id, metadata in items:
         for position, entity in enumerate(entity_ids(metadata)):
             # a node id, else a known entity the name denotes by the linker's rules ("acme" for "Acme Corp."),
-            # so a model's spelling of a name does not make a second node
-            target = graph.resolve(entity) or text_mentions.resolve_name(graph, entity)
+            # so a model's spelling of a name does not make a second node; either only if the writer sees it
+            target = view.resolve(entity)
             if target is None:
-                graph.add_node(entity, "entity")
-                target = graph.resolve(entity) or graph.store_id(entity)
+                named = text_mentions.resolve_name(view, entity)
+                target = view.resolve(named) if named is not None else None
+            if target is None:  # unknown to the writer (missing, or hidden from it): a new entity of its graph
+                view.add_node(entity, "entity")
+                target = view.resolve(entity) or view.store_id(entity)
             edges.append(Edge(src=memory_id, type=MENTIONS, dst=target, namespace=memory.namespace,
                               position=position))
     return memory.db.put_edges(edges, actor=memory.actor) if edges else 0
@@ -47,8 +57,7 @@ def link_memories(memory: Any, graph: Any, items: Sequence[tuple[str, dict[str, 
 def link_texts(memory: Any, graph: Any, items: Sequence[tuple[str, str]]) -> dict[str, Any]:
     """``mentions`` edges for each (memory id, its text) to the known entities of ``graph`` the text names;
     edges a memory already has (its metadata's entities, an earlier run) stay as they are."""
-    view = graph if graph.principal == memory.principal else graph.acting_as(memory.principal)
-    return text_mentions.link_texts(view, [(mid, text, memory.namespace) for mid, text in items],
+    return text_mentions.link_texts(graph_view(memory, graph), [(mid, text, memory.namespace) for mid, text in items],
                                     actor=memory.actor, store=memory.db)
 
 

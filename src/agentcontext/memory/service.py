@@ -27,7 +27,7 @@ from ..workspace import Workspace
 from . import io as memory_io
 from . import chain, server_search
 from .index import MemoryIndex, memory_index
-from .links import entity_ids, link_memories, link_stored, link_texts, relink_text
+from .links import entity_ids, graph_view, link_memories, link_stored, link_texts, relink_text
 from .purge import about, purge_memories
 from .records import (CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, time_key,
                       to_memory)
@@ -159,8 +159,8 @@ class AgentMemory:
         self.check("write", "memory.store")
         items = [self._item(x, None, None, None) for x in items]
         linking = self.entity_graph is not None and any(entity_ids(x.get("metadata")) for x in items)
-        if linking and callable(getattr(self.entity_graph, "check", None)):  # links are graph writes: checked first
-            self.entity_graph.check("write", "graph.node.add")
+        if linking and callable(getattr(self.entity_graph, "check", None)):  # links are graph writes: checked first,
+            graph_view(self, self.entity_graph).check("write", "graph.node.add")  # as the memory's writer
         ids = self._write(items, progress, audit="memory.store")
         if linking:
             link_memories(self, self.entity_graph, [(i, x.get("metadata")) for i, x in zip(ids, items)])
