@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -254,45 +255,41 @@ def test_no_dynamic_imports_below_the_interfaces():
     assert not hidden, f"dynamic imports the layer test cannot follow: {hidden}"
 
 
-def test_the_checker_sees_lazy_and_type_checking_imports(tmp_path, monkeypatch):
-    """The checker itself: a circle made only of a lazy import and a TYPE_CHECKING import is found, and so is the
-    upward import in it."""
+@contextmanager
+def checking(tmp_path: Path, monkeypatch, files: dict[str, str]):
+    """The checker pointed at a made-up package of ``files`` (path under the package -> source)."""
     pkg = tmp_path / PACKAGE
-    (pkg / "memory").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "errors.py").write_text("def f():\n    from .memory import io\n")
-    (pkg / "memory" / "__init__.py").write_text("")
-    (pkg / "memory" / "io.py").write_text("from typing import TYPE_CHECKING\n"
-                                          "if TYPE_CHECKING:\n    from .. import errors\n")
+    for rel, text in {"__init__.py": "", **files}.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
     monkeypatch.setattr(sys.modules[__name__], "SRC", pkg)
     modules.cache_clear()
     try:
+        yield
+    finally:
+        monkeypatch.undo()
+        modules.cache_clear()
+
+
+def test_the_checker_sees_lazy_and_type_checking_imports(tmp_path, monkeypatch):
+    """The checker itself: a circle made only of a lazy import and a TYPE_CHECKING import is found, and so is the
+    upward import in it."""
+    with checking(tmp_path, monkeypatch, {
+            "errors.py": "def f():\n    from .memory import io\n", "memory/__init__.py": "",
+            "memory/io.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .. import errors\n"}):
         assert imports_of(f"{PACKAGE}.errors") == [(f"{PACKAGE}.memory.io", 2)]
         assert imports_of(f"{PACKAGE}.memory.io") == [(f"{PACKAGE}.errors", 3)]
         assert circles() == [frozenset({f"{PACKAGE}.errors", f"{PACKAGE}.memory.io"})]
         assert list(upward_imports()) == [(f"{PACKAGE}.errors", f"{PACKAGE}.memory.io")]
-    finally:
-        monkeypatch.undo()
-        modules.cache_clear()
 
 
 def test_the_checker_sees_a_lazy_import_between_interfaces(tmp_path, monkeypatch):
     """What cli/context.py once did (a lazy import of mcp_server inside a command) is found."""
-    pkg = tmp_path / PACKAGE
-    for door in ("cli", "mcp_server"):
-        (pkg / door).mkdir(parents=True)
-        (pkg / door / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "mcp_server" / "context.py").write_text("def build():\n    return 1\n")
-    (pkg / "cli" / "context.py").write_text("def command():\n    from ..mcp_server.context import build\n"
-                                            "    return build()\n")
-    monkeypatch.setattr(sys.modules[__name__], "SRC", pkg)
-    modules.cache_clear()
-    try:
+    with checking(tmp_path, monkeypatch, {
+            "cli/__init__.py": "", "mcp_server/__init__.py": "",
+            "mcp_server/context.py": "def build():\n    return 1\n",
+            "cli/context.py": "def command():\n    from ..mcp_server.context import build\n    return build()\n"}):
         assert list(interface_crossings()) == [(f"{PACKAGE}.cli.context", f"{PACKAGE}.mcp_server.context")]
-    finally:
-        monkeypatch.undo()
-        modules.cache_clear()
 
 
 def test_the_architecture_page_names_every_layer_and_service():
