@@ -159,3 +159,20 @@ def test_metadata_entities_link_as_the_memorys_writer(hr):
     access.grant(ws, "notes", "memory:default", "write")  # may write memories, not the graph
     with pytest.raises(AccessDeniedError):
         stored("notes", "acme")
+
+
+def test_a_stranger_choosing_memory_ids_gets_one_answer(hr):
+    """A memory id is one name across the workspace too (the HR decision's id could be taken by a memory): a
+    batch with ``id`` or an import answers alike for a hidden id and a free one; the writer's own memories it
+    sees may still be named by id (an update)."""
+    ws = hr
+    access.grant(ws, "writer", "memory:default", "write")
+    mem = AgentMemory(workspace=ws, namespace="default", max_memory_size=None, retention_policy="unlimited",
+                      principal="writer")
+    _, message = refusal(lambda mid: mem.batch_store([{"id": mid, "content": "probe"}]))
+    assert "leave id out" in message
+    _, message = refusal(lambda mid: mem.import_data({"memories": [{"id": mid, "content": "probe"}]}))
+    assert "graph:hr" not in message and "decision" not in message
+    mine = mem.store("Bob prefers tea")
+    assert mem.batch_store([{"id": mine, "content": "Bob prefers green tea"}]) == [mine]
+    assert mem.get_memory(mine)["content"] == "Bob prefers green tea"

@@ -27,7 +27,7 @@ import fnmatch
 import hashlib
 import re
 import secrets
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from .errors import AccessDeniedError, NotFoundError, ReadOnlyError, ValidationError
 from .model import to_utc_iso, utcnow
@@ -252,6 +252,20 @@ def require_whole_view(ws: Workspace, principal: str | None, action: str, target
     raise AccessDeniedError(f"{who} may not choose {what}: it names one record across the whole workspace, so "
                             f"choosing it needs read on every namespace (`agentcontext grant {who} * read`); {hint}",
                             principal=who, target=target, needed="read", pack="*")
+
+
+def require_chosen_ids(ws: Workspace, principal: str | None, ids: Sequence[str], action: str, what: str,
+                       hint: str) -> None:
+    """``require_whole_view`` for writes that may name existing records by id (a memory import, a batch with
+    ``id``): ids of records the principal sees pass (they update its own records), and any other chosen id
+    (free, or held by a record it may not read: the two answer alike) needs read on every namespace."""
+    if not ids or reads_everything(ws, principal):
+        return
+    sight = Sight(ws, principal)
+    found = ws.store.get_nodes(list(ids))
+    unseen = [i for i in ids if i not in found or not sight.node(found[i])]
+    if unseen:
+        require_whole_view(ws, principal, action, str(unseen[0])[:300], what, hint)
 
 
 class Sight:

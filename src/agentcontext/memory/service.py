@@ -158,6 +158,8 @@ class AgentMemory:
         every memory to the graph's known entities its text names (memory/links.py)."""
         self.check("write", "memory.store")
         items = [self._item(x, None, None, None) for x in items]
+        access.require_chosen_ids(self.workspace, self.principal, [str(x["id"]) for x in items if x.get("id")],
+                                  "memory.store", "a memory id", "leave id out: the store assigns one")
         linking = self.entity_graph is not None and any(entity_ids(x.get("metadata")) for x in items)
         if linking and callable(getattr(self.entity_graph, "check", None)):  # links are graph writes: checked first,
             graph_view(self, self.entity_graph).check("write", "graph.node.add")  # as the memory's writer
@@ -506,6 +508,9 @@ class AgentMemory:
         entity, is skipped, never recreated: the count's ``skipped`` lists them."""
         self.check("write", "memory.import")
         items, skipped = memory_io.without_erased(memory_io.parse_import(data, format), self.db)
+        access.require_chosen_ids(self.workspace, self.principal, [str(i["id"]) for i in items if i.get("id")],
+                                  "memory.import", "a memory id", "import items without ids, or ask a principal "
+                                  "who reads everything to import them")
         plan = memory_io.plan_import(items, self.db.get_nodes([i["id"] for i in items if i.get("id")]),
                                      self.namespace)
         if not plan.new and not plan.changed:
