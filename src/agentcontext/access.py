@@ -247,7 +247,7 @@ def require_whole_view(ws: Workspace, principal: str | None, action: str, target
     taken, with ``hint`` saying what to do instead (most often: let the service assign the id)."""
     if reads_everything(ws, principal):
         return
-    who = effective_principal(ws, principal)
+    who, target = effective_principal(ws, principal), str(target)[:300]
     ws.store.append_audit(who, action, target, "denied", {"needed": "read on *", "reason": "chosen id"})
     raise AccessDeniedError(f"{who} may not choose {what}: it names one record across the whole workspace, so "
                             f"choosing it needs read on every namespace (`agentcontext grant {who} * read`); {hint}",
@@ -265,7 +265,7 @@ def require_chosen_ids(ws: Workspace, principal: str | None, ids: Sequence[str],
     found = ws.store.get_nodes(list(ids))
     unseen = [i for i in ids if i not in found or not sight.node(found[i])]
     if unseen:
-        require_whole_view(ws, principal, action, str(unseen[0])[:300], what, hint)
+        require_whole_view(ws, principal, action, unseen[0], what, hint)
 
 
 class Sight:

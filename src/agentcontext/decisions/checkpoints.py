@@ -224,7 +224,7 @@ class Checkpoints:
     def flush(self, graph: Any, label: str) -> dict[str, Any]:
         _check(graph, "write", "checkpoint.flush", label)
         access.require_whole_view(workspace_of(graph), getattr(graph, "principal", None), "checkpoint.flush",
-                                  str(label)[:300], "a checkpoint label", "take it (held in this process) and "
+                                  label, "a checkpoint label", "take it (held in this process) and "
                                   "ask a principal who reads everything to store it")
         snap = self.get(graph, label)
         store = workspace_of(graph).store

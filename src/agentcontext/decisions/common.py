@@ -91,6 +91,11 @@ class Bound:
         """Raise AccessDeniedError (audited) unless the principal holds ``level`` on the graph's namespace."""
         access.require(self.ws, self.principal, self.namespace, level, action, target)
 
+    def require_chosen(self, action: str, chosen: Any, what: str, hint: str) -> None:
+        """Refuse a caller-chosen id alike whether it is free or held by a hidden record, unless the principal
+        reads everything (``access.require_whole_view``)."""
+        access.require_whole_view(self.ws, self.principal, action, chosen, what, hint)
+
     def audit(self, action: str, target: str, detail: dict[str, Any] | None = None, outcome: str = "ok") -> None:
         access.record(self.ws, self.principal, action, target, detail, outcome)
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
-from .. import access
 from ..errors import ConflictError, NotFoundError, ProcessingError, ValidationError
 from ..model import Edge, Node, to_utc_iso
 from .common import (APPLIES_POLICY, APPROVAL, APPROVED_BY, DECISION, EXCEPTION, EXCEPTION_TO, HAS_EXCEPTION,
@@ -267,8 +266,8 @@ class PolicyEngine(Bound):
     def add_policy(self, policy: Policy) -> str:
         """Store a new policy; its rules are checked now (an unknown rule key is a ValidationError)."""
         self.check("write", "policy.add", policy.policy_id if isinstance(policy, Policy) else "")
-        access.require_whole_view(self.ws, self.principal, "policy.add", str(getattr(policy, "policy_id", ""))[:300],
-                                  "a policy id", "ask a principal who reads everything to add the policy")
+        self.require_chosen("policy.add", getattr(policy, "policy_id", ""), "a policy id",
+                            "ask a principal who reads everything to add the policy")
         node = self._node(policy)
         with self.store.transaction():
             if self.store.get_node(node.id) is not None:
@@ -441,9 +440,8 @@ class PolicyEngine(Bound):
         self.check("write", "policy.exception",
                    decision_id.decision_id if isinstance(decision_id, PolicyException) else decision_id)
         if isinstance(decision_id, PolicyException):
-            access.require_whole_view(self.ws, self.principal, "policy.exception", str(decision_id.exception_id)[:300],
-                                      "an exception_id", "pass the decision id, policy id, reason and approver: "
-                                      "the engine assigns the exception's id")
+            self.require_chosen("policy.exception", decision_id.exception_id, "an exception_id", "pass the decision "
+                                "id, policy id, reason and approver: the engine assigns the exception's id")
             exc = decision_id
         else:
             exc = PolicyException(exception_id=new_id("exc"), decision_id=decision_id, policy_id=policy_id or "",
@@ -496,9 +494,8 @@ class PolicyEngine(Bound):
         self.check("write", "decision.approval",
                    decision_id.decision_id if isinstance(decision_id, ApprovalChain) else decision_id)
         if isinstance(decision_id, ApprovalChain):
-            access.require_whole_view(self.ws, self.principal, "decision.approval", str(decision_id.approval_id)[:300],
-                                      "an approval_id", "pass the decision id and approver: the engine assigns the "
-                                      "approval's id")
+            self.require_chosen("decision.approval", decision_id.approval_id, "an approval_id",
+                                "pass the decision id and approver: the engine assigns the approval's id")
             appr = decision_id
         else:
             appr = ApprovalChain(approval_id=new_id("appr"), decision_id=decision_id, approver=approver,

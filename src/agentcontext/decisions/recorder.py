@@ -12,7 +12,6 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from .. import access
 from ..embed.cache import embed_texts
 from ..engine import proximity
 from ..engine.fusion import RELEVANCE, blend
@@ -97,9 +96,8 @@ class DecisionRecorder(Bound):
         chosen = [i.decision_id if isinstance(i, Decision) else i.get("decision_id") for i in items
                   if isinstance(i, Decision) or (isinstance(i, dict) and i.get("decision_id") is not None)]
         if chosen:  # the same refusal whether or not a record this principal cannot see holds the id
-            access.require_whole_view(self.ws, self.principal, "decision.record", str(chosen[0])[:300],
-                                      "a decision_id", "leave decision_id out: the recorder assigns a unique id "
-                                      "and returns it")
+            self.require_chosen("decision.record", chosen[0], "a decision_id",
+                                "leave decision_id out: the recorder assigns a unique id and returns it")
         nodes: list[Node] = []
         links: list[tuple[str, list[str], list[str], dict[str, list[str]]]] = []
         supplied_vectors: dict[str, Any] = {}
