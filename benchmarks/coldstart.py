@@ -2,7 +2,8 @@
 memory index mapped from its file beside the store, against a rebuild from the store (the baseline:
 what a new process paid before the file existed), both measured in this run.
 
-Run: .venv/bin/python benchmarks/coldstart.py [--memories 100000] [--runs 5] [--conversations]
+Run: .venv/bin/python benchmarks/coldstart.py [--memories 100000] [--runs 5] [--conversations] [--save-runs 3]
+     [--home DIR [--fill-only]]   (fill a workspace once, then measure)
 
 Each figure is the median over ``--runs`` fresh processes (the OS page cache is warm: the file was just
 written or read, as on a machine that runs agents). Printed per mode:
@@ -138,12 +139,18 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--conversations", action="store_true", help="memories in conversations (context planes too)")
     ap.add_argument("--save-runs", type=int, default=3, help="runs of the retrieve() that saves the file (0: skip)")
+    ap.add_argument("--home", help="a workspace folder to fill once and reuse (else a temporary one); the "
+                                    "save_on_catch_up runs add SAVE_LAG memories to it each")
+    ap.add_argument("--fill-only", action="store_true", help="fill --home and stop (prepare, then measure later)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp) / "ws"
-        t = time.perf_counter()
-        fill(home, args.memories, args.conversations)
-        print(f"filled {args.memories} memories in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        home = Path(args.home) if args.home else Path(tmp) / "ws"
+        if not (home / "store.db").exists():
+            t = time.perf_counter()
+            fill(home, args.memories, args.conversations)
+            print(f"filled {args.memories} memories in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        if args.fill_only:
+            return
         files = sorted((home / "indexes").glob("*.idx"))
         figures: dict = {"memories": args.memories, "conversations": args.conversations, "runs": args.runs,
                          "index_file_bytes": sum(f.stat().st_size for f in files)}

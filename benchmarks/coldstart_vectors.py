@@ -4,6 +4,7 @@ store against one rebuilt from the store (the baseline: what a new process paid 
 measured in this run, as ratios. ``benchmarks/coldstart.py`` runs this after the memory figures; alone:
 
 Run: .venv/bin/python benchmarks/coldstart_vectors.py [--decisions 10000] [--docs 10000] [--runs 5]
+     [--home DIR [--fill-only]]   (fill a workspace once, e.g. niced outside the benchmark lock, then measure)
 
 The decisions are those of benchmarks/decisions.py, the pack that of benchmarks/packs.py, both embedded with the
 real model. Each figure is the median over ``--runs`` fresh processes with the model already loaded (the index's
@@ -120,10 +121,14 @@ def measure(home: Path, runs: int) -> dict:
     return figures
 
 
-def run(decisions: int, docs: int, runs: int) -> dict:
+def run(decisions: int, docs: int, runs: int, reuse: str | None = None, fill_only: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp) / "ws"
-        figures: dict = {"decisions": decisions, "docs": docs, "runs": runs, **fill(home, decisions, docs)}
+        home = Path(reuse) if reuse else Path(tmp) / "ws"
+        figures: dict = {"decisions": decisions, "docs": docs, "runs": runs}
+        if not (home / "store.db").exists():
+            figures.update(fill(home, decisions, docs))
+        if fill_only:
+            return figures
         files = sorted((home / "indexes").glob("*.idx"))
         figures["index_file_bytes"] = {f.name.split(".")[0]: f.stat().st_size for f in files}
         figures.update(measure(home, runs))
@@ -135,8 +140,13 @@ def main() -> None:
     ap.add_argument("--decisions", type=int, default=10_000)
     ap.add_argument("--docs", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--home", help="a workspace folder to fill once and reuse (else a temporary one)")
+    ap.add_argument("--fill-only", action="store_true", help="fill --home and stop (prepare, then measure later)")
     args = ap.parse_args()
-    figures = run(args.decisions, args.docs, args.runs)
+    figures = run(args.decisions, args.docs, args.runs, args.home, args.fill_only)
+    if args.fill_only:
+        print(json.dumps(figures))
+        return
     name = "coldstart_vectors" if (args.decisions, args.docs) == (10_000, 10_000) else (
         f"coldstart_vectors_{args.decisions}_{args.docs}")
     report(name, figures)
