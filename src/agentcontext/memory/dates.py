@@ -101,25 +101,22 @@ def date_matches(named: list[tuple[int | None, int | None]], months: np.ndarray,
     if not named or not known.any():
         return out
     own = months.astype(np.int64)
-    candidates = [own]
-    for bit, month in ((RECENT, before.astype(np.int64)), (LAST_MONTH, own - 1), (NEXT_MONTH, own + 1)):
-        flagged = (refs & bit) != 0
-        if flagged.any():
-            candidates.append(np.where(flagged, month, own))
-    years = [m // 12 for m in candidates]
-    last_year = (refs & LAST_YEAR) != 0
-    if last_year.any():
-        years.append(np.where(last_year, own // 12 - 1, own // 12))
+    week = before.astype(np.int64)
+    recent, last_month = (refs & RECENT) != 0, (refs & LAST_MONTH) != 0
+    next_month, last_year = (refs & NEXT_MONTH) != 0, (refs & LAST_YEAR) != 0
     hit = np.zeros(months.size, dtype=bool)
     for year, month in named:
         if month is None:
-            for y in years:
-                hit |= y == year
+            def within(m: np.ndarray, y: int = year) -> np.ndarray:
+                return (m >= y * 12) & (m < y * 12 + 12)
+            hit |= within(own) | (recent & within(week)) | (last_month & within(own - 1))
+            hit |= (next_month & within(own + 1)) | (last_year & within(own - 12))
         elif year is None:
-            for m in candidates:
-                hit |= m % 12 == month - 1
+            r, mod = month - 1, own % 12
+            hit |= (mod == r) | (recent & (week % 12 == r)) | (last_month & (mod == (r + 1) % 12))
+            hit |= next_month & (mod == (r - 1) % 12)
         else:
-            for m in candidates:
-                hit |= m == year * 12 + month - 1
+            t = year * 12 + month - 1
+            hit |= (own == t) | (recent & (week == t)) | (last_month & (own == t + 1)) | (next_month & (own == t - 1))
     out[hit & known] = 1.0
     return out

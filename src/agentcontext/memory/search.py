@@ -96,6 +96,8 @@ def gather(ws: Workspace, index: MemoryIndex, namespace: str, query: str, rows: 
 def time_signals(query: str, index: MemoryIndex, rows: np.ndarray) -> dict[str, np.ndarray]:
     """``timed`` (and ``when`` if the query asks when), ``date`` if it names a month or year (engine/fusion.py),
     for these rows of the index."""
+    if rows.size == len(index):  # every row (candidate rows are distinct): no copies
+        return time_values(query, index.refs, index.months, index.months_before)
     return time_values(query, index.refs[rows], index.months[rows], index.months_before[rows])
 
 
