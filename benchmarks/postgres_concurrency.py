@@ -51,8 +51,8 @@ memory = AgentMemory(workspace=ws, namespace="team", max_memory_size=None, conte
 ws.embed_query("warm the model up")
 words = "amber basil cedar delta ember falcon garnet harbor indigo jasper kestrel lantern meadow nectar".split()
 writes, seen, polls, errors, retrieves, misses = [], {}, [], [], 0, 0
-seq = ws.store.change_counter()
-started = time.time()  # writes committed before this were before this worker's tail began
+seq = start_seq = ws.store.change_counter()  # the tail reports every change after this one
+started = time.time()
 deadline = started + seconds
 i = 0
 while time.time() < deadline:
@@ -78,7 +78,7 @@ while time.time() < deadline:
     except Exception as exc:  # every error a caller sees is a failure of the run: record it, keep going
         errors.append(f"{type(exc).__name__}: {exc}"[:500])
 json.dump({"writes": writes, "seen": seen, "polls": polls, "errors": errors, "retrieves": retrieves,
-           "misses": misses, "started": started}, open(out, "w"))
+           "misses": misses, "started": started, "start_seq": start_seq}, open(out, "w"))
 """
 
 KILLED = r"""
@@ -150,6 +150,41 @@ def kill_mid_batch(url: str, kills: int, size: int = KILL_BATCH) -> dict[str, An
         store.close()
 
 
+def change_seqs(store: Any) -> dict[str, int]:
+    """Each memory's first ``node.put`` sequence number in the change log."""
+    seqs: dict[str, int] = {}
+    last = 0
+    while page := store.changes_since(last, limit=10_000):
+        for change in page:
+            if change.op == "node.put":
+                seqs.setdefault(change.target, change.seq)
+        last = page[-1].seq
+    return seqs
+
+
+def visibility(logs: list[dict[str, Any]], seqs: dict[str, int]) -> tuple[list[float], list[float], int]:
+    """For each write as the other workers saw it: (stale, lags, unseen). A worker's tail reports the changes
+    after ``start_seq``, so only writes whose change-log number is above it are judged (a write can commit before
+    another worker's tail starts and return to its writer after: its return time says nothing about that).
+    stale: how long reads that started after the write had returned still missed it; lags: the polling delay
+    until it was seen; unseen: returned over a second before the worker's last read and never reported."""
+    written = {mid: (n, at) for n, log in enumerate(logs) for mid, at in log["writes"]}
+    stale, lags, unseen = [], [], 0
+    for n, log in enumerate(logs):
+        polls = log["polls"]
+        for mid, (writer, at) in written.items():
+            if writer == n or seqs[mid] <= log["start_seq"]:
+                continue
+            if mid in log["seen"]:  # the reads that started after the commit and still missed it
+                found = log["seen"][mid]
+                lags.append(max(0.0, found - at))
+                missed = polls[bisect.bisect_right(polls, at):bisect.bisect_left(polls, found)]
+                stale.append(missed[-1] - at if missed else 0.0)
+            elif polls and polls[-1] > at + 1.0:
+                unseen += 1  # committed after this worker's tail began, read over a second later, never reported
+    return stale, lags, unseen
+
+
 def run(url: str, processes: int, seconds: float, kills: int, kill_size: int = KILL_BATCH) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         t = time.time()
@@ -160,21 +195,10 @@ def run(url: str, processes: int, seconds: float, kills: int, kill_size: int = K
         written = {mid: (n, at) for n, log in enumerate(logs) for mid, at in log["writes"]}
         present = set(store.get_nodes(list(written)))
         count = store.count_nodes(namespace=NAMESPACE, kind="memory")
+        seqs = change_seqs(store)
     finally:
         store.close()
-    stale, lags, unseen = [], [], 0
-    for n, log in enumerate(logs):  # each write as another worker saw it
-        polls = log["polls"]
-        for mid, (writer, at) in written.items():
-            if writer == n or at <= log["started"]:
-                continue
-            if mid in log["seen"]:  # the reads that started after the commit and still missed it
-                found = log["seen"][mid]
-                lags.append(max(0.0, found - at))
-                missed = polls[bisect.bisect_right(polls, at):bisect.bisect_left(polls, found)]
-                stale.append(missed[-1] - at if missed else 0.0)
-            elif polls and polls[-1] > at + 1.0:
-                unseen += 1  # committed over a second before this worker's last read, never read by it
+    stale, lags, unseen = visibility(logs, {mid: seqs.get(mid, 0) for mid in written})
     figures = {
         "processes": processes, "seconds": round(elapsed, 1), "writes": len(written),
         "writes_per_second": round(len(written) / elapsed, 1),
