@@ -49,7 +49,10 @@ class PgServer:
     """initdb + pg_ctl start on 127.0.0.1:<free port>; ``url(schema)`` names a fresh schema.
 
     ``root`` keeps the cluster in that folder across runs (benchmarks: build once, measure many times; it is neither
-    reaped nor deleted); ``options`` are more ``-c name=value`` server settings."""
+    reaped nor deleted); ``options`` are more ``-c name=value`` server settings. A kept cluster that a server already
+    runs (``postmaster.pid`` names a live postmaster that answers) is reused as it is, and ``stop()`` leaves that
+    server running; one that runs but does not answer is refused (``StoreError``) and left alone. ``stop()`` only
+    ever stops a server this object started."""
 
     def __init__(self, root: Path | None = None, options: str = "") -> None:
         self.bin = _bin_dir()
@@ -66,7 +69,8 @@ class PgServer:
         self.data = self.root / "data"
         self.port = 0
         self._counter = itertools.count(1)
-        self._running = False
+        self._running = False  # this object started the server in self.data (so stop() stops it)
+        self.reused = False  # a server another process started on this kept cluster, used as it is
         if self.as_root:
             self._ensure_user()
             pw = pwd.getpwnam(PG_USER)
@@ -127,14 +131,47 @@ class PgServer:
         try:
             return self._start()
         except BaseException:
-            self._running = True  # stop whatever part of it came up, and delete the folder
-            self.stop()
+            self.stop()  # whatever part of a server this object started, and a temporary folder
             raise
 
+    def _running_server(self) -> int | None:
+        """The port of a live server on ``self.data`` that answers a connection; None when none runs (no
+        ``postmaster.pid``, or a stale one a crash left). A live postmaster that does not answer: StoreError."""
+        from agentcontext.errors import StoreError
+
+        try:
+            lines = (self.data / "postmaster.pid").read_text().splitlines()
+            pid, port = int(lines[0]), int(lines[3])
+        except (OSError, IndexError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None  # stale: pg_ctl start takes the folder over
+        except PermissionError:
+            pass  # alive, another user's
+        if _zombie(pid):
+            return None
+        import psycopg
+
+        try:
+            with psycopg.connect(f"postgresql://{PG_USER}@127.0.0.1:{port}/postgres", connect_timeout=10) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error as exc:
+            raise StoreError(f"a PostgreSQL server (pid {pid}) already runs on the cluster {self.data} but does not "
+                             f"answer on 127.0.0.1:{port} ({exc}); wait for it to finish starting, or stop it "
+                             f"(pg_ctl -D {self.data} stop) and start again", pid=pid, port=port) from exc
+        return port
+
     def _start(self) -> "PgServer":
+        if self.kept and (port := self._running_server()) is not None:
+            self.port, self.reused = port, True  # never stop or restart another process's server
+            return self
         if not (self.kept and (self.data / "PG_VERSION").exists()):
             self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
                       "--locale-provider=builtin", "--builtin-locale=C.UTF-8", "--no-sync", "--no-instructions")
+        self._running = True  # from here whatever comes up in self.data is this object's (stop() stops it)
+        atexit.register(self.stop)
         for attempt in range(3):  # a free port can be taken between probing and binding
             self.port = _free_port()
             options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories='' "
@@ -145,10 +182,15 @@ class PgServer:
                           "-o", options, "start")
                 break
             except RuntimeError:
+                if self.kept:  # another process may have started this cluster meanwhile: never stop its server
+                    self._running = False
+                    other = self._running_server()
+                    if other is not None and other != self.port:
+                        self.port, self.reused = other, True
+                        return self
+                    self._running = True
                 if attempt == 2:
                     raise
-        self._running = True
-        atexit.register(self.stop)
         import psycopg
 
         with psycopg.connect(self.url(None), autocommit=True) as conn:
@@ -163,14 +205,14 @@ class PgServer:
         return f"{base}?schema={schema or f't_{next(self._counter)}'}"
 
     def stop(self) -> None:
-        if self._running:
-            self._running = False
-            try:
-                if (self.data / "postmaster.pid").exists():
-                    self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
-            finally:
-                if not self.kept:
-                    shutil.rmtree(self.root, ignore_errors=True)
+        """Stop the server this object started (a reused one keeps running) and delete a temporary folder."""
+        running, self._running = self._running, False
+        try:
+            if running and (self.data / "postmaster.pid").exists():
+                self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+        finally:
+            if not self.kept:
+                shutil.rmtree(self.root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
