@@ -3,6 +3,8 @@ find_precedents and search_knowledge map the files instead of rebuilding; a stal
 is damaged, foreign or another namespace's is never trusted; a principal gets nothing more through a mapped file."""
 from __future__ import annotations
 
+import contextlib
+
 import shutil
 import subprocess
 import sys
@@ -222,17 +224,18 @@ def test_a_save_runs_off_the_query_path_and_a_scrub_meanwhile_abandons_it(home, 
     file_of(home, "pack").unlink()  # the next use rebuilds, then saves
     ws = Workspace.open(home=home)
     writing, release, seen = threading.Event(), threading.Event(), {}
-    real_save = IndexFiles.save
+    real_locked = IndexFiles.locked
 
-    def held_save(self, *args, keep=None, **kwargs):  # the write done, the save waits before its rename
-        def waiting():
+    @contextlib.contextmanager
+    def held_locked(self):  # the write done, the save waits before it takes the folder's lock to rename
+        if threading.current_thread().name.startswith("index-save"):
             seen["thread"] = threading.current_thread()
             writing.set()
             assert release.wait(10)
-            return keep is None or keep()
-        return real_save(self, *args, keep=waiting, **kwargs)
+        with real_locked(self):
+            yield
 
-    monkeypatch.setattr(IndexFiles, "save", held_save)
+    monkeypatch.setattr(IndexFiles, "locked", held_locked)
     rows = pack_vectors(ws, PACK)  # returns while its save still waits: the save is not on this path
     assert writing.wait(10) and seen["thread"] is not threading.current_thread() and rows.saved == -1
     assert found_docs(ws)  # queries go on meanwhile

@@ -155,7 +155,7 @@ class Workspace:
                     del table[name]
             if not prefix:
                 self._queries.clear()
-            self.index_files.scrub(prefix)
+        self.index_files.scrub(prefix)  # outside the lock: it waits for the indexes folder's lock (engine/snapshot.py)
 
     def close(self) -> None:
         """Close the store once the index files being saved on their threads are written."""

@@ -21,6 +21,13 @@ one, so a reader sees the old file or the new one, and a crash leaves the old on
 save on a thread of its own (off the query path); a scrub moves ``generation``, and a save prepared before
 it zeroes its temporary file instead of renaming it.
 
+Across processes the folder's lock file (``indexes.lock``, an exclusive ``flock``, ``IndexFiles.locked``) is held
+by a save from its last check for a purge its rows have not seen through its rename, and by a scrub while it zeroes
+and removes files. An erasure commits its purge, then scrubs; so another process's save either renamed before the
+scrub took the lock (and the scrub zeroes that file) or checks after the purge committed (and abandons the save):
+a file prepared before a purge never lands after the scrub. (Where ``fcntl`` is missing, Windows, the lock is only
+the process's own.)
+
 The sections are mapped copy-on-write (``mmap.ACCESS_COPY``): a process that appends or changes rows
 changes its own pages, never the file. ``scrub`` zeroes files in place before removing them (an erasure
 must not leave vectors of erased rows on disk); a process that mapped a scrubbed file sees its magic gone
@@ -37,12 +44,18 @@ import struct
 import tempfile
 import threading
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
 from ..store.base import Store
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows has no flock: the in-process lock alone
+    fcntl = None  # type: ignore[assignment]
 
 MAGIC = b"ACIDX\x00\x01\x00"
 FORMAT = 1
@@ -51,6 +64,7 @@ ALIGN = 64
 PREFIX = struct.Struct("<8sII")
 UNSUMMED = ("float32",)  # planes too big to checksum on every open
 SUFFIX = ".idx"
+LOCK_FILE = "indexes.lock"  # held by a save's last purge check and rename, and by a scrub (flock, across processes)
 
 
 def _digest(change: Any) -> str:
@@ -117,6 +131,20 @@ class IndexFiles:
     @property
     def enabled(self) -> bool:
         return self.folder is not None
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """The indexes folder's lock across processes (an exclusive ``flock`` on its ``LOCK_FILE``, released when
+        its descriptor closes); also between threads, since each holder opens a descriptor of its own."""
+        assert self.folder is not None
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def path(self, name: str, model: str) -> Path:
         assert self.folder is not None
@@ -213,11 +241,12 @@ class IndexFiles:
                 fh.truncate(offset)
                 fh.flush()
                 os.fsync(fh.fileno())
-                wanted = keep is None or keep()
-                with self._lock:
-                    if wanted and (generation is None or generation == self.generation):
-                        os.replace(tmp, target)
-                        return target
+                with self.locked():  # no scrub in any process between the last purge check and the rename
+                    wanted = keep is None or keep()
+                    with self._lock:
+                        if wanted and (generation is None or generation == self.generation):
+                            os.replace(tmp, target)
+                            return target
                 _zero(fh, offset)  # through the open file: a scrub may have unlinked it meanwhile
             Path(tmp).unlink(missing_ok=True)
             return None
@@ -246,12 +275,13 @@ class IndexFiles:
             thread.join()
 
     def scrub(self, prefix: str = "") -> int:
-        """Zero, then remove, every index file whose index name starts with ``prefix`` (temporary ones too);
-        returns how many. Processes that mapped one see it gone (``Snapshot.intact``)."""
+        """Zero, then remove, every index file whose index name starts with ``prefix`` (temporary ones too),
+        holding the folder's lock; returns how many. Processes that mapped one see it gone (``Snapshot.intact``)."""
         with self._lock:  # a save being written now is abandoned (it checks the generation before renaming)
             self.generation += 1
-            if self.folder is None or not self.folder.is_dir():
-                return 0
+        if self.folder is None or not self.folder.is_dir():
+            return 0
+        with self.locked():  # a save in any process renames before this, or checks for the purge after it
             safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", prefix)
             count = 0
             for path in sorted(self.folder.iterdir()):
