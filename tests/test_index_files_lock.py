@@ -67,3 +67,18 @@ def test_a_save_prepared_before_another_process_purges_never_lands(tmp_path):
     for path in folder.iterdir():  # no index file, nor a leftover temporary one, holds the erased vector's bytes
         assert erased not in path.read_bytes(), path
     mem.workspace.close()
+
+
+def test_a_purge_behind_more_changes_than_one_page_still_stops_a_save(tmp_path, monkeypatch):
+    from agentcontext.engine import persist
+
+    mem = AgentMemory(vector_store=VectorStore(home=tmp_path / "ws"), max_memory_size=10**6)
+    files = mem.workspace.index_files
+    counter = mem.workspace.store.change_counter()
+    vectors = np.eye(6, 384, dtype=np.float32)
+    ids = mem.batch_store([{"content": f"note {i}", "vector": vectors[i]} for i in range(6)])  # 6+ changes
+    assert not persist.purge_pending(files, counter)
+    assert mem.delete_memory(ids[0])
+    monkeypatch.setattr(persist, "PENDING_SCAN", 2)  # the purge is past the first page
+    assert persist.purge_pending(files, counter)
+    mem.workspace.close()

@@ -31,14 +31,21 @@ from .snapshot import IndexFiles, Snapshot
 
 SAVE_LAG = 1000  # save the file again once the rows are this many changes ahead of it
 BACKGROUND = True  # saves run on a thread of their own, off the query path (False: inside the refresh, as before)
-PENDING_SCAN = 5000  # how far past the rows' counter a save looks for an unseen purge
+PENDING_SCAN = 5000  # changes a page when a save looks past the rows' counter for an unseen purge
 UNSEEN_PURGES = ("node.purge", "node.retract", "vectors.delete")
 log = logging.getLogger(__name__)
 
 
 def purge_pending(files: IndexFiles, counter: int) -> bool:
-    """True when the change log after ``counter`` holds a purge, retraction or vector delete."""
-    return any(ch.op in UNSEEN_PURGES for ch in files.store.changes_since(counter, limit=PENDING_SCAN))
+    """True when the change log after ``counter`` holds a purge, retraction or vector delete (read to its end,
+    ``PENDING_SCAN`` changes a page: a purge behind a big batch counts too)."""
+    while True:
+        page = files.store.changes_since(counter, limit=PENDING_SCAN)
+        if any(ch.op in UNSEEN_PURGES for ch in page):
+            return True
+        if len(page) < PENDING_SCAN:
+            return False
+        counter = page[-1].seq
 
 
 def frozen(rows: LiveIndex) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
