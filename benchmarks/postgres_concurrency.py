@@ -185,6 +185,15 @@ def visibility(logs: list[dict[str, Any]], seqs: dict[str, int]) -> tuple[list[f
     return stale, lags, unseen
 
 
+def unseen_by_return_time(logs: list[dict[str, Any]]) -> int:
+    """The old judgement, reported beside the new one: writes returned after a worker's start time (rather than
+    committed after its starting counter), returned over a second before its last read and never reported by it."""
+    written = {mid: (n, at) for n, log in enumerate(logs) for mid, at in log["writes"]}
+    return sum(1 for n, log in enumerate(logs) for mid, (writer, at) in written.items()
+               if writer != n and at > log["started"] and mid not in log["seen"] and log["polls"]
+               and log["polls"][-1] > at + 1.0)
+
+
 def run(url: str, processes: int, seconds: float, kills: int, kill_size: int = KILL_BATCH) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         t = time.time()
@@ -210,6 +219,7 @@ def run(url: str, processes: int, seconds: float, kills: int, kill_size: int = K
         "seen_by_others_polling_p50_s": round(sorted(lags)[len(lags) // 2], 3) if lags else None,
         "seen_by_others_polling_max_s": round(max(lags), 3) if lags else None,
         "not_seen_by_others": unseen,
+        "not_seen_by_others_judged_by_return_time": unseen_by_return_time(logs),  # the judgement before 2026-12-01
         "errors_seen_by_callers": [e for log in logs for e in log["errors"]],
     }
     if kills:
