@@ -8,7 +8,10 @@ Run: .venv/bin/python benchmarks/coldstart_vectors.py [--decisions 10000] [--doc
 
 The decisions are those of benchmarks/decisions.py, the pack that of benchmarks/packs.py, both embedded with the
 real model. Each figure is the median over ``--runs`` fresh processes with the model already loaded (the index's
-share of a cold start, which the file removes); the OS page cache is warm.
+share of a cold start, which the file removes); the OS page cache is warm. "mapped" maps every index file the call
+uses (the precedent index and the node names ``engine/proximity`` looks the scenario's words up in; the pack's
+vectors); "rebuild" builds them from the store. Target (precedents): the first call within 1.5x of a warm (second)
+call, or <= 150 ms.
 """
 from __future__ import annotations
 
@@ -46,18 +49,22 @@ if what == "precedents":
     rec = DecisionRecorder(ContextGraph(workspace=ws))
     call = lambda q: [d.decision_id for d in rec.find_precedents(q, limit=5)]
     rows = lambda: index_for(ws, "graph:default").rows
+    from agentcontext.engine.name_index import node_names
+    names = lambda: node_names(ws, None)  # the workspace graph's node names (proximity.mentioned_nodes)
 else:
     from agentcontext.knowledge.search import pack_vectors, search_knowledge
     call = lambda q: [h.selector for h in search_knowledge(ws, pack, q, limit=10)]
     rows = lambda: pack_vectors(ws, pack)
+    names = None
 t = time.perf_counter()
 hits = call(queries[0])
 first = time.perf_counter() - t
 t = time.perf_counter()
 call(queries[1])
 second = time.perf_counter() - t
-print(json.dumps({"first": first, "second": second, "hits": hits, "mapped": rows().source is not None,
-                  "rows": len(rows())}))
+print(json.dumps({"first": first, "second": second, "hits": hits, "mapped": rows().source is not None
+                  and (names is None or names().source is not None), "rows": len(rows())}))
+ws.close()
 """
 
 
@@ -99,6 +106,7 @@ def measure(home: Path, runs: int) -> dict:
         part: dict = {}
         hits = None
         same = True
+        child(home, what, "mapped")  # not counted: writes any index file the workspace lacks (the node names)
         for _ in range(runs):  # the modes interleaved, so load drifts hit both alike
             for mode in ("mapped", "rebuild"):
                 r = child(home, what, mode)
@@ -113,11 +121,17 @@ def measure(home: Path, runs: int) -> dict:
             entry["first_median_ms"] = round(statistics.median(entry["first_ms"]), 1)
             entry["second_median_ms"] = round(statistics.median(entry["second_ms"]), 1)
         part["same_results_mapped_and_rebuilt"] = same
-        part["ratio_rebuild_over_mapped"] = round(
-            part["rebuild"]["first_median_ms"] / max(part["mapped"]["first_median_ms"], 1e-3), 1)
+        mapped = part["mapped"]
+        part["ratio_rebuild_over_mapped"] = round(part["rebuild"]["first_median_ms"] / max(mapped["first_median_ms"],
+                                                                                           1e-3), 1)
+        part["ratio_first_over_warm"] = round(mapped["first_median_ms"] / max(mapped["second_median_ms"], 1e-3), 2)
+        if what == "precedents":  # issue 9 s2 (session 5): within 1.5x of a warm call, or <= 150 ms
+            part["target"] = {"first_ms": 150, "or_ratio_first_over_warm": 1.5,
+                              "met": mapped["first_median_ms"] <= 150 or part["ratio_first_over_warm"] <= 1.5}
         figures[what] = part
-        print(f"{what}: first call mapped {part['mapped']['first_median_ms']} ms, rebuilt "
-              f"{part['rebuild']['first_median_ms']} ms, ratio {part['ratio_rebuild_over_mapped']}", file=sys.stderr)
+        print(f"{what}: first call mapped {mapped['first_median_ms']} ms (warm {mapped['second_median_ms']} ms, "
+              f"x{part['ratio_first_over_warm']}), rebuilt {part['rebuild']['first_median_ms']} ms, ratio "
+              f"{part['ratio_rebuild_over_mapped']}", file=sys.stderr)
     return figures
 
 

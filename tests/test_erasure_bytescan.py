@@ -55,6 +55,7 @@ def fill(ws, secret: str, outside: Path) -> dict:
     other.retrieve(f"noted {secret}")
     assert ctx.find_precedents(f"refund for {secret}")  # so are the precedent index and the pack's vectors
     assert search_knowledge(ws, "lib:crm", f"account {secret}")
+    assert VectorStore(workspace=ws).search(f"card {secret}")  # and VectorStore's index of every vector
     ws.index_files.wait()  # the files are written on their threads
     memory.export(format="json", destination=outside / "memories.json")
     export_pack(ws, "lib:crm", outside / "crm-pack")
@@ -71,14 +72,19 @@ def test_after_one_erasure_no_file_of_the_workspace_holds_the_secret(tmp_path):
     made = fill(ws, secret, outside)
     assert hits(folder_files(home), secret), "the secret is in the workspace before the erasure"
     index_files = sorted((home / "indexes").glob("*.idx"))
-    assert len(index_files) == 4, index_files  # two memory indexes, the precedent index, the pack's vectors
-    assert sum(bool(hits([f], secret)) for f in index_files) == 2  # words and props of the memories' text
+    # two memory indexes, the precedent index, the pack's vectors, the node names of the workspace graph,
+    # VectorStore's index of every vector
+    assert len(index_files) == 6, index_files
+    assert sum(bool(hits([f], secret)) for f in index_files) == 3  # the memories' words and props, the names
+    names = next(f for f in index_files if "names_" in f.name)
+    assert secret.lower().encode() in names.read_bytes()  # the decision's title, as the name it goes by
     vectors = {}  # the raw vector bytes of the erased memory, decision and doc, each in its index file
     for rid, file_name in ((made["linked"], "memory_default"), (made["decision"], "decisions_graph_default"),
                            ("lib:crm/accounts.roe", "pack_lib_crm")):
         node = ws.store.get_node(rid)
         vectors[rid] = ws.store.get_vectors([node.embed_hash], ws.model_name)[node.embed_hash].astype("<f4").tobytes()
         assert vectors[rid] in next(f for f in index_files if file_name in f.name).read_bytes(), rid
+        assert vectors[rid] in next(f for f in index_files if f.name.startswith("vectors_")).read_bytes(), rid
     receipt = erase_workspace_entity(ws, ENTITY, reason="GDPR Art. 17", erase_mentions=True)
     assert hits(folder_files(home), secret) == {}
     for rid, raw in vectors.items():  # nor their vectors' bytes

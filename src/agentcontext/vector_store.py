@@ -8,6 +8,10 @@
 
 ``dimension`` must equal the embedder's (384 for the default all-MiniLM-L6-v2); anything else is a
 ``ValidationError``, never silent padding or truncation.
+
+On a store with a folder each index (one per namespace/kind asked for) persists beside the store as an index file
+(``engine/persist.py``, kind ``vector-store``): a new process's first ``search`` maps it and catches up from the
+change log instead of loading every vector.
 """
 from __future__ import annotations
 
@@ -16,11 +20,13 @@ from typing import Any, Sequence
 
 from .embed.base import Embedder, MiniLMEmbedder
 from .errors import DependencyMissingError, ValidationError
-from .engine.live import LiveIndex, NodeVectors, follow
+from .engine.live import LiveIndex, NodeVectors
+from .engine.persist import persisted
 from .store.base import Capability
 from .workspace import Workspace
 
 BACKENDS = ("sqlite", "inmemory", "faiss")
+FILE_KIND = "vector-store"
 
 
 class VectorStore:
@@ -97,10 +103,12 @@ class VectorStore:
 
     def index(self, namespace: str | Sequence[str] | None = None,
               kind: str | Sequence[str] | None = None) -> LiveIndex:
-        """The live index of every active node's vector in ``namespace``/``kind``, caught up from the change log."""
+        """The live index of every active node's vector in ``namespace``/``kind``, caught up from the change log
+        (mapped from its index file by a new process)."""
         ws = self.workspace
+        name = f"vectors:{namespace!r}:{kind!r}"
         feed = NodeVectors(ws.model_name, namespace, kind)
-        return ws.live(f"vectors:{namespace!r}:{kind!r}", lambda current: follow(current, ws.store, feed))
+        return ws.live(name, persisted(ws.index_files, FILE_KIND, name, ws.model_name, feed))
 
     def _faiss_search(self, index: LiveIndex, query: Any, limit: int, namespace: Any, kind: Any
                       ) -> list[tuple[str, float]]:

@@ -8,7 +8,8 @@ unrelated query's best match is a weak anchor, not a perfect one). A result is p
 direction (0 beyond). Blending gives ``combined_score = (1 - w) * semantic_score + w * proximity_score``.
 
 Plain functions over a graph passed in: anything shaped like ``ProximityGraph`` (a ``ContextGraph`` is).
-The name index is kept in the graph's cache (``graph.cached``), rebuilt when the store's change counter moves.
+The names the nodes go by are ``engine/name_index``'s per-namespace indexes, kept by the graph's workspace: they
+follow the change log and persist beside the store, so a new process maps them instead of reading every node.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ..errors import ValidationError
 from ..store.base import Store
 from ..text import query_terms, stem
 from .fusion import blend
+from .name_index import Holder, NodeNames, node_names
 
 T = TypeVar("T")
 
@@ -28,7 +30,8 @@ _WORD = re.compile(r"\w+")
 class ProximityGraph(Protocol):
     """What proximity ranking reads of a graph."""
 
-    scope: str | None
+    scope: str | Sequence[str] | None
+    workspace: Holder
 
     @property
     def store(self) -> Store: ...
@@ -52,19 +55,23 @@ def check_weight(proximity_weight: float) -> float:
     return w
 
 
-def name_index(graph: ProximityGraph) -> dict[str, list[str]]:
-    """Lower-cased node names (key and title, as words) -> node ids, cached until the graph's store changes."""
+class Names:
+    """The names of the nodes in a graph's scope -> the graph's ids of the nodes so named."""
 
-    def build() -> dict[str, list[str]]:
-        index: dict[str, list[str]] = {}
-        for node in graph.store.find_nodes(namespace=graph.scope, with_content=False, order="none"):
-            for name in {node.key, node.title}:
-                words = " ".join(_WORD.findall(name.lower()))
-                if len(words) > 1:
-                    index.setdefault(words, []).append(graph.user_id(node.id))
-        return index
+    def __init__(self, parts: Sequence[NodeNames], user_id: Callable[[str], str]) -> None:
+        self.parts, self.user_id = parts, user_id
 
-    return graph.cached("proximity.names", build)
+    def get(self, name: str, default: Sequence[str] = ()) -> list[str]:
+        found = [self.user_id(i) for part in self.parts for i in part.get(name)]
+        return found or list(default)
+
+
+def name_index(graph: ProximityGraph) -> Names:
+    """Lower-cased node names (key and title, as words) -> node ids, up to date with the store (the names of each
+    namespace in the graph's scope, or of every namespace, from ``engine/name_index``)."""
+    scope = graph.scope
+    namespaces: Sequence[str | None] = [scope] if scope is None or isinstance(scope, str) else list(scope)
+    return Names([node_names(graph.workspace, ns) for ns in namespaces], graph.user_id)
 
 
 def mentioned_nodes(graph: ProximityGraph, text: str, max_words: int = 4) -> list[str]:
