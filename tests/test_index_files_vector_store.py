@@ -30,7 +30,8 @@ def unit(seed: int) -> np.ndarray:
 
 def put(ws: Workspace, namespace: str, n: int, start: int = 0) -> list[str]:
     mem = AgentMemory(vector_store=VectorStore(workspace=ws), namespace=namespace.split(":", 1)[1])
-    return mem.batch_store([{"content": f"note {i} of {namespace}", "vector": unit(i)} for i in range(start, start + n)])
+    items = [{"content": f"note {i} of {namespace}", "vector": unit(i)} for i in range(start, start + n)]
+    return mem.batch_store(items)
 
 
 def index(ws: Workspace, namespace: str = MINE):
