@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 import numpy as np
 
 from ..model import Change
-from ..store.base import Store
+from ..store.base import Capability, Store
 from .live import follow
 from . import persist
 from .snapshot import IndexFiles, Snapshot
@@ -182,9 +182,9 @@ class NodeNames:
 
 def build(store: Store, namespace: str | None) -> NodeNames:
     counter = store.change_counter()
-    if namespace is None:
+    if namespace is None or Capability.SERVER_QUERIES in store.capabilities:  # node_index: the local bulk read
         rows: Iterable[tuple[str, str, str]] = (
-            (n.id, n.key, n.title) for n in store.find_nodes(namespace=None, with_content=False, order="none"))
+            (n.id, n.key, n.title) for n in store.find_nodes(namespace=namespace, with_content=False, order="none"))
     else:
         rows = ((r[0], r[1], r[3]) for r in store.node_index(namespace))
     names: dict[str, list[str]] = {}
