@@ -6,12 +6,12 @@ purged is re-read, dropped or renamed in place, so recording one decision does n
 with a folder it persists as an index file (``engine/snapshot.py``, kind ``node-names``: the sorted names and ids
 as UTF-8 planes with offsets and the lists between them, read in place by binary search, so a new process parses
 nothing; every section checksummed): a new process maps it and catches up from the change log instead of
-reading every node. The file obeys the rules of ``engine/persist.py``: saved after a rebuild, after names were
-dropped (a deleted node's name leaves the file at the next use) and once ``persist.SAVE_LAG`` changes behind;
-never saved while a purge, retraction or vector delete the names have not seen is in the log; dropped and built
-anew when it was scrubbed under the process (an erasure zeroes every index file); a stale file is caught up, and a
-truncated, corrupt, foreign or another namespace's file is never trusted (the header's kind, name, store identity
-and counter, and the crc of the names).
+reading every node. The file obeys the rules of ``engine/persist.py``: saved after a rebuild, after a node was
+removed (its names leave the file at the next use; a rename waits like an addition) and once ``persist.SAVE_LAG``
+changes behind; never saved while a purge, retraction or vector delete the names have not seen is in the log;
+dropped and built anew when it was scrubbed under the process (an erasure zeroes every index file); a stale file
+is caught up, and a truncated, corrupt, foreign or another namespace's file is never trusted (the header's kind,
+name, store identity and counter, and the crc of the names).
 """
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ class NodeNames:
         self.counter = counter
         self.saved = -1  # the counter of the file these names were last saved to (or mapped from)
         self.due = False  # saved to no file since a rebuild or a drop
-        self.dropped = 0  # names removed since this object was built or mapped
+        self.dropped = 0  # nodes removed since this object was built or mapped (a rename is not a removal)
         self.source: Snapshot | None = None  # the file they were mapped from
 
     def get(self, name: str) -> list[str]:
@@ -168,7 +168,8 @@ class NodeNames:
         old = self.names_of(node_id)
         for name in old - names:
             self.names[name] = [i for i in self.get(name) if i != node_id]
-            self.dropped += 1
+        if old and not names:
+            self.dropped += 1  # a node gone (retracted, purged): its names leave the file at the next refresh
         for name in names - old:
             self.names[name] = sorted({*self.get(name), node_id})
         self.of[node_id] = set(names)
@@ -268,7 +269,7 @@ def save_job(files: IndexFiles, namespace: str | None, index: NodeNames) -> Call
 
 def persisted(files: IndexFiles, namespace: str | None) -> Callable[[NodeNames | None], NodeNames]:
     """``refresh`` for ``Workspace.live``: the held names (or those mapped from the file) caught up from the change
-    log, saved after a rebuild, after a drop or once ``persist.SAVE_LAG`` changes ahead of the file."""
+    log, saved after a rebuild, after a node was removed or once ``persist.SAVE_LAG`` changes ahead of the file."""
     feed = NameFeed(namespace)
     name = file_name(namespace)
 
