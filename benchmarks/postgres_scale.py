@@ -10,7 +10,9 @@ Then, each figure beside its target and the baseline the issue names (a process 
 in-process memory index built from the same server, as every process did before), measured in this run:
 - ``retrieve`` p50 / p95 over distinct LoCoMo questions (the query's embedding included), k = 10;
 - recall@10 of the server's dense search (``nearest``) against exact search over every vector;
-- how much of the server ranking's top 10 the in-process ranking (exact, every memory) shares;
+- how much of the server ranking's top 10 the in-process ranking (exact, every memory) shares, and a labelled check of
+  both: memory n is led by one LoCoMo turn (the whole turn, 0.7 of its vector), so it is relevant to a question whose
+  evidence names that turn; hit@10 (a relevant memory among the 10) and precision@10 over the labelled questions;
 - the client's RSS growth while serving the questions, and a new process's first query (its store opened and the
   embedder loaded first; and from the process start too): the first process meets a server just started (cold
   caches), a second new process one that has served queries (the usual case), both are printed.
@@ -39,7 +41,7 @@ from benchmarks._util import p95, report  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
 from agentcontext.embed.base import MINILM  # noqa: E402
-from agentcontext.eval_locomo import turn_text, turns  # noqa: E402
+from agentcontext.eval_locomo import evidence, turn_text, turns  # noqa: E402
 from agentcontext.memory.records import build_node, memory_text  # noqa: E402
 from agentcontext.model import content_hash  # noqa: E402
 from agentcontext.store import open_store  # noqa: E402
@@ -231,6 +233,46 @@ def dense_recall(url: str, data: Path, query_vectors: np.ndarray, n: int) -> flo
     return hits / (10 * len(q))
 
 
+def lead_turns(data: Path, n: int, turn_count: int) -> np.ndarray:
+    """The LoCoMo turn that leads each memory (``batch``'s first draw, replayed from its seeds; kept in ``data``)."""
+    path = data / "lead-turns.npy"
+    if path.exists() and len(lead := np.load(path)) == n:
+        return lead
+    lead = np.empty(n, dtype=np.int64)
+    for i in range(n // BATCH):
+        rng = np.random.default_rng(1000 + i)
+        for j in range(BATCH):
+            lead[i * BATCH + j] = rng.integers(turn_count, size=3)[0]
+            rng.standard_normal(384)
+    np.save(path, lead)
+    return lead
+
+
+def labelled(data: Path, n: int, tops: dict[str, list[str]]) -> dict[str, float]:
+    """hit@10 and precision@10 of ``tops`` (question: memory ids) over the questions with evidence."""
+    samples = json.loads(LOCOMO.read_text())
+    index: dict[tuple[int, str], int] = {}
+    evidence_of: dict[str, set[int]] = {}
+    for si, sample in enumerate(samples):
+        for turn in turns(sample):
+            index[(si, turn["dia_id"])] = len(index)
+    for si, sample in enumerate(samples):
+        known = {t["dia_id"] for t in turns(sample)}
+        for qa in sample["qa"]:
+            evidence_of.setdefault(qa["question"], {index[(si, e)] for e in evidence(qa.get("evidence", []), known)})
+    by_turn: dict[int, set[str]] = {}
+    for m, turn in enumerate(lead_turns(data, n, len(index)).tolist()):
+        by_turn.setdefault(turn, set()).add(f"mem_{m:08d}")
+    hits, precision = [], []
+    for q, got in tops.items():
+        if evidence_of.get(q):
+            relevant = set().union(*(by_turn.get(t, set()) for t in evidence_of[q]))
+            hits.append(any(x in relevant for x in got[:10]))
+            precision.append(sum(x in relevant for x in got[:10]) / 10)
+    return {"questions": len(hits), "hit_at_10": round(float(np.mean(hits)), 4),
+            "precision_at_10": round(float(np.mean(precision)), 4)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memories", type=int, default=1_000_000)
@@ -298,6 +340,11 @@ def main() -> None:
             "rss_growth": round(figures["rss_growth_mb"] / max(base["rss_after_mb"] - base["rss_before_mb"], 1e-9), 4),
             "first_query": round(ours["first_s"] / max(base["first_s"], 1e-9), 4)}
         figures["top10_shared_with_in_process_ranking"] = round(float(np.mean(overlap)), 4)
+    figures["labelled (server ranking)"] = labelled(data, n, ours["top"])
+    (data / "tops-server.json").write_text(json.dumps(ours["top"]))
+    if base is not None:
+        figures["labelled (in-process ranking)"] = labelled(data, n, base["top"])
+        (data / "tops-in-process.json").write_text(json.dumps(base["top"]))
     figures["met"] = {k: (figures[k] <= v if k != "recall_at_10" else figures[k] >= v) for k, v in TARGETS.items()}
     report("postgres_scale" if n == 1_000_000 else f"postgres_scale_{n}", figures)
 

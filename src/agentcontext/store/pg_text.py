@@ -14,6 +14,12 @@ taken from the planner's statistics for common ones (counting those would cost m
 table a query's lexemes and their counts are remembered for ``STATS_SECONDS`` too, so the next search with the same
 words (a memory query asks two to four) costs one round trip. When many
 rows match, ``ts_rank`` weighted by idf (cheap, in C) keeps the best ``PREFILTER`` of them and BM25 orders those.
+On a large table the rows are found through the rarest lexemes only, as many as hold at most ``MATCH_ROWS`` rows
+together (``rarest``; always the rarest one): the more common lexemes still score the rows found, but a row holding
+only those is not found; and when even the rarest holds more, only the first ``MATCH_ROWS`` rows found are ranked
+(such a lexeme's idf is low, and its rows differ in score only by its count and their length). At 1,000,000
+memories a query's words can hold 40,000 rows, each read and ranked (100-400 ms), and such a row's score rarely
+reaches the best hits; on a small table (``SMALL``) and for ``ids`` nothing is capped.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ SMALL = 5000  # at most this many rows: N, avgdl and every lexeme's count are me
 SAMPLE_ROWS = 5000  # a larger table's avgdl comes from a sample of about this many rows (error well under 1%)
 STATS_SECONDS = 30.0
 LEXEME_CACHE = 512  # a large table's lexeme lookups remembered (per store, for STATS_SECONDS)
+MATCH_ROWS = 2000  # on a large table, the rows holding more common lexemes than this (together) are not searched
 K1, B = 1.2, 0.75
 WEIGHTS = "{0.25, 0.5, 0.75, 1.0}"  # ts_rank's D, C, B, A weights (content, summary and tags, title, key): 1:2:3:4
 TF = "CASE w WHEN 'A' THEN 4 WHEN 'B' THEN 3 WHEN 'C' THEN 2 ELSE 1 END"
@@ -109,17 +116,33 @@ class LexemeCache:
         return found
 
 
+def rarest(lexes: list[str], held: dict[str, int], cap: int) -> list[str]:
+    """The rarest of ``lexes`` (by ``held``, rows holding each) whose rows add up to at most ``cap``; at least one,
+    in the order given."""
+    chosen, total = set(), 0
+    for lex in sorted(lexes, key=lambda x: (held[x], x)):
+        if chosen and total + held[lex] > cap:
+            break
+        chosen.add(lex)
+        total += held[lex]
+    return [x for x in lexes if x in chosen]
+
+
 def idf(rows: int, holding: int) -> float:
     """FTS5's idf; at least 1e-6, also when writers made ``holding`` (counted later) exceed ``rows``."""
     spare = rows - holding + 0.5
     return max(math.log(spare / (holding + 0.5)), 1e-6) if spare > 0 else 1e-6
 
 
-def bm25_sql(lexes: list[str], where: str, prefilter: int, limit: int) -> str:
+def bm25_sql(lexes: list[str], where: str, prefilter: int, limit: int, scan: int | None = None) -> str:
     """(id, score, rid) of the best ``limit`` rows; parameters: the OR query, ``where``'s (conditions on ``n``,
-    starting with `` AND ``), (idf, lexeme as a tsquery) per lexeme, avgdl, the lexemes, their idfs."""
+    starting with `` AND ``), (idf, lexeme as a tsquery) per lexeme, avgdl, the lexemes, their idfs. ``scan``: rank
+    at most this many of the matching rows (the first found; None: every one)."""
     cheap = " + ".join(f"%s * ts_rank('{WEIGHTS}', n.tsv, %s::tsquery, 0)" for _ in lexes)
-    return (f"WITH pre AS (SELECT n.rid, n.id, n.tsv FROM nodes n WHERE n.tsv @@ %s::tsquery{where} "
+    found = f"nodes n WHERE n.tsv @@ %s::tsquery{where}"
+    if scan is not None:
+        found = f"(SELECT n.rid, n.id, n.tsv FROM {found} LIMIT {int(scan)}) n"
+    return (f"WITH pre AS (SELECT n.rid, n.id, n.tsv FROM {found} "
             f"ORDER BY {cheap} DESC, n.rid LIMIT {int(prefilter)}) "
             f"SELECT pre.id, (SELECT sum(i.idf * t.tf * {K1 + 1} / (t.tf + {K1} * ({1 - B} + {B} * length(pre.tsv) "
             f"/ %s))) FROM unnest(%s::text[], %s::float8[]) i(lexeme, idf) JOIN LATERAL (SELECT u.lexeme, "

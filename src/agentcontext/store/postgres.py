@@ -257,9 +257,13 @@ class PostgresStore(SQLStore):
         where.eq_any("n.id", None if ids is None else list(dict.fromkeys(ids)))
         where.add("n.retracted_at IS NULL")
         conditions = where.sql().replace(" WHERE ", " AND ", 1)
-        sql = pg_text.bm25_sql(lexes, conditions, max(4 * int(limit), 200), limit)
+        capped = not small and ids is None  # a large table: found through the rarest lexemes, ranked up to a cap
+        match = pg_text.rarest(lexes, held, pg_text.MATCH_ROWS) if capped else lexes
+        sql = pg_text.bm25_sql(lexes, conditions, max(4 * int(limit), 200), limit,
+                               pg_text.MATCH_ROWS if capped and sum(held[x] for x in match) > pg_text.MATCH_ROWS
+                               else None)
         pairs = [v for x, f in zip(lexes, idfs) for v in (f, pg_text.quote_lexeme(x))]
-        params = [" | ".join(pg_text.quote_lexeme(x) for x in lexes), *where.params, *pairs, avgdl or 1.0, lexes, idfs]
+        params = [" | ".join(pg_text.quote_lexeme(x) for x in match), *where.params, *pairs, avgdl or 1.0, lexes, idfs]
         return [(r[0], float(r[1])) for r in self._read(sql, params)]
 
     def _prop_in(self, where: Where, name: str, values: list[str]) -> None:
