@@ -305,12 +305,14 @@ def main() -> None:
             return
         _, _, questions, qvectors = base_corpus(data)
         asked = questions[: args.queries + 1]
+        load_before = os.getloadavg()
         ours = client(url, "server", asked)
         # a second new process, its first query on a server that has served others (the first process met a
         # server just started: its caches cold); fresh questions, so no statement result is reused
         again = client(url, "server", questions[args.queries + 1: args.queries + 12])
         recall = dense_recall(url, data, qvectors[1: args.queries + 1], n)
         base = None if args.no_baseline else client(url, "mirror", asked)
+        load_after = os.getloadavg()
     finally:
         server.stop()
     lat = [x * 1000 for x in ours["latencies_s"]]
@@ -318,6 +320,8 @@ def main() -> None:
         "memories": n, "vectors": f"{2 * n - n // TURNS} x 384 (own and pair vectors)", "queries": len(lat),
         "server": SERVER, "build": built,
         "note": "busy shared 2-core machine; the server and the client share the cores; medians of the questions",
+        "load_average (1, 5, 15 min) before / after": [[round(x, 2) for x in load_before],
+                                                       [round(x, 2) for x in load_after]],
         "retrieve_p50_ms": round(statistics.median(lat), 1), "retrieve_p95_ms": round(p95(lat), 1),
         "recall_at_10": round(recall, 4),
         "rss_growth_mb": round(ours["rss_after_mb"] - ours["rss_before_mb"], 1),

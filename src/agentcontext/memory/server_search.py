@@ -152,11 +152,8 @@ class _Query:
         coverage = keyword_coverage(self.keywords, " ".join((best.title or "", best.summary or "", best.content or ""))
                                     ) if best is not None else 0.0
         scale = coverage / text_hits[0][1] if text_hits and text_hits[0][1] > 0 else 0.0
-        months = np.array([month_numbers((c.props or {}).get("created_at")) for c in candidates], dtype=np.int64)
-        timing = time_values(self.text, np.array([time_refs(c.content) for c in candidates], dtype=np.uint8),
-                             months[:, 0], months[:, 1])
         hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights, ghosts,
-                                          self.sims, scale, timing)
+                                          self.sims, scale, self.text)
         open_ended = len(nearest) >= pool or len(named_nearest) >= pool or len(text_hits) >= text_pool
         if not open_ended:
             return hits, True
@@ -222,18 +219,26 @@ class _Links:
         self._followers([n.id for n in nodes])
 
 
+def timing_of(query: str, nodes: list[Node]) -> dict[str, np.ndarray]:
+    """The time signals of ``nodes`` for ``query`` (search.time_values, from each text and created_at)."""
+    months = np.array([month_numbers((c.props or {}).get("created_at")) for c in nodes], dtype=np.int64).reshape(-1, 2)
+    return time_values(query, np.array([time_refs(c.content) for c in nodes], dtype=np.uint8), months[:, 0],
+                       months[:, 1])
+
+
 def prev_of(node: Node) -> str | None:
     return (node.props or {}).get("prev")
 
 
 def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, raw: dict[str, float],
           named: set[str], k: int, weights: FusionWeights, ghosts: list[tuple[float, float, bool]],
-          known: dict[str, float], scale: float, timing: dict[str, np.ndarray]
-          ) -> tuple[list[Hit], np.ndarray, list[float]]:
+          known: dict[str, float], scale: float, query: str) -> tuple[list[Hit], np.ndarray, list[float]]:
     """(the k best candidates, every candidate's fused value, each ghost's); ``known`` holds the inner products
     read so far (by vector hash, absent: no such vector) and gains the new ones; ``scale`` turns a BM25 score into
-    a keyword score (the best hit's coverage over its BM25, as in process); ``timing``: the candidates' time signals
-    (search.time_values; a ghost is bounded as if it had each of them)."""
+    a keyword score (the best hit's coverage over its BM25, as in process). The time signals (``timing_of``; a ghost
+    is bounded as if it had each of them) add at most their weights' sum to a candidate, so, as in process
+    (search.top_with_time), they are read only for the candidates within that sum of the k-th best without them; a
+    candidate outside keeps its value without them (below the k-th best either way)."""
     nexts = [links.nodes.get(links.next.get(n.id, "")) for n in candidates]
     hashes = [n.embed_hash for n in candidates if n.embed_hash]
     hashes += [h for n in [*candidates, *nexts] if n is not None and (h := (n.props or {}).get("pair_hash"))]
@@ -271,13 +276,25 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
     values = {"dense": dense, "keyword": keyword[:n], "neighbour": neighbour_sum(keyword, prev, nxt_rows)[:n]}
     if named:
         values["mention"] = np.array([1.0 if (c.title or "") in named else 0.0 for c in candidates], dtype=np.float32)
-    values.update(timing)
     w = weight_map(weights)
     fused = fuse(values, w)
+    names = list(timing_of(query, []))
+    time_w = {name: w[name] for name in names}
+    first = top_k(fused, k)
+    if any(time_w.values()) and first.size:
+        if min(time_w.values()) < 0:
+            pool = np.arange(n)
+        else:
+            pool = np.flatnonzero(fused >= float(fused[first].min()) - sum(time_w.values()))
+        timing = timing_of(query, [candidates[int(j)] for j in pool])
+        fused[pool] = fused[pool] + fuse(timing, time_w)
+        for name in names:
+            values[name] = np.zeros(n, dtype=np.float32)
+            values[name][pool] = timing[name]
     ghost_values = {"dense": np.array([d for d, _, _ in ghosts], dtype=np.float32),
                     "keyword": np.array([b * scale for _, b, _ in ghosts], dtype=np.float32),
                     "mention": np.array([float(m) for _, _, m in ghosts], dtype=np.float32),
-                    **{name: np.ones(len(ghosts), dtype=np.float32) for name in timing}}
+                    **{name: np.ones(len(ghosts), dtype=np.float32) for name in names}}
     ghost_scores = [float(x) for x in fuse(ghost_values, w)]
     out: list[Hit] = []
     best = top_k(fused, k)
