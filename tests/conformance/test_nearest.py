@@ -89,6 +89,18 @@ def test_similarities_are_computed_in_the_store(store):
 
 
 @needs(Capability.VECTOR_SEARCH)
+def test_similarities_of_hashes_holding_separators(store):
+    odd = {"a,b": np.array([1, 0], dtype=np.float32), "c\x1fd": np.array([0, 1], dtype=np.float32),
+           "e f'": np.array([0.6, 0.8], dtype=np.float32)}
+    store.put_vectors(odd, "m")
+    query = np.array([1, 0], dtype=np.float32)
+    got = store.similarities(query, "m", ["a,b", "e f'", "a", "b"])  # one list of plain text
+    assert {h: round(v, 5) for h, v in got.items()} == {"a,b": 1.0, "e f'": 0.6}
+    got = store.similarities(query, "m", list(odd))  # one of them holds the unit separator
+    assert {h: round(v, 5) for h, v in got.items()} == {"a,b": 1.0, "c\x1fd": 0.0, "e f'": 0.6}
+
+
+@needs(Capability.VECTOR_SEARCH)
 def test_a_new_model_gets_searched_too(store):
     store.put_nodes([node(1, embed_text="a"), node(2, embed_text="b")])
     store.put_vectors({content_hash("a"): np.array([1, 0, 0], dtype=np.float32),

@@ -15,6 +15,7 @@ rewrites the touched tables with VACUUM FULL, and the WAL keeps them until the s
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from typing import Any, Callable, Sequence, TypeVar
@@ -43,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
                                  extra="postgres") from exc
 
 _LOCK_CLASS = 0x61637478  # 'actx'
+SEPARATOR = "\x1f"  # joins a long list of hashes into one parameter (a hash holding it is sent as a list)
 T = TypeVar("T")
 NODE_UPDATE = (
     "UPDATE nodes SET kind=%s, namespace=%s, key=%s, title=%s, summary=%s, content=%s, props=%s, tags=%s, "
@@ -355,7 +357,11 @@ class PostgresStore(SQLStore):
         named = {r[2]: row_to_node(r[2:]) for r in rows if r[0] == 0}
         followers: dict[str, Node] = {}
         for r in sorted((r for r in rows if r[0] == 1), key=lambda r: r[1]):
-            followers.setdefault(r[2], row_to_node(r[2:]))
+            if r[2] in followers:
+                continue  # a follower of two levels: parsed once
+            known = named.get(r[2])  # a follower also asked for: its row is parsed already
+            followers[r[2]] = (row_to_node(r[2:]) if known is None
+                               else dataclasses.replace(known, content="", props=dict(known.props)))
         return named, list(followers.values())
 
     def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
@@ -365,8 +371,12 @@ class PostgresStore(SQLStore):
         wanted = list(dict.fromkeys(hashes))
         if not wanted:
             return {}
+        if any(SEPARATOR in h for h in wanted):
+            hashes, among = wanted, "%s"
+        else:  # one text, split in the server: dumping a list of thousands of strings costs the client more
+            hashes, among = SEPARATOR.join(wanted), "string_to_array(%s, E'\\x1f')"
         rows = self._read("SELECT hash, -(vector <#> %s) FROM vectors WHERE model = %s AND dim = %s AND "
-                          "hash = ANY(%s)", [query, model, int(query.size), wanted])
+                          f"hash = ANY({among})", [query, model, int(query.size), hashes])
         return {h: float(s) for h, s in rows}
 
     def _vector_value(self, vector: np.ndarray) -> np.ndarray:
