@@ -107,3 +107,35 @@ def test_filters_select_the_same_memories(pair):
         assert ours and all(all(r.get(k, r["metadata"].get(k)) == v for k, v in filters.items() if k != "filters")
                             for r in ours)
     assert pg.retrieve(question, filters={"session": 99}) == [] == lite.retrieve(question, filters={"session": 99})
+
+
+def test_a_large_namespace_is_ranked_in_one_round(pair, monkeypatch):
+    from agentcontext.memory import server_search
+
+    lite, pg, questions = pair
+    asked = []
+    for name in ("nearest", "text_search"):
+        real = getattr(pg.db, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            asked.append((_name, args[2] if _name == "nearest" else kwargs["limit"], bool(kwargs.get("ids"))))
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(pg.db, name, spy)
+    exact = [ranked(pg, q, 5) for q, _ in questions[:12]]
+    assert sum(1 for name, _, _ in asked if name == "nearest") > 12  # the exact path grows its pools here
+    large = pg.workspace.held("memory:large-namespaces", set)
+    monkeypatch.setattr(server_search, "COMMON_MIN_DOCS", 20)  # 80 memories: a large namespace
+    monkeypatch.setattr(server_search, "LARGE_DENSE_POOL", 24)
+    monkeypatch.setattr(server_search, "LARGE_TEXT_POOL", 30)
+    monkeypatch.setattr(server_search, "LARGE_NAMED_POOL", 12)
+    asked.clear()
+    try:
+        one = [ranked(pg, q, 5) for q, _ in questions[:12]]
+    finally:
+        large.clear()  # the other tests see a small namespace again
+    assert all(len(r) == 5 for r in one)
+    dense = [size for name, size, _ in asked if name == "nearest"]
+    assert dense.count(24) == 12 and set(dense) <= {24, 20}  # one round each; a named speaker's turns: 4 x k
+    assert [size for name, size, ids in asked if name == "text_search" and not ids] == [50] * 12  # max(30, 10 x k)
+    overlap = sum(len(set(a) & set(b)) for a, b in zip(exact, one)) / len(one)
+    assert overlap >= 3.5, overlap  # of 5: one round keeps most of the exact ranking on this small set

@@ -55,6 +55,21 @@ def test_text_search_stopwords_and_case(pg):
     assert pg.text_search("design' | !! & (x")[0][0] == "a"  # tsquery syntax in user text is just text
 
 
+def test_text_search_on_a_large_table_finds_rows_through_the_rarest_words(pg, monkeypatch):
+    from agentcontext.store import pg_text
+
+    monkeypatch.setattr(pg_text, "SMALL", 10)  # 30 rows: a large table (statistics estimated, the cap applies)
+    monkeypatch.setattr(pg_text, "MATCH_ROWS", 5)
+    pg.put_nodes([Node(id=f"r{i}", kind="doc", namespace="ns", content=f"walrus{' harbour' if i < 3 else ''} {i}")
+                  for i in range(30)])
+    both = pg.text_search("harbour walrus", limit=50)
+    assert {h[0] for h in both} == {"r0", "r1", "r2"}  # walrus (30 rows) is past the cap: it finds nothing alone
+    alone = dict(pg.text_search("harbour", limit=50))
+    assert all(score > alone[i] for i, score in both)  # yet it still scores the rows found
+    assert len(pg.text_search("walrus", limit=50)) == 5  # the rarest alone holds more: the first 5 found are ranked
+    assert {h[0] for h in pg.text_search("walrus", limit=50, ids=["r7", "r20"])} == {"r7", "r20"}  # ids: no cap
+
+
 WRITER = """
 import sys
 from agentcontext.model import Edge, Node
