@@ -23,6 +23,8 @@ from .conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "workspace_v1"
 CONTENTS = json.loads((FIXTURE / "contents.json").read_text())
+FIXTURE_V4 = ROOT / "tests" / "fixtures" / "workspace_v4"  # today's schema before migration 5 (make_workspace_v4.py)
+CONTENTS_V4 = json.loads((FIXTURE_V4 / "contents.json").read_text())
 SQLITE_STEPS = ["initial schema", "edges.rowid is named rid, as on PostgreSQL",
                 "FTS5 secure-delete: a deleted or replaced row leaves no term in the text index",
                 "tombstones name the erasure that made them (no import brings an erased id back)"]
@@ -36,9 +38,17 @@ def old(tmp_path) -> Path:
     return tmp_path / "store.db"
 
 
+@pytest.fixture
+def old_v4(tmp_path) -> Path:
+    """A private copy of the version-4 workspace file."""
+    (tmp_path / "v4").mkdir()
+    shutil.copy(FIXTURE_V4 / "store.db", tmp_path / "v4" / "store.db")
+    return tmp_path / "v4" / "store.db"
+
+
 def _raw(path: Path, sql: str, params=()) -> list[tuple]:
     """Read without agentcontext; the committed fixture only immutably (a WAL reader would leave -wal/-shm there)."""
-    uri = f"file:{path}?immutable=1" if path.parent == FIXTURE else f"file:{path}"
+    uri = f"file:{path}?immutable=1" if path.parent in (FIXTURE, FIXTURE_V4) else f"file:{path}"
     db = sqlite3.connect(uri, uri=True)
     try:
         return db.execute(sql, params).fetchall()
@@ -89,7 +99,8 @@ def test_opening_it_upgrades_and_every_record_reads_back(old):
     again.close()
 
 
-def test_the_services_read_the_upgraded_workspace(old):
+@pytest.mark.parametrize("fixture", ["v1", "v4"])
+def test_the_services_read_the_upgraded_workspace(fixture, old, old_v4):
     from agentcontext import AgentContext, AgentMemory, PolicyEngine, VectorStore, access
     from agentcontext.graph.context_graph import ContextGraph
     from agentcontext.knowledge.flash import flash
@@ -97,8 +108,8 @@ def test_the_services_read_the_upgraded_workspace(old):
     from agentcontext.knowledge.tools import read_knowledge_doc
     from agentcontext.workspace import Workspace
 
-    handles = CONTENTS["handles"]
-    ws = Workspace.open(url=f"sqlite:///{old}")
+    handles = (CONTENTS if fixture == "v1" else CONTENTS_V4)["handles"]
+    ws = Workspace.open(url=f"sqlite:///{old if fixture == 'v1' else old_v4}")
     try:
         assert flash(ws, "lib:semdag", "invitations").order == ["identity", "account", "membership", "invitations"]
         assert [v["version"] for v in history(ws, "lib:notes", "deploy")] == [1, 2, 3]
@@ -128,6 +139,38 @@ def test_the_services_read_the_upgraded_workspace(old):
         assert ctx.diff_checkpoints(handles["checkpoint"], handles["checkpoint"])["summary"]["decisions_added"] == 0
     finally:
         ws.close()
+
+
+def test_the_v4_fixture_is_a_version_4_workspace():
+    steps, edge_cols = _schema(FIXTURE_V4 / "store.db")
+    assert [v for v, _ in steps] == [1, 2, 3, 4] and edge_cols[0] == "rid" and CONTENTS_V4["schema_version"] == 4
+    assert (FIXTURE_V4 / "store.db").stat().st_size < 400_000
+    assert sorted(p.name for p in FIXTURE_V4.iterdir()) == ["contents.json", "store.db"]  # never opened in place
+
+
+def test_a_version_4_workspace_upgrades_and_every_record_reads_back(old_v4):
+    from tests.fixtures.make_workspace_v4 import searches
+
+    store = SQLiteStore(old_v4)
+    try:
+        assert store.schema_version() == LATEST
+        assert [m["name"] for m in store.info()["migrations"]] == SQLITE_STEPS
+        held = json.loads(json.dumps(dump(SimpleNamespace(store=store)), sort_keys=True, default=str))
+        for key, value in held.items():  # every node with every version, edges, vectors, tombstones, records, audit
+            assert value == CONTENTS_V4[key], f"{key} differs from what the version-4 workspace held"
+        assert searches(store) == CONTENTS_V4["searches"]  # the text index ranks as it did (same bm25 scores)
+        assert store.check_integrity() == "ok"
+        assert store.change_counter() == CONTENTS_V4["change_counter"]
+        # and it keeps working: a rewritten doc, a purge, a search
+        doc = store.get_node("lib:notes/deploy")
+        doc.content = "Build the image and ship it."
+        store.put_nodes([doc])
+        assert store.text_search("smoke test") == [] and store.text_search("ship")[0][0] == "lib:notes/deploy"
+        assert [v.version for v in store.node_versions("lib:notes/deploy")] == [1, 2, 3, 4]
+        store.purge_nodes(["lib:notes/runbook"])
+        assert store.text_search("who to page") == [] and store.check_integrity() == "ok"
+    finally:
+        store.close()
 
 
 class FailingStore(SQLiteStore):
