@@ -27,7 +27,8 @@ FIXTURE_V4 = ROOT / "tests" / "fixtures" / "workspace_v4"  # today's schema befo
 CONTENTS_V4 = json.loads((FIXTURE_V4 / "contents.json").read_text())
 SQLITE_STEPS = ["initial schema", "edges.rowid is named rid, as on PostgreSQL",
                 "FTS5 secure-delete: a deleted or replaced row leaves no term in the text index",
-                "tombstones name the erasure that made them (no import brings an erased id back)"]
+                "tombstones name the erasure that made them (no import brings an erased id back)",
+                "text held once: a contentless text index, no embed_text equal to content, no nodes_embed index"]
 LATEST = len(SQLITE_STEPS)
 
 
@@ -144,6 +145,7 @@ def test_the_services_read_the_upgraded_workspace(fixture, old, old_v4):
 def test_the_v4_fixture_is_a_version_4_workspace():
     steps, edge_cols = _schema(FIXTURE_V4 / "store.db")
     assert [v for v, _ in steps] == [1, 2, 3, 4] and edge_cols[0] == "rid" and CONTENTS_V4["schema_version"] == 4
+    assert _raw(FIXTURE_V4 / "store.db", "SELECT count(*) FROM fts_content")[0][0] > 0  # the text index's own copy
     assert (FIXTURE_V4 / "store.db").stat().st_size < 400_000
     assert sorted(p.name for p in FIXTURE_V4.iterdir()) == ["contents.json", "store.db"]  # never opened in place
 
@@ -159,6 +161,8 @@ def test_a_version_4_workspace_upgrades_and_every_record_reads_back(old_v4):
         for key, value in held.items():  # every node with every version, edges, vectors, tombstones, records, audit
             assert value == CONTENTS_V4[key], f"{key} differs from what the version-4 workspace held"
         assert searches(store) == CONTENTS_V4["searches"]  # the text index ranks as it did (same bm25 scores)
+        names = {r[0] for r in _raw(old_v4, "SELECT name FROM sqlite_master")}
+        assert "fts_content" not in names and "nodes_embed" not in names  # migration 5: the text once in the file
         assert store.check_integrity() == "ok"
         assert store.change_counter() == CONTENTS_V4["change_counter"]
         # and it keeps working: a rewritten doc, a purge, a search

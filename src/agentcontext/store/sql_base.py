@@ -304,13 +304,13 @@ class SQLStore(ABC):
                 if not rows:
                     continue
                 live, live_params = self._in("id", [r[0] for r in rows])
+                self._unindex([r[1] for r in rows], purge=False)  # while the rows still hold what was indexed
                 self._exec(self._q(
                     f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT id, kind, namespace, key, title, "
                     "summary, content, props, tags, valid_from, valid_until, ?, ?, version + 1, content_hash, "
                     f"created_by, embed_hash, tokens, NULL FROM nodes WHERE {live}"), [at, at, *live_params])
                 self._exec(self._q(f"UPDATE nodes SET retracted_at = ?, recorded_at = ?, version = version + 1 "
                                    f"WHERE {live}"), [at, at, *live_params])
-                self._unindex([r[1] for r in rows], purge=False)
                 src, src_params = self._in("src", [r[0] for r in rows])
                 if edges == "both":
                     dst, dst_params = self._in("dst", [r[0] for r in rows])

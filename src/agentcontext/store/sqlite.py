@@ -35,6 +35,9 @@ def fts_match(terms: list[str]) -> str:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)
 
 
+FTS_DELETE = "INSERT INTO fts(fts, rowid, key, title, summary, content, tags) VALUES ('delete', ?, ?, ?, ?, ?, ?)"
+
+
 class SqlWhere(Where):
     """``column IN (?, ?, ...)``; callers slice long lists (``SQLiteStore.CHUNK``)."""
 
@@ -186,14 +189,17 @@ class SQLiteStore(SQLStore):
                 node.valid_from, node.valid_until, node.recorded_at, None, node.version,
                 node.content_hash, node.created_by, node.embed_hash, node.tokens,
             )
+            embed_text = node.embed_text
+            if embed_text == node.content:  # held once (migration 5): readers coalesce(embed_text, content)
+                embed_text = None
             if old is None:
                 top += 1
                 rid = top
-                inserts.append((rid, *row, node.embed_text))
+                inserts.append((rid, *row, embed_text))
             else:
                 rid = old[1]
                 rewritten.append(rid)
-                updates.append((*row[1:], node.embed_text, node.id))
+                updates.append((*row[1:], embed_text, node.id))
             version_rows.append((*row, None))  # the text to embed is only ever read from the live row
             fts_rows.append((rid, node.key, node.title, node.summary, node.content, " ".join(tags)))
             tag_rows.extend((rid, t) for t in set(tags))
@@ -216,8 +222,11 @@ class SQLiteStore(SQLStore):
         seq = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'nodes'").fetchone()
         top = max(top, seq[0] if seq else 0)
         marks = ",".join("?" * (len(rows[0]) + 1)) if rows else ""
-        self._db.executemany(f"INSERT INTO nodes(rid, {', '.join(transfer.TABLES['nodes'][1])}) VALUES ({marks})",
-                             [(top + 1 + i, *r) for i, r in enumerate(rows)])
+        cols = transfer.TABLES["nodes"][1]
+        text, content = cols.index("embed_text"), cols.index("content")
+        self._db.executemany(f"INSERT INTO nodes(rid, {', '.join(cols)}) VALUES ({marks})",
+                             [(top + 1 + i, *r[:text], None if r[text] == r[content] else r[text], *r[text + 1:])
+                              for i, r in enumerate(rows)])
         fts, tags = [], []
         for i, r in enumerate(rows):
             rid, labels = top + 1 + i, json.loads(r[8]) if r[8] else []
@@ -228,10 +237,14 @@ class SQLiteStore(SQLStore):
         self._db.executemany("INSERT OR IGNORE INTO node_tags(rid, tag) VALUES (?,?)", tags)
 
     def _unindex(self, rids: Sequence[int], purge: bool) -> None:
-        """Retracted nodes leave the text index; purged (and rewritten) ones their tag rows too."""
+        """Retracted nodes leave the text index; purged (and rewritten) ones their tag rows too. Called while the
+        rows still hold what was indexed: the index is contentless (migration 5), so a row leaves it by the 'delete'
+        command given the values it was indexed with (its live row's; a retracted row is not in the index)."""
         for chunk in self._chunks(list(rids)):
             marks = ",".join("?" * len(chunk))
-            self._db.execute(f"DELETE FROM fts WHERE rowid IN ({marks})", chunk)
+            indexed = self._db.execute(f"SELECT rid, key, title, summary, content, tags FROM nodes WHERE rid IN "
+                                       f"({marks}) AND retracted_at IS NULL", chunk).fetchall()
+            self._db.executemany(FTS_DELETE, [(*r[:5], " ".join(json.loads(r[5]) if r[5] else ())) for r in indexed])
             if purge:
                 self._db.execute(f"DELETE FROM node_tags WHERE rid IN ({marks})", chunk)
 

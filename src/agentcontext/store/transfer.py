@@ -50,6 +50,8 @@ def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int)
         row = dict(zip(cols, r[k:]))
         if "tags" in row:
             row["tags"] = as_tags(row["tags"])
+        if table == "nodes" and row["embed_text"] is None and row["embed_hash"] is not None:
+            row["embed_text"] = row["content"]  # SQLite holds an embed text equal to the content once
         if table == "vectors":
             row["vector"] = store._decode_vectors([row["vector"]])[0]
         rows.append(row)

@@ -79,3 +79,28 @@ def fts_secure_delete(db) -> None:
 @MIGRATIONS.step(4, "tombstones name the erasure that made them (no import brings an erased id back)")
 def tombstone_erasure(db) -> None:
     db.execute("ALTER TABLE tombstones ADD COLUMN erasure TEXT")
+
+
+
+FTS_COLUMNS = "key, title, summary, content, tags"
+
+
+@MIGRATIONS.step(5, "text held once: a contentless text index, no embed_text equal to content, no nodes_embed index")
+def text_once(db) -> None:
+    # A memory's text was held four times (nodes.content, nodes.embed_text, node_versions.content and the text
+    # index's own copy in fts_content). From here the text index keeps only its terms (contentless: nothing reads
+    # its columns back, the text is in nodes); a row leaves it by FTS5's 'delete' command given the values it was
+    # indexed with, read from the live node row (SQLiteStore._unindex), and secure-delete still removes its terms.
+    # nodes.embed_text is NULL where it equals content (readers take coalesce(embed_text, content) when embed_hash
+    # is set); old rows keep theirs: both forms read the same. nodes_embed (a random-hash index no query uses)
+    # goes: every batch dirtied most of its pages as the store grew. The index is rebuilt from the live rows, so
+    # what it holds is exactly what a later 'delete' will name.
+    db.execute(f"""CREATE VIRTUAL TABLE fts_terms USING fts5({FTS_COLUMNS}, content = '',
+        tokenize = 'porter unicode61 remove_diacritics 2')""")
+    db.execute("INSERT INTO fts_terms(fts_terms, rank) VALUES ('secure-delete', 1)")
+    db.execute(f"INSERT INTO fts_terms(rowid, {FTS_COLUMNS}) SELECT rid, key, title, summary, content, "
+               "coalesce((SELECT group_concat(j.value, ' ') FROM json_each(n.tags) j), '') "
+               "FROM nodes n WHERE retracted_at IS NULL ORDER BY rid")
+    db.execute("DROP TABLE fts")  # secure_delete zeroes the old copy's pages as they are freed
+    db.execute("ALTER TABLE fts_terms RENAME TO fts")
+    db.execute("DROP INDEX IF EXISTS nodes_embed")
