@@ -170,3 +170,22 @@ def test_a_new_conversation_costs_the_same_in_a_small_and_a_large_store(tmp_path
 
     small, large = steps(100), steps(2000)
     assert large <= small * 2 + 20, (small, large)
+
+
+def test_memory_ids_never_repeat_in_a_process_nor_across_a_fork():
+    import os
+
+    from agentcontext.memory.records import new_id
+
+    ids = [new_id() for _ in range(200_000)]  # four random bytes per id repeated about once in 10^3 such runs
+    assert len(set(ids)) == len(ids) and all(len(i) == 24 for i in ids[:10])
+    assert ids[-1] > ids[0]  # still time-ordered
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child's sequence starts afresh, not where the parent's stood
+        os.write(write, " ".join(new_id()[-8:] for _ in range(3)).encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 100).decode().split()
+    parent = [new_id()[-8:] for _ in range(3)]
+    assert int(child[1], 16) - int(child[0], 16) == 1 and child[0] not in parent

@@ -8,6 +8,7 @@ A memory is a node of kind ``memory`` in the namespace ``memory:<name>``: ``cont
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import time
 from datetime import datetime, timedelta, timezone
@@ -22,10 +23,20 @@ USER = "user:"
 TYPE = "type:"
 
 
+def _sequence() -> "itertools.count[int]":
+    return itertools.count(int.from_bytes(os.urandom(4), "big"))
+
+
+_SEQ = _sequence()
+os.register_at_fork(after_in_child=lambda: globals().update(_SEQ=_sequence()))  # a forked child starts its own
+
+
 def new_id() -> str:
-    """Time-ordered (milliseconds, then randomness, like UUIDv7): new ids land at the end of the id indexes
-    instead of at random places, which keeps bulk stores fast as the store grows."""
-    return f"mem_{time.time_ns() // 1_000_000:012x}{os.urandom(4).hex()}"
+    """Time-ordered (milliseconds, then a per-process sequence from a random start, like UUIDv7's counter): new ids
+    land at the end of the id indexes instead of at random places, which keeps bulk stores fast as the store grows,
+    and one process never makes the same id twice (four random bytes did: a batch of 10,000 made within a few
+    milliseconds met a repeat about once in a thousand runs, and batch_store refused it)."""
+    return f"mem_{time.time_ns() // 1_000_000:012x}{next(_SEQ) & 0xFFFFFFFF:08x}"
 
 
 def check_memory_id(memory_id: Any) -> str:
