@@ -28,7 +28,8 @@ CONTENTS_V4 = json.loads((FIXTURE_V4 / "contents.json").read_text())
 SQLITE_STEPS = ["initial schema", "edges.rowid is named rid, as on PostgreSQL",
                 "FTS5 secure-delete: a deleted or replaced row leaves no term in the text index",
                 "tombstones name the erasure that made them (no import brings an erased id back)",
-                "text held once: a contentless text index, no embed_text equal to content, no nodes_embed index"]
+                "text held once, hashes indexed by a prefix: a contentless text index, no embed_text equal to "
+                "content, no nodes_embed index, 16-character hash indexes on vectors and versions"]
 LATEST = len(SQLITE_STEPS)
 
 

@@ -54,10 +54,10 @@ def purge_history(store: Any, ids: Sequence[str], actor: str = "") -> dict[str, 
                 f"DELETE FROM node_versions WHERE {live} AND version < "
                 "(SELECT n.version FROM nodes n WHERE n.id = node_versions.id)"), live_params)
             for part in store._chunks(hashes):
-                used, used_params = store._in("hash", part)
+                used, used_params = store._hash_in("hash", part)
                 totals["vectors"] += store._exec(store._q(
                     f"DELETE FROM vectors WHERE {used} AND NOT EXISTS "
-                    "(SELECT 1 FROM node_versions w WHERE w.embed_hash = vectors.hash)"), used_params)
+                    f"(SELECT 1 FROM node_versions w WHERE {store.VERSION_USES})"), used_params)
         if totals["versions"]:
             store._log(store._now(), actor, "history.purge", "*", "", {"count": totals["versions"]})
     return totals

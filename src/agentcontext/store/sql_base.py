@@ -47,6 +47,11 @@ class SQLStore(ABC):
     CHUNK: int | None = None  # the most values one ``IN`` list may hold (None: arrays, no limit)
     NO_LIMIT = "ALL"  # what LIMIT says for "no limit" before an OFFSET
     EDGE_SCAN = ""  # a hint that makes the one-pass edge scan a table scan
+    # How a vector row is found from a node (``n``) or a version (``w``) by hash: plain equality, unless the backend
+    # indexes a short prefix of the random hashes (SQLite, migration 5)
+    VECTOR_JOIN = "v.hash = n.embed_hash"
+    VERSION_USES = "w.embed_hash = vectors.hash"
+    PAGE_SEEK: dict[str, str] = {}  # table: an indexed expression whose order leads its copy order (export pages)
     capabilities: frozenset[Capability] = frozenset({Capability.PERSISTENT, Capability.SHARED})
     _db: Any
 
@@ -126,6 +131,15 @@ class SQLStore(ABC):
     @abstractmethod
     def _unindex(self, rids: Sequence[int], purge: bool) -> None:
         """Drop text-index (and, when purging, tag) rows the backend keeps beside the nodes."""
+
+    def _hash_in(self, column: str, hashes: Sequence[str]) -> tuple[str, list[Any]]:
+        """``column IN hashes`` for a column of content hashes (at most ``CHUNK`` of them)."""
+        return self._in(column, hashes)
+
+    def _upsert_vectors(self, rows: list[tuple]) -> None:
+        """Insert (hash, model, dim, vector) rows, replacing those of the same hash and model."""
+        self._execmany(self._q("INSERT INTO vectors(hash, model, dim, vector) VALUES (?,?,?,?) ON CONFLICT "
+                               "(hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector"), rows)
 
     def _bulk_insert(self, table: str, cols: str, rows: Sequence[Sequence[Any]]) -> None:
         marks = ",".join("?" * len(cols.split(",")))
@@ -341,10 +355,10 @@ class SQLStore(ABC):
                 totals["edges"] += self._exec(f"DELETE FROM edges WHERE {src} OR {dst}", [*src_params, *dst_params])
                 totals["nodes"] += self._exec(f"DELETE FROM nodes WHERE {clause}", params)
                 for part in self._chunks(hashes):  # vectors no version of any other node still uses
-                    used, used_params = self._in("hash", part)
+                    used, used_params = self._hash_in("hash", part)
                     totals["vectors"] += self._exec(
                         f"DELETE FROM vectors WHERE {used} AND NOT EXISTS "
-                        "(SELECT 1 FROM node_versions w WHERE w.embed_hash = vectors.hash)", used_params)
+                        f"(SELECT 1 FROM node_versions w WHERE {self.VERSION_USES})", used_params)
                 self._execmany(self._q(TOMBSTONE_UPSERT), [(r[0], r[2], r[3], at, reason, actor, erasure)
                                                            for r in rows])
                 self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.purge", r[0], r[2],
@@ -468,8 +482,7 @@ class SQLStore(ABC):
                 raise ValidationError(f"vector for {h} must be one non-empty row, got shape {arr.shape}", hash=h)
             rows.append((h, model, int(arr.shape[0]), self._vector_value(arr)))
         with self.transaction():
-            self._execmany(self._q("INSERT INTO vectors(hash, model, dim, vector) VALUES (?,?,?,?) ON CONFLICT "
-                                   "(hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector"), rows)
+            self._upsert_vectors(rows)
             if rows:
                 self._log(self._now(), "", "vectors.put", model, "", {"count": len(rows)})
         return len(rows)
@@ -478,7 +491,7 @@ class SQLStore(ABC):
         count = 0
         with self.transaction():
             for chunk in self._chunks(list(dict.fromkeys(hashes))):
-                clause, params = self._in("hash", chunk)
+                clause, params = self._hash_in("hash", chunk)
                 count += self._exec(f"DELETE FROM vectors WHERE {clause}", params)
             if count:
                 self._log(self._now(), "", "vectors.delete", "*", "", {"count": count})

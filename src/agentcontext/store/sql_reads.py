@@ -232,7 +232,8 @@ def get_vectors(store: Any, hashes: Sequence[str], model: str) -> dict[str, np.n
     for chunk in store._chunks(list(hashes)):
         where = store._where()
         where.add("model = ?", model)
-        where.eq_any("hash", list(chunk))
+        clause, params = store._hash_in("hash", list(chunk))
+        where.add(clause, *params)
         for h, raw in store._vector_rows(f"SELECT hash, vector FROM vectors{where.sql()}", where.params):
             out[h] = store._decode_vectors([raw])[0]
     return out
@@ -242,7 +243,7 @@ def missing_vectors(store: Any, model: str, namespace=None) -> list[tuple[str, s
     where = store._where()
     where.add("n.embed_hash IS NOT NULL AND n.retracted_at IS NULL")
     where.eq_any("n.namespace", as_list(namespace))
-    where.add("NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = n.embed_hash AND v.model = ?)", model)
+    where.add(f"NOT EXISTS (SELECT 1 FROM vectors v WHERE {store.VECTOR_JOIN} AND v.model = ?)", model)
     # SQLite holds an embed text equal to the content once (NULL embed_text, embed_hash set)
     rows = store._read(f"SELECT n.embed_hash, min(coalesce(n.embed_text, n.content)) FROM nodes n{where.sql()} "
                        "GROUP BY n.embed_hash", where.params)
@@ -254,7 +255,7 @@ def count_vectors(store: Any, model: str, namespace=None, kind=None) -> int:
     where.add("n.retracted_at IS NULL AND v.model = ?", model)
     where.eq_any("n.namespace", as_list(namespace))
     where.eq_any("n.kind", as_list(kind))
-    return store._read(f"SELECT count(*) FROM nodes n JOIN vectors v ON v.hash = n.embed_hash{where.sql()}",
+    return store._read(f"SELECT count(*) FROM nodes n JOIN vectors v ON {store.VECTOR_JOIN}{where.sql()}",
                        where.params)[0][0]
 
 
@@ -263,7 +264,7 @@ def load_vectors(store: Any, model: str, namespace=None, kind=None) -> tuple[lis
     where.add("n.retracted_at IS NULL AND v.model = ?", model)
     where.eq_any("n.namespace", as_list(namespace))
     where.eq_any("n.kind", as_list(kind))
-    rows = store._vector_rows(f"SELECT n.id, v.dim, v.vector FROM nodes n JOIN vectors v ON v.hash = n.embed_hash"
+    rows = store._vector_rows(f"SELECT n.id, v.dim, v.vector FROM nodes n JOIN vectors v ON {store.VECTOR_JOIN}"
                               f"{where.sql()} ORDER BY n.rid", where.params)
     if not rows:
         return [], np.zeros((0, 0), dtype=np.float32)

@@ -60,6 +60,11 @@ class SQLiteStore(SQLStore):
     CHUNK = 900  # stay below SQLite's host-parameter limit
     NO_LIMIT = "-1"
     EDGE_SCAN = " NOT INDEXED"  # one pass over the table beats walking an index for every row
+    # Random content hashes are indexed by their first 16 characters (migration 5): a tenth of the index, so a batch
+    # of new hashes dirties a tenth of the pages; the full hash is compared too.
+    VECTOR_JOIN = "substr(v.hash, 1, 16) = substr(n.embed_hash, 1, 16) AND v.hash = n.embed_hash"
+    VERSION_USES = "substr(w.embed_hash, 1, 16) = substr(vectors.hash, 1, 16) AND w.embed_hash = vectors.hash"
+    PAGE_SEEK = {"vectors": "substr(hash, 1, 16)"}  # export pages walk the prefix index in (hash, model) order
 
     def __init__(self, path: str | Path, timeout: float = 60.0) -> None:
         self.path = Path(path)
@@ -124,6 +129,24 @@ class SQLiteStore(SQLStore):
 
     def _where(self) -> SqlWhere:
         return SqlWhere()
+
+    def _hash_in(self, column: str, hashes: Sequence[str]) -> tuple[str, list[Any]]:
+        prefixes = self._in(f"substr({column}, 1, 16)", sorted({h[:16] for h in hashes}))
+        exact = self._in(column, hashes)
+        return f"{prefixes[0]} AND {exact[0]}", [*prefixes[1], *exact[1]]
+
+    def _upsert_vectors(self, rows: list[tuple]) -> None:
+        """No unique index on (hash, model) (a random-key index as big as the hashes): the rows already held are
+        found through the prefix index and replaced, the rest appended; the writer lock makes that race-free."""
+        held: dict[tuple[str, str], int] = {}
+        for chunk in self._chunks(list(dict.fromkeys(r[0] for r in rows)), per_statement=2):
+            clause, params = self._hash_in("hash", chunk)
+            held.update(((h, m), rowid) for rowid, h, m in self._db.execute(
+                f"SELECT rowid, hash, model FROM vectors WHERE {clause}", params))
+        self._db.executemany("UPDATE vectors SET dim = ?, vector = ? WHERE rowid = ?",
+                             [(r[2], r[3], held[r[0], r[1]]) for r in rows if (r[0], r[1]) in held])
+        self._db.executemany("INSERT INTO vectors(hash, model, dim, vector) VALUES (?,?,?,?)",
+                             [r for r in rows if (r[0], r[1]) not in held])
 
     def _table_exists(self, name: str) -> bool:
         return bool(self._read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))

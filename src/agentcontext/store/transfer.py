@@ -38,10 +38,15 @@ def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int)
     order, cols = columns(table)
     where = ""
     params: list[Any] = []
+    seek = store.PAGE_SEEK.get(table)  # an index on an expression of the first key that sorts as the key does
     if after is not None:
         where = f" WHERE ({', '.join(order)}) > ({', '.join('?' * len(order))})"
         params = list(after)
-    sql = store._q(f"SELECT {', '.join(order)}, {', '.join(cols)} FROM {table}{where} ORDER BY {', '.join(order)} "
+        if seek:
+            where += f" AND {seek} >= {seek.replace(order[0], '?')}"
+            params.append(after[0])
+    ordering = ", ".join((seek, *order) if seek else order)
+    sql = store._q(f"SELECT {', '.join(order)}, {', '.join(cols)} FROM {table}{where} ORDER BY {ordering} "
                    f"LIMIT {int(limit)}")
     raw = store._vector_rows(sql, params) if table == "vectors" else store._read(sql, params)
     k = len(order)

@@ -85,7 +85,8 @@ def tombstone_erasure(db) -> None:
 FTS_COLUMNS = "key, title, summary, content, tags"
 
 
-@MIGRATIONS.step(5, "text held once: a contentless text index, no embed_text equal to content, no nodes_embed index")
+@MIGRATIONS.step(5, "text held once, hashes indexed by a prefix: a contentless text index, no embed_text equal to "
+                    "content, no nodes_embed index, 16-character hash indexes on vectors and versions")
 def text_once(db) -> None:
     # A memory's text was held four times (nodes.content, nodes.embed_text, node_versions.content and the text
     # index's own copy in fts_content). From here the text index keeps only its terms (contentless: nothing reads
@@ -104,3 +105,12 @@ def text_once(db) -> None:
     db.execute("DROP TABLE fts")  # secure_delete zeroes the old copy's pages as they are freed
     db.execute("ALTER TABLE fts_terms RENAME TO fts")
     db.execute("DROP INDEX IF EXISTS nodes_embed")
+    # The two other indexes keyed by random content hashes keep only the first 16 characters (64 bits) of the hash:
+    # entries a fifth to a tenth of the size, so the pages a batch of new hashes dirties (most of each index, once
+    # the store is large) are that much fewer. Lookups compare the full hash as well (SQLiteStore.VECTOR_JOIN,
+    # VERSION_USES, _hash_in); (hash, model) stays unique because the one writer replaces a held row
+    # (SQLiteStore._upsert_vectors).
+    db.execute("DROP INDEX IF EXISTS vectors_key")
+    db.execute("CREATE INDEX vectors_hash16 ON vectors(substr(hash, 1, 16))")
+    db.execute("DROP INDEX IF EXISTS versions_embed")
+    db.execute("CREATE INDEX versions_hash16 ON node_versions(substr(embed_hash, 1, 16))")
