@@ -102,3 +102,33 @@ def test_a_memory_text_is_in_the_file_fewer_times(tmp_path):
     # the text index's own copy: nodes.content, node_versions.content, fts_content and the index's term before; now
     # the copy is gone
     assert counts == {"old": 4, "new": 3}, counts
+
+
+def test_vectors_are_found_through_the_hash_prefix_and_stay_unique_per_model(tmp_path):
+    store = SQLiteStore(tmp_path / "s.db")
+    store.put_nodes([_node(i, f"text number {i}") for i in range(30)])
+    hashes = [store.get_node(f"n{i}").embed_hash for i in range(30)]
+    twin = hashes[0][:16] + "0" * 48  # the same 16-character prefix as a held hash, another hash
+    store.put_vectors({h: np.ones(3, dtype=np.float32) for h in hashes[:20]} | {twin: np.zeros(3)}, "m")
+    store.put_vectors({h: np.full(3, 2.0, dtype=np.float32) for h in hashes[:5]}, "m")  # replaced, not added
+    store.put_vectors({hashes[0]: np.full(3, 7.0, dtype=np.float32)}, "other")  # another model: its own row
+    assert store._read("SELECT count(*) FROM vectors")[0][0] == 22
+    got = store.get_vectors([hashes[0], hashes[7], twin, "f" * 64], "m")
+    assert set(got) == {hashes[0], hashes[7], twin} and got[hashes[0]][0] == 2.0 and got[twin][0] == 0.0
+    assert store.get_vectors([hashes[0]], "other")[hashes[0]][0] == 7.0
+    assert store.count_vectors("m") == 20 and len(store.missing_vectors("m")) == 10
+    ids, matrix = store.load_vectors("m")
+    assert ids == [f"n{i}" for i in range(20)] and matrix[0, 0] == 2.0 and matrix[9, 0] == 1.0
+    pages, after = [], None
+    while True:  # export pages in (hash, model) order, through the prefix index
+        rows, after = store.export_rows("vectors", after, limit=4)
+        pages += [(r["hash"], r["model"]) for r in rows]
+        if after is None:
+            break
+    assert pages == sorted(pages) and len(pages) == 22
+    store.purge_nodes(["n0"])  # n0's vector goes for both models; the twin with its prefix stays
+    assert set(store.get_vectors([hashes[0], twin], "m")) == {twin} and not store.get_vectors([hashes[0]], "other")
+    assert store.delete_vectors([twin]) == 1
+    names = {r[0] for r in store._read("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"vectors_hash16", "versions_hash16"} <= names and not names & {"vectors_key", "versions_embed"}
+    store.close()
