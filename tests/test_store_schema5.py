@@ -90,8 +90,8 @@ def test_an_embed_text_equal_to_the_content_is_held_once_and_reads_back(tmp_path
 
 def test_a_memory_text_is_in_the_file_fewer_times(tmp_path):
     counts = {}
+    secret = new_secret()  # the same word in both (whether the stemmed term holds it whole depends on its letters)
     for name, cls in (("old", StepFour), ("new", SQLiteStore)):
-        secret = new_secret()
         db = tmp_path / f"{name}.db"
         store = cls(db)
         store.put_nodes([_node(1, f"the code is {secret} today")])
@@ -99,9 +99,9 @@ def test_a_memory_text_is_in_the_file_fewer_times(tmp_path):
         counts[name] = db.read_bytes().count(secret.encode())
         store.close()
     # StepFour writes nodes as today (embed_text equal to the content already NULL: the test above), so what differs is
-    # the text index's own copy: nodes.content, node_versions.content, fts_content and the index's term before; now
-    # the copy is gone
-    assert counts == {"old": 4, "new": 3}, counts
+    # the text index's own copy: nodes.content, node_versions.content and fts_content before (and the index's term,
+    # when stemming leaves the word whole); now the copy is gone
+    assert counts["old"] - counts["new"] == 1 and counts["new"] in (2, 3), counts
 
 
 def test_vectors_are_found_through_the_hash_prefix_and_stay_unique_per_model(tmp_path):
