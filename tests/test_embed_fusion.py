@@ -1,0 +1,168 @@
+"""The fused default model (embed/fusion.py): same vectors as the plain model, derived once into the model cache
+keyed by the source file's hash, a damaged cache file rebuilt and never trusted, the plain model (said once in
+the log) when fusion cannot be done; and the one-text path's session chosen by idle cores."""
+from __future__ import annotations
+
+import logging
+import sys
+
+import numpy as np
+import pytest
+
+from agentcontext.embed import base, fusion
+from agentcontext.embed.base import MINILM, MiniLMEmbedder
+
+EDGE = ["", "a", "The cat sat on the mat", "The cat sat on the mat", "naïve café — 日本語のテキスト, ÄÖÜ ß 🙂",
+        "word " * 400, "how do agents rotate tokens when the billing quota is reached"]
+
+
+@pytest.fixture(scope="module")
+def plain():
+    return MiniLMEmbedder(fuse=False)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("model-cache")
+
+
+@pytest.fixture(scope="module")
+def fused(cache):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AGENTCONTEXT_MODEL_CACHE", str(cache))
+    try:
+        yield MiniLMEmbedder()
+    finally:
+        mp.undo()
+
+
+def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float((a * b).sum(axis=1).min())
+
+
+def test_fused_model_keeps_the_vectors_and_their_cache_keys(plain, fused, cache):
+    assert fused.fused and not plain.fused
+    assert fused.model_path.parent == cache and fusion.file_sha256(fused.source)[:32] in fused.model_path.name
+    assert fused.name == plain.name == MINILM  # same vectors, so cached vectors keep their key
+    for texts in (EDGE, EDGE[:1], EDGE[5:6], [EDGE[2]] * 3):
+        a, b = fused.embed(texts), plain.embed(texts)
+        assert a.shape == b.shape == (len(texts), 384)
+        assert min_cosine(a, b) >= 0.9999
+    # a graph of the fused model really holds the fused kernel, and none of the unfused attention's Softmax
+    import onnx
+
+    ops = {n.op_type for n in onnx.load(str(fused.model_path)).graph.node}
+    assert "Attention" in ops and "Softmax" not in ops
+
+
+def test_second_embedder_uses_the_cached_file(fused, cache, monkeypatch):
+    monkeypatch.setenv("AGENTCONTEXT_MODEL_CACHE", str(cache))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("derived again although the cache holds the fused model")
+
+    monkeypatch.setattr(fusion, "derive", refuse)
+    again = MiniLMEmbedder()
+    assert again.fused and again.model_path == fused.model_path
+
+
+def test_damaged_cache_file_is_discarded_and_rebuilt(plain, fused, tmp_path, monkeypatch, caplog):
+    import shutil
+
+    import onnx
+    from onnx import numpy_helper
+
+    monkeypatch.setenv("AGENTCONTEXT_MODEL_CACHE", str(tmp_path))
+    path = tmp_path / fused.model_path.name
+    shutil.copyfile(fused.model_path, path)
+    # weights changed but the file still parses: the probe vectors stored in it no longer match
+    model = onnx.load(str(path))
+    weight = next(i for i in model.graph.initializer if i.name.startswith("agentcontext_qkv_weight"))
+    weight.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight) * 1.5, weight.name))
+    onnx.save(model, str(path))
+    with caplog.at_level(logging.WARNING, logger="agentcontext.embed.fusion"):
+        second = MiniLMEmbedder()
+    assert second.fused and "discarding the damaged fused model" in caplog.text
+    assert min_cosine(second.embed(EDGE), plain.embed(EDGE)) >= 0.9999
+    # a truncated file does not load at all
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="agentcontext.embed.fusion"):
+        third = MiniLMEmbedder()
+    assert third.fused and "discarding" in caplog.text and path.stat().st_size == len(data)
+    assert min_cosine(third.embed(EDGE), plain.embed(EDGE)) >= 0.9999
+    assert not list(tmp_path.glob(".fusing-*"))  # no staging folder left behind
+
+
+def test_unwritable_cache_means_the_plain_model_said_once(plain, tmp_path, monkeypatch, caplog):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("AGENTCONTEXT_MODEL_CACHE", str(blocker / "models"))
+    monkeypatch.setattr(fusion, "_warned", set())
+    with caplog.at_level(logging.WARNING, logger="agentcontext.embed.fusion"):
+        one, two = MiniLMEmbedder(), MiniLMEmbedder()
+    assert not one.fused and not two.fused and one.model_path == one.source
+    assert caplog.text.count("using the plain embedding model") == 1 and "could not be written" in caplog.text
+    assert min_cosine(one.embed(EDGE), plain.embed(EDGE)) >= 0.99999
+
+
+def test_missing_onnx_package_means_the_plain_model(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("AGENTCONTEXT_MODEL_CACHE", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+    monkeypatch.setattr(fusion, "_warned", set())
+    with caplog.at_level(logging.WARNING, logger="agentcontext.embed.fusion"):
+        e = MiniLMEmbedder()
+    assert not e.fused and "onnx package is missing" in caplog.text
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_graph_of_another_shape_is_not_fused(fused):
+    import onnx
+    from onnx import numpy_helper
+
+    assert fusion.fuse_attention(onnx.load(str(fused.model_path)), 12) == 0  # already fused: nothing left
+    with pytest.raises(fusion.FusionError, match="not a multiple"):
+        fusion.fuse_attention(_basic(fused.source), 7)
+    # scores scaled otherwise than 1/sqrt(head size): refused, not silently fused with the kernel's own scale
+    model = _basic(fused.source)
+    for init in model.graph.initializer:
+        value = numpy_helper.to_array(init)
+        if value.size == 1 and abs(float(value.ravel()[0]) - 0.4204482) < 1e-6:
+            init.CopyFrom(numpy_helper.from_array(np.array(0.5, dtype=value.dtype), init.name))
+    with pytest.raises(fusion.FusionError, match="scaled"):
+        fusion.fuse_attention(model, 12)
+
+
+def _basic(source):
+    import tempfile
+
+    import onnx
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory() as tmp:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = f"{tmp}/basic.onnx"
+        ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+        return onnx.load(f"{tmp}/basic.onnx")
+
+
+def test_one_text_runs_over_idle_cores_and_on_one_thread_under_load(fused, plain, monkeypatch):
+    e = MiniLMEmbedder(threads=2)
+    used = []
+    real_run = e._run
+    monkeypatch.setattr(e, "_run", lambda session, tokens, idx: used.append(session) or real_run(session, tokens, idx))
+    monkeypatch.setattr(base, "idle_cores", lambda: 0)
+    busy = e.embed([EDGE[2]])
+    assert used[-1] is e._session and e._wide is None  # busy machine: the one-thread session, no second session
+    monkeypatch.setattr(base, "idle_cores", lambda: 2)
+    idle = e.embed([EDGE[2]])
+    assert e._wide is not None and used[-1] is e._wide
+    assert min_cosine(busy, idle) >= 0.9999 and min_cosine(idle, plain.embed([EDGE[2]])) >= 0.9999
+    e.embed(EDGE * 20)  # several batches: the one-thread session on the pool, whatever the idle cores
+    assert all(s is e._session for s in used[2:])
+
+
+def test_idle_cores_is_within_the_affinity_mask():
+    assert 0 <= base.idle_cores() <= base.available_cores()
