@@ -166,3 +166,24 @@ def test_one_text_runs_over_idle_cores_and_on_one_thread_under_load(fused, plain
 
 def test_idle_cores_is_within_the_affinity_mask():
     assert 0 <= base.idle_cores() <= base.available_cores()
+
+
+def _child_embeds(e: MiniLMEmbedder, text: str, out) -> None:
+    vector = e.embed([text])
+    out.put((vector, e._wide_session() is e._session))
+
+
+def test_a_forked_child_keeps_to_one_thread(fused, monkeypatch):
+    import multiprocessing
+
+    e = MiniLMEmbedder(threads=2)
+    monkeypatch.setattr(base, "idle_cores", lambda: 2)
+    parent = e.embed([EDGE[2]])
+    assert e._wide is not None
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_child_embeds, args=(e, EDGE[2], out))
+    child.start()
+    vector, narrow = out.get(timeout=60)  # a child opening or reusing a pooled session would hang here
+    child.join(timeout=30)
+    assert child.exitcode == 0 and narrow and min_cosine(vector, parent) >= 0.9999

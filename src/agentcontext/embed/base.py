@@ -109,6 +109,7 @@ class MiniLMEmbedder:
         self.fused = fused is not None
         self._wide: object | None = None  # one model run over every core, for a lone batch on an idle machine
         self._wide_lock = threading.Lock()
+        self._owner_pid = os.getpid()
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
         self._pool_lock = threading.Lock()
@@ -134,6 +135,11 @@ class MiniLMEmbedder:
             return self._pool
 
     def _wide_session(self) -> object:
+        """The session whose one run spreads over ``threads`` cores, opened on first use. Only in the process
+        that made this embedder: onnxruntime's thread pools do not survive a fork, and a forked child of a
+        process holding one hangs opening a new pooled session (measured), so a child keeps to one thread."""
+        if os.getpid() != self._owner_pid:
+            return self._session
         with self._wide_lock:
             if self._wide is None:
                 self._wide = self._open(str(self.model_path), threads=self.threads)
