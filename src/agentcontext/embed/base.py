@@ -114,16 +114,17 @@ class MiniLMEmbedder:
         self._pool_pid = 0
         self._pool_lock = threading.Lock()
 
-    def _open(self, path: str, threads: int = 1) -> object:
-        """A session on ``path``: ``threads`` intra-op threads that do not spin, every graph optimisation except
-        onnxruntime's SkipLayerNormalization fusion (its kernel measured 13% of model time where the Add and
-        LayerNormalization it replaces take 2%: the model runs 11% faster without it, same vectors)."""
+    def _open(self, path: str, threads: int = 1, spin: bool = False) -> object:
+        """A session on ``path``: ``threads`` intra-op threads (spin-waiting between ops only if ``spin``), every
+        graph optimisation except onnxruntime's SkipLayerNormalization fusion (its kernel measured 13% of model
+        time where the Add and LayerNormalization it replaces take 2%: the model runs 11% faster without it,
+        same vectors)."""
         ort = self._ort
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
         return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"],
                                     disabled_optimizers=["SkipLayerNormFusion"])
 
@@ -141,8 +142,10 @@ class MiniLMEmbedder:
         if os.getpid() != self._owner_pid:
             return self._session
         with self._wide_lock:
-            if self._wide is None:
-                self._wide = self._open(str(self.model_path), threads=self.threads)
+            if self._wide is None:  # it spins: it runs only when the other cores are idle, and a one-text run
+                # is ~60 short ops whose wake-ups cost as much as their work (a non-spinning pair measured
+                # 22 ms against 12.5 ms spinning for one text, busy machine, benchmarks/embed_one.py's text)
+                self._wide = self._open(str(self.model_path), threads=self.threads, spin=True)
             return self._wide
 
     def _tokens(self, texts: list[str]) -> list[list[int]]:
