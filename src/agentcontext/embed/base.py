@@ -143,7 +143,7 @@ class MiniLMEmbedder:
             return self._session
         with self._wide_lock:
             if self._wide is None:  # it spins: it runs only when the other cores are idle, and a one-text run
-                # is ~60 short ops whose wake-ups cost as much as their work (a non-spinning pair measured
+                # is ~100 short ops whose wake-ups cost as much as their work (a non-spinning pair measured
                 # 22 ms against 12.5 ms spinning for one text, busy machine, benchmarks/embed_one.py's text)
                 self._wide = self._open(str(self.model_path), threads=self.threads, spin=True)
             return self._wide
