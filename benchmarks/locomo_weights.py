@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from agentcontext.embed.base import default_embedder
-from agentcontext.engine.fusion import RELEVANCE, FusionWeights, fuse
+from agentcontext.engine.fusion import RELEVANCE, FusionWeights, fused_value
 from agentcontext.eval_locomo import evidence, load, turn_text, turns
 from agentcontext.memory import AgentMemory
-from agentcontext.memory.search import gather, weight_map
+from agentcontext.memory.search import gather
 from agentcontext.vector_store import VectorStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,7 +38,7 @@ DEFAULT = Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.j
 def pairs(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(cosine, fused value, label) of every (question, turn) pair of the split."""
     embedder = default_embedder()
-    weights = weight_map(FusionWeights())
+    weights = FusionWeights()
     cos_all, fused_all, label_all = [], [], []
     for sample in load(path):
         sid = str(sample.get("sample_id", "conv"))
@@ -58,8 +58,9 @@ def pairs(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             if not ev:
                 continue
             sig = gather(memory.workspace, index, memory.namespace, str(qa["question"]), None)
-            cos_all.append(index.own @ sig.query_vector)
-            fused_all.append(fuse(sig.values, weights))
+            asked = gather(memory.workspace, index, memory.namespace, str(qa["question"]), None, mention=False)
+            cos_all.append(index.own @ asked.query_vector)  # the question as asked (the fit the curve ships)
+            fused_all.append(fused_value(sig.values, weights))
             label_all.append(np.isin(row_dia, list(ev)))
         memory.workspace.close()
     return np.concatenate(cos_all), np.concatenate(fused_all), np.concatenate(label_all).astype(bool)

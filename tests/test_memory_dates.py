@@ -81,23 +81,28 @@ def test_a_named_month_finds_the_memory_whose_event_fell_in_it(memory):
 
 def test_a_memory_that_states_when_gains_its_weights_in_cosine_units():
     """``timed`` for every query, ``when`` on top for a question that asks when: exactly their weights on the fused
-    value (the logit of the score, divided by the calibration's scale); a memory without a time expression: none."""
+    value (the logit of the score, divided by the calibration's scale) when the lifts are ungated, their weights
+    times the gate of the memory's content value when gated (engine/fusion.py); a memory without a time expression:
+    none."""
     m = AgentMemory(VectorStore(backend="inmemory"), max_memory_size=None)
     texts = {"chat": "That support group sounds like a powerful place to be.",
              "event": "Yesterday I joined a meeting for trans people, it was powerful."}
     m.batch_store([{"content": t, "created_at": "2023-05-08T10:00:00", "metadata": {"n": n}} for n, t in texts.items()])
-    w = FusionWeights()
     try:
-        for query, gain in (("When did Caroline go to the support group?", w.timed + w.when),
-                            ("Where did Caroline find a support group?", w.timed)):
-            on = {r["metadata"]["n"]: r for r in m.retrieve(query, max_results=2)}
-            m.weights = OFF
-            off = {r["metadata"]["n"]: r for r in m.retrieve(query, max_results=2)}
-            m.weights = w
-            assert on["event"]["signals"]["timed"] == 1.0 and "timed" not in on["chat"]["signals"]
-            assert logit(on["event"]["score"]) - logit(off["event"]["score"]) == pytest.approx(
-                w.calibration.scale * gain, abs=1e-3), query
-            assert on["chat"]["score"] == pytest.approx(off["chat"]["score"])
+        for w in (replace(FusionWeights(), when=0.05, lift_gate=None), replace(FusionWeights(), when=0.05)):
+            for query, gain in (("When did Caroline go to the support group?", w.timed + w.when),
+                                ("Where did Caroline find a support group?", w.timed)):
+                m.weights = w
+                on = {r["metadata"]["n"]: r for r in m.retrieve(query, max_results=2)}
+                m.weights = replace(w, timed=0.0, when=0.0, date=0.0)
+                off = {r["metadata"]["n"]: r for r in m.retrieve(query, max_results=2)}
+                assert on["event"]["signals"]["timed"] == 1.0 and "timed" not in on["chat"]["signals"]
+                content = (logit(off["event"]["score"]) - w.calibration.offset) / w.calibration.scale
+                gate = float(w.gate(np.array([content]))[0])
+                assert gate == 1.0 if w.lift_gate is None else 0.0 < gate < 1.0
+                assert logit(on["event"]["score"]) - logit(off["event"]["score"]) == pytest.approx(
+                    w.calibration.scale * gain * gate, abs=1e-3), query
+                assert on["chat"]["score"] == pytest.approx(off["chat"]["score"])
     finally:
         m.workspace.close()
 
@@ -109,8 +114,8 @@ def logit(p: float) -> float:
 def test_search_adds_time_only_where_it_can_matter_and_ranks_as_if_everywhere(memory):
     """search() reads the time signals of the rows within their weights of the k-th best only (top_with_time); the
     ranking is the one every row's signals give."""
-    from agentcontext.engine.fusion import fuse
-    from agentcontext.memory.search import gather, search, weight_map
+    from agentcontext.engine.fusion import fused_value
+    from agentcontext.memory.search import gather, search
 
     index = memory._index()
     for query in ("What did I attend with my colleagues in March 2023?", "When did I go to the support group?",
@@ -118,5 +123,40 @@ def test_search_adds_time_only_where_it_can_matter_and_ranks_as_if_everywhere(me
         for k in (1, 2, 4):
             hits = search(memory.workspace, index, memory.namespace, query, k, None)
             sig = gather(memory.workspace, index, memory.namespace, query, None)
-            full = fuse(sig.values, weight_map(FusionWeights()))
+            full = fused_value(sig.values, FusionWeights())
             assert [h.id for h in hits] == [index.ids[i] for i in np.argsort(-full, kind="stable")[:k]], (query, k)
+
+
+def test_the_pooled_top_k_equals_the_full_ranking_on_many_memories():
+    """With many memories most rows never get their time signals read (only the first k, and the rows that state a
+    time or whose own month the query names, within the weights of the floor): the ranking is still the full one,
+    for every weighting, with and without filters (the candidate rows a subset)."""
+    from agentcontext.engine.fusion import fused_value
+    from agentcontext.memory.search import gather, search
+
+    rng = np.random.default_rng(7)
+    phrases = ["we went out", "I went there last month", "it rained yesterday", "back in 2022 it was fun",
+               "in March we moved", "a quiet evening", "next month we fly", "last year was hard"]
+    items = []
+    for i in range(400):
+        vector = rng.standard_normal(384).astype(np.float32)
+        month = 1 + i % 12
+        items.append({"content": f"{phrases[i % len(phrases)]} with item {i}", "user_id": f"u{i % 3}",
+                      "vector": vector / np.linalg.norm(vector),
+                      "created_at": f"{2022 + i % 2}-{month:02d}-{1 + i % 27:02d}T10:00:00"})
+    m = AgentMemory(VectorStore(backend="inmemory"), max_memory_size=None)
+    try:
+        m.batch_store(items)
+        index = m._index()
+        for weights in (FusionWeights(), replace(FusionWeights(), when=0.3, date=0.5, timed=0.2)):
+            for query in ("What happened in March 2023?", "When did it rain?", "what did we do in 2022",
+                          "which item in May", "a quiet evening"):
+                for rows in (None, np.flatnonzero(np.arange(len(index)) % 3 == 1)):
+                    for k in (1, 5, 20):
+                        hits = search(m.workspace, index, m.namespace, query, k, rows, weights)
+                        sig = gather(m.workspace, index, m.namespace, query, rows)
+                        full = fused_value(sig.values, weights)
+                        want = [index.ids[int(sig.rows[i])] for i in np.argsort(-full, kind="stable")[:k]]
+                        assert [h.id for h in hits] == want, (query, k, weights)
+    finally:
+        m.workspace.close()

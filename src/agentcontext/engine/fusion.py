@@ -4,7 +4,10 @@ Pure numpy over candidate rows; services decide which rows are candidates and ga
 Every signal means the same in every query (none is divided by the best candidate's), so the fused
 value, and the calibrated score, compare across queries and ``min_score`` filters:
 
-- ``dense``: the cosine of the query and the memory's vector (with conversation context);
+- ``dense``: the cosine of the query and the memory's vector (with conversation context), the query without the
+  names of the speakers it names (``without_names``: those are the mention signal's), so a turn is not found for
+  holding a name ("Thanks, Melanie!") rather than for what is asked. The keyword query keeps the names (a speaker's
+  name is in the text index with each of their memories: "What did Ben adopt?" finds Ben's reply);
 - ``keyword``: the BM25 score scaled into query coverage, ``bm25 / bm25_best * coverage(best)``:
   ``coverage`` is the share of the query's keywords that the best BM25 hit contains
   (``keyword_coverage``), so a memory holding every keyword scores about 1 whatever the backend's
@@ -20,13 +23,20 @@ value, and the calibrated score, compare across queries and ``min_score`` filter
   Those three are memory/dates.py's, weighted by leave-one-conversation-out on LoCoMo's dev split
   (benchmarks/locomo_loco.py); 0 turns each off.
 
-``fused = dense * w.dense + keyword * w.keyword + neighbours * w.neighbour + mention * w.mention + ...`` is in
-cosine units (``w.dense`` = 1: the other weights say how much cosine each signal is worth, chosen for
-ranking on the LoCoMo development split), and ``score = RELEVANCE(fused)``: the logistic curve fitted
-once on that split to "this turn is evidence for the question" against the cosine of the two
-(``Calibration``; ``benchmarks/locomo_weights.py`` fits and prints it). So a memory found by meaning
-alone scores what its cosine earns, and keywords, speakers and conversation context add to that; a
-bare cosine (a precedent, a vector store's row) is scored by the same curve.
+``content = dense * w.dense + keyword * w.keyword + neighbours * w.neighbour`` is in cosine units (``w.dense`` = 1:
+the other weights say how much cosine each signal is worth, chosen for ranking on the LoCoMo development split);
+the lifts, ``mention * w.mention + timed * w.timed + ...``, say who and when, and count in proportion to how relevant
+the content already makes the memory: ``fused = content + lifts * gate(content)``, ``gate = RELEVANCE(content +
+w.lift_gate)`` (0.5 at content 0.155; ``fused_value``). So a memory by the speaker a query names ranks above the
+other speaker's equally relevant one, but a weakly related memory of that speaker (content 0.1) scores 0.27, not the
+0.95 an ungated mention of 0.5 gave, and an unrelated one (content 0) 0.03, not 0.85 (issue 13 s4: a score means
+relevant); the gate also ranks better held out (benchmarks/locomo_loco.py). Its limit: the query's keywords keep the
+speaker's name, which the text index holds with each of their memories, so the name alone gives every memory of that
+speaker some keyword content (a quarter of a four-keyword query's), enough to open the gate.
+``score = RELEVANCE(fused)``: the logistic curve fitted once on that split to "this turn is evidence for the
+question" against the cosine of the two (``Calibration``; ``benchmarks/locomo_weights.py`` fits and prints it). So a
+memory found by meaning alone scores what its cosine earns, and keywords, speakers and conversation context add to
+that; a bare cosine (a precedent, a vector store's row) is scored by the same curve.
 
 The same fit on the fused value itself (scale 8.19, offset -6.05) separates LoCoMo's evidence from
 the other turns of its conversation better, but scores a paraphrase found by meaning alone (cosine
@@ -87,10 +97,32 @@ class FusionWeights:
     keyword: float = 0.7
     neighbour: float = 0.36  # weight of the previous + next turn's keyword score
     mention: float = 0.5  # the query names the memory's speaker / title (0.3 before issue 11 s5's LOCO choice)
-    timed: float = 0.1  # the memory places an event in time ("yesterday", "last week", "in May"): memory/dates.py
-    when: float = 0.05  # the same again when the query asks when / how long
-    date: float = 0.2  # the memory's events (its date, shifted by "last month" etc.) fall in a month the query names
+    timed: float = 0.15  # the memory places an event in time ("yesterday", "last week", "in May"): memory/dates.py
+    when: float = 0.0  # the same again when the query asks when / how long
+    date: float = 0.1  # the memory's events (its date, shifted by "last month" etc.) fall in a month the query names
     calibration: Calibration = RELEVANCE
+    # The lifts (mention and time) count in proportion to calibration(content + lift_gate), content being the dense,
+    # keyword and neighbour part: 0.14 at content 0 (an unrelated memory), half at 0.155, 0.85 at 0.3; None: in full
+    lift_gate: float | None = 0.2
+
+    def content(self) -> dict[str, float]:
+        return {"dense": self.dense, "keyword": self.keyword, "neighbour": self.neighbour}
+
+    def lifts(self) -> dict[str, float]:
+        return {"mention": self.mention, "timed": self.timed, "when": self.when, "date": self.date}
+
+    def gate(self, content: np.ndarray) -> np.ndarray:
+        """How much of its lifts a memory with this content value gets (module doc)."""
+        if self.lift_gate is None:
+            return np.ones_like(np.asarray(content, dtype=np.float64))
+        return np.asarray(self.calibration(np.asarray(content, dtype=np.float64) + self.lift_gate), dtype=np.float64)
+
+
+def fused_value(signals: Mapping[str, np.ndarray], weights: FusionWeights) -> np.ndarray:
+    """``content + lifts * gate(content)``: the weighted content signals (dense, keyword, neighbours) plus the
+    weighted lifts (mention, time), which count as much as the content makes the memory relevant (module doc)."""
+    content = fuse(signals, weights.content())
+    return content + fuse(signals, weights.lifts()) * weights.gate(content)
 
 
 # In a large store, a word found in more than COMMON_SHARE of the memories is left out of the BM25
@@ -162,6 +194,17 @@ def mentioned(query: str, names: list[str]) -> np.ndarray:
         if hit:
             out[i] = 1.0
     return out
+
+
+def without_names(query: str, names: list[str]) -> str:
+    """The query without the words of ``names`` (the speakers it names, which the mention signal scores): what is
+    embedded for meaning, so a turn is not found for holding the name (another speaker's "Thanks, Melanie!") rather
+    than for what the query asks. The query itself when nothing else would be left."""
+    parts = {p for name in names for p in _WORD.findall(name.lower())} - STOPWORDS
+    if not parts:
+        return query
+    kept = [t for t in query.split() if not parts & set(_WORD.findall(t.lower()))]
+    return " ".join(kept) if kept else query
 
 
 def fuse(signals: Mapping[str, np.ndarray], weights: Mapping[str, float]) -> np.ndarray:

@@ -91,6 +91,20 @@ def named_dates(query: str) -> list[tuple[int | None, int | None]]:
     return out
 
 
+def month_named(named: list[tuple[int | None, int | None]], months: np.ndarray) -> np.ndarray:
+    """Where a memory's own month (``months``, from ``month_numbers``) is one the query names: the part of
+    ``date_matches`` that holds without any relative expression, in one or two passes over the column."""
+    hit = np.zeros(months.size, dtype=bool)
+    for year, month in named:
+        if month is None:
+            hit |= (months >= year * 12) & (months < year * 12 + 12)
+        elif year is None:
+            hit |= (months % 12 == month - 1) & (months != NO_MONTH)
+        else:
+            hit |= months == year * 12 + month - 1
+    return hit
+
+
 def date_matches(named: list[tuple[int | None, int | None]], months: np.ndarray, before: np.ndarray,
                  refs: np.ndarray) -> np.ndarray:
     """1.0 where a memory's events fall in a named month or year: its own month (``months``, from

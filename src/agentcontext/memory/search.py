@@ -9,10 +9,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ..engine.fusion import (FusionWeights, fuse, keyword_coverage, keyword_query, keyword_scores, mentioned,
-                             neighbour_sum)
+                             neighbour_sum, without_names)
 from ..engine.vectors import top_k
 from ..workspace import Workspace
-from .dates import TIMED, asks_when, date_matches, named_dates
+from .dates import TIMED, asks_when, date_matches, month_named, named_dates
 from .index import MemoryIndex
 from .records import KIND
 
@@ -72,31 +72,35 @@ def _bm25(ws: Workspace, index: MemoryIndex, namespace: str, keywords: str) -> t
 
 
 def gather(ws: Workspace, index: MemoryIndex, namespace: str, query: str, rows: np.ndarray | None,
-           timing: bool = True) -> Signals:
+           timing: bool = True, mention: bool = True) -> Signals:
     """Every signal of the candidate rows (None = all rows) for ``query``; the time signals only with ``timing``
-    (``search`` adds them to the rows that can reach the top k: ``top_with_time``)."""
+    (``search`` adds them to the rows that can reach the top k: ``top_with_time``). With ``mention`` (the mention
+    signal is weighed), the speakers the query names are the mention signal's: the dense query is the query without
+    their names (engine/fusion.py ``without_names``; the keywords keep them: a speaker's name is in the text index
+    with each of their memories)."""
     n = len(index)
     every = rows is None
     cand = np.arange(n, dtype=np.int64) if rows is None else rows
-    qv = ws.embed_query(query)
+    named = mentioned(query, index.title_names) if mention and len(index.title_names) > 1 else None
+    speakers = [index.title_names[i] for i in np.flatnonzero(named)] if named is not None else []
+    meaning = without_names(query, speakers)
+    qv = ws.embed_query(meaning)
     dense = index.rows.scores(qv, None if every else cand, plane=index.dense_plane)[: cand.size]
     raw, coverage = _bm25(ws, index, namespace, keyword_query(query, index.df, n))
     keyword = keyword_scores(raw, coverage)
     values = {"dense": dense, "keyword": keyword[cand],
               "neighbour": neighbour_sum(keyword, index.prev, index.next)[cand]}
-    if len(index.title_names) > 1:
-        named = mentioned(query, index.title_names)
-        if named.any():
-            values["mention"] = named[index.title_codes[cand]]
+    if speakers:
+        values["mention"] = named[index.title_codes[cand]]
     if timing:
-        values.update(time_signals(query, index, cand))
+        values.update(time_signals(query, index, None if every else cand))
     return Signals(cand, values, qv, raw)
 
 
-def time_signals(query: str, index: MemoryIndex, rows: np.ndarray) -> dict[str, np.ndarray]:
+def time_signals(query: str, index: MemoryIndex, rows: np.ndarray | None) -> dict[str, np.ndarray]:
     """``timed`` (and ``when`` if the query asks when), ``date`` if it names a month or year (engine/fusion.py),
-    for these rows of the index."""
-    if rows.size == len(index):  # every row (candidate rows are distinct): no copies
+    for these rows of the index, in their order (None: every row, in index order, without copies)."""
+    if rows is None:
         return time_values(query, index.refs, index.months, index.months_before)
     return time_values(query, index.refs[rows], index.months[rows], index.months_before[rows])
 
@@ -113,28 +117,36 @@ def time_values(query: str, refs: np.ndarray, months: np.ndarray, before: np.nda
     return out
 
 
-def top_with_time(query: str, index: MemoryIndex, rows: np.ndarray, fused: np.ndarray, weights: FusionWeights,
-                  k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(the ``k`` best positions in ``fused`` once the weighted time signals are added, their fused values). The time
-    signals add at most ``boost`` to a row, so only rows within ``boost`` of the k-th best can reach the top k: only
-    their time signals are read (exact, and cheap at any store size). A negative time weight reads every row."""
+def top_with_time(query: str, index: MemoryIndex, rows: np.ndarray, fused: np.ndarray, gate: np.ndarray,
+                  weights: FusionWeights, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the ``k`` best positions in ``fused`` once the weighted time signals are added, each times the row's ``gate``
+    (engine/fusion.py: at most 1), their fused values), exact, at
+    the cost of reading only rows that can gain: the first ``k`` by ``fused``, with their time signals added, give a
+    floor the final k-th best is above; a row outside them gains only if it states a time (its ``refs``) or its own
+    month is one the query names, and only if within the weights of that floor. A negative time weight reads every
+    row."""
     first = top_k(fused, k)
+    named = named_dates(query) if weights.date else []
     w = {"timed": weights.timed, "when": weights.when if asks_when(query) else 0.0,
-         "date": weights.date if named_dates(query) else 0.0}
+         "date": weights.date if named else 0.0}
     if not any(w.values()) or first.size == 0:
         return first, fused[first]
     if min(w.values()) < 0:
         pool = np.arange(fused.size)
-    else:
-        pool = np.flatnonzero(fused >= float(fused[first].min()) - sum(w.values()))
-    values = fused[pool] + fuse(time_signals(query, index, rows[pool]), w)
+    elif first.size < fused.size:
+        floor = float((fused[first] + fuse(time_signals(query, index, rows[first]), w) * gate[first]).min())
+        every = rows.size == len(index)  # every row (candidate rows are distinct): no copies
+        gains = (index.refs if every else index.refs[rows]) != 0  # the rows that can gain: a time expression,
+        if w["date"]:  # or a month of their own the query names
+            gains |= month_named(named, index.months if every else index.months[rows])
+        gains &= fused >= floor - sum(w.values())
+        gains[first] = True
+        pool = np.flatnonzero(gains)
+    else:  # every candidate is among the first k
+        pool = np.sort(first)
+    values = fused[pool] + fuse(time_signals(query, index, rows[pool]), w) * gate[pool]
     order = top_k(values, k)
     return pool[order], values[order]
-
-
-def weight_map(weights: FusionWeights) -> dict[str, float]:
-    return {"dense": weights.dense, "keyword": weights.keyword, "neighbour": weights.neighbour,
-            "mention": weights.mention, "timed": weights.timed, "when": weights.when, "date": weights.date}
 
 
 def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int, rows: np.ndarray | None,
@@ -142,8 +154,11 @@ def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int
     """The ``k`` best candidate rows (None = all) for ``query``, each with its calibrated score and its signals."""
     if len(index) == 0 or k <= 0 or (rows is not None and rows.size == 0):
         return []
-    sig = gather(ws, index, namespace, query, rows, timing=False)
-    best, fused = top_with_time(query, index, sig.rows, fuse(sig.values, weight_map(weights)), weights, k)
+    sig = gather(ws, index, namespace, query, rows, timing=False, mention=bool(weights.mention))
+    content = fuse(sig.values, weights.content())
+    gate = weights.gate(content)
+    fused = content + fuse(sig.values, {"mention": weights.mention}) * gate  # the time lifts: top_with_time
+    best, fused = top_with_time(query, index, sig.rows, fused, gate, weights, k)
     timing = time_signals(query, index, sig.rows[best])
     scores = weights.calibration(fused)
     out: list[Hit] = []

@@ -9,7 +9,11 @@ scores it: dense = the mean of the inner products of its own vector, its pair ve
 with the query (computed in the server: ``similarities``), the keyword score (BM25, for candidates beyond the
 text pool too: ``text_search(ids=)``, scaled by the best hit's keyword coverage), its neighbours' keyword scores,
 the mention, the time signals (memory/dates.py, from the candidate's text and created_at); ``fuse``, ``top_k`` and
-the calibration as in process.
+the calibration as in process. The dense query leaves out the names of the speakers it names (the mention signal's;
+``without_names``), as in process, where the names come from every speaker of the namespace: here from the speakers
+of the first text hits (the names are keywords and the text index holds each memory's speaker; a named speaker none
+of whose memories is among them keeps the name in the dense query), read before the dense pool so the ranking stays
+one round.
 
 A memory outside the candidates has its own vector's score below the dense pool's last and its text score below the
 text pool's last; a "ghost" candidate with both scores is fused with the others, and while it would still rank among
@@ -29,14 +33,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..engine.fusion import (COMMON_MIN_DOCS, COMMON_SHARE, FusionWeights, fuse, keyword_coverage, keyword_query,
-                             mentioned, neighbour_sum)
+from ..engine.fusion import (COMMON_MIN_DOCS, COMMON_SHARE, FusionWeights, fuse, fused_value, keyword_coverage,
+                             keyword_query, mentioned, neighbour_sum, without_names)
 from ..engine.vectors import top_k
 from ..model import Node
 from ..workspace import Workspace
 from .records import CONV, KIND, USER
 from .dates import month_numbers, time_refs
-from .search import BM25_LIMIT, Hit, time_values, weight_map
+from .search import BM25_LIMIT, Hit, time_values
 
 DENSE_POOL = 120  # nearest memories asked of the server at first (at least 4 x k)
 TEXT_POOL = 200  # best text hits asked at first (at least 10 x k); BM25_LIMIT at most, as in process
@@ -105,6 +109,7 @@ class _Query:
         self.links = _Links(ws, namespace)  # what earlier rounds read (nodes, followers) stays
         self.sims: dict[str, float] = {}  # inner products by vector hash
         self.texts: dict[str, float] = {}  # text scores of candidates beyond the text pool
+        self.restated = False  # whether the speakers the query names have left its dense vector (rank)
 
     def passes(self, node: Node) -> bool:
         props = node.props or {}
@@ -119,11 +124,18 @@ class _Query:
     def rank(self, k: int, pool: int, text_pool: int, named_pool: int) -> tuple[list[Hit], bool]:
         """(the k best hits among this round's candidates, whether nothing outside them can outrank those)."""
         store, namespace = self.store, self.namespace
-        nearest = self._nearest(pool)
         text_hits = store.text_search(self.keywords, namespace=namespace, kind=KIND, limit=text_pool,
                                       common=self.common) if self.keywords else []
         raw = dict(text_hits)
         links = self.links
+        if not self.restated:  # as in process, the named speakers are the mention signal's: the dense query drops
+            self.restated = True  # their names, found among the text hits' speakers (the names are keywords)
+            heard = {n.title for n in links.load(list(raw)).values() if n.title} if self.weights.mention else set()
+            meaning = without_names(self.text, [t for t, hit in zip(sorted(heard), mentioned(self.text, sorted(heard)))
+                                                if hit])
+            if meaning != self.text:
+                self.qv = self.ws.embed_query(meaning)
+        nearest = self._nearest(pool)
         nodes = links.load([i for i, _ in nearest] + list(raw))
         named = _named(self.text, nodes.values(), self.weights)
         named_nearest: list[tuple[str, float]] = []
@@ -280,18 +292,20 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
     values = {"dense": dense, "keyword": keyword[:n], "neighbour": neighbour_sum(keyword, prev, nxt_rows)[:n]}
     if named:
         values["mention"] = np.array([1.0 if (c.title or "") in named else 0.0 for c in candidates], dtype=np.float32)
-    w = weight_map(weights)
-    fused = fuse(values, w)
+    content = fuse(values, weights.content())
+    gate = weights.gate(content)  # the mention and time lifts count as much as the content is relevant (fusion.py)
+    fused = content + fuse(values, {"mention": weights.mention}) * gate
     names = list(timing_of(query, []))
-    time_w = {name: w[name] for name in names}
+    lifts = weights.lifts()
+    time_w = {name: lifts[name] for name in names}
     first = top_k(fused, k)
     if any(time_w.values()) and first.size:
         if min(time_w.values()) < 0:
             pool = np.arange(n)
-        else:
+        else:  # the time lifts add at most their weights' sum (times a gate of at most 1)
             pool = np.flatnonzero(fused >= float(fused[first].min()) - sum(time_w.values()))
         timing = timing_of(query, [candidates[int(j)] for j in pool])
-        fused[pool] = fused[pool] + fuse(timing, time_w)
+        fused[pool] = fused[pool] + fuse(timing, time_w) * gate[pool]
         for name in names:
             values[name] = np.zeros(n, dtype=np.float32)
             values[name][pool] = timing[name]
@@ -299,7 +313,7 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
                     "keyword": np.array([b * scale for _, b, _ in ghosts], dtype=np.float32),
                     "mention": np.array([float(m) for _, _, m in ghosts], dtype=np.float32),
                     **{name: np.ones(len(ghosts), dtype=np.float32) for name in names}}
-    ghost_scores = [float(x) for x in fuse(ghost_values, w)]
+    ghost_scores = [float(x) for x in fused_value(ghost_values, weights)]  # grows with every signal: a bound
     out: list[Hit] = []
     best = top_k(fused, k)
     scores = np.atleast_1d(weights.calibration(fused[best])).tolist() if best.size else []

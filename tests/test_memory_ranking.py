@@ -1,0 +1,90 @@
+"""Memory search's ranking signals beyond time (issue 11 s5): a speaker the query names is the mention signal's, so
+the dense query leaves the name out, and a turn is not found for holding the name rather than for what is asked."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from agentcontext.engine.fusion import FusionWeights, without_names
+from agentcontext.memory import AgentMemory
+from agentcontext.vector_store import VectorStore
+
+TURNS = [("Caroline", "Hey Melanie! Thanks Melanie, so good to see you Melanie."),
+         ("Melanie", "I love pottery, it calms me down."),
+         ("Caroline", "I went to a support group yesterday."),
+         ("Melanie", "We went camping with the kids last weekend."),
+         ("Caroline", "Melanie, you are such a good friend.")]
+QUERY = "What activities does Melanie enjoy?"
+
+
+@pytest.fixture(scope="module")
+def chat():
+    m = AgentMemory(VectorStore(backend="inmemory"), max_memory_size=None)
+    m.batch_store([{"content": t, "conversation_id": "c", "metadata": {"speaker": s}} for s, t in TURNS])
+    yield m
+    m.workspace.close()
+
+
+def test_without_names_drops_the_named_speakers_words_only():
+    assert without_names("What are Melanie's pets' names?", ["Melanie"]) == "What are pets' names?"
+    assert without_names("Did Jon and Gina both visit Rome?", ["Jon", "Gina"]) == "Did and both visit Rome?"
+    assert without_names("Melanie", ["Melanie"]) == "Melanie"  # nothing would be left: the query as asked
+    assert without_names("Who is the boss?", ["The Boss"]) == "Who is the"  # a stopword in a name stays
+    assert without_names("What did Caroline do?", []) == "What did Caroline do?"
+
+
+def test_the_dense_query_leaves_out_a_named_speaker_when_the_mention_is_weighed(chat):
+    ws = chat.workspace
+    stripped, asked = ws.embed_query("What activities does enjoy?"), ws.embed_query(QUERY)
+    own = {r["content"]: r for r in chat.retrieve(QUERY, max_results=5)}
+    chat.weights = replace(FusionWeights(), mention=0.0)  # no mention signal: the name is part of the meaning
+    try:
+        kept = {r["content"]: r for r in chat.retrieve(QUERY, max_results=5)}
+    finally:
+        chat.weights = FusionWeights()
+    vectors = {n.content: v for n in ws.store.find_nodes(kind="memory")
+               for v in [ws.store.get_vectors([n.embed_hash], ws.model_name)[n.embed_hash]]}
+    for text, hit in own.items():
+        assert hit["signals"]["dense"] == pytest.approx(float(np.dot(vectors[text], stripped)), abs=1e-5)
+        assert kept[text]["signals"]["dense"] == pytest.approx(float(np.dot(vectors[text], asked)), abs=1e-5)
+    greeting = TURNS[0][1]  # holds the name three times and nothing the query asks about
+    assert own[greeting]["signals"]["dense"] < kept[greeting]["signals"]["dense"] - 0.1
+    ranked = list(own)
+    assert set(ranked[:2]) == {TURNS[1][1], TURNS[3][1]} and ranked.index(greeting) > 2
+
+
+def test_each_hit_reports_its_own_time_signal_when_every_memory_comes_back(chat):
+    for query in (QUERY, "When did Caroline go to the support group?"):
+        for hit in chat.retrieve(query, max_results=10):
+            states_time = any(w in hit["content"] for w in ("yesterday", "last weekend"))
+            assert ("timed" in hit["signals"]) == states_time, (query, hit["content"])
+
+
+def test_the_mention_lifts_a_memory_as_much_as_its_content_is_relevant(chat):
+    """Issue 13 s4, a score means relevant: the mention (and time) lifts count in proportion to the gate of the
+    memory's content value (FusionWeights.lift_gate, engine/fusion.py), so the speaker a query names still comes first,
+    but the less relevant the memory, the less the mention adds to its score; ungated it adds its whole weight."""
+    def logit(p: float) -> float:
+        return float(np.log(p / (1.0 - p)))
+
+    w = FusionWeights()
+    for query in ("What does Melanie know about tax law?", "Where is Melanie's bread recipe?"):  # scores below 1
+        gains = []
+        for weights in (w, replace(w, lift_gate=None)):
+            chat.weights = weights
+            on = {r["content"]: r for r in chat.retrieve(query, max_results=5)}
+            chat.weights = replace(weights, mention=1e-12, timed=0.0, date=0.0)  # (0 would put the name back in)
+            off = {r["content"]: r for r in chat.retrieve(query, max_results=5)}
+            chat.weights = FusionWeights()
+            assert max(on.values(), key=lambda h: h["score"])["metadata"]["speaker"] == "Melanie"
+            for text in (TURNS[1][1], TURNS[3][1]):  # Melanie's
+                content = (logit(off[text]["score"]) - w.calibration.offset) / w.calibration.scale
+                lift = (w.mention + (w.timed if "timed" in on[text]["signals"] else 0.0))
+                gate = float(weights.gate(np.array([content]))[0])
+                assert logit(on[text]["score"]) - logit(off[text]["score"]) == pytest.approx(
+                    w.calibration.scale * lift * gate, abs=1e-3), (query, text)
+                gains.append(gate)
+        gated, ungated = gains[:2], gains[2:]
+        assert ungated == [1.0, 1.0] and all(0.0 < g < 1.0 for g in gated)
