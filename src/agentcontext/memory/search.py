@@ -117,10 +117,11 @@ def time_values(query: str, refs: np.ndarray, months: np.ndarray, before: np.nda
     return out
 
 
-def top_with_time(query: str, index: MemoryIndex, rows: np.ndarray, fused: np.ndarray, gate: np.ndarray,
-                  weights: FusionWeights, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(the ``k`` best positions in ``fused`` once the weighted time signals are added, each times the row's ``gate``
-    (engine/fusion.py: at most 1), their fused values), exact, at
+def top_with_time(query: str, index: MemoryIndex, rows: np.ndarray, fused: np.ndarray,
+                  gate: Callable[[np.ndarray], np.ndarray], weights: FusionWeights,
+                  k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the ``k`` best positions in ``fused`` once the weighted time signals are added, each times the gate of its
+    position (``gate(positions)``, engine/fusion.py: at most 1), their fused values), exact, at
     the cost of reading only rows that can gain: the first ``k`` by ``fused``, with their time signals added, give a
     floor the final k-th best is above; a row outside them gains only if it states a time (its ``refs``) or its own
     month is one the query names, and only if within the weights of that floor. A negative time weight reads every
@@ -134,7 +135,7 @@ def top_with_time(query: str, index: MemoryIndex, rows: np.ndarray, fused: np.nd
     if min(w.values()) < 0:
         pool = np.arange(fused.size)
     elif first.size < fused.size:
-        floor = float((fused[first] + fuse(time_signals(query, index, rows[first]), w) * gate[first]).min())
+        floor = float((fused[first] + fuse(time_signals(query, index, rows[first]), w) * gate(first)).min())
         every = rows.size == len(index)  # every row (candidate rows are distinct): no copies
         gains = (index.refs if every else index.refs[rows]) != 0  # the rows that can gain: a time expression,
         if w["date"]:  # or a month of their own the query names
@@ -144,7 +145,7 @@ def top_with_time(query: str, index: MemoryIndex, rows: np.ndarray, fused: np.nd
         pool = np.flatnonzero(gains)
     else:  # every candidate is among the first k
         pool = np.sort(first)
-    values = fused[pool] + fuse(time_signals(query, index, rows[pool]), w) * gate[pool]
+    values = fused[pool] + fuse(time_signals(query, index, rows[pool]), w) * gate(pool)
     order = top_k(values, k)
     return pool[order], values[order]
 
@@ -156,9 +157,13 @@ def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int
         return []
     sig = gather(ws, index, namespace, query, rows, timing=False, mention=bool(weights.mention))
     content = fuse(sig.values, weights.content())
-    gate = weights.gate(content)
-    fused = content + fuse(sig.values, {"mention": weights.mention}) * gate  # the time lifts: top_with_time
-    best, fused = top_with_time(query, index, sig.rows, fused, gate, weights, k)
+    fused = content  # + the lifts times their gate, computed only where a lift is (the time lifts: top_with_time)
+    mention = sig.values.get("mention")
+    if mention is not None and weights.mention:
+        at = np.flatnonzero(mention)
+        fused = content.copy()
+        fused[at] += weights.mention * mention[at] * weights.gate(content[at])
+    best, fused = top_with_time(query, index, sig.rows, fused, lambda at: weights.gate(content[at]), weights, k)
     timing = time_signals(query, index, sig.rows[best])
     scores = weights.calibration(fused)
     out: list[Hit] = []
