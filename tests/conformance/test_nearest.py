@@ -107,3 +107,12 @@ def test_a_new_model_gets_searched_too(store):
                        content_hash("b"): np.array([0, 1, 0], dtype=np.float32)}, "model-two")
     assert store.nearest(np.array([0, 1, 0], dtype=np.float32), "model-two", 1)[0][0] == "n2"
     assert store.nearest(np.array([0, 1, 0], dtype=np.float32), "m", 1) == []
+
+
+@needs(Capability.VECTOR_SEARCH)
+def test_holds_at_least_counts_a_namespaces_nodes_of_one_kind(store):
+    fill(store, n=12)  # ns:a holds n1 n2 n4 n5 n7 n8 n10 n11: memories n1 n5 n7 n11
+    assert store.holds_at_least(4, "ns:a", "memory")
+    assert not store.holds_at_least(5, "ns:a", "memory")
+    assert store.holds_at_least(2, "ns:b", "memory") and not store.holds_at_least(3, "ns:b", "memory")
+    assert not store.holds_at_least(1, "ns:c", "memory") and store.holds_at_least(0, "ns:c", "memory")

