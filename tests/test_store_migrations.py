@@ -25,6 +25,8 @@ FIXTURE = ROOT / "tests" / "fixtures" / "workspace_v1"
 CONTENTS = json.loads((FIXTURE / "contents.json").read_text())
 FIXTURE_V4 = ROOT / "tests" / "fixtures" / "workspace_v4"  # today's schema before migration 5 (make_workspace_v4.py)
 CONTENTS_V4 = json.loads((FIXTURE_V4 / "contents.json").read_text())
+FIXTURE_V5 = ROOT / "tests" / "fixtures" / "workspace_v5"  # schema 5, before migration 6 (make_workspace_v5.py)
+CONTENTS_V5 = json.loads((FIXTURE_V5 / "contents.json").read_text())
 SQLITE_STEPS = ["initial schema", "edges.rowid is named rid, as on PostgreSQL",
                 "FTS5 secure-delete: a deleted or replaced row leaves no term in the text index",
                 "tombstones name the erasure that made them (no import brings an erased id back)",
@@ -48,9 +50,17 @@ def old_v4(tmp_path) -> Path:
     return tmp_path / "v4" / "store.db"
 
 
+@pytest.fixture
+def old_v5(tmp_path) -> Path:
+    """A private copy of the version-5 workspace file."""
+    (tmp_path / "v5").mkdir()
+    shutil.copy(FIXTURE_V5 / "store.db", tmp_path / "v5" / "store.db")
+    return tmp_path / "v5" / "store.db"
+
+
 def _raw(path: Path, sql: str, params=()) -> list[tuple]:
     """Read without agentcontext; the committed fixture only immutably (a WAL reader would leave -wal/-shm there)."""
-    uri = f"file:{path}?immutable=1" if path.parent in (FIXTURE, FIXTURE_V4) else f"file:{path}"
+    uri = f"file:{path}?immutable=1" if path.parent in (FIXTURE, FIXTURE_V4, FIXTURE_V5) else f"file:{path}"
     db = sqlite3.connect(uri, uri=True)
     try:
         return db.execute(sql, params).fetchall()
@@ -101,8 +111,8 @@ def test_opening_it_upgrades_and_every_record_reads_back(old):
     again.close()
 
 
-@pytest.mark.parametrize("fixture", ["v1", "v4"])
-def test_the_services_read_the_upgraded_workspace(fixture, old, old_v4):
+@pytest.mark.parametrize("fixture", ["v1", "v4", "v5"])
+def test_the_services_read_the_upgraded_workspace(fixture, old, old_v4, old_v5):
     from agentcontext import AgentContext, AgentMemory, PolicyEngine, VectorStore, access
     from agentcontext.graph.context_graph import ContextGraph
     from agentcontext.knowledge.flash import flash
@@ -110,8 +120,8 @@ def test_the_services_read_the_upgraded_workspace(fixture, old, old_v4):
     from agentcontext.knowledge.tools import read_knowledge_doc
     from agentcontext.workspace import Workspace
 
-    handles = (CONTENTS if fixture == "v1" else CONTENTS_V4)["handles"]
-    ws = Workspace.open(url=f"sqlite:///{old if fixture == 'v1' else old_v4}")
+    handles = {"v1": CONTENTS, "v4": CONTENTS_V4, "v5": CONTENTS_V5}[fixture]["handles"]
+    ws = Workspace.open(url=f"sqlite:///{ {'v1': old, 'v4': old_v4, 'v5': old_v5}[fixture] }")
     try:
         assert flash(ws, "lib:semdag", "invitations").order == ["identity", "account", "membership", "invitations"]
         assert [v["version"] for v in history(ws, "lib:notes", "deploy")] == [1, 2, 3]
@@ -172,6 +182,43 @@ def test_a_version_4_workspace_upgrades_and_every_record_reads_back(old_v4):
         store.put_nodes([doc])
         assert store.text_search("smoke test") == [] and store.text_search("ship")[0][0] == "lib:notes/deploy"
         assert [v.version for v in store.node_versions("lib:notes/deploy")] == [1, 2, 3, 4]
+        store.purge_nodes(["lib:notes/runbook"])
+        assert store.text_search("who to page") == [] and store.check_integrity() == "ok"
+    finally:
+        store.close()
+
+
+def test_the_v5_fixture_is_a_version_5_workspace():
+    steps, _ = _schema(FIXTURE_V5 / "store.db")
+    assert [v for v, _ in steps] == [1, 2, 3, 4, 5] and CONTENTS_V5["schema_version"] == 5
+    names = {r[0] for r in _raw(FIXTURE_V5 / "store.db", "SELECT name FROM sqlite_master")}
+    assert {"versions_hash16", "vectors_hash16"} <= names  # the 16-character text prefix indexes of migration 5
+    live = _raw(FIXTURE_V5 / "store.db", "SELECT count(*) FROM nodes n JOIN node_versions v ON v.id = n.id "
+                "AND v.version = n.version")[0][0]
+    assert live == len(CONTENTS_V5["nodes"]) > 0  # every current version written twice (live row and version row)
+    assert (FIXTURE_V5 / "store.db").stat().st_size < 400_000
+    assert sorted(p.name for p in FIXTURE_V5.iterdir()) == ["contents.json", "store.db"]  # never opened in place
+
+
+def test_a_version_5_workspace_upgrades_and_every_record_reads_back(old_v5):
+    from tests.fixtures.make_workspace_v4 import searches
+
+    store = SQLiteStore(old_v5)
+    try:
+        assert store.schema_version() == LATEST
+        assert [m["name"] for m in store.info()["migrations"]] == SQLITE_STEPS
+        held = json.loads(json.dumps(dump(SimpleNamespace(store=store)), sort_keys=True, default=str))
+        for key, value in held.items():  # every node with every version, edges, vectors, tombstones, records, audit
+            assert value == CONTENTS_V5[key], f"{key} differs from what the version-5 workspace held"
+        assert searches(store) == CONTENTS_V5["searches"]  # the text index ranks as it did (same bm25 scores)
+        assert store.check_integrity() == "ok"
+        assert store.change_counter() == CONTENTS_V5["change_counter"]
+        doc = store.get_node("lib:notes/deploy")
+        doc.content = "Build the image and ship it."
+        store.put_nodes([doc])
+        assert store.text_search("smoke test") == [] and store.text_search("ship")[0][0] == "lib:notes/deploy"
+        assert [v.version for v in store.node_versions("lib:notes/deploy")] == [1, 2, 3, 4]
+        assert "smoke test" in store.node_version("lib:notes/deploy", 3).content
         store.purge_nodes(["lib:notes/runbook"])
         assert store.text_search("who to page") == [] and store.check_integrity() == "ok"
     finally:
