@@ -31,7 +31,9 @@ SQLITE_STEPS = ["initial schema", "edges.rowid is named rid, as on PostgreSQL",
                 "FTS5 secure-delete: a deleted or replaced row leaves no term in the text index",
                 "tombstones name the erasure that made them (no import brings an erased id back)",
                 "text held once, hashes indexed by a prefix: a contentless text index, no embed_text equal to "
-                "content, no nodes_embed index, 16-character hash indexes on vectors and versions"]
+                "content, no nodes_embed index, 16-character hash indexes on vectors and versions",
+                "a node's current version is held once: node_versions keeps the superseded versions, the live row is "
+                "the current one (the view versions reads both); a 16-character hash index on nodes"]
 LATEST = len(SQLITE_STEPS)
 
 

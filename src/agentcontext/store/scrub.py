@@ -56,8 +56,7 @@ def purge_history(store: Any, ids: Sequence[str], actor: str = "") -> dict[str, 
             for part in store._chunks(hashes):
                 used, used_params = store._hash_in("hash", part)
                 totals["vectors"] += store._exec(store._q(
-                    f"DELETE FROM vectors WHERE {used} AND NOT EXISTS "
-                    f"(SELECT 1 FROM node_versions w WHERE {store.VERSION_USES})"), used_params)
+                    f"DELETE FROM vectors WHERE {used} AND {store._vectors_unused()}"), used_params)
         if totals["versions"]:
             store._log(store._now(), actor, "history.purge", "*", "", {"count": totals["versions"]})
     return totals

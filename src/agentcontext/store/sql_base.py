@@ -52,6 +52,11 @@ class SQLStore(ABC):
     VECTOR_JOIN = "v.hash = n.embed_hash"
     VERSION_USES = "w.embed_hash = vectors.hash"
     PAGE_SEEK: dict[str, str] = {}  # table: an indexed expression whose order leads its copy order (export pages)
+    # Where every version of a node reads from, the current one included: node_versions holds them all, unless the
+    # backend keeps only superseded versions there and the live row is the current one (SQLite, migration 6)
+    VERSIONS = "node_versions"
+    CURRENT_IN_VERSIONS = True
+    COPY_ARMS: dict[str, tuple[str, ...]] = {}  # table: the tables its copy reads, merged in page order
     capabilities: frozenset[Capability] = frozenset({Capability.PERSISTENT, Capability.SHARED})
     _db: Any
 
@@ -135,6 +140,13 @@ class SQLStore(ABC):
     def _hash_in(self, column: str, hashes: Sequence[str]) -> tuple[str, list[Any]]:
         """``column IN hashes`` for a column of content hashes (at most ``CHUNK`` of them)."""
         return self._in(column, hashes)
+
+    def _vectors_unused(self) -> str:
+        """A condition on a ``vectors`` row: no version of any node (the current ones included) uses its hash."""
+        unused = f"NOT EXISTS (SELECT 1 FROM node_versions w WHERE {self.VERSION_USES})"
+        if not self.CURRENT_IN_VERSIONS:
+            unused += f" AND NOT EXISTS (SELECT 1 FROM nodes w WHERE {self.VERSION_USES})"
+        return unused
 
     def _upsert_vectors(self, rows: list[tuple]) -> None:
         """Insert (hash, model, dim, vector) rows, replacing those of the same hash and model."""
@@ -289,11 +301,11 @@ class SQLStore(ABC):
         return sql_reads.count_by_kind(self, namespace)
 
     def node_versions(self, id: str) -> list[Node]:
-        rows = self._read(self._q(f"SELECT {NODE_COLS} FROM node_versions WHERE id = ? ORDER BY version"), (id,))
+        rows = self._read(self._q(f"SELECT {NODE_COLS} FROM {self.VERSIONS} WHERE id = ? ORDER BY version"), (id,))
         return [row_to_node(r) for r in rows]
 
     def node_version(self, id: str, version: int) -> Node | None:
-        rows = self._read(self._q(f"SELECT {NODE_COLS} FROM node_versions WHERE id = ? AND version = ?"),
+        rows = self._read(self._q(f"SELECT {NODE_COLS} FROM {self.VERSIONS} WHERE id = ? AND version = ?"),
                           (id, version))
         return row_to_node(rows[0]) if rows else None
 
@@ -319,10 +331,14 @@ class SQLStore(ABC):
                     continue
                 live, live_params = self._in("id", [r[0] for r in rows])
                 self._unindex([r[1] for r in rows], purge=False)  # while the rows still hold what was indexed
-                self._exec(self._q(
-                    f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT id, kind, namespace, key, title, "
-                    "summary, content, props, tags, valid_from, valid_until, ?, ?, version + 1, content_hash, "
-                    f"created_by, embed_hash, tokens, NULL FROM nodes WHERE {live}"), [at, at, *live_params])
+                if self.CURRENT_IN_VERSIONS:  # the retraction is a version row of its own
+                    self._exec(self._q(
+                        f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT id, kind, namespace, key, title, "
+                        "summary, content, props, tags, valid_from, valid_until, ?, ?, version + 1, content_hash, "
+                        f"created_by, embed_hash, tokens, NULL FROM nodes WHERE {live}"), [at, at, *live_params])
+                else:  # the live row becomes the retraction; the version it held is superseded
+                    self._exec(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {NODE_COLS}, NULL "
+                               f"FROM nodes WHERE {live}", live_params)
                 self._exec(self._q(f"UPDATE nodes SET retracted_at = ?, recorded_at = ?, version = version + 1 "
                                    f"WHERE {live}"), [at, at, *live_params])
                 src, src_params = self._in("src", [r[0] for r in rows])
@@ -347,18 +363,21 @@ class SQLStore(ABC):
                 rows = self._db.execute(f"SELECT id, rid, namespace, kind FROM nodes WHERE {clause} ORDER BY rid",
                                         params).fetchall()
                 hashes = [h for (h,) in self._db.execute(
-                    f"SELECT DISTINCT embed_hash FROM node_versions WHERE {clause} AND embed_hash IS NOT NULL", params)]
+                    f"SELECT DISTINCT embed_hash FROM {self.VERSIONS} WHERE {clause} AND embed_hash IS NOT NULL",
+                    params)]
                 self._unindex([r[1] for r in rows], purge=True)
                 totals["versions"] += self._exec(f"DELETE FROM node_versions WHERE {clause}", params)
                 src, src_params = self._in("src", chunk)
                 dst, dst_params = self._in("dst", chunk)
                 totals["edges"] += self._exec(f"DELETE FROM edges WHERE {src} OR {dst}", [*src_params, *dst_params])
-                totals["nodes"] += self._exec(f"DELETE FROM nodes WHERE {clause}", params)
+                purged = self._exec(f"DELETE FROM nodes WHERE {clause}", params)
+                totals["nodes"] += purged
+                if not self.CURRENT_IN_VERSIONS:
+                    totals["versions"] += purged  # each live row was its node's current version
                 for part in self._chunks(hashes):  # vectors no version of any other node still uses
                     used, used_params = self._hash_in("hash", part)
                     totals["vectors"] += self._exec(
-                        f"DELETE FROM vectors WHERE {used} AND NOT EXISTS "
-                        f"(SELECT 1 FROM node_versions w WHERE {self.VERSION_USES})", used_params)
+                        f"DELETE FROM vectors WHERE {used} AND {self._vectors_unused()}", used_params)
                 self._execmany(self._q(TOMBSTONE_UPSERT), [(r[0], r[2], r[3], at, reason, actor, erasure)
                                                            for r in rows])
                 self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.purge", r[0], r[2],
@@ -573,6 +592,10 @@ class SQLStore(ABC):
     def _import_nodes(self, rows: list[tuple]) -> None:
         """Insert copied live rows (``transfer.TABLES`` columns) in order, and index them."""
         self._bulk_insert("nodes", ", ".join(transfer.TABLES["nodes"][1]), rows)
+
+    def _import_versions(self, rows: list[tuple]) -> None:
+        """Insert copied version rows (``transfer.TABLES`` columns), every version of each node."""
+        self._bulk_insert("node_versions", ", ".join(transfer.TABLES["node_versions"][1]), rows)
 
     def _check_import(self, table: str, rows: list[tuple]) -> None:
         """Refuse copied values the backend cannot store (as ``_check_text`` refuses them on writes)."""

@@ -11,7 +11,8 @@ COUNTED_TABLES = ("nodes", "node_versions", "edges", "vectors", "tombstones", "r
 
 
 def info(store: Any) -> dict[str, Any]:
-    counts_sql = ", ".join(f"(SELECT count(*) FROM {t})" for t in COUNTED_TABLES)
+    counts_sql = ", ".join(f"(SELECT count(*) FROM {store.VERSIONS if t == 'node_versions' else t})"
+                           for t in COUNTED_TABLES)
     live_sql = ("(SELECT count(*) FROM nodes WHERE retracted_at IS NULL), "
                 "(SELECT count(*) FROM edges WHERE retracted_at IS NULL)")
     row = store._read(f"SELECT {counts_sql}, {live_sql}")[0]
@@ -30,8 +31,14 @@ def info(store: Any) -> dict[str, Any]:
 def check_integrity(store: Any) -> str:
     """'ok', or what is damaged: the backend's own check, then live nodes without their current version."""
     problems = store._physical_problems()
-    lost = store._read("SELECT count(*) FROM nodes n WHERE NOT EXISTS (SELECT 1 FROM node_versions v "
-                       "WHERE v.id = n.id AND v.version = n.version)")[0][0]
-    if lost:
-        problems.append(f"{lost} nodes lack their current version row")
+    if store.CURRENT_IN_VERSIONS:
+        lost = store._read("SELECT count(*) FROM nodes n WHERE NOT EXISTS (SELECT 1 FROM node_versions v "
+                           "WHERE v.id = n.id AND v.version = n.version)")[0][0]
+        if lost:
+            problems.append(f"{lost} nodes lack their current version row")
+    else:  # the live row is the current version: a version row at or after it is one too many
+        twice = store._read("SELECT count(*) FROM node_versions v JOIN nodes n ON n.id = v.id "
+                            "WHERE v.version >= n.version")[0][0]
+        if twice:
+            problems.append(f"{twice} version rows are not older than their node's live row")
     return "; ".join(problems) or "ok"

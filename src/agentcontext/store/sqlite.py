@@ -65,6 +65,10 @@ class SQLiteStore(SQLStore):
     VECTOR_JOIN = "substr(v.hash, 1, 16) = substr(n.embed_hash, 1, 16) AND v.hash = n.embed_hash"
     VERSION_USES = "substr(w.embed_hash, 1, 16) = substr(vectors.hash, 1, 16) AND w.embed_hash = vectors.hash"
     PAGE_SEEK = {"vectors": "substr(hash, 1, 16)"}  # export pages walk the prefix index in (hash, model) order
+    # A node's current version is its live row, held once (migration 6): node_versions keeps the superseded ones
+    VERSIONS = "versions"
+    CURRENT_IN_VERSIONS = False
+    COPY_ARMS = {"node_versions": ("node_versions", "nodes")}  # export pages merge the two, each in key order
 
     def __init__(self, path: str | Path, timeout: float = 60.0) -> None:
         self.path = Path(path)
@@ -176,8 +180,15 @@ class SQLiteStore(SQLStore):
         """SQLite text holds anything, NUL characters included."""
 
     def _versions_as_of(self, cols: str, as_of: str) -> tuple[str, list[Any]]:
-        return (f"SELECT {cols} FROM node_versions v WHERE v.recorded_at <= ? AND v.version = "
-                "(SELECT max(version) FROM node_versions w WHERE w.id = v.id AND w.recorded_at <= ?)", [as_of, as_of])
+        if self.CURRENT_IN_VERSIONS:  # schema 5 and before
+            return (f"SELECT {cols} FROM node_versions v WHERE v.recorded_at <= ? AND v.version = (SELECT "
+                    "max(version) FROM node_versions w WHERE w.id = v.id AND w.recorded_at <= ?)", [as_of, as_of])
+        # The live row when it was recorded by then (it is the latest version), else the latest superseded one: two
+        # index-driven arms (through the versions view the planner would build a temporary index per query)
+        return (f"SELECT {cols} FROM nodes v WHERE v.recorded_at <= ? UNION ALL SELECT {cols} FROM node_versions v "
+                "WHERE v.recorded_at <= ? AND NOT EXISTS (SELECT 1 FROM nodes w WHERE w.id = v.id AND "
+                "w.recorded_at <= ?) AND v.version = (SELECT max(version) FROM node_versions w WHERE w.id = v.id "
+                "AND w.recorded_at <= ?)", [as_of] * 4)
 
     def _filter_tags(self, where: Where, tags: list[str], as_of: str | None) -> None:
         if as_of is not None:  # the tags the node had then, from the version row
@@ -204,6 +215,7 @@ class SQLiteStore(SQLStore):
             seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'nodes'").fetchone()
             top = max(top, seq[0] if seq else 0)  # AUTOINCREMENT never reuses a purged node's rid
         inserts, updates, version_rows, fts_rows, tag_rows, rewritten = [], [], [], [], [], []
+        twice = self.CURRENT_IN_VERSIONS  # schema 5 and before: the current version was a version row too
         for node, old, props_json in changed:  # one pass: every row of every table, in the order given
             tags = node.tags
             row = (
@@ -223,19 +235,24 @@ class SQLiteStore(SQLStore):
                 rid = old[1]
                 rewritten.append(rid)
                 updates.append((*row[1:], embed_text, node.id))
-            version_rows.append((*row, None))  # the text to embed is only ever read from the live row
+            if twice:
+                version_rows.append((*row, None))  # the text to embed is only ever read from the live row
             fts_rows.append((rid, node.key, node.title, node.summary, node.content, " ".join(tags)))
             tag_rows.extend((rid, t) for t in set(tags))
         if rewritten:
             self._unindex(rewritten, purge=True)
+            for chunk in [] if twice else self._chunks(rewritten):  # the versions they held are superseded
+                db.execute(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {NODE_COLS}, NULL FROM nodes "
+                           f"WHERE rid IN ({','.join('?' * len(chunk))})", chunk)
             db.executemany(
                 "UPDATE nodes SET kind=?, namespace=?, key=?, title=?, summary=?, content=?, props=?, tags=?, "
                 "valid_from=?, valid_until=?, recorded_at=?, retracted_at=?, version=?, content_hash=?, "
                 "created_by=?, embed_hash=?, tokens=?, embed_text=? WHERE id=?", updates)
         if inserts:
             db.executemany(f"INSERT INTO nodes(rid, {NODE_COLS}, embed_text) VALUES ({','.join('?' * 20)})", inserts)
-        db.executemany(f"INSERT INTO node_versions({NODE_COLS}, embed_text) VALUES ({','.join('?' * 19)})",
-                       version_rows)
+        if version_rows:
+            db.executemany(f"INSERT INTO node_versions({NODE_COLS}, embed_text) VALUES ({','.join('?' * 19)})",
+                           version_rows)
         db.executemany("INSERT INTO fts(rowid, key, title, summary, content, tags) VALUES (?,?,?,?,?,?)", fts_rows)
         db.executemany("INSERT OR IGNORE INTO node_tags(rid, tag) VALUES (?,?)", tag_rows)
 
@@ -258,6 +275,21 @@ class SQLiteStore(SQLStore):
             tags.extend((rid, t) for t in set(labels))
         self._db.executemany("INSERT INTO fts(rowid, key, title, summary, content, tags) VALUES (?,?,?,?,?,?)", fts)
         self._db.executemany("INSERT OR IGNORE INTO node_tags(rid, tag) VALUES (?,?)", tags)
+        # A version row copied before its node is the live row now (migration 6: the current version is held once)
+        if not self.CURRENT_IN_VERSIONS:
+            self._db.execute("DELETE FROM node_versions WHERE (id, version) IN (SELECT id, version FROM nodes "
+                             "WHERE rid > ?)", (top,))
+
+    def _import_versions(self, rows: list[tuple]) -> None:
+        """Copied versions, but the current ones: a node's live row is its current version (migration 6)."""
+        if self.CURRENT_IN_VERSIONS:
+            return super()._import_versions(rows)
+        cols = transfer.TABLES["node_versions"][1]
+        ident, version = cols.index("id") + 1, cols.index("version") + 1
+        marks = ", ".join(f"?{i}" for i in range(1, len(cols) + 1))
+        self._db.executemany(
+            f"INSERT INTO node_versions({', '.join(cols)}) SELECT {marks} "
+            f"WHERE NOT EXISTS (SELECT 1 FROM nodes WHERE id = ?{ident} AND version = ?{version})", rows)
 
     def _unindex(self, rids: Sequence[int], purge: bool) -> None:
         """Retracted nodes leave the text index; purged (and rewritten) ones their tag rows too. Called while the

@@ -46,8 +46,13 @@ def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int)
             where += f" AND {seek} >= {seek.replace(order[0], '?')}"
             params.append(after[0])
     ordering = ", ".join((seek, *order) if seek else order)
-    sql = store._q(f"SELECT {', '.join(order)}, {', '.join(cols)} FROM {table}{where} ORDER BY {ordering} "
-                   f"LIMIT {int(limit)}")
+    arms = store.COPY_ARMS.get(table, (table,))  # node_versions on SQLite: the superseded rows and the live ones
+    selects = []
+    for i, source in enumerate(arms):  # a version row never holds the live row's text to embed: NULL, as before
+        picked = cols if i == 0 else [("NULL AS embed_text" if c == "embed_text" else c) for c in cols]
+        selects.append(f"SELECT {', '.join(order)}, {', '.join(picked)} FROM {source}{where}")
+    sql = store._q(f"{' UNION ALL '.join(selects)} ORDER BY {ordering} LIMIT {int(limit)}")
+    params = params * len(arms)
     raw = store._vector_rows(sql, params) if table == "vectors" else store._read(sql, params)
     k = len(order)
     rows = []
@@ -85,6 +90,8 @@ def import_rows(store: Any, table: str, batches: Iterable[Sequence[dict]]) -> in
             store._check_import(table, rows)
             if table == "nodes":
                 store._import_nodes(rows)
+            elif table == "node_versions":
+                store._import_versions(rows)
             else:
                 store._bulk_insert(table, ", ".join(cols), rows)
             count += len(rows)
