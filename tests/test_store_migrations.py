@@ -33,7 +33,7 @@ SQLITE_STEPS = ["initial schema", "edges.rowid is named rid, as on PostgreSQL",
                 "text held once, hashes indexed by a prefix: a contentless text index, no embed_text equal to "
                 "content, no nodes_embed index, 16-character hash indexes on vectors and versions",
                 "a node's current version is held once: node_versions keeps the superseded versions, the live row is "
-                "the current one (the view versions reads both); a 16-character hash index on nodes"]
+                "the current one (the view versions reads both); hashes indexed by 8 characters"]
 LATEST = len(SQLITE_STEPS)
 
 

@@ -60,11 +60,12 @@ class SQLiteStore(SQLStore):
     CHUNK = 900  # stay below SQLite's host-parameter limit
     NO_LIMIT = "-1"
     EDGE_SCAN = " NOT INDEXED"  # one pass over the table beats walking an index for every row
-    # Random content hashes are indexed by their first 16 characters (migration 5): a tenth of the index, so a batch
-    # of new hashes dirties a tenth of the pages; the full hash is compared too.
-    VECTOR_JOIN = "substr(v.hash, 1, 16) = substr(n.embed_hash, 1, 16) AND v.hash = n.embed_hash"
-    VERSION_USES = "substr(w.embed_hash, 1, 16) = substr(vectors.hash, 1, 16) AND w.embed_hash = vectors.hash"
-    PAGE_SEEK = {"vectors": "substr(hash, 1, 16)"}  # export pages walk the prefix index in (hash, model) order
+    # Random content hashes are indexed by their first 8 characters (migration 5: 16, migration 6: 8): a small index,
+    # so a batch of new hashes dirties few pages; the full hash is compared too.
+    HASH_PREFIX = 8
+    VECTOR_JOIN = "substr(v.hash, 1, 8) = substr(n.embed_hash, 1, 8) AND v.hash = n.embed_hash"
+    VERSION_USES = "substr(w.embed_hash, 1, 8) = substr(vectors.hash, 1, 8) AND w.embed_hash = vectors.hash"
+    PAGE_SEEK = {"vectors": "substr(hash, 1, 8)"}  # export pages walk the prefix index in (hash, model) order
     # A node's current version is its live row, held once (migration 6): node_versions keeps the superseded ones
     VERSIONS = "versions"
     CURRENT_IN_VERSIONS = False
@@ -135,7 +136,8 @@ class SQLiteStore(SQLStore):
         return SqlWhere()
 
     def _hash_in(self, column: str, hashes: Sequence[str]) -> tuple[str, list[Any]]:
-        prefixes = self._in(f"substr({column}, 1, 16)", sorted({h[:16] for h in hashes}))
+        n = self.HASH_PREFIX
+        prefixes = self._in(f"substr({column}, 1, {n})", sorted({h[:n] for h in hashes}))
         exact = self._in(column, hashes)
         return f"{prefixes[0]} AND {exact[0]}", [*prefixes[1], *exact[1]]
 
