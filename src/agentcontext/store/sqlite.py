@@ -8,6 +8,7 @@ file whose text index has secure-delete on cannot be searched by an older SQLite
 format``); every other table still reads."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -28,6 +29,11 @@ from . import transfer
 from .sql_base import SQLStore
 
 T = TypeVar("T")
+
+
+@functools.lru_cache(maxsize=4096)  # memories share a few tag sets (a conversation, a user, a type): encode each once
+def tags_json(tags: tuple[str, ...]) -> str:
+    return json.dumps(list(tags))
 
 
 def fts_match(terms: list[str]) -> str:
@@ -222,7 +228,7 @@ class SQLiteStore(SQLStore):
             tags = node.tags
             row = (
                 node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
-                props_json, json.dumps(list(tags)),
+                props_json, tags_json(tuple(tags)),
                 node.valid_from, node.valid_until, node.recorded_at, None, node.version,
                 node.content_hash, node.created_by, node.embed_hash, node.tokens,
             )
