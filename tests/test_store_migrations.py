@@ -215,6 +215,13 @@ def test_a_version_5_workspace_upgrades_and_every_record_reads_back(old_v5):
         assert searches(store) == CONTENTS_V5["searches"]  # the text index ranks as it did (same bm25 scores)
         assert store.check_integrity() == "ok"
         assert store.change_counter() == CONTENTS_V5["change_counter"]
+        # migration 6: the current versions are no longer version rows, and every version still counts
+        assert _raw(old_v5, "SELECT count(*) FROM nodes n JOIN node_versions v ON v.id = n.id "
+                    "AND v.version = n.version")[0][0] == 0
+        assert store.info()["counts"]["node_versions"] == sum(len(v) for v in CONTENTS_V5["nodes"].values())
+        names = {r[0] for r in _raw(old_v5, "SELECT name FROM sqlite_master")}
+        assert {"versions", "nodes_hash8", "vectors_hash8", "versions_hash8"} <= names
+        assert not names & {"vectors_hash16", "versions_hash16"}
         doc = store.get_node("lib:notes/deploy")
         doc.content = "Build the image and ship it."
         store.put_nodes([doc])
