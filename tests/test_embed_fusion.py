@@ -1,6 +1,7 @@
 """The fused default model (embed/fusion.py): same vectors as the plain model, derived once into the model cache
 keyed by the source file's hash, a damaged cache file rebuilt and never trusted, the plain model (said once in
-the log) when fusion cannot be done; and the one-text path's session chosen by idle cores."""
+the log) when fusion cannot be done; and the one-text path's session chosen by idle cores (our own spinning
+workers discounted)."""
 from __future__ import annotations
 
 import logging
@@ -153,10 +154,10 @@ def test_one_text_runs_over_idle_cores_and_on_one_thread_under_load(fused, plain
     used = []
     real_run = e._run
     monkeypatch.setattr(e, "_run", lambda session, tokens, idx: used.append(session) or real_run(session, tokens, idx))
-    monkeypatch.setattr(base, "idle_cores", lambda: 0)
+    monkeypatch.setattr(base, "idle_cores", lambda *_: 0)
     busy = e.embed([EDGE[2]])
     assert used[-1] is e._session and e._wide is None  # busy machine: the one-thread session, no second session
-    monkeypatch.setattr(base, "idle_cores", lambda: 2)
+    monkeypatch.setattr(base, "idle_cores", lambda *_: 2)
     idle = e.embed([EDGE[2]])
     assert e._wide is not None and used[-1] is e._wide
     assert min_cosine(busy, idle) >= 0.9999 and min_cosine(idle, plain.embed([EDGE[2]])) >= 0.9999
@@ -166,6 +167,57 @@ def test_one_text_runs_over_idle_cores_and_on_one_thread_under_load(fused, plain
 
 def test_idle_cores_is_within_the_affinity_mask():
     assert 0 <= base.idle_cores() <= base.available_cores()
+    assert 0 <= base.idle_cores(own_spinning=50) <= base.available_cores()
+
+
+@pytest.mark.parametrize("running, own_spinning, idle", [
+    (1, 0, 2),  # only the caller runs: both cores idle
+    (2, 0, 1),  # one other task runs
+    (2, 1, 2),  # the other task is our own spinning worker: it gives way, so both cores count as idle
+    (3, 1, 1),  # our spinner and another process: one core busy
+    (4, 1, 0),  # two other processes
+    (1, 1, 2),  # the spinner went to sleep between the two readings: never more than the cores
+    (9, 0, 0),
+])
+def test_idle_cores_discounts_only_our_own_spinning_workers(running, own_spinning, idle):
+    assert base.idle_from(2, running, own_spinning) == idle
+
+
+def test_calls_back_to_back_keep_the_wide_session_while_only_its_own_workers_spin(fused, monkeypatch):
+    e = MiniLMEmbedder(threads=2)
+    monkeypatch.setattr(base, "runnable_tasks", lambda: 1)
+    e.embed([EDGE[2]])
+    assert e._wide is not None and len(e._wide_workers._fds) == e.threads - 1  # its one worker is watched
+    used = []
+    real_run = e._run
+    monkeypatch.setattr(e, "_run", lambda session, tokens, idx: used.append(session) or real_run(session, tokens, idx))
+    monkeypatch.setattr(base, "runnable_tasks", lambda: 2)  # the caller and one more runnable task
+    monkeypatch.setattr(e._wide_workers, "running", lambda: 1)  # ... which is our own worker, still spinning
+    e.embed([EDGE[3]])
+    assert used[-1] is e._wide
+    monkeypatch.setattr(e._wide_workers, "running", lambda: 0)  # ... which is another process
+    e.embed([EDGE[3]])
+    assert used[-1] is e._session
+    monkeypatch.setattr(base, "runnable_tasks", lambda: 3)  # another process beside our spinning worker
+    monkeypatch.setattr(e._wide_workers, "running", lambda: 1)
+    e.embed([EDGE[3]])
+    assert used[-1] is e._session
+    assert MiniLMEmbedder(threads=1)._lone_batch_wide() is False  # one thread: nothing to spread
+
+
+def test_thread_watch_reads_this_process_threads():
+    import threading
+
+    stop = threading.Event()
+    sleeper = threading.Thread(target=stop.wait)
+    sleeper.start()
+    try:
+        assert base._ThreadWatch([sleeper.native_id]).running() == 0  # waiting on an event: state S
+        assert base._ThreadWatch([threading.get_native_id()]).running() == 1  # the caller itself runs: R
+    finally:
+        stop.set()
+        sleeper.join()
+    assert base._ThreadWatch([]).running() == 0 and base._ThreadWatch([10**9]).running() == 0  # no such thread
 
 
 def _child_embeds(e: MiniLMEmbedder, text: str, out) -> None:
@@ -177,7 +229,7 @@ def test_a_forked_child_keeps_to_one_thread(fused, monkeypatch):
     import multiprocessing
 
     e = MiniLMEmbedder(threads=2)
-    monkeypatch.setattr(base, "idle_cores", lambda: 2)
+    monkeypatch.setattr(base, "idle_cores", lambda *_: 2)
     parent = e.embed([EDGE[2]])
     assert e._wide is not None
     ctx = multiprocessing.get_context("fork")

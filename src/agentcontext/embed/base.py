@@ -34,15 +34,65 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def idle_cores() -> int:
-    """Cores with nothing to run right now besides the calling thread: the affinity mask less the kernel's
-    count of runnable tasks (``/proc/loadavg``, instantaneous, unlike the load averages), this one excepted."""
+def runnable_tasks() -> int:
+    """The kernel's count of tasks running or ready to run right now, machine-wide (``/proc/loadavg``'s fourth
+    field: instantaneous, unlike the load averages), the calling thread included."""
     try:
         with open("/proc/loadavg", encoding="ascii") as fh:
-            running = int(fh.read().split()[3].split("/")[0])
+            return int(fh.read().split()[3].split("/")[0])
     except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux: the one-minute load average
-        running = round(os.getloadavg()[0]) + 1
-    return max(0, available_cores() - max(0, running - 1))
+        return round(os.getloadavg()[0]) + 1
+
+
+def idle_from(cores: int, running: int, own_spinning: int = 0) -> int:
+    """Idle cores given ``running`` runnable tasks machine-wide (the caller among them) of which ``own_spinning``
+    are this process's own spin-waiting model threads: they give way to our next run, so they are not load."""
+    return max(0, cores - max(0, running - 1 - max(0, own_spinning)))
+
+
+def idle_cores(own_spinning: int = 0) -> int:
+    """Cores with nothing to run right now besides the calling thread and ``own_spinning`` of our own model
+    threads (see ``idle_from``), within this process's affinity mask."""
+    return idle_from(available_cores(), runnable_tasks(), own_spinning)
+
+
+class _ThreadWatch:
+    """Whether given threads of this process are running right now (state R in ``/proc/self/task/<tid>/stat``),
+    read through descriptors kept open (a read costs a few microseconds). Used to tell the all-cores session's own
+    spin-waiting workers, which stay runnable for ~50 ms after a run, from other load."""
+
+    def __init__(self, tids: list[int]) -> None:
+        self._fds: list[int] = []
+        for tid in tids:
+            try:
+                self._fds.append(os.open(f"/proc/self/task/{tid}/stat", os.O_RDONLY))
+            except OSError:  # pragma: no cover - the thread is gone already, or not Linux
+                pass
+
+    @staticmethod
+    def tids() -> set[int]:
+        try:
+            return {int(t) for t in os.listdir("/proc/self/task")}
+        except OSError:  # pragma: no cover - not Linux: nothing to discount
+            return set()
+
+    def running(self) -> int:
+        count = 0
+        for fd in self._fds:
+            try:
+                stat = os.pread(fd, 512, 0)
+            except OSError:  # the thread has ended
+                continue
+            end = stat.rfind(b")")  # the name in parentheses may hold spaces
+            count += stat[end + 2:end + 3] == b"R"
+        return count
+
+    def __del__(self) -> None:
+        for fd in self._fds:
+            try:
+                os.close(fd)
+            except OSError:  # pragma: no cover
+                pass
 
 
 def plan_batches(lengths: Sequence[int], batch_tokens: int, max_batch: int) -> list[list[int]]:
@@ -108,6 +158,7 @@ class MiniLMEmbedder:
         self.model_path, self._session = fused if fused is not None else (self.source, self._open(str(self.source)))
         self.fused = fused is not None
         self._wide: object | None = None  # one model run over every core, for a lone batch on an idle machine
+        self._wide_workers = _ThreadWatch([])  # that session's own threads, not counted as load when they spin
         self._wide_lock = threading.Lock()
         self._owner_pid = os.getpid()
         self._pool: ThreadPoolExecutor | None = None
@@ -145,8 +196,18 @@ class MiniLMEmbedder:
             if self._wide is None:  # it spins: it runs only when the other cores are idle, and a one-text run
                 # is ~100 short ops whose wake-ups cost as much as their work (a non-spinning pair measured
                 # 22 ms against 12.5 ms spinning for one text, busy machine, benchmarks/embed_one.py's text)
+                before = _ThreadWatch.tids()
                 self._wide = self._open(str(self.model_path), threads=self.threads, spin=True)
+                self._wide_workers = _ThreadWatch(sorted(_ThreadWatch.tids() - before))
             return self._wide
+
+    def _lone_batch_wide(self) -> bool:
+        """Whether a lone batch should run on the all-cores session: every core idle once this process's own
+        spin-waiting workers of that session are discounted (after a run they stay runnable ~50 ms, so calls back
+        to back would otherwise see a busy core and fall to one thread: measured, benchmarks/embed_one.py)."""
+        if self.threads < 2:
+            return False
+        return idle_cores(self._wide_workers.running()) >= self.threads
 
     def _tokens(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self._tokenizer.encode_batch([t or " " for t in texts])]
@@ -182,7 +243,7 @@ class MiniLMEmbedder:
         tokens = self._tokens(texts)
         batches = plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch)
         if len(batches) == 1:  # nothing to run in parallel: spread the one run over the cores left idle
-            wide = self.threads > 1 and idle_cores() >= self.threads
+            wide = self._lone_batch_wide()
             out[batches[0]] = self._run(self._wide_session() if wide else self._session, tokens, batches[0])
         elif self.threads == 1:
             for idx in batches:
