@@ -208,8 +208,9 @@ class PgServer:
         """Stop the server this object started (a reused one keeps running) and delete a temporary folder."""
         running, self._running = self._running, False
         try:
-            if running and (self.data / "postmaster.pid").exists():
-                self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+            if running and (self.data / "postmaster.pid").exists():  # a temporary cluster is deleted next: no
+                mode = "fast" if self.kept else "immediate"  # shutdown checkpoint for it (a kept one is checkpointed)
+                self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
         finally:
             if not self.kept:
                 shutil.rmtree(self.root, ignore_errors=True)

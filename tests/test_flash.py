@@ -119,7 +119,7 @@ def test_deep_chain_is_iterative(ws):
     from agentcontext.model import Edge, Node
     from agentcontext.knowledge.packs import PACK
 
-    n = 100_000
+    n = 10_000  # ten times CPython's default recursion limit (1,000; nothing in src raises it): a recursive walk fails
     pack = "lib:deep"
     ws.store.put_record(PACK, pack, {"pack": pack, "slug": "deep", "name": "deep", "pack_id": "deep",
                                      "source": "", "installed_at": "", "editable": True})
