@@ -54,3 +54,91 @@ def write_pack(tmp_path):
         return root
 
     return write
+
+
+# --- several workers (pytest-xdist, `make test`): the slowest files first, a line per test file -----------------
+
+# The files that took longest in `--durations` runs (seconds on a busy 2-core machine), slowest first. Under xdist
+# each file runs whole on one worker and files are handed out in collection order (`--no-loadscope-reorder`), so
+# these go first and the last minute is not one worker finishing a long file alone. Only the order changes; a file
+# missing here runs after them, in its usual place.
+SLOW_FILES = ("test_parity.py", "test_mcp_inspector.py", "test_examples.py", "test_mcp_fuzz.py",
+              "test_web_browser.py", "test_memory_cli.py", "test_embed_fusion.py", "test_locomo.py",
+              "test_nenjo_cli.py", "test_mcp_transports.py", "test_postgres_concurrency.py",
+              "test_store_postgres.py", "test_cli_knowledge.py", "test_cli_habits.py", "test_memory_reliability.py",
+              "test_memory_chains.py", "test_graph_oracle.py", "test_graph_doors.py", "test_mcp_config.py",
+              "test_versions.py", "test_conformance_postgres.py")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts the same way
+        rank = {name: i for i, name in enumerate(SLOW_FILES)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its order
+
+
+class FileProgress:
+    """On the xdist controller: one line per test file once all its tests have reported, with its outcomes, the
+    seconds they took and the suite's progress; the dots of passing tests are left out (failures still show)."""
+
+    def __init__(self, reporter) -> None:
+        from collections import Counter, defaultdict
+
+        self.reporter = reporter
+        self.totals: Counter = Counter()
+        self.done: Counter = Counter()
+        self.outcomes: dict = defaultdict(Counter)
+        self.seconds: Counter = Counter()
+        self.failed: set = set()
+        self.finished = 0
+
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        if not self.totals:  # every worker collects the same tests
+            self.totals.update(nodeid.split("::")[0] for nodeid in ids)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report):
+        if report.when == "call" and report.passed and not hasattr(report, "wasxfail"):
+            return "passed", "", "PASSED"
+        return None
+
+    def pytest_runtest_logreport(self, report) -> None:
+        path = report.nodeid.split("::")[0]
+        self.seconds[path] += report.duration
+        if report.failed:
+            self.failed.add(report.nodeid)
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
+            self.outcomes[path][outcome] += 1
+        if report.when != "teardown":
+            return
+        self.done[path] += 1
+        self.finished += 1
+        if self.done[path] == self.totals.get(path):
+            counts = self.outcomes[path]
+            if any(n.startswith(path + "::") for n in self.failed):
+                counts["failed"] = max(counts["failed"], 1)
+            told = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
+            share = 100 * self.finished // max(sum(self.totals.values()), 1)
+            self.reporter.write_line(f"{path}: {told} in {self.seconds[path]:.1f} s [{share:3d}%]")
+
+
+def compile_package() -> None:
+    """Byte-compile the package under test, once per session, before any test starts a process. With
+    PYTHONDONTWRITEBYTECODE=1 (set on this machine) nothing else writes the .pyc files of a checkout, so every CLI,
+    MCP server and worker process the suite starts compiled each module it imports from source again (~0.35 CPU s
+    for `agentcontext --version`, more for a command). compileall only rewrites files older than their source."""
+    import compileall
+
+    import agentcontext
+
+    compileall.compile_dir(Path(agentcontext.__file__).parent, quiet=1)
+
+
+@pytest.hookimpl(trylast=True)  # after the terminal reporter is registered
+def pytest_configure(config) -> None:
+    if not hasattr(config, "workerinput"):  # the one process that runs the session (not an xdist worker)
+        compile_package()
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            config.pluginmanager.register(FileProgress(reporter), "agentcontext-file-progress")
