@@ -129,8 +129,14 @@ def current_version_once(db) -> None:
     # node_versions (SQLiteStore._write_nodes, and retract in SQLStore.retract_nodes). Every version reads from the
     # view below, the superseded rows and the live ones; a version row's embed_text was always NULL (the text to
     # embed is only read from the live row), so the view gives NULL for the live arm too and reads as before.
+    # The version table's indexes go first and come back after the delete (most of its rows go: cheaper to build
+    # them again over what is left than to delete every entry one by one; the upgrade of a 100,000-memory store
+    # took 6.7 s with the indexes kept).
+    for index in ("versions_ns", "versions_hash16", "vectors_hash16"):
+        db.execute(f"DROP INDEX IF EXISTS {index}")
     db.execute("DELETE FROM node_versions WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.id = node_versions.id "
                "AND n.version = node_versions.version)")
+    db.execute("CREATE INDEX versions_ns ON node_versions(namespace, recorded_at)")
     db.execute(f"CREATE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
                f"UNION ALL SELECT {VERSION_COLS}, NULL AS embed_text FROM nodes")
     # The random-hash indexes keep 8 characters (32 bits) of the hash, not 16: entries about a third smaller, so the
@@ -138,8 +144,6 @@ def current_version_once(db) -> None:
     # shared prefix only costs reading one more row: lookups compare the full hash (SQLiteStore.HASH_PREFIX).
     # Which vectors a purge may drop asks whether any version still uses a hash: the superseded ones through
     # versions_hash8, the current ones through nodes_hash8 (it replaces what versions_hash16 held of them).
-    db.execute("DROP INDEX IF EXISTS vectors_hash16")
     db.execute("CREATE INDEX vectors_hash8 ON vectors(substr(hash, 1, 8))")
-    db.execute("DROP INDEX IF EXISTS versions_hash16")
     db.execute("CREATE INDEX versions_hash8 ON node_versions(substr(embed_hash, 1, 8))")
     db.execute("CREATE INDEX nodes_hash8 ON nodes(substr(embed_hash, 1, 8))")
