@@ -1,11 +1,9 @@
 """VECTOR_SEARCH: nodes_linked(), the neighbourhood a ranking in the store reads around its candidates."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from agentcontext.errors import ValidationError
-from agentcontext.model import content_hash
 from agentcontext.store import Capability
 
 from . import needs
@@ -32,24 +30,3 @@ def test_nodes_linked_reads_the_named_nodes_and_two_levels_of_followers(store):
     assert sorted(named) == ["n4", "n5"] and [n.id for n in followers] == ["n5"]  # nothing follows the last turn
     with pytest.raises(ValidationError):
         store.nodes_linked(["n1"], "prev') OR 1=1 --", "ns:a", "memory")
-
-
-@needs(Capability.VECTOR_SEARCH)
-def test_nodes_linked_scored_brings_the_own_and_pair_vectors_scores(store):
-    # n1 <- n2 <- n3; n2's pair vector "p2" is stored, n3 names a pair vector that is not, n1 has no vector
-    store.put_nodes([node(1, kind="memory"), node(2, kind="memory", embed_text="two", props={"prev": "n1",
-                                                                                           "pair_hash": "p2"}),
-                     node(3, kind="memory", embed_text="three", props={"prev": "n2", "pair_hash": "p3"})])
-    store.put_vectors({content_hash("two"): np.array([1, 0], dtype=np.float32),
-                       content_hash("three"): np.array([0, 1], dtype=np.float32),
-                       "p2": np.array([0.6, 0.8], dtype=np.float32)}, "m")
-    query = np.array([0.8, 0.6], dtype=np.float32)
-    named, followers, scores = store.nodes_linked_scored(["n2"], "prev", "ns:a", "memory", query, "m", "pair_hash")
-    assert (sorted(named), [n.id for n in followers]) == (["n1", "n2"], ["n2", "n3"])
-    assert (named, followers) == store.nodes_linked(["n2"], "prev", "ns:a", "memory")
-    assert {h: round(v, 5) for h, v in scores.items()} == {content_hash("two"): 0.8, content_hash("three"): 0.6,
-                                                           "p2": 0.96}
-    assert scores == {h: v for h, v in store.similarities(query, "m", list(scores) + ["p3"]).items()}
-    assert store.nodes_linked_scored(["n2"], "prev", "ns:a", "memory", query, "other", "pair_hash")[2] == {}
-    with pytest.raises(ValidationError):
-        store.nodes_linked_scored(["n2"], "prev", "ns:a", "memory", query, "m", "pair') OR 1=1 --")

@@ -6,8 +6,7 @@ applied in the server), the text search's best hits (a pool of ``TEXT_POOL``), t
 the query names, and the turns before and after every one of those (a reply is found through its question, and a
 turn inherits its neighbours' keyword scores). Each candidate is then scored exactly as the in-process index
 scores it: dense = the mean of the inner products of its own vector, its pair vector and its next turn's pair vector
-with the query (computed in the server, read with the candidates: ``nodes_linked_scored``, and ``similarities``
-for the rest), the keyword score (BM25, for candidates beyond the
+with the query (computed in the server: ``similarities``), the keyword score (BM25, for candidates beyond the
 text pool too: ``text_search(ids=)``, scaled by the best hit's keyword coverage), its neighbours' keyword scores,
 the mention, the time signals (memory/dates.py, from the candidate's text and created_at); ``fuse``, ``top_k`` and
 the calibration as in process. The dense query leaves out the names of the speakers it names (the mention signal's;
@@ -108,8 +107,8 @@ class _Query:
         self.text, self.qv, self.keywords, self.common, self.weights = text, qv, keywords, common, weights
         self.conversation_id, self.user_id, self.keep = conversation_id, user_id, keep
         self.tags, self.contains = server_filters(conversation_id, user_id, metadata)
-        self.sims: dict[str, float] = {}  # inner products by vector hash (NaN: no such vector)
-        self.links = _Links(ws, namespace, qv, self.sims)  # what earlier rounds read (nodes, followers) stays
+        self.links = _Links(ws, namespace)  # what earlier rounds read (nodes, followers) stays
+        self.sims: dict[str, float] = {}  # inner products by vector hash
         self.texts: dict[str, float] = {}  # text scores of candidates beyond the text pool
         self.restated = False  # whether the speakers the query names have left its dense vector (rank)
 
@@ -135,9 +134,8 @@ class _Query:
             heard = {n.title for n in links.load(list(raw)).values() if n.title} if self.weights.mention else set()
             meaning = without_names(self.text, [t for t, hit in zip(sorted(heard), mentioned(self.text, sorted(heard)))
                                                 if hit])
-            if meaning != self.text:  # the scores read with the first nodes are the old vector's
-                self.qv = self.links.qv = self.ws.embed_query(meaning)
-                self.sims.clear()
+            if meaning != self.text:
+                self.qv = self.ws.embed_query(meaning)
         nearest = self._nearest(pool)
         nodes = links.load([i for i, _ in nearest] + list(raw))
         named = _named(self.text, nodes.values(), self.weights)
@@ -190,12 +188,11 @@ def _named(query: str, nodes: Any, weights: FusionWeights) -> set[str]:
 
 class _Links:
     """Candidate nodes with their previous and next turns (``props.prev`` and the first turn naming it), read from
-    the store with the candidates: ``nodes_linked_scored`` brings a batch of nodes, the turns they name and two levels
-    of followers in one round trip, so ``around`` and ``complete`` find what they need already read, with the inner
-    products of ``qv`` with their own and pair vectors (into ``sims``: the dense scores need no other statement)."""
+    the store with the candidates: ``nodes_linked`` brings a batch of nodes, the turns they name and two levels of
+    followers in one round trip, so ``around`` and ``complete`` find what they need already read."""
 
-    def __init__(self, ws: Workspace, namespace: str, qv: np.ndarray, sims: dict[str, float]) -> None:
-        self.store, self.namespace, self.model, self.qv, self.sims = ws.store, namespace, ws.model_name, qv, sims
+    def __init__(self, ws: Workspace, namespace: str) -> None:
+        self.store, self.namespace = ws.store, namespace
         self.nodes: dict[str, Node] = {}
         self.next: dict[str, str] = {}
         self._full: set[str] = set()  # read with their content
@@ -206,12 +203,7 @@ class _Links:
         """These nodes (the memories of the namespace among them), read once, with their neighbourhood."""
         todo = [i for i in dict.fromkeys(ids) if i and i not in self._full and i not in self._gone]
         if todo:
-            named, followers, scores = self.store.nodes_linked_scored(todo, "prev", self.namespace, KIND, self.qv,
-                                                                      self.model, "pair_hash")
-            for node in [*named.values(), *followers]:  # a hash read without a score has no vector
-                for h in (node.embed_hash, (node.props or {}).get("pair_hash")):
-                    if h:
-                        self.sims.setdefault(h, scores.get(h, np.nan))
+            named, followers = self.store.nodes_linked(todo, "prev", self.namespace, KIND)
             self.nodes.update(named)
             self._full.update(named)
             self._gone.update(set(todo) - set(named))

@@ -316,12 +316,6 @@ class VectorSearch(Protocol):
         """Whether ``namespace`` holds at least ``n`` nodes of ``kind``, answered cheaply (through an index, reading
         at most ``n`` of its entries and no row): nodes retracted but not yet purged count too."""
 
-    def nodes_linked_scored(self, ids: Sequence[str], prop: str, namespace: str, kind: str, vector: np.ndarray,
-                            model: str, hash_prop: str) -> tuple[dict[str, Node], list[Node], dict[str, float]]:
-        """``nodes_linked`` and, in the same round trip, the inner products of ``vector`` with the stored vectors
-        (of ``model``) of every node read: its ``embed_hash`` and the hash its ``props[hash_prop]`` names, by hash
-        (a hash without such a vector is left out)."""
-
     def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
         """Inner products of ``vector`` with the stored vectors of these text hashes (of ``model`` and the same
         dimension), computed in the store: nothing but the scores crosses the wire."""

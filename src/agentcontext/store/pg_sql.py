@@ -52,14 +52,12 @@ class PgWhere(Where):
             self.params.append(values)
 
 
-def linked_sql(prop: str, hash_prop: str | None = None) -> str:
+def linked_sql(prop: str) -> str:
     """The active nodes of one namespace and kind among the ids (an array) and those they name in ``props[prop]``
     (every column), then the nodes naming any of those and the nodes naming those (without content), in one
     statement: ``part`` 0 or 1, ``rid``, the node columns. Parameters by name: ids, ns, kind. ``prop`` is checked
     (``rows.check_prop``) by the caller; it is a literal, and each set of ids an array in the default collation
-    (ids are "C"), so the planner walks the ``nodes_<prop>`` expression index. ``hash_prop`` (checked too): three more
-    columns, the hash ``props[hash_prop]`` names, the inner products of the query vector (parameters q, model, dim)
-    with the vector of the row's ``embed_hash`` and with that hash's (NULL: no such vector)."""
+    (ids are "C"), so the planner walks the ``nodes_<prop>`` expression index."""
     link = f"((n.props::jsonb) ->> '{prop}')"
     light = ", ".join("'' AS content" if c == "content" else f"n.{c}" for c in NODE_COLS.split(", "))
     full = ", ".join(f"n.{c}" for c in NODE_COLS.split(", "))
@@ -68,15 +66,9 @@ def linked_sql(prop: str, hash_prop: str | None = None) -> str:
     def naming(cte: str) -> str:
         return f"{link} = ANY(ARRAY(SELECT id COLLATE \"default\" FROM {cte}))"
 
-    rows = "SELECT 0 AS part, * FROM named UNION ALL SELECT 1, * FROM f1 UNION ALL SELECT 1, * FROM f2"
-    if hash_prop is not None:
-        def score(hash_: str) -> str:
-            return (f"(SELECT -(v.vector <#> %(q)s) FROM vectors v WHERE v.hash = {hash_} AND v.model = %(model)s "
-                    "AND v.dim = %(dim)s)")
-        rows = (f"SELECT r.*, {score('r.embed_hash')}, {score('r.h')} FROM (SELECT s.*, (s.props::jsonb) ->> "
-                f"'{hash_prop}' AS h FROM ({rows}) s) r")
     return (f"WITH asked AS MATERIALIZED (SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY(%(ids)s) AND {live}), "
             f"named AS MATERIALIZED (SELECT * FROM asked UNION SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY("
             f"ARRAY(SELECT (a.props::jsonb) ->> '{prop}' FROM asked a)) AND {live}), "
             f"f1 AS MATERIALIZED (SELECT n.rid, {light} FROM nodes n WHERE {naming('named')} AND {live}), "
-            f"f2 AS (SELECT n.rid, {light} FROM nodes n WHERE {naming('f1')} AND {live}) {rows}")
+            f"f2 AS (SELECT n.rid, {light} FROM nodes n WHERE {naming('f1')} AND {live}) "
+            "SELECT 0 AS part, * FROM named UNION ALL SELECT 1, * FROM f1 UNION ALL SELECT 1, * FROM f2")

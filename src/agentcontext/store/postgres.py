@@ -349,35 +349,11 @@ class PostgresStore(SQLStore):
 
     def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str,
                      kind: str) -> tuple[dict[str, Node], list[Node]]:
-        named, followers, _ = self._linked(ids, prop, namespace, kind, None)
-        return named, followers
-
-    def nodes_linked_scored(self, ids: Sequence[str], prop: str, namespace: str, kind: str, vector: np.ndarray,
-                            model: str, hash_prop: str) -> tuple[dict[str, Node], list[Node], dict[str, float]]:
-        query = np.asarray(vector, dtype=np.float32)
-        if query.ndim != 1 or not query.size:
-            raise ValidationError(f"nodes_linked_scored needs one query vector, got shape {query.shape}")
-        return self._linked(ids, prop, namespace, kind, (query, model, check_prop(hash_prop)))
-
-    def _linked(self, ids: Sequence[str], prop: str, namespace: str, kind: str,
-                scored: tuple[np.ndarray, str, str] | None) -> tuple[dict[str, Node], list[Node], dict[str, float]]:
         name = check_prop(prop)
         wanted = list(dict.fromkeys(i for i in ids if i))
         if not wanted:
-            return {}, [], {}
-        params: dict[str, Any] = {"ids": wanted, "ns": namespace, "kind": kind}
-        if scored is not None:
-            params.update(q=scored[0], model=scored[1], dim=int(scored[0].size))
-        rows = self._read(linked_sql(name, None if scored is None else scored[2]), params)
-        scores: dict[str, float] = {}
-        if scored is not None:  # after the node's columns: the hash named, the own and the named vector's scores
-            width = 2 + len(NODE_COLS.split(", "))
-            for r in rows:
-                if r[2 + 16] and r[width + 1] is not None:  # embed_hash (NODE_COLS' 17th)
-                    scores[r[2 + 16]] = float(r[width + 1])
-                if r[width] and r[width + 2] is not None:
-                    scores[r[width]] = float(r[width + 2])
-            rows = [r[:width] for r in rows]
+            return {}, []
+        rows = self._read(linked_sql(name), {"ids": wanted, "ns": namespace, "kind": kind})
         named = {r[2]: row_to_node(r[2:]) for r in rows if r[0] == 0}
         followers: dict[str, Node] = {}
         for r in sorted((r for r in rows if r[0] == 1), key=lambda r: r[1]):
@@ -386,7 +362,7 @@ class PostgresStore(SQLStore):
             known = named.get(r[2])  # a follower also asked for: its row is parsed already
             followers[r[2]] = (row_to_node(r[2:]) if known is None
                                else dataclasses.replace(known, content="", props=dict(known.props)))
-        return named, list(followers.values()), scores
+        return named, list(followers.values())
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
         if n <= 0:
