@@ -198,7 +198,9 @@ class MiniLMEmbedder:
                 # 22 ms against 12.5 ms spinning for one text, busy machine, benchmarks/embed_one.py's text)
                 before = _ThreadWatch.tids()
                 self._wide = self._open(str(self.model_path), threads=self.threads, spin=True)
-                self._wide_workers = _ThreadWatch(sorted(_ThreadWatch.tids() - before))
+                workers = _ThreadWatch.tids() - before  # onnxruntime starts threads - 1 workers with the session;
+                # any other count means another thread of ours started meanwhile: watch none (no discount)
+                self._wide_workers = _ThreadWatch(sorted(workers) if len(workers) == self.threads - 1 else [])
             return self._wide
 
     def _lone_batch_wide(self) -> bool:
