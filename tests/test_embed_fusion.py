@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -212,6 +213,9 @@ def test_thread_watch_reads_this_process_threads():
     sleeper = threading.Thread(target=stop.wait)
     sleeper.start()
     try:
+        deadline = time.monotonic() + 5  # start() returns before the thread reaches its wait: give it until then
+        while base._ThreadWatch([sleeper.native_id]).running() and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert base._ThreadWatch([sleeper.native_id]).running() == 0  # waiting on an event: state S
         assert base._ThreadWatch([threading.get_native_id()]).running() == 1  # the caller itself runs: R
     finally:
