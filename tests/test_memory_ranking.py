@@ -70,7 +70,9 @@ def test_the_mention_lifts_a_memory_as_much_as_its_content_is_relevant(chat):
         return float(np.log(p / (1.0 - p)))
 
     w = FusionWeights()
-    for query in ("What does Melanie know about tax law?", "Where is Melanie's bread recipe?"):  # scores below 1
+    # scores below 1 (an unrelated query, "What does Melanie know about tax law?", scores every memory about 0.02
+    # since the name left the keyword query: its order is noise, test_a_named_speakers_unrelated_memories_...)
+    for query in ("What hobbies does Melanie have?", "Where is Melanie's bread recipe?"):
         gains = []
         for weights in (w, replace(w, lift_gate=None)):
             chat.weights = weights
@@ -88,3 +90,40 @@ def test_the_mention_lifts_a_memory_as_much_as_its_content_is_relevant(chat):
                 gains.append(gate)
         gated, ungated = gains[:2], gains[2:]
         assert ungated == [1.0, 1.0] and all(0.0 < g < 1.0 for g in gated)
+
+
+CHAT_B = [("Caroline", "Hey Melanie! So good to see you again."),
+          ("Melanie", "I love pottery, it calms me down after work."),
+          ("Caroline", "I went to a support group yesterday."),
+          ("Melanie", "We went camping with the kids last weekend."),
+          ("Caroline", "That sounds amazing, what did you eat?"),
+          ("Melanie", "Just marshmallows by the fire, the kids loved it."),
+          ("Caroline", "I am thinking about adopting a dog."),
+          ("Melanie", "Oh, my sister has a golden retriever, he is lovely."),
+          ("Melanie", "I painted a sunset last month and hung it in the hall.")]
+RELEVANT = 0.5  # the calibrated score of a memory as typical of evidence as of the other turns (engine/fusion.py)
+
+
+def test_a_named_speakers_unrelated_memories_score_below_relevant_and_related_ones_above(tmp_path):
+    """Issue 13 s4 / 11 s5, a score means relevant: a query naming a speaker lifts that speaker's memories only as
+    much as they are related to what it asks. The speaker's name is in the text index with each of their memories, so
+    the name is left out of the keyword query as well as the dense one (else every memory of theirs shares a keyword
+    with the question and the gate opens: 0.99 for each of Melanie's turns below)."""
+    store = VectorStore(home=tmp_path / ".agentcontext")  # a real SQLite file and the real embedding model
+    try:
+        m = AgentMemory(vector_store=store, max_memory_size=None)
+        m.batch_store([{"content": t, "conversation_id": "c", "metadata": {"speaker": s}} for s, t in CHAT_B])
+        for query in ("What does Melanie know about tax law?", "Has Melanie ever repaired a diesel engine?",
+                      "What is Melanie's opinion on cryptocurrency regulation?"):
+            hits = m.retrieve(query, max_results=len(CHAT_B))
+            assert len(hits) == len(CHAT_B)
+            assert all(h["score"] < RELEVANT for h in hits), [(h["content"], round(h["score"], 3)) for h in hits]
+            assert not any("keyword" in h["signals"] for h in hits), query  # the name is no keyword
+        for query, answer in (("Where did Melanie go with the kids?", CHAT_B[3][1]),
+                              ("What does Melanie do to relax?", CHAT_B[1][1]),
+                              ("What did Melanie paint?", CHAT_B[8][1])):
+            top = m.retrieve(query, max_results=3)
+            assert top[0]["content"] == answer and top[0]["score"] > RELEVANT, (query, top)
+            assert top[0]["signals"].get("mention") == 1.0
+    finally:
+        store.close()

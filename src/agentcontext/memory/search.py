@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..engine.fusion import (FusionWeights, fuse, keyword_coverage, keyword_query, keyword_scores, mentioned,
+from ..engine.fusion import (FusionWeights, fuse, keyword_coverage, keyword_scores, meaning_keywords, mentioned,
                              neighbour_sum, without_names)
 from ..engine.vectors import top_k
 from ..workspace import Workspace
@@ -75,9 +75,9 @@ def gather(ws: Workspace, index: MemoryIndex, namespace: str, query: str, rows: 
            timing: bool = True, mention: bool = True) -> Signals:
     """Every signal of the candidate rows (None = all rows) for ``query``; the time signals only with ``timing``
     (``search`` adds them to the rows that can reach the top k: ``top_with_time``). With ``mention`` (the mention
-    signal is weighed), the speakers the query names are the mention signal's: the dense query is the query without
-    their names (engine/fusion.py ``without_names``; the keywords keep them: a speaker's name is in the text index
-    with each of their memories)."""
+    signal is weighed), the speakers the query names are the mention signal's alone: the dense and the keyword query
+    are the query without their names (engine/fusion.py ``without_names``; the text index holds each memory's speaker,
+    so a name left among the keywords would give every memory of that speaker keyword content)."""
     n = len(index)
     every = rows is None
     cand = np.arange(n, dtype=np.int64) if rows is None else rows
@@ -86,7 +86,7 @@ def gather(ws: Workspace, index: MemoryIndex, namespace: str, query: str, rows: 
     meaning = without_names(query, speakers)
     qv = ws.embed_query(meaning)
     dense = index.rows.scores(qv, None if every else cand, plane=index.dense_plane)[: cand.size]
-    raw, coverage = _bm25(ws, index, namespace, keyword_query(query, index.df, n))
+    raw, coverage = _bm25(ws, index, namespace, meaning_keywords(query, meaning, index.df, n))
     keyword = keyword_scores(raw, coverage)
     values = {"dense": dense, "keyword": keyword[cand],
               "neighbour": neighbour_sum(keyword, index.prev, index.next)[cand]}

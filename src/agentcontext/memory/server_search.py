@@ -10,10 +10,10 @@ with the query (computed in the server: ``similarities``), the keyword score (BM
 text pool too: ``text_search(ids=)``, scaled by the best hit's keyword coverage), its neighbours' keyword scores,
 the mention, the time signals (memory/dates.py, from the candidate's text and created_at); ``fuse``, ``top_k`` and
 the calibration as in process. The dense query leaves out the names of the speakers it names (the mention signal's;
-``without_names``), as in process, where the names come from every speaker of the namespace: here from the speakers
-of the first text hits (the names are keywords and the text index holds each memory's speaker; a named speaker none
-of whose memories is among them keeps the name in the dense query), read before the dense pool so the ranking stays
-one round.
+``without_names``), and so does the keyword query, as in process, where the names come from every speaker of the
+namespace: here from the speakers of the first text hits (the text index holds each memory's speaker; a named speaker
+none of whose memories is among them keeps the name in both), read before the dense pool so the ranking stays one
+round; a query that names a speaker then asks the text search once more, without the names.
 
 A memory outside the candidates has its own vector's score below the dense pool's last and its text score below the
 text pool's last; a "ghost" candidate with both scores is fused with the others, and while it would still rank among
@@ -34,7 +34,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..engine.fusion import (COMMON_MIN_DOCS, COMMON_SHARE, FusionWeights, fuse, fused_value, keyword_coverage,
-                             keyword_query, mentioned, neighbour_sum, without_names)
+                             keyword_query, meaning_keywords, mentioned, neighbour_sum,
+                             without_names)
 from ..engine.vectors import top_k
 from ..model import Node
 from ..workspace import Workspace
@@ -136,6 +137,11 @@ class _Query:
                                                 if hit])
             if meaning != self.text:
                 self.qv = self.ws.embed_query(meaning)
+                if (keywords := meaning_keywords(self.text, meaning)) != self.keywords:  # keywords too
+                    self.keywords = keywords
+                    text_hits = store.text_search(keywords, namespace=namespace, kind=KIND, limit=text_pool,
+                                                  common=self.common) if keywords else []
+                    raw = dict(text_hits)
         nearest = self._nearest(pool)
         nodes = links.load([i for i, _ in nearest] + list(raw))
         named = _named(self.text, nodes.values(), self.weights)
