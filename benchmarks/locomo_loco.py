@@ -87,11 +87,11 @@ BEFORE = replace(SHIPPED, mention=0.3, timed=0.0, when=0.0, date=0.0, lift_gate=
 # "strip": whether the dense query leaves out the names of the speakers it names (1, as shipped) or
 # keeps them (0, as before); "gate": FusionWeights.lift_gate (None: the lifts count in full, as before); the other
 # four are FusionWeights' fields
-# "strip" (session 6): 1, as shipped, the names leave the keyword query too; "keyword": FusionWeights.keyword (the
-# share of each keyword grows once the names leave the keyword query). Bounds that are not LOCO's: gate <= 0.1 (a
-# score means relevant: FusionWeights.lift_gate) and timed <= 0.15 (seed 003's example order: FusionWeights.timed)
+# "strip" (session 6): 1, the names leave the dense and the keyword query, as shipped (0: both keep them, as before);
+# "keyword": FusionWeights.keyword (each keyword's share grows once the names leave the keyword query). Fixed, not
+# LOCO's: strip 1 and gate <= 0.1 (a score means relevant: engine/fusion.py), timed <= 0.15 (seed 003's example order)
 GRID = {"timed": (0.0, 0.05, 0.1, 0.15), "when": (0.0, 0.05, 0.1, 0.15), "date": (0.0, 0.1, 0.2, 0.3),
-        "mention": (0.3, 0.4, 0.5, 0.6), "strip": (0, 1), "gate": (0.0, 0.1), "keyword": (0.5, 0.6, 0.7)}
+        "mention": (0.3, 0.4, 0.5, 0.6), "strip": (1,), "gate": (0.0, 0.1), "keyword": (0.5, 0.6, 0.7)}
 TUNED = tuple(GRID)
 SIGNALS = ("timed", "when", "date", "mention")
 SESSION4 = {"timed": 0.1, "when": 0.05, "date": 0.2, "mention": 0.5, "strip": 0, "gate": None, "keyword": 0.7}
