@@ -4,7 +4,7 @@ leave-one-conversation-out over the dev conversations.
 Run: .venv/bin/python benchmarks/locomo_loco.py [FILE]
 Gathers memory search's signals (memory/search.py ``gather``, engine/fusion.py) for every question but category
 5's over every turn of its conversation, stored as ``agentcontext eval locomo`` stores them, and chooses the
-weights of four of them (the rest stay as shipped: dense 1, keyword 0.7, neighbours 0.36):
+weights of four of them (and, since session 6, the keyword weight; dense 1 and neighbours 0.36 stay as shipped):
 
 - ``timed``: the turn places an event in time ("yesterday", "last Friday", "in May", "three years ago";
   memory/dates.py ``time_refs``), for every question;
@@ -20,6 +20,30 @@ and applied to the held-out one; the held-out figures are pooled. "before" is me
 README gives no names; the LoCoMo release's evaluation code treats them so): 1 multi-hop, 2 temporal,
 3 open-domain, 4 single-hop, 5 adversarial (left out). Recall@k is over evidence turns: a question with three
 evidence turns scores 2/3 when two are in the top k.
+
+Session 6 (issue 11 s5 (b), a score means relevant): the speakers a question names leave the keyword query as well as
+the dense one (the text index holds each memory's speaker, so the name gave every memory of that speaker keyword
+content and opened the lift gate), and so do the verbs a question is framed with (know, think, say, tell, mention,
+talk: engine/fusion.py STOPWORDS; that list was written from the question templates, not fitted). The grid gains
+``keyword`` (0.5 / 0.6 / 0.7: each keyword's share grows once the names leave the keyword query); ``strip`` is fixed at
+1 and ``gate`` bounded at 0.1 (so an unrelated memory of a named speaker scores below 0.5), ``timed`` at 0.15 (at 0.2
+seed 003's example ranks "who approves trades today?" above its compliance rule): those bounds are requirements, not
+LOCO's. Every fold chose timed 0.15, gate 0.1 and keyword 0.6; date 0.2 in four, mention 0.5 in four (conv-30's 0.4,
+with when 0.15; the other four when 0). Shipped (the modes): timed 0.15, when 0, date 0.2, mention 0.5, keyword 0.6,
+lift_gate 0.1. Held out, pooled over the five folds, against memory search before issue 11 s5 (measured in the same
+run: mention 0.3, keyword 0.7, no time signals, names kept, no gate; the verbs are out of its keywords too, so its R@5
+reads 0.699 where session 5 read 0.698): multi-hop (1) R@10 0.512 -> 0.571 (+0.059; target +0.05: met), temporal (2)
+0.876 -> 0.903 (+0.028; target +0.05: missed; session 5's held-out 0.911), open-domain (3) 0.473 -> 0.564, single-hop
+(4) 0.871 -> 0.884; overall R@5 0.699 -> 0.733 (must not drop: met), R@10 0.782 -> 0.811. On all five (fitted): shipped
+0.571 / 0.916, R@5 0.733; session 5's weights under session 6's code 0.571 / 0.918, R@5 0.730. Per fold, multi-hop
+R@10 held out: conv-42 0.479 -> 0.461 drops, the others rise; temporal: conv-30 1.000 -> 0.962 drops, conv-26 holds.
+Measured in session 6 with the same protocol and left out (all but the first with a copy of it over cached signals,
+not in the repository; grids as stated): strip free (0 or 1): conv-26's fold chose names kept,
+held out 0.547 / 0.903, R@5 0.726; gate free up to 0.3 (names out, keyword 0.4-0.7): 0.582 / 0.905, R@5 0.731;
+names out of the keyword query with the session-5 grid (keyword 0.7): 0.568 / 0.905, R@5 0.725; the names' share of
+the keyword signal kept as a gated lift (two BM25 queries, weight 0.5-1.5): 0.573 / 0.899; timed bounded at 0.15 with
+mention up to 0.8 and gate 0-0.1: 0.571 / 0.897 (one fold chose mention 0.8, date 0.3); timed up to 0.2 (gate 0-0.1):
+0.576 / 0.910, R@5 0.729-0.730 (every fold chose timed 0.2; not shipped: the seed example above).
 
 Session 5 added two choices to the grid: ``strip`` (the dense query leaves out the names of the speakers the question
 names, engine/fusion.py ``without_names``: 1, or keeps them: 0) and ``gate`` (``FusionWeights.lift_gate``: the mention
