@@ -13,6 +13,12 @@ MEMORY_KIND = "memory"  # the node kind of an AgentMemory memory (retrieval tell
 # nodes ``graph:g/id``); ids starting ``policy:`` or ``checkpoint:`` are the policies' and checkpoints'.
 NAMESPACE_FAMILIES = ("lib:", "pkg:", "graph:", "memory:")
 RESERVED_ID_PREFIXES = (*NAMESPACE_FAMILIES, "policy:", "checkpoint:")
+# What context_for gathers sources from (reasoning/service.py), the largest page of a pack's doc list
+# (knowledge/catalog.py) and the token size over which lint calls a doc oversize (knowledge/lint.py): here so the
+# CLI's help can name them without loading those services.
+CONTEXT_KINDS = ("memories", "docs", "decisions", "graph")
+MAX_DOCS_PAGE = 500
+OVERSIZE_TOKENS = 4000
 
 
 def utcnow() -> str:

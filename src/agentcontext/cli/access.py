@@ -7,7 +7,6 @@ from typing import Optional
 
 import typer
 
-from .. import access
 from ..errors import ValidationError
 from .common import JSON_OPTION, emit, open_workspace, out, principal, table
 
@@ -20,6 +19,8 @@ def grant(ctx: typer.Context, who: str = typer.Argument(..., metavar="PRINCIPAL"
                                         "(lib:eng/api.*)."),
           level: str = typer.Argument(..., help="read, write or admin."), json_out: bool = JSON_OPTION) -> None:
     """Give PRINCIPAL read, write or admin on the packs (or docs) PATTERN matches."""
+    from .. import access
+
     record = access.grant(open_workspace(ctx), who, pattern, level, principal(ctx))
     emit(record, json_out, lambda r: out.print(f"granted {r['level']} on {r['pattern']} to {r['principal']}",
                                                markup=False))
@@ -28,6 +29,8 @@ def grant(ctx: typer.Context, who: str = typer.Argument(..., metavar="PRINCIPAL"
 def revoke(ctx: typer.Context, who: str = typer.Argument(..., metavar="PRINCIPAL"),
            pattern: str = typer.Argument(...), json_out: bool = JSON_OPTION) -> None:
     """Remove PRINCIPAL's grant on exactly PATTERN."""
+    from .. import access
+
     removed = access.revoke(open_workspace(ctx), who, pattern, principal(ctx))
     emit({"principal": who, "pattern": pattern, "revoked": removed}, json_out,
          lambda r: out.print(("revoked" if r["revoked"] else "no grant to revoke:") + f" {who} {pattern}",
@@ -36,6 +39,8 @@ def revoke(ctx: typer.Context, who: str = typer.Argument(..., metavar="PRINCIPAL
 
 def grants(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     """List the grants you may see."""
+    from .. import access
+
     rows = access.grants(open_workspace(ctx), principal(ctx))
     emit(rows, json_out, lambda rs: table(("principal", "pattern", "level", "granted_by", "granted_at"), rs)
          if rs else out.print("no grants: single-user mode, the owner holds admin on everything"))
@@ -47,6 +52,8 @@ def audit(ctx: typer.Context, who: Optional[str] = typer.Option(None, "--princip
                                               help="Only the latest N entries (shown oldest first)."),
           json_out: bool = JSON_OPTION) -> None:
     """The audit log: every write and every denied attempt (principal, action, target, time, outcome)."""
+    from .. import access
+
     rows = access.audit_log(open_workspace(ctx), principal(ctx), who, parse_since(since), limit)
     emit(rows, json_out, lambda rs: table(("at", "principal", "action", "target", "outcome"), rs))
 

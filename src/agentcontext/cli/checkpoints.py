@@ -11,7 +11,6 @@ from typing import Any, Optional
 
 import typer
 
-from ..decisions.checkpoints import Checkpoints, summary
 from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out
 
 checkpoint_app = typer.Typer(help="Checkpoints: stored snapshots of the graph and what changed between two.",
@@ -22,6 +21,8 @@ checkpoint_app = typer.Typer(help="Checkpoints: stored snapshots of the graph an
 def take(ctx: typer.Context, label: str = typer.Argument(..., metavar="LABEL"),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Snapshot the graph now under LABEL and store it (taking LABEL again replaces it)."""
+    from ..decisions.checkpoints import Checkpoints
+
     result = Checkpoints().keep(open_graph(ctx, graph_name), label)
     emit(result, json_out, lambda r: out.print(
         f"checkpoint {r['label']}: {r['decision_count']} decisions, {r['node_count']} nodes, "
@@ -31,6 +32,8 @@ def take(ctx: typer.Context, label: str = typer.Argument(..., metavar="LABEL"),
 @checkpoint_app.command("list")
 def list_cmd(ctx: typer.Context, graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """The stored checkpoints' labels."""
+    from ..decisions.checkpoints import Checkpoints
+
     graph = open_graph(ctx, graph_name)
     labels = Checkpoints().labels(graph)
     emit({"checkpoints": labels}, json_out,
@@ -41,6 +44,8 @@ def list_cmd(ctx: typer.Context, graph_name: Optional[str] = GRAPH_OPTION, json_
 def show(ctx: typer.Context, label: str = typer.Argument(..., metavar="LABEL"),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """When a checkpoint was taken and how much it holds."""
+    from ..decisions.checkpoints import Checkpoints, summary
+
     graph = open_graph(ctx, graph_name)
     emit(summary(Checkpoints().get(graph, label)), json_out, lambda r: out.print(
         f"checkpoint {r['label']} taken {r['at']} (change {r['change_counter']}): {r['decision_count']} decisions, "
@@ -52,6 +57,8 @@ def diff(ctx: typer.Context, label_a: str = typer.Argument(..., metavar="FROM"),
          label_b: str = typer.Argument(..., metavar="TO"),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Decisions, relationships and nodes added, removed and modified from FROM to TO."""
+    from ..decisions.checkpoints import Checkpoints
+
     graph = open_graph(ctx, graph_name)
     result = Checkpoints().diff(graph, label_a, label_b)
 

@@ -6,16 +6,16 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from ..errors import ValidationError
-from ..graph.context_graph import ContextGraph, workspace_graph
-from ..workspace import Workspace
+
+if TYPE_CHECKING:  # the services load when a command runs, not for --help or --version
+    from ..graph.context_graph import ContextGraph
+    from ..workspace import Workspace
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -29,6 +29,8 @@ def options(ctx: typer.Context | None) -> dict[str, Any]:
 
 
 def open_workspace(ctx: typer.Context | None, create: bool = False) -> Workspace:
+    from ..workspace import Workspace
+
     return Workspace.open(home=options(ctx).get("home"), create=create)
 
 
@@ -51,6 +53,8 @@ def progress_bar(enabled: bool = True) -> Iterator[Callable[[str, int, int], Non
     if not enabled or not sys.stderr.isatty() and os.environ.get("AGENTCONTEXT_PROGRESS") != "1":
         yield lambda label, done, total: None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=False) as bar:
         tasks: dict[str, Any] = {}
@@ -103,6 +107,8 @@ def table(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
         for r in cells:
             out.print("  ".join(r), markup=False)
         return
+    from rich.table import Table
+
     grid = Table()
     for i, col in enumerate(columns):
         if i in keys:
@@ -135,4 +141,6 @@ def parse_pairs(pairs: list[str] | None, flag: str) -> dict[str, Any]:
 def open_graph(ctx: typer.Context, name: str | None) -> ContextGraph:
     """The workspace graph (or the graph ``name``) acting as the CLI's principal: the graph and the decision
     services bound to it check and audit every call, as they do for MCP."""
+    from ..graph.context_graph import workspace_graph
+
     return workspace_graph(open_workspace(ctx), principal(ctx), name=name)

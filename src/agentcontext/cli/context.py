@@ -6,8 +6,7 @@ from typing import Any, Optional
 
 import typer
 
-from ..reasoning.service import KINDS
-from ..workspace_reasoning import workspace_reasoning
+from ..model import CONTEXT_KINDS as KINDS
 from .common import JSON_OPTION, emit, open_workspace, out, principal
 
 
@@ -24,6 +23,8 @@ def context(ctx: typer.Context, query: str = typer.Argument(..., help="The quest
             min_score: float = typer.Option(0.0, "--min-score", help="Drop sources scoring below this (0..1)."),
             json_out: bool = JSON_OPTION) -> None:
     """The numbered, cited sources for QUERY (memories, docs, decisions, graph), within a token budget."""
+    from ..workspace_reasoning import workspace_reasoning
+
     ws = open_workspace(ctx)
     bundle = workspace_reasoning(ws, principal(ctx)).context_for(
         query, max_results=max_results, max_hops=hops, budget_tokens=budget, include=include or None,

@@ -10,10 +10,6 @@ from typing import Any, Optional
 
 import typer
 
-from ..decisions.causal import CausalChainAnalyzer
-from ..decisions.explain import trace_decision_explainability
-from ..decisions.models import decision_data
-from ..decisions.recorder import DecisionRecorder
 from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out, parse_pairs
 
 decision_app = typer.Typer(help="Decisions: record them, find precedents, walk causal chains, explain one.",
@@ -49,6 +45,8 @@ def record(ctx: typer.Context, category: str = typer.Argument(..., help="The kin
                                                     "JSON when it parses); repeat."),
            graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Record a decision; prints its id (as the MCP tool record_decision)."""
+    from ..decisions.recorder import DecisionRecorder
+
     graph = open_graph(ctx, graph_name)
     did = DecisionRecorder(graph).record_decision(
         category, scenario, reasoning, outcome, confidence, entities=entity, decision_maker=maker,
@@ -61,6 +59,9 @@ def show(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="DEC
          as_of: Optional[str] = typer.Option(None, "--as-of", help="The decision as it stood then (ISO time)."),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """One decision: category, scenario, reasoning, outcome, confidence, metadata."""
+    from ..decisions.models import decision_data
+    from ..decisions.recorder import DecisionRecorder
+
     graph = open_graph(ctx, graph_name)
     d = decision_data(DecisionRecorder(graph).get_decision(decision_id, as_of=as_of))
     emit(d, json_out, lambda r: out.print(f"{r['decision_id']}  [{r['category']}] {r['scenario']}\n"
@@ -74,6 +75,9 @@ def list_cmd(ctx: typer.Context, category: Optional[str] = typer.Option(None, "-
              limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many, oldest first."),
              graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Recorded decisions, oldest first."""
+    from ..decisions.models import decision_data
+    from ..decisions.recorder import DecisionRecorder
+
     graph = open_graph(ctx, graph_name)
     rows = [decision_data(d) for d in DecisionRecorder(graph).list_decisions(category, limit)]
     emit({"decisions": rows}, json_out, lambda r: _print_decisions(r["decisions"], "no decisions"))
@@ -85,6 +89,9 @@ def precedents(ctx: typer.Context, scenario: str = typer.Argument(..., help="The
                limit: int = typer.Option(5, "--limit", min=1, max=100, help="At most this many, best first."),
                graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Past decisions made in similar scenarios, best first (as the MCP tool find_precedents)."""
+    from ..decisions.models import decision_data
+    from ..decisions.recorder import DecisionRecorder
+
     graph = open_graph(ctx, graph_name)
     found = DecisionRecorder(graph).find_precedents(scenario, category=category, limit=limit)
     emit({"precedents": [decision_data(d) for d in found]}, json_out,
@@ -99,6 +106,9 @@ def chain(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="DE
                                         "many steps."),
           graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """A decision's recorded causes or effects, nearest first (as the MCP tool get_causal_chain)."""
+    from ..decisions.causal import CausalChainAnalyzer
+    from ..decisions.models import decision_data
+
     graph = open_graph(ctx, graph_name)
     found = CausalChainAnalyzer(graph).get_causal_chain(decision_id, direction, max_depth)
     emit({"decision_id": decision_id, "direction": direction, "chain": [decision_data(d) for d in found]},
@@ -111,6 +121,8 @@ def explain(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="
             graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Everything a decision is connected to: causes, effects, entities, policies, exceptions, approvals,
     precedents and its audit trail, each with its relationship path."""
+    from ..decisions.explain import trace_decision_explainability
+
     graph = open_graph(ctx, graph_name)
     report = trace_decision_explainability(graph, decision_id, max_depth)
 

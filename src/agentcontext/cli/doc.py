@@ -7,7 +7,6 @@ from typing import Optional
 
 import typer
 
-from ..knowledge import packs, tools
 from .common import JSON_OPTION, emit, open_workspace, out, principal, read_text
 
 doc_app = typer.Typer(help="Create, update and delete docs of lib: packs.", no_args_is_help=True)
@@ -26,6 +25,8 @@ def doc_put(ctx: typer.Context, pack: str, selector: str,
                                                            help="Fail with ConflictError if the doc moved on."),
             json_out: bool = JSON_OPTION) -> None:
     """Create or update a doc; options not given keep their current values."""
+    from ..knowledge import packs, tools
+
     ws = open_workspace(ctx)
     content = None
     if file is not None:
@@ -44,5 +45,7 @@ def doc_put(ctx: typer.Context, pack: str, selector: str,
 @doc_app.command("rm")
 def doc_rm(ctx: typer.Context, pack: str, selector: str, json_out: bool = JSON_OPTION) -> None:
     """Delete a doc (history stays: read --version and flash --as-of still see it)."""
+    from ..knowledge import packs
+
     result = packs.delete_doc(open_workspace(ctx), pack, selector, principal(ctx))
     emit(result, json_out, lambda r: out.print(f"deleted {r['pack']} {r['selector']}"))

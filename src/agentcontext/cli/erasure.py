@@ -12,8 +12,6 @@ from typing import Any, Optional
 
 import typer
 
-from .. import access
-from ..erasure import erase_workspace_entity
 from .common import JSON_OPTION, emit, open_workspace, out, principal, table
 
 RECEIPT_OUTCOMES = ("complete", "incomplete")  # denied attempts are audited under the same action
@@ -50,6 +48,8 @@ def erase(ctx: typer.Context, entity_id: str = typer.Argument(..., metavar="ENTI
     outside the store, what may physically remain).
 
     Exits 1 when the receipt is incomplete (a store failed or cannot delete, or its files could not be cleaned)."""
+    from ..erasure import erase_workspace_entity
+
     receipt = erase_workspace_entity(open_workspace(ctx), entity_id, reason=reason, principal=principal(ctx),
                                      namespace=namespace, erase_mentions=mentions)
     emit(receipt.to_dict(), json_out, _print_receipt)
@@ -61,6 +61,8 @@ def receipts(ctx: typer.Context, entity_id: Optional[str] = typer.Argument(None,
                                                                           help="Only this entity's."),
              json_out: bool = JSON_OPTION) -> None:
     """Erasure receipts recorded in the audit log, oldest first."""
+    from .. import access
+
     rows = access.audit_log(open_workspace(ctx), principal(ctx), action="erase_entity")
     found = [{**r["detail"], "outcome": r["outcome"], "by": r["principal"]} for r in rows
              if r["outcome"] in RECEIPT_OUTCOMES and (entity_id is None or r["target"] == entity_id)]

@@ -8,10 +8,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import ValidationError
-from ..knowledge import catalog
-from ..knowledge import flash as flash_mod
-from ..knowledge import lint as lint_mod
-from ..knowledge import packs, render as render_mod, tools
+from ..model import MAX_DOCS_PAGE, OVERSIZE_TOKENS
 from .common import JSON_OPTION, emit, err, open_workspace, out, principal, progress_bar, read_text, table
 
 
@@ -30,6 +27,8 @@ def search(ctx: typer.Context, pack: Optional[str] = typer.Argument(None, help="
                                            "relevance from 0 to 1)."),
            json_out: bool = JSON_OPTION) -> None:
     """Search a pack by metadata first (selector, title, tags, summary), then body text and meaning."""
+    from ..knowledge import catalog, tools
+
     ws = open_workspace(ctx)
     if all_packs:
         if query or tag or kind or prefix or related_to or edge_type:
@@ -56,12 +55,14 @@ def search(ctx: typer.Context, pack: Optional[str] = typer.Argument(None, help="
 
 def docs(ctx: typer.Context, pack: str,
          offset: int = typer.Option(0, "--offset", help="Skip this many docs (paging)."),
-         limit: int = typer.Option(50, "--limit", help=f"Docs per page (1-{catalog.MAX_PAGE})."),
+         limit: int = typer.Option(50, "--limit", help=f"Docs per page (1-{MAX_DOCS_PAGE})."),
          kind: Optional[str] = typer.Option(None, "--kind", help="Only docs of this kind."),
          tag: Optional[str] = typer.Option(None, "--tag", help="Only docs with this tag."),
          prefix: Optional[str] = typer.Option(None, "--prefix", help="Selectors starting with this."),
          json_out: bool = JSON_OPTION) -> None:
     """List the docs of PACK you may read, by selector, a page at a time (the total says how many)."""
+    from ..knowledge import catalog
+
     page = catalog.list_docs(open_workspace(ctx), pack, kind=kind, tag=tag, prefix=prefix, offset=offset,
                              limit=limit, principal=principal(ctx))
 
@@ -81,6 +82,8 @@ def neighbors(ctx: typer.Context, pack: str, selector: str,
               edge_type: Optional[str] = typer.Option(None, "--edge-type", help="Only edges of this type."),
               json_out: bool = JSON_OPTION) -> None:
     """Outbound typed edges of a doc, sorted by target then type."""
+    from ..knowledge import tools
+
     rows = tools.list_knowledge_neighbors(open_workspace(ctx), pack, selector, edge_type, principal(ctx))
 
     def human(items: list[dict[str, Any]]) -> None:
@@ -96,6 +99,8 @@ def read(ctx: typer.Context, pack: str, selector: str,
          version: Optional[int] = typer.Option(None, "--version", help="An earlier version (see `history`)."),
          json_out: bool = JSON_OPTION) -> None:
     """Print a doc's full body (read last, after search and neighbours)."""
+    from ..knowledge import tools
+
     doc = tools.read_knowledge_doc(open_workspace(ctx), pack, selector, version, principal(ctx))
     emit(doc, json_out, lambda d: out.print(f"[bold]{d['title']}[/bold] ({d['selector']}, {d['kind']}, "
                                             f"v{d['version']})\n{d['summary']}\n\n{d['content']}", markup=True))
@@ -107,6 +112,8 @@ def flash(ctx: typer.Context, pack: str, selectors: list[str] = typer.Argument(.
           as_of: Optional[str] = typer.Option(None, "--as-of", help="Assemble the graph as it stood then (ISO time)."),
           json_out: bool = JSON_OPTION) -> None:
     """Assemble SELECTORS with every prerequisite, foundations first, each once."""
+    from ..knowledge import flash as flash_mod
+
     bundle = flash_mod.flash(open_workspace(ctx), pack, selectors, budget, as_of, principal(ctx), degrade)
     data = bundle.to_dict()  # what flash_knowledge returns over MCP
 
@@ -119,12 +126,14 @@ def flash(ctx: typer.Context, pack: str, selectors: list[str] = typer.Argument(.
     emit(data, json_out, human)
 
 
-def lint(ctx: typer.Context, pack: str, max_tokens: int = typer.Option(lint_mod.OVERSIZE_TOKENS, "--max-tokens",
+def lint(ctx: typer.Context, pack: str, max_tokens: int = typer.Option(OVERSIZE_TOKENS, "--max-tokens",
                                                           help="Docs over this many tokens are reported oversize."),
          json_out: bool = JSON_OPTION) -> None:
     """Report cycles, unknown targets, redundant depends_on edges, orphans, oversize docs and unknown edge types.
 
     Exits 1 when there are cycles or unknown targets (errors); the rest are warnings."""
+    from ..knowledge import lint as lint_mod
+
     report = lint_mod.lint(open_workspace(ctx), pack, max_tokens, principal(ctx))
 
     def human(r: dict[str, Any]) -> None:
@@ -151,6 +160,8 @@ def lint(ctx: typer.Context, pack: str, max_tokens: int = typer.Option(lint_mod.
 def why(ctx: typer.Context, pack: str, from_selector: str = typer.Argument(..., metavar="FROM"),
         to_selector: str = typer.Argument(..., metavar="TO"), json_out: bool = JSON_OPTION) -> None:
     """Show the dependency path by which FROM pulls TO into its flash."""
+    from ..knowledge import lint as lint_mod
+
     path = lint_mod.why(open_workspace(ctx), pack, from_selector, to_selector, principal(ctx))
     emit({"path": path}, json_out, lambda d: out.print(" -> ".join(d["path"])))
 
@@ -161,6 +172,8 @@ def render(ctx: typer.Context, file: str = typer.Argument(..., help="Template fi
            json_out: bool = JSON_OPTION) -> None:
     """Replace {{ lib.<slug>[.<selector>] }} and {{ pkg.<scope>.<repo>.<package>.<pack>[.<selector>] }} in a
     prompt template; other variables stay as written."""
+    from ..knowledge import render as render_mod
+
     template = sys.stdin.read() if file == "-" else read_text(Path(file))
     text = render_mod.render(open_workspace(ctx), template, principal(ctx), strict=strict)
     left = render_mod.variables(template)
@@ -176,6 +189,8 @@ def render(ctx: typer.Context, file: str = typer.Argument(..., help="Template fi
 def reindex(ctx: typer.Context, pack: Optional[str] = typer.Argument(None, help="Only this pack."),
             json_out: bool = JSON_OPTION) -> None:
     """Compute the embeddings that deferred installs left out."""
+    from ..knowledge import packs
+
     ws = open_workspace(ctx)
     with progress_bar() as report:
         count = packs.embed_pack(ws, pack, report)

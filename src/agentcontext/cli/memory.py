@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from .common import JSON_OPTION, emit, must_exist, open_workspace, out, principal
 from ..errors import ValidationError
-from ..memory import AgentMemory
-from ..memory.service import workspace_memory
+
+if TYPE_CHECKING:
+    from ..memory import AgentMemory
 
 memory_app = typer.Typer(help="Agent memory: store, retrieve, get, forget, export, import.", no_args_is_help=True)
 
@@ -22,6 +23,8 @@ USER_OPTION = typer.Option(None, "--user", "-u", help="A user id.")
 
 def _memory(ctx: typer.Context, namespace: str) -> AgentMemory:
     # The CLI never evicts or expires on its own.
+    from ..memory.service import workspace_memory
+
     return workspace_memory(open_workspace(ctx), namespace, principal(ctx))
 
 

@@ -5,7 +5,6 @@ from typing import Any
 
 import typer
 
-from .. import migrate as migration
 from .common import JSON_OPTION, emit, out, principal, progress_bar, table
 
 
@@ -20,6 +19,8 @@ def migrate(ctx: typer.Context,
     and change-log row from SRC_URL into the empty store DST_URL, in one transaction there, then check that both
     stores' content digests are equal. The source is only read (a store of an older schema is upgraded first,
     as every open does)."""
+    from .. import migrate as migration
+
     with progress_bar() as report:
         result = migration.migrate(source, destination, principal(ctx), progress=report)
 

@@ -6,8 +6,6 @@ from typing import Any, Optional
 
 import typer
 
-from ..knowledge import packs, tools
-from ..knowledge.export import export_pack
 from .common import JSON_OPTION, emit, err, must_exist, open_workspace, out, principal, progress_bar, table
 
 pack_app = typer.Typer(help="Install, create, list and export knowledge packs.", no_args_is_help=True)
@@ -31,6 +29,8 @@ def pack_add(ctx: typer.Context,
                                                    "and skip its agents, abilities, commands, MCP servers (listed)."),
              json_out: bool = JSON_OPTION) -> None:
     """Install the packs in PATH (pkg: packs are read-only; re-adding replaces them in one transaction)."""
+    from ..knowledge import packs
+
     must_exist(path, folders=True)
     ws = open_workspace(ctx, create=True)
     with progress_bar() as report:
@@ -50,6 +50,8 @@ def pack_add(ctx: typer.Context,
 @pack_app.command("list")
 def pack_list(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     """List the packs you may read."""
+    from ..knowledge import tools
+
     emit(tools.list_knowledge_packs(open_workspace(ctx), principal(ctx)), json_out, _packs_table)
 
 
@@ -58,6 +60,8 @@ def pack_new(ctx: typer.Context, slug: str,
              name: Optional[str] = typer.Option(None, "--name", help="A human name (default: SLUG)."),
              json_out: bool = JSON_OPTION) -> None:
     """Create an empty, editable lib:SLUG pack."""
+    from ..knowledge import packs
+
     result = packs.create_pack(open_workspace(ctx, create=True), slug, name, principal(ctx))
     emit(result, json_out, lambda r: out.print(f"created {r['pack']}"))
 
@@ -67,5 +71,7 @@ def pack_export(ctx: typer.Context, pack: str = typer.Argument(..., help="The pa
                 folder: Path = typer.Argument(..., metavar="DIR", help="A new (or empty) folder to write."),
                 json_out: bool = JSON_OPTION) -> None:
     """Write PACK out as a nenjo.knowledge.v1 folder (manifest.yaml + docs/) that `pack add` installs back."""
+    from ..knowledge.export import export_pack
+
     result = export_pack(open_workspace(ctx), pack, folder, principal(ctx))
     emit(result, json_out, lambda r: out.print(f"exported {r['pack']}: {r['docs']} docs to {r['path']}"))

@@ -6,19 +6,22 @@ recording an exception need ``write`` on ``graph:<name>``; listing and showing n
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from ..decisions.models import Policy
-from ..decisions.policy import PolicyEngine
 from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out, parse_pairs, table
+
+if TYPE_CHECKING:
+    from ..decisions.policy import PolicyEngine
 
 policy_app = typer.Typer(help="Policies: add and list them, check decisions against them, record exceptions.",
                          no_args_is_help=True)
 
 
 def _engine(ctx: typer.Context, graph_name: str | None) -> PolicyEngine:
+    from ..decisions.policy import PolicyEngine
+
     return PolicyEngine(graph_store=open_graph(ctx, graph_name))
 
 
@@ -41,6 +44,8 @@ def add(ctx: typer.Context, policy_id: str = typer.Argument(..., metavar="POLICY
         version: str = typer.Option("1.0", "--version", help="Its version label."),
         graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Add a policy; unknown rule keys and badly typed values are refused."""
+    from ..decisions.models import Policy
+
     engine = _engine(ctx, graph_name)
     rules = parse_pairs(rule, "--rule")
     engine.add_policy(Policy(policy_id=policy_id, name=name, description=description, rules=rules,

@@ -20,7 +20,6 @@ from typer.main import get_command
 from .. import __version__
 from ..config import HOME_DIR
 from ..errors import AgentContextError
-from ..workspace import Workspace
 from . import access, checkpoints, context, decisions, doc, erasure, evaluation, graph, history, knowledge, \
     mcp_config, memory, migrate, pack, policies, serve, store, token
 from .common import JSON_OPTION, emit, err, out
@@ -88,6 +87,8 @@ def init(ctx: typer.Context,
                                                "AGENTCONTEXT_URL, AGENTCONTEXT_HOME or here)."),
          json_out: bool = JSON_OPTION) -> None:
     """Create a workspace: .agentcontext/ with its store (or the store AGENTCONTEXT_URL names)."""
+    from ..workspace import Workspace
+
     home = ctx.obj.get("home") or (path / HOME_DIR if path is not None else None)
     if home is None and not os.environ.get("AGENTCONTEXT_URL"):
         home = Path(os.environ.get("AGENTCONTEXT_HOME") or Path.cwd() / HOME_DIR)

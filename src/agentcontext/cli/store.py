@@ -5,7 +5,6 @@ from typing import Any
 
 import typer
 
-from .. import access
 from .common import JSON_OPTION, emit, open_workspace, out, principal, table
 
 store_app = typer.Typer(help="The store of record: where it lives, its schema version, what it holds.",
@@ -42,6 +41,8 @@ def store_info(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     """Print the store's URL, schema version and migrations, counts of what it holds, and sizes on disk.
 
     Opening an older store upgrades its schema first; a store written by a newer agentcontext is refused."""
+    from .. import access
+
     ws = open_workspace(ctx)
     try:
         emit(access.store_info(ws, principal(ctx)), json_out, _print)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import typer
 
-from .. import access
 from .common import JSON_OPTION, emit, err, open_workspace, out, principal, table
 
 token_app = typer.Typer(help="Issue, list and revoke bearer tokens for the MCP HTTP server.", no_args_is_help=True)
@@ -14,6 +13,8 @@ def token_create(ctx: typer.Context, who: str = typer.Argument(..., metavar="PRI
                  note: str = typer.Option("", "--note", help="What the token is for."),
                  json_out: bool = JSON_OPTION) -> None:
     """Issue a token for PRINCIPAL; it is shown once and stored only as a hash."""
+    from .. import access
+
     result = access.create_token(open_workspace(ctx), who, principal(ctx), note)
     emit(result, json_out, lambda r: (out.print(r["token"], markup=False),
                                       err.print(f"token {r['id']} for {r['principal']}: store it now, it is not "
@@ -23,6 +24,8 @@ def token_create(ctx: typer.Context, who: str = typer.Argument(..., metavar="PRI
 @token_app.command("list")
 def token_list(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     """List issued tokens (ids and principals, never the secrets)."""
+    from .. import access
+
     rows = access.tokens(open_workspace(ctx), principal(ctx))
     emit(rows, json_out, lambda rs: table(("id", "principal", "created_at", "created_by", "note"), rs))
 
@@ -31,5 +34,7 @@ def token_list(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
 def token_revoke(ctx: typer.Context, token_id: str = typer.Argument(..., metavar="ID"),
                  json_out: bool = JSON_OPTION) -> None:
     """Revoke the token with this id (see `token list`)."""
+    from .. import access
+
     access.revoke_token(open_workspace(ctx), token_id, principal(ctx))
     emit({"id": token_id, "revoked": True}, json_out, lambda r: out.print(f"revoked token {r['id']}"))

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, Sequence
 
 from .. import access
 from ..errors import NotFoundError, ValidationError
+from ..model import MAX_DOCS_PAGE
 from ..workspace import Workspace
 from .graphview import pack_view
 from .lint import lint
@@ -21,7 +22,7 @@ from .packs import doc_id, get_pack, list_packs
 from .search import search_knowledge
 
 SORTS = ("selector", "title", "kind", "version", "updated")
-MAX_PAGE = 500
+MAX_PAGE = MAX_DOCS_PAGE
 
 
 class DocRow(NamedTuple):

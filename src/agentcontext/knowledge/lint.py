@@ -7,13 +7,13 @@ from typing import Any
 
 from .. import access
 from ..errors import NotFoundError
+from ..model import OVERSIZE_TOKENS
 from ..engine.closure import cycle_in, redundant_edges, shortest_path, strongly_connected
 from ..workspace import Workspace
 from .graphview import pack_view
 from .manifest import EDGE_TYPES, check_selector
 from .packs import doc_id, get_pack
 
-OVERSIZE_TOKENS = 4000
 
 
 def _sel(doc: str) -> str:

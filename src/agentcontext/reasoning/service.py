@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from .. import access
 from ..errors import ValidationError
+from ..model import CONTEXT_KINDS as KINDS
 from ..workspace import Workspace
 from .answer import result
 from .bundle import ContextBundle, assemble
@@ -25,7 +26,6 @@ from .facts import infer_and_store
 from .gather import Readable, decision_sources, doc_sources, graph_sources, memory_sources
 from .sources import Source
 
-KINDS = ("memories", "docs", "decisions", "graph")
 NO_SOURCES = "I found nothing in the stored context about this question, so I cannot answer it from there."
 TRUTH_FILTER = ("truth_filter is not accepted by {where}; assemble support-checked context with "
                 "ContextRetriever.retrieve(..., truth_filter=...) and give it to the model yourself")
