@@ -36,7 +36,7 @@ def loaded_by(body: str, *args: str) -> tuple[str, set[str]]:
     return proc.stdout, set(modules)
 
 
-@pytest.mark.parametrize("args", [("--version",), ("--help",)])
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("memory", "--help")])
 def test_cli_version_and_help_load_neither_the_store_nor_the_embedding_runtime(args):
     stdout, modules = loaded_by("from agentcontext.cli import main; main()", *args)
     assert ("agentcontext 0.1.0" if args == ("--version",) else "Usage:") in stdout
@@ -65,3 +65,11 @@ def test_every_exported_name_resolves_to_its_defining_class():
     from agentcontext import memory  # a submodule, not an export, still imports
 
     assert memory.AgentMemory is agentcontext.AgentMemory
+
+
+def test_a_command_coerces_its_options_without_pydantic(tmp_path):
+    """cli/params.py: Typer would import pydantic and build an adapter per option (~0.28 CPU s a process)."""
+    stdout, modules = loaded_by("from agentcontext.cli import main; main()", "--home", str(tmp_path / "ws"), "init",
+                                "--json")
+    assert json.loads(stdout)["store"].startswith("sqlite:")
+    assert "agentcontext.store" in modules and "pydantic" not in modules

@@ -21,10 +21,12 @@ from .. import __version__
 from ..config import HOME_DIR
 from ..errors import AgentContextError
 from . import access, checkpoints, context, decisions, doc, erasure, evaluation, graph, history, knowledge, \
-    mcp_config, memory, migrate, pack, policies, serve, store, token
+    mcp_config, memory, migrate, pack, params, policies, serve, store, token
 from .common import JSON_OPTION, emit, err, out
 from .helptext import conventional
 from .hints import cli_message
+
+params.install()  # Typer's coercion without pydantic where it gives the same values (params.py)
 
 app = typer.Typer(name="agentcontext", help="The context layer for AI agents: knowledge packs, flash, memory, "
                   "decisions, the graph, erasure.", no_args_is_help=True, pretty_exceptions_enable=False,
