@@ -93,6 +93,33 @@ def test_stream_yields_every_chunk_in_order_and_raises_the_producers_error():
         embed_texts(Workspace.in_memory().store, Wrong(), ["a", "b"])
 
 
+def test_stream_submits_the_next_chunk_before_waiting_for_the_current_one():
+    """The model threads never wait between chunks: chunk k+1 is tokenized and queued before chunk k is taken."""
+    inner, log = default_embedder(), []
+
+    class Submitting:
+        name, dimension = inner.name, inner.dimension
+
+        def submit(self, texts):
+            k = len([e for e in log if e[0] == "submit"])
+            log.append(("submit", k))
+            pending = inner.submit(texts)
+
+            class Result:
+                def result(self):
+                    log.append(("result", k))
+                    return pending.result()
+
+            return Result()
+
+    texts = [f"note {i} " * (i % 7 + 1) for i in range(40)]
+    with VectorStream(Submitting(), texts, chunk=10) as stream:
+        parts = list(stream)
+    assert log == [("submit", 0), ("submit", 1), ("result", 0), ("submit", 2), ("result", 1), ("submit", 3),
+                   ("result", 2), ("result", 3)]
+    assert (np.concatenate([v for _, v in parts]) * inner.embed(texts)).sum(axis=1).min() >= 0.9999
+
+
 def test_each_distinct_text_is_embedded_once_and_cached_ones_never(tmp_path, write_pack):
     counting = Counting()
     ws = Workspace.open(home=tmp_path / "h", create=True, embedder=counting)

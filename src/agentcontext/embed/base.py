@@ -238,25 +238,47 @@ class MiniLMEmbedder:
         return out
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.submit(texts).result()
+
+    def submit(self, texts: Sequence[str]) -> "Pending":
+        """Start embedding ``texts``: they are tokenized on the calling thread and their model runs queued on the
+        pool, so a caller that submits the next texts before taking this result (``VectorStream``) tokenizes them
+        while the model threads work, and the pool never waits between two calls."""
         texts = list(texts)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         if not texts:
-            return out
+            return Pending(out, [])
         tokens = self._tokens(texts)
         batches = plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch)
         if len(batches) == 1:  # nothing to run in parallel: spread the one run over the cores left idle
             wide = self._lone_batch_wide()
             out[batches[0]] = self._run(self._wide_session() if wide else self._session, tokens, batches[0])
-        elif self.threads == 1:
+            return Pending(out, [])
+        if self.threads == 1:
             for idx in batches:
                 out[idx] = self._run(self._session, tokens, idx)
-        else:
-            def run(idx: list[int]) -> None:
-                out[idx] = self._run(self._session, tokens, idx)
+            return Pending(out, [])
 
-            for future in [self._executor().submit(run, idx) for idx in batches]:
-                future.result()  # raises the first failure
-        return out
+        def run(idx: list[int]) -> None:
+            out[idx] = self._run(self._session, tokens, idx)
+
+        return Pending(out, [self._executor().submit(run, idx) for idx in batches])
+
+
+class Pending:
+    """Vectors being computed on the embedder's pool (``MiniLMEmbedder.submit``); ``result()`` waits for them."""
+
+    def __init__(self, out: np.ndarray, futures: list) -> None:
+        self._out, self._futures = out, futures
+
+    def result(self) -> np.ndarray:
+        for future in self._futures:
+            future.result()  # raises the first failure
+        return self._out
+
+    def cancel(self) -> None:
+        for future in self._futures:
+            future.cancel()
 
 
 _default: MiniLMEmbedder | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -42,17 +42,31 @@ class VectorStream:
         self._thread.start()
 
     def _produce(self) -> None:
+        """One chunk is kept in flight ahead of the one being waited for when the embedder can ``submit`` (the
+        next chunk is tokenized while the model threads run this one, and they never wait between chunks)."""
+        submit = getattr(self.embedder, "submit", None)
+        flight: list[tuple[int, int, Any]] = []
         try:
             for start in range(0, len(self.texts), self.chunk):
                 if self._stop.is_set():
                     return
                 part = self.texts[start: start + self.chunk]
-                vecs = np.asarray(self.embedder.embed(part), dtype=np.float32)
-                _check(self.embedder, vecs, len(part))
-                self._put((start, vecs))
+                flight.append((start, len(part), submit(part) if submit else _Done(self.embedder.embed(part))))
+                if len(flight) > 1:
+                    self._deliver(*flight.pop(0))
+            while flight:
+                self._deliver(*flight.pop(0))
             self._put(None)
         except BaseException as exc:  # handed to the consumer, which raises it
             self._put(exc)
+        finally:  # stopped or failed: what is still queued on the model threads is not needed
+            for _, _, pending in flight:
+                getattr(pending, "cancel", lambda: None)()
+
+    def _deliver(self, start: int, count: int, pending: Any) -> None:
+        vecs = np.asarray(pending.result(), dtype=np.float32)
+        _check(self.embedder, vecs, count)
+        self._put((start, vecs))
 
     def _put(self, item: object) -> None:
         while not self._stop.is_set():
@@ -82,6 +96,16 @@ class VectorStream:
 
     def __exit__(self, kind: object, *exc: object) -> None:
         self.close(wait=kind is None)
+
+
+class _Done:
+    """The result of an embedder without ``submit``, computed already."""
+
+    def __init__(self, vectors: Any) -> None:
+        self._vectors = vectors
+
+    def result(self) -> Any:
+        return self._vectors
 
 
 def by_length(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
