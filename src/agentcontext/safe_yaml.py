@@ -108,8 +108,97 @@ for _tag in _REFUSED_TAGS:
     StrictLoader.add_constructor(_tag, _refuse)
 
 
+class _Slow(Exception):
+    """The fast path met something it leaves to the full loader (which gives the same value or the error)."""
+
+
+_STR = yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG
+_FAST_DEPTH = 64  # deeper documents go to the full loader, whose recursion limit they may reach
+_FAST_TAGS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
+              "tag:yaml.org,2002:null", "tag:yaml.org,2002:timestamp"}
+_NO_KEY = object()
+
+
+def _resolve_plain(value: str) -> str:
+    """The tag YAML gives a plain scalar (what the composer's ``resolve`` does for an untagged plain scalar)."""
+    for tag, regexp in StrictLoader.yaml_implicit_resolvers.get(value[0] if value else "", ()):
+        if regexp.match(value):
+            return tag
+    return _STR
+
+
+def _fast_load(text: str) -> Any:
+    """The value of ``text`` built straight from the parser's events, for documents made only of untagged,
+    unanchored scalars, mappings with distinct plain-text keys and lists. Anything else (an alias, an anchor,
+    a tag, a merge key, a repeated or non-text key, a non-finite number, a second document, a syntax error,
+    deep nesting) raises ``_Slow``, and ``load`` hands the text to the full loader: the same value for every
+    document this path accepts, and every refusal, with its line, made in one place (``StrictLoader``).
+    About twice as fast as building the node tree first (a 10,000-doc manifest: benchmarks/packs.py)."""
+    loader = StrictLoader(text)
+    try:
+        get, scalar_event = loader.get_event, yaml.ScalarEvent
+        mapping_start, sequence_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
+        ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+        get()  # stream start
+        event = get()
+        if isinstance(event, yaml.StreamEndEvent):
+            return None
+        if not isinstance(event, yaml.DocumentStartEvent):
+            raise _Slow
+        stack: list[list[Any]] = []  # [container, is_mapping, key waiting for its value]
+        root: Any = None
+        while True:
+            event = get()
+            kind = type(event)
+            if kind is scalar_event:
+                if event.anchor is not None or event.tag is not None:
+                    raise _Slow
+                if stack and stack[-1][1] and stack[-1][2] is _NO_KEY:  # a mapping's key: the text as written
+                    key = event.value
+                    if key in stack[-1][0] or (key == "<<" and event.implicit[0]):
+                        raise _Slow
+                    stack[-1][2] = key
+                    continue
+                value = event.value
+                if event.implicit[0]:
+                    tag = _resolve_plain(value)
+                    if tag != _STR:
+                        if tag not in _FAST_TAGS:
+                            raise _Slow
+                        node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
+                        value = StrictLoader.yaml_constructors[tag](loader, node)
+            elif kind is mapping_start or kind is sequence_start:
+                if event.anchor is not None or event.tag is not None or len(stack) >= _FAST_DEPTH or (
+                        stack and stack[-1][1] and stack[-1][2] is _NO_KEY):
+                    raise _Slow
+                stack.append([{} if kind is mapping_start else [], kind is mapping_start, _NO_KEY])
+                continue
+            elif kind in ends:
+                value = stack.pop()[0]
+            elif isinstance(event, yaml.DocumentEndEvent) and not stack:
+                break
+            else:
+                raise _Slow
+            if not stack:
+                root = value
+            elif stack[-1][1]:
+                stack[-1][0][stack[-1][2]] = value
+                stack[-1][2] = _NO_KEY
+            else:
+                stack[-1][0].append(value)
+        if not isinstance(get(), yaml.StreamEndEvent):
+            raise _Slow
+        return root
+    finally:
+        loader.dispose()
+
+
 def load(text: str, where: str, what: str = "YAML", line_offset: int = 0) -> Any:
     """Parse one YAML document; ``line_offset`` shifts reported lines (frontmatter starts on line 2)."""
+    try:
+        return _fast_load(text)
+    except (_Slow, YamlProblem, yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError):
+        pass  # the full loader below gives the same value, or the error with its line
     try:
         return yaml.load(text, Loader=StrictLoader)
     except YamlProblem as exc:
