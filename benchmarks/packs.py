@@ -7,14 +7,20 @@ spread over two spinning threads, batches of 64 sorted only within each call of 
 batch's longest) and ``old_embed_missing`` the loop that called it, after the same install transaction.
 New and old installs alternate so a busy machine slows both alike; CPU seconds are printed beside wall time.
 
-Run: .venv/bin/python benchmarks/packs.py [--docs 10000] [--runs 3] [--no-baseline] [--sweep]
+``--before-src DIR`` also times the code before a change (a source tree, e.g. ``git archive main`` unpacked: DIR/src
+is put first on its path), each install of both in a fresh process, the two alternating, so the change is
+measured against the code it replaces in the same run ("before" in the output, with its own ratio).
+
+Run: .venv/bin/python benchmarks/packs.py [--docs 10000] [--runs 3] [--no-baseline] [--sweep] [--before-src DIR]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -196,16 +202,75 @@ def sweep(folder: Path, count: int = 1024) -> dict[str, str]:
     return out
 
 
+def install_in_process(folder: Path, home: Path, src: Path | None) -> tuple[float, float]:
+    """One install of the new path in a fresh process (``src``: the source tree it imports agentcontext from)."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(src / "src")] + [p for p in [env.get("PYTHONPATH")] if p])
+    out = subprocess.run([sys.executable, __file__, "--child", str(folder), str(home)], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    figures = json.loads(out.strip().splitlines()[-1])
+    if src is not None and not Path(figures["package"]).is_relative_to(src.resolve()):
+        raise SystemExit(f"the 'before' process imported agentcontext from {figures['package']}, not {src}")
+    return figures["wall"], figures["cpu"]
+
+
+def child(folder: Path, home: Path) -> None:
+    ws, wall, cpu = install_new(folder, home)
+    import agentcontext
+
+    print(json.dumps({"wall": wall, "cpu": cpu, "docs": ws.store.count_nodes(namespace="lib:big"),
+                      "package": str(Path(agentcontext.__file__).parent)}))
+    ws.close()
+
+
+def before_figures(folder: Path, tmp: Path, runs: int, before: Path) -> dict:
+    """The new path and the code before it (``before``), alternating, each install in its own process."""
+    times: dict[str, list[tuple[float, float]]] = {"now": [], "before": []}
+    for run in range(runs):
+        for label, src in (("now", None), ("before", before)):
+            wall, cpu = install_in_process(folder, tmp / f"proc-{label}{run}", src)
+            times[label].append((wall, cpu))
+            print(f"run {run + 1} {label} (own process): {wall:.1f} s wall, {cpu:.1f} s CPU, "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+            shutil.rmtree(tmp / f"proc-{label}{run}", ignore_errors=True)
+    now_s, before_s = (median([w for w, _ in times[k]]) for k in ("now", "before"))
+    return {"before_src": str(before), "processes_install_seconds": round(now_s, 1),
+            "processes_install_seconds_range": [round(min(w for w, _ in times["now"]), 1),
+                                                round(max(w for w, _ in times["now"]), 1)],
+            "processes_install_cpu_seconds": round(median([c for _, c in times["now"]]), 1),
+            "before_install_seconds": round(before_s, 1),
+            "before_install_seconds_range": [round(min(w for w, _ in times["before"]), 1),
+                                             round(max(w for w, _ in times["before"]), 1)],
+            "before_install_cpu_seconds": round(median([c for _, c in times["before"]]), 1),
+            "speedup_vs_before": round(before_s / now_s, 3),
+            "runs_now": [[round(w, 1), round(c, 1)] for w, c in times["now"]],
+            "runs_before": [[round(w, 1), round(c, 1)] for w, c in times["before"]]}
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--child":
+        return child(Path(sys.argv[2]), Path(sys.argv[3]))
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-baseline", action="store_true", help="skip the old path")
     parser.add_argument("--sweep", action="store_true", help="also time the embedder by batch token budget")
+    parser.add_argument("--before-src", type=Path, help="a source tree of the code before: also time it, "
+                        "alternating, each install in its own process")
+    parser.add_argument("--only-before", action="store_true", help="with --before-src: only that comparison")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-packs-"))
     queries = generate(tmp / "pack", args.docs)
     load_before = os.getloadavg()
+    compared = before_figures(tmp / "pack", tmp, args.runs, args.before_src) if args.before_src else {}
+    if args.only_before:
+        report("packs_before", {"docs": args.docs, "runs": args.runs, "cores": os.cpu_count(),
+                                "load_average_before": [round(x, 1) for x in load_before], **compared,
+                                "install_target": "<= 45 s", "target_met": compared["processes_install_seconds"] <= 45,
+                                "load_average_after": [round(x, 1) for x in os.getloadavg()]})
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     new, old = [], []
     kept: dict[str, Workspace] = {}
     for run in range(args.runs):
@@ -255,6 +320,7 @@ def main() -> None:
         })
     if args.sweep:
         figures["embedder_by_batch_tokens"] = sweep(tmp / "pack")
+    figures.update(compared)
     figures["load_average_after"] = [round(x, 1) for x in os.getloadavg()]
     report("packs", figures)
     for ws in kept.values():

@@ -124,7 +124,9 @@ def text_field(value: Any, where: str, name: str, selector: str = "", required: 
     return str(value).strip()
 
 
-def resolve_source(root: Path, source_path: Any, where: str, selector: str) -> Path:
+def resolve_source(root: Path, source_path: Any, where: str, selector: str, real_root: Path | None = None) -> Path:
+    """The real path of a doc file inside ``root`` (``real_root``: ``root.resolve()``, when the caller checks
+    many files of one folder)."""
     if not isinstance(source_path, str) or not source_path.strip():
         raise ValidationError(f"{where}: doc {selector!r}: source_path must be a relative path to a .md file",
                               file=where, selector=selector)
@@ -147,7 +149,7 @@ def resolve_source(root: Path, source_path: Any, where: str, selector: str) -> P
     except (OSError, RuntimeError) as exc:
         raise ValidationError(f"{where}: doc {selector!r}: cannot open {raw}: {exc}", file=where,
                               selector=selector) from exc
-    if not real.is_relative_to(root.resolve()):
+    if not real.is_relative_to(real_root or root.resolve()):
         raise ValidationError(f"{where}: doc {selector!r}: {raw} leads out of the pack folder (a symlink?); "
                               "copy the file into the pack", file=where, selector=selector, source_path=raw)
     if not real.is_file():
@@ -236,6 +238,7 @@ def _load_manifest(path: Path, default_pack: str | None = None, data: Any = None
     spec = PackSpec(pack=pack, slug=slug, name=text_field(body.get("name"), where, "name") or slug,
                     pack_id=text_field(body.get("pack_id"), where, "pack_id") or slug, root=root)
     seen: dict[str, int] = {}
+    real_root = root.resolve()
     for index, raw in enumerate(docs_raw):
         if not isinstance(raw, dict):
             raise ValidationError(f"{where}: docs[{index}] must be a mapping", file=where)
@@ -249,7 +252,7 @@ def _load_manifest(path: Path, default_pack: str | None = None, data: Any = None
                                   f"docs[{index}]); selectors must be unique in a pack", file=where,
                                   selector=selector)
         seen[selector] = index
-        doc_path = resolve_source(root, source, where, selector)
+        doc_path = resolve_source(root, source, where, selector, real_root)
         spec.docs.append(DocSpec(
             selector=selector,
             source_path=source.replace("\\", "/"),
