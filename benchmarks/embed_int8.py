@@ -11,7 +11,13 @@ LoCoMo's probe); a variant below it on a subset is below it on all of them.
 Printed per variant: texts per CPU-second on one thread (range over rounds, alternated with today's session) and
 the minimum, 1st percentile and mean cosine against today's vectors.
 
+``--per-token`` adds a quality probe of finer activation scales: each projection's input quantized to int8 with one
+scale per token row (symmetric), simulated in float (quantize-dequantize, then the float product of the model's own
+int8 weights: the numbers a per-token int8 kernel gives, up to summation order), so only its cosines are printed;
+a kernel is worth writing only if it passes the bar.
+
 Run: .venv/bin/python benchmarks/embed_int8.py [--texts 2000] [--rounds 3] [--variants all,attention,output,up,down]
+     [--per-token all,all_but_down,down]
 """
 from __future__ import annotations
 
@@ -97,12 +103,52 @@ def quantize(src: Path, dst: Path, kinds: set[str]) -> tuple[int, float]:
     return count, worst
 
 
+def per_token_probe(src: Path, dst: Path, kinds: set[str]) -> int:
+    """Write ``src`` with the inputs of the projections of ``kinds`` quantized per token (see the module's note);
+    returns how many inputs were quantized."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(src))
+    graph = model.graph
+    opset = {o.domain: o.version for o in model.opset_import}[""]
+    inits = {i.name: i for i in graph.initializer}
+    graph.initializer.extend([numpy_helper.from_array(np.array(127.0, np.float32), "pt_127"),
+                              numpy_helper.from_array(np.array([-1], np.int64), "pt_last")])
+    nodes, count = [], 0
+
+    def quantized(x: str) -> str:
+        a, m, s, d, r, o = (f"{x}_pt{count}_{k}" for k in "amsdro")
+        reduce = (helper.make_node("ReduceMax", [a, "pt_last"], [m], keepdims=1) if opset >= 18 else
+                  helper.make_node("ReduceMax", [a], [m], axes=[-1], keepdims=1))
+        nodes.extend([helper.make_node("Abs", [x], [a]), reduce, helper.make_node("Div", [m, "pt_127"], [s]),
+                      helper.make_node("Div", [x, s], [d]), helper.make_node("Round", [d], [r]),
+                      helper.make_node("Mul", [r, s], [o])])
+        return o
+
+    for node in graph.node:
+        kind = None
+        if node.op_type == "MatMul" and node.input[1] in inits:
+            kind = {(384, 384): "output", (384, 1536): "up", (1536, 384): "down"}.get(tuple(inits[node.input[1]].dims))
+        elif node.op_type == "Attention":
+            kind = "attention"
+        if kind in kinds:
+            node.input[0] = quantized(node.input[0])
+            count += 1
+        nodes.append(node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    onnx.save(model, str(dst))
+    return count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--texts", type=int, default=2000, help="pack docs compared (10000: all of packs.py's)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--speed-texts", type=int, default=500)
     parser.add_argument("--variants", default="all,attention,output,up,down")
+    parser.add_argument("--per-token", default="", help="per-token activation variants to probe for quality")
     args = parser.parse_args()
     load_before = os.getloadavg()
     today = MiniLMEmbedder(threads=1)
@@ -138,6 +184,17 @@ def main() -> None:
                 "speed_over_today": round(float(np.median(rates[name]) / np.median(rates["today_float32"])), 2),
                 "min_cosine": round(float(cos.min()), 6), "p1_cosine": round(float(np.percentile(cos, 1)), 6),
                 "mean_cosine": round(float(cos.mean()), 6), "meets_bar": bool(cos.min() >= 0.999)}
+        for name in filter(None, args.per_token.split(",")):
+            path = Path(tmp) / f"per_token_{name}.onnx"
+            count = per_token_probe(today.model_path, path, KINDS[name])
+            e = MiniLMEmbedder(threads=1)
+            e._session = e._open(str(path))
+            cos = (e.embed(texts) * ref).sum(axis=1)
+            figures.setdefault("per_token_quality_probe", {})[name] = {
+                "quantized_inputs": count, "min_cosine": round(float(cos.min()), 6),
+                "p1_cosine": round(float(np.percentile(cos, 1)), 6), "mean_cosine": round(float(cos.mean()), 6),
+                "meets_bar": bool(cos.min() >= 0.999)}
+            print(f"per-token {name}: min cosine {cos.min():.6f}", flush=True)
     figures["load_average_after"] = [round(x, 1) for x in os.getloadavg()]
     report("embed_int8", figures)
 
