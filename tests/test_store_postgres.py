@@ -220,3 +220,46 @@ def test_a_lost_connection_is_reopened_outside_transactions(pg, pg_server):
     pg.close()
     with pytest.raises(psycopg.OperationalError):
         pg.get_node("a")  # closed on purpose: no silent reconnect
+
+
+def test_nearest_judges_few_nodes_through_the_index_and_walks_hnsw_past_them(pg, monkeypatch):
+    """Past ``EXACT_ROWS`` filtered nodes the HNSW index is walked; whether they are few is counted in an index
+    (namespace, kind, title: no row read), so a namespace whose nodes are mostly retracted is walked too, and
+    still answers exactly what is live."""
+    import numpy as np
+
+    from agentcontext.model import content_hash
+    from agentcontext.store import pg_vectors
+
+    monkeypatch.setattr(pg_vectors, "EXACT_ROWS", 20)
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((90, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    big = [i for i in range(90) if i % 3]  # 60 nodes in ns:a, 30 in ns:b
+    pg.put_nodes([Node(id=f"n{i}", kind="memory", namespace="ns:a" if i % 3 else "ns:b", key=f"k{i:03d}",
+                       title="Bob" if i % 6 == 1 else "Ann", embed_text=f"text {i}") for i in range(90)])
+    pg.put_vectors({content_hash(f"text {i}"): vectors[i] for i in range(90)}, "m")
+
+    def exact(query, keep, k=5):
+        return [f"n{i}" for i in np.argsort(-(vectors @ query), kind="stable") if keep(i)][:k]
+
+    query = vectors[4] + 0.1
+    cases = [({"namespace": "ns:a"}, lambda i: i % 3 != 0), ({"namespace": "ns:b"}, lambda i: i % 3 == 0),
+             ({"namespace": "ns:a", "titles": ["Bob"]}, lambda i: i % 6 == 1),
+             ({"namespace": "ns:a", "kind": "memory", "tags": None}, lambda i: i % 3 != 0)]
+    for filters, keep in cases:
+        assert [h[0] for h in pg.nearest(query, "m", 5, **filters)] == exact(query, keep), filters
+    retracted = [f"n{i}" for i in big[:50]]
+    pg.retract_nodes(retracted)
+    live = set(big[50:])
+    assert [h[0] for h in pg.nearest(query, "m", 5, namespace="ns:a", kind="memory")] == exact(query, live.__contains__)
+
+    sql = pg_vectors.nearest_sql(pg._db, "m", 16, " WHERE n.namespace = %s AND n.retracted_at IS NULL", 5,
+                                 " WHERE n.namespace = %s")
+    q = np.asarray(query, dtype=np.float32)
+    pg._db.execute("SET enable_seqscan = off")  # 90 rows: the planner would rather read them all
+    plan = "\n".join(r[0] for r in pg._read("EXPLAIN (ANALYZE, COSTS OFF) " + sql,
+                                            ["ns:a", "ns:a", q, q, q, "ns:a", q]))
+    assert "Index Only Scan" in plan, plan  # (reading no row once VACUUM has set the visibility map)
+    assert "never executed" in plan, plan  # 60 nodes counted: the exact branch is not run
+    pg._db.execute("RESET enable_seqscan")

@@ -342,8 +342,17 @@ class PostgresStore(SQLStore):
             where.add("(n.props::jsonb) @> ?::jsonb", json.dumps(props))
         if titles is not None:
             where.eq_any("n.title", list(titles) or [""])
-        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k)
-        rows = self._read(sql, [*where.params, query, query, query, *where.params, query])
+        counted: list[Any] = []
+        count_where = None
+        if not tags and not valid_at and not props:  # the filter an index answers, but for retracted_at
+            count = PgWhere()
+            count.eq_any("n.namespace", as_list(namespace))
+            count.eq_any("n.kind", as_list(kind))
+            if titles is not None:
+                count.eq_any("n.title", list(titles) or [""])
+            count_where, counted = count.sql(), count.params
+        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where)
+        rows = self._read(sql, [*counted, *where.params, query, query, query, *where.params, query])
         rows.sort(key=lambda r: (-r[2], r[1]))  # iterative index scans return them in relaxed order
         return [(r[0], float(r[2])) for r in rows]
 
