@@ -2,6 +2,7 @@
 and a file that is stale, truncated, foreign, from a store restored from a backup, or damaged is never trusted."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -191,3 +192,37 @@ def test_drop_caches_zeroes_the_file_and_a_process_mapping_it_lets_go(home):
     again = first._index()  # the holder sees its file scrubbed and builds anew
     assert again is not mapped and again.source is None and len(again) == N
     eraser.close()
+
+
+@pytest.mark.parametrize("derived", [None, {"time_bits": 1}])
+def test_a_file_whose_time_bits_old_code_derived_is_rebuilt_not_read(tmp_path, monkeypatch, derived):
+    """The time columns (memory/dates.py) are derived, not stored: a file written by code that derived them
+    otherwise (no version: before it existed; or another one) is rebuilt from the store, never mapped."""
+    home = tmp_path / "ws"
+    mem = memory(home)
+    notes = items(40, 6)
+    for i, item in enumerate(notes):
+        item["content"] += [" yesterday", " last month", " for three years", ""][i % 4]
+    mem.batch_store(notes)
+    index = mem._index()
+    mem.workspace.index_files.wait()
+    fresh = index.refs.copy()
+    assert fresh.any()
+    files, name, model = mem.workspace.index_files, f"memory:{mem.namespace}", mem.workspace.model_name
+    index.rows.column("refs")[:] = 0  # what old code derived: other bits
+    if derived is None:  # the old code's save: no "derived" section at all
+        old = memory_index.persist.save_job(files, memory_index.FILE_KIND, name, model, index.rows, lambda: {
+            "props": json.dumps(list(index.props)).encode(), "df": json.dumps(dict(index.df)).encode()})
+    else:
+        monkeypatch.setattr(memory_index, "DERIVED", derived)
+        old = memory_index.save_job(files, name, model, index)
+    assert old()
+    monkeypatch.undo()
+    assert files.load(memory_index.FILE_KIND, name, model) is not None  # a sound file, of other code
+    mem.workspace.close()
+    mem, again = opened(home)
+    assert again.source is None and np.array_equal(again.refs, fresh)  # rebuilt, not read
+    mem.workspace.close()
+    mem, mapped = opened(home)  # and the rebuild saved a file of this code's version
+    assert mapped.source is not None and mapped.source.json("derived") == memory_index.DERIVED
+    assert np.array_equal(mapped.refs, fresh)

@@ -24,6 +24,10 @@ from datetime import datetime, timedelta
 import numpy as np
 
 TIMED, RECENT, LAST_MONTH, NEXT_MONTH, LAST_YEAR = 1, 2, 4, 8, 16
+# The version of what ``time_refs`` and ``month_numbers`` compute. The memory index file (memory/index.py) stores
+# their values per memory; a file written with another version (or none: before version 2) is rebuilt, never read.
+# Move it whenever a change here would give any text or date another value.
+TIME_BITS_VERSION = 2
 NO_MONTH = int(np.iinfo(np.int32).min)  # the month columns' value for a memory without a (readable) date
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}

@@ -11,6 +11,9 @@ it and catches up from the change log instead of rebuilding. It is saved (on a t
 the query path: ``engine/persist.schedule``) after every rebuild and once it lags the file by
 ``SAVE_LAG`` changes, never while a purge it has not seen is pending (a purge means a rebuild, and the
 rebuild saves). Each memory's props are parsed from the file only when a metadata filter first needs them.
+The time columns (``refs``, ``month``, ``month_before``) are derived by memory/dates.py's code, not read from the
+store: the file records the version of that code (``DERIVED``, its ``derived`` section), and a file of another
+version, or of none (written before the version existed), is rebuilt rather than trusted.
 """
 from __future__ import annotations
 
@@ -31,13 +34,14 @@ from ..engine.snapshot import IndexFiles, Snapshot
 from ..model import Change, Node
 from ..store.base import Store
 from ..workspace import Workspace
-from .dates import NO_MONTH, month_numbers, time_refs
+from .dates import NO_MONTH, TIME_BITS_VERSION, month_numbers, time_refs
 from .records import KIND
 
 APPEND_LIMIT = 5000  # more pending changes than this: rebuild instead of replaying
 SAVE_LAG = 1000  # save the index file again once the index is this many changes ahead of it
 FILE_KIND = "memory-index"
 log = logging.getLogger(__name__)
+DERIVED = {"time_bits": TIME_BITS_VERSION}  # the versions of the code that derived the file's columns (module doc)
 PAIR, DENSE = "pair", "dense"  # context vector planes, added once the first pair vector arrives
 COLUMNS = {"has_pair": Column(bool, False), "prev": Column(np.int64, -1), "next": Column(np.int64, -1),
            "title": Column(np.int32, 0, coded=True), "conversation": Column(np.int32, -1, coded=True),
@@ -293,7 +297,8 @@ def save_job(files: IndexFiles, name: str, model: str, index: MemoryIndex) -> Ca
     """A save of ``index`` as it is now (``engine/persist.save_job``), with its props and word counts."""
     props, df = index.props.frozen(), dict(index.df)
     return persist.save_job(files, FILE_KIND, name, model, index.rows, lambda: {
-        "props": json.dumps(props()).encode(), "df": json.dumps(df).encode()})
+        "props": json.dumps(props()).encode(), "df": json.dumps(df).encode(),
+        "derived": json.dumps(DERIVED, sort_keys=True).encode()})
 
 
 def save_index(files: IndexFiles, name: str, model: str, index: MemoryIndex) -> bool:
@@ -315,6 +320,11 @@ def load_index(files: IndexFiles, name: str, model: str, dimension: int) -> Memo
         return None
     index = MemoryIndex(dimension, rows=rows)
     try:
+        derived = snap.json("derived") if snap.has("derived") else None
+        if derived != DERIVED:  # its time columns were derived by other code: rebuild them from the store
+            log.info("rebuilding the memory index file %s: derived by %s, this code is %s", snap.path, derived,
+                     DERIVED)
+            return None
         index.props = Props(lambda: snap.json("props"), rows.n)
         index.df = Counter(snap.json("df"))
     except (KeyError, ValueError, TypeError) as exc:  # a file that passed the checks yet does not fit: rebuild
