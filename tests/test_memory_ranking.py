@@ -127,3 +127,43 @@ def test_a_named_speakers_unrelated_memories_score_below_relevant_and_related_on
             assert top[0]["signals"].get("mention") == 1.0
     finally:
         store.close()
+
+
+TEAM_LOG = ["The team went bowling after work and Priya won.",
+            "Our team lunch moved to the Thai place on Elm Street.",
+            "The team offsite is in Lisbon this spring.",
+            "Marco joined the team as a designer.",
+            "The team agreed to stop meetings on Wednesdays.",
+            "Half the team caught the flu after the conference.",
+            "The team photo is on the wall by the kitchen.",
+            "We planted tomatoes in the office garden.",
+            "The espresso machine on the third floor is broken again.",
+            "We shipped firmware version 2.1 to the routers on Monday.",
+            "The database migration to PostgreSQL finished overnight without errors.",
+            "Invoices for the Berlin client are due on the fifth."]
+
+
+def test_a_memory_sharing_only_a_common_keyword_scores_below_relevant_and_a_related_one_above(tmp_path):
+    """Issue 11 s5 (b), a score means relevant: the keyword signal is the share of the question's keywords the best
+    text hit holds, each weighted by its idf (engine/fusion.py ``keyword_coverage``). "team", in half of these
+    memories, was a third of the keywords of "What does the team think of the vintage synthesizer?" unweighted, so
+    the best text hit (any "team" memory) had keyword content 0.33 whatever else it said: main scored "Marco joined
+    the team as a designer." 0.75 for it, and the pension and opera questions' best memories 0.52 and 0.66."""
+    store = VectorStore(home=tmp_path / ".agentcontext")  # a real SQLite file and the real embedding model
+    try:
+        m = AgentMemory(vector_store=store, max_memory_size=None)
+        m.batch_store([{"content": t} for t in TEAM_LOG])
+        for query in ("What does the team think of the vintage synthesizer?",
+                      "How does the team feel about the pension reform?",
+                      "What does the team think of the new opera season?"):
+            hits = m.retrieve(query, max_results=len(TEAM_LOG))
+            shared = [h for h in hits if "keyword" in h["signals"]]
+            assert shared and all("team" in h["content"].lower() for h in shared), query  # one common keyword
+            assert all(h["score"] < RELEVANT for h in hits), (query, [(h["content"], h["score"]) for h in hits])
+        for query, answer in (("Which firmware version did the team ship to the routers?", TEAM_LOG[9]),
+                              ("Did the team finish the PostgreSQL database migration?", TEAM_LOG[10]),
+                              ("Where is the team offsite this spring?", TEAM_LOG[2])):
+            top = m.retrieve(query, max_results=3)
+            assert top[0]["content"] == answer and top[0]["score"] > RELEVANT, (query, top)
+    finally:
+        store.close()

@@ -1,4 +1,5 @@
-"""VECTOR_SEARCH: nearest() and similarities(), dense search in the store (only stores that declare it)."""
+"""VECTOR_SEARCH: nearest() and similarities(), dense search in the store, and term_counts() (only stores that
+declare it)."""
 from __future__ import annotations
 
 import numpy as np
@@ -116,3 +117,16 @@ def test_holds_at_least_counts_a_namespaces_nodes_of_one_kind(store):
     assert not store.holds_at_least(5, "ns:a", "memory")
     assert store.holds_at_least(2, "ns:b", "memory") and not store.holds_at_least(3, "ns:b", "memory")
     assert not store.holds_at_least(1, "ns:c", "memory") and store.holds_at_least(0, "ns:c", "memory")
+
+
+@needs(Capability.VECTOR_SEARCH)
+def test_term_counts_count_the_rows_holding_each_word_as_the_text_search_does(store):
+    store.put_nodes([node(i, title="", content=f"record {i}" + (" billing" if i % 4 == 0 else "")
+                          + (" invoices" if i == 3 else "")) for i in range(12)])
+    store.put_nodes([node(20, title="", content="invoice overdue")])
+    store.retract_nodes(["n20"])  # a retracted row is not in the text index
+    rows, counts = store.term_counts("Billing records, invoice and the zebra")
+    assert rows == 12
+    assert counts == {"billing": 3, "records": 12, "invoice": 1, "zebra": 0}  # stemmed as it searches; "the" has none
+    assert store.term_counts("the and")[1] == {}
+    assert store.term_counts("") == (0, {})

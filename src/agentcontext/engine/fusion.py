@@ -9,9 +9,12 @@ value, and the calibrated score, compare across queries and ``min_score`` filter
   holding a name ("Thanks, Melanie!") rather than for what is asked. The keyword query leaves them out too
   (``meaning_keywords``);
 - ``keyword``: the BM25 score scaled into query coverage, ``bm25 / bm25_best * coverage(best)``:
-  ``coverage`` is the share of the query's keywords that the best BM25 hit contains
-  (``keyword_coverage``), so a memory holding every keyword scores about 1 whatever the backend's
-  BM25 scale (SQLite FTS5 and PostgreSQL rank on different scales);
+  ``coverage`` is the share of the query's keywords that the best BM25 hit contains, each keyword weighted by its
+  idf (``keyword_coverage``: the in-process index counts the memories holding each stem; PostgreSQL gives the counts
+  its text search ranks with), so a memory holding every keyword scores about 1 whatever the backend's
+  BM25 scale (SQLite FTS5 and PostgreSQL rank on different scales), and one sharing only a common word of the
+  query little (issue 11 s5 (b): "team", in half the memories, was a third of "What does the team think of the
+  vintage synthesizer?" unweighted, and any "team" memory scored 0.75; weighted, 0.33);
 - ``neighbours``: the keyword scores of the previous and next turn, summed (a reply is found through
   the question that prompted it);
 - ``mention``: 1 when the query names the memory's speaker (its title);
@@ -34,8 +37,9 @@ relevant); the gate also ranks better held out (benchmarks/locomo_loco.py). The 
 of the keyword query as well as the dense one (the text index holds each memory's speaker, so a name among the
 keywords gave every memory of that speaker keyword content and opened the gate: "Has Melanie ever repaired a diesel
 engine?" scored her unrelated turns 0.99), and so are the verbs a question is framed with ("know", "think", "say").
-What remains: a memory sharing part of the query's keywords ("bond" in "the bond market" meets "we bonded") has
-keyword content like any other, and the mention then lifts it as it lifts a related one.
+What remains: a memory sharing a rare word, or a stem, of the query ("bond" in "the bond market" meets "we bonded",
+"computing" meets "computer") has keyword content like a related one (the idf weighs a word by how rare it is, not by
+whether it means what the query means), and the mention then lifts it as it lifts a related one.
 ``score = RELEVANCE(fused)``: the logistic curve fitted once on that split to "this turn is evidence for the
 question" against the cosine of the two (``Calibration``; ``benchmarks/locomo_weights.py`` fits and prints it). So a
 memory found by meaning alone scores what its cosine earns, and keywords, speakers and conversation context add to
@@ -48,8 +52,10 @@ not "the one turn that answers it among its neighbours".
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Mapping
 
 import numpy as np
@@ -153,7 +159,7 @@ def keyword_query(query: str, df: Mapping[str, int] | None = None, total: int = 
     change BM25's order but make SQLite score every row). A query of stopwords only keeps them."""
     kept = [w for w in words(query) if w not in STOPWORDS] or words(query)
     if df is not None and total >= COMMON_MIN_DOCS:
-        kept = [w for w in kept if df.get(w, 0) <= COMMON_SHARE * total]
+        kept = [w for w in kept if df.get(stemmed(w), 0) <= COMMON_SHARE * total]
     return " ".join(kept)
 
 
@@ -166,15 +172,30 @@ def meaning_keywords(query: str, meaning: str, df: Mapping[str, int] | None = No
     return keyword_query(meaning, df, total)
 
 
-def keyword_coverage(keywords: str, text: str) -> float:
+# ``text.stem`` remembered (in C: the index stems every word of every memory it takes in, and most recur)
+stemmed = lru_cache(maxsize=1 << 16)(stem)
+
+
+def idf(holding: int, total: int) -> float:
+    """A keyword's weight in ``keyword_coverage``: BM25's inverse document frequency, kept positive
+    (``ln(1 + (N - n + 0.5) / (n + 0.5))``), of a word whose stem ``holding`` of ``total`` memories hold."""
+    return math.log(1.0 + (max(total - holding, 0) + 0.5) / (max(holding, 0) + 0.5))
+
+
+def keyword_coverage(keywords: str, text: str, df: Mapping[str, int] | None = None, total: int = 0) -> float:
     """The share of ``keywords`` that ``text`` contains (stemmed, so camping meets camped): 1 when every keyword
-    is there, whatever the store's size. Unweighted, so a store that ranks text in its server (which keeps no
-    word counts here) scores it exactly as the in-process index does."""
-    terms = dict.fromkeys(keywords.split())
+    is there, whatever the store's size. Weighted by each keyword's ``idf`` when ``df`` (memories holding each stem,
+    of ``total``) is given: a memory sharing only a common word of the query ("market" in "the bond market") covers
+    little of it, one holding its rare word much (issue 11 s5 (b), a score means relevant). The in-process index
+    counts its stems (memory/index.py); a store that ranks text in its server gives its own counts."""
+    terms = list(dict.fromkeys(stemmed(w) for w in keywords.split()))
     if not terms:
         return 0.0
-    present = {stem(w) for w in words(text)}
-    return sum(1 for t in terms if stem(t) in present) / len(terms)
+    present = {stemmed(w) for w in words(text)}
+    if df is None:
+        return sum(1 for t in terms if t in present) / len(terms)
+    weights = [idf(int(df.get(t, 0)), total) for t in terms]
+    return sum(w for t, w in zip(terms, weights) if t in present) / sum(weights)
 
 
 def keyword_scores(bm25: np.ndarray, best_coverage: float) -> np.ndarray:

@@ -12,8 +12,9 @@ the query path: ``engine/persist.schedule``) after every rebuild and once it lag
 ``SAVE_LAG`` changes, never while a purge it has not seen is pending (a purge means a rebuild, and the
 rebuild saves). Each memory's props are parsed from the file only when a metadata filter first needs them.
 The time columns (``refs``, ``month``, ``month_before``) are derived by memory/dates.py's code, not read from the
-store: the file records the version of that code (``DERIVED``, its ``derived`` section), and a file of another
-version, or of none (written before the version existed), is rebuilt rather than trusted.
+store, and so are the word counts (``df``, by stem since issue 11 s5 (b); by word before): the file records the
+version of that code (``DERIVED``, its ``derived`` section), and a file of another version, or of none (written
+before the version existed), is rebuilt rather than trusted.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import numpy as np
 
 from ..embed.base import Embedder
 from ..embed.cache import embed_missing
-from ..engine.fusion import words
+from ..engine.fusion import stemmed, words
 from ..engine.live import Column, LiveIndex, follow
 from ..engine import persist
 from ..engine.persist import load_rows
@@ -41,7 +42,8 @@ APPEND_LIMIT = 5000  # more pending changes than this: rebuild instead of replay
 SAVE_LAG = 1000  # save the index file again once the index is this many changes ahead of it
 FILE_KIND = "memory-index"
 log = logging.getLogger(__name__)
-DERIVED = {"time_bits": TIME_BITS_VERSION}  # the versions of the code that derived the file's columns (module doc)
+# the versions of the code that derived the file's columns and word counts (module doc)
+DERIVED = {"time_bits": TIME_BITS_VERSION, "df": "stems"}
 PAIR, DENSE = "pair", "dense"  # context vector planes, added once the first pair vector arrives
 COLUMNS = {"has_pair": Column(bool, False), "prev": Column(np.int64, -1), "next": Column(np.int64, -1),
            "title": Column(np.int32, 0, coded=True), "conversation": Column(np.int32, -1, coded=True),
@@ -83,12 +85,13 @@ class Props:
 
 class MemoryIndex:
     """The rows of a ``LiveIndex`` (own vectors, context planes, conversation links, filter columns), plus
-    each memory's props and the document frequency of words (for pruning common query words)."""
+    each memory's props and the document frequency of stems (for pruning common query words and weighting the
+    keyword coverage: engine/fusion.py)."""
 
     def __init__(self, dimension: int, capacity: int = 1024, rows: LiveIndex | None = None) -> None:
         self.rows = rows if rows is not None else LiveIndex(dimension, COLUMNS, capacity)
         self.props = Props()
-        self.df: Counter[str] = Counter()  # lower-cased word -> memories containing it
+        self.df: Counter[str] = Counter()  # a word's stem (text.stem, as the text index matches) -> memories holding it
 
     @property
     def source(self) -> Snapshot | None:
@@ -229,7 +232,7 @@ class MemoryIndex:
         self.props.extend(props)
         rows.put([node.id for node in nodes], own, values)
         for node in nodes:
-            self.df.update(set(words((node.title or "") + " " + (node.content or ""))))
+            self.df.update(set(map(stemmed, words((node.title or "") + " " + (node.content or "")))))
         existing_next = rows.column("next")
         for k in earlier:  # a row whose next turn arrived later (or out of order) links up too
             j = int(prev[k])

@@ -68,7 +68,7 @@ def _bm25(ws: Workspace, index: MemoryIndex, namespace: str, keywords: str) -> t
         return raw, 0.0
     node = ws.store.get_node(best)
     text = " ".join((node.title or "", node.summary or "", node.content or "")) if node is not None else ""
-    return raw, keyword_coverage(keywords, text)
+    return raw, keyword_coverage(keywords, text, index.df, n)
 
 
 def gather(ws: Workspace, index: MemoryIndex, namespace: str, query: str, rows: np.ndarray | None,

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..engine.fusion import (COMMON_MIN_DOCS, COMMON_SHARE, FusionWeights, fuse, fused_value, keyword_coverage,
                              keyword_query, meaning_keywords, mentioned, neighbour_sum,
-                             without_names)
+                             stemmed, without_names)
 from ..engine.vectors import top_k
 from ..model import Node
 from ..workspace import Workspace
@@ -172,8 +172,12 @@ class _Query:
         if named:
             ghosts.append((named_nearest[-1][1] if len(named_nearest) >= named_pool else 0.0, text_bound, True))
         best = nodes.get(text_hits[0][0]) if text_hits else None
-        coverage = keyword_coverage(self.keywords, " ".join((best.title or "", best.summary or "", best.content or ""))
-                                    ) if best is not None else 0.0
+        coverage = 0.0
+        if best is not None:  # each keyword weighted by its idf (engine/fusion.py keyword_coverage) from the counts
+            rows, counts = store.term_counts(self.keywords)  # the server ranks with (the in-process index: its own)
+            searched = " ".join(t for t in self.keywords.split() if t in counts)  # a word with no lexeme finds nothing
+            text = " ".join((best.title or "", best.summary or "", best.content or ""))
+            coverage = keyword_coverage(searched, text, {stemmed(t): n for t, n in counts.items()}, rows)
         scale = coverage / text_hits[0][1] if text_hits and text_hits[0][1] > 0 else 0.0
         hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights, ghosts,
                                           self.sims, scale, self.text)

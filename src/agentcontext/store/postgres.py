@@ -268,6 +268,20 @@ class PostgresStore(SQLStore):
         params = [" | ".join(pg_text.quote_lexeme(x) for x in match), *where.params, *pairs, avgdl or 1.0, lexes, idfs]
         return [(r[0], float(r[1])) for r in self._read(sql, params)]
 
+    def term_counts(self, query: str) -> tuple[int, dict[str, int]]:
+        """(rows of the text index, rows holding each query word's lexemes): the counts ``text_search`` ranks
+        with (``pg_text.TextStats``, ``LexemeCache``: estimates on a large table, remembered as there, so asking
+        after a search of the same words costs no round trip), for weighting a query's words by their idf (issue
+        11 s5 (b), memory/server_search.py). A word with no lexeme (a stopword) is left out."""
+        terms = query_terms(query)
+        if not terms:
+            return 0, {}
+        rows, _, small = self._text_stats.get(self._read)
+        counts: dict[str, int] = {}
+        for term, _, n, share in self._lexemes.get(self._read, terms, small):
+            counts[term] = max(counts.get(term, 0), n if n is not None else int((share or 0.0) * rows))
+        return rows, counts
+
     def _prop_in(self, where: Where, name: str, values: list[str]) -> None:
         where.add(f"((n.props::jsonb) ->> '{name}') = ANY(?)", list(values))  # index nodes_prev answers prev
 
