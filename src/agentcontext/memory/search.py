@@ -51,8 +51,10 @@ def candidate_rows(index: MemoryIndex, conversation_id: str | None, user_id: str
     return rows
 
 
-def _bm25(ws: Workspace, index: MemoryIndex, namespace: str, keywords: str) -> tuple[np.ndarray, float]:
-    """Raw BM25 of every row, and the coverage of the keywords by the best hit (what scales BM25 to absolute)."""
+def _bm25(ws: Workspace, index: MemoryIndex, namespace: str, keywords: str,
+          idf: bool = True) -> tuple[np.ndarray, float]:
+    """Raw BM25 of every row, and the coverage of the keywords by the best hit (what scales BM25 to absolute), each
+    keyword weighted by its idf (``idf``; False: unweighted, as before issue 11 s5 (b))."""
     n = len(index)
     raw = np.zeros(n, dtype=np.float32)
     if not keywords:
@@ -68,16 +70,17 @@ def _bm25(ws: Workspace, index: MemoryIndex, namespace: str, keywords: str) -> t
         return raw, 0.0
     node = ws.store.get_node(best)
     text = " ".join((node.title or "", node.summary or "", node.content or "")) if node is not None else ""
-    return raw, keyword_coverage(keywords, text, index.df, n)
+    return raw, keyword_coverage(keywords, text, index.df if idf else None, n)
 
 
 def gather(ws: Workspace, index: MemoryIndex, namespace: str, query: str, rows: np.ndarray | None,
-           timing: bool = True, mention: bool = True) -> Signals:
+           timing: bool = True, mention: bool = True, idf: bool = True) -> Signals:
     """Every signal of the candidate rows (None = all rows) for ``query``; the time signals only with ``timing``
     (``search`` adds them to the rows that can reach the top k: ``top_with_time``). With ``mention`` (the mention
     signal is weighed), the speakers the query names are the mention signal's alone: the dense and the keyword query
     are the query without their names (engine/fusion.py ``without_names``; the text index holds each memory's speaker,
-    so a name left among the keywords would give every memory of that speaker keyword content)."""
+    so a name left among the keywords would give every memory of that speaker keyword content). ``idf`` False: the
+    keyword coverage unweighted (as before issue 11 s5 (b); benchmarks/locomo_loco.py's baseline)."""
     n = len(index)
     every = rows is None
     cand = np.arange(n, dtype=np.int64) if rows is None else rows
@@ -86,7 +89,7 @@ def gather(ws: Workspace, index: MemoryIndex, namespace: str, query: str, rows: 
     meaning = without_names(query, speakers)
     qv = ws.embed_query(meaning)
     dense = index.rows.scores(qv, None if every else cand, plane=index.dense_plane)[: cand.size]
-    raw, coverage = _bm25(ws, index, namespace, meaning_keywords(query, meaning, index.df, n))
+    raw, coverage = _bm25(ws, index, namespace, meaning_keywords(query, meaning, index.df, n), idf)
     keyword = keyword_scores(raw, coverage)
     values = {"dense": dense, "keyword": keyword[cand],
               "neighbour": neighbour_sum(keyword, index.prev, index.next)[cand]}
