@@ -3,6 +3,7 @@ supplied), the per-item cost as the store grows, and one store() with embedding,
 doing the same work with the same vectors and texts in the same run (the ``bench`` extra), as ratios.
 
 Run: .venv/bin/python benchmarks/writes.py [--memories 100000] [--runs 3] [--curve 1000000] [--stores 200]
+     [--baseline REV]  (REV: a git revision; its write path grows the same curve in a subprocess, in the same run)
 
 Targets: batch_store with vectors supplied >= 60,000 memories/s at 100,000 (median of 3); per-item cost flat
 to 1,000,000 (the last 10% of batches cost <= 1.3 x the first 10%); one store() with embedding p50 <= 12 ms,
@@ -11,7 +12,9 @@ p95 <= 25 ms. LanceDB or ChromaDB missing (no ``bench`` extra): their columns sa
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import statistics
 import sys
 import tempfile
@@ -122,7 +125,28 @@ def curve(folder: Path, total: int) -> dict:
             "cpu_us_per_memory_by_tenth": [round(statistics.median(cpus[i: i + tenth]) / BATCH * 1e6, 1)
                                            for i in range(0, len(cpus), tenth)],
             "cpu_last_over_first": round(cpu_last / cpu_first, 2),
+            # The median hides the few batches that end in a WAL checkpoint; the mean counts them
+            "mean_last_over_first": round(statistics.mean(costs[-tenth:]) / statistics.mean(costs[:tenth]), 2),
+            "cpu_mean_last_over_first": round(statistics.mean(cpus[-tenth:]) / statistics.mean(cpus[:tenth]), 2),
             "load_by_tenth": [round(statistics.mean(loads[i: i + tenth]), 1) for i in range(0, len(loads), tenth)]}
+
+
+def baseline_curve(rev: str, total: int, folder: Path) -> dict:
+    """The same curve grown by the code of git revision ``rev`` (its src/ and benchmarks/ in a temporary folder,
+    first on the path of a child process): the code before, measured in the same run."""
+    root = Path(__file__).resolve().parents[1]
+    tree = folder / f"baseline-{rev}"
+    tree.mkdir()
+    archive = subprocess.run(["git", "-C", str(root), "archive", rev, "src", "benchmarks"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    script = ("import json, sys, tempfile; from pathlib import Path; sys.path.insert(0, 'benchmarks'); "
+              "import writes; tmp = tempfile.mkdtemp(dir=sys.argv[2]); "
+              "print(json.dumps(writes.curve(Path(tmp), int(sys.argv[1]))))")
+    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    out = subprocess.run([sys.executable, "-c", script, str(total), str(folder)], cwd=tree, env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return {"rev": rev, **json.loads(out.strip().splitlines()[-1])}
 
 
 def single_stores(folder: Path, count: int) -> dict:
@@ -192,6 +216,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--curve", type=int, default=0, help="grow one store to this many (e.g. 1000000)")
     ap.add_argument("--stores", type=int, default=200)
+    ap.add_argument("--baseline", default=None, help="a git revision whose code grows the same curve (same run)")
     ap.add_argument("--chroma-runs", type=int, default=None,
                     help="runs of ChromaDB per mode (default --runs; it takes minutes per 100,000 memories)")
     args = ap.parse_args()
@@ -219,6 +244,13 @@ def main() -> None:
         if args.curve:
             figures["cost_curve"] = curve(folder, args.curve)
             print(figures["cost_curve"], file=sys.stderr)
+            if args.baseline:
+                before = figures["cost_curve_baseline"] = baseline_curve(args.baseline, args.curve, folder)
+                print(before, file=sys.stderr)
+                figures["cost_curve_vs_baseline"] = {
+                    key: {"now": figures["cost_curve"][key], "before": before[key]}
+                    for key in ("last_over_first", "cpu_last_over_first", "mean_last_over_first",
+                                "cpu_mean_last_over_first", "first_10pct_per_s", "last_10pct_per_s") if key in before}
         figures["single_store"] = single_stores(folder, args.stores)
     figures["load_at_end"] = os.getloadavg()
     report("writes" if n == 100_000 else f"writes_{n}", figures)
