@@ -73,3 +73,11 @@ def test_a_command_coerces_its_options_without_pydantic(tmp_path):
                                 "--json")
     assert json.loads(stdout)["store"].startswith("sqlite:")
     assert "agentcontext.store" in modules and "pydantic" not in modules
+
+
+def test_a_graph_and_the_memory_service_load_neither_igraph_nor_yaml():
+    """igraph loads when an algorithm runs (graph/extras.py only finds it); YAML when memories go to or come from
+    Markdown files (memory/io.py)."""
+    _, modules = loaded_by("from agentcontext.graph import ContextGraph; ContextGraph(); import agentcontext.memory")
+    assert "agentcontext.memory.service" in modules
+    assert not {"igraph", "yaml", "agentcontext.memory.markdown"} & modules

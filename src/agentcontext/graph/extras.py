@@ -5,11 +5,16 @@ naming the extra to install (or the flag to turn off), never later in the middle
 """
 from __future__ import annotations
 
+import importlib.util
+
 from ..errors import DependencyMissingError
 
 
 def _igraph() -> None:
-    import igraph  # noqa: F401
+    """Whether igraph can be found, without importing it (that costs ~0.1 CPU s, paid by every process that builds
+    a graph, most of which never run an algorithm); engine/analytics.py imports it when one runs."""
+    if importlib.util.find_spec("igraph") is None:
+        raise ImportError("No module named 'igraph'")
 
 
 # flag -> (what it needs, the extra that installs it, a check that imports it)

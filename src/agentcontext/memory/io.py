@@ -12,7 +12,6 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..model import Node, to_utc_iso
-from . import markdown
 from .links import entity_ids
 from .records import KIND, build_node, now_iso, to_memory
 
@@ -22,6 +21,8 @@ SCHEMA = "agentcontext.memory.v1"
 
 def export_nodes(namespace: str, nodes: list[Node], format: str, destination: Any) -> Any:
     """The memories ``nodes`` of ``namespace`` as JSON text, a dict, Markdown text (one) or files (destination=)."""
+    from . import markdown
+
     if format not in FORMATS:
         raise ValidationError(f"unknown export format {format!r}; use json, dict or markdown", format=format)
     if format == "markdown":
@@ -79,6 +80,8 @@ def _parse_items(data: Any, format: str) -> list[dict[str, Any]]:
 
 def parse_import(data: Any, format: str) -> list[dict[str, Any]]:
     """The memories in ``data`` (JSON text or file, a dict or list, or a Markdown folder), all validated."""
+    from . import markdown
+
     if format not in FORMATS:
         raise ValidationError(f"unknown import format {format!r}; use json, dict or markdown", format=format)
     if format == "markdown":
