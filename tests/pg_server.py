@@ -213,7 +213,21 @@ class PgServer:
                 self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
         finally:
             if not self.kept:
-                shutil.rmtree(self.root, ignore_errors=True)
+                delete_in_background(self.root)
+
+
+def delete_in_background(folder: Path) -> None:
+    """Delete ``folder`` without waiting: renamed aside at once, then removed by a detached ``rm -rf``.
+
+    A session's cluster holds thousands of small relation files (~200 MB); on this machine's ext4, mounted with
+    ``discard``, deleting them took 14 s of the suite's last teardown, with nothing waiting for the space."""
+    aside = folder.with_name(folder.name + ".deleting")
+    try:
+        folder.rename(aside)
+        subprocess.Popen(["rm", "-rf", "--", str(aside)], cwd="/", start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:  # no such folder (stopped twice), or no rm: delete it here
+        shutil.rmtree(aside if aside.exists() else folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
