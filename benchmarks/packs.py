@@ -11,7 +11,12 @@ New and old installs alternate so a busy machine slows both alike; CPU seconds a
 is put first on its path), each install of both in a fresh process, the two alternating, so the change is
 measured against the code it replaces in the same run ("before" in the output, with its own ratio).
 
+``--timeline`` runs one install of the new path with each phase timed (start, end, calls, wall and CPU of the thread
+that ran it: reading the manifest, building docs, hashing, tokenizing, the model runs, the writes, the commit) and
+the model threads' busy share second by second, to show what is on the critical path and where a core is idle.
+
 Run: .venv/bin/python benchmarks/packs.py [--docs 10000] [--runs 3] [--no-baseline] [--sweep] [--before-src DIR]
+     [--timeline]
 """
 from __future__ import annotations
 
@@ -248,6 +253,82 @@ def before_figures(folder: Path, tmp: Path, runs: int, before: Path) -> dict:
             "runs_before": [[round(w, 1), round(c, 1)] for w, c in times["before"]]}
 
 
+PHASES = [  # (module, owner attribute or None, function, label)
+    ("agentcontext.knowledge.packs", None, "load_packages", "read and check the manifest"),
+    ("agentcontext.safe_yaml", None, "load", "  YAML"),
+    ("agentcontext.knowledge.manifest", None, "resolve_source", "  resolve doc paths"),
+    ("agentcontext.knowledge.manifest", None, "_read_doc", "  read doc files"),
+    ("agentcontext.knowledge.packs", None, "embed_ahead", "hash and dedupe texts, start the stream"),
+    ("agentcontext.embed.base", "MiniLMEmbedder", "_tokens", "tokenize"),
+    ("agentcontext.embed.base", "MiniLMEmbedder", "_run", "model run"),
+    ("agentcontext.knowledge.packs", None, "install_spec", "install transaction"),
+    ("agentcontext.knowledge.packs", None, "doc_node", "  build doc nodes (token counts)"),
+    ("agentcontext.store.sql_base", "SQLStore", "put_nodes", "  write nodes (+ text index)"),
+    ("agentcontext.store.sql_base", "SQLStore", "put_edges", "  write edges"),
+    ("agentcontext.store.sql_base", "SQLStore", "put_vectors", "write vectors"),
+    ("agentcontext.embed.cache", "PendingVectors", "write", "wait for and write the vectors"),
+    ("agentcontext.knowledge.packs", None, "embed_pack", "embed what is still missing"),
+]
+
+
+def timeline(folder: Path, home: Path) -> dict:
+    """One install with every phase of ``PHASES`` timed (see the module's note)."""
+    import functools
+    import importlib
+    import threading
+
+    events: list[tuple[str, str, float, float, float]] = []
+    origin = [0.0]
+
+    def timed(fn, label):
+        @functools.wraps(fn)
+        def inner(*a, **k):
+            start, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                name = threading.current_thread().name
+                events.append((label, "model" if name.startswith("agentcontext-embed_") else name,
+                               start - origin[0], time.perf_counter() - origin[0], time.thread_time() - cpu))
+        return inner
+
+    for module, owner, name, label in PHASES:
+        target = importlib.import_module(module)
+        target = getattr(target, owner) if owner else target
+        setattr(target, name, timed(getattr(target, name), label))
+    ws = Workspace.open(home=home, create=True)
+    ws.embedder.embed(["load the model before the clock starts"])
+    events.clear()
+    origin[0], cpu = time.perf_counter(), time.process_time()
+    install_folder(ws, folder)
+    wall, cpu = time.perf_counter() - origin[0], time.process_time() - cpu
+    ws.close()
+    phases: dict[tuple[str, str], list[float]] = {}
+    for label, thread, start, end, used in events:
+        row = phases.setdefault((label, thread), [start, end, 0, 0.0, 0.0])
+        row[0], row[1] = min(row[0], start), max(row[1], end)
+        row[2], row[3], row[4] = row[2] + 1, row[3] + end - start, row[4] + used
+    busy = [0.0] * (int(wall) + 1)
+    for label, _, start, end, _ in events:
+        while label == "model run" and start < end:
+            second = int(start)
+            step = min(end, second + 1) - start
+            busy[min(second, len(busy) - 1)] += step
+            start += step
+    print(f"{'phase':42s} {'thread':26s} {'start':>7s} {'end':>7s} {'calls':>6s} {'wall s':>8s} {'CPU s':>7s}")
+    rows = sorted(phases.items(), key=lambda kv: kv[1][0])
+    for (label, thread), (start, end, calls, spent, used) in rows:
+        print(f"{label:42s} {thread:26s} {start:7.2f} {end:7.2f} {int(calls):6d} {spent:8.2f} {used:7.2f}")
+    first_model = min((r[0] for (label, _), r in rows if label == "model run"), default=0.0)
+    print(f"install {wall:.1f} s wall, {cpu:.1f} s CPU; first model run at {first_model:.2f} s; model threads busy "
+          "per second (of 2): " + " ".join(f"{b:.1f}" for b in busy))
+    return {"wall": round(wall, 2), "cpu": round(cpu, 2), "first_model_run_at": round(first_model, 2),
+            "phases": [{"phase": label.strip(), "thread": thread, "start": round(start, 2), "end": round(end, 2),
+                        "calls": int(calls), "wall": round(spent, 2), "thread_cpu": round(used, 2)}
+                       for (label, thread), (start, end, calls, spent, used) in rows],
+            "model_threads_busy_per_second": [round(b, 2) for b in busy]}
+
+
 def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "--child":
         return child(Path(sys.argv[2]), Path(sys.argv[3]))
@@ -259,10 +340,17 @@ def main() -> None:
     parser.add_argument("--before-src", type=Path, help="a source tree of the code before: also time it, "
                         "alternating, each install in its own process")
     parser.add_argument("--only-before", action="store_true", help="with --before-src: only that comparison")
+    parser.add_argument("--timeline", action="store_true", help="only one install, each phase timed")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-packs-"))
     queries = generate(tmp / "pack", args.docs)
     load_before = os.getloadavg()
+    if args.timeline:
+        report("packs_timeline", {"docs": args.docs, "load_average_before": [round(x, 1) for x in load_before],
+                                  **timeline(tmp / "pack", tmp / "timeline"),
+                                  "load_average_after": [round(x, 1) for x in os.getloadavg()]}, quiet=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     compared = before_figures(tmp / "pack", tmp, args.runs, args.before_src) if args.before_src else {}
     if args.only_before:
         report("packs_before", {"docs": args.docs, "runs": args.runs, "cores": os.cpu_count(),
