@@ -1,0 +1,54 @@
+"""The SQLite writer's settings for bulk writes (issue 9 s3): the WAL is checkpointed by size, not after every
+commit, and a large write gets a larger page cache for its transaction only, back to the usual size after it
+commits or rolls back."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agentcontext.model import Node
+from agentcontext.store import SQLiteStore
+
+
+def pragma(store: SQLiteStore, name: str) -> int:
+    return store._db.execute(f"PRAGMA {name}").fetchone()[0]
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = SQLiteStore(tmp_path / "store.db")
+    s.BATCH_ROWS = 3  # a "large" write, kept small for the test
+    yield s
+    s.close()
+
+
+def nodes(n: int, start: int = 0) -> list[Node]:
+    return [Node(id=f"n{i}", kind="note", namespace="t", content=f"text {i}", embed_text=f"text {i}")
+            for i in range(start, start + n)]
+
+
+def test_the_wal_is_checkpointed_by_size(store):
+    assert pragma(store, "wal_autocheckpoint") == SQLiteStore.WAL_CHECKPOINT_PAGES
+    assert pragma(store, "journal_size_limit") == SQLiteStore.WAL_KEEP_BYTES
+
+
+def test_a_large_write_gets_the_batch_cache_for_its_transaction_only(store):
+    usual, batch = -SQLiteStore.PAGE_CACHE_KIB, -SQLiteStore.BATCH_CACHE_KIB
+    assert pragma(store, "cache_size") == usual
+    store.put_nodes(nodes(2))  # small: the cache stays as it is
+    assert pragma(store, "cache_size") == usual
+    with store.transaction():
+        store.put_vectors({f"h{i}": np.ones(4, dtype=np.float32) * i for i in range(3)}, "m")
+        assert pragma(store, "cache_size") == batch
+        store.put_nodes(nodes(3, 10))
+        assert pragma(store, "cache_size") == batch
+    assert pragma(store, "cache_size") == usual
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.put_nodes(nodes(3, 20))
+            assert pragma(store, "cache_size") == batch
+            raise RuntimeError("abandon the batch")
+    assert pragma(store, "cache_size") == usual
+    assert store.get_node("n20") is None and store.get_node("n10") is not None
+    assert sorted(store.get_vectors(["h2", "h0", "h1"], "m")) == ["h0", "h1", "h2"]
+    assert store.get_vectors(["h2"], "m")["h2"].tolist() == [2.0] * 4
