@@ -61,7 +61,7 @@ class VectorStream:
             self._put(exc)
         finally:  # stopped or failed: what is still queued on the model threads is not needed
             for _, _, pending in flight:
-                getattr(pending, "cancel", lambda: None)()
+                pending.cancel()
 
     def _deliver(self, start: int, count: int, pending: Any) -> None:
         vecs = np.asarray(pending.result(), dtype=np.float32)
@@ -106,6 +106,9 @@ class _Done:
 
     def result(self) -> Any:
         return self._vectors
+
+    def cancel(self) -> None:
+        """Nothing is queued: the vectors are computed already."""
 
 
 def by_length(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
