@@ -320,10 +320,11 @@ class VectorSearch(Protocol):
         """Inner products of ``vector`` with the stored vectors of these text hashes (of ``model`` and the same
         dimension), computed in the store: nothing but the scores crosses the wire."""
 
-    def term_counts(self, query: str) -> tuple[int, dict[str, int]]:
+    def term_counts(self, query: str, namespace: str | Sequence[str] | None = None) -> tuple[int, dict[str, int]]:
         """(rows of the text index, rows holding each word of ``query`` (``text.query_terms``) as the text search
-        counts them when it ranks: the parts of BM25's idf), so a ranking in the store can weigh the query's words
-        by their idf. Estimates on a large table; a word the text index keeps nothing of (a stopword) is left out."""
+        of ``namespace`` counts them when it ranks: the parts of BM25's idf, from those namespaces' rows only), so a
+        ranking in the store can weigh the query's words by their idf. Estimates on a large table; a word the text
+        index keeps nothing of (a stopword) is left out."""
 
 
 OPTIONAL_METHODS: dict[Capability, type] = {Capability.VECTOR_SEARCH: VectorSearch}

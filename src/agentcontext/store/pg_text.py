@@ -41,13 +41,24 @@ Read = Callable[[str, Sequence[Any]], list[tuple]]
 
 LEXEMES = """
 SELECT w.term, x.lex, x.share, CASE WHEN %s OR x.share IS NULL THEN (
-         SELECT count(*) FROM nodes WHERE retracted_at IS NULL AND tsv @@ quote_literal(x.lex)::tsquery) END
+         SELECT count(*) FROM nodes WHERE retracted_at IS NULL AND tsv @@ quote_literal(x.lex)::tsquery{scope}) END
 FROM unnest(%s::text[]) WITH ORDINALITY w(term, i)
 CROSS JOIN LATERAL (SELECT lex, (SELECT s.freqs[array_position(s.elems, lex)] FROM (
          SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
          WHERE schemaname = current_schema() AND tablename = 'nodes' AND attname = 'tsv') s) AS share
      FROM unnest(tsvector_to_array(to_tsvector('english', w.term))) lex) x
 ORDER BY w.i
+"""
+SCOPE = " AND namespace = ANY(%s)"
+
+# Whether no node lies outside the namespaces: a seek on nodes_ns_key for each gap around them, in the server's
+# collation (the namespaces sorted there too)
+ALONE = """
+WITH s AS (SELECT DISTINCT unnest(%s::text[]) AS ns), p AS (SELECT ns, lead(ns) OVER (ORDER BY ns) AS nxt FROM s)
+SELECT NOT (EXISTS (SELECT 1 FROM nodes WHERE namespace < (SELECT min(ns) FROM s))
+         OR EXISTS (SELECT 1 FROM nodes WHERE namespace > (SELECT max(ns) FROM s))
+         OR EXISTS (SELECT 1 FROM p WHERE p.nxt IS NOT NULL
+                    AND EXISTS (SELECT 1 FROM nodes WHERE namespace > p.ns AND namespace < p.nxt)))
 """
 
 
@@ -62,21 +73,36 @@ STATS = ("WITH e AS (SELECT reltuples::bigint AS n FROM pg_class WHERE oid = 'no
          "WHERE retracted_at IS NULL) END FROM e")
 
 
+def scope_key(namespaces: Sequence[str] | None) -> tuple[str, ...] | None:
+    """The namespaces whose statistics rank a search (None: the whole table), as a cache key."""
+    return None if namespaces is None else tuple(sorted(set(namespaces)))
+
+
 class TextStats:
-    """N and avgdl of one store's text index: measured while the table is small, then estimated and remembered.
-    A large table's estimate is one statement (the planner's row count and a sample's average length); the sample
-    is the same blocks for every process (``REPEATABLE``), so processes agree on avgdl and a new one mostly finds
-    those blocks in the server's buffers (a fresh sample each time read about 1,000 uncached blocks at 1,000,000
-    memories: 50-130 ms)."""
+    """N and avgdl of one store's text index, or of the rows of some namespaces (``scope``): measured while they are
+    few, then estimated and remembered. A large table's estimate is one statement (the planner's row count and a
+    sample's average length); the sample is the same blocks for every process (``REPEATABLE``), so processes agree
+    on avgdl and a new one mostly finds those blocks in the server's buffers (a fresh sample each time read about
+    1,000 uncached blocks at 1,000,000 memories: 50-130 ms). Many rows of some namespaces: counted (the namespace
+    index), their avgdl from a sample of their own rows."""
 
     def __init__(self) -> None:
-        self._at = -math.inf
-        self._value: tuple[int, float] = (0, 0.0)
+        self._kept: dict[tuple[str, ...] | None, tuple[float, tuple[int, float]]] = {}
 
-    def get(self, read: Read) -> tuple[int, float, bool]:
-        """(rows, average lexemes per row, whether the table is small)."""
-        if time.monotonic() - self._at <= STATS_SECONDS:
-            return self._value[0], self._value[1], False
+    def get(self, read: Read, scope: tuple[str, ...] | None = None) -> tuple[int, float, bool]:
+        """(rows, average lexemes per row, whether they are few: counted exactly)."""
+        at, value = self._kept.get(scope, (-math.inf, (0, 0.0)))
+        if time.monotonic() - at <= STATS_SECONDS:
+            return value[0], value[1], False
+        rows, avg, few = self._table(read) if scope is None else self._scope(read, list(scope))
+        if few:  # counted every time, never remembered
+            return rows, avg, True
+        if len(self._kept) >= LEXEME_CACHE:
+            self._kept.clear()
+        self._kept[scope] = (time.monotonic(), (rows, avg))
+        return rows, avg, False
+
+    def _table(self, read: Read) -> tuple[int, float, bool]:
         estimate, sampled = read(STATS, ())[0]
         avg = 0.0
         if estimate <= 10 * SMALL:  # maybe small (or never analysed): count up to SMALL + 1 rows
@@ -89,37 +115,54 @@ class TextStats:
             share = min(100.0, 100.0 * SAMPLE_ROWS / max(estimate, 1))
             sampled = read(f"SELECT avg(length(tsv)) FROM nodes TABLESAMPLE SYSTEM ({share:.4f}) REPEATABLE "
                            f"({SAMPLE_SEED}) WHERE retracted_at IS NULL", ())[0][0]
-        self._value = (int(estimate), float(sampled if sampled is not None else avg))
-        self._at = time.monotonic()
-        return self._value[0], self._value[1], False
+        return int(estimate), float(sampled if sampled is not None else avg), False
+
+    def _scope(self, read: Read, names: list[str]) -> tuple[int, float, bool]:
+        rows, avg = read("SELECT count(*), coalesce(avg(length(tsv)), 0) FROM (SELECT tsv FROM nodes WHERE "
+                         f"retracted_at IS NULL{SCOPE} LIMIT {SMALL + 1}) f", [names])[0]
+        if rows <= SMALL:
+            return int(rows), float(avg), True
+        rows = read(f"SELECT count(*) FROM nodes WHERE retracted_at IS NULL{SCOPE}", [names])[0][0]
+        share = min(100.0, 100.0 * SAMPLE_ROWS / max(rows, 1))  # of the blocks: about SAMPLE_ROWS of their rows
+        sampled = read(f"SELECT avg(length(tsv)) FROM nodes TABLESAMPLE SYSTEM ({share:.4f}) REPEATABLE "
+                       f"({SAMPLE_SEED}) WHERE retracted_at IS NULL{SCOPE}", [names])[0][0]
+        if sampled is None:  # the sample missed their blocks: measure them all
+            sampled = read(f"SELECT avg(length(tsv)) FROM nodes WHERE retracted_at IS NULL{SCOPE}", [names])[0][0]
+        return int(rows), float(sampled or 0.0), False
 
 
 Lexemes = list[tuple[str, str, int | None, float | None]]
 
 
-def lexemes(read: Read, terms: list[str], count_all: bool) -> Lexemes:
+def lexemes(read: Read, terms: list[str], count_all: bool, scope: tuple[str, ...] | None = None) -> Lexemes:
     """(term, lexeme, rows holding it, share of rows holding it by the planner's statistics) per term with a
-    lexeme; the rows are counted for every lexeme (``count_all``) or only for those the statistics do not track
-    (rare ones: a cheap count through the GIN index)."""
-    return [(t, lex, None if n is None else int(n), None if f is None else float(f))
-            for t, lex, f, n in read(LEXEMES, [count_all, terms])]
+    lexeme; the rows (of the namespaces ``scope``, None: every row) are counted for every lexeme (``count_all``) or
+    only for those the statistics do not track (rare ones: a cheap count through the GIN index)."""
+    if scope is None:
+        found = read(LEXEMES.format(scope=""), [count_all, terms])
+    else:
+        found = read(LEXEMES.format(scope=SCOPE), [count_all, list(scope), terms])
+    return [(t, lex, None if n is None else int(n), None if f is None else float(f)) for t, lex, f, n in found]
 
 
 class LexemeCache:
-    """A large table's lexeme lookups (``lexemes`` with ``count_all`` false), kept for ``STATS_SECONDS`` like
-    ``TextStats``: BM25's counts there are estimates already. A small table's are never kept (counted exactly)."""
+    """A large table's lexeme lookups (``lexemes`` with ``count_all`` false, or counted in some namespaces), kept
+    for ``STATS_SECONDS`` like ``TextStats``: BM25's counts there are estimates already. A small table's are never
+    kept (counted exactly)."""
 
     def __init__(self) -> None:
-        self._found: dict[tuple[str, ...], tuple[float, Lexemes]] = {}
+        self._found: dict[tuple, tuple[float, Lexemes]] = {}
 
-    def get(self, read: Read, terms: list[str], small: bool) -> Lexemes:
+    def get(self, read: Read, terms: list[str], small: bool, scope: tuple[str, ...] | None = None) -> Lexemes:
+        """The lexemes of ``terms``; the rows holding each counted in the namespaces ``scope`` (never taken from
+        the planner's statistics, which count every namespace), or in the whole table (None)."""
         if small:
-            return lexemes(read, terms, True)
-        key, now = tuple(terms), time.monotonic()
+            return lexemes(read, terms, True, scope)
+        key, now = (scope, tuple(terms)), time.monotonic()
         kept = self._found.get(key)
         if kept is not None and now - kept[0] <= STATS_SECONDS:
             return kept[1]
-        found = lexemes(read, terms, False)
+        found = lexemes(read, terms, scope is not None, scope)
         if len(self._found) >= LEXEME_CACHE:
             self._found = {k: v for k, v in self._found.items() if now - v[0] <= STATS_SECONDS}
             if len(self._found) >= LEXEME_CACHE:

@@ -237,12 +237,14 @@ class PostgresStore(SQLStore):
     # --- text index ------------------------------------------------------------------------
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
                     ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
-        """(id, BM25 as FTS5 computes it, over the weighted tsvector) best first; see ``pg_text``."""
+        """(id, BM25 as FTS5 computes it, over the weighted tsvector) best first, with the statistics of the
+        namespaces searched; see ``pg_text``."""
         terms = query_terms(query)
         if not terms or limit <= 0 or (ids is not None and not ids):
             return []
-        rows, avgdl, small = self._text_stats.get(self._read)
-        found = self._lexemes.get(self._read, terms, small)
+        scope = self._text_scope(namespace)
+        rows, avgdl, small = self._text_stats.get(self._read, scope)
+        found = self._lexemes.get(self._read, terms, small, scope)
         if not found:
             return []
         held = {lex: n if n is not None else int((share or 0.0) * rows) for _, lex, n, share in found}
@@ -268,17 +270,27 @@ class PostgresStore(SQLStore):
         params = [" | ".join(pg_text.quote_lexeme(x) for x in match), *where.params, *pairs, avgdl or 1.0, lexes, idfs]
         return [(r[0], float(r[1])) for r in self._read(sql, params)]
 
-    def term_counts(self, query: str) -> tuple[int, dict[str, int]]:
+    def _text_scope(self, namespace) -> tuple[str, ...] | None:
+        """The namespaces whose statistics rank a search of ``namespace``: None (the whole table's) when no node
+        lies outside them, which spares counting them."""
+        names = as_list(namespace)
+        if names is None or self._read(pg_text.ALONE, [names])[0][0]:
+            return None
+        return pg_text.scope_key(names)
+
+    def term_counts(self, query: str, namespace=None) -> tuple[int, dict[str, int]]:
         """(rows of the text index, rows holding each query word's lexemes): the counts ``text_search`` ranks
         with (``pg_text.TextStats``, ``LexemeCache``: estimates on a large table, remembered as there, so asking
         after a search of the same words costs no round trip), for weighting a query's words by their idf (issue
-        11 s5 (b), memory/server_search.py). A word with no lexeme (a stopword) is left out."""
+        11 s5 (b), memory/server_search.py); of the rows of ``namespace`` as ``text_search`` counts them. A word
+        with no lexeme (a stopword) is left out."""
         terms = query_terms(query)
         if not terms:
             return 0, {}
-        rows, _, small = self._text_stats.get(self._read)
+        scope = self._text_scope(namespace)
+        rows, _, small = self._text_stats.get(self._read, scope)
         counts: dict[str, int] = {}
-        for term, _, n, share in self._lexemes.get(self._read, terms, small):
+        for term, _, n, share in self._lexemes.get(self._read, terms, small, scope):
             counts[term] = max(counts.get(term, 0), n if n is not None else int((share or 0.0) * rows))
         return rows, counts
 

@@ -25,7 +25,7 @@ from ..text import informative, query_terms
 from .base import Capability
 from .migrations.sqlite import MIGRATIONS
 from .rows import NODE_COLS, Where, as_list
-from . import transfer
+from . import sqlite_text, transfer
 from .sql_base import SQLStore
 
 T = TypeVar("T")
@@ -92,6 +92,7 @@ class SQLiteStore(SQLStore):
         self.path = Path(path)
         super().__init__(f"sqlite:///{self.path}", timeout)
         self.in_memory = str(path) == ":memory:"
+        self._scope_stats = sqlite_text.ScopeStats()  # text statistics of searched namespaces, per store change
         self.capabilities = frozenset() if self.in_memory else frozenset({Capability.PERSISTENT, Capability.SHARED})
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -348,21 +349,35 @@ class SQLiteStore(SQLStore):
     # --- text index ------------------------------------------------------------------------
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
                     ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
-        terms = self._informative_terms(query_terms(query), common)
+        """Rows ranked by BM25 with the statistics of the namespaces searched (``sqlite_text``): what other
+        namespaces hold never moves a score."""
+        terms = query_terms(query)
         if not terms or (ids is not None and not ids):
+            return []
+        namespaces = as_list(namespace)
+        with self._lock:  # the statistics and the rows they rank from one state of the store
+            if namespaces is None or sqlite_text.alone(self._read, namespaces):
+                return self._table_search(self._informative_terms(terms, common), namespaces, kind, limit, ids)
+            return sqlite_text.scoped_search(
+                self._read, terms, lambda t: fts_match([t]), list(dict.fromkeys(namespaces)), as_list(kind),
+                None if ids is None else list(ids), limit, self.change_counter(), self._scope_stats,
+                lambda ts, counts, total: informative(ts, counts, total, common))
+
+    def _table_search(self, terms: list[str], namespace: list[str] | None, kind, limit: int,
+                      ids: Sequence[str] | None) -> list[tuple[str, float]]:
+        """FTS5's own ranking: the whole table's statistics, which are the namespaces' when nothing lies outside."""
+        if not terms:
             return []
         out: list[tuple[str, float]] = []
         for chunk in [None] if ids is None else self._chunks(list(dict.fromkeys(ids))):
             where = SqlWhere()
             where.add("fts MATCH ?", fts_match(terms))
-            where.eq_any("n.namespace", as_list(namespace))
+            where.eq_any("n.namespace", namespace)
             where.eq_any("n.kind", as_list(kind))
             where.eq_any("n.id", None if chunk is None else list(chunk))
             where.add("n.retracted_at IS NULL")
-            sql = (
-                "SELECT n.id, -bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0) AS score FROM fts JOIN nodes n ON n.rid = fts.rowid"
-                f"{where.sql()} ORDER BY bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0), n.rid LIMIT {int(limit)}"
-            )
+            sql = (f"SELECT n.id, -{sqlite_text.BM25} AS score FROM fts JOIN nodes n ON n.rid = fts.rowid"
+                   f"{where.sql()} ORDER BY {sqlite_text.BM25}, n.rid LIMIT {int(limit)}")
             out.extend((r[0], float(r[1])) for r in self._read(sql, where.params))
         if ids is not None:
             out.sort(key=lambda hit: -hit[1])
@@ -385,6 +400,7 @@ class SQLiteStore(SQLStore):
                                          f"ORDER BY n.rid{page}", where.params)]
 
     def _informative_terms(self, terms: list[str], common: float | None) -> list[str]:
+        """``terms`` but those too common in the whole table (``_table_search``'s: nothing lies outside)."""
         if len(terms) < 2:
             return terms
         total = self._read("SELECT count(*) FROM fts_docsize")[0][0]
