@@ -46,7 +46,10 @@ def _nodes(namespace: str, count: int, seed: int, kinds=("memory", "entity")) ->
 
 
 def _ranks(store, namespace, kind=None) -> dict[str, list]:
-    return {q: store.text_search(q, namespace=namespace, kind=kind, limit=60) for q in QUERIES}
+    out = {q: store.text_search(q, namespace=namespace, kind=kind, limit=60) for q in QUERIES}
+    some = [nid for nid, _ in out["zorblax"][::3]]  # a caller's candidates (ids=), as memory/server_search asks
+    out["ids"] = store.text_search("zorblax weather harbor", namespace=namespace, kind=kind, ids=some, limit=10)
+    return out
 
 
 def _sqlite_store(tmp_path):

@@ -360,8 +360,7 @@ class SQLiteStore(SQLStore):
                 return self._table_search(self._informative_terms(terms, common), namespaces, kind, limit, ids)
             return sqlite_text.scoped_search(
                 self._read, terms, lambda t: fts_match([t]), list(dict.fromkeys(namespaces)), as_list(kind),
-                None if ids is None else list(ids), limit, self.change_counter(), self._scope_stats,
-                lambda ts, counts, total: informative(ts, counts, total, common))
+                None if ids is None else list(ids), limit, self.change_counter(), self._scope_stats, common)
 
     def _table_search(self, terms: list[str], namespace: list[str] | None, kind, limit: int,
                       ids: Sequence[str] | None) -> list[tuple[str, float]]:

@@ -14,8 +14,15 @@ kind), ``idf = ln((N - n + 0.5) / (n + 0.5))`` at least 1e-6, ``n`` the rows of 
 k1 = 1.2, b = 0.75: FTS5's formula, evaluated in FTS5's order, so the scores are bit-identical to ``bm25()`` on a
 store holding only those namespaces (tests/test_text_stats_scope.py checks it). ``f`` is read back from FTS5 itself:
 each phrase is matched alone and its ``bm25()`` (global idf and avgdl, both known) inverted; ``f`` is a sum of the
-integer column weights, so rounding makes it exact. The namespaces' ``N`` and token total are counted once per
-change of the store (``change_counter``) and remembered.
+integer column weights, so rounding makes it exact. The namespaces' live rows (rid, tokens, kind: 16 bytes a row)
+are read once per change of the store (``change_counter``) and remembered (``ScopeStats``); a phrase's rows are
+placed among them by rid (numpy), and only the best ``limit`` rows' ids are read.
+
+Cost (benchmarks/text_scope.py): one statement per query word instead of one per query, each scoring every row
+holding the word in the whole table, so a search beside other namespaces costs more than FTS5's single ranked
+statement (about 1.5-3x for the text search at 20,000 memories); the first search after a write reads the
+namespaces' rows again. Timing still grows with what the whole table holds (as before): a side channel of
+volume, not of scores.
 
 When no node lies outside the namespaces searched (a store holding one namespace, as each LoCoMo store does, or a
 search of every namespace), the whole table's statistics are the namespaces' own and the search is FTS5's single
@@ -28,6 +35,8 @@ import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from ..text import COMMON_SHARE, informative
 
 WEIGHTS = (4.0, 3.0, 2.0, 1.0, 2.0)  # key, title, summary, content, tags
 BM25 = "bm25(fts, 4.0, 3.0, 2.0, 1.0, 2.0)"
@@ -59,17 +68,6 @@ def tokens(blob: bytes) -> int:
     return sum(varints(blob))
 
 
-def total_tokens(blobs: list[bytes]) -> int:
-    """The tokens of many rows: one byte per column while each column holds fewer than 128 tokens (the usual case,
-    summed at once), decoded row by row otherwise."""
-    if not blobs:
-        return 0
-    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8)
-    if not (raw & 0x80).any():
-        return int(raw.sum(dtype=np.int64))
-    return sum(tokens(b) for b in blobs)
-
-
 def marks(values: Sequence[Any]) -> str:
     return ",".join("?" * len(values))
 
@@ -83,29 +81,53 @@ def alone(read: Read, namespaces: Sequence[str]) -> bool:
     return not any(read(f"SELECT 1 FROM nodes WHERE {cond} LIMIT 1", params) for cond, params in gaps)
 
 
-class ScopeStats:
-    """(rows, tokens) of the text index's rows in a set of namespaces, remembered per store change."""
+class ScopeRows:
+    """The live rows of the text index in a set of namespaces: rids (sorted), each row's tokens and kind, and the
+    token total; counted once per store change (``change_counter``) and remembered."""
 
-    KEEP = 64  # namespace sets remembered
+    def __init__(self, rids: np.ndarray, lengths: np.ndarray, kinds: np.ndarray, kind_names: list[str]) -> None:
+        self.rids, self.lengths, self.kinds, self.kind_names = rids, lengths, kinds, kind_names
+        self.total = int(lengths.sum()) if lengths.size else 0
+
+    def kind_mask(self, kinds: list[str] | None) -> np.ndarray | None:
+        if kinds is None:
+            return None
+        return np.isin(self.kinds, [i for i, k in enumerate(self.kind_names) if k in set(kinds)])
+
+
+class ScopeStats:
+    """``ScopeRows`` per set of namespaces, remembered per store change (a few sets; 16 bytes a row)."""
+
+    KEEP = 8  # namespace sets remembered
 
     def __init__(self) -> None:
-        self._kept: dict[tuple[str, ...], tuple[int, int, int]] = {}
+        self._kept: dict[tuple[str, ...], tuple[tuple[int, ...], ScopeRows]] = {}
         self._lock = threading.Lock()
 
-    def get(self, read: Read, namespaces: Sequence[str], counter: int) -> tuple[int, int]:
+    def get(self, read: Read, namespaces: Sequence[str], version: tuple[int, ...]) -> ScopeRows:
+        """The rows of ``namespaces`` as of ``version`` (the store's change counter and the text index's totals)."""
         key = tuple(sorted(set(namespaces)))
         with self._lock:
             kept = self._kept.get(key)
-        if kept is not None and kept[0] == counter:
-            return kept[1], kept[2]
-        sizes = [r[0] for r in read("SELECT d.sz FROM nodes n JOIN fts_docsize d ON d.id = n.rid WHERE n.namespace "
-                                    f"IN ({marks(key)}) AND n.retracted_at IS NULL", key)]
-        value = (counter, len(sizes), total_tokens(sizes))
+        if kept is not None and kept[0] == version:
+            return kept[1]
+        found = read("SELECT n.rid, n.kind, d.sz FROM nodes n JOIN fts_docsize d ON d.id = n.rid WHERE n.namespace "
+                     f"IN ({marks(key)}) AND n.retracted_at IS NULL ORDER BY n.rid", key)
+        kind_names: list[str] = []
+        if found:
+            rids, kinds, sizes = zip(*found)
+            codes: dict[str, int] = {}
+            kind_codes = np.fromiter((codes.setdefault(k, len(codes)) for k in kinds), dtype=np.int32,
+                                     count=len(kinds))
+            kind_names = list(codes)
+            value = ScopeRows(np.asarray(rids, dtype=np.int64), row_tokens(list(sizes)), kind_codes, kind_names)
+        else:
+            value = ScopeRows(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int32), [])
         with self._lock:
             if len(self._kept) >= self.KEEP:
                 self._kept.clear()
-            self._kept[key] = value
-        return value[1], value[2]
+            self._kept[key] = (version, value)
+        return value
 
 
 def idf(rows: int, holding: int) -> float:
@@ -124,53 +146,80 @@ def table_totals(read: Read) -> tuple[int, int]:
     return values[0], sum(values[1:])
 
 
-def phrase_hits(read: Read, phrase: str, namespaces: Sequence[str], table_rows: int,
-                table_avgdl: float) -> list[tuple[int, str, str, float, int]]:
-    """(rid, id, kind, f, D) of every live row of ``namespaces`` holding ``phrase`` (an FTS5 MATCH operand): ``f``
-    read back from the phrase's own ``bm25()``, which weighs it by the whole table's idf and avgdl."""
-    held = read("SELECT count(*) FROM fts WHERE fts MATCH ?", (phrase,))[0][0]
-    weight = idf(table_rows, held)
-    rows = read(f"SELECT n.rid, n.id, n.kind, -{BM25}, d.sz FROM fts JOIN nodes n ON n.rid = fts.rowid "
-                f"JOIN fts_docsize d ON d.id = fts.rowid WHERE fts MATCH ? AND n.namespace IN ({marks(namespaces)}) "
-                "AND n.retracted_at IS NULL", (phrase, *namespaces))
-    out = []
-    for rid, nid, kind, score, size in rows:
-        length = tokens(size)
-        g = score / weight  # f * (k1 + 1) / (f + k1 * (1 - b + b * D / avgdl))
-        norm = K1 * (1 - B + B * length / table_avgdl)
-        out.append((rid, nid, kind, float(round(g * norm / (K1 + 1.0 - g))), length))
-    return out
+def phrase_hits(read: Read, phrase: str, scope: ScopeRows, table_rows: int,
+                table_avgdl: float) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in ``scope``, f) of the scope's rows holding ``phrase`` (an FTS5 MATCH operand), in rid order:
+    ``f`` read back from the phrase's own ``bm25()``, which weighs it by the whole table's idf and avgdl (the
+    rows holding it anywhere: those the statement returns)."""
+    rows = read(f"SELECT rowid, -{BM25} FROM fts WHERE fts MATCH ?", (phrase,))
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    rid_list, score_list = zip(*rows)
+    rids = np.array(rid_list, dtype=np.int64)
+    at = np.searchsorted(scope.rids, rids)
+    inside = at < scope.rids.size
+    inside[inside] = scope.rids[at[inside]] == rids[inside]
+    at = at[inside]
+    g = np.array(score_list, dtype=np.float64)[inside] / idf(table_rows, len(rows))  # f * (k1 + 1) / (f + k1 *
+    # (1 - b + b * D / avgdl))
+    norm = K1 * (1 - B + B * scope.lengths[at] / table_avgdl)
+    return at, np.round(g * norm / (K1 + 1.0 - g))
+
+
+def row_tokens(blobs: list[bytes]) -> np.ndarray:
+    """Each row's tokens (float64) from its ``fts_docsize`` entry: the five columns' one-byte counts summed at once
+    while each holds fewer than 128 tokens, decoded row by row otherwise."""
+    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+    if raw.size == 5 * len(blobs) and not (raw & 0x80).any():
+        return raw.reshape(len(blobs), 5).sum(axis=1, dtype=np.int64).astype(np.float64)
+    return np.asarray([tokens(b) for b in blobs], dtype=np.float64)
 
 
 def scoped_search(read: Read, terms: list[str], phrase: Callable[[str], str], namespaces: Sequence[str],
                   kinds: list[str] | None, ids: Sequence[str] | None, limit: int, counter: int, stats: ScopeStats,
-                  keep: Callable[[list[str], dict[str, int], int], list[str]]) -> list[tuple[str, float]]:
+                  common: float | None) -> list[tuple[str, float]]:
     """BM25 of the rows of ``namespaces`` (of ``kinds``, among ``ids``) matching any of ``terms`` (each one FTS5
-    phrase, ``phrase(term)`` its MATCH operand; in query order), with the namespaces' statistics. ``keep(terms, rows
-    holding each, rows)`` chooses the terms that rank (dropping those too common to matter, as ``text_search`` does
-    on the whole table)."""
-    rows, total = stats.get(read, namespaces, counter)
+    phrase, ``phrase(term)`` its MATCH operand; in query order), with the namespaces' statistics; the terms held by
+    more than ``common`` of their rows are dropped (``text.informative``), as ``text_search`` drops them on the whole
+    table (a term held by at most that share of their rows anywhere is not counted in them)."""
+    table_rows, table_tokens = table_totals(read)
+    scope = stats.get(read, namespaces, (counter, table_rows, table_tokens))
+    rows = int(scope.rids.size)
     if not rows:
         return []
-    table_rows, table_tokens = table_totals(read)
     table_avgdl = table_tokens / table_rows
     kept = terms
-    if len(terms) >= 2 and rows >= 1000:  # else every term ranks (``text.informative``): no need to count them
-        kept = keep(terms, {t: read("SELECT count(*) FROM fts JOIN nodes n ON n.rid = fts.rowid WHERE fts MATCH ? "
-                                    f"AND n.namespace IN ({marks(namespaces)}) AND n.retracted_at IS NULL",
-                                    (phrase(t), *namespaces))[0][0] for t in terms}, rows)
-    hits = {t: phrase_hits(read, phrase(t), namespaces, table_rows, table_avgdl) for t in kept}
-    avgdl = total / rows
-    wanted_kinds = None if kinds is None else set(kinds)
-    wanted_ids = None if ids is None else set(ids)
-    found: dict[int, list] = {}  # rid -> [id, score]
-    for term in kept:  # FTS5 sums the phrases in query order: so does this, for the same float
-        weight = idf(rows, len(hits[term]))
-        for rid, nid, kind, f, length in hits[term]:
-            if (wanted_kinds is not None and kind not in wanted_kinds) or (wanted_ids is not None
-                                                                           and nid not in wanted_ids):
-                continue
-            entry = found.setdefault(rid, [nid, 0.0])
-            entry[1] += weight * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * length / avgdl)))
-    ranked = sorted(found.items(), key=lambda item: (-item[1][1], item[0]))
-    return [(nid, score) for _, (nid, score) in ranked[: int(limit)]]
+    if len(terms) >= 2 and rows >= 1000:  # else every term ranks (``text.informative``)
+        counts = {}
+        for term in terms:  # a term held by at most ``common`` of the rows anywhere is kept: no need to count it
+            counts[term] = read("SELECT count(*) FROM fts WHERE fts MATCH ?", (phrase(term),))[0][0]
+            if counts[term] > (COMMON_SHARE if common is None else common) * rows:
+                found = np.array([r[0] for r in read("SELECT rowid FROM fts WHERE fts MATCH ?", (phrase(term),))],
+                                 dtype=np.int64)
+                counts[term] = int(np.isin(found, scope.rids, assume_unique=True).sum())
+        kept = informative(terms, counts, rows, common)
+    hits = {t: phrase_hits(read, phrase(t), scope, table_rows, table_avgdl) for t in kept}
+    score = np.zeros(rows, dtype=np.float64)
+    matched = np.zeros(rows, dtype=bool)
+    avgdl = scope.total / rows
+    for term in kept:  # FTS5 sums the phrases in query order: so does this, for the same floats
+        at, f = hits[term]
+        if at.size:
+            weight = idf(rows, int(at.size))
+            score[at] += weight * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * scope.lengths[at] / avgdl)))
+            matched[at] = True
+    wanted = scope.kind_mask(kinds)
+    if wanted is not None:
+        matched &= wanted
+    places = np.flatnonzero(matched)
+    if ids is not None:  # few ids (a caller's candidates): their rows
+        chosen = [r[0] for chunk in range(0, len(ids), 900) for r in read(
+            f"SELECT rid FROM nodes WHERE id IN ({marks(ids[chunk:chunk + 900])})", ids[chunk:chunk + 900])]
+        places = places[np.isin(scope.rids[places], np.asarray(chosen, dtype=np.int64))]
+    order = places[np.lexsort((scope.rids[places], -score[places]))][: int(limit)]
+    top = scope.rids[order].tolist()
+    names: dict[int, str] = {}
+    for chunk in range(0, len(top), 900):
+        part = top[chunk:chunk + 900]
+        names.update(read(f"SELECT rid, id FROM nodes WHERE rid IN ({marks(part)})", part))
+    return [(names[rid], float(score[i])) for rid, i in zip(top, order.tolist())]
