@@ -193,3 +193,27 @@ def test_docs_pack_tools():
     for n in list_knowledge_neighbors(ws, DOCS, first):
         assert n["exists"], n
     assert lint(ws, DOCS)["cycles"] == [] and lint(ws, DOCS)["missing_targets"] == []
+
+
+@pytest.mark.parametrize("title, content, body", [
+    ("Billing rules", "# Billing rules\n\nInvoices close monthly.", "Invoices close monthly."),
+    ("Billing rules", "\n## billing   RULES ##\nInvoices.", "Invoices."),
+    ("Billing", "# Billing", ""),
+    ("Billing rules", "# Billing rules and limits\nInvoices.", "# Billing rules and limits\nInvoices."),
+    ("Billing rules", "Intro.\n# Billing rules\nInvoices.", "Intro.\n# Billing rules\nInvoices."),
+    ("Billing", "#Billing\nInvoices.", "#Billing\nInvoices."),  # not a heading in markdown
+    ("Billing", "    # Billing\nInvoices.", "    # Billing\nInvoices."),  # an indented code block
+])
+def test_embed_text_drops_a_leading_heading_that_repeats_the_title(title, content, body):
+    assert packs.without_title_heading(title, content) == body
+    assert packs.embed_text(title, "S.", ["t:x"], content) == f"{title}. S.\nt:x\n{body}"
+
+
+def test_an_installed_doc_keeps_its_heading_but_embeds_without_it(ws, write_pack):
+    root = write_pack("h", {"a": {"title": "Alpha", "body": "# Alpha\n\nAbout apples."}})
+    packs.install_folder(ws, root, defer_embeddings=True)
+    node = ws.store.get_node("lib:h/a")
+    assert node.content == "# Alpha\n\nAbout apples."
+    assert read_knowledge_doc(ws, "lib:h", "a")["content"] == "# Alpha\n\nAbout apples."
+    texts = [text for _, text in ws.store.missing_vectors(ws.embedder.name, "lib:h")]
+    assert texts == ["Alpha. About a.\n\nAbout apples."]

@@ -5,6 +5,7 @@ entries are typed edges in the pack's namespace, kept in declared order (``posit
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -34,8 +35,23 @@ def render_section(selector: str, title: str, content: str) -> str:
 
 def embed_text(title: str, summary: str, tags: Sequence[str], content: str) -> str:
     """What the meaning signal sees: the metadata first, then the opening of the body (MiniLM reads ~128
-    word pieces well; longer text costs time and blurs the vector)."""
-    return f"{title}. {summary}\n{' '.join(tags)}\n{content[:600]}"
+    word pieces well; longer text costs time and blurs the vector). A body that opens with a markdown heading
+    repeating the title (most pack docs do) starts after it: the title is already first, and the model's time
+    grows with every token."""
+    return f"{title}. {summary}\n{' '.join(tags)}\n{without_title_heading(title, content)[:600]}"
+
+
+_HEADING = re.compile(r" {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*(?:\n|$)")
+
+
+def without_title_heading(title: str, content: str) -> str:
+    """``content`` without its first line when that line is a markdown ATX heading (``# ...``) whose text is ``title``
+    (ignoring case and runs of spaces); otherwise ``content`` unchanged."""
+    body = content.lstrip("\n")
+    match = _HEADING.match(body)
+    if match is None or " ".join(match.group(1).split()).casefold() != " ".join(title.split()).casefold():
+        return content
+    return body[match.end():].lstrip("\n")
 
 
 def doc_node(pack: str, spec: DocSpec, actor: str) -> Node:
