@@ -51,6 +51,7 @@ class SQLStore(ABC):
     # indexes a short prefix of the random hashes (SQLite, migration 5)
     VECTOR_JOIN = "v.hash = n.embed_hash"
     VERSION_USES = "w.embed_hash = vectors.hash"
+    LIVE_USES = VERSION_USES  # the same question asked of the live rows (``w`` is a row of nodes)
     PAGE_SEEK: dict[str, str] = {}  # table: an indexed expression whose order leads its copy order (export pages)
     # Where every version of a node reads from, the current one included: node_versions holds them all, unless the
     # backend keeps only superseded versions there and the live row is the current one (SQLite, migration 6)
@@ -145,7 +146,7 @@ class SQLStore(ABC):
         """A condition on a ``vectors`` row: no version of any node (the current ones included) uses its hash."""
         unused = f"NOT EXISTS (SELECT 1 FROM node_versions w WHERE {self.VERSION_USES})"
         if not self.CURRENT_IN_VERSIONS:
-            unused += f" AND NOT EXISTS (SELECT 1 FROM nodes w WHERE {self.VERSION_USES})"
+            unused += f" AND NOT EXISTS (SELECT 1 FROM nodes w WHERE {self.LIVE_USES})"
         return unused
 
     def _upsert_vectors(self, rows: list[tuple]) -> None:

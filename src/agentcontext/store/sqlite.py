@@ -71,6 +71,11 @@ class SQLiteStore(SQLStore):
     HASH_PREFIX = 8
     VECTOR_JOIN = "substr(v.hash, 1, 8) = substr(n.embed_hash, 1, 8) AND v.hash = n.embed_hash"
     VERSION_USES = "substr(w.embed_hash, 1, 8) = substr(vectors.hash, 1, 8) AND w.embed_hash = vectors.hash"
+    # Whether a live row uses a hash goes through nodes_hash2 (migration 7: 256 buckets, each in row order, so new rows
+    # append): the inner select reads one bucket of the index alone (its 8 further characters are in the index), the
+    # outer one reads only the rows it names to compare the full hash.
+    LIVE_USES = ("w.rid IN (SELECT x.rid FROM nodes x WHERE substr(x.embed_hash, 1, 2) = substr(vectors.hash, 1, 2) "
+                 "AND substr(x.embed_hash, 3, 8) = substr(vectors.hash, 3, 8)) AND w.embed_hash = vectors.hash")
     PAGE_SEEK = {"vectors": "substr(hash, 1, 8)"}  # export pages walk the prefix index in (hash, model) order
     # A node's current version is its live row, held once (migration 6): node_versions keeps the superseded ones
     VERSIONS = "versions"
