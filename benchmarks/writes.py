@@ -3,7 +3,8 @@ supplied), the per-item cost as the store grows, and one store() with embedding,
 doing the same work with the same vectors and texts in the same run (the ``bench`` extra), as ratios.
 
 Run: .venv/bin/python benchmarks/writes.py [--memories 100000] [--runs 3] [--curve 1000000] [--stores 200]
-     [--baseline REV]  (REV: a git revision; its write path grows the same curve in a subprocess, in the same run)
+     [--baseline REV [--baseline-first]]  (REV: a git revision; its write path grows the same curve in a
+     subprocess, in the same run; the curve also times purges of one memory and of a 600-memory conversation)
 
 Targets: batch_store with vectors supplied >= 60,000 memories/s at 100,000 (median of 3); per-item cost flat
 to 1,000,000 (the last 10% of batches cost <= 1.3 x the first 10%); one store() with embedding p50 <= 12 ms,
@@ -113,6 +114,7 @@ def curve(folder: Path, total: int) -> dict:
         cpus.append(time.process_time() - c)
         loads.append(os.getloadavg()[0])
     mem.workspace.close()
+    purges = purge_costs(folder / "curve")
     tenth = max(1, len(costs) // 10)
     first, last = statistics.median(costs[:tenth]), statistics.median(costs[-tenth:])
     deciles = [round(BATCH / statistics.median(costs[i: i + tenth])) for i in range(0, len(costs), tenth)]
@@ -128,7 +130,35 @@ def curve(folder: Path, total: int) -> dict:
             # The median hides the few batches that end in a WAL checkpoint; the mean counts them
             "mean_last_over_first": round(statistics.mean(costs[-tenth:]) / statistics.mean(costs[:tenth]), 2),
             "cpu_mean_last_over_first": round(statistics.mean(cpus[-tenth:]) / statistics.mean(cpus[:tenth]), 2),
-            "load_by_tenth": [round(statistics.mean(loads[i: i + tenth]), 1) for i in range(0, len(loads), tenth)]}
+            "load_by_tenth": [round(statistics.mean(loads[i: i + tenth]), 1) for i in range(0, len(loads), tenth)],
+            "purge_ms": purges}
+
+
+def purge_costs(home: Path, singles: int = 5, conversations: int = 2, turns: int = 600) -> dict:
+    """Milliseconds for store.purge_nodes of one memory, and of a conversation's ``turns`` memories written together
+    (consecutive rows), in the store a curve grew under ``home``: each on a fresh connection (SQLite's page cache
+    cold, the OS cache warm), at rows spread over the store. A purge asks, for each vector it might drop, whether a
+    version of any other node still uses its hash: the index that answers it is what every insert keeps up."""
+    from agentcontext.store import SQLiteStore
+
+    path = next(home.rglob("store.db"))
+    out: dict = {}
+    for label, size, count in (("one_memory", 1, singles), (f"conversation_{turns}", turns, conversations)):
+        walls, cpus = [], []
+        for k in range(count):
+            store = SQLiteStore(path)
+            total = store._read("SELECT max(rid) FROM nodes")[0][0]
+            at = int(total * (k + 1) / (count + 1))
+            ids = [r[0] for r in store._read("SELECT id FROM nodes WHERE rid > ? ORDER BY rid LIMIT ?", (at, size))]
+            t, c = time.perf_counter(), time.process_time()
+            got = store.purge_nodes(ids)
+            walls.append((time.perf_counter() - t) * 1000)
+            cpus.append((time.process_time() - c) * 1000)
+            store.close()
+            assert got["nodes"] == size and got["vectors"] == size, got
+        out[label] = {"ms_median": round(statistics.median(walls), 1), "ms_max": round(max(walls), 1),
+                      "cpu_ms_median": round(statistics.median(cpus), 1), "runs": count}
+    return out
 
 
 def baseline_curve(rev: str, total: int, folder: Path) -> dict:
@@ -140,12 +170,17 @@ def baseline_curve(rev: str, total: int, folder: Path) -> dict:
     archive = subprocess.run(["git", "-C", str(root), "archive", rev, "src", "benchmarks"], check=True,
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    script = ("import json, sys, tempfile; from pathlib import Path; sys.path.insert(0, 'benchmarks'); "
-              "import writes; tmp = tempfile.mkdtemp(dir=sys.argv[2]); "
-              "print(json.dumps(writes.curve(Path(tmp), int(sys.argv[1]))))")
+    # The revision's own curve(); then this file's purge_costs on the store it grew, with the revision's code (a
+    # revision from before purge_costs existed gets the same purge figures)
+    script = ("import json, sys, tempfile, importlib.util; from pathlib import Path; "
+              "sys.path.insert(0, 'benchmarks'); import writes; tmp = tempfile.mkdtemp(dir=sys.argv[2]); "
+              "out = writes.curve(Path(tmp), int(sys.argv[1])); "
+              "spec = importlib.util.spec_from_file_location('writes_now', sys.argv[3]); "
+              "now = importlib.util.module_from_spec(spec); spec.loader.exec_module(now); "
+              "out.setdefault('purge_ms', now.purge_costs(Path(tmp) / 'curve')); print(json.dumps(out))")
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
-    out = subprocess.run([sys.executable, "-c", script, str(total), str(folder)], cwd=tree, env=env, check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, "-c", script, str(total), str(folder), str(Path(__file__).resolve())],
+                         cwd=tree, env=env, check=True, capture_output=True, text=True).stdout
     return {"rev": rev, **json.loads(out.strip().splitlines()[-1])}
 
 
@@ -217,6 +252,8 @@ def main() -> None:
     ap.add_argument("--curve", type=int, default=0, help="grow one store to this many (e.g. 1000000)")
     ap.add_argument("--stores", type=int, default=200)
     ap.add_argument("--baseline", default=None, help="a git revision whose code grows the same curve (same run)")
+    ap.add_argument("--baseline-first", action="store_true", help="grow the baseline's curve before this code's "
+                    "(run both orders: the machine's load drifts)")
     ap.add_argument("--chroma-runs", type=int, default=None,
                     help="runs of ChromaDB per mode (default --runs; it takes minutes per 100,000 memories)")
     args = ap.parse_args()
@@ -242,15 +279,21 @@ def main() -> None:
                               "ours_over_chromadb": ratio(med["ours"], med["chromadb"]), "target_per_s": 60_000}
             print(label, figures[label], file=sys.stderr)
         if args.curve:
-            figures["cost_curve"] = curve(folder, args.curve)
-            print(figures["cost_curve"], file=sys.stderr)
-            if args.baseline:
+            if args.baseline and args.baseline_first:
                 before = figures["cost_curve_baseline"] = baseline_curve(args.baseline, args.curve, folder)
                 print(before, file=sys.stderr)
+            figures["cost_curve"] = curve(folder, args.curve)
+            print(figures["cost_curve"], file=sys.stderr)
+            if args.baseline and not args.baseline_first:
+                before = figures["cost_curve_baseline"] = baseline_curve(args.baseline, args.curve, folder)
+                print(before, file=sys.stderr)
+            if args.baseline:
+                figures["cost_curve_order"] = "baseline first" if args.baseline_first else "baseline second"
                 figures["cost_curve_vs_baseline"] = {
                     key: {"now": figures["cost_curve"][key], "before": before[key]}
                     for key in ("last_over_first", "cpu_last_over_first", "mean_last_over_first",
-                                "cpu_mean_last_over_first", "first_10pct_per_s", "last_10pct_per_s") if key in before}
+                                "cpu_mean_last_over_first", "first_10pct_per_s", "last_10pct_per_s", "purge_ms")
+                    if key in before}
         figures["single_store"] = single_stores(folder, args.stores)
     figures["load_at_end"] = os.getloadavg()
     report("writes" if n == 100_000 else f"writes_{n}", figures)
