@@ -120,7 +120,8 @@ from agentcontext.embed.base import default_embedder
 from agentcontext.engine.fusion import RELEVANCE, FusionWeights, fuse
 from agentcontext.eval_locomo import evidence, load, turn_text, turns
 from agentcontext.memory import AgentMemory
-from agentcontext.memory.search import gather, search
+from agentcontext.memory.dates import asks_when
+from agentcontext.memory.search import gather, search, turns_around
 from agentcontext.vector_store import VectorStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -135,18 +136,25 @@ BEFORE = replace(SHIPPED, mention=0.3, timed=0.0, when=0.0, date=0.0, lift_gate=
 # "strip" (session 6): 1, the names leave the dense and the keyword query, as shipped (0: both keep them, as before);
 # "keyword": FusionWeights.keyword (each keyword's share grows once the names leave the keyword query). Fixed, not
 # LOCO's: strip 1 and gate <= 0.1 (a score means relevant: engine/fusion.py), timed <= 0.15 (seed 003's example order)
+# "near", "near_turns" (session 8): FusionWeights.near / near_turns, the turns around the best hit of a question that
+# asks when (near 0: off, as before session 8; near_turns then plays no part, so only 1 is tried with it)
 GRID = {"timed": (0.0, 0.05, 0.1, 0.15), "when": (0.0, 0.05, 0.1, 0.15), "date": (0.0, 0.1, 0.2, 0.3),
-        "mention": (0.3, 0.4, 0.5, 0.6), "strip": (1,), "gate": (0.0, 0.1), "keyword": (0.5, 0.6, 0.7), "idf": (1,)}
+        "mention": (0.3, 0.4, 0.5, 0.6), "strip": (1,), "gate": (0.0, 0.1), "keyword": (0.5, 0.6, 0.7), "idf": (1,),
+        "near": (0.0, 0.6, 0.7, 0.8), "near_turns": (1, 2)}
 TUNED = tuple(GRID)
 SIGNALS = ("timed", "when", "date", "mention")
+OFF = {"near": 0.0, "near_turns": 1}  # the weights before session 8 had no near lift
 SESSION4 = {"timed": 0.1, "when": 0.05, "date": 0.2, "mention": 0.5, "strip": 0, "gate": None, "keyword": 0.7,
-            "idf": 0}
+            "idf": 0, **OFF}
 SESSION5 = {"timed": 0.15, "when": 0.0, "date": 0.1, "mention": 0.5, "strip": 1, "gate": 0.2, "keyword": 0.7,
-            "idf": 1}
+            "idf": 1, **OFF}
 # (session 5's strip 1 left the names in the keyword query: its figures here are of its weights, names out of both)
 # "idf" (session 7): the keyword coverage weighs each keyword by its idf (1, as shipped) or not (0, before session 7);
 # the grid has 1, "before" and session 4 have 0; session 6 (main before session 7) is printed with both
-SESSION6 = {"timed": 0.15, "when": 0.0, "date": 0.2, "mention": 0.5, "strip": 1, "gate": 0.1, "keyword": 0.6, "idf": 0}
+SESSION6 = {"timed": 0.15, "when": 0.0, "date": 0.2, "mention": 0.5, "strip": 1, "gate": 0.1, "keyword": 0.6, "idf": 0,
+            **OFF}
+# session 7's shipped weights (main before session 8): session 6's with the idf and mention 0.4, no near lift
+SESSION7 = {**SESSION6, "mention": 0.4, "idf": 1}
 K = (5, 10)
 
 
@@ -157,6 +165,9 @@ class Question:
     content: dict[tuple[int, int], tuple[np.ndarray, ...]]  # (strip, idf) -> (dense, keyword, neighbours)
     signals: dict[str, np.ndarray]  # the tuned signals (absent: 0 for every turn)
     evidence: np.ndarray  # 1 for evidence turns
+    when: bool  # the question asks when (memory/dates.py asks_when): the near lift applies
+    prev: np.ndarray  # each turn's previous / next turn (the memory index's links; -1: none)
+    next: np.ndarray
 
 
 def gather_questions(path: str) -> list[Question]:
@@ -172,6 +183,7 @@ def gather_questions(path: str) -> list[Question]:
                              "created_at": t["created_at"]} for t in ts])
         index = memory._index()
         dia = np.array([(p.get("metadata") or {}).get("dia_id") for p in index.props], dtype=object)
+        prev, nxt = index.prev.copy(), index.next.copy()
         known = {t["dia_id"] for t in ts}
         for qa in sample["qa"]:
             if qa.get("category") == 5:
@@ -186,7 +198,8 @@ def gather_questions(path: str) -> list[Question]:
             content = {key: (x["dense"], x["keyword"], x["neighbour"]) for key, x in
                        (((0, 0), kept), ((1, 1), v), ((1, 0), flat))}
             out.append(Question(sid, int(qa["category"]), content,
-                                {name: v[name] for name in SIGNALS if name in v}, np.isin(dia, list(ev))))
+                                {name: v[name] for name in SIGNALS if name in v}, np.isin(dia, list(ev)), asks_when(q),
+                                prev, nxt))
             if len(out) % 10 == 0:  # what is tuned here ranks as memory search does
                 hits = search(memory.workspace, index, memory.namespace, str(qa["question"]), 10, None)
                 assert [index.row[h.id] for h in hits] == top(out[-1], weights_of(SHIPPED, 1), 10).tolist()
@@ -194,10 +207,16 @@ def gather_questions(path: str) -> list[Question]:
     return out
 
 
+_FUSED: dict[tuple[int, int, int, float], np.ndarray] = {}  # (question, strip, idf, keyword) -> content
+
+
 def top(q: Question, w: dict[str, float], k: int) -> np.ndarray:
-    dense, keyword, neighbour = q.content[(int(w["strip"]), int(w["idf"]))]
-    content = fuse({"dense": dense, "keyword": keyword, "neighbour": neighbour},
-                   {"dense": SHIPPED.dense, "keyword": w["keyword"], "neighbour": SHIPPED.neighbour})
+    key = (id(q), int(w["strip"]), int(w["idf"]), w["keyword"])
+    content = _FUSED.get(key)
+    if content is None:
+        dense, keyword, neighbour = q.content[(int(w["strip"]), int(w["idf"]))]
+        content = _FUSED[key] = fuse({"dense": dense, "keyword": keyword, "neighbour": neighbour},
+                                     {"dense": SHIPPED.dense, "keyword": w["keyword"], "neighbour": SHIPPED.neighbour})
     lift = np.zeros_like(content)
     for name, values in q.signals.items():
         if w[name]:
@@ -205,6 +224,11 @@ def top(q: Question, w: dict[str, float], k: int) -> np.ndarray:
     if w["gate"] is not None:
         lift *= RELEVANCE(content + w["gate"])
     value = content + lift
+    if w["near"] and q.when:  # memory/search.py near_best: the turns around the best hit
+        best = int(np.argmax(value))  # the first of the best, as a stable sort
+        around = turns_around(q.prev, q.next, best, int(w["near_turns"]))
+        if around:
+            value[around] = np.maximum(value[around], w["near"] * value[best])
     return np.argsort(-value, kind="stable")[:k]
 
 
@@ -233,7 +257,7 @@ def objective(r: dict[str, dict[int, float]]) -> float:
 
 def weights_of(w: FusionWeights, strip: int, idf: int = 1) -> dict[str, float | None]:
     return {**{name: getattr(w, name) for name in SIGNALS}, "strip": strip, "gate": w.lift_gate, "keyword": w.keyword,
-            "idf": idf}
+            "idf": idf, "near": w.near, "near_turns": w.near_turns}
 
 
 def per_question(qs: list[Question], w: dict[str, float]) -> np.ndarray:
@@ -263,7 +287,8 @@ def main() -> None:
     qs = gather_questions(args.file)
     convs = sorted({q.conversation for q in qs})
     before_w = weights_of(BEFORE, 0, 0)
-    combos = [dict(zip(TUNED, c)) for c in product(*GRID.values())]
+    combos = [w for w in (dict(zip(TUNED, c)) for c in product(*GRID.values()))
+              if w["near"] or w["near_turns"] == GRID["near_turns"][0]]  # near 0: near_turns plays no part
     choices: dict[str, dict[str, float]] = {}
     held: dict[str, dict[str, dict[int, float]]] = {}
     held_before: dict[str, dict[str, dict[int, float]]] = {}
@@ -293,6 +318,7 @@ def main() -> None:
     session5 = recalls(qs, SESSION5)
     session6 = recalls(qs, SESSION6)
     session6_idf = recalls(qs, {**SESSION6, "idf": 1})
+    session7 = recalls(qs, SESSION7)
     n = {c: {key: sum(1 for q in qs if q.conversation == c and (key == "all" or str(q.category) == key))
              for key in before} for c in convs}
     after = {key: {k: sum(held[c].get(key, {k: 0.0})[k] * n[c][key] for c in convs)
@@ -303,21 +329,24 @@ def main() -> None:
                                                     for key, row in held[c].items()} for c in convs}}
     figures["session5_weights"] = SESSION5
     figures["session6_weights"] = SESSION6
+    figures["session7_weights"] = SESSION7
     print(f"before {before_w}; session 4 {SESSION4}; session 5 {SESSION5}; session 6 {SESSION6}; "
-          f"shipped {weights_of(SHIPPED, 1)}")
+          f"session 7 {SESSION7}; shipped {weights_of(SHIPPED, 1)}")
     for key in sorted(before):
         b, a, s, s4, s5 = before[key], after[key], shipped[key], session4[key], session5[key]
-        s6, s6i = session6[key], session6_idf[key]
+        s6, s6i, s7 = session6[key], session6_idf[key], session7[key]
         print(f"category {key:>3}: R@5 {b[5]:.3f} -> held-out {a[5]:.3f} (session 4 {s4[5]:.3f}, session 5 "
-              f"{s5[5]:.3f}, session 6 {s6[5]:.3f} / with idf {s6i[5]:.3f}, shipped {s[5]:.3f})   R@10 {b[10]:.3f} "
+              f"{s5[5]:.3f}, session 6 {s6[5]:.3f} / with idf {s6i[5]:.3f}, session 7 {s7[5]:.3f}, "
+              f"shipped {s[5]:.3f})   R@10 {b[10]:.3f} "
               f"-> held-out {a[10]:.3f} ({a[10] - b[10]:+.3f}; session 4 {s4[10]:.3f}, session 5 {s5[10]:.3f}, "
-              f"session 6 {s6[10]:.3f} / with idf {s6i[10]:.3f}, shipped {s[10]:.3f})")
+              f"session 6 {s6[10]:.3f} / with idf {s6i[10]:.3f}, session 7 {s7[10]:.3f}, shipped {s[10]:.3f})")
         figures["per_category"][key] = {"before": {str(k): round(v, 4) for k, v in b.items()},
                                         "after_leave_one_out": {str(k): round(v, 4) for k, v in a.items()},
                                         "session4_on_all": {str(k): round(v, 4) for k, v in s4.items()},
                                         "session5_on_all": {str(k): round(v, 4) for k, v in s5.items()},
                                         "session6_on_all": {str(k): round(v, 4) for k, v in s6.items()},
                                         "session6_with_idf_on_all": {str(k): round(v, 4) for k, v in s6i.items()},
+                                        "session7_on_all": {str(k): round(v, 4) for k, v in s7.items()},
                                         "shipped_on_all": {str(k): round(v, 4) for k, v in s.items()}}
     report("locomo_loco", figures, quiet=True)
 

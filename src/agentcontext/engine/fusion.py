@@ -25,6 +25,10 @@ value, and the calibrated score, compare across queries and ``min_score`` filter
   (``created_at``, a conversation turn's session date) shifted by its relative expressions ("last month").
   Those three are memory/dates.py's, weighted by leave-one-conversation-out on LoCoMo's dev split
   (benchmarks/locomo_loco.py); 0 turns each off.
+- ``near`` (a second stage, for a query that asks when): the turns within ``near_turns`` links of the best hit
+  rank at least ``near`` times its fused value: the event is named in one turn, its time is in the exchange around
+  it ("Another script of mine was shown last Sunday" answers "what's been up since we last chatted?", the session's
+  greeting; memory/search.py ``near_best``). A share of the best hit's value, so a weak best hit lifts little.
 
 ``content = dense * w.dense + keyword * w.keyword + neighbours * w.neighbour`` is in cosine units (``w.dense`` = 1:
 the other weights say how much cosine each signal is worth, chosen for ranking on the LoCoMo development split);
@@ -123,6 +127,12 @@ class FusionWeights:
     # 0.15, no shared keyword), scores below 0.5 with the mention and a time lift (issue 13 s4: a score means
     # relevant); LOCO chose 0.1 over 0 (benchmarks/locomo_loco.py), and would choose 0.2-0.3 if allowed
     lift_gate: float | None = 0.1
+    # For a query that asks when (memory/dates.py ``asks_when``): the turns within ``near_turns`` links (previous /
+    # next turn) of the best hit rank at least ``near`` times its fused value (0: off). The event is named in one
+    # turn, the time is in the exchange around it (the reply saying "last Sunday", the greeting of the session whose
+    # date dates it; memory/search.py ``near_best``). Chosen by leave-one-conversation-out (benchmarks/locomo_loco.py)
+    near: float = 0.7
+    near_turns: int = 2
 
     def content(self) -> dict[str, float]:
         return {"dense": self.dense, "keyword": self.keyword, "neighbour": self.neighbour}

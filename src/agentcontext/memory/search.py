@@ -1,6 +1,7 @@
 """Hybrid memory search: dense (with conversation context) + keywords (BM25 as query coverage) + speaker mentions
 + time (memories that state when, dates the query names; memory/dates.py), fused linearly and calibrated into an
-absolute relevance in [0, 1] (engine/fusion.py says how)."""
+absolute relevance in [0, 1] (engine/fusion.py says how); for a query that asks when, the turns around the best hit
+rank at least a share of its value (``near_best``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -120,6 +121,49 @@ def time_values(query: str, refs: np.ndarray, months: np.ndarray, before: np.nda
     return out
 
 
+def time_weights(query: str, weights: FusionWeights) -> dict[str, float]:
+    """The weights of the time signals that apply to ``query`` (``when`` if it asks when, ``date`` if it names one)."""
+    return {"timed": weights.timed, "when": weights.when if asks_when(query) else 0.0,
+            "date": weights.date if weights.date and named_dates(query) else 0.0}
+
+
+def turns_around(prev: np.ndarray, nxt: np.ndarray, row: int, turns: int) -> list[int]:
+    """The rows within ``turns`` previous / next links of ``row`` (``prev`` / ``nxt``: -1 = none), ``row`` left out."""
+    out: list[int] = []
+    for links in (prev, nxt):
+        at = row
+        for _ in range(max(turns, 0)):
+            at = int(links[at])
+            if at < 0:
+                break
+            out.append(at)
+    return [r for r in dict.fromkeys(out) if r != row]
+
+
+def near_best(query: str, index: MemoryIndex, rows: np.ndarray, best: np.ndarray, values: np.ndarray,
+              fused: np.ndarray, gate: Callable[[np.ndarray], np.ndarray], weights: FusionWeights,
+              k: int) -> tuple[np.ndarray, np.ndarray, set[int]]:
+    """For a query that asks when, the turns within ``weights.near_turns`` of the best hit (``best[0]``, value
+    ``values[0]``) rank at least ``weights.near`` times its value (engine/fusion.py): (the ``k`` best positions then,
+    their values, the positions so raised). ``fused`` and ``gate`` as ``top_with_time`` takes them; a turn outside the
+    candidate ``rows`` (a filter left it out) stays out."""
+    if not weights.near or best.size == 0 or not asks_when(query):
+        return best, values, set()
+    around = np.array(turns_around(index.prev, index.next, int(rows[best[0]]), weights.near_turns), dtype=np.int64)
+    pos = around if rows.size == len(index) else np.flatnonzero(np.isin(rows, around))
+    if pos.size == 0:
+        return best, values, set()
+    own = fused[pos] + fuse(time_signals(query, index, rows[pos]), time_weights(query, weights)) * gate(pos)
+    lifted = np.maximum(own, weights.near * float(values[0]))
+    raised = {int(p) for p, a, b in zip(pos.tolist(), own.tolist(), lifted.tolist()) if b > a}
+    value = dict(zip(best.tolist(), values.tolist()))
+    value.update(zip(pos.tolist(), lifted.tolist()))
+    at = np.array(list(value), dtype=np.int64)
+    got = np.array(list(value.values()), dtype=np.float64)
+    order = np.lexsort((at, -got))[:k]  # ties by position, as top_k
+    return at[order], got[order], raised & set(at[order].tolist())
+
+
 def top_with_time(query: str, index: MemoryIndex, rows: np.ndarray, fused: np.ndarray,
                   gate: Callable[[np.ndarray], np.ndarray], weights: FusionWeights,
                   k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -131,8 +175,7 @@ def top_with_time(query: str, index: MemoryIndex, rows: np.ndarray, fused: np.nd
     row."""
     first = top_k(fused, k)
     named = named_dates(query) if weights.date else []
-    w = {"timed": weights.timed, "when": weights.when if asks_when(query) else 0.0,
-         "date": weights.date if named else 0.0}
+    w = time_weights(query, weights)
     if not any(w.values()) or first.size == 0:
         return first, fused[first]
     if min(w.values()) < 0:
@@ -166,7 +209,9 @@ def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int
         at = np.flatnonzero(mention)
         fused = content.copy()
         fused[at] += weights.mention * mention[at] * weights.gate(content[at])
-    best, fused = top_with_time(query, index, sig.rows, fused, lambda at: weights.gate(content[at]), weights, k)
+    gate = lambda at: weights.gate(content[at])  # noqa: E731
+    best, values = top_with_time(query, index, sig.rows, fused, gate, weights, k)
+    best, fused, raised = near_best(query, index, sig.rows, best, values, fused, gate, weights, k)
     timing = time_signals(query, index, sig.rows[best])
     scores = weights.calibration(fused)
     out: list[Hit] = []
@@ -187,5 +232,7 @@ def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int
         for name in ("timed", "date"):
             if name in timing and timing[name][n]:
                 signals[name] = 1.0
+        if j in raised:
+            signals["near"] = 1.0
         out.append(Hit(index.ids[i], float(score), signals))
     return out
