@@ -143,3 +143,36 @@ def test_a_large_namespace_is_ranked_in_one_round(pair, monkeypatch):
     assert [size for name, size, ids in asked if name == "text_search" and not ids] == [50] * (12 + naming)
     overlap = sum(len(set(a) & set(b)) for a, b in zip(exact, one)) / len(one)
     assert overlap >= 3.5, overlap  # of 5: one round keeps most of the exact ranking on this small set
+
+
+def test_the_turns_around_a_when_questions_best_hit_are_read_and_lifted_as_in_process(pair, monkeypatch):
+    """Issue 11 s5 (a): for a question that asks when, the turns within ``near_turns`` of the best hit rank at least
+    ``near`` times its value (memory/search.py ``near_best``). In the server they may lie outside every pool: with
+    pools this small some do, are read and ranked, and the ranking is the in-process one exactly (dense alone)."""
+    from agentcontext.memory import server_search
+    from agentcontext.memory.dates import asks_when
+
+    lite, pg, questions = pair
+    when = [q for q, _ in questions if asks_when(q)]
+    assert len(when) >= 5
+    monkeypatch.setattr(server_search, "DENSE_POOL", 3)
+    monkeypatch.setattr(server_search, "TEXT_POOL", 3)
+    calls = {"rank": 0, "_complete": 0}  # a round completes its candidates once, and again for each turn read late
+    for name in calls:
+        real = getattr(server_search._Query, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(server_search._Query, name, spy)
+    lite.weights = pg.weights = FusionWeights(keyword=0.0, neighbour=0.0)
+    try:
+        lifted = 0
+        for question in when:
+            ours, theirs = pg.retrieve(question, max_results=3), lite.retrieve(question, max_results=3)
+            assert [h["id"] for h in ours] == [h["id"] for h in theirs], question
+            assert [h["signals"].get("near") for h in ours] == [h["signals"].get("near") for h in theirs], question
+            lifted += sum(1 for h in ours if h["signals"].get("near"))
+    finally:
+        lite.weights = pg.weights = FusionWeights()
+    assert lifted and calls["_complete"] > calls["rank"], calls

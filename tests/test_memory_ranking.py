@@ -167,3 +167,51 @@ def test_a_memory_sharing_only_a_common_keyword_scores_below_relevant_and_a_rela
             assert top[0]["content"] == answer and top[0]["score"] > RELEVANT, (query, top)
     finally:
         store.close()
+
+
+FILM_CHAT = [("Nate", "Hey Joanna, how was your week?"),
+             ("Joanna", "Busy! I started a pottery class with my neighbour."),
+             ("Joanna", "And great news: the film I wrote the script for was shown on the big screen at the festival!"),
+             ("Nate", "Wow, congratulations! When?"),
+             ("Joanna", "The Sunday after my birthday."),
+             ("Nate", "I went to the cinema yesterday and the screen was enormous."),
+             ("Nate", "Last week I watched an old film on my laptop."),
+             ("Nate", "Yesterday I saw a documentary on a giant screen at the museum."),
+             ("Nate", "Last month my cousin's short film was shown at a school."),
+             ("Nate", "I adopted a third turtle this morning."),
+             ("Nate", "Last night the big screen at the sports bar showed the final."),
+             ("Nate", "My brother's film club met on Tuesday to watch a classic."),
+             ("Nate", "Two years ago I saw my first film at a drive-in."),
+             ("Nate", "Last month I won a regional video game tournament."),
+             ("Nate", "On Friday we watched the fireworks from the roof."),
+             ("Nate", "The festival poster is hanging in my kitchen since last year.")]
+
+
+def test_a_when_question_finds_the_reply_that_dates_the_best_hit_through_the_turns_around_it(tmp_path):
+    """Issue 11 s5 (a): the event is named in one turn, its time in the exchange around it ("When?" - "The Sunday
+    after my birthday."), which shares no word with the question and says no time expression memory/dates.py reads.
+    For a question that asks when, the turns within ``near_turns`` of the best hit rank at least ``near`` times its
+    value (engine/fusion.py, memory/search.py ``near_best``): the reply is 7th of 16, where without it (as on main)
+    the other speaker's timed film and screen turns put it 11th."""
+    store = VectorStore(home=tmp_path / ".agentcontext")  # a real SQLite file and the real embedding model
+    try:
+        m = AgentMemory(vector_store=store, max_memory_size=None)
+        m.batch_store([{"content": t, "conversation_id": "c", "metadata": {"speaker": s}} for s, t in FILM_CHAT])
+        question, answer, event = "When was Joanna's film shown on the big screen?", FILM_CHAT[4][1], FILM_CHAT[2][1]
+        hits = m.retrieve(question, max_results=7)
+        assert hits[0]["content"] == event and "near" not in hits[0]["signals"]
+        found = {h["content"]: h for h in hits}
+        assert answer in found and found[answer]["signals"].get("near") == 1.0, [h["content"] for h in hits]
+        lifted = [h for h in hits if "near" in h["signals"]]  # the turns within two of the best hit, and only those
+        assert {h["content"] for h in lifted} <= {t for _, t in FILM_CHAT[:5]} - {event}
+        assert all(h["score"] <= hits[0]["score"] for h in lifted)
+        m.weights = replace(FusionWeights(), near=0.0)  # without the lift the reply is out of the first seven
+        try:
+            assert answer not in {h["content"] for h in m.retrieve(question, max_results=7)}
+        finally:
+            m.weights = FusionWeights()
+        where = m.retrieve("Where was Joanna's film shown?", max_results=7)  # a question that does not ask when
+        assert where[0]["content"] == event and not any("near" in h["signals"] for h in where)
+        assert answer not in {h["content"] for h in where}
+    finally:
+        store.close()

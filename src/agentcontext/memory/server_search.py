@@ -40,7 +40,7 @@ from ..engine.vectors import top_k
 from ..model import Node
 from ..workspace import Workspace
 from .records import CONV, KIND, USER
-from .dates import month_numbers, time_refs
+from .dates import asks_when, month_numbers, time_refs
 from .search import BM25_LIMIT, Hit, time_values
 
 DENSE_POOL = 120  # nearest memories asked of the server at first (at least 4 x k)
@@ -156,15 +156,7 @@ class _Query:
         if not candidates:
             return [], len(nearest) < pool and len(text_hits) < text_pool
         candidates.sort(key=lambda n: (n.key, n.id))  # the in-process order (insertion), for ties
-        links.complete(candidates)
-        if self.keywords and len(text_hits) >= text_pool:  # the text scores of candidates beyond the text pool
-            around = {c.id for c in candidates} | {x for c in candidates for x in (prev_of(c), links.next.get(c.id))}
-            missing = sorted(x for x in around if x and x not in raw and x not in self.texts)
-            if missing:
-                found = dict(store.text_search(self.keywords, namespace=namespace, kind=KIND, limit=len(missing),
-                                               common=self.common, ids=missing))
-                self.texts.update({x: found.get(x, 0.0) for x in missing})
-            raw.update({x: score for x in around if x and x not in raw and (score := self.texts.get(x, 0.0))})
+        self._complete(candidates, raw, len(text_hits) >= text_pool)
         named = _named(self.text, [*nodes.values(), *candidates], self.weights)
         # Ghosts: the best a memory outside the candidates could score (module doc), with and without a named speaker
         text_bound = text_hits[-1][1] if len(text_hits) >= text_pool else 0.0
@@ -182,11 +174,40 @@ class _Query:
         scale = coverage / text_hits[0][1] if text_hits and text_hits[0][1] > 0 else 0.0
         hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights, ghosts,
                                           self.sims, scale, self.text)
+        for _ in range(3):  # a question that asks when: the turns around the best hit are candidates (_rank lifts them)
+            if not (self.weights.near and hits and asks_when(self.text)):
+                break
+            have = {c.id for c in candidates}
+            extra = [links.nodes[i] for i in links.within(hits[0].id, self.weights.near_turns)
+                     if i not in have and self.passes(links.nodes[i])]
+            if not extra:
+                break
+            candidates = sorted([*candidates, *extra], key=lambda n: (n.key, n.id))
+            self._complete(candidates, raw, len(text_hits) >= text_pool)
+            named = _named(self.text, [*nodes.values(), *candidates], self.weights)
+            hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights,
+                                              ghosts, self.sims, scale, self.text)
         open_ended = len(nearest) >= pool or len(named_nearest) >= named_pool or len(text_hits) >= text_pool
         if not open_ended:
             return hits, True
         kth = float(np.sort(fused)[-k]) if fused.size >= k else -np.inf
         return hits, all(g < kth for g in ghost_scores)
+
+
+    def _complete(self, candidates: list[Node], raw: dict[str, float], beyond: bool) -> None:
+        """Read each candidate's next turn and, when the text pool was full (``beyond``), the text scores of the
+        candidates and their neighbours beyond it into ``raw``."""
+        links = self.links
+        links.complete(candidates)
+        if not (self.keywords and beyond):
+            return
+        around = {c.id for c in candidates} | {x for c in candidates for x in (prev_of(c), links.next.get(c.id))}
+        missing = sorted(x for x in around if x and x not in raw and x not in self.texts)
+        if missing:
+            found = dict(self.store.text_search(self.keywords, namespace=self.namespace, kind=KIND,
+                                                limit=len(missing), common=self.common, ids=missing))
+            self.texts.update({x: found.get(x, 0.0) for x in missing})
+        raw.update({x: score for x in around if x and x not in raw and (score := self.texts.get(x, 0.0))})
 
 
 def _named(query: str, nodes: Any, weights: FusionWeights) -> set[str]:
@@ -245,6 +266,26 @@ class _Links:
     def complete(self, nodes: list[Node]) -> None:
         """Make sure each node's next turn is known (its pair vector is part of the node's dense score)."""
         self._followers([n.id for n in nodes])
+
+    def within(self, node_id: str, turns: int) -> list[str]:
+        """The turns within ``turns`` previous / next links of this one (read as needed), it left out: as in process
+        (memory/search.py ``turns_around``)."""
+        out: list[str] = []
+        at: str | None = node_id
+        for _ in range(max(turns, 0)):
+            before = prev_of(self.nodes[at]) if at in self.nodes else None
+            if not before or before not in self.load([before]):
+                break
+            out.append(before)
+            at = before
+        at = node_id
+        for _ in range(max(turns, 0)):
+            self._followers([at])
+            at = self.next.get(at)
+            if not at or at not in self.nodes:
+                break
+            out.append(at)
+        return [i for i in dict.fromkeys(out) if i != node_id]
 
 
 def timing_of(query: str, nodes: list[Node]) -> dict[str, np.ndarray]:
@@ -311,6 +352,7 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
     lifts = weights.lifts()
     time_w = {name: lifts[name] for name in names}
     first = top_k(fused, k)
+    timed = np.zeros(n, dtype=bool)  # the candidates whose time lifts are in ``fused``
     if any(time_w.values()) and first.size:
         if min(time_w.values()) < 0:
             pool = np.arange(n)
@@ -318,9 +360,11 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
             pool = np.flatnonzero(fused >= float(fused[first].min()) - sum(time_w.values()))
         timing = timing_of(query, [candidates[int(j)] for j in pool])
         fused[pool] = fused[pool] + fuse(timing, time_w) * gate[pool]
+        timed[pool] = True
         for name in names:
             values[name] = np.zeros(n, dtype=np.float32)
             values[name][pool] = timing[name]
+    raised = _near(query, candidates, links, row, fused, values, gate, weights, timed)
     ghost_values = {"dense": np.array([d for d, _, _ in ghosts], dtype=np.float32),
                     "keyword": np.array([b * scale for _, b, _ in ghosts], dtype=np.float32),
                     "mention": np.array([float(m) for _, _, m in ghosts], dtype=np.float32),
@@ -343,5 +387,35 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
         for name in ("timed", "date"):
             if name in values and values[name][j]:
                 signals[name] = 1.0
+        if j in raised:
+            signals["near"] = 1.0
         out.append(Hit(candidates[int(j)].id, float(score), signals))
     return out, fused, ghost_scores
+
+
+def _near(query: str, candidates: list[Node], links: _Links, row: dict[str, int], fused: np.ndarray,
+          values: dict[str, np.ndarray], gate: np.ndarray, weights: FusionWeights, timed: np.ndarray) -> set[int]:
+    """For a question that asks when, the candidates within ``weights.near_turns`` of the best rank at least
+    ``weights.near`` times its value, in ``fused`` (memory/search.py ``near_best``; ``rank`` made them candidates),
+    their time lifts added first where ``_rank`` had not (``timed``): the positions so raised."""
+    n = len(candidates)
+    if not weights.near or n == 0 or not asks_when(query):
+        return set()
+    best = int(top_k(fused, 1)[0])
+    at = [j for i in links.within(candidates[best].id, weights.near_turns) if (j := row.get(i, n)) < n]
+    if not at:
+        return set()
+    names = list(timing_of(query, []))
+    time_w = {name: weights.lifts()[name] for name in names}
+    todo = np.array([j for j in at if not timed[j]], dtype=np.int64)
+    if todo.size and any(time_w.values()):
+        timing = timing_of(query, [candidates[int(j)] for j in todo])
+        fused[todo] = fused[todo] + fuse(timing, time_w) * gate[todo]
+        for name in names:
+            values.setdefault(name, np.zeros(n, dtype=np.float32))[todo] = timing[name]
+        timed[todo] = True
+    idx = np.array(at, dtype=np.int64)
+    floor = weights.near * float(fused[best])
+    raised = {int(j) for j in idx.tolist() if fused[j] < floor}
+    fused[idx] = np.maximum(fused[idx], floor)
+    return raised
