@@ -129,7 +129,8 @@ from _util import report  # noqa: E402
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json"
 SHIPPED = FusionWeights()
-BEFORE = replace(SHIPPED, mention=0.3, timed=0.0, when=0.0, date=0.0, lift_gate=None, keyword=0.7)  # before 11 s5
+BEFORE = replace(SHIPPED, mention=0.3, timed=0.0, when=0.0, date=0.0, lift_gate=None, keyword=0.7,
+                 near=0.0, near_turns=1)  # before 11 s5
 # "strip": whether the dense query leaves out the names of the speakers it names (1, as shipped) or
 # keeps them (0, as before); "gate": FusionWeights.lift_gate (None: the lifts count in full, as before); the other
 # four are FusionWeights' fields
@@ -280,6 +281,19 @@ def pooled(qs: list[Question], r: np.ndarray, mask: np.ndarray) -> dict[str, dic
     return out
 
 
+def choose(qs: list[Question], combos: list[dict[str, float]], per: list[np.ndarray], before_w: dict[str, float],
+           before_r: np.ndarray, train: np.ndarray) -> tuple[dict[str, float], float, np.ndarray]:
+    """The combination (its objective on ``train``, its per-question recalls) with the best objective on the training
+    questions whose overall R@5 there is not below "before"'s; the first in grid order among equals."""
+    base = pooled(qs, before_r, train)
+    best, best_value, best_r = before_w, objective(base), before_r
+    for w, r in zip(combos, per):
+        got = pooled(qs, r, train)
+        if got["all"][5] >= base["all"][5] - 1e-9 and objective(got) > best_value + 1e-9:
+            best, best_value, best_r = w, objective(got), r
+    return best, best_value, best_r
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("file", nargs="?", default=str(DEFAULT))
@@ -298,11 +312,7 @@ def main() -> None:
     for c in convs:
         train, test = conv != c, conv == c
         base = pooled(qs, before_r, train)
-        best, best_value, best_r = before_w, objective(base), before_r
-        for w, r in zip(combos, per):
-            got = pooled(qs, r, train)
-            if got["all"][5] >= base["all"][5] - 1e-9 and objective(got) > best_value + 1e-9:
-                best, best_value, best_r = w, objective(got), r
+        best, best_value, best_r = choose(qs, combos, per, before_w, before_r, train)
         choices[c] = {**best, "train_objective_before": round(objective(base), 4),
                       "train_objective_after": round(best_value, 4)}
         held[c] = pooled(qs, best_r, test)
@@ -312,6 +322,15 @@ def main() -> None:
             print(f"  fold {c} category {key}: R@5 {was[5]:.3f} -> {row[5]:.3f}, R@10 {was[10]:.3f} -> {row[10]:.3f}")
         print(f"held out {c}: chose {best} (train mean R@10 of cat 1+2 {objective(base):.3f} -> {best_value:.3f})",
               flush=True)
+    # a variant, chosen after the first session-8 run (so not the target's figure): near_turns fixed at 2, the
+    # "within one or two turns" of the brief, instead of chosen per fold (conv-26's fold tied 1 and 2 and took 1)
+    two = [i for i, w in enumerate(combos) if not w["near"] or w["near_turns"] == 2]
+    variant: dict[str, dict[str, dict[int, float]]] = {}
+    variant_choices: dict[str, dict[str, float]] = {}
+    for c in convs:
+        w, _, r = choose(qs, [combos[i] for i in two], [per[i] for i in two], before_w, before_r, conv != c)
+        variant[c], variant_choices[c] = pooled(qs, r, conv == c), w
+        print(f"variant near_turns 2, held out {c}: chose {w}", flush=True)
     before = recalls(qs, before_w)
     shipped = recalls(qs, weights_of(SHIPPED, 1))
     session4 = recalls(qs, SESSION4)
@@ -323,6 +342,8 @@ def main() -> None:
              for key in before} for c in convs}
     after = {key: {k: sum(held[c].get(key, {k: 0.0})[k] * n[c][key] for c in convs)
                    / max(sum(n[c][key] for c in convs), 1) for k in K} for key in before}
+    two_after = {key: {k: sum(variant[c].get(key, {k: 0.0})[k] * n[c][key] for c in convs)
+                       / max(sum(n[c][key] for c in convs), 1) for k in K} for key in before}
     figures = {"file": args.file, "questions": len(qs), "grid": GRID, "before_weights": before_w,
                "shipped_weights": weights_of(SHIPPED, 1), "session4_weights": SESSION4, "choices": choices,
                "per_category": {}, "per_fold": {c: {key: {"before": rounded(held_before[c][key]), "after": rounded(row)}
@@ -330,6 +351,8 @@ def main() -> None:
     figures["session5_weights"] = SESSION5
     figures["session6_weights"] = SESSION6
     figures["session7_weights"] = SESSION7
+    figures["variant_near_turns_2"] = {"choices": variant_choices, "held_out": {key: rounded(row) for key, row in
+                                                                                 two_after.items()}}
     print(f"before {before_w}; session 4 {SESSION4}; session 5 {SESSION5}; session 6 {SESSION6}; "
           f"session 7 {SESSION7}; shipped {weights_of(SHIPPED, 1)}")
     for key in sorted(before):
@@ -348,6 +371,9 @@ def main() -> None:
                                         "session6_with_idf_on_all": {str(k): round(v, 4) for k, v in s6i.items()},
                                         "session7_on_all": {str(k): round(v, 4) for k, v in s7.items()},
                                         "shipped_on_all": {str(k): round(v, 4) for k, v in s.items()}}
+    for key in sorted(before):
+        print(f"variant near_turns 2, category {key:>3}: held-out R@5 {two_after[key][5]:.3f}, R@10 "
+              f"{two_after[key][10]:.3f} ({two_after[key][10] - before[key][10]:+.3f})")
     report("locomo_loco", figures, quiet=True)
 
 
