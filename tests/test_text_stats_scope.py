@@ -227,3 +227,41 @@ def test_cli_memory_retrieve_json_is_the_same_whatever_other_namespaces_hold(tmp
         ws.close()
     assert before and before[0]["content"] == "the zorblax quivertine is ready"
     assert retrieve() == before
+
+
+def _doc_grant_search(ws) -> tuple[list, list]:
+    """A principal granted some docs of a pack (a doc pattern) searches it before and after the owner writes docs
+    it may not read holding the query's words."""
+    from agentcontext import access
+
+    create_pack(ws, "team")
+    for i, text in enumerate(["The zorblax quivertine release plan", "Weather and lunch plans for the team",
+                              "A zorblax in the harbor lantern"]):
+        put_doc(ws, "lib:team", f"pub.doc{i}", title=f"Doc {i}", summary=text, content=text + " in more words.",
+                embed=False)
+    access.grant(ws, "reader", "lib:team/pub.*", "read")
+    queries = ["zorblax quivertine", "zorblax", "harbor zorblax lantern"]
+    before = [search_knowledge(ws, "lib:team", q, principal="reader") for q in queries]
+    for i in range(20):
+        put_doc(ws, "lib:team", f"hr.secret{i}", title="zorblax", summary=f"zorblax code {i}",
+                content="zorblax zorblax quivertine harbor", embed=False)
+    return before, [search_knowledge(ws, "lib:team", q, principal="reader") for q in queries]
+
+
+def test_knowledge_search_ranks_by_the_docs_a_principal_may_read(ws):
+    before, after = _doc_grant_search(ws)
+    assert before[0] and before[0][0]["selector"] == "pub.doc0"
+    assert after == before
+
+
+@pytest.mark.postgres
+def test_postgres_knowledge_search_ranks_by_the_docs_a_principal_may_read(pg_server, tmp_path):
+    lite = Workspace.open(home=tmp_path / ".agentcontext", create=True)
+    ws = Workspace(open_store(pg_server.url("scope_docs")), embedder=lite.embedder)
+    try:
+        before, after = _doc_grant_search(ws)
+        assert before[0] and before[0][0]["selector"] == "pub.doc0"
+        assert after == before
+    finally:
+        ws.close()
+        lite.close()

@@ -125,7 +125,9 @@ def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[s
     candidates: dict[str, dict[str, float]] = {}
     if q:
         _selector_candidates(ws, pack, q, candidates)
-        for nid, score in store.text_search(q, namespace=pack, limit=100):
+        # ranked by the statistics of what the principal reads: the pack, or its readable docs alone
+        within = None if readable is None else [i for i in pack_view(ws, pack).ids if readable(i.split("/", 1)[1])]
+        for nid, score in store.text_search(q, namespace=pack, limit=100, within=within):
             candidates.setdefault(nid, {})["_bm25"] = score
         if use_meaning:
             _meaning_candidates(ws, pack, q, candidates, allowed)

@@ -225,10 +225,14 @@ class Store(Protocol):
         limit: int = 50,
         common: float | None = None,
         ids: Sequence[str] | None = None,
+        within: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
         """(node id, relevance) best first; relevance is positive (higher is better). Query terms found in more than
         ``common`` (a share) of the indexed rows are left out, the rarest term always staying (default: half).
-        ``ids`` scores only those nodes (a candidate list's text scores, on the same scale)."""
+        ``ids`` scores only those nodes (a candidate list's text scores, on the same scale). The statistics that
+        rank (rows, their length, rows holding each term) are those of the ``namespace`` searched (all of them
+        when None), never of rows outside it, so what other namespaces hold moves no score; ``within``: only these
+        nodes are searched and their statistics alone rank (what a principal reads of a pack, doc by doc)."""
 
     def find_by_props(self, path: Sequence[str], value: str, namespace: str | Sequence[str] | None = None,
                       kind: str | Sequence[str] | None = None) -> list[str]:

@@ -50,6 +50,7 @@ CROSS JOIN LATERAL (SELECT lex, (SELECT s.freqs[array_position(s.elems, lex)] FR
 ORDER BY w.i
 """
 SCOPE = " AND namespace = ANY(%s)"
+ID_SCOPE = " AND id = ANY(%s)"
 
 # Whether no node lies outside the namespaces: a seek on nodes_ns_key for each gap around them, in the server's
 # collation (the namespaces sorted there too)
@@ -131,14 +132,26 @@ class TextStats:
         return int(rows), float(sampled or 0.0), False
 
 
+def rows_of_ids(read: Read, ids: Sequence[str]) -> tuple[int, float]:
+    """(rows, average lexemes per row) of the live rows with these ids: counted exactly (a principal's readable
+    docs of a pack)."""
+    rows, avg = read(f"SELECT count(*), coalesce(avg(length(tsv)), 0) FROM nodes WHERE retracted_at IS NULL"
+                     f"{ID_SCOPE}", [list(ids)])[0]
+    return int(rows), float(avg)
+
+
 Lexemes = list[tuple[str, str, int | None, float | None]]
 
 
-def lexemes(read: Read, terms: list[str], count_all: bool, scope: tuple[str, ...] | None = None) -> Lexemes:
+def lexemes(read: Read, terms: list[str], count_all: bool, scope: tuple[str, ...] | None = None,
+            ids: Sequence[str] | None = None) -> Lexemes:
     """(term, lexeme, rows holding it, share of rows holding it by the planner's statistics) per term with a
-    lexeme; the rows (of the namespaces ``scope``, None: every row) are counted for every lexeme (``count_all``) or
-    only for those the statistics do not track (rare ones: a cheap count through the GIN index)."""
-    if scope is None:
+    lexeme; the rows (of the namespaces ``scope``, or with these ``ids``; None: every row) are counted for every
+    lexeme (``count_all``) or only for those the statistics do not track (rare ones: a cheap count through the GIN
+    index)."""
+    if ids is not None:
+        found = read(LEXEMES.format(scope=ID_SCOPE), [count_all, list(ids), terms])
+    elif scope is None:
         found = read(LEXEMES.format(scope=""), [count_all, terms])
     else:
         found = read(LEXEMES.format(scope=SCOPE), [count_all, list(scope), terms])

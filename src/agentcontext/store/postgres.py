@@ -236,15 +236,21 @@ class PostgresStore(SQLStore):
 
     # --- text index ------------------------------------------------------------------------
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
-                    ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
+                    ids: Sequence[str] | None = None,
+                    within: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """(id, BM25 as FTS5 computes it, over the weighted tsvector) best first, with the statistics of the
-        namespaces searched; see ``pg_text``."""
+        namespaces searched, or of the ``within`` rows alone (searched alone too); see ``pg_text``."""
         terms = query_terms(query)
-        if not terms or limit <= 0 or (ids is not None and not ids):
+        if not terms or limit <= 0 or (ids is not None and not ids) or (within is not None and not within):
             return []
-        scope = self._text_scope(namespace)
-        rows, avgdl, small = self._text_stats.get(self._read, scope)
-        found = self._lexemes.get(self._read, terms, small, scope)
+        if within is not None:  # counted exactly, every time
+            within = list(dict.fromkeys(within))
+            (rows, avgdl), small = pg_text.rows_of_ids(self._read, within), True
+            found = pg_text.lexemes(self._read, terms, True, ids=within)
+        else:
+            scope = self._text_scope(namespace)
+            rows, avgdl, small = self._text_stats.get(self._read, scope)
+            found = self._lexemes.get(self._read, terms, small, scope)
         if not found:
             return []
         held = {lex: n if n is not None else int((share or 0.0) * rows) for _, lex, n, share in found}
@@ -259,6 +265,7 @@ class PostgresStore(SQLStore):
         where.eq_any("n.namespace", as_list(namespace))
         where.eq_any("n.kind", as_list(kind))
         where.eq_any("n.id", None if ids is None else list(dict.fromkeys(ids)))
+        where.eq_any("n.id", within)
         where.add("n.retracted_at IS NULL")
         conditions = where.sql().replace(" WHERE ", " AND ", 1)
         capped = not small and ids is None  # a large table: found through the rarest lexemes, ranked up to a cap

@@ -105,7 +105,8 @@ class SQLStore(ABC):
     @abstractmethod
     def text_search(self, query: str, namespace: str | Sequence[str] | None = None,
                     kind: str | Sequence[str] | None = None, limit: int = 50, common: float | None = None,
-                    ids: Sequence[str] | None = None) -> list[tuple[str, float]]: ...
+                    ids: Sequence[str] | None = None,
+                    within: Sequence[str] | None = None) -> list[tuple[str, float]]: ...
 
     @abstractmethod
     def _vector_value(self, vector: np.ndarray) -> Any:

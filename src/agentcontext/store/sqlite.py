@@ -353,19 +353,28 @@ class SQLiteStore(SQLStore):
 
     # --- text index ------------------------------------------------------------------------
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
-                    ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
-        """Rows ranked by BM25 with the statistics of the namespaces searched (``sqlite_text``): what other
-        namespaces hold never moves a score."""
+                    ids: Sequence[str] | None = None,
+                    within: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """Rows ranked by BM25 with the statistics of the namespaces searched, or of the ``within`` rows alone
+        (``sqlite_text``): what other namespaces (or rows) hold never moves a score."""
         terms = query_terms(query)
-        if not terms or (ids is not None and not ids):
+        if not terms or (ids is not None and not ids) or (within is not None and not within):
             return []
         namespaces = as_list(namespace)
         with self._lock:  # the statistics and the rows they rank from one state of the store
-            if namespaces is None or sqlite_text.alone(self._read, namespaces):
+            if within is not None:
+                def scope(totals):
+                    return sqlite_text.rows_of_ids(self._read, list(within), namespaces)
+            elif namespaces is None or sqlite_text.alone(self._read, namespaces):
                 return self._table_search(self._informative_terms(terms, common), namespaces, kind, limit, ids)
-            return sqlite_text.scoped_search(
-                self._read, terms, lambda t: fts_match([t]), list(dict.fromkeys(namespaces)), as_list(kind),
-                None if ids is None else list(ids), limit, self.change_counter(), self._scope_stats, common)
+            else:
+                names = list(dict.fromkeys(namespaces))
+                counter = self.change_counter()
+
+                def scope(totals):
+                    return self._scope_stats.get(self._read, names, (counter, *totals))
+            return sqlite_text.scoped_search(self._read, terms, lambda t: fts_match([t]), scope, as_list(kind),
+                                             None if ids is None else list(ids), limit, common)
 
     def _table_search(self, terms: list[str], namespace: list[str] | None, kind, limit: int,
                       ids: Sequence[str] | None) -> list[tuple[str, float]]:

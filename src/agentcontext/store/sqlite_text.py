@@ -95,6 +95,30 @@ class ScopeRows:
         return np.isin(self.kinds, [i for i, k in enumerate(self.kind_names) if k in set(kinds)])
 
 
+def scope_rows(found: list[tuple[int, str, bytes]]) -> ScopeRows:
+    """``ScopeRows`` of (rid, kind, fts_docsize entry) rows."""
+    if not found:
+        return ScopeRows(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int32), [])
+    found = sorted(found)
+    rids, kinds, sizes = zip(*found)
+    codes: dict[str, int] = {}
+    kind_codes = np.fromiter((codes.setdefault(k, len(codes)) for k in kinds), dtype=np.int32, count=len(kinds))
+    return ScopeRows(np.asarray(rids, dtype=np.int64), row_tokens(list(sizes)), kind_codes, list(codes))
+
+
+def rows_of_ids(read: Read, ids: Sequence[str], namespaces: Sequence[str] | None) -> ScopeRows:
+    """``ScopeRows`` of the live rows with these ids (in ``namespaces``): what a principal who may read only
+    those records searches, ranked by their statistics alone."""
+    found: list[tuple[int, str, bytes]] = []
+    unique = list(dict.fromkeys(ids))
+    where = "" if namespaces is None else f" AND n.namespace IN ({marks(namespaces)})"
+    for at in range(0, len(unique), 800):
+        part = unique[at:at + 800]
+        found.extend(read("SELECT n.rid, n.kind, d.sz FROM nodes n JOIN fts_docsize d ON d.id = n.rid WHERE n.id IN "
+                          f"({marks(part)}) AND n.retracted_at IS NULL{where}", (*part, *(namespaces or ()))))
+    return scope_rows(found)
+
+
 class ScopeStats:
     """``ScopeRows`` per set of namespaces, remembered per store change (a few sets; 16 bytes a row)."""
 
@@ -111,18 +135,8 @@ class ScopeStats:
             kept = self._kept.get(key)
         if kept is not None and kept[0] == version:
             return kept[1]
-        found = read("SELECT n.rid, n.kind, d.sz FROM nodes n JOIN fts_docsize d ON d.id = n.rid WHERE n.namespace "
-                     f"IN ({marks(key)}) AND n.retracted_at IS NULL ORDER BY n.rid", key)
-        kind_names: list[str] = []
-        if found:
-            rids, kinds, sizes = zip(*found)
-            codes: dict[str, int] = {}
-            kind_codes = np.fromiter((codes.setdefault(k, len(codes)) for k in kinds), dtype=np.int32,
-                                     count=len(kinds))
-            kind_names = list(codes)
-            value = ScopeRows(np.asarray(rids, dtype=np.int64), row_tokens(list(sizes)), kind_codes, kind_names)
-        else:
-            value = ScopeRows(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int32), [])
+        value = scope_rows(read("SELECT n.rid, n.kind, d.sz FROM nodes n JOIN fts_docsize d ON d.id = n.rid WHERE "
+                                f"n.namespace IN ({marks(key)}) AND n.retracted_at IS NULL", key))
         with self._lock:
             if len(self._kept) >= self.KEEP:
                 self._kept.clear()
@@ -175,15 +189,16 @@ def row_tokens(blobs: list[bytes]) -> np.ndarray:
     return np.asarray([tokens(b) for b in blobs], dtype=np.float64)
 
 
-def scoped_search(read: Read, terms: list[str], phrase: Callable[[str], str], namespaces: Sequence[str],
-                  kinds: list[str] | None, ids: Sequence[str] | None, limit: int, counter: int, stats: ScopeStats,
+def scoped_search(read: Read, terms: list[str], phrase: Callable[[str], str], scope: Callable[[tuple], ScopeRows],
+                  kinds: list[str] | None, ids: Sequence[str] | None, limit: int,
                   common: float | None) -> list[tuple[str, float]]:
-    """BM25 of the rows of ``namespaces`` (of ``kinds``, among ``ids``) matching any of ``terms`` (each one FTS5
-    phrase, ``phrase(term)`` its MATCH operand; in query order), with the namespaces' statistics; the terms held by
-    more than ``common`` of their rows are dropped (``text.informative``), as ``text_search`` drops them on the whole
-    table (a term held by at most that share of their rows anywhere is not counted in them)."""
+    """BM25 of the rows of a scope (``scope(totals)``: given the text index's (rows, tokens), the rows searched and
+    counted, e.g. some namespaces'; of ``kinds``, among ``ids``) matching any of ``terms`` (each one FTS5 phrase,
+    ``phrase(term)`` its MATCH operand; in query order), with the scope's statistics; the terms held by more than
+    ``common`` of its rows are dropped (``text.informative``), as ``text_search`` drops them on the whole table (a
+    term held by at most that share of its rows anywhere is not counted in them)."""
     table_rows, table_tokens = table_totals(read)
-    scope = stats.get(read, namespaces, (counter, table_rows, table_tokens))
+    scope = scope((table_rows, table_tokens))
     rows = int(scope.rids.size)
     if not rows:
         return []
