@@ -176,3 +176,21 @@ def test_the_turns_around_a_when_questions_best_hit_are_read_and_lifted_as_in_pr
     finally:
         lite.weights = pg.weights = FusionWeights()
     assert lifted and calls["_complete"] > calls["rank"], calls
+
+
+def test_time_signals_kept_per_text_and_date_are_the_ones_computed_afresh():
+    from agentcontext.memory import server_search
+    from agentcontext.model import Node
+
+    nodes = [Node(id=f"m{i}", kind="memory", namespace="ns", content=text, props={"created_at": date})
+             for i, (text, date) in enumerate([("I went there yesterday", "2023-05-08T10:00:00"),
+                                                ("Last month was busy, in May 2023", "2023-06-01T10:00:00"),
+                                                ("nothing timed here", None), ("", "not a date"),
+                                                ("I went there yesterday", "2023-05-08T10:00:00")])]
+    kept: dict = {}
+    for query in ("When did she go?", "What happened in May 2023?"):
+        fresh = server_search.timing_of(query, nodes)
+        for _ in range(2):  # the first call fills ``kept``, the second reads it
+            again = server_search.timing_of(query, nodes, kept)
+            assert fresh.keys() == again.keys() and all((fresh[k] == again[k]).all() for k in fresh)
+    assert "I went there yesterday" in kept and ("month", None) in kept

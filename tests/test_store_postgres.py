@@ -263,3 +263,23 @@ def test_nearest_judges_few_nodes_through_the_index_and_walks_hnsw_past_them(pg,
     assert "Index Only Scan" in plan, plan  # (reading no row once VACUUM has set the visibility map)
     assert "never executed" in plan, plan  # 60 nodes counted: the exact branch is not run
     pg._db.execute("RESET enable_seqscan")
+
+
+def test_nodes_linked_sends_each_follower_once_and_a_named_one_by_its_id_alone(pg):
+    """A follower that is also asked for (part 0) crosses the wire as its rid and id only, and a follower of two
+    levels once: the client copies the named row (without content, its own props) instead of parsing it again."""
+    from agentcontext.store.pg_sql import linked_sql
+
+    pg.put_nodes([Node(id="a1", kind="memory", namespace="ns", title="Ann", content="one"),
+                  Node(id="a2", kind="memory", namespace="ns", title="Bob", content="two", props={"prev": "a1"}),
+                  Node(id="a3", kind="memory", namespace="ns", title="Ann", content="three", props={"prev": "a2"}),
+                  Node(id="a4", kind="memory", namespace="ns", title="Bob", content="four", props={"prev": "a3"})])
+    rows = pg._read(linked_sql("prev"), {"ids": ["a2", "a3"], "ns": "ns", "kind": "memory"})
+    followers = [r for r in rows if r[0] == 1]
+    assert sorted(r[2] for r in followers) == ["a2", "a3", "a4"]  # a3 follows a2 and a4 follows a3: once each
+    assert sorted(r[2] for r in followers if r[3] is None) == ["a2", "a3"]  # named ones: rid and id alone
+    named, after = pg.nodes_linked(["a2", "a3"], "prev", "ns", "memory")
+    assert sorted(named) == ["a1", "a2", "a3"] and [n.id for n in after] == ["a2", "a3", "a4"]
+    copy = after[1]
+    assert (copy.title, copy.props, copy.content, copy.version) == ("Ann", {"prev": "a2"}, "", named["a3"].version)
+    assert copy.props is not named["a3"].props and named["a3"].content == "three"

@@ -288,11 +288,26 @@ class _Links:
         return [i for i in dict.fromkeys(out) if i != node_id]
 
 
-def timing_of(query: str, nodes: list[Node]) -> dict[str, np.ndarray]:
-    """The time signals of ``nodes`` for ``query`` (search.time_values, from each text and created_at)."""
-    months = np.array([month_numbers((c.props or {}).get("created_at")) for c in nodes], dtype=np.int64).reshape(-1, 2)
-    return time_values(query, np.array([time_refs(c.content) for c in nodes], dtype=np.uint8), months[:, 0],
-                       months[:, 1])
+TIME_CACHE = 65536  # texts and dates whose time bits a workspace keeps (``timing_of``), then it starts again
+
+
+def timing_of(query: str, nodes: list[Node], kept: dict[Any, Any] | None = None) -> dict[str, np.ndarray]:
+    """The time signals of ``nodes`` for ``query`` (search.time_values, from each text and created_at). ``kept``
+    remembers ``time_refs`` by text and ``month_numbers`` by date (both pure), as the in-process index keeps them
+    per memory: a memory that is a candidate again costs two lookups, not its regexes."""
+    kept = {} if kept is None else kept
+    if len(kept) > TIME_CACHE:
+        kept.clear()
+    refs = np.empty(len(nodes), dtype=np.uint8)
+    months = np.empty((len(nodes), 2), dtype=np.int64)
+    for j, c in enumerate(nodes):
+        text, date = c.content, (c.props or {}).get("created_at")
+        if (bits := kept.get(text)) is None:
+            bits = kept[text] = time_refs(text)
+        if (month := kept.get(("month", date))) is None:
+            month = kept[("month", date)] = month_numbers(date)
+        refs[j], months[j] = bits, month
+    return time_values(query, refs, months[:, 0], months[:, 1])
 
 
 def prev_of(node: Node) -> str | None:
@@ -315,7 +330,7 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
     if todo:
         found = ws.store.similarities(qv, ws.model_name, todo)
         known.update({h: found.get(h, np.nan) for h in todo})
-    sims = {h: v for h in hashes if not np.isnan(v := known[h])}
+    sims = {h: v for h in hashes if (v := known[h]) == v}  # NaN: no such vector
     own = np.array([sims.get(n.embed_hash or "", 0.0) for n in candidates], dtype=np.float32)
     # dense = the mean of the own, pair and next pair inner products that exist (float32, summed in that order)
     pair = np.zeros(len(candidates), dtype=np.float32)
@@ -358,7 +373,7 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
             pool = np.arange(n)
         else:  # the time lifts add at most their weights' sum (times a gate of at most 1)
             pool = np.flatnonzero(fused >= float(fused[first].min()) - sum(time_w.values()))
-        timing = timing_of(query, [candidates[int(j)] for j in pool])
+        timing = timing_of(query, [candidates[int(j)] for j in pool], ws.held("memory:time-bits", dict))
         fused[pool] = fused[pool] + fuse(timing, time_w) * gate[pool]
         timed[pool] = True
         for name in names:

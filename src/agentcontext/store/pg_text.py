@@ -39,13 +39,14 @@ WEIGHTS = "{0.25, 0.5, 0.75, 1.0}"  # ts_rank's D, C, B, A weights (content, sum
 TF = "CASE w WHEN 'A' THEN 4 WHEN 'B' THEN 3 WHEN 'C' THEN 2 ELSE 1 END"
 Read = Callable[[str, Sequence[Any]], list[tuple]]
 
+# the planner's statistics are read (and their text array cast) once per statement, not once per lexeme
 LEXEMES = """
+WITH s AS MATERIALIZED (SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs
+         FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'nodes' AND attname = 'tsv')
 SELECT w.term, x.lex, x.share, CASE WHEN %s OR x.share IS NULL THEN (
          SELECT count(*) FROM nodes WHERE retracted_at IS NULL AND tsv @@ quote_literal(x.lex)::tsquery{scope}) END
 FROM unnest(%s::text[]) WITH ORDINALITY w(term, i)
-CROSS JOIN LATERAL (SELECT lex, (SELECT s.freqs[array_position(s.elems, lex)] FROM (
-         SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
-         WHERE schemaname = current_schema() AND tablename = 'nodes' AND attname = 'tsv') s) AS share
+CROSS JOIN LATERAL (SELECT lex, (SELECT s.freqs[array_position(s.elems, lex)] FROM s) AS share
      FROM unnest(tsvector_to_array(to_tsvector('english', w.term))) lex) x
 ORDER BY w.i
 """
