@@ -17,6 +17,8 @@ in-process memory index built from the same server, as every process did before)
   embedder loaded first; and from the process start too): the first process meets a server just started (cold
   caches), a second new process one that has served queries (the usual case), both are printed.
 Run: /work/tools/bench.sh .venv/bin/python benchmarks/postgres_scale.py [--memories 1000000] [--queries 200]
+[--before-src DIR] (``--before-src``: the code of another source tree timed against this one in the same run, on the
+same server and questions, new processes alternating; its p50 / p95 and the ratio are printed too)
 (``--build-only`` builds the kept cluster and measures nothing: the hour-long 1M build need not hold the bench lock.)
 """
 from __future__ import annotations
@@ -202,8 +204,9 @@ print(json.dumps({"first_s": first, "first_since_start_s": since_start, "latenci
 """
 
 
-def client(url: str, mode: str, questions: list[str]) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src")}
+def client(url: str, mode: str, questions: list[str], src: Path | None = None) -> dict[str, Any]:
+    """One new client process asking ``questions`` in turn, with this tree's code or ``src``'s."""
+    env = {**os.environ, "PYTHONPATH": str(src or Path(__file__).resolve().parent.parent / "src")}
     proc = subprocess.run([sys.executable, "-c", CLIENT, url, mode, json.dumps(questions)], capture_output=True,
                           text=True, env=env, timeout=7200)
     if proc.returncode:
@@ -231,6 +234,26 @@ def dense_recall(url: str, data: Path, query_vectors: np.ndarray, n: int) -> flo
         hits += len(set(exact.tolist()) & got)
     store.close()
     return hits / (10 * len(q))
+
+
+def before_and_after(url: str, questions: list[str], before: Path) -> dict[str, Any]:
+    """The code before a change (``before``: a source tree's src/) against this tree's, on the same server and the
+    same questions, in new processes ordered before, this, this, before (whoever runs later meets warmer pages:
+    the order cancels a steady warming); p50 and p95 of each code's two runs pooled, each run's first query."""
+    runs = [(name, client(url, "server", questions, src)) for name, src in
+            (("before", before), ("this", None), ("this", None), ("before", before))]
+    out: dict[str, Any] = {"before_src": str(before), "order": [name for name, _ in runs]}
+    for name in ("before", "this"):
+        lat = [x * 1000 for n, r in runs if n == name for x in r["latencies_s"]]
+        out[name] = {"retrieve_p50_ms": round(statistics.median(lat), 1), "retrieve_p95_ms": round(p95(lat), 1),
+                     "first_query_ms": [round(r["first_s"] * 1000, 1) for n, r in runs if n == name],
+                     "p50_per_run_ms": [round(statistics.median(r["latencies_s"]) * 1000, 1) for n, r in runs
+                                        if n == name]}
+    tops = [r["top"] for _, r in runs]
+    out["same_top10"] = round(float(np.mean([tops[0][q] == tops[1][q] for q in tops[0]])), 4)
+    out["ratio_p50 (this / before)"] = round(out["this"]["retrieve_p50_ms"] / out["before"]["retrieve_p50_ms"], 3)
+    out["ratio_p95 (this / before)"] = round(out["this"]["retrieve_p95_ms"] / out["before"]["retrieve_p95_ms"], 3)
+    return out
 
 
 def lead_turns(data: Path, n: int, turn_count: int) -> np.ndarray:
@@ -280,6 +303,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None, help="where the server's cluster is kept between runs")
     parser.add_argument("--no-baseline", action="store_true", help="skip the mirroring process (minutes at 1M)")
     parser.add_argument("--build-only", action="store_true", help="build the kept cluster and stop, measuring nothing")
+    parser.add_argument("--before-src", type=Path, default=None,
+                        help="a source tree of the code before a change (e.g. `git worktree add DIR REV`): after the "
+                             "figures, time it against this code on the same server, new processes alternating")
     args = parser.parse_args()
     n = args.memories - args.memories % BATCH
     data = args.data or Path(f"/tmp/agentcontext-pg-scale-{n}")
@@ -312,6 +338,7 @@ def main() -> None:
         again = client(url, "server", questions[args.queries + 1: args.queries + 12])
         recall = dense_recall(url, data, qvectors[1: args.queries + 1], n)
         base = None if args.no_baseline else client(url, "mirror", asked)
+        compared = before_and_after(url, asked, args.before_src.resolve() / "src") if args.before_src else None
         load_after = os.getloadavg()
     finally:
         server.stop()
@@ -344,6 +371,8 @@ def main() -> None:
             "rss_growth": round(figures["rss_growth_mb"] / max(base["rss_after_mb"] - base["rss_before_mb"], 1e-9), 4),
             "first_query": round(ours["first_s"] / max(base["first_s"], 1e-9), 4)}
         figures["top10_shared_with_in_process_ranking"] = round(float(np.mean(overlap)), 4)
+    if compared is not None:
+        figures["before and after (same server, new processes: before, this, this, before)"] = compared
     figures["labelled (server ranking)"] = labelled(data, n, ours["top"])
     (data / "tops-server.json").write_text(json.dumps(ours["top"]))
     if base is not None:
