@@ -1,4 +1,5 @@
-"""The fused default model (embed/fusion.py): same vectors as the plain model, derived once into the model cache
+"""The fused default model (embed/fusion.py): the plain model's vectors (cosine >= 0.999; the same below
+FLOAT_BELOW tokens), derived once into the model cache
 keyed by the source file's hash, a damaged cache file rebuilt and never trusted, the plain model (said once in
 the log) when fusion cannot be done; and the one-text path's session chosen by idle cores (our own spinning
 workers discounted)."""
@@ -13,6 +14,7 @@ import pytest
 
 from agentcontext.embed import base, fusion
 from agentcontext.embed.base import MINILM, MiniLMEmbedder
+from agentcontext.embed.quantize import FLOAT_BELOW
 
 EDGE = ["", "a", "The cat sat on the mat", "The cat sat on the mat", "naïve café — 日本語のテキスト, ÄÖÜ ß 🙂",
         "word " * 400, "how do agents rotate tokens when the billing quota is reached"]
@@ -49,12 +51,36 @@ def test_fused_model_keeps_the_vectors_and_their_cache_keys(plain, fused, cache)
     for texts in (EDGE, EDGE[:1], EDGE[5:6], [EDGE[2]] * 3):
         a, b = fused.embed(texts), plain.embed(texts)
         assert a.shape == b.shape == (len(texts), 384)
-        assert min_cosine(a, b) >= 0.9999
+        assert min_cosine(a, b) >= fusion.MIN_COSINE  # the quality bar (0.999): int8 FFN outputs at >= 48 tokens
+    short = [t for t in EDGE if len(fused._tokens([t])[0]) < FLOAT_BELOW]
+    assert len(short) == 6 and min_cosine(fused.embed(short), plain.embed(short)) >= 0.9999  # float: as before
     # a graph of the fused model really holds the fused kernel, and none of the unfused attention's Softmax
     import onnx
 
-    ops = {n.op_type for n in onnx.load(str(fused.model_path)).graph.node}
+    graph = onnx.load(str(fused.model_path)).graph
+    ops = {n.op_type for n in graph.node}
     assert "Attention" in ops and "Softmax" not in ops
+    branches = {a.name: {n.op_type for n in a.g.node} for n in graph.node if n.op_type == "If" for a in n.attribute}
+    assert branches["then_branch"] >= {"MatMulInteger", "QuantizeLinear"} and branches["else_branch"] == {"MatMul"}
+
+
+def test_int8_runs_only_at_the_quantized_width_and_keep_each_text_alone_equal(fused, plain):
+    """Texts shorter than FLOAT_BELOW tokens never share a run with longer ones, so a text's vector is the same
+    alone, in a batch and padded; the probes the fusion checks cover both widths."""
+    lengths = [len(ids) for ids in fused._tokens(fusion.PROBES)]
+    assert max(lengths[:fusion.SHORT_PROBES]) < FLOAT_BELOW <= lengths[fusion.SHORT_PROBES]
+    assert fusion.SHORT_PROBES < fusion.LOAD_PROBES  # every load re-checks an int8-width probe too
+    for batch in base.plan_batches([3, 60, 47, 48, 49, 10, 47, 200] * 4, batch_tokens=4096, max_batch=64,
+                                   split_at=FLOAT_BELOW):
+        widths = [[3, 60, 47, 48, 49, 10, 47, 200][i % 8] for i in batch]
+        assert max(widths) < FLOAT_BELOW or min(widths) >= FLOAT_BELOW
+    long = "Billing rules. How invoices are retried when a card fails, and when agents notify the owner. " * 2
+    texts = ["hi", long, "The cat sat on the mat", long + "Then again.", "naïve café 🙂"]
+    alone = np.stack([fused.embed([t])[0] for t in texts])
+    together = fused.embed(texts)
+    assert min_cosine(alone, together) >= 0.99999
+    assert min_cosine(together, plain.embed(texts)) >= fusion.MIN_COSINE
+    assert min_cosine(together[[0, 2, 4]], plain.embed([texts[i] for i in (0, 2, 4)])) >= 0.99999
 
 
 def test_second_embedder_uses_the_cached_file(fused, cache, monkeypatch):

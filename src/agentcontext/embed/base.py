@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import DependencyMissingError
 from .fusion import load_fused
+from .quantize import FLOAT_BELOW
 
 MINILM = "all-MiniLM-L6-v2-int8"
 
@@ -95,14 +96,17 @@ class _ThreadWatch:
                 pass
 
 
-def plan_batches(lengths: Sequence[int], batch_tokens: int, max_batch: int) -> list[list[int]]:
+def plan_batches(lengths: Sequence[int], batch_tokens: int, max_batch: int, split_at: int = 0) -> list[list[int]]:
     """Indices of texts grouped into model runs: sorted by token length so a batch pads little, and each
-    batch holds at most ``batch_tokens`` padded tokens (at least one text) and ``max_batch`` texts."""
+    batch holds at most ``batch_tokens`` padded tokens (at least one text) and ``max_batch`` texts. Texts shorter
+    than ``split_at`` tokens never share a run with longer ones (the model computes runs narrower than
+    ``FLOAT_BELOW`` in float32 and wider ones partly in int8: see quantize.py)."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     batches: list[list[int]] = []
     current: list[int] = []
     for i in order:  # ascending, so the newest text is the batch's longest
-        if current and (len(current) + 1) * lengths[i] > batch_tokens or len(current) >= max_batch:
+        if current and ((len(current) + 1) * lengths[i] > batch_tokens or len(current) >= max_batch
+                        or lengths[current[-1]] < split_at <= lengths[i]):
             batches.append(current)
             current = []
         current.append(i)
@@ -121,8 +125,10 @@ class MiniLMEmbedder:
     machine is busy (benchmarks/packs.py). A call that is one batch (one text: a ``store()`` or a new query)
     has nothing to run in parallel, so when the other cores are idle it runs on a second session whose one run
     spreads over them (benchmarks/embed_one.py). The graph is the fused one of ``fusion.py`` when it can be
-    made (``fuse=False``: the plain model). A text's vector does not depend on what it is batched with, nor on
-    the session or the fusion (cosine >= 0.9999, tests/test_embed_batching.py, tests/test_embed_fusion.py)."""
+    made (``fuse=False``: the plain model); in it a text of at least ``FLOAT_BELOW`` tokens runs its feed-forward
+    output projections in int8 with one scale per token (quantize.py: cosine >= 0.999 against the plain model,
+    shorter texts such as queries unchanged). A text's vector does not depend on what it is batched with, nor on
+    the session (cosine >= 0.9999, tests/test_embed_batching.py, tests/test_embed_fusion.py)."""
 
     name = MINILM
     dimension = 384
@@ -233,7 +239,7 @@ class MiniLMEmbedder:
         """``texts`` through ``session`` in this embedder's batches, one after another (the fusion's probes)."""
         tokens = self._tokens(texts)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for idx in plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch):
+        for idx in plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch, FLOAT_BELOW):
             out[idx] = self._run(session, tokens, idx)
         return out
 
@@ -249,7 +255,7 @@ class MiniLMEmbedder:
         if not texts:
             return Pending(out, [])
         tokens = self._tokens(texts)
-        batches = plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch)
+        batches = plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch, FLOAT_BELOW)
         if len(batches) == 1:  # nothing to run in parallel: spread the one run over the cores left idle
             wide = self._lone_batch_wide()
             out[batches[0]] = self._run(self._wide_session() if wide else self._session, tokens, batches[0])

@@ -9,12 +9,22 @@ Neither onnxruntime's own graph optimizer nor ``onnxruntime.transformers``' BERT
 as its ``mask_index``). Everything else in the graph is left as onnxruntime's basic optimizer folds it (the int8
 weights dequantized once, to the float32 values the model computes with today).
 
-The fused file is derived from the local model file at first use (nothing is downloaded), checked against the
-plain model on probe texts (cosine >= ``MIN_COSINE`` with padding, truncation and non-ASCII text) and written
-atomically into the model cache under a name keyed by the source file's sha256, onnxruntime's version and this
-module's ``FUSION_VERSION``. The probe vectors travel in the file's metadata, and every load re-checks them, so a
-damaged cache file is discarded and rebuilt, never trusted. When anything fails (the ``onnx`` package missing, an
-unfamiliar graph, a cache folder that cannot be written, a check that does not pass) the plain model is used and
+In the same file each layer's feed-forward output projection runs in int8 with one activation scale per token for
+model runs at least ``FLOAT_BELOW`` tokens wide (quantize.py: ~1/3 of the model's multiply-adds, 1.13x; texts
+shorter than that, such as queries, are computed exactly as before).
+
+The derived file is made from the local model file at first use (nothing is downloaded), checked against the
+plain model on probe texts and written atomically into the model cache under a name keyed by the source file's
+sha256, onnxruntime's version and this module's ``FUSION_VERSION`` (and quantize.py's). The quality bar: cosine
+>= ``MIN_COSINE`` (0.999) against the plain model on every probe (padding, truncation, non-ASCII text), and
+>= ``SAME_COSINE`` on the probes narrower than ``FLOAT_BELOW`` (there only the attention is fused, float noise).
+The vector model id stays the same: a store's vectors written by the plain or an earlier fused model and the
+vectors of this one measured cosine >= 0.999 on every probe set (the pack texts, the Nenjo snapshot, LoCoMo dev
+turns and questions, short, non-ASCII and truncated texts: docs pack "performance"). The derived model's own probe
+vectors travel in the file's metadata, and every load re-checks them strictly (``SAME_COSINE``), so a damaged cache
+file is discarded and rebuilt, never trusted. When the int8 part cannot be built or does not pass, the file holds
+the attention fusion alone. When anything else fails (the ``onnx`` package missing, an unfamiliar graph, a cache
+folder that cannot be written, a check that does not pass) the plain model is used and
 the reason is logged once per process."""
 from __future__ import annotations
 
@@ -29,13 +39,18 @@ from typing import Callable
 
 import numpy as np
 
+from .quantize import FLOAT_BELOW, QUANTIZE_VERSION, quantize_ffn_down
+
 log = logging.getLogger(__name__)
 
-FUSION_VERSION = 1
-MIN_COSINE = 0.99999  # fused against plain vectors, on the probe texts (the model's own float noise is ~1e-7)
+FUSION_VERSION = 2
+MIN_COSINE = 0.999  # the quality bar: derived against plain vectors, on every probe text
+SAME_COSINE = 0.99999  # computed the same way, up to float noise (~1e-7): the float path, and every load's re-check
 PROBES = ["", "a", "The cat sat on the mat", "naïve café, 日本語のテキスト and emoji 🙂",
+          "how do agents rotate tokens when the billing quota is reached? " * 5,
           "how do agents rotate tokens when the billing quota is reached? " * 3, "word " * 400]
-LOAD_PROBES = 4  # the short probes, re-checked at every load (the long ones only when the file is made)
+SHORT_PROBES = 4  # the first ones, narrower than FLOAT_BELOW tokens (tests/test_embed_fusion.py checks it)
+LOAD_PROBES = 5  # re-checked at every load: the short ones and one of the int8 width (the rest when the file is made)
 _META_KEY = "agentcontext.probe_vectors"
 _warned: set[str] = set()
 _warn_lock = threading.Lock()
@@ -67,7 +82,7 @@ def file_sha256(path: Path) -> str:
 def fused_path(source: Path, cache: Path | None = None) -> Path:
     import onnxruntime as ort
 
-    key = f"{file_sha256(source)[:32]}-ort{ort.__version__}-v{FUSION_VERSION}"
+    key = f"{file_sha256(source)[:32]}-ort{ort.__version__}-v{FUSION_VERSION}q{QUANTIZE_VERSION}f{FLOAT_BELOW}"
     return (cache or model_cache_dir()) / f"{source.stem}-fused-{key}.onnx"
 
 
@@ -127,7 +142,7 @@ def _checked(path: Path, make_session: Callable[[str], object], embed: Embed) ->
         log.warning("agentcontext: fused model %s does not load: %s", path, exc)
         return None
     got = embed(session, PROBES[:LOAD_PROBES])
-    if expected.shape[1:] != got.shape[1:] or float((got * expected[:LOAD_PROBES]).sum(axis=1).min()) < MIN_COSINE:
+    if expected.shape[1:] != got.shape[1:] or float((got * expected[:LOAD_PROBES]).sum(axis=1).min()) < SAME_COSINE:
         return None
     return session
 
@@ -154,15 +169,37 @@ def derive(source: Path, target: Path, make_session: Callable[[str], object], em
         onnx.save(model, str(staged))
         got = embed(make_session(str(staged)), PROBES)
         cosine = float((got * plain).sum(axis=1).min())
-        if cosine < MIN_COSINE:
+        if cosine < SAME_COSINE:  # the attention fusion alone computes the same vectors
             raise FusionError(f"fused vectors differ from the plain model's (minimum cosine {cosine:.6f})")
+        hidden = next(i.dims[0] for i in model.graph.initializer if i.name == "agentcontext_qkv_weight_0")
+        quantized = Path(tmp) / "quantized.onnx"
+        int8 = onnx.load(str(staged))
+        if quantize_ffn_down(int8, hidden, FLOAT_BELOW):
+            onnx.save(int8, str(quantized))
+            try:
+                checked = _meets_bar(embed(make_session(str(quantized)), PROBES), plain)
+            except Exception as exc:  # onnxruntime's load errors derive from Exception only: keep the fusion alone
+                log.warning("agentcontext: the int8 feed-forward projections do not load (%s); fused float only", exc)
+                checked = None
+            if checked is not None:
+                model, got = int8, checked
+            else:
+                log.warning("agentcontext: the int8 feed-forward projections miss the quality bar; fused float only")
         entry = model.metadata_props.add()
-        entry.key, entry.value = _META_KEY, base64.b64encode(plain.astype(np.float32).tobytes()).decode("ascii")
+        entry.key, entry.value = _META_KEY, base64.b64encode(got.astype(np.float32).tobytes()).decode("ascii")
         onnx.save(model, str(staged))
         with open(staged, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(staged, target)  # atomic: a reader sees no file or the whole one
     log.info("agentcontext: fused %d attention blocks of %s into %s", fused, source.name, target)
+
+
+def _meets_bar(got: np.ndarray, plain: np.ndarray) -> np.ndarray | None:
+    """``got`` (a derived model's probe vectors) if it meets the quality bar against ``plain``, else ``None``."""
+    cosines = (got * plain).sum(axis=1)
+    if float(cosines.min()) < MIN_COSINE or float(cosines[:SHORT_PROBES].min()) < SAME_COSINE:
+        return None
+    return got
 
 
 def fuse_attention(model: object, num_heads: int) -> int:
