@@ -269,3 +269,25 @@ def test_a_forked_child_keeps_to_one_thread(fused, monkeypatch):
     vector, narrow = out.get(timeout=60)  # a child opening or reusing a pooled session would hang here
     child.join(timeout=30)
     assert child.exitcode == 0 and narrow and min_cosine(vector, parent) >= 0.9999
+
+
+def test_int8_part_missing_the_quality_bar_leaves_the_attention_fusion_alone(plain, tmp_path, monkeypatch, caplog):
+    from onnx import numpy_helper
+
+    from agentcontext.embed import quantize
+
+    def spoiled(model, hidden, float_below):  # the int8 rewrite with its first layer's weight scales tripled
+        count = quantize.quantize_ffn_down(model, hidden, float_below)
+        scale = next(i for i in model.graph.initializer if i.name == "agentcontext_q_0_ws")
+        scale.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(scale) * 3, scale.name))
+        return count
+
+    monkeypatch.setenv("AGENTCONTEXT_MODEL_CACHE", str(tmp_path))
+    monkeypatch.setattr(fusion, "quantize_ffn_down", spoiled)
+    with caplog.at_level(logging.WARNING, logger="agentcontext.embed.fusion"):
+        kept = MiniLMEmbedder()
+    import onnx
+
+    assert kept.fused and "miss the quality bar; fused float only" in caplog.text
+    assert {n.op_type for n in onnx.load(str(kept.model_path)).graph.node}.isdisjoint({"If", "MatMulInteger"})
+    assert min_cosine(kept.embed(EDGE), plain.embed(EDGE)) >= 0.99999
