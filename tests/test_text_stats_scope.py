@@ -265,3 +265,34 @@ def test_postgres_knowledge_search_ranks_by_the_docs_a_principal_may_read(pg_ser
     finally:
         ws.close()
         lite.close()
+
+
+def test_sqlite_remembered_namespace_rows_follow_every_change(tmp_path):
+    """The namespaces' rows a store remembers follow its change log (puts, updates, retractions, other namespaces'
+    writes) and are read again after a purge: after each change, a store opened afresh on the file (nothing
+    remembered) ranks the same."""
+    path = f"sqlite:///{tmp_path / 'store.db'}"
+    store = open_store(path)
+    try:
+        store.put_nodes(_nodes("memory:alice", 200, 1))
+        store.put_nodes(_nodes("memory:bob", 50, 2))
+        steps = [
+            lambda: store.put_nodes(_nodes("memory:alice", 30, 5)),
+            lambda: store.put_nodes([Node(id="memory:alice/n1-2", kind="memory", namespace="memory:alice",
+                                          content="zorblax zorblax zorblax quivertine rewritten")]),
+            lambda: store.retract_nodes(["memory:alice/n1-4", "memory:alice/n1-5"]),
+            lambda: store.put_nodes(_nodes("memory:bob", 80, 6)),
+            lambda: store.purge_nodes(["memory:alice/n1-6"]),
+            lambda: store.put_nodes([Node(id="memory:alice/fresh", kind="note", namespace="memory:alice",
+                                          title="zorblax", content="harbor lantern zorblax")]),
+        ]
+        for step in steps:
+            _ranks(store, "memory:alice")  # remembered before the change
+            step()
+            fresh = open_store(path)
+            try:
+                assert _ranks(store, "memory:alice") == _ranks(fresh, "memory:alice")
+            finally:
+                fresh.close()
+    finally:
+        store.close()

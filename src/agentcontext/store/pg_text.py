@@ -172,6 +172,8 @@ class LexemeCache:
         the planner's statistics, which count every namespace), or in the whole table (None)."""
         if small:
             return lexemes(read, terms, True, scope)
+        if scope is not None:  # counted in the namespaces: remembered word by word (queries share words)
+            return self._by_term(read, terms, scope)
         key, now = (scope, tuple(terms)), time.monotonic()
         kept = self._found.get(key)
         if kept is not None and now - kept[0] <= STATS_SECONDS:
@@ -183,6 +185,24 @@ class LexemeCache:
                 self._found.clear()
         self._found[key] = (now, found)
         return found
+
+    def _by_term(self, read: Read, terms: list[str], scope: tuple[str, ...]) -> Lexemes:
+        now = time.monotonic()
+        fresh = {t: v[1] for t in terms if (v := self._found.get((scope, t))) is not None
+                 and now - v[0] <= STATS_SECONDS}
+        missing = [t for t in terms if t not in fresh]
+        if missing:
+            counted: dict[str, Lexemes] = {t: [] for t in missing}  # a stopword has no lexeme: remembered too
+            for row in lexemes(read, missing, True, scope):
+                counted[row[0]].append(row)
+            if len(self._found) + len(counted) > LEXEME_CACHE:
+                self._found = {k: v for k, v in self._found.items() if now - v[0] <= STATS_SECONDS}
+                if len(self._found) + len(counted) > LEXEME_CACHE:
+                    self._found.clear()
+            for term, rows in counted.items():
+                self._found[(scope, term)] = (now, rows)
+            fresh.update(counted)
+        return [row for t in terms for row in fresh[t]]
 
 
 def rarest(lexes: list[str], held: dict[str, int], cap: int) -> list[str]:

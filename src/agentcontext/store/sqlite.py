@@ -372,9 +372,14 @@ class SQLiteStore(SQLStore):
                 counter = self.change_counter()
 
                 def scope(totals):
-                    return self._scope_stats.get(self._read, names, (counter, *totals))
+                    return self._scope_stats.get(self._read, names, (counter, *totals), self._changes_after)
             return sqlite_text.scoped_search(self._read, terms, lambda t: fts_match([t]), scope, as_list(kind),
                                              None if ids is None else list(ids), limit, common)
+
+    def _changes_after(self, seq: int) -> list | None:
+        """The changes after ``seq`` that text statistics follow (``sqlite_text.ScopeStats``), None if too many."""
+        found = self.changes_since(seq, limit=sqlite_text.ScopeStats.FOLLOW + 1)
+        return None if len(found) > sqlite_text.ScopeStats.FOLLOW else found
 
     def _table_search(self, terms: list[str], namespace: list[str] | None, kind, limit: int,
                       ids: Sequence[str] | None) -> list[tuple[str, float]]:

@@ -15,18 +15,19 @@ k1 = 1.2, b = 0.75: FTS5's formula, evaluated in FTS5's order, so the scores are
 store holding only those namespaces (tests/test_text_stats_scope.py checks it). ``f`` is read back from FTS5 itself:
 each phrase is matched alone and its ``bm25()`` (global idf and avgdl, both known) inverted; ``f`` is a sum of the
 integer column weights, so rounding makes it exact. The namespaces' live rows (rid, tokens, kind: 16 bytes a row)
-are read once per change of the store (``change_counter``) and remembered (``ScopeStats``); a phrase's rows are
-placed among them by rid (numpy), and only the best ``limit`` rows' ids are read.
+are read once and remembered (``ScopeStats``), then follow the change log (a write reads only the rows it put or
+retracted in those namespaces again; a purge or a long log: all of them); a phrase's rows are placed among them by
+rid (numpy), and only the best ``limit`` rows' ids are read.
 
 Cost (benchmarks/text_scope.py): one statement per query word instead of one per query, each scoring every row
 holding the word in the whole table, so a search beside other namespaces costs more than FTS5's single ranked
-statement (about 1.5-3x for the text search at 20,000 memories); the first search after a write reads the
-namespaces' rows again. Timing still grows with what the whole table holds (as before): a side channel of
-volume, not of scores.
+statement (about 1.5-3x for the text search alone). Timing still grows with what the whole table holds (as
+before): a side channel of volume, not of scores.
 
 When no node lies outside the namespaces searched (a store holding one namespace, as each LoCoMo store does, or a
 search of every namespace), the whole table's statistics are the namespaces' own and the search is FTS5's single
-ranked statement, as before (``alone``: two index seeks per searched namespace).
+ranked statement, as before (``alone``: two index seeks per searched namespace). ``within`` (some ids' rows: what a
+principal reads of a pack, doc by doc) is always ranked here, by those rows' statistics.
 """
 from __future__ import annotations
 
@@ -89,6 +90,21 @@ class ScopeRows:
         self.rids, self.lengths, self.kinds, self.kind_names = rids, lengths, kinds, kind_names
         self.total = int(lengths.sum()) if lengths.size else 0
 
+    def changed(self, removed: Sequence[int], added: list[tuple[int, str, bytes]]) -> ScopeRows:
+        """These rows with the rows ``removed`` (rids) taken out and ``added`` (rid, kind, fts_docsize entry) put
+        in, in rid order."""
+        keep = ~np.isin(self.rids, np.asarray(removed, dtype=np.int64))
+        names = list(self.kind_names)
+        codes = {k: i for i, k in enumerate(names)}
+        new = scope_rows(added)
+        remap = np.asarray([codes.setdefault(k, len(codes)) for k in new.kind_names], dtype=np.int32)
+        names = list(codes)
+        rids = np.concatenate([self.rids[keep], new.rids])
+        order = np.argsort(rids, kind="stable")
+        return ScopeRows(rids[order], np.concatenate([self.lengths[keep], new.lengths])[order],
+                         np.concatenate([self.kinds[keep], remap[new.kinds] if new.kinds.size else new.kinds])[order],
+                         names)
+
     def kind_mask(self, kinds: list[str] | None) -> np.ndarray | None:
         if kinds is None:
             return None
@@ -119,29 +135,63 @@ def rows_of_ids(read: Read, ids: Sequence[str], namespaces: Sequence[str] | None
     return scope_rows(found)
 
 
+Since = Callable[[int], "list[Any] | None"]  # the store's changes after a seq (op, target, namespace), None: too many
+
+
 class ScopeStats:
-    """``ScopeRows`` per set of namespaces, remembered per store change (a few sets; 16 bytes a row)."""
+    """``ScopeRows`` per set of namespaces, remembered per store change (a few sets; 16 bytes a row). After a change
+    the remembered rows follow the change log (the nodes put or retracted in those namespaces are read again), so a
+    write costs the next search its own rows, not the namespaces' (a purge, a long log or a text index that changed
+    without its log, an import: read whole again)."""
 
     KEEP = 8  # namespace sets remembered
+    FOLLOW = 5000  # changes followed at most; more: the rows are read whole again
 
     def __init__(self) -> None:
         self._kept: dict[tuple[str, ...], tuple[tuple[int, ...], ScopeRows]] = {}
         self._lock = threading.Lock()
 
-    def get(self, read: Read, namespaces: Sequence[str], version: tuple[int, ...]) -> ScopeRows:
-        """The rows of ``namespaces`` as of ``version`` (the store's change counter and the text index's totals)."""
+    def get(self, read: Read, namespaces: Sequence[str], version: tuple[int, ...], since: Since) -> ScopeRows:
+        """The rows of ``namespaces`` as of ``version`` (the store's change counter and the text index's totals);
+        ``since(seq)``: the changes after ``seq`` (at most FOLLOW, else None)."""
         key = tuple(sorted(set(namespaces)))
         with self._lock:
             kept = self._kept.get(key)
+        value = None
         if kept is not None and kept[0] == version:
             return kept[1]
-        value = scope_rows(read("SELECT n.rid, n.kind, d.sz FROM nodes n JOIN fts_docsize d ON d.id = n.rid WHERE "
-                                f"n.namespace IN ({marks(key)}) AND n.retracted_at IS NULL", key))
+        if kept is not None and kept[0][0] < version[0]:
+            value = self._follow(read, key, kept[1], since(kept[0][0]))
+        if value is None:
+            value = scope_rows(read("SELECT n.rid, n.kind, d.sz FROM nodes n JOIN fts_docsize d ON d.id = n.rid "
+                                    f"WHERE n.namespace IN ({marks(key)}) AND n.retracted_at IS NULL", key))
         with self._lock:
             if len(self._kept) >= self.KEEP:
                 self._kept.clear()
             self._kept[key] = (version, value)
         return value
+
+    @staticmethod
+    def _follow(read: Read, key: tuple[str, ...], rows: ScopeRows, changes: list | None) -> ScopeRows | None:
+        """``rows`` after ``changes``, or None when they cannot be followed (too many, a purge)."""
+        if changes is None or any(c.op == "node.purge" for c in changes):
+            return None
+        names = set(key)
+        targets = list(dict.fromkeys(c.target for c in changes
+                                     if c.op in ("node.put", "node.retract") and c.namespace in names))
+        if not targets:
+            return rows
+        removed: list[int] = []
+        added: list[tuple[int, str, bytes]] = []
+        for at in range(0, len(targets), 800):
+            part = targets[at:at + 800]
+            for rid, kind, size, retracted in read(
+                    "SELECT n.rid, n.kind, d.sz, n.retracted_at FROM nodes n LEFT JOIN fts_docsize d ON d.id = n.rid "
+                    f"WHERE n.id IN ({marks(part)}) AND n.namespace IN ({marks(key)})", (*part, *key)):
+                removed.append(rid)
+                if retracted is None and size is not None:
+                    added.append((rid, kind, size))
+        return rows.changed(removed, added)
 
 
 def idf(rows: int, holding: int) -> float:
