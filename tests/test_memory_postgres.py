@@ -194,3 +194,25 @@ def test_time_signals_kept_per_text_and_date_are_the_ones_computed_afresh():
             again = server_search.timing_of(query, nodes, kept)
             assert fresh.keys() == again.keys() and all((fresh[k] == again[k]).all() for k in fresh)
     assert "I went there yesterday" in kept and ("month", None) in kept
+
+
+def test_the_time_signals_read_every_candidates_text_even_a_turn_read_only_as_a_follower(pair, monkeypatch):
+    """A candidate the server read only as the turn after another (``nodes_linked`` sends followers without their
+    content) has its text read before its time expressions are (at 1,000,000 memories ~30 of ~240 a query, ~6 of
+    them timed): as in process, where every memory's time bits are kept."""
+    from agentcontext.memory import server_search
+
+    lite, pg, questions = pair
+    stored = {n.id: n.content for n in lite.db.find_nodes(kind="memory")}
+    monkeypatch.setattr(server_search, "DENSE_POOL", 3)
+    monkeypatch.setattr(server_search, "TEXT_POOL", 3)
+    seen: list[tuple[str, str]] = []
+    real = server_search.timing_of
+
+    def spy(query, nodes, kept=None):
+        seen.extend((n.id, n.content) for n in nodes)
+        return real(query, nodes, kept)
+    monkeypatch.setattr(server_search, "timing_of", spy)
+    for question, _ in questions[:8]:
+        pg.retrieve(question, max_results=5)
+    assert len(seen) > 20 and all(content == stored[i] for i, content in seen)
