@@ -296,3 +296,36 @@ def test_sqlite_remembered_namespace_rows_follow_every_change(tmp_path):
                 fresh.close()
     finally:
         store.close()
+
+
+def test_a_scoped_search_reads_one_state_of_the_file_while_another_process_commits(tmp_path):
+    """The scoped path reads the namespace's rows, the table's totals and each word's rows in several statements: a
+    write committed by another connection between them must not be seen by some and not others (the search is one
+    read transaction), so the result is the ranking of the state before that write."""
+    store = _sqlite_store(tmp_path)
+    other = _sqlite_store(tmp_path)  # another process's connection to the same file
+    try:
+        store.put_nodes(_nodes("memory:alice", 60, 1))
+        store.put_nodes(_nodes("memory:bob", 60, 3))  # something outside the namespace: the scoped path
+        before = store.text_search("zorblax quivertine", namespace="memory:alice", limit=60)
+        assert before
+        reads, real = [], store._read
+
+        def read_then_write(sql, params=()):
+            out = real(sql, params)
+            reads.append(sql)
+            if len(reads) == 2:  # between the search's statements, another connection adds matching rows
+                other.put_nodes([Node(id=f"memory:alice/late{i}", kind="memory", namespace="memory:alice",
+                                      content="zorblax quivertine zorblax") for i in range(30)])
+            return out
+
+        store._read = read_then_write
+        during = store.text_search("zorblax quivertine", namespace="memory:alice", limit=60)
+        store._read = real
+        assert len(reads) > 2
+        assert during == before  # the state the search began in, whole
+        after = store.text_search("zorblax quivertine", namespace="memory:alice", limit=60)
+        assert any(nid.startswith("memory:alice/late") for nid, _ in after)  # the write is seen by the next one
+    finally:
+        other.close()
+        store.close()

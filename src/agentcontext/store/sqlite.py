@@ -9,12 +9,13 @@ format``); every other table still reads."""
 from __future__ import annotations
 
 import functools
+from contextlib import contextmanager
 import json
 import os
 import random
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import sqlean as sqlite3
@@ -361,7 +362,7 @@ class SQLiteStore(SQLStore):
         if not terms or (ids is not None and not ids) or (within is not None and not within):
             return []
         namespaces = as_list(namespace)
-        with self._lock:  # the statistics and the rows they rank from one state of the store
+        with self._lock, self._one_read():  # the statistics and the rows they rank from one state of the store
             if within is not None:
                 def scope(totals):
                     return sqlite_text.rows_of_ids(self._read, list(within), namespaces)
@@ -375,6 +376,19 @@ class SQLiteStore(SQLStore):
                     return self._scope_stats.get(self._read, names, (counter, *totals), self._changes_after)
             return sqlite_text.scoped_search(self._read, terms, lambda t: fts_match([t]), scope, as_list(kind),
                                              None if ids is None else list(ids), limit, common)
+
+    @contextmanager
+    def _one_read(self) -> Iterator[None]:
+        """Several reads that must see one state of the file (a read transaction: another process's commit in
+        between is not seen); inside a write transaction they already do."""
+        if self._depth or self._db.in_transaction:
+            yield
+            return
+        self._db.execute("BEGIN")  # deferred: the first read fixes the snapshot; takes no lock
+        try:
+            yield
+        finally:
+            self._db.execute("COMMIT")
 
     def _changes_after(self, seq: int) -> list | None:
         """The changes after ``seq`` that text statistics follow (``sqlite_text.ScopeStats``), None if too many."""
