@@ -193,7 +193,6 @@ class _Query:
         kth = float(np.sort(fused)[-k]) if fused.size >= k else -np.inf
         return hits, all(g < kth for g in ghost_scores)
 
-
     def _complete(self, candidates: list[Node], raw: dict[str, float], beyond: bool) -> None:
         """Read each candidate's next turn and, when the text pool was full (``beyond``), the text scores of the
         candidates and their neighbours beyond it into ``raw``."""
@@ -378,18 +377,19 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
     time_w = {name: lifts[name] for name in names}
     first = top_k(fused, k)
     timed = np.zeros(n, dtype=bool)  # the candidates whose time lifts are in ``fused``
+    kept = ws.held("memory:time-bits", dict)  # time bits by text and date (``timing_of``), per workspace
     if any(time_w.values()) and first.size:
         if min(time_w.values()) < 0:
             pool = np.arange(n)
         else:  # the time lifts add at most their weights' sum (times a gate of at most 1)
             pool = np.flatnonzero(fused >= float(fused[first].min()) - sum(time_w.values()))
-        timing = timing_of(query, links.whole([candidates[int(j)] for j in pool]), ws.held("memory:time-bits", dict))
+        timing = timing_of(query, links.whole([candidates[int(j)] for j in pool]), kept)
         fused[pool] = fused[pool] + fuse(timing, time_w) * gate[pool]
         timed[pool] = True
         for name in names:
             values[name] = np.zeros(n, dtype=np.float32)
             values[name][pool] = timing[name]
-    raised = _near(query, candidates, links, row, fused, values, gate, weights, timed)
+    raised = _near(query, candidates, links, row, fused, values, gate, weights, timed, kept)
     ghost_values = {"dense": np.array([d for d, _, _ in ghosts], dtype=np.float32),
                     "keyword": np.array([b * scale for _, b, _ in ghosts], dtype=np.float32),
                     "mention": np.array([float(m) for _, _, m in ghosts], dtype=np.float32),
@@ -419,10 +419,12 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
 
 
 def _near(query: str, candidates: list[Node], links: _Links, row: dict[str, int], fused: np.ndarray,
-          values: dict[str, np.ndarray], gate: np.ndarray, weights: FusionWeights, timed: np.ndarray) -> set[int]:
+          values: dict[str, np.ndarray], gate: np.ndarray, weights: FusionWeights, timed: np.ndarray,
+          kept: dict[Any, Any]) -> set[int]:
     """For a question that asks when, the candidates within ``weights.near_turns`` of the best rank at least
     ``weights.near`` times its value, in ``fused`` (memory/search.py ``near_best``; ``rank`` made them candidates),
-    their time lifts added first where ``_rank`` had not (``timed``): the positions so raised."""
+    their time lifts added first where ``_rank`` had not (``timed``; ``kept``: the time bits ``timing_of``
+    remembers): the positions so raised."""
     n = len(candidates)
     if not weights.near or n == 0 or not asks_when(query):
         return set()
@@ -434,7 +436,7 @@ def _near(query: str, candidates: list[Node], links: _Links, row: dict[str, int]
     time_w = {name: weights.lifts()[name] for name in names}
     todo = np.array([j for j in at if not timed[j]], dtype=np.int64)
     if todo.size and any(time_w.values()):
-        timing = timing_of(query, links.whole([candidates[int(j)] for j in todo]))
+        timing = timing_of(query, links.whole([candidates[int(j)] for j in todo]), kept)
         fused[todo] = fused[todo] + fuse(timing, time_w) * gate[todo]
         for name in names:
             values.setdefault(name, np.zeros(n, dtype=np.float32))[todo] = timing[name]

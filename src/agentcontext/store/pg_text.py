@@ -174,11 +174,11 @@ class LexemeCache:
             return lexemes(read, terms, True, scope)
         if scope is not None:  # counted in the namespaces: remembered word by word (queries share words)
             return self._by_term(read, terms, scope)
-        key, now = (scope, tuple(terms)), time.monotonic()
+        key, now = tuple(terms), time.monotonic()  # the whole table's: the planner's shares for common lexemes
         kept = self._found.get(key)
         if kept is not None and now - kept[0] <= STATS_SECONDS:
             return kept[1]
-        found = lexemes(read, terms, scope is not None, scope)
+        found = lexemes(read, terms, False)
         if len(self._found) >= LEXEME_CACHE:
             self._found = {k: v for k, v in self._found.items() if now - v[0] <= STATS_SECONDS}
             if len(self._found) >= LEXEME_CACHE:
