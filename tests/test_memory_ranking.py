@@ -215,3 +215,24 @@ def test_a_when_question_finds_the_reply_that_dates_the_best_hit_through_the_tur
         assert answer not in {h["content"] for h in where}
     finally:
         store.close()
+
+
+def test_the_near_lift_never_brings_a_turn_the_callers_filter_leaves_out(tmp_path):
+    """The turns around a when-question's best hit are linked across speakers and conversations; with a ``user_id``
+    or ``conversation_id`` filter the lift only raises turns that pass it (memory/search.py ``near_best`` keeps to
+    the candidate rows), so a filter is never widened by it."""
+    store = VectorStore(home=tmp_path / ".agentcontext")
+    try:
+        m = AgentMemory(vector_store=store, max_memory_size=None)
+        m.batch_store([{"content": t, "conversation_id": "c" if i < 8 else "d", "user_id": s,
+                        "metadata": {"speaker": s}} for i, (s, t) in enumerate(FILM_CHAT)])
+        question = "When was Joanna's film shown on the big screen?"
+        joanna = {t for s, t in FILM_CHAT if s == "Joanna"}
+        hits = m.retrieve(question, max_results=10, user_id="Joanna")
+        assert hits and hits[0]["content"] == FILM_CHAT[2][1]
+        assert {h["content"] for h in hits} <= joanna  # Nate's "When?" next to the event is not lifted in
+        assert any("near" in h["signals"] for h in hits)  # the lift ran: Joanna's own turns around the event
+        in_d = {t for i, (_, t) in enumerate(FILM_CHAT) if i >= 8}
+        assert {h["content"] for h in m.retrieve(question, max_results=10, conversation_id="d")} <= in_d
+    finally:
+        store.close()
