@@ -85,14 +85,18 @@ class ContextRetriever:
         """Who retrieves: the one given, else the memory store's."""
         return self._principal if self._principal is not None else getattr(self.memory_store, "principal", None)
 
-    def _shown(self, store: Any, ids: Iterable[str]) -> set[str] | None:
-        """Of ``ids``, those the principal sees in ``store`` (None: it sees everything there)."""
+    def _sight(self, store: Any) -> access.Sight | None:
+        """What the principal sees in ``store`` (None: everything there, or a store no principal is known for)."""
         ws = getattr(self.memory_store, "workspace", None)
         if ws is None or ws.store is not store:
             ws = getattr(self.knowledge_graph, "workspace", None)
         if ws is None or ws.store is not store:
             return None  # a store no principal is known for
-        sight = access.sight(ws, self.principal)
+        return access.sight(ws, self.principal)
+
+    def _shown(self, store: Any, ids: Iterable[str]) -> set[str] | None:
+        """Of ``ids``, those the principal sees in ``store`` (None: it sees everything there)."""
+        sight = self._sight(store)
         return None if sight is None else sight.visible(ids)
 
     # --- candidates ------------------------------------------------------------------------
@@ -158,7 +162,10 @@ class ContextRetriever:
             ids = list(frontier)
             for store in stores:
                 edges = list(store.edges(src=ids)) + list(store.edges(dst=ids))
-                shown = self._shown(store, {x for e in edges for x in (e.src, e.dst)})
+                sight = self._sight(store)
+                if sight is not None:  # only edges of namespaces it reads (access.Sight.follows)
+                    edges = [e for e in edges if sight.follows(e)]
+                shown = None if sight is None else sight.visible({x for e in edges for x in (e.src, e.dst)})
                 for edge in edges:
                     here, there = (edge.src, edge.dst) if edge.src in frontier else (edge.dst, edge.src)
                     if there in seen or (shown is not None and there not in shown):

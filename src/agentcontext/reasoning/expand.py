@@ -5,8 +5,11 @@ between decisions and pack ``related`` edges alike, across every store the conte
 A node reached at hop ``h`` from a seed of score ``s`` over edges of weights ``w_1..w_h`` scores
 ``s * w_1 * ... * w_h * HOP_DECAY ** h`` (the best path wins); it remembers that path (each step: from,
 edge type, to, direction), which becomes its ``reasoning_path``. A node the principal may not read, or a
-memory outside the asked conversation or user, is neither a source nor a way through. Each hop keeps its
-best ``frontier_cap`` nodes, so a hub with thousands of neighbours costs what the cap allows.
+memory outside the asked conversation or user, is neither a source nor a way through; nor is an edge of a
+namespace the principal may not read (``Readable.follows``), even between two records it reads. Each hop keeps
+its best ``frontier_cap`` readable nodes, so a hub with thousands of neighbours costs what the cap allows in
+walking on; the records the principal may not read are passed over before the cap is applied, so they never
+push a readable one out of the frontier (the context would then depend on what it may not see).
 """
 from __future__ import annotations
 
@@ -41,6 +44,8 @@ def expand(seeds: Sequence[Source], stores: Sequence[Any], hops: int, readable: 
         found: dict[str, tuple[float, str, list]] = {}
         for store in stores:
             for edge in [*store.edges(src=ids, valid_at=now), *store.edges(dst=ids, valid_at=now)]:
+                if not readable.follows(store, edge):
+                    continue
                 for here, there, direction in ((edge.src, edge.dst, "out"), (edge.dst, edge.src, "in")):
                     if here not in frontier or there in seen:
                         continue
@@ -48,10 +53,9 @@ def expand(seeds: Sequence[Source], stores: Sequence[Any], hops: int, readable: 
                     score = base * clamp(edge.weight) * HOP_DECAY
                     if score > found.get(there, (-1.0, "", []))[0]:
                         found[there] = (score, seed_id, [*steps, (here, edge.type, there, direction)])
-        best = sorted(found, key=lambda n: (-found[n][0], n))[:cap]
         seen.update(found)
-        nodes = _admitted(best, stores, readable, now)
-        frontier = {nid: found[nid] for nid in best if nid in nodes}
+        nodes = _best_admitted(sorted(found, key=lambda n: (-found[n][0], n)), cap, stores, readable, now)
+        frontier = {nid: found[nid] for nid in nodes}
         for nid, (score, seed_id, steps) in frontier.items():
             node, store = nodes[nid]
             stable[nid] = source_id(node)
@@ -68,6 +72,22 @@ def expand(seeds: Sequence[Source], stores: Sequence[Any], hops: int, readable: 
         out.append(node_source(store, node, score, "graph_expansion", readable.for_store(store), hops=hop,
                                seed=seed_id, steps=path,
                                signals={"graph": round(score, 6), "hops": float(hop)}))
+    return out
+
+
+def _best_admitted(ranked: list[str], cap: int, stores: Sequence[Any], readable: Readable,
+                   now: str) -> dict[str, tuple[Node, Any]]:
+    """The first ``cap`` of ``ranked`` that are admitted (``_admitted``), in rank order: read a cap's worth at a
+    time, then four times more each round, until ``cap`` are in or ``ranked`` is done."""
+    out: dict[str, tuple[Node, Any]] = {}
+    start, size = 0, cap
+    while start < len(ranked) and len(out) < cap:
+        chunk = ranked[start: start + size]
+        admitted = _admitted(chunk, stores, readable, now)
+        for nid in chunk:
+            if nid in admitted and len(out) < cap:
+                out[nid] = admitted[nid]
+        start, size = start + size, size * 4
     return out
 
 

@@ -96,6 +96,17 @@ class Readable:
                                  f"user:{user_id}" if user_id else None) if t]
         self._ns: dict[tuple[int, str], Any] = {}
 
+    def follows(self, store: Any, edge: Any) -> bool:
+        """Whether a walk may take ``edge`` of ``store`` (its ends are checked apart, by ``check``): the principal
+        may read the edge's namespace, or it is a pack's own edge (access.Sight.follows)."""
+        if is_pack(edge.namespace):
+            return id(store) in self.ws_of
+        key = (id(store), edge.namespace)
+        if key not in self._ns:
+            ws = self.ws_of.get(id(store))
+            self._ns[key] = ws is not None and access.can(ws, self.principal, edge.namespace, "read")
+        return self._ns[key] is True
+
     def for_store(self, store: Any) -> "StoreReadable":
         return StoreReadable(self, store)
 
