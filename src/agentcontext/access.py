@@ -303,12 +303,12 @@ class Sight:
     def edge(self, edge: Any, seen: Any) -> bool:
         return self.namespace(edge.namespace) and edge.src in seen and edge.dst in seen
 
-    def follows(self, edge: Any) -> bool:
-        """Whether a walk may take ``edge`` (its ends are checked apart): the principal may read the edge's
-        namespace, or it is a pack's own edge (``related``, between docs it may read). An edge another namespace
-        holds between two records the principal reads (the workspace graph's link from a doc to a person of
-        another graph) is that namespace's record: a walk over it would tell what that namespace says."""
-        return edge.namespace.startswith(PACK_PREFIXES) or self.namespace(edge.namespace)
+    def follows(self, namespace: str) -> bool:
+        """Whether a walk may take an edge of ``namespace`` (its ends are checked apart): the principal may read
+        that namespace, or it is a pack's (its own ``related`` edges, between docs it may read). An edge another
+        namespace holds between two records the principal reads (the workspace graph's link from a doc to a
+        person of another graph) is that namespace's record: a walk over it would tell what that namespace says."""
+        return namespace.startswith(PACK_PREFIXES) or self.namespace(namespace)
 
     def namespaces(self) -> list[str]:
         return self.ws.cached(f"access.sight:{self.who}",

@@ -164,7 +164,7 @@ class ContextRetriever:
                 edges = list(store.edges(src=ids)) + list(store.edges(dst=ids))
                 sight = self._sight(store)
                 if sight is not None:  # only edges of namespaces it reads (access.Sight.follows)
-                    edges = [e for e in edges if sight.follows(e)]
+                    edges = [e for e in edges if sight.follows(e.namespace)]
                 shown = None if sight is None else sight.visible({x for e in edges for x in (e.src, e.dst)})
                 for edge in edges:
                     here, there = (edge.src, edge.dst) if edge.src in frontier else (edge.dst, edge.src)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .. import access
 from ..errors import ValidationError
@@ -114,6 +114,19 @@ class Bound:
         sight = access.sight(self.ws, self.principal)
         return None if sight is None else sight.node
 
+    def follows(self) -> Callable[[str], bool] | None:
+        """For walks: whether an edge of some namespace may be taken (None: every edge; access.Sight.follows)."""
+        sight = access.sight(self.ws, self.principal)
+        return None if sight is None else sight.follows
+
+    def graph_view(self) -> Any:
+        """The graph as the principal sees it, for what is computed from its structure (Node2Vec vectors): the
+        graph itself when it already acts for the principal (or the principal reads everything)."""
+        graph = self.graph
+        if access.sight(self.ws, self.principal) is None or not callable(getattr(graph, "acting_as", None)):
+            return graph
+        return graph.acting_as(self.principal)
+
     def visible_node(self, node_id: str, as_of: str | None = None) -> Node | None:
         node = self.store.get_node(node_id, as_of=as_of)
         return node if node is not None and self.seen({node.id: node}) else None
@@ -192,3 +205,4 @@ def decision_from_node(node: Node) -> Decision:
         decision_maker=p.get("decision_maker", ""), valid_from=node.valid_from, valid_until=node.valid_until,
         metadata=dict(p.get("metadata") or {}),
     )
+

@@ -251,17 +251,19 @@ class DecisionRecorder(Bound):
             vec = self.store.get_vectors([node.embed_hash], self.ws.model_name).get(node.embed_hash)
             d.reasoning_embedding = vec.tolist() if vec is not None else None
         if with_embedding and getattr(self.graph, "node_embeddings", False) and hasattr(self.graph, "embeddings"):
-            structural = self.graph.embeddings.by_store_id([node.id]).get(node.id)  # structural, Node2Vec
+            # structural, Node2Vec, over the part of the graph the principal reads (a vector of the whole graph
+            # would depend on records it may not read)
+            structural = self.graph_view().embeddings.by_store_id([node.id]).get(node.id)
             d.node2vec_embedding = structural.tolist() if structural is not None else None
         return d
 
     def _embeddings(self) -> Any:
-        """The graph's Node2Vec embeddings, or a ValidationError when its node_embeddings flag is off."""
-        embeddings = getattr(self.graph, "embeddings", None)
-        if embeddings is None or not getattr(self.graph, "node_embeddings", False):
+        """The graph's Node2Vec embeddings over the part of it the principal reads, or a ValidationError when its
+        node_embeddings flag is off."""
+        if getattr(self.graph, "embeddings", None) is None or not getattr(self.graph, "node_embeddings", False):
             raise ValidationError("Node2Vec precedents need a graph with node_embeddings=True "
                                   "(ContextGraph(node_embeddings=True))", option="node_embeddings")
-        return embeddings
+        return self.graph_view().embeddings
 
     def get_decisions(self, ids: Sequence[str]) -> dict[str, Decision]:
         self.check("read", "decision.read")
@@ -399,7 +401,7 @@ class DecisionRecorder(Bound):
         sw = STRUCTURAL_WEIGHT if struct else 0.0  # mixed with the cosine, then calibrated like it
         hybrid = {i: float(RELEVANCE(blend(cosine[i], struct.get(i, 0.0), sw))) if sw else sem[i] for i in sem}
         prox = proximity.store_proximity(self.store, self.anchors(scenario, query_links), list(sem), max_hops,
-                                         self.visible_ids()) if w > 0 and sem else {}
+                                         self.visible_ids(), self.follows()) if w > 0 and sem else {}
         combined = {i: blend(hybrid[i], prox.get(i, 0.0), w) for i in sem}
         scored = [i for i in sorted(combined, key=lambda i: (-combined[i], i)) if combined[i] >= min_similarity]
         found = self.get_decisions(scored[:limit])

@@ -152,12 +152,14 @@ def blend_proximity(graph: ProximityGraph, results: Sequence[dict[str, Any]], qu
 
 
 def store_proximity(store: Store, anchors: dict[str, float], targets: Iterable[str], hops: int = 2,
-                    visible: Callable[[list[str]], set[str]] | None = None) -> dict[str, float]:
+                    visible: Callable[[list[str]], set[str]] | None = None,
+                    follows: Callable[[str], bool] | None = None) -> dict[str, float]:
     """``proximity_scores`` over store ids, walking the store's active edges (either direction) breadth-first
     from each anchor: a target ``h`` hops from an anchor of relevance ``r`` scores ``r / (1 + h)`` (best over
     anchors), 0 beyond ``hops``. For callers bound to a store rather than to a ``ContextGraph``. ``visible``
     (given the ids a step reaches, returns those the caller may read) keeps the walk out of records the
-    caller may not see, so a score never reflects a path through them."""
+    caller may not see, so a score never reflects a path through them; ``follows`` (given an edge's namespace,
+    whether the caller may take it) keeps it off edges of namespaces the caller may not read."""
     wanted = set(targets)
     scores = {t: 0.0 for t in wanted}
     for anchor, relevance in sorted(anchors.items(), key=lambda a: -a[1]):
@@ -173,7 +175,9 @@ def store_proximity(store: Store, anchors: dict[str, float], targets: Iterable[s
                 break
             nxt: list[str] = []
             for side in ("src", "dst"):
-                for src, dst, *_ in store.edges_touching(frontier, side=side):
+                for src, dst, _type, _weight, namespace, *_ in store.edges_touching(frontier, side=side):
+                    if follows is not None and not follows(namespace):
+                        continue
                     other = dst if side == "src" else src
                     if other not in seen:
                         seen.add(other)
