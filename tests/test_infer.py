@@ -3,6 +3,7 @@ similar memories as add / update / delete / none, every change a version carryin
 storage stays the default and calls no model."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -82,8 +83,9 @@ def test_add_update_delete_none_each_leave_a_version_with_provenance(memory):
     assert [v.content for v in versions] == ["The user lives in Lyon.", "The user lives in Paris (moved from Lyon)."]
     prov = versions[-1].props["metadata"]["provenance"]
     assert prov["action"] == "update" and prov["reason"] == "the user moved" and prov["model"] == "scripted-model"
-    assert prov["fact"] == "The user lives in Paris." and prov["source"] == TEXT and prov["previous_version"] == 1
-    assert prov["method"] == "llm_inference" and len(prov["source_sha256"]) == 64
+    assert prov["fact"] == "The user lives in Paris." and prov["previous_version"] == 1
+    assert prov["method"] == "llm_inference" and prov["source_sha256"] == hashlib.sha256(TEXT.encode()).hexdigest()
+    assert prov["source_chars"] == len(TEXT) and "source" not in prov  # the text itself is in no other fact's memory
     assert "Paris" in versions[-1].props["metadata"]["entities"]
     # delete: retracted, not erased; the last version says why
     assert memory.get_memory(meat) is None
@@ -155,3 +157,31 @@ def test_agent_context_store_infers_only_when_asked(tmp_path):
     hits = ctx.retrieve("Where does Dana work?", max_results=5, use_graph=True)
     assert any(r["id"] == new["id"] for r in hits)
     assert ctx.knowledge_graph.resolve("acme") is not None
+
+
+def test_erasing_one_facts_subject_leaves_no_byte_of_it_in_another_facts_provenance(tmp_path):
+    """One text, two facts: Jane's card and Bob's tea. Erasing Jane leaves Bob's memory, and no copy of her card
+    anywhere in the workspace's files (the source text is not copied into each fact's provenance)."""
+    from agentcontext import ContextGraph, Workspace
+    from agentcontext.erasure import erase_workspace_entity
+
+    from .bytescan import folder_files, hits, new_secret
+
+    home = tmp_path / ".agentcontext"
+    ws = Workspace.open(home=home, create=True)
+    graph = ContextGraph(workspace=ws)
+    graph.add_node("jane", "customer", properties={"name": "Jane Roe"})
+    mem = AgentMemory(vector_store=VectorStore(workspace=ws), retention_policy=None, entity_graph=graph)
+    secret = new_secret()
+    text = f"Jane Roe's card is {secret}. Also, Bob likes tea."
+    facts = {"facts": [{"text": f"Jane Roe's card is {secret}.", "entities": ["jane"]},
+                       {"text": "Bob likes tea.", "entities": []}]}
+    with ScriptedServer(model(facts, {"actions": [{"fact": 0, "action": "add"}, {"fact": 1, "action": "add"}]})) as s:
+        out = infer_and_store(mem, OpenAICompatible(base_url=s.url + "/v1", model="m"), text)
+    jane, bob = (r["id"] for r in out["results"])
+    assert mem.get_memory(bob)["metadata"]["provenance"]["source_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    receipt = erase_workspace_entity(ws, "jane", reason="GDPR", erase_mentions=True).to_dict()
+    assert receipt["complete"] is True and receipt["stores"]["memory"] == {"status": "erased", "items": 1}
+    assert mem.get_memory(jane) is None and mem.get_memory(bob)["content"] == "Bob likes tea."
+    assert hits(folder_files(home), secret) == {}
+    ws.close()

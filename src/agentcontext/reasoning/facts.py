@@ -13,8 +13,11 @@ Opt-in only: without ``infer`` a memory is stored raw and no model is involved (
 4. **Apply**, in one store transaction: ``add`` stores a memory; ``update`` writes a new version of the
    memory; ``delete`` writes a version carrying the provenance and then retracts it (history and ``as_of``
    keep it; ``forget`` is still the way to erase). Every version written carries ``metadata["provenance"]``:
-   the method, provider, model, action, the model's reason, the fact, the source text's sha256 and the
-   source text itself, so each change says where it came from. A fact's entities go to
+   the method, provider, model, action, the model's reason, the fact, and the source text's sha256 and
+   length, so each change says where it came from (a caller who keeps the text, say its chat log, can match
+   it). The source text itself is not copied into the memories: one text gives several facts about different
+   people, and a copy in each would outlive the erasure of any one of them (erasing Jane's fact would leave
+   her card in Bob's provenance, where no search for her finds it). A fact's entities go to
    ``metadata["entities"]``, which links the memory to the graph like any other memory.
 """
 from __future__ import annotations
@@ -29,7 +32,6 @@ from ..model import utcnow
 CANDIDATES = 5
 SIMILAR = 0.35
 MAX_EXISTING = 30
-SOURCE_CHARS = 4000
 ACTIONS = ("add", "update", "delete", "none")
 
 EXTRACT_SCHEMA = {
@@ -92,7 +94,7 @@ def infer_and_store(memory: Any, llm: Any, text: str, *, metadata: dict[str, Any
                             system=RESOLVE_PROMPT, json_schema=RESOLVE_SCHEMA, temperature=0)
     usage.append(resolved)
     plan = _plan(resolved.data["actions"], facts, existing, resolved)
-    source = {"source_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "source": text[:SOURCE_CHARS],
+    source = {"source_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "source_chars": len(text),
               "method": "llm_inference", "provider": resolved.provider, "model": resolved.model}
     results = _apply(memory, plan, facts, existing, source, metadata, conversation_id, user_id)
     return _report(results, facts, entities, usage)
