@@ -16,8 +16,8 @@ from agentcontext.model import Edge
 SCENARIO = "Choose the billing database"
 
 
-def world(root, hidden: bool):
-    ws = Workspace.open(home=root / ".agentcontext", create=True)
+def world(open_ws, hidden: bool):
+    ws = open_ws()
     graph = ContextGraph(workspace=ws)
     graph.add_nodes([{"id": x, "type": "entity"} for x in ("acme", "globex", "initech", "umbrella")])
     graph.add_edges([{"source": "acme", "target": "initech", "type": "partner_of"},
@@ -50,11 +50,17 @@ def seen_by_p(graph, recorder):
             "similar": view.structurally_similar("acme", top_k=5)}
 
 
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 @pytest.mark.parametrize("held", ["principal", "acting_as"])
-def test_what_p_gets_does_not_depend_on_what_it_may_not_read(tmp_path, held):
+def test_what_p_gets_does_not_depend_on_what_it_may_not_read(tmp_path, request, held, backend):
     got = {}
     for hidden in (False, True):
-        ws, graph = world(tmp_path / f"{held}-{hidden}", hidden)
+        if backend == "postgres":
+            url = request.getfixturevalue("pg_server").url()
+            ws, graph = world(lambda: Workspace.open(url=url), hidden)
+        else:
+            ws, graph = world(lambda: Workspace.open(home=tmp_path / f"{held}-{hidden}" / ".agentcontext",
+                                                     create=True), hidden)
         recorder = DecisionRecorder(graph, principal="p") if held == "principal" else DecisionRecorder(
             graph.acting_as("p"))
         got[hidden] = seen_by_p(graph, recorder)

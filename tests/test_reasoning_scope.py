@@ -98,11 +98,11 @@ def test_retriever_expansion_never_walks_it_either(linked):
     assert "lib:arch/stack.database" in [h.id for h in owner]
 
 
-def crowded(root, hidden: int) -> dict:
+def crowded(open_ws, hidden: int) -> dict:
     """``graph:default``: PostgreSQL, and the billing team using it (weight 0.5); ``memory:secret``: ``hidden``
     memories linked to PostgreSQL (weight 1, so each outranks the team on the way out of PostgreSQL).
     ``grapher`` may read ``graph:default`` only. Its cited context for a question on PostgreSQL."""
-    ws = Workspace.open(home=root / ".agentcontext", create=True)
+    ws = open_ws()
     graph = ContextGraph(workspace=ws)
     graph.add_nodes([{"id": "postgresql", "type": "technology", "content": "PostgreSQL, a relational database"},
                      {"id": "billing", "type": "team", "content": "The billing team"}])
@@ -119,10 +119,16 @@ def crowded(root, hidden: int) -> dict:
         ws.close()
 
 
-def test_records_the_principal_may_not_read_take_no_place_in_the_frontier(tmp_path):
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_records_the_principal_may_not_read_take_no_place_in_the_frontier(tmp_path, request, backend):
     """60 hidden memories (more than the frontier keeps per hop) next to PostgreSQL: the readable billing team
     still comes in, and the bundle (sources, scores, tokens, paths) is the one without them, byte for byte."""
-    alone = crowded(tmp_path / "alone", 0)
+    def opener(name):
+        if backend == "postgres":
+            return lambda: Workspace.open(url=request.getfixturevalue("pg_server").url())
+        return lambda: Workspace.open(home=tmp_path / name / ".agentcontext", create=True)
+
+    alone = crowded(opener("alone"), 0)
     assert [s["id"] for s in alone["sources"]] == ["graph:default/postgresql", "graph:default/billing"]
     for hidden in (10, 60):
-        assert crowded(tmp_path / f"with{hidden}", hidden) == alone, hidden
+        assert crowded(opener(f"with{hidden}"), hidden) == alone, hidden
