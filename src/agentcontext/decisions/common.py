@@ -205,4 +205,3 @@ def decision_from_node(node: Node) -> Decision:
         decision_maker=p.get("decision_maker", ""), valid_from=node.valid_from, valid_until=node.valid_until,
         metadata=dict(p.get("metadata") or {}),
     )
-

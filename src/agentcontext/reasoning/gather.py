@@ -99,13 +99,10 @@ class Readable:
     def follows(self, store: Any, edge: Any) -> bool:
         """Whether a walk may take ``edge`` of ``store`` (its ends are checked apart, by ``check``): the principal
         may read the edge's namespace, or it is a pack's own edge (access.Sight.follows)."""
-        if is_pack(edge.namespace):
-            return id(store) in self.ws_of
-        key = (id(store), edge.namespace)
-        if key not in self._ns:
-            ws = self.ws_of.get(id(store))
-            self._ns[key] = ws is not None and access.can(ws, self.principal, edge.namespace, "read")
-        return self._ns[key] is True
+        ws = self.ws_of.get(id(store))
+        if ws is None:
+            return False  # a store we were not given: nothing from it
+        return is_pack(edge.namespace) or self._rule(ws, store, edge.namespace) is True
 
     def for_store(self, store: Any) -> "StoreReadable":
         return StoreReadable(self, store)
@@ -116,18 +113,21 @@ class Readable:
         ws = self.ws_of.get(id(store))
         if ws is None:
             return False  # a store we were not given: nothing from it
-        key = (id(store), node.namespace)
-        if key not in self._ns:
-            if is_pack(node.namespace):  # None (the whole pack) or a predicate over selectors
-                self._ns[key] = access.doc_filter(ws, self.principal, node.namespace)
-            else:
-                self._ns[key] = access.can(ws, self.principal, node.namespace, "read")
-        rule = self._ns[key]
+        rule = self._rule(ws, store, node.namespace)
         if rule is None or rule is True:
             return True
         if rule is False:
             return False
         return bool(rule(node.key))
+
+    def _rule(self, ws: Workspace, store: Any, namespace: str) -> Any:
+        """What the principal reads of ``namespace`` (cached for the call): for a pack None (the whole pack) or a
+        predicate over selectors, else True or False."""
+        key = (id(store), namespace)
+        if key not in self._ns:
+            self._ns[key] = (access.doc_filter(ws, self.principal, namespace) if is_pack(namespace)
+                             else access.can(ws, self.principal, namespace, "read"))
+        return self._ns[key]
 
 
 class StoreReadable:
