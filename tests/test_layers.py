@@ -27,7 +27,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / PACKAGE
 
 # Bottom up. Each entry names top-level modules or packages of agentcontext ("" is agentcontext/__init__.py).
 LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"model", "errors", "config", "text", "tokens", "safe_yaml", "files"}),
+    ("base", {"model", "errors", "ids", "config", "text", "tokens", "safe_yaml", "files"}),
     ("store", {"store"}),
     ("embed", {"embed"}),
     ("engine", {"engine"}),

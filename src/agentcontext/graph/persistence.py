@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import access, copies, files, safe_yaml
 from ..errors import ValidationError
+from ..ids import check_id
 from ..model import Edge, Node, utcnow
 from . import formats
 from .crossgraph import LINK_KIND
@@ -57,6 +58,34 @@ def _remapper(old_ns: str, new_ns: str):
         return new_prefix + value[len(old_prefix):] if value.startswith(old_prefix) else value
 
     return remap
+
+
+def check_state_ids(graph: GraphLike, state: dict[str, Any], source: Path) -> None:
+    """Refuse a saved state holding an id the store would refuse (ids.py), before the load clears the graph."""
+    remap = _remapper(state.get("namespace") or graph.namespace, graph.namespace)
+    for entry in state.get("nodes") or []:
+        for v in (entry.get("versions") or []) if isinstance(entry, dict) else []:
+            if isinstance(v, dict):
+                check_id(remap(v.get("id")) if isinstance(v.get("id"), str) else v.get("id"), f"{source}: node id")
+    for e in state.get("edges") or []:
+        if isinstance(e, dict):
+            for end in ("src", "dst"):
+                check_id(remap(e[end]) if isinstance(e.get(end), str) else e.get(end), f"{source}: edge {end}")
+            check_id(e.get("type"), f"{source}: edge type")
+    for t in state.get("tombstones") or []:
+        if isinstance(t, dict):
+            check_id(remap(t["id"]) if isinstance(t.get("id"), str) else t.get("id"), f"{source}: tombstone id")
+
+
+def check_item_ids(graph: GraphLike, nodes: list[dict[str, Any]], edges: list[dict[str, Any]], source: Path) -> None:
+    """The same for the nodes and edges of a foreign file, as the graph would store them."""
+    for n in nodes:
+        check_id(graph.store_id(n["node_id"]), f"{source}: node id")
+    for e in edges:
+        for end in ("source_id", "target_id"):
+            check_id(graph.store_id(e[end]), f"{source}: edge {end}")
+        if e.get("edge_type") is not None:
+            check_id(e["edge_type"], f"{source}: edge type")
 
 
 def import_state(graph: GraphLike, state: dict[str, Any]) -> dict[str, int]:
@@ -211,6 +240,7 @@ def load_graph(graph: GraphLike, path: str | os.PathLike, format: str | None = N
                for v in n.get("versions") or [] if isinstance(v, dict)} - {own, None}
     for ns in sorted(str(x) for x in foreign):  # a saved graph brings records of other namespaces back only
         access.require(graph.workspace, graph.principal, ns, "admin", "graph.load", ns)  # for their admins
+    check_state_ids(graph, state, source)
     graph.clear()
     return import_state(graph, state)
 
@@ -218,6 +248,7 @@ def load_graph(graph: GraphLike, path: str | os.PathLike, format: str | None = N
 def _load_foreign(graph: GraphLike, source: Path, fmt: str, nodes: list[dict[str, Any]],
                   edges: list[dict[str, Any]]) -> dict[str, Any]:
     """Replace the graph with checked nodes and edges; erased nodes (and their edges) stay out."""
+    check_item_ids(graph, nodes, edges, source)
     graph.clear()  # a private graph gets a new store here: read graph.store only after it
     store = graph.store
     gone = set(store.erased([graph.store_id(n["node_id"]) for n in nodes])) if nodes else set()

@@ -19,13 +19,13 @@ KNOWLEDGE_SCHEMA = "nenjo.knowledge.v1"
 # The edge types seed 002 names. The vocabulary is open, like kinds: any other type is stored, traversed and
 # shown, and lint warns about it (a typo of a known type is the usual cause); only depends_on drives flash.
 EDGE_TYPES = ("part_of", "defines", "governs", "classifies", "references", "depends_on", "extends", "related_to")
-EDGE_TYPE_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+EDGE_TYPE_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
 MAX_DOC_BYTES = 5 * 1024 * 1024
-SELECTOR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+SELECTOR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}\Z")
 PKG_SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_-]*"
-PKG_RE = re.compile(rf"^pkg:{PKG_SEGMENT}\.{PKG_SEGMENT}\.{PKG_SEGMENT}\.{PKG_SEGMENT}$")
-LIB_RE = re.compile(r"^lib:[a-z0-9][a-z0-9_-]{0,62}$")
+PKG_RE = re.compile(rf"^pkg:{PKG_SEGMENT}\.{PKG_SEGMENT}\.{PKG_SEGMENT}\.{PKG_SEGMENT}\Z")
+LIB_RE = re.compile(r"^lib:[a-z0-9][a-z0-9_-]{0,62}\Z")
 
 @dataclass
 class RelatedSpec:

@@ -20,6 +20,7 @@ from .. import access, copies
 from ..embed.cache import embed_texts, new_vectors
 from ..errors import NotFoundError, ValidationError
 from ..engine.fusion import FusionWeights
+from ..ids import check_id, id_problem
 from ..model import Node, content_hash
 from ..store.base import Capability
 from ..vector_store import VectorStore
@@ -162,7 +163,11 @@ class AgentMemory:
                                   "memory.store", "a memory id", "leave id out: the store assigns one")
         linking = self.entity_graph is not None and any(entity_ids(x.get("metadata")) for x in items)
         if linking and callable(getattr(self.entity_graph, "check", None)):  # links are graph writes: checked first,
-            graph_view(self, self.entity_graph).check("write", "graph.node.add")  # as the memory's writer
+            view = graph_view(self, self.entity_graph)  # as the memory's writer, and so are the ids of the
+            view.check("write", "graph.node.add")  # entity nodes they may make (before any memory is written)
+            for entity in sorted({e for x in items for e in entity_ids(x.get("metadata"))}):
+                if id_problem(view.store_id(entity)) is not None:
+                    check_id(view.store_id(entity), "metadata entity")
         ids = self._write(items, progress, audit="memory.store")
         if linking:
             link_memories(self, self.entity_graph, [(i, x.get("metadata")) for i, x in zip(ids, items)])

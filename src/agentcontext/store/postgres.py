@@ -205,6 +205,9 @@ class PostgresStore(SQLStore):
         return {"total": sum(tables.values()), "tables": tables, "schema": self._read("SELECT current_schema()")[0][0]}
 
     # --- nodes -----------------------------------------------------------------------------
+    def _storable(self, text: str) -> bool:
+        return "\x00" not in text  # no node can have it: PostgreSQL text holds no NUL
+
     def _check_text(self, nodes: Sequence[Node]) -> None:
         for node in nodes:
             if any("\x00" in (text or "") for text in (node.id, node.key, node.title, node.summary, node.content,

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 import numpy as np
 
 from ..errors import ValidationError
+from ..ids import check_id, id_problem
 from ..model import Change, Edge, Node, utcnow
 from .base import Adjacency, Capability, EdgeColumns, Frontier, NodeBrief, TimedEdges
 from . import scrub, sql_info, sql_reads, transfer
@@ -253,6 +254,9 @@ class SQLStore(ABC):
         ids = [n.id for n in nodes]
         if len(set(ids)) != len(ids):
             raise ValidationError("put_nodes got the same id twice in one call; merge them first")
+        bad = [i for i in ids if id_problem(i) is not None]
+        if bad:  # a new record needs a good id (ids.py); one made before the rule may still change
+            self._refuse_new(bad, "node id")
         self._check_text(nodes)
         with self.transaction():
             existing: dict[str, tuple] = {}
@@ -266,6 +270,21 @@ class SQLStore(ABC):
                 self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.put", node.id, node.namespace,
                                                          put_detail(node)) for node, _, _ in changed])
         return versions
+
+    def _refuse_new(self, ids: Sequence[Any], what: str) -> None:
+        """ValidationError (``ids.check_id``) for the first of ``ids`` no node of this store has (live or retracted):
+        an id that breaks the rule is refused for a new record; a node stored before the rule may still change."""
+        known: set[str] = set()
+        for chunk in self._chunks(list(dict.fromkeys(i for i in ids if isinstance(i, str) and self._storable(i)))):
+            clause, params = self._in("id", chunk)
+            known.update(r[0] for r in self._read(f"SELECT id FROM nodes WHERE {clause}", params))
+        for i in ids:
+            if not isinstance(i, str) or i not in known:
+                check_id(i, what)
+
+    def _storable(self, text: str) -> bool:
+        """Whether the backend's text can hold ``text`` at all (so that a node may have it as its id)."""
+        return True
 
     def get_node(self, id: str, as_of: str | None = None, include_retracted: bool = False) -> Node | None:
         if as_of is None and include_retracted:
@@ -401,6 +420,8 @@ class SQLStore(ABC):
                  "erasure": r[6]} for r in rows]
 
     def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
+        for r in rows:
+            check_id(r["id"], "tombstone id")
         with self.transaction():
             self._execmany(self._q(TOMBSTONE_UPSERT), [
                 (r["id"], r.get("namespace"), r.get("kind"), r.get("purged_at"), r.get("reason"), r.get("actor"),
@@ -442,6 +463,12 @@ class SQLStore(ABC):
                 for row in self._db.execute("SELECT eid, weight, props, valid_from, valid_until, position, namespace "
                                             f"FROM edges WHERE retracted_at IS NULL AND {clause}", params):
                     current[row[0]] = row
+            fresh = [e for eid, e in keyed.items() if eid not in current]
+            bad = [end for e in fresh for end in (e.src, e.dst) if id_problem(end) is not None]
+            if bad:  # a new edge's ends need good ids, unless they are nodes stored before the rule
+                self._refuse_new(bad, "edge endpoint")
+            for e in fresh:
+                check_id(e.type, "edge type")
             inserts, retire, new = plan_edges(keyed, current, at)
             for chunk in self._chunks(retire):
                 clause, params = self._in("eid", chunk)
