@@ -32,7 +32,9 @@ def world(open_ws, hidden: bool):
         secret.batch_store([{"content": f"private note {i}", "metadata": {"entities": ["acme", "globex"]}}
                             for i in range(20)])
         ws.store.put_edges([Edge(src=graph.store_id("acme"), type="secretly_owns", dst=graph.store_id("globex"),
-                                 namespace="graph:secret")])
+                                 namespace="graph:secret"),
+                            # a link graph:secret holds from a decision to an entity: its record, not p's
+                            Edge(src="d2", type="involves", dst=graph.store_id("acme"), namespace="graph:secret")])
     access.grant(ws, "p", "graph:default", "read")
     return ws, graph
 
@@ -41,10 +43,13 @@ def seen_by_p(graph, recorder):
     d1 = recorder.get_decision("d1", with_embedding=True)
     found = recorder.find_precedents(SCENARIO, structural="node2vec", entities=["acme"], proximity_weight=0.5,
                                      max_hops=2)
+    linked = recorder.find_precedents(SCENARIO, entities=["acme"])  # structural = shared links
     view = graph.acting_as("p")
     return {"embedding": d1.node2vec_embedding,
             "precedents": [(d.decision_id, d.metadata["structural_score"], d.metadata["proximity_score"],
                             d.metadata["similarity"]) for d in found],
+            "linked": [(d.decision_id, d.metadata["structural_score"], d.metadata["shared_links"],
+                        d.metadata["similarity"]) for d in linked],
             "links": view.predict_links(top_k=10),
             "paths": view.k_shortest_paths("acme", "globex", k=3, direction="both"),
             "similar": view.structurally_similar("acme", top_k=5)}
@@ -68,6 +73,24 @@ def test_what_p_gets_does_not_depend_on_what_it_may_not_read(tmp_path, request, 
             owner = DecisionRecorder(graph).find_precedents(SCENARIO, structural="node2vec", entities=["acme"],
                                                             proximity_weight=0.5, max_hops=2)
             assert {d.decision_id: d.metadata["proximity_score"] for d in owner}["d2"] > 0
+            linked = DecisionRecorder(graph).find_precedents(SCENARIO, entities=["acme"])
+            assert {d.decision_id: d.metadata["structural_score"] for d in linked}["d2"] > 0
         ws.close()
     assert got[True]["embedding"] is not None and got[True]["precedents"]
     assert got[True] == got[False]
+
+
+def test_links_of_namespaces_p_may_not_read_take_no_place_of_its_own(ws):
+    """A limited read of a decision's structural links pages past those of namespaces p may not read, so many of
+    them cannot push out the link p reads (find_precedents' pull of decisions that share the query's entities)."""
+    graph = ContextGraph(workspace=ws)
+    graph.add_nodes([{"id": "acme", "type": "entity"}])
+    DecisionRecorder(graph).record_decision("technology", SCENARIO, "", "postgresql", 0.9, entities=["acme"],
+                                            decision_id="d1")
+    acme = graph.store_id("acme")
+    ws.store.put_edges([Edge(src=f"a{i:03d}", type="involves", dst=acme, namespace="graph:secret")
+                        for i in range(30)])  # their sources sort before d1
+    access.grant(ws, "p", "graph:default", "read")
+    links = DecisionRecorder(graph, principal="p").structural_links(dst=[acme], limit=5)
+    assert [(e.src, e.namespace) for e in links] == [("d1", "graph:default")]
+    assert len(DecisionRecorder(graph).structural_links(dst=[acme], limit=5)) == 5  # the owner's first five

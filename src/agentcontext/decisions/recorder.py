@@ -280,15 +280,33 @@ class DecisionRecorder(Bound):
 
     def links_of(self, ids: Sequence[str]) -> dict[str, set[str]]:
         """Entity and policy node ids each decision is linked to (its structural signature), of those the
-        principal sees."""
+        principal sees, over links of namespaces it reads (``structural_links``)."""
         out: dict[str, set[str]] = {i: set() for i in ids}
         if ids:
-            edges = self.store.edges(src=list(ids), type=list(STRUCTURAL_TYPES))
+            edges = self.structural_links(src=list(ids))
             seen = self.seen(self.store.get_nodes({e.dst for e in edges})) if self.sees() else None
             for e in edges:
                 if seen is None or e.dst in seen:
                     out[e.src].add(e.dst)
         return out
+
+    def structural_links(self, limit: int | None = None, **where: Any) -> list[Edge]:
+        """The first ``limit`` ``involves`` / ``applies_policy`` edges (``store.edges(**where)``) of namespaces the
+        principal reads: a link another namespace holds between a decision and an entity is that namespace's record
+        (Sight.follows), so it neither counts nor takes the place of one the principal reads."""
+        follows = self.follows()
+        if follows is None or limit is None:
+            edges = self.store.edges(type=list(STRUCTURAL_TYPES), limit=limit, **where)
+            return edges if follows is None else [e for e in edges if follows(e.namespace)]
+        out: list[Edge] = []
+        offset = 0
+        while len(out) < limit:
+            page = self.store.edges(type=list(STRUCTURAL_TYPES), offset=offset, limit=limit, **where)
+            out.extend(e for e in page if follows(e.namespace))
+            if len(page) < limit:
+                break
+            offset += len(page)
+        return out[:limit]
 
     # --- precedents ------------------------------------------------------------------------
     def query_links(self, scenario: str, entities: Sequence[str] | None,
@@ -378,8 +396,8 @@ class DecisionRecorder(Bound):
         links_needed = use_hybrid_search or w > 0
         query_links = self.query_links(scenario, entities, policies) if links_needed else set()
         if use_hybrid_search and query_links and max_hops >= 2:
-            sharing = [e.src for e in self.store.edges(dst=sorted(query_links), type=list(STRUCTURAL_TYPES),
-                                                       limit=pool * 10) if e.src not in cosine and e.src not in skip]
+            sharing = [e.src for e in self.structural_links(dst=sorted(query_links), limit=pool * 10)
+                       if e.src not in cosine and e.src not in skip]
             cosine.update(scores_of(list(dict.fromkeys(sharing))))
         sem = {i: float(RELEVANCE(c)) for i, c in cosine.items()}
         struct: dict[str, float] = {}
