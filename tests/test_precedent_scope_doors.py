@@ -107,3 +107,32 @@ def test_the_mcp_answer_carries_the_scores_a_reader_may_see(tmp_path):
     assert seen["d2"]["structural_score"] == 0.0 and seen["d2"]["shared_links"] == []
     assert everything["d2"]["structural_score"] > 0 and everything["d2"]["shared_links"] == ["graph:default/acme",
                                                                                    "graph:secret/umbrella"]
+
+
+def test_a_readers_decision_search_takes_no_causal_link_it_may_not_read(tmp_path):
+    """query_decisions' causal neighbours (the console's decision search, GET /decisions?q=) come over links of
+    namespaces the reader reads only: a ``caused`` edge graph:secret holds from d1 to d2 pulls d2 in for the
+    owner alone."""
+    def search(hidden: bool):
+        ws = Workspace.open(home=tmp_path / f"q-{hidden}" / ".agentcontext", create=True)
+        recorder = DecisionRecorder(ContextGraph(workspace=ws))
+        for did, scenario, outcome in (("d1", "Choose the billing database", "postgresql"),
+                                       ("d2", "Paint the office walls", "blue"),
+                                       ("d3", "Pick the coffee brand for the kitchen", "lavazza")):
+            recorder.record_decision("technology", scenario, "", outcome, 0.9, decision_id=did, timestamp=WHEN)
+        if hidden:
+            ws.store.put_edges([Edge(src="d1", type="caused", dst="d2", namespace="graph:secret")])
+        access.grant(ws, "p", "graph:default", "read")
+        client, _ = login(create_app(ws, allowed_hosts=["testserver"]), access.create_token(ws, "p")["token"])
+        page = client.get("/decisions", params={"q": "billing database"})
+        table = re.search(r'<table class="grid" id="found">.*?</table>', page.text, re.S).group(0)
+        api = [(d.decision_id, d.metadata["hops"]) for d in DecisionRecorder(ContextGraph(workspace=ws),
+                                                                           principal="p").query_decisions(
+            "billing database", limit=2)]
+        owner = [d.decision_id for d in recorder.query_decisions("billing database", limit=2)]
+        ws.close()
+        return table, api, owner
+
+    (table, api, owner), (table_h, api_h, owner_h) = search(False), search(True)
+    assert api == api_h == [("d1", 0), ("d3", 0)] and table_h == table
+    assert owner == ["d1", "d3"] and owner_h == ["d1", "d2"]  # the link is real: the owner walks it

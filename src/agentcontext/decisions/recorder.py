@@ -485,7 +485,7 @@ class DecisionRecorder(Bound):
         scores: dict[str, float] = {i: float(RELEVANCE(v)) for i, v in fused.items()}
         ranked = sorted(scores, key=lambda i: (-scores[i], i))[:limit]
         hop_of = {i: 0 for i in ranked}
-        sees = self.sees()
+        sees, follows = self.sees(), self.follows()
         if max_hops > 0 and ranked:
             frontier = list(ranked)
             for hop in range(1, max_hops + 1):
@@ -496,7 +496,9 @@ class DecisionRecorder(Bound):
                     {x for e in edges for x in (e.src, e.dst)})))
                 for e in edges:
                     if shown is not None and not (e.src in shown and e.dst in shown):
-                        continue  # never through a decision the principal does not see
+                        continue  # never through a decision the principal does not see...
+                    if follows is not None and not follows(e.namespace):
+                        continue  # ...nor over a link another namespace holds (that namespace's record)
                     for other in (e.src, e.dst):
                         if other not in hop_of:
                             hop_of[other] = hop
