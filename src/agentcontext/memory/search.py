@@ -127,34 +127,45 @@ def time_weights(query: str, weights: FusionWeights) -> dict[str, float]:
             "date": weights.date if weights.date and named_dates(query) else 0.0}
 
 
-def turns_around(prev: np.ndarray, nxt: np.ndarray, row: int, turns: int) -> list[int]:
-    """The rows within ``turns`` previous / next links of ``row`` (``prev`` / ``nxt``: -1 = none), ``row`` left out."""
-    out: list[int] = []
+def turns_around(prev: np.ndarray, nxt: np.ndarray, row: int, turns: int) -> dict[int, int]:
+    """The rows within ``turns`` previous / next links of ``row`` (``prev`` / ``nxt``: -1 = none), ``row`` left out,
+    each with its distance in links (the nearer way when both reach it), nearest first on each side."""
+    out: dict[int, int] = {}
     for links in (prev, nxt):
         at = row
-        for _ in range(max(turns, 0)):
+        for distance in range(1, max(turns, 0) + 1):
             at = int(links[at])
             if at < 0:
                 break
-            out.append(at)
-    return [r for r in dict.fromkeys(out) if r != row]
+            if at != row:
+                out[at] = min(out.get(at, distance), distance)
+    return out
+
+
+def near_shares(near: float, distances: list[int]) -> np.ndarray:
+    """The share of the best hit's value a turn ``d`` links from it ranks at least: ``near ** d`` (0.8, 0.64,
+    0.51 at near 0.8), so the reply next to the best hit is lifted most and one three turns away less."""
+    return near ** np.asarray(distances, dtype=np.float64)
 
 
 def near_best(query: str, index: MemoryIndex, rows: np.ndarray, best: np.ndarray, values: np.ndarray,
               fused: np.ndarray, gate: Callable[[np.ndarray], np.ndarray], weights: FusionWeights,
               k: int) -> tuple[np.ndarray, np.ndarray, set[int]]:
     """For a query that asks when, the turns within ``weights.near_turns`` of the best hit (``best[0]``, value
-    ``values[0]``) rank at least ``weights.near`` times its value (engine/fusion.py): (the ``k`` best positions then,
+    ``values[0]``) rank at least ``weights.near ** d`` times its value, ``d`` links away (engine/fusion.py,
+    ``near_shares``): (the ``k`` best positions then,
     their values, the positions so raised). ``fused`` and ``gate`` as ``top_with_time`` takes them; a turn outside the
     candidate ``rows`` (a filter left it out) stays out."""
     if not weights.near or best.size == 0 or not asks_when(query):
         return best, values, set()
-    around = np.array(turns_around(index.prev, index.next, int(rows[best[0]]), weights.near_turns), dtype=np.int64)
+    distance = turns_around(index.prev, index.next, int(rows[best[0]]), weights.near_turns)
+    around = np.array(list(distance), dtype=np.int64)
     pos = around if rows.size == len(index) else np.flatnonzero(np.isin(rows, around))
     if pos.size == 0:
         return best, values, set()
     own = fused[pos] + fuse(time_signals(query, index, rows[pos]), time_weights(query, weights)) * gate(pos)
-    lifted = np.maximum(own, weights.near * float(values[0]))
+    shares = near_shares(weights.near, [distance[int(r)] for r in rows[pos].tolist()])
+    lifted = np.maximum(own, shares * float(values[0]))
     raised = {int(p) for p, a, b in zip(pos.tolist(), own.tolist(), lifted.tolist()) if b > a}
     value = dict(zip(best.tolist(), values.tolist()))
     value.update(zip(pos.tolist(), lifted.tolist()))

@@ -41,7 +41,7 @@ from ..model import Node
 from ..workspace import Workspace
 from .records import CONV, KIND, USER
 from .dates import asks_when, month_numbers, time_refs
-from .search import BM25_LIMIT, Hit, time_values
+from .search import BM25_LIMIT, Hit, near_shares, time_values
 
 DENSE_POOL = 120  # nearest memories asked of the server at first (at least 4 x k)
 TEXT_POOL = 200  # best text hits asked at first (at least 10 x k); BM25_LIMIT at most, as in process
@@ -276,25 +276,27 @@ class _Links:
         """Make sure each node's next turn is known (its pair vector is part of the node's dense score)."""
         self._followers([n.id for n in nodes])
 
-    def within(self, node_id: str, turns: int) -> list[str]:
-        """The turns within ``turns`` previous / next links of this one (read as needed), it left out: as in process
-        (memory/search.py ``turns_around``)."""
-        out: list[str] = []
+    def within(self, node_id: str, turns: int) -> dict[str, int]:
+        """The turns within ``turns`` previous / next links of this one (read as needed), it left out, each with its
+        distance in links: as in process (memory/search.py ``turns_around``)."""
+        out: dict[str, int] = {}
         at: str | None = node_id
-        for _ in range(max(turns, 0)):
+        for distance in range(1, max(turns, 0) + 1):
             before = prev_of(self.nodes[at]) if at in self.nodes else None
             if not before or before not in self.load([before]):
                 break
-            out.append(before)
+            if before != node_id:
+                out[before] = min(out.get(before, distance), distance)
             at = before
         at = node_id
-        for _ in range(max(turns, 0)):
+        for distance in range(1, max(turns, 0) + 1):
             self._followers([at])
             at = self.next.get(at)
             if not at or at not in self.nodes:
                 break
-            out.append(at)
-        return [i for i in dict.fromkeys(out) if i != node_id]
+            if at != node_id:
+                out[at] = min(out.get(at, distance), distance)
+        return out
 
 
 TIME_CACHE = 65536  # texts and dates whose time bits a workspace keeps (``timing_of``), then it starts again
@@ -422,14 +424,15 @@ def _near(query: str, candidates: list[Node], links: _Links, row: dict[str, int]
           values: dict[str, np.ndarray], gate: np.ndarray, weights: FusionWeights, timed: np.ndarray,
           kept: dict[Any, Any]) -> set[int]:
     """For a question that asks when, the candidates within ``weights.near_turns`` of the best rank at least
-    ``weights.near`` times its value, in ``fused`` (memory/search.py ``near_best``; ``rank`` made them candidates),
+    ``weights.near ** d`` times its value, ``d`` links away, in ``fused`` (memory/search.py ``near_best``; ``rank`` made them candidates),
     their time lifts added first where ``_rank`` had not (``timed``; ``kept``: the time bits ``timing_of``
     remembers): the positions so raised."""
     n = len(candidates)
     if not weights.near or n == 0 or not asks_when(query):
         return set()
     best = int(top_k(fused, 1)[0])
-    at = [j for i in links.within(candidates[best].id, weights.near_turns) if (j := row.get(i, n)) < n]
+    distance = {j: d for i, d in links.within(candidates[best].id, weights.near_turns).items() if (j := row.get(i, n)) < n}
+    at = list(distance)
     if not at:
         return set()
     names = list(timing_of(query, []))
@@ -442,7 +445,7 @@ def _near(query: str, candidates: list[Node], links: _Links, row: dict[str, int]
             values.setdefault(name, np.zeros(n, dtype=np.float32))[todo] = timing[name]
         timed[todo] = True
     idx = np.array(at, dtype=np.int64)
-    floor = weights.near * float(fused[best])
-    raised = {int(j) for j in idx.tolist() if fused[j] < floor}
+    floor = near_shares(weights.near, [distance[j] for j in at]) * float(fused[best])
+    raised = {int(j) for j, f in zip(idx.tolist(), floor.tolist()) if fused[j] < f}
     fused[idx] = np.maximum(fused[idx], floor)
     return raised
