@@ -152,7 +152,7 @@ from agentcontext.engine.fusion import RELEVANCE, FusionWeights, fuse
 from agentcontext.eval_locomo import evidence, load, turn_text, turns
 from agentcontext.memory import AgentMemory
 from agentcontext.memory.dates import asks_when
-from agentcontext.memory.search import gather, search, turns_around
+from agentcontext.memory.search import gather, near_shares, search, turns_around
 from agentcontext.vector_store import VectorStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -172,7 +172,7 @@ BEFORE = replace(SHIPPED, mention=0.3, timed=0.0, when=0.0, date=0.0, lift_gate=
 # asks when (near 0: off, as before session 8; near_turns then plays no part, so only 1 is tried with it)
 GRID = {"timed": (0.0, 0.05, 0.1, 0.15), "when": (0.0, 0.05, 0.1, 0.15), "date": (0.0, 0.1, 0.2, 0.3),
         "mention": (0.3, 0.4, 0.5, 0.6), "strip": (1,), "gate": (0.0, 0.1), "keyword": (0.5, 0.6, 0.7), "idf": (1,),
-        "near": (0.0, 0.6, 0.7, 0.8), "near_turns": (1, 2)}
+        "near": (0.0, 0.6, 0.7, 0.8, 0.9), "near_turns": (1, 2, 3)}
 TUNED = tuple(GRID)
 SIGNALS = ("timed", "when", "date", "mention")
 OFF = {"near": 0.0, "near_turns": 1}  # the weights before session 8 had no near lift
@@ -256,11 +256,12 @@ def top(q: Question, w: dict[str, float], k: int) -> np.ndarray:
     if w["gate"] is not None:
         lift *= RELEVANCE(content + w["gate"])
     value = content + lift
-    if w["near"] and q.when:  # memory/search.py near_best: the turns around the best hit
+    if w["near"] and q.when:  # memory/search.py near_best: the turns around the best hit, near ** d of it
         best = int(np.argmax(value))  # the first of the best, as a stable sort
-        around = turns_around(q.prev, q.next, best, int(w["near_turns"]))
-        if around:
-            value[around] = np.maximum(value[around], w["near"] * value[best])
+        distance = turns_around(q.prev, q.next, best, int(w["near_turns"]))
+        if distance:
+            around = list(distance)
+            value[around] = np.maximum(value[around], near_shares(w["near"], list(distance.values())) * value[best])
     return np.argsort(-value, kind="stable")[:k]
 
 
@@ -353,15 +354,6 @@ def main() -> None:
             print(f"  fold {c} category {key}: R@5 {was[5]:.3f} -> {row[5]:.3f}, R@10 {was[10]:.3f} -> {row[10]:.3f}")
         print(f"held out {c}: chose {best} (train mean R@10 of cat 1+2 {objective(base):.3f} -> {best_value:.3f})",
               flush=True)
-    # a variant, chosen after the first session-8 run (so not the target's figure): near_turns fixed at 2, the
-    # "within one or two turns" of the brief, instead of chosen per fold (conv-26's fold tied 1 and 2 and took 1)
-    two = [i for i, w in enumerate(combos) if not w["near"] or w["near_turns"] == 2]
-    variant: dict[str, dict[str, dict[int, float]]] = {}
-    variant_choices: dict[str, dict[str, float]] = {}
-    for c in convs:
-        w, _, r = choose(qs, [combos[i] for i in two], [per[i] for i in two], before_w, before_r, conv != c)
-        variant[c], variant_choices[c] = pooled(qs, r, conv == c), w
-        print(f"variant near_turns 2, held out {c}: chose {w}", flush=True)
     before = recalls(qs, before_w)
     shipped = recalls(qs, weights_of(SHIPPED, 1))
     session4 = recalls(qs, SESSION4)
@@ -373,8 +365,6 @@ def main() -> None:
              for key in before} for c in convs}
     after = {key: {k: sum(held[c].get(key, {k: 0.0})[k] * n[c][key] for c in convs)
                    / max(sum(n[c][key] for c in convs), 1) for k in K} for key in before}
-    two_after = {key: {k: sum(variant[c].get(key, {k: 0.0})[k] * n[c][key] for c in convs)
-                       / max(sum(n[c][key] for c in convs), 1) for k in K} for key in before}
     figures = {"file": args.file, "questions": len(qs), "grid": GRID, "before_weights": before_w,
                "shipped_weights": weights_of(SHIPPED, 1), "session4_weights": SESSION4, "choices": choices,
                "per_category": {}, "per_fold": {c: {key: {"before": rounded(held_before[c][key]), "after": rounded(row)}
@@ -382,8 +372,6 @@ def main() -> None:
     figures["session5_weights"] = SESSION5
     figures["session6_weights"] = SESSION6
     figures["session7_weights"] = SESSION7
-    figures["variant_near_turns_2"] = {"choices": variant_choices, "held_out": {key: rounded(row) for key, row in
-                                                                                 two_after.items()}}
     print(f"before {before_w}; session 4 {SESSION4}; session 5 {SESSION5}; session 6 {SESSION6}; "
           f"session 7 {SESSION7}; shipped {weights_of(SHIPPED, 1)}")
     for key in sorted(before):
@@ -402,9 +390,6 @@ def main() -> None:
                                         "session6_with_idf_on_all": {str(k): round(v, 4) for k, v in s6i.items()},
                                         "session7_on_all": {str(k): round(v, 4) for k, v in s7.items()},
                                         "shipped_on_all": {str(k): round(v, 4) for k, v in s.items()}}
-    for key in sorted(before):
-        print(f"variant near_turns 2, category {key:>3}: held-out R@5 {two_after[key][5]:.3f}, R@10 "
-              f"{two_after[key][10]:.3f} ({two_after[key][10] - before[key][10]:+.3f})")
     report("locomo_loco", figures, quiet=True)
 
 
