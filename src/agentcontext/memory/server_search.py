@@ -424,14 +424,15 @@ def _near(query: str, candidates: list[Node], links: _Links, row: dict[str, int]
           values: dict[str, np.ndarray], gate: np.ndarray, weights: FusionWeights, timed: np.ndarray,
           kept: dict[Any, Any]) -> set[int]:
     """For a question that asks when, the candidates within ``weights.near_turns`` of the best rank at least
-    ``weights.near ** d`` times its value, ``d`` links away, in ``fused`` (memory/search.py ``near_best``; ``rank`` made them candidates),
-    their time lifts added first where ``_rank`` had not (``timed``; ``kept``: the time bits ``timing_of``
-    remembers): the positions so raised."""
+    ``weights.near ** d`` times its value, ``d`` links away, in ``fused`` (memory/search.py ``near_best``; ``rank``
+    made them candidates), their time lifts added first where ``_rank`` had not (``timed``; ``kept``: the time bits
+    ``timing_of`` remembers): the positions so raised."""
     n = len(candidates)
     if not weights.near or n == 0 or not asks_when(query):
         return set()
     best = int(top_k(fused, 1)[0])
-    distance = {j: d for i, d in links.within(candidates[best].id, weights.near_turns).items() if (j := row.get(i, n)) < n}
+    around = links.within(candidates[best].id, weights.near_turns)
+    distance = {j: d for i, d in around.items() if (j := row.get(i, n)) < n}
     at = list(distance)
     if not at:
         return set()
