@@ -20,7 +20,7 @@ from .. import access, copies
 from ..embed.cache import embed_texts, new_vectors
 from ..errors import NotFoundError, ValidationError
 from ..engine.fusion import FusionWeights
-from ..ids import check_id, id_problem
+from ..ids import check_id
 from ..model import Node, content_hash
 from ..store.base import Capability
 from ..vector_store import VectorStore
@@ -166,8 +166,7 @@ class AgentMemory:
             view = graph_view(self, self.entity_graph)  # as the memory's writer, and so are the ids of the
             view.check("write", "graph.node.add")  # entity nodes they may make (before any memory is written)
             for entity in sorted({e for x in items for e in entity_ids(x.get("metadata"))}):
-                if id_problem(view.store_id(entity)) is not None:
-                    check_id(view.store_id(entity), "metadata entity")
+                check_id(view.store_id(entity), "metadata entity")
         ids = self._write(items, progress, audit="memory.store")
         if linking:
             link_memories(self, self.entity_graph, [(i, x.get("metadata")) for i, x in zip(ids, items)])
