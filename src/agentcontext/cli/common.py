@@ -17,8 +17,10 @@ if TYPE_CHECKING:  # the services load when a command runs, not for --help or --
     from ..graph.context_graph import ContextGraph
     from ..workspace import Workspace
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# User text (titles, selectors such as lib:notes, memory contents) is printed literally: no Rich markup ("[admin]")
+# and no emoji codes (":notes:", ":warning:"). Styling goes through ``style=`` or ``rich.text.Text``, never markup.
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 JSON_OPTION = typer.Option(False, "--json", help="Print only JSON on stdout (for scripts).")
 
@@ -115,8 +117,10 @@ def table(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
             grid.add_column(col, no_wrap=True, min_width=widths[i], overflow="ignore")
         else:
             grid.add_column(col, overflow="fold")
+    from rich.text import Text
+
     for r in cells:
-        grid.add_row(*r)
+        grid.add_row(*(Text(cell) for cell in r))  # a str cell would be read as markup and emoji codes
     out.print(grid)
 
 

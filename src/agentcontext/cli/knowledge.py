@@ -102,8 +102,15 @@ def read(ctx: typer.Context, pack: str, selector: str,
     from ..knowledge import tools
 
     doc = tools.read_knowledge_doc(open_workspace(ctx), pack, selector, version, principal(ctx))
-    emit(doc, json_out, lambda d: out.print(f"[bold]{d['title']}[/bold] ({d['selector']}, {d['kind']}, "
-                                            f"v{d['version']})\n{d['summary']}\n\n{d['content']}", markup=True))
+    emit(doc, json_out, lambda d: out.print(_doc_text(d)))
+
+
+def _doc_text(doc: dict) -> Any:
+    """A doc for people: the title in bold, the rest as written (no markup or emoji codes read from the text)."""
+    from rich.text import Text
+
+    return Text.assemble((doc["title"], "bold"), f" ({doc['selector']}, {doc['kind']}, v{doc['version']})\n"
+                         f"{doc['summary']}\n\n{doc['content']}")
 
 
 def flash(ctx: typer.Context, pack: str, selectors: list[str] = typer.Argument(..., help="Target selector(s)."),
