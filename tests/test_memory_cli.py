@@ -54,3 +54,30 @@ def test_memory_cli_checks_grants_like_mcp(tmp_path):
     log = json.loads(cli(home, "audit", "--json").stdout)
     assert any(e["principal"] == "reader" and e["action"] == "memory.store" and e["outcome"] == "denied" for e in log)
     assert any(e["action"] == "memory.store" and e["outcome"] == "ok" for e in log)
+
+
+def test_memory_entities_are_a_list(tmp_path):
+    """`-m entities=customer-4471` stored a string that the console drew letter by letter (issue 26 s4): --entity
+    (repeatable) gives the list; a string where the list is expected is refused through the CLI and Python alike."""
+    from agentcontext import AgentMemory
+    from agentcontext.errors import ValidationError
+
+    home = tmp_path / ".agentcontext"
+    cli(home, "init", str(tmp_path), "--json")
+    mid = json.loads(cli(home, "memory", "store", "Refund for the laptop", "--entity", "customer-4471", "-e", "acme",
+                         "--json").stdout)["id"]
+    got = json.loads(cli(home, "memory", "get", mid, "--json").stdout)
+    assert got["metadata"]["entities"] == ["customer-4471", "acme"]
+    bad = cli(home, "memory", "store", "x", "-m", "entities=customer-4471", "--json", ok=False)
+    error = json.loads(bad.stdout)["error"]
+    assert bad.returncode != 0 and error["type"] == "ValidationError" and "--entity" in error["message"]
+    memory = AgentMemory()
+    for wrong in ("customer-4471", {"id": "c"}, ["ok", ""], [None]):
+        try:
+            memory.store("text", metadata={"entities": wrong})
+        except ValidationError as e:
+            assert "list of entity ids" in str(e)
+        else:
+            raise AssertionError(f"entities={wrong!r} was accepted")
+    assert memory.count() == 0
+    assert memory.store("text", metadata={"entities": ["c-1", 7]})

@@ -55,10 +55,17 @@ def store_cmd(ctx: typer.Context, text: str = typer.Argument(..., help="The memo
               conversation: Optional[str] = CONVERSATION_OPTION,
               user: Optional[str] = USER_OPTION,
               meta: Optional[list[str]] = typer.Option(None, "--meta", "-m", help="Metadata key=value (repeatable)."),
+              entity: Optional[list[str]] = typer.Option(None, "--entity", "-e", help="An entity the memory is "
+                                                         "about (repeatable; metadata 'entities')."),
               namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Store one memory; prints its id."""
     mem = _memory(ctx, namespace)
-    mid = mem.store(text, metadata=_meta(meta), conversation_id=conversation, user_id=user)
+    metadata = _meta(meta)
+    if entity:
+        if "entities" in metadata:
+            raise ValidationError("give entities with --entity (repeatable), not also -m entities=...")
+        metadata["entities"] = list(entity)
+    mid = mem.store(text, metadata=metadata, conversation_id=conversation, user_id=user)
     emit({"id": mid, "namespace": mem.namespace}, json_out, lambda d: out.print(d["id"]))
 
 

@@ -99,6 +99,18 @@ def iso_with_offset(value: Any, field: str) -> str:
                           field=field)
 
 
+def check_entities(metadata: dict[str, Any]) -> None:
+    """``metadata["entities"]``, when given, is a list of entity ids: a string is refused (it would be read as one id
+    by linking but drawn letter by letter by every reader that expects the documented list)."""
+    if "entities" not in metadata:
+        return
+    ents = metadata["entities"]
+    if not isinstance(ents, (list, tuple)) or not all(isinstance(e, (str, int)) and str(e).strip() for e in ents):
+        raise ValidationError(
+            f"metadata 'entities' must be a list of entity ids, got {ents!r:.80}: pass {{'entities': ['customer-4471']}}"
+            " (CLI: --entity customer-4471, repeatable)", field="metadata.entities")
+
+
 def build_node(namespace: str, content: str, metadata: dict[str, Any] | None, conversation_id: str | None,
                user_id: str | None, memory_id: str | None = None, created_at: str | None = None,
                updated_at: str | None = None, seq: int = 0, prev: str | None = None,
@@ -106,6 +118,7 @@ def build_node(namespace: str, content: str, metadata: dict[str, Any] | None, co
     if not isinstance(content, str) or not content.strip():
         raise ValidationError("a memory needs non-empty text content", content=repr(content)[:80])
     metadata = dict(metadata or {})
+    check_entities(metadata)
     created = created_at or now_iso()
     mtype = metadata.get("type") or metadata.get("kind")
     speaker = metadata.get("speaker")
