@@ -180,6 +180,27 @@ def test_a_slow_server_times_out():
     assert err.value.reason == "timeout" and "timeout" in str(err.value)
 
 
+def test_a_hung_server_fails_within_the_total_deadline_and_says_so():
+    """Issue 26 s4: a hung LLM took 185 s with the defaults (60 s x 3 attempts) and the message named only 60 s."""
+    with ScriptedServer([Reply(delay=2.0, json={})] * 6) as server:
+        started = time.monotonic()
+        with pytest.raises(ProviderError) as err:
+            compat(server, timeout=0.6, max_retries=5, deadline=1.0).generate("x")
+        took = time.monotonic() - started
+    message = str(err.value)
+    assert took < 1.6, took  # without the deadline: 6 attempts x 0.6 s
+    assert err.value.reason == "timeout" and err.value.data["deadline"] == 1.0
+    assert "total deadline of 1s" in message and "0.6s" in message and "deadline=" in message
+    assert 1 <= err.value.data["attempts"] <= 2
+
+
+def test_the_deadline_is_a_parameter_of_both_providers():
+    assert OpenAICompatible(base_url="http://127.0.0.1:9/v1", model="m").transport.deadline == 120.0
+    assert OpenAICompatible(base_url="http://127.0.0.1:9/v1", model="m", deadline=None).transport.deadline is None
+    with pytest.raises(ValueError):
+        OpenAICompatible(base_url="http://127.0.0.1:9/v1", model="m", deadline=0)
+
+
 @pytest.mark.parametrize("reply", [Reply(200, body=b"<html>not an api</html>"), Reply(200, {"object": "list"}),
                                    Reply(200, {"choices": [{"message": {"content": 7}}]}),
                                    Reply(200, body=b"[1, 2]")])

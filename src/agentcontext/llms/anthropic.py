@@ -28,6 +28,7 @@ class Anthropic(BaseProvider):
     def __init__(self, model: str = "claude-3-5-haiku-latest", *, api_key: str | None = None,
                  base_url: str | None = None, version: str = API_VERSION, timeout: float | httpx.Timeout = 60.0,
                  max_retries: int = 2, backoff: float = 0.5, max_backoff: float = 8.0, max_retry_after: float = 60.0,
+                 deadline: float | None = 120.0,
                  headers: dict[str, str] | None = None, max_tokens: int = 1024, temperature: float | None = None,
                  **params: Any) -> None:
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
@@ -38,8 +39,8 @@ class Anthropic(BaseProvider):
         url = url[:-3] if url.endswith("/v1") else url
         sent = {"x-api-key": key, "anthropic-version": version, "Accept": "application/json", **(headers or {})}
         transport = Transport(self.provider, url, sent, timeout=timeout, max_retries=max_retries, backoff=backoff,
-                              max_backoff=max_backoff, max_retry_after=max_retry_after, key_env="ANTHROPIC_API_KEY",
-                              secret=key)
+                              max_backoff=max_backoff, max_retry_after=max_retry_after, deadline=deadline,
+                              key_env="ANTHROPIC_API_KEY", secret=key)
         super().__init__(model, transport, max_tokens=max_tokens, temperature=temperature, **params)
 
     def _request(self, messages: list[Message], *, max_tokens: int | None, temperature: float | None,

@@ -51,7 +51,8 @@ class OpenAICompatible(BaseProvider):
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
                  api_key_env: str | None = None, json_mode: str | None = None,
                  timeout: float | httpx.Timeout = 60.0, max_retries: int = 2, backoff: float = 0.5,
-                 max_backoff: float = 8.0, max_retry_after: float = 60.0, headers: dict[str, str] | None = None,
+                 max_backoff: float = 8.0, max_retry_after: float = 60.0, deadline: float | None = 120.0,
+                 headers: dict[str, str] | None = None,
                  max_tokens: int | None = None, temperature: float | None = None, **params: Any) -> None:
         url = base_url or (os.environ.get(self.base_url_env) if self.base_url_env else None) or self.default_base_url
         if not url:
@@ -71,7 +72,8 @@ class OpenAICompatible(BaseProvider):
         if key:
             sent["Authorization"] = f"Bearer {key}"
         transport = Transport(self.provider, url, sent, timeout=timeout, max_retries=max_retries, backoff=backoff,
-                              max_backoff=max_backoff, max_retry_after=max_retry_after, key_env=env, secret=key)
+                              max_backoff=max_backoff, max_retry_after=max_retry_after, deadline=deadline,
+                              key_env=env, secret=key)
         super().__init__(model or self.default_model or "", transport, max_tokens=max_tokens,
                          temperature=temperature, **params)
 

@@ -5,6 +5,10 @@ Retried: connection failures, timeouts, 408, 409, 429 and every 5xx (Anthropic's
 ``retry-after-ms`` too) when it sends one, else ``backoff * 2**n`` with up to 25% jitter, capped at
 ``max_backoff``. A ``Retry-After`` longer than ``max_retry_after`` is not slept through: the error is raised at
 once with ``retry_after`` in its data, so a caller never hangs for an hour.
+
+``deadline`` bounds the whole call, every attempt and wait included (default 120 s): each attempt's timeouts are cut
+to what is left of it, no retry starts that could not finish in it, and the error says so with both figures. Without
+it, a hung server took ``timeout`` x (``max_retries`` + 1) plus the waits (185 s with the defaults) to fail.
 """
 from __future__ import annotations
 
@@ -52,9 +56,13 @@ class Transport:
     def __init__(self, provider: str, base_url: str, headers: Mapping[str, str] | None = None, *,
                  timeout: float | httpx.Timeout = 60.0, max_retries: int = 2, backoff: float = 0.5,
                  max_backoff: float = 8.0, max_retry_after: float = 60.0, key_env: str | None = None,
-                 secret: str | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+                 secret: str | None = None, sleep: Callable[[float], None] = time.sleep,
+                 deadline: float | None = 120.0) -> None:
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
+        if deadline is not None and not deadline > 0:
+            raise ValueError("deadline must be > 0 seconds (or None for no total limit)")
+        self.deadline = None if deadline is None else float(deadline)
         self.provider = provider
         self.base_url = base_url.rstrip("/")
         if not isinstance(timeout, httpx.Timeout):
@@ -76,16 +84,20 @@ class Transport:
         """(the decoded JSON reply, how many attempts it took)."""
         url = self.base_url + path
         attempt = 0
+        started = time.monotonic()
         while True:
             attempt += 1
             wait: float | None = None
+            left = self._left(started)
             try:
-                response = self._client.post(url, json=body)
+                response = self._client.post(url, json=body, timeout=self._attempt_timeout(left))
             except httpx.TimeoutException as exc:
+                if self._left(started) is not None and self._left(started) <= 0.05:
+                    raise self._deadline_error(url, model, attempt, type(exc).__name__) from None
                 failure = self._error(f"{self.provider} did not answer within the timeout "
                                       f"({_seconds(self.timeout)}s) at {url}: raise timeout=..., send less context, "
                                       "or check the server's load", reason="timeout", model=model,
-                                      attempts=attempt, detail=type(exc).__name__)
+                                      attempts=attempt, detail=type(exc).__name__, deadline=self.deadline)
             except httpx.TransportError as exc:
                 failure = self._error(f"cannot reach {self.provider} at {self.base_url} ({exc}): is the server "
                                       "running and is base_url right? (local servers: `ollama serve`, "
@@ -107,7 +119,31 @@ class Transport:
                 raise failure
             if wait is None:
                 wait = min(self.max_backoff, self.backoff * (2 ** (attempt - 1))) * (1 + 0.25 * random.random())
-            self._sleep(min(wait, self.max_retry_after))
+            wait = min(wait, self.max_retry_after)
+            left = self._left(started)
+            if left is not None and left <= wait + 0.05:  # no time for another attempt: say so, with the last failure
+                raise self._deadline_error(url, model, attempt, str(failure))
+            self._sleep(wait)
+
+    # --- the total deadline ----------------------------------------------------------------
+    def _left(self, started: float) -> float | None:
+        return None if self.deadline is None else self.deadline - (time.monotonic() - started)
+
+    def _attempt_timeout(self, left: float | None) -> httpx.Timeout:
+        """The transport's timeouts, each cut to what is left of the deadline."""
+        if left is None:
+            return self.timeout
+        left = max(left, 0.01)
+        t = self.timeout
+        return httpx.Timeout(connect=_cut(t.connect, left), read=_cut(t.read, left), write=_cut(t.write, left),
+                             pool=_cut(t.pool, left))
+
+    def _deadline_error(self, url: str, model: str | None, attempts: int, last: str) -> ProviderError:
+        return self._error(f"{self.provider} gave no answer within the total deadline of {self.deadline:g}s "
+                           f"({attempts} attempt(s), each allowed up to {_seconds(self.timeout)}s) at {url}: raise "
+                           "deadline=... (or timeout=... / max_retries=...), send less context, or check the server's "
+                           f"load. Last failure: {last}", reason="timeout", model=model, attempts=attempts,
+                           deadline=self.deadline, detail=last)
 
     # --- helpers ---------------------------------------------------------------------------
     @staticmethod
@@ -186,6 +222,10 @@ def _detail(response: httpx.Response) -> str:
             return str(err.get("message") or err.get("detail") or json.dumps(err)[:300])[:300]
         return str(err)[:300]
     return json.dumps(data)[:300]
+
+
+def _cut(value: float | None, left: float) -> float:
+    return left if value is None else min(value, left)
 
 
 def _seconds(timeout: httpx.Timeout) -> Any:
