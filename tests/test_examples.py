@@ -32,7 +32,8 @@ def test_readme_python_blocks(tmp_path):
 def test_readme_cli_tour(tmp_path):
     env = _sandbox(tmp_path)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    (tmp_path / "intro.md").write_text("Intro body.", encoding="utf-8")
+    # nothing is prepared here: the tour runs in an empty folder as a new user's would (it once needed an intro.md
+    # that only this test wrote)
     tour = [b for b in _blocks("sh") if "agentcontext init" in b][0]
     admin = [b for b in _blocks("sh") if "token create" in b][0]
     for line in (tour + admin).splitlines():
