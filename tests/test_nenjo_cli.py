@@ -49,7 +49,9 @@ def test_registry_install_render_docs_search_export(cli, tmp_path):
     assert "# Library (resources.library)" in rendered.stdout and "{{ pkg." not in rendered.stdout
     agent = yaml.safe_load((NENJO / "nenjo/nenji/agent.yaml").read_text())["manifest"]["prompt_config"]
     out = json.loads(cli("render", "-", "--json", input=agent["system_prompt"]).stdout)
-    assert "{{ self }}" in out["text"] and out["variables"] == ["self", "context.methodology"]
+    # the prompt's own variables, then those of the blocks inlined into it (issue 26 s4)
+    assert "{{ self }}" in out["text"] and out["variables"] == ["self", "context.methodology", "memory_profile",
+                                                                "memories", "artifacts"]
     strict = cli("render", "-", "--strict", input=agent["system_prompt"], ok=False)
     assert strict.returncode == 1 and "self" in strict.stderr
 

@@ -178,12 +178,14 @@ def render(ctx: typer.Context, file: str = typer.Argument(..., help="Template fi
                                        "(by default {{ task.title }} and the like are left for the runtime)."),
            json_out: bool = JSON_OPTION) -> None:
     """Replace {{ lib.<slug>[.<selector>] }} and {{ pkg.<scope>.<repo>.<package>.<pack>[.<selector>] }} in a
-    prompt template; other variables stay as written."""
-    from ..knowledge import render as render_mod
+    prompt template; other variables stay as written. A YAML file (a Nenjo agent or ability) is rendered field by
+    field and stays YAML; its own {{ context.<name> }} blocks render when installed."""
+    from ..knowledge.render_file import render_file
 
-    template = sys.stdin.read() if file == "-" else read_text(Path(file))
-    text = render_mod.render(open_workspace(ctx), template, principal(ctx), strict=strict)
-    left = render_mod.variables(template)
+    path = None if file == "-" else Path(file)
+    template = sys.stdin.read() if path is None else read_text(path)
+    rendered = render_file(open_workspace(ctx), template, path, principal(ctx), strict=strict)
+    text, left = rendered.text, rendered.variables
 
     def human(d: dict[str, Any]) -> None:
         out.print(d["text"], markup=False, end="")

@@ -10,6 +10,10 @@
   left exactly as written, for the agent runtime to fill; ``strict=True`` refuses them instead.
   ``\\{{ ... }}`` is an escaped, literal ``{{ ... }}`` (the backslash is dropped).
 - A pack reference to a pack that is not installed, or a doc that is not there, is an error in both modes.
+- ``{{ context.<name> }}`` is a context block a file imports itself (a Nenjo agent's ``imports.context``): it renders
+  as the block when the caller maps the name to an installed block (``context=``), else it is a runtime variable.
+- :func:`render_with_variables` also returns the variables left for the runtime, those of every context block
+  inlined into the result included (``{{ memory_profile }}`` inside a memory block), in order, once each.
 """
 from __future__ import annotations
 
@@ -59,6 +63,8 @@ class _Render:
     strict: bool
     installed: list[str] | None = None
     stack: list[str] = field(default_factory=list)  # context blocks being rendered (cycle detection)
+    context: dict[str, tuple[str, str]] = field(default_factory=dict)  # a file's own blocks: name -> (pack, selector)
+    left: dict[str, None] = field(default_factory=dict)  # variables left for the runtime, in order
 
     def packs(self) -> list[str]:
         if self.installed is None:
@@ -128,16 +134,19 @@ def render_doc(ws: Workspace, pack: str, selector: str, principal: str | None = 
 
 
 def _render(state: _Render, template: str) -> str:
-    if state.strict:
-        others = variables(template)
-        if others:
-            raise ValidationError(f"strict rendering: {len(others)} variable(s) are not pack references: "
-                                  + ", ".join(f"{{{{ {o} }}}}" for o in others), variables=others)
+    others = [v for v in variables(template) if v not in state.context]
+    if state.strict and others:
+        raise ValidationError(f"strict rendering: {len(others)} variable(s) are not pack references: "
+                              + ", ".join(f"{{{{ {o} }}}}" for o in others), variables=others)
+    state.left.update(dict.fromkeys(others))
 
     def replace(match: re.Match[str]) -> str:
         escaped, ref = match.group(1), match.group(2)
         if escaped:
             return match.group(0)[1:]
+        if ref in state.context:  # one of the file's own context blocks, installed
+            pack, selector = state.context[ref]
+            return render_doc(state.ws, pack, selector, state.principal, state)
         if not _is_pack_ref(ref):
             return match.group(0)  # a runtime variable: left for the agent runtime
         pack, selector = resolve_reference(state.ws, ref, state.principal, state)
@@ -151,9 +160,26 @@ def _render(state: _Render, template: str) -> str:
 def render(ws: Workspace, template: str, principal: str | None = None, strict: bool = False) -> str:
     """``template`` with its pack references replaced (see the module docs); ``strict`` also refuses variables
     that are not pack references."""
-    if not isinstance(template, str):
-        raise ValidationError("a template is text")
-    return _render(_Render(ws, principal, strict), template)
+    return render_with_variables(ws, template, principal, strict)[0]
+
+
+def render_with_variables(ws: Workspace, template: str, principal: str | None = None, strict: bool = False,
+                          context: dict[str, tuple[str, str]] | None = None) -> tuple[str, list[str]]:
+    """(the rendered text, the variables left for the runtime, those of inlined context blocks included).
+    ``context`` maps a file's own block names (``{{ context.<name> }}``) to installed (pack, selector)."""
+    texts, left = render_many(ws, [template], principal, strict, context)
+    return texts[0], left
+
+
+def render_many(ws: Workspace, templates: list[str], principal: str | None = None, strict: bool = False,
+                context: dict[str, tuple[str, str]] | None = None) -> tuple[list[str], list[str]]:
+    """Several templates (the fields of one file) rendered with one state: (their texts, and the variables all of
+    them leave, in order, once each)."""
+    for template in templates:
+        if not isinstance(template, str):
+            raise ValidationError("a template is text")
+    state = _Render(ws, principal, strict, context={f"context.{k}": v for k, v in (context or {}).items()})
+    return [_render(state, t) for t in templates], list(state.left)
 
 
 def _is_pack_ref(ref: str) -> bool:
