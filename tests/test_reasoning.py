@@ -201,8 +201,9 @@ def test_query_with_reasoning_sends_the_cited_context_and_checks_citations(world
     assert result["unknown_citations"] == []
     parts = result["confidence_parts"]
     assert parts["coverage"] == 1.0 and parts["precision"] == 1.0
-    assert parts["support"] == pytest.approx((bundle.sources[0].score + bundle.sources[1].score) / 2, abs=1e-4)
-    assert result["confidence"] == pytest.approx(parts["support"], abs=1e-4)
+    # support: how far the cited sources hold what each sentence says (answer.py); relevance: their scores
+    assert parts["relevance"] == pytest.approx((bundle.sources[0].score + bundle.sources[1].score) / 2, abs=1e-4)
+    assert 0 < parts["support"] <= 1 and result["confidence"] == pytest.approx(parts["support"], abs=1e-4)
     assert result["usage"] == {"input_tokens": 321, "output_tokens": 17, "total_tokens": 338}
     assert result["context_tokens"] == bundle.tokens and result["reasoning_path"] == bundle.reasoning_path
 
@@ -219,7 +220,8 @@ def test_confidence_follows_coverage_and_invented_citations(world, answer, cover
     assert (g.coverage, g.precision, g.unknown) == (coverage, precision, unknown)
     assert g.confidence == pytest.approx(coverage * precision * g.support, abs=1e-4)
     by_id = ground(f"Consistent invoices [{bundle.sources[0].id}].", bundle)
-    assert by_id.citations == [1] and by_id.confidence == pytest.approx(bundle.sources[0].score, abs=1e-4)
+    assert by_id.citations == [1] and by_id.confidence == pytest.approx(by_id.support, abs=1e-4)
+    assert by_id.relevance == pytest.approx(bundle.sources[0].score, abs=1e-4)
 
 
 def test_no_sources_means_no_model_call(world):
