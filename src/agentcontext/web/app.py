@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..errors import (AccessDeniedError, AgentContextError, ConflictError, NotFoundError, ReadOnlyError,
                       ValidationError)
 from ..workspace import Workspace
+from .offloop import routes_off_loop
 from .render import HERE, page
 from .requests import Console, CsrfError, audit, checked_form, console, session_of
 from .sessions import COOKIE, Sessions
@@ -197,14 +198,14 @@ def routes() -> list[BaseRoute]:
     from .routes import audit as audit_pages
     from .routes import decisions, docs, memory, packs
 
-    return [
+    return routes_off_loop([
         Route("/", home),
         Route("/login", login_page, methods=["GET"]),
         Route("/login", login_submit, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
         *packs.ROUTES, *docs.ROUTES, *memory.ROUTES, *decisions.ROUTES, *audit_pages.ROUTES,
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
-    ]
+    ])
 
 
 def create_app(ws: Workspace, launch_principal: str | None = None,
