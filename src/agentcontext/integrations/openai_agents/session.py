@@ -96,7 +96,7 @@ class AgentContextSession:
         items = [i for i in map(from_memory, self._memories()) if i is not None]
         if limit is None or limit < 0:  # a negative limit is no limit, as in the SDK's SQLiteSession
             return items
-        return items[len(items) - limit:] if limit else []
+        return items[-limit:] if limit else []
 
     def _add(self, items: list[dict[str, Any]]) -> None:
         memory = self._open()
