@@ -3,16 +3,18 @@
 
 ``agentcontext_tools(workspace, principal=...)`` returns them bound to one workspace and principal:
 ``Agent(name=..., tools=agentcontext_tools(ws, principal="alice"))``. A call the principal may not make is refused
-and audited by the service; by default the SDK hands the error's message to the model (its convention for a failing
-tool), ``raise_errors=True`` lets it propagate out of ``Runner.run`` instead.
+and audited by the service; by default the error's type and message go to the model as the tool's output (the SDK's
+convention for a failing tool; our messages say what to do, the SDK's generic one for other errors), ``raise_errors=True`` makes ``Runner.run`` raise instead (the SDK's ``UserError``, our error its ``__cause__``).
 """
 from __future__ import annotations
 
-from typing import Any
+import functools
+import json
+from typing import Any, Callable
 
-from agents import FunctionTool, function_tool
+from agents import FunctionTool, RunContextWrapper, default_tool_error_function, function_tool
 
-from ...errors import ValidationError
+from ...errors import AgentContextError, ValidationError
 from ...workspace import Workspace
 from ..calls import AgentCalls
 
@@ -23,8 +25,25 @@ def agentcontext_tools(workspace: Workspace, *, principal: str | None = None, me
                        raise_errors: bool = False, names: tuple[str, ...] = NAMES) -> list[FunctionTool]:
     """Function tools over ``workspace`` acting as ``principal``; ``names`` picks some of ``NAMES``."""
     calls = AgentCalls(workspace, principal, memory_namespace)
-    options: dict[str, Any] = {"failure_error_function": None} if raise_errors else {}
+    options: dict[str, Any] = {"failure_error_function": None if raise_errors else tell_the_model}
     unknown = sorted(set(names) - set(NAMES))
     if unknown:
         raise ValidationError(f"unknown tool names {unknown}; choose from {list(NAMES)}", names=unknown)
-    return [function_tool(getattr(calls, name), **options) for name in names]
+    return [function_tool(_as_json(getattr(calls, name)), **options) for name in names]
+
+
+def tell_the_model(ctx: RunContextWrapper[Any], error: Exception) -> str:
+    """A failing tool's output: our error's type and message; any other error as the SDK words it."""
+    if isinstance(error, AgentContextError):
+        return f"{type(error).__name__}: {error}"
+    return default_tool_error_function(ctx, error)
+
+
+def _as_json(call: Callable[..., Any]) -> Callable[..., str]:
+    """The call with its result as JSON text (the SDK would hand the model Python's repr of a dict)."""
+
+    @functools.wraps(call)
+    def tool(*args: Any, **kwargs: Any) -> str:
+        return json.dumps(call(*args, **kwargs), ensure_ascii=False, default=str)
+
+    return tool
