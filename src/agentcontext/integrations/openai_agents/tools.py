@@ -4,7 +4,8 @@
 ``agentcontext_tools(workspace, principal=...)`` returns them bound to one workspace and principal:
 ``Agent(name=..., tools=agentcontext_tools(ws, principal="alice"))``. A call the principal may not make is refused
 and audited by the service; by default the error's type and message go to the model as the tool's output (the SDK's
-convention for a failing tool; our messages say what to do, the SDK's generic one for other errors), ``raise_errors=True`` makes ``Runner.run`` raise instead (the SDK's ``UserError``, our error its ``__cause__``).
+convention for a failing tool; our messages say what to do; other errors get the SDK's generic text).
+``raise_errors=True`` makes ``Runner.run`` raise instead (the SDK's ``UserError``, our error its ``__cause__``).
 """
 from __future__ import annotations
 
