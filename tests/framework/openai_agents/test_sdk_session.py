@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import pytest
 
-from agents import Agent, RunConfig, Runner, SessionSettings, TResponseInputItem  # adapted: SQLiteSession from .fixtures
+from agents import Agent, RunConfig, Runner, SessionSettings, TResponseInputItem  # adapted: no SQLiteSession
 from agents.memory.sqlite_session import _await_mutation
 from agents.testing import ScriptedModel
 
