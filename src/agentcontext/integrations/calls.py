@@ -8,7 +8,9 @@ so a tool refuses exactly what the CLI and MCP refuse.
 """
 from __future__ import annotations
 
-from typing import Any
+import functools
+import json
+from typing import Any, Callable
 
 from ..knowledge import flash as flash_mod
 from ..knowledge import tools
@@ -86,3 +88,14 @@ class AgentCalls:
         rows = self.memory.retrieve(query, max_results=max_results)
         keep = ("id", "content", "conversation_id", "user_id", "created_at", "score")
         return [{k: r.get(k) for k in keep} for r in rows]
+
+
+def as_json(call: Callable[..., Any]) -> Callable[..., str]:
+    """The call with its result as JSON text, same name, signature and docstring (a framework would otherwise hand
+    the model Python's repr of a dict)."""
+
+    @functools.wraps(call)
+    def tool(*args: Any, **kwargs: Any) -> str:
+        return json.dumps(call(*args, **kwargs), ensure_ascii=False, default=str)
+
+    return tool

@@ -9,15 +9,13 @@ convention for a failing tool; our messages say what to do; other errors get the
 """
 from __future__ import annotations
 
-import functools
-import json
-from typing import Any, Callable
+from typing import Any
 
 from agents import FunctionTool, RunContextWrapper, default_tool_error_function, function_tool
 
 from ...errors import AgentContextError, ValidationError
 from ...workspace import Workspace
-from ..calls import AgentCalls
+from ..calls import AgentCalls, as_json
 
 NAMES = ("list_knowledge_packs", "search_knowledge", "read_knowledge_doc", "flash", "recall_memory")
 
@@ -30,7 +28,7 @@ def agentcontext_tools(workspace: Workspace, *, principal: str | None = None, me
     unknown = sorted(set(names) - set(NAMES))
     if unknown:
         raise ValidationError(f"unknown tool names {unknown}; choose from {list(NAMES)}", names=unknown)
-    return [function_tool(_as_json(getattr(calls, name)), **options) for name in names]
+    return [function_tool(as_json(getattr(calls, name)), **options) for name in names]
 
 
 def tell_the_model(ctx: RunContextWrapper[Any], error: Exception) -> str:
@@ -39,12 +37,3 @@ def tell_the_model(ctx: RunContextWrapper[Any], error: Exception) -> str:
         return f"{type(error).__name__}: {error}"
     return default_tool_error_function(ctx, error)
 
-
-def _as_json(call: Callable[..., Any]) -> Callable[..., str]:
-    """The call with its result as JSON text (the SDK would hand the model Python's repr of a dict)."""
-
-    @functools.wraps(call)
-    def tool(*args: Any, **kwargs: Any) -> str:
-        return json.dumps(call(*args, **kwargs), ensure_ascii=False, default=str)
-
-    return tool
