@@ -14,6 +14,7 @@ pytest.importorskip("agents")
 
 from agents import Agent, Runner, SQLiteSession  # noqa: E402
 from agents.exceptions import UserError  # noqa: E402
+from agents.memory import Session  # noqa: E402
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
 from agentcontext import access  # noqa: E402
@@ -68,6 +69,7 @@ def test_the_same_answers_as_the_sdks_sqlite_session(tmp_path):
 
 def test_items_are_memories_of_one_conversation_that_recall_finds(ws):
     session = AgentContextSession("chat-1", ws, user_id="u-7")
+    assert isinstance(session, Session)  # the SDK's runtime-checkable protocol
     run(session.add_items(ITEMS))
     memory = workspace_memory(ws)
     history = memory.get_conversation_history("chat-1")
