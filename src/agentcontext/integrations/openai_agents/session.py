@@ -2,7 +2,7 @@
 
 Each conversation item is one memory of the conversation ``session_id`` in the memory store ``memory:<namespace>``
 (``memory:default`` unless told otherwise, the store the CLI, MCP and the console read), in the order added: so
-``retrieve_memories``/``agentcontext memory search`` recall what was said, and an erasure of the session's
+``retrieve_memories``/``agentcontext memory retrieve`` recall what was said, and an erasure of the session's
 ``user_id`` removes every item (the items name the user in their metadata). The item itself is kept unchanged
 in the memory's metadata; ``get_items`` returns exactly what ``add_items`` was given.
 
