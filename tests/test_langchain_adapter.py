@@ -86,3 +86,23 @@ def test_without_langchain_core_the_import_names_the_extra():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.startswith(DependencyMissingError.__name__), proc.stderr
     assert "pip install 'agentcontext[langchain]'" in proc.stdout
+
+
+@pytest.mark.postgres
+def test_the_retriever_on_postgresql_ranks_as_on_sqlite(pg_url, ws):
+    from agentcontext.workspace import Workspace
+
+    pg = Workspace.open(url=pg_url)
+    try:
+        for each in (ws, pg):
+            build_workspace(each)
+            workspace_memory(each).store("Ana's onboarding buddy is Ravi.", conversation_id="hr")
+            workspace_memory(each).store("The canteen closes at three.", conversation_id="misc")
+        ranked = [[(d.id if d.metadata["source"] == "doc" else d.page_content) for d in
+                   AgentContextRetriever(workspace=each, k=4).invoke("who is the onboarding buddy?")]
+                  for each in (ws, pg)]
+        assert ranked[0] == ranked[1] and ranked[0][0] == "Ana's onboarding buddy is Ravi."
+        with pytest.raises(AccessDeniedError):
+            AgentContextRetriever(workspace=pg, principal="mallory").invoke("buddy")
+    finally:
+        pg.close()
