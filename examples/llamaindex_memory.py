@@ -12,14 +12,27 @@ from llama_index.core.memory import Memory
 
 from agentcontext import Workspace
 from agentcontext.integrations.llamaindex import AgentContextMemoryBlock, AgentContextRetriever
-from agentcontext.knowledge.packs import install_folder
+from agentcontext.knowledge.packs import create_pack, put_doc
+from agentcontext.knowledge.tools import list_knowledge_packs
 
-PACKS = Path(__file__).resolve().parent / "packs"
+
+def handbook(ws: Workspace) -> None:
+    """A small knowledge pack, lib:handbook: three docs, each building on the one before (made once)."""
+    if not any(p["pack"] == "lib:handbook" for p in list_knowledge_packs(ws)):
+        create_pack(ws, "handbook")
+    for selector, needs, text in [
+        ("accounts", [], "An account holds a team's projects; its owner manages billing."),
+        ("membership", ["accounts"], "A membership joins a person to an account as owner, admin or member."),
+        ("invitations", ["membership"], "Owners and admins invite people by email, into a role no higher than "
+                                        "their own; an invitation expires after seven days."),
+    ]:
+        put_doc(ws, "lib:handbook", selector, title=selector.title(), summary=text, content=text,
+                related=[{"type": "depends_on", "target": n} for n in needs])
 
 
 def main(folder: Path) -> None:
     ws = Workspace.open(home=folder / ".agentcontext", create=True)
-    install_folder(ws, PACKS / "semdag")  # a small pack: lib:semdag
+    handbook(ws)
 
     block = AgentContextMemoryBlock(workspace=ws, user_id="ana")
     memory = Memory.from_defaults(session_id="chat-7", token_limit=200, memory_blocks=[block])
