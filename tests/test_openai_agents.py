@@ -112,8 +112,10 @@ def test_a_cancelled_write_still_lands_once_and_the_cancellation_propagates(ws):
     assert run(cancel_midway()) == ITEMS[:2]
 
 
-def test_concurrent_pops_return_each_item_once(tmp_path):
-    url = f"sqlite:///{tmp_path / 'store.db'}"
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_concurrent_pops_return_each_item_once(backend, tmp_path, request):
+    url = f"sqlite:///{tmp_path / 'store.db'}" if backend == "sqlite" else \
+        request.getfixturevalue("pg_server").url("openai_pops")
     a, b = AgentContextSession.from_url("c", url=url), AgentContextSession.from_url("c", url=url)
 
     async def both():
