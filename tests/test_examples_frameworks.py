@@ -1,6 +1,6 @@
 """The framework examples (examples/openai_agents_session.py, langchain_retriever.py, llamaindex_memory.py) run, and
-each is the code its docs page shows (guide.openai_agents, guide.langchain, guide.llamaindex), so a new user can work
-from the page alone."""
+each is the code its docs page shows (integrations.openai_agents, .langchain, .llamaindex in the docs pack), so a new
+user can work from the page alone."""
 from __future__ import annotations
 
 import os
@@ -13,7 +13,7 @@ import pytest
 
 from .conftest import EXAMPLES, PACKS
 
-GUIDE = PACKS / "agentcontext-docs" / "guide" / "docs" / "guide"
+GUIDE = PACKS / "agentcontext-docs" / "guide" / "docs" / "integrations"
 CASES = {  # example: (its page, the framework module, what its output shows)
     "openai_agents_session": ("openai_agents.md", "agents",
                               ["answer: Read accounts and membership first",
