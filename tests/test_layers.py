@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("workspace", {"workspace", "copies"}),
     ("services", set()),  # SERVICE_RANKS
     ("facade", {"context", ""}),
-    ("interfaces", {"cli", "mcp_server", "web"}),
+    ("interfaces", {"cli", "mcp_server", "web", "integrations"}),
 ]
 
 # Services, bottom up; a service may import services of lower ranks only (its own files freely).
