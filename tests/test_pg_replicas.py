@@ -138,18 +138,18 @@ def test_a_lagging_replica_is_skipped_and_comes_back_when_it_catches_up(pair, mo
     monkeypatch.setattr(pg_replicas, "PROBE_SECONDS", 0.05)
     url = primary.url()
     writer = open_store(url, replicas=[])
-    store = opened(pair, url, max_lag=0.3)
+    store = opened(pair, url, max_lag=1.0)
     try:
         caught_up(pair, url)
         assert store.get_node("x") is None
         replica.sql("SELECT pg_wal_replay_pause()")
         try:
             writer.put_nodes([node("fresh")])
-            store.change_counter()  # this store learns the primary moved on
-            time.sleep(0.5)
-            assert store.get_node("fresh") is not None  # the replica lags beyond 0.3 s: the primary answered
+            assert store.get_node("fresh") is None  # the replica, paused, answered: within 1 s it may trail
+            time.sleep(1.2)
+            assert store.get_node("fresh") is not None  # now it lags beyond 1 s: the primary answered
             state = store.info()["replicas"][0]
-            assert state["state"] == "lagging" and state["lag_seconds"] > 0.3 and state["lag_bytes"] > 0
+            assert state["state"] == "lagging" and state["lag_seconds"] > 1.0 and state["lag_bytes"] > 0
         finally:
             replica.sql("SELECT pg_wal_replay_resume()")
         caught_up(pair, url)
@@ -282,7 +282,6 @@ def test_the_cli_reads_the_replicas_from_the_environment_and_store_info_shows_th
     env = {**os.environ, "AGENTCONTEXT_URL": url, "AGENTCONTEXT_REPLICA_URLS": f" {replica.url(None)} ,",
            "AGENTCONTEXT_REPLICA_MAX_LAG": "2.5", "PYTHONPATH": str(ROOT / "src")}
     cli = [sys.executable, "-m", "agentcontext.cli"]
-    subprocess.run([*cli, "init"], env=env, check=True, capture_output=True, cwd=ROOT)
     done = subprocess.run([*cli, "store", "info", "--json"], env=env, check=True, capture_output=True, text=True,
                           cwd=ROOT)
     info = json.loads(done.stdout)

@@ -19,8 +19,9 @@ A replica is skipped, with no error reaching the caller, when it is down (a fail
 failed because it went away: the read runs again on another replica or the primary, and the replica is tried again
 ``RETRY_SECONDS`` later), when it lags beyond ``max_lag`` seconds (or ``max_lag_bytes`` of WAL, when set), or when
 it has not replayed the floor yet; it comes back into use as soon as it catches up. Lag is measured by this process
-every ``PROBE_SECONDS`` at most: the bytes between the primary's position and the replica's, and the seconds since
-this process first saw the primary past the replica's position (no clock of either server is compared).
+every ``PROBE_SECONDS`` at most: the bytes between the primary's position and the replica's, and the seconds it
+trails: the longer of the time since this process first saw the primary past the replica's position and the time
+the WAL the replica received has waited to be replayed (``REPLAY_WAIT``).
 
 Refused when the store opens (``ValidationError`` saying what to fix): a replica URL that names a primary (a
 server not in recovery), one of another cluster (a different system identifier), another database or another
@@ -55,6 +56,10 @@ SAMPLES = 512  # primary positions remembered for measuring lag in seconds
 SHORT_HEADER, LONG_HEADER = 24, 40  # WAL page headers (a segment's first page has the long one)
 PRIMARY_POSITION = "pg_current_wal_insert_lsn() - '0/0'::pg_lsn"
 REPLICA_POSITION = "pg_last_wal_replay_lsn() - '0/0'::pg_lsn"
+# On a replica: how long the WAL it received but has not replayed has waited (the time since the last transaction
+# it replayed committed on the primary; both servers' clocks are taken to agree, as PostgreSQL's own lag views do)
+REPLAY_WAIT = ("CASE WHEN pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn() THEN extract(epoch FROM "
+               "clock_timestamp() - pg_last_xact_replay_timestamp()) END")
 IDENTITY = ("SELECT pg_is_in_recovery(), (SELECT system_identifier FROM pg_control_system())::text, "
             "current_database(), (SELECT setting::bigint FROM pg_settings WHERE name = 'wal_segment_size'), "
             "(SELECT setting::bigint FROM pg_settings WHERE name = 'wal_block_size')")
@@ -151,23 +156,30 @@ class ReplicaSet:
         return lsn
 
     def saw_primary(self, lsn: int) -> None:
-        """The primary was at ``lsn`` (an insert position) now: reads must see at least that much from here on."""
+        """This store wrote or read on the primary at ``lsn`` (an insert position): reads must see at least that
+        much from here on."""
+        self.floor = max(self.floor, self._sample(lsn))
+
+    def _sample(self, lsn: int) -> int:
+        """Remember when the primary was first seen at or past ``lsn`` (for lag in seconds); ``lsn`` settled."""
         lsn = self.settle(int(lsn))
-        self.floor = max(self.floor, lsn)
         if not self._seen or lsn > self._seen[-1][0]:
             self._seen.append((lsn, time.monotonic()))
+        return lsn
 
     def saw(self, lsn: int | None) -> None:
         """A read was answered at ``lsn``: later reads must not see less."""
         if lsn is not None:
             self.floor = max(self.floor, int(lsn))
 
-    def _lag(self, replayed: int, now: float) -> tuple[float, int]:
-        """(seconds since this process first saw the primary past ``replayed``, bytes between them)."""
+    def _lag(self, replayed: int, now: float, waiting: float) -> tuple[float, int]:
+        """(seconds, bytes) a replica at ``replayed`` trails the primary: none once it has replayed the primary's
+        latest position; else the longer of how long ago this process first saw the primary past it and how long
+        WAL the replica received has waited (``waiting``, ``REPLAY_WAIT``)."""
         if not self._seen or replayed >= self._seen[-1][0]:
             return 0.0, 0
         first_past = bisect_right(self._seen, replayed, key=lambda s: s[0])
-        return now - self._seen[first_past][1], self._seen[-1][0] - replayed
+        return max(now - self._seen[first_past][1], waiting), self._seen[-1][0] - replayed
 
     # --- connecting and probing -------------------------------------------------------------------
     def attach(self) -> None:
@@ -222,9 +234,10 @@ class ReplicaSet:
     def _probe(self, replica: Replica, now: float, lag: bool) -> None:
         """Ask ``replica`` how far it has replayed (and, with ``lag``, the primary too): its state follows."""
         if lag and now - self._probed_primary >= PROBE_SECONDS:
-            self.saw_primary(self._primary_position())
+            self._sample(self._primary_position())  # not a floor: this store has not read anything there
             self._probed_primary = now
-        recovering, replayed = replica.conn.execute(f"SELECT pg_is_in_recovery(), {REPLICA_POSITION}").fetchone()
+        recovering, replayed, waiting = replica.conn.execute(f"SELECT pg_is_in_recovery(), {REPLICA_POSITION}, "
+                                                             f"{REPLAY_WAIT}").fetchone()
         if not recovering:
             replica.drop("refused", f"replica {replica.shown} was promoted: it is a primary now, its writes are not "
                                     f"the primary's ({self.primary}); remove it from the replicas",
@@ -232,7 +245,7 @@ class ReplicaSet:
             return
         replica.replayed = int(replayed)
         if lag:
-            replica.lag_seconds, replica.lag_bytes = self._lag(replica.replayed, now)
+            replica.lag_seconds, replica.lag_bytes = self._lag(replica.replayed, now, float(waiting or 0.0))
             replica.probed_at = now
 
     def _lagging(self, replica: Replica) -> bool:
