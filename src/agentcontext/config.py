@@ -54,6 +54,14 @@ def replica_settings(url: str) -> tuple[str | None, float | None, int | None]:
             _number("AGENTCONTEXT_REPLICA_MAX_LAG_BYTES", int))
 
 
+def replica_env(url: str) -> dict[str, str]:
+    """The replica variables of the environment that go with ``url`` (for a server started elsewhere)."""
+    if replica_settings(url)[0] is None:
+        return {}
+    names = ("AGENTCONTEXT_REPLICA_URLS", "AGENTCONTEXT_REPLICA_MAX_LAG", "AGENTCONTEXT_REPLICA_MAX_LAG_BYTES")
+    return {name: os.environ[name] for name in names if os.environ.get(name)}
+
+
 def _number(name: str, kind: type) -> Any:
     text = os.environ.get(name, "").strip()
     if not text:
