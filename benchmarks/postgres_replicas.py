@@ -48,7 +48,8 @@ WORKER = r"""
 import json, random, sys, time
 import numpy as np
 from agentcontext.store import open_store
-url, replicas, seconds, seed, out = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+url, replicas, seconds, seed, out = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), \
+    sys.argv[5]
 words = sys.argv[6].split()
 rng = np.random.default_rng(seed)
 pick = random.Random(seed)

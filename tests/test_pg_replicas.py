@@ -67,7 +67,7 @@ def caught_up(pair, url: str) -> None:
     finally:
         probe.close()
     deadline = time.monotonic() + 30
-    while replica.replayed() < int(position) - pg_replicas.LONG_HEADER:
+    while replica.replayed() < pg_replicas.settle(int(position)):  # the test servers' default WAL sizes
         assert time.monotonic() < deadline, "the replica did not catch up in 30 s"
         time.sleep(0.02)
 

@@ -79,6 +79,17 @@ def replica_urls(value: str | Sequence[str] | None) -> list[str]:
     return urls
 
 
+def settle(lsn: int, segment: int = 16 << 20, page: int = 8192) -> int:
+    """An insert position as a replica's replay position can equal it: the insert position of an empty WAL page
+    points past the page's header, where the last record ended before it (``segment``, ``page``: the server's
+    ``wal_segment_size`` and ``wal_block_size``)."""
+    if lsn % segment == LONG_HEADER:
+        return lsn - LONG_HEADER
+    if lsn % page == SHORT_HEADER:
+        return lsn - SHORT_HEADER
+    return lsn
+
+
 def lsn_text(lsn: int | None) -> str | None:
     """A WAL position as PostgreSQL writes it (``16/B374D848``)."""
     return None if lsn is None else f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
@@ -147,13 +158,7 @@ class ReplicaSet:
 
     # --- positions ---------------------------------------------------------------------------
     def settle(self, lsn: int) -> int:
-        """An insert position as a replica's replay position can equal it: the insert position of an empty WAL
-        page points past the page's header, where the last record ended before it."""
-        if lsn % self._segment == LONG_HEADER:
-            return lsn - LONG_HEADER
-        if lsn % self._page == SHORT_HEADER:
-            return lsn - SHORT_HEADER
-        return lsn
+        return settle(lsn, self._segment, self._page)
 
     def saw_primary(self, lsn: int) -> None:
         """This store wrote or read on the primary at ``lsn`` (an insert position): reads must see at least that
@@ -343,6 +348,8 @@ class ReplicatedPostgresStore(PostgresStore):
             self.replicas.saw_primary(self._position())
             self.replicas.attach()
         except BaseException:
+            if self.replicas is not None:
+                self.replicas.close()
             super().close()
             raise
 
