@@ -110,6 +110,40 @@ def test_reads_are_served_by_the_replica_once_it_has_replayed_the_callers_writes
         store.close()
 
 
+def test_every_write_is_read_back_at_once_while_the_replica_streams(pair):
+    """Read your writes with replication running as it does (no pause): each read right after a write sees it,
+    whichever server answers; reads a little later are the replica's."""
+    primary, replica = pair
+    store = opened(pair)
+    try:
+        for i in range(150):
+            store.put_nodes([node(f"w{i}", f"write number {i}")])
+            assert store.get_node(f"w{i}") is not None, i
+            assert len(store.find_nodes(namespace="ns", limit=None)) == i + 1, i
+            if i % 10 == 9:
+                time.sleep(0.3)  # the replica catches up (the test server commits asynchronously: up to ~0.2 s)
+                assert store.get_node(f"w{i}").content == f"write number {i}"
+        assert store.replicas.replicas[0].reads >= 10
+    finally:
+        store.close()
+
+
+def test_the_python_doors_take_replicas(pair):
+    from agentcontext.vector_store import VectorStore
+    from agentcontext.workspace import Workspace
+
+    primary, replica = pair
+    url = primary.url()
+    for ws in (Workspace.open(url=url, replicas=replica.url(None), max_lag=2),
+               VectorStore(url=url, replicas=[replica.url(None)], max_lag_bytes=1 << 20).workspace):
+        try:
+            info = ws.store.info()
+            assert [r["url"] for r in info["replicas"]] == [replica.url(None)]
+            assert info["max_lag"] in ({"seconds": 2.0, "bytes": None}, {"seconds": 5.0, "bytes": 1 << 20})
+        finally:
+            ws.close()
+
+
 def test_the_change_counter_and_the_data_read_after_it_are_of_one_moment(pair):
     """A derived cache reads the counter, then the data: the data must be as new as the counter."""
     primary, replica = pair
