@@ -300,6 +300,13 @@ def test_replicas_need_a_postgresql_primary(tmp_path, pair):
         open_store(f"sqlite:///{tmp_path / 'x.db'}", replicas=replica.url(None))
 
 
+def test_a_lag_bound_that_is_not_a_number_is_refused(pair):
+    primary, replica = pair
+    for bad in ({"max_lag": -1}, {"max_lag": "soon"}, {"max_lag_bytes": "lots"}):
+        with pytest.raises(ValidationError, match="a number >= 0"):
+            open_store(primary.url(), replicas=[replica.url(None)], **bad)
+
+
 def test_a_replica_that_is_down_when_the_store_opens_is_skipped(pair):
     primary, _ = pair
     store = open_store(primary.url(), replicas="postgresql://postgres@127.0.0.1:9/postgres")

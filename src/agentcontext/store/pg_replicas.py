@@ -97,6 +97,17 @@ def lsn_text(lsn: int | None) -> str | None:
     return None if lsn is None else f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
 
 
+def _bound(value: Any, kind: type, name: str, unit: str) -> Any:
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        number = -1
+    if not number >= 0:
+        raise ValidationError(f"{name}={value!r}: give the {unit} a replica may trail the primary and still serve "
+                              "reads, a number >= 0", **{name: str(value)})
+    return number
+
+
 @dataclass
 class Replica:
     """One replica and what this process knows of it."""
@@ -135,14 +146,10 @@ class ReplicaSet:
     def __init__(self, urls: Sequence[str], primary: str, schema: str | None, identity: tuple,
                  primary_position: Callable[[], int], max_lag: float = DEFAULT_MAX_LAG,
                  max_lag_bytes: int | None = None) -> None:
-        if max_lag is None or not max_lag >= 0:
-            raise ValidationError(f"max_lag={max_lag!r}: give the seconds a replica may trail the primary (>= 0)",
-                                  max_lag=max_lag)
-        if max_lag_bytes is not None and not int(max_lag_bytes) >= 0:
-            raise ValidationError(f"max_lag_bytes={max_lag_bytes!r}: give the bytes of WAL a replica may trail the "
-                                  "primary (>= 0), or None for no bound", max_lag_bytes=max_lag_bytes)
+        self.max_lag, self.max_lag_bytes = _bound(max_lag, float, "max_lag", "seconds"), None
+        if max_lag_bytes is not None:
+            self.max_lag_bytes = _bound(max_lag_bytes, int, "max_lag_bytes", "bytes of WAL")
         self.primary = primary
-        self.max_lag, self.max_lag_bytes = float(max_lag), None if max_lag_bytes is None else int(max_lag_bytes)
         self._sysid, self._database, self._segment, self._page = identity
         self._primary_position = primary_position
         self.replicas: list[Replica] = []
