@@ -261,7 +261,8 @@ def test_erasure_on_the_primary_leaves_no_byte_in_the_replicas_files(pair):
         caught_up(pair, url)
         replica.sql("CHECKPOINT")  # a restartpoint: the replica's heap files hold the rows
         assert hits(folder_files(replica.data), secret), "the secret is in the replica's files before the erasure"
-        erase_workspace_entity(ws, "customer-9", reason="GDPR", erase_mentions=True)
+        receipt = erase_workspace_entity(ws, "customer-9", reason="GDPR", erase_mentions=True).to_dict()
+        assert any(replica.url(None) in line for line in receipt["physical"]["may_remain"])
         with psycopg.connect(primary.url(None), autocommit=True) as db:  # the WAL after the erasure fills new
             for _ in range(2):  # segments, and a checkpoint's redo point passes the ones that held the secret
                 db.execute("SELECT pg_switch_wal()")

@@ -517,6 +517,10 @@ class ReplicatedPostgresStore(PostgresStore):
         out = super().scrub(tables, strict)
         with self._lock:
             self.replicas.saw_primary(self._position())
+        names = ", ".join(r.shown for r in self.replicas.replicas)
+        out["may_remain"].append(f"on the read replicas ({names}): the erased rows until each has replayed the "
+                                 "erasure (VACUUM FULL replaces their files too), and WAL segments written before it "
+                                 "until their restartpoints remove them")
         return out
 
     def close(self) -> None:
