@@ -496,8 +496,10 @@ class ReplicatedPostgresStore(PostgresStore):
 
     def info(self) -> dict[str, Any]:
         """``PostgresStore.info()`` (read on the primary) and each replica's state and lag, measured now."""
-        with self._on_primary():
+        with self._on_primary():  # a diagnostic: its reads leave the routing as it was (the floor)
+            floor = self.replicas.floor
             out = super().info()
+            self.replicas.floor = floor
         with self._lock:
             out["replicas"] = self.replicas.status()
             out["replica_reads"] = {"primary": self.replicas.primary_reads,
