@@ -11,6 +11,9 @@ caches follow, is read with the position of the server that answered, and raises
 log (``changes_since``). Every read after them goes to a server at least that far on, so a cache never holds data
 older than the counter it was built at (it may hold newer data, which only costs a rebuild).
 
+Read your writes holds per store object: another store's (another process's) writes are seen once the replica
+serving a read has replayed them (within ``max_lag`` and a probe), not always at the very next read.
+
 Reads that stay on the primary: everything inside a write transaction (and writes themselves); records (grants,
 tokens, settings: a revocation takes effect at once), tombstones and which ids an erasure removed (they keep erased
 data out on the next write); ``info()`` and ``check_integrity()``.
