@@ -301,6 +301,27 @@ def test_replicas_need_a_postgresql_primary(tmp_path, pair):
         open_store(f"sqlite:///{tmp_path / 'x.db'}", replicas=replica.url(None))
 
 
+def test_with_max_lag_0_every_read_sees_every_write_committed_before_it(pair):
+    primary, replica = pair
+    url = primary.url()
+    writer = open_store(url, replicas=[])
+    store = opened(pair, url, max_lag=0)
+    try:
+        caught_up(pair, url)
+        assert store.get_node("x") is None and store.replicas.replicas[0].reads == 1  # the replica, current
+        replica.sql("SELECT pg_wal_replay_pause()")
+        try:
+            writer.put_nodes([node("elsewhere")])  # another store's write: the replica has not replayed it
+            assert store.get_node("elsewhere") is not None  # so the primary answered
+        finally:
+            replica.sql("SELECT pg_wal_replay_resume()")
+        caught_up(pair, url)
+        assert store.get_node("elsewhere") is not None and store.replicas.replicas[0].reads == 2
+    finally:
+        writer.close()
+        store.close()
+
+
 def test_a_lag_bound_that_is_not_a_number_is_refused(pair):
     primary, replica = pair
     for bad in ({"max_lag": -1}, {"max_lag": "soon"}, {"max_lag_bytes": "lots"}):

@@ -12,7 +12,9 @@ log (``changes_since``). Every read after them goes to a server at least that fa
 older than the counter it was built at (it may hold newer data, which only costs a rebuild).
 
 Read your writes holds per store object: another store's (another process's) writes are seen once the replica
-serving a read has replayed them (within ``max_lag`` and a probe), not always at the very next read.
+serving a read has replayed them (within ``max_lag`` and a probe), not always at the very next read; unless
+``max_lag`` is 0: then each read first asks the primary its position (one small query), so every write committed
+anywhere before the read is seen, as with the primary alone.
 
 Reads that stay on the primary: everything inside a write transaction (and writes themselves); records (grants,
 tokens, settings: a revocation takes effect at once), tombstones and which ids an erasure removed (they keep erased
@@ -334,7 +336,11 @@ class ReplicaSet:
 
     # --- reads -----------------------------------------------------------------------------------
     def read(self, fn: Callable[[Any], T]) -> Any:
-        """``fn(connection)`` on a replica that may serve it, or MISSING (the caller asks the primary)."""
+        """``fn(connection)`` on a replica that may serve it, or MISSING (the caller asks the primary). With
+        ``max_lag`` 0 the floor first rises to the primary's position now: every write committed anywhere before the
+        read is seen (one small query to the primary per read)."""
+        if self.max_lag == 0:
+            self.saw_primary(self._primary_position())
         now = time.monotonic()
         count = len(self.replicas)
         for step in range(count):
