@@ -49,6 +49,16 @@ def test_a_server_store_is_passed_in_env_not_as_home():
     assert entry["env"] == {"AGENTCONTEXT_URL": url} and "--home" not in entry["args"]
 
 
+def test_a_server_stores_read_replicas_go_in_env_with_it():
+    url = "postgresql://team@db.example/agentcontext"
+    replicas = "postgresql://team@replica1.example/agentcontext,postgresql://team@replica2.example/agentcontext"
+    env = {"AGENTCONTEXT_URL": url, "AGENTCONTEXT_REPLICA_URLS": replicas, "AGENTCONTEXT_REPLICA_MAX_LAG": "2"}
+    entry = config("cursor", env=env)["config"]["mcpServers"]["agentcontext"]
+    assert entry["env"] == env
+    command = config("claude-code", env=env)["command"]
+    assert f"--env=AGENTCONTEXT_REPLICA_URLS={replicas}" in command and f"--env=AGENTCONTEXT_URL={url}" in command
+
+
 def test_an_unknown_client_is_refused():
     proc = subprocess.run([*CLI, "mcp", "config", "--client", "emacs", "--json"], capture_output=True, text=True,
                           timeout=120)

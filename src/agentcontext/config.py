@@ -1,11 +1,14 @@
 """Where the workspace lives: explicit home (``--home``) > ``AGENTCONTEXT_URL`` > ``AGENTCONTEXT_HOME`` > the
-nearest ``.agentcontext/`` found upward from the current directory."""
+nearest ``.agentcontext/`` found upward from the current directory. ``AGENTCONTEXT_REPLICA_URLS`` (comma-separated)
+names read replicas of the PostgreSQL primary ``AGENTCONTEXT_URL`` names (``store/pg_replicas.py``), with
+``AGENTCONTEXT_REPLICA_MAX_LAG`` (seconds) and ``AGENTCONTEXT_REPLICA_MAX_LAG_BYTES`` bounding their lag."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-from .errors import NotFoundError
+from .errors import NotFoundError, ValidationError
 
 HOME_DIR = ".agentcontext"
 STORE_FILE = "store.db"
@@ -40,3 +43,32 @@ def resolve_store_url(home: str | Path | None = None, create: bool = False) -> s
         raise NotFoundError(f"workspace folder {chosen} does not exist; run `agentcontext init` there",
                             home=str(chosen))
     return f"sqlite:///{(chosen / STORE_FILE).resolve()}"
+
+
+def replica_settings(url: str) -> tuple[str | None, float | None, int | None]:
+    """(``AGENTCONTEXT_REPLICA_URLS``, max lag in seconds, in bytes) from the environment when ``url`` is the
+    primary ``AGENTCONTEXT_URL`` names (the replicas are that server's), else (None, None, None)."""
+    if not os.environ.get("AGENTCONTEXT_REPLICA_URLS") or str(url) != os.environ.get("AGENTCONTEXT_URL"):
+        return None, None, None
+    return (os.environ["AGENTCONTEXT_REPLICA_URLS"], _number("AGENTCONTEXT_REPLICA_MAX_LAG", float),
+            _number("AGENTCONTEXT_REPLICA_MAX_LAG_BYTES", int))
+
+
+def replica_env(url: str) -> dict[str, str]:
+    """The replica variables of the environment that go with ``url`` (for a server started elsewhere)."""
+    if replica_settings(url)[0] is None:
+        return {}
+    names = ("AGENTCONTEXT_REPLICA_URLS", "AGENTCONTEXT_REPLICA_MAX_LAG", "AGENTCONTEXT_REPLICA_MAX_LAG_BYTES")
+    return {name: os.environ[name] for name in names if os.environ.get(name)}
+
+
+def _number(name: str, kind: type) -> Any:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValidationError(f"{name}={text!r} is not a number; give "
+                              + ("seconds, e.g. 5 or 0.5" if kind is float else "bytes, e.g. 16777216"),
+                              name=name) from None

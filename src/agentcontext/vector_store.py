@@ -6,6 +6,9 @@
 - ``backend="faiss"``: in-memory workspace, searched through faiss-cpu's exact ``IndexFlatIP``;
   needs the optional ``faiss`` extra (``pip install 'agentcontext[faiss]'``).
 
+``url`` with ``replicas`` (and ``max_lag``, ``max_lag_bytes``): a PostgreSQL primary and its read replicas
+(``store.open_store``; ``AGENTCONTEXT_URL`` and ``AGENTCONTEXT_REPLICA_URLS`` say the same from the environment).
+
 ``dimension`` must equal the embedder's (384 for the default all-MiniLM-L6-v2); anything else is a
 ``ValidationError``, never silent padding or truncation.
 
@@ -32,7 +35,8 @@ FILE_KIND = "vector-store"
 class VectorStore:
     def __init__(self, backend: str = "sqlite", dimension: int | None = None, *, home: str | Path | None = None,
                  url: str | None = None, workspace: Workspace | None = None,
-                 embedder: Embedder | None = None) -> None:
+                 embedder: Embedder | None = None, replicas: str | Sequence[str] | None = None,
+                 max_lag: float | None = None, max_lag_bytes: int | None = None) -> None:
         if backend not in BACKENDS:
             raise ValidationError(f"unknown vector store backend {backend!r}; use one of {', '.join(BACKENDS)}",
                                   backend=backend)
@@ -57,7 +61,8 @@ class VectorStore:
         if workspace is not None:
             self.workspace = workspace
         elif backend == "sqlite":
-            self.workspace = Workspace.open(home=home, url=url, create=True, embedder=embedder)
+            self.workspace = Workspace.open(home=home, url=url, create=True, embedder=embedder, replicas=replicas,
+                                            max_lag=max_lag, max_lag_bytes=max_lag_bytes)
         else:
             self.workspace = Workspace.in_memory(embedder=embedder)
         if embedder is not None and workspace is not None and workspace._embedder is None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 from .config import OWNER, resolve_store_url
 from .embed.base import MINILM, Embedder, default_embedder
@@ -54,8 +54,12 @@ class Workspace:
 
     @classmethod
     def open(cls, home: str | Path | None = None, url: str | None = None, create: bool = False,
-             embedder: Embedder | None = None) -> "Workspace":
-        return cls(open_store(url or resolve_store_url(home, create=create)), embedder)
+             embedder: Embedder | None = None, *, replicas: str | Sequence[str] | None = None,
+             max_lag: float | None = None, max_lag_bytes: int | None = None) -> "Workspace":
+        """The workspace at ``url`` (or found from ``home``, the environment, the current folder); ``replicas``,
+        ``max_lag``, ``max_lag_bytes``: read replicas of a PostgreSQL primary (``store.open_store``)."""
+        return cls(open_store(url or resolve_store_url(home, create=create), replicas, max_lag, max_lag_bytes),
+                   embedder)
 
     @classmethod
     def in_memory(cls, embedder: Embedder | None = None) -> "Workspace":

@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from ..config import resolve_store_url
+from ..config import replica_env, resolve_store_url
 from ..errors import ValidationError
 from .common import JSON_OPTION, emit, err, options, out, principal
 
@@ -57,7 +57,7 @@ def server_entry(home: Path | None, url: str | None, who: str | None, with_type:
     entry: dict[str, Any] = {"type": "stdio"} if with_type else {}
     entry.update({"command": command, "args": args})
     if url is not None:
-        entry["env"] = {"AGENTCONTEXT_URL": url}
+        entry["env"] = {"AGENTCONTEXT_URL": url, **replica_env(url)}  # and its read replicas, when set
     return entry
 
 
@@ -86,7 +86,7 @@ def config(ctx: typer.Context,
     snippet = {spec["key"]: {name: entry}}
     data: dict[str, Any] = {"client": client, "where": spec["where"], "config": snippet}
     if client == "claude-code":
-        env = [f"--env=AGENTCONTEXT_URL={url}"] if url is not None else []
+        env = [f"--env={k}={v}" for k, v in entry.get("env", {}).items()]
         data["command"] = ["claude", "mcp", "add", "--scope", "user", *env, name, "--", entry["command"],
                            *entry["args"]]
 

@@ -30,6 +30,12 @@ def _print(info: dict[str, Any]) -> None:
     table(("count", "rows"), [{"count": k, "rows": v} for k, v in info["counts"].items()])
     if info["namespaces"]:
         table(("namespace", "nodes"), [{"namespace": k, "nodes": v} for k, v in info["namespaces"].items()])
+    for replica in info.get("replicas") or []:  # read replicas (store/pg_replicas.py)
+        lag = ("lag unknown" if replica["lag_seconds"] is None else
+               f"lag {replica['lag_seconds']:.1f} s, {_size(replica['lag_bytes'] or 0)} of WAL")
+        why = f" ({replica['reason']})" if replica["reason"] else ""
+        out.print(f"replica {replica['url']}: {replica['state']}, {lag}, replayed {replica['replayed'] or '-'}, "
+                  f"{replica['reads']} reads{why}", markup=False)
     tables = info["sizes"].get("tables") or {}
     if tables:
         table(("table", "size"), [{"table": k, "size": _size(v)} for k, v in

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
+from ..config import replica_settings
 from ..errors import ValidationError
 from .base import COPY_TABLES, Capability, Store, VectorSearch
 from .sqlite import SQLiteStore
@@ -10,9 +12,30 @@ from .sqlite import SQLiteStore
 __all__ = ["COPY_TABLES", "Capability", "Store", "SQLiteStore", "VectorSearch", "open_store"]
 
 
-def open_store(url: str | Path) -> Store:
-    """Open ``sqlite:///path``, a plain file path, or ``postgresql://...`` (upgrading an older schema)."""
+def open_store(url: str | Path, replicas: str | Sequence[str] | None = None, max_lag: float | None = None,
+               max_lag_bytes: int | None = None) -> Store:
+    """Open ``sqlite:///path``, a plain file path, or ``postgresql://...`` (upgrading an older schema).
+
+    ``replicas``: URLs (a list, or comma-separated) of read replicas of a PostgreSQL primary; reads go to one that
+    has replayed this store's writes (``store/pg_replicas.py``), unless it lags more than ``max_lag`` seconds
+    (default 5) or ``max_lag_bytes`` of WAL. None: ``AGENTCONTEXT_REPLICA_URLS`` (and ``AGENTCONTEXT_REPLICA_MAX_LAG``,
+    ``..._MAX_LAG_BYTES``) when ``url`` is the one ``AGENTCONTEXT_URL`` names; ``[]``: none."""
     text = str(url)
+    if replicas is None:
+        replicas, env_lag, env_bytes = replica_settings(text)
+        max_lag = env_lag if max_lag is None else max_lag
+        max_lag_bytes = env_bytes if max_lag_bytes is None else max_lag_bytes
+    if replicas and not text.startswith(("postgresql://", "postgres://")):
+        raise ValidationError(f"read replicas need a PostgreSQL primary, but the store URL is {text!r}; set the "
+                              "store URL (AGENTCONTEXT_URL) to the primary's postgresql://... URL, or give no "
+                              "replicas (unset AGENTCONTEXT_REPLICA_URLS)", url=text)
+    if replicas:
+        from .pg_replicas import DEFAULT_MAX_LAG, ReplicatedPostgresStore, replica_urls  # optional extra
+
+        urls = replica_urls(replicas)
+        if urls:
+            return ReplicatedPostgresStore(text, urls, DEFAULT_MAX_LAG if max_lag is None else max_lag,
+                                           max_lag_bytes)
     if text.startswith("sqlite:///"):
         return SQLiteStore(text[len("sqlite:///"):])  # sqlite:////abs/path or sqlite:///relative/path
     if text.startswith(("postgresql://", "postgres://")):
