@@ -1,0 +1,202 @@
+"""``AgentContextStore``: LangGraph's long-term memory store (``BaseStore``) on an agentcontext store.
+
+Items are memories of the memory store ``memory:<name>`` (``items.py``): ``get``/``search``/``list_namespaces``
+need ``read`` on it and ``put``/``delete`` need ``write`` for the store's principal. ``index`` turns on semantic
+search: with agentcontext's embedder (leave ``embed`` out) a result's score is a hybrid of meaning and words in
+[0, 1]; with your own ``embed`` (and ``dims``) it is the cosine similarity, as LangGraph's own stores give.
+TTL is in minutes (``ttl={"default_ttl": ..., "refresh_on_read": True}``); expired items are never returned and
+``sweep_ttl()`` purges them.
+"""
+from __future__ import annotations
+
+import re
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, AsyncIterator, Iterable, Iterator
+
+import numpy as np
+from langgraph.store.base import (BaseStore, GetOp, IndexConfig, ListNamespacesOp, Op, PutOp, Result, SearchOp,
+                                  TTLConfig)
+from langgraph.store.memory import _compare_values, _does_match
+
+from ...memory.records import TYPE, now_iso
+from ...model import Node
+from ...workspace import Workspace
+from . import items
+from .common import MemoryRoom, opened
+from .vectors import embedder_for, vectors
+
+_WORDS = re.compile(r"\w+")
+MEANING, WORDS = 0.85, 0.15  # our hybrid score: meaning (cosine, floored at 0) and the share of query words found
+
+
+class AgentContextStore(BaseStore):
+    """A LangGraph ``BaseStore`` whose items live in ``ws`` as memories of ``memory:<name>``, used as
+    ``principal`` (None: the workspace owner)."""
+
+    supports_ttl = True
+
+    def __init__(self, ws: Workspace, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
+                 name: str = "default", principal: str | None = None) -> None:
+        self.room = MemoryRoom(ws, name, principal)
+        self.ws = ws
+        self.index_config = dict(index) if index else None
+        self.ttl_config = ttl
+        self.embedder, self.hybrid = embedder_for(ws, self.index_config) if self.index_config else (None, False)
+        self.fields = list((self.index_config or {}).get("fields") or ["$"])
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, url: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
+                         name: str = "default", principal: str | None = None) -> Iterator["AgentContextStore"]:
+        """A store on ``url`` (``sqlite:///path``, a path, ``:memory:`` or ``postgresql://...``), closed on exit."""
+        with opened(url) as ws:
+            yield cls(ws, index=index, ttl=ttl, name=name, principal=principal)
+
+    def setup(self) -> None:
+        """Nothing to create: the agentcontext store brings its schema up to date when opened."""
+
+    # --- batch ---------------------------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        levels = {"write" if isinstance(op, PutOp) else "read" for op in ops}
+        for level in sorted(levels):
+            self.room.check(level, "langgraph_store_" + ("put" if level == "write" else "read"))
+        results: list[Result] = []
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(op))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            elif isinstance(op, PutOp):
+                puts[(tuple(op.namespace), op.key)] = op
+                results.append(None)
+            else:
+                raise ValueError(f"Unknown operation type: {type(op)}")
+        if puts:
+            self._apply(list(puts.values()))
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return self.batch(ops)
+
+    # --- reads ---------------------------------------------------------------------------------------
+    def _live(self, *tags: str) -> list[Node]:
+        now = now_iso()
+        return [n for n in self.room.find(TYPE + items.ITEM, *tags) if not items.expired(n, now)]
+
+    def _refresh(self, nodes: list[Node], asked: bool | None) -> None:
+        refresh = asked if asked is not None else bool((self.ttl_config or {}).get("refresh_on_read", True))
+        if refresh:
+            fresh = [r for r in (items.refreshed(n) for n in nodes) if r is not None]
+            if fresh:
+                self.room.store.put_nodes(fresh, actor=self.room.principal)
+
+    def _get(self, op: GetOp) -> Any:
+        found = self._live(items.item_tag(op.namespace, op.key))
+        if not found:
+            return None
+        self._refresh(found[:1], op.refresh_ttl)
+        return items.to_item(found[0])
+
+    def _search(self, op: SearchOp) -> list[Any]:
+        prefix = tuple(op.namespace_prefix)
+        nodes = self._live(items.prefix_tag(prefix)) if prefix else self._live()
+        if op.filter:
+            nodes = [n for n in nodes if all(_compare_values(n.props["langgraph"]["value"].get(k), v)
+                                             for k, v in op.filter.items())]
+        nodes.sort(key=lambda n: n.props["updated_at"], reverse=True)
+        if not (op.query and self.embedder is not None):
+            kept = nodes[op.offset: op.offset + op.limit]
+            self._refresh(kept, op.refresh_ttl)
+            return [items.to_item(n, search=True) for n in kept]
+        scores = self._scores(op.query, nodes)
+        ranked = sorted((n for n in nodes if n.id in scores), key=lambda n: scores[n.id], reverse=True)
+        ranked += [n for n in nodes if n.id not in scores]  # nothing to embed: after the scored ones, unscored
+        kept = ranked[op.offset: op.offset + op.limit]
+        self._refresh(kept, op.refresh_ttl)
+        return [items.to_item(n, scores.get(n.id), search=True) for n in kept]
+
+    def _scores(self, query: str, nodes: list[Node]) -> dict[str, float]:
+        owners: list[str] = []
+        texts: list[str] = []
+        for n in nodes:
+            data = n.props["langgraph"]
+            if data.get("fields") is False:
+                continue
+            for text in items.index_texts(data["value"], data.get("fields") or self.fields):
+                owners.append(n.id)
+                texts.append(text)
+        if not texts:
+            return {}
+        q = vectors(self.room.store, self.embedder, [query])[0]
+        sims = vectors(self.room.store, self.embedder, texts) @ q
+        best: dict[str, float] = {}
+        for owner, sim in zip(owners, sims.tolist()):
+            best[owner] = max(best.get(owner, -1.0), sim)
+        if not self.hybrid:
+            return best
+        words = set(_WORDS.findall(query.casefold()))
+        out = {}
+        for n in nodes:
+            if n.id in best:
+                found = set(_WORDS.findall(n.content.casefold()))
+                share = len(words & found) / len(words) if words else 0.0
+                out[n.id] = float(np.clip(MEANING * max(best[n.id], 0.0) + WORDS * share, 0.0, 1.0))
+        return out
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        spaces = {tuple(n.props["langgraph"]["namespace"]) for n in self._live()}
+        if op.match_conditions:
+            spaces = {s for s in spaces if all(_does_match(c, s) for c in op.match_conditions)}
+        if op.max_depth is not None:
+            spaces = {s[: op.max_depth] for s in spaces}
+        return sorted(spaces)[op.offset: op.offset + op.limit]
+
+    # --- writes --------------------------------------------------------------------------------------
+    def _apply(self, puts: list[PutOp]) -> None:
+        gone: list[str] = []
+        nodes: list[Node] = []
+        for op in puts:
+            old = self.room.find(items.item_tag(op.namespace, op.key), with_content=False)
+            if op.value is None:
+                gone += [n.id for n in old]
+                continue
+            fields = None if op.index is None else (False if op.index is False else list(op.index))
+            ttl = op.ttl if op.ttl is not None else (self.ttl_config or {}).get("default_ttl")
+            nodes.append(items.build(self.room, tuple(op.namespace), op.key, dict(op.value), fields, ttl,
+                                     old[0] if old else None))
+        with self.room.store.transaction():
+            if nodes:
+                self.room.store.put_nodes(nodes, actor=self.room.principal)
+            self.room.purge(gone, reason="langgraph store delete")
+        self.room.audit("langgraph_store_put", {"put": len(nodes), "deleted": len(gone)})
+
+    def sweep_ttl(self) -> int:
+        """Purge the expired items; returns how many went."""
+        self.room.check("write", "langgraph_store_sweep")
+        now = now_iso()
+        gone = [n.id for n in self.room.find(TYPE + items.ITEM, with_content=False) if items.expired(n, now)]
+        self.room.purge(gone, reason="langgraph store ttl")
+        return len(gone)
+
+
+class AsyncAgentContextStore(AgentContextStore):
+    """The same store for ``async`` code: ``from_conn_string`` is an async context manager (as for
+    ``AsyncSqliteStore``); every ``a``-method works, the sync ones too."""
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(cls, url: str, *, index: IndexConfig | None = None,  # type: ignore[override]
+                               ttl: TTLConfig | None = None, name: str = "default",
+                               principal: str | None = None) -> AsyncIterator["AsyncAgentContextStore"]:
+        with opened(url) as ws:
+            yield cls(ws, index=index, ttl=ttl, name=name, principal=principal)
+
+    async def setup(self) -> None:  # type: ignore[override]
+        """Nothing to create (as ``AgentContextStore.setup``)."""
+
+    async def sweep_ttl(self) -> int:  # type: ignore[override]
+        return AgentContextStore.sweep_ttl(self)
