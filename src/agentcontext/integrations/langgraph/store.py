@@ -9,6 +9,7 @@ TTL is in minutes (``ttl={"default_ttl": ..., "refresh_on_read": True}``); expir
 """
 from __future__ import annotations
 
+import asyncio
 import re
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, AsyncIterator, Iterable, Iterator
@@ -18,6 +19,7 @@ from langgraph.store.base import (BaseStore, GetOp, IndexConfig, ListNamespacesO
                                   TTLConfig)
 from langgraph.store.memory import _compare_values, _does_match
 
+from ...errors import ValidationError
 from ...memory.records import TYPE, now_iso
 from ...model import Node
 from ...workspace import Workspace
@@ -26,6 +28,19 @@ from .common import MemoryRoom, opened
 from .vectors import embedder_for, vectors
 
 _WORDS = re.compile(r"\w+")
+_FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def _at(value: Any, key: str) -> Any:
+    """The value at a filter key: the top-level key itself, else a dotted path into nested objects."""
+    if key in value:
+        return value[key]
+    for part in key.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
 MEANING, WORDS = 0.85, 0.15  # our hybrid score: meaning (cosine, floored at 0) and the share of query words found
 
 
@@ -42,7 +57,9 @@ class AgentContextStore(BaseStore):
         self.index_config = dict(index) if index else None
         self.ttl_config = ttl
         self.embedder, self.hybrid = embedder_for(ws, self.index_config) if self.index_config else (None, False)
-        self.fields = list((self.index_config or {}).get("fields") or ["$"])
+        self.embeddings = getattr(self.embedder, "embeddings", self.embedder)  # the caller's embed, as given
+        config = self.index_config or {}
+        self.fields = list(config.get("fields") or config.get("text_fields") or ["$"])  # text_fields: SQLite's name
 
     @classmethod
     @contextmanager
@@ -57,6 +74,12 @@ class AgentContextStore(BaseStore):
 
     # --- batch ---------------------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return self._batch(ops)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return self._batch(ops)
+
+    def _batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         levels = {"write" if isinstance(op, PutOp) else "read" for op in ops}
         for level in sorted(levels):
@@ -78,9 +101,6 @@ class AgentContextStore(BaseStore):
         if puts:
             self._apply(list(puts.values()))
         return results
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return self.batch(ops)
 
     # --- reads ---------------------------------------------------------------------------------------
     def _live(self, *tags: str) -> list[Node]:
@@ -105,7 +125,11 @@ class AgentContextStore(BaseStore):
         prefix = tuple(op.namespace_prefix)
         nodes = self._live(items.prefix_tag(prefix)) if prefix else self._live()
         if op.filter:
-            nodes = [n for n in nodes if all(_compare_values(n.props["langgraph"]["value"].get(k), v)
+            for k in op.filter:
+                if not isinstance(k, str) or not _FILTER_KEY.match(k):
+                    raise ValidationError(f"Invalid filter key: {str(k)[:80]!r}; a filter key holds only letters, "
+                                          "digits, '_', '-' and '.' (a dot steps into a nested object)")
+            nodes = [n for n in nodes if all(_compare_values(_at(n.props["langgraph"]["value"], k), v)
                                              for k, v in op.filter.items())]
         nodes.sort(key=lambda n: n.props["updated_at"], reverse=True)
         if not (op.query and self.embedder is not None):
@@ -197,6 +221,15 @@ class AsyncAgentContextStore(AgentContextStore):
 
     async def setup(self) -> None:  # type: ignore[override]
         """Nothing to create (as ``AgentContextStore.setup``)."""
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """The sync calls, refused inside a running event loop (as LangGraph's async stores do: use ``aget``...)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return self._batch(ops)
+        raise asyncio.InvalidStateError(f"Synchronous calls to {type(self).__name__} detected in the main event "
+                                        "loop; use the async methods there (await store.aput(...), aget, asearch...)")
 
     async def sweep_ttl(self) -> int:  # type: ignore[override]
         return AgentContextStore.sweep_ttl(self)
