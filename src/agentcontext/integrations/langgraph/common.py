@@ -96,8 +96,12 @@ class MemoryRoom:
         return self.store.find_nodes(namespace=self.namespace, kind=KIND, tags=list(tags), order="none",
                                      with_content=with_content)
 
-    def purge(self, ids: Sequence[str], reason: str) -> int:
-        """Remove nodes with every version, edge and vector (nothing of their text stays in the files)."""
+    def purge(self, ids: Sequence[str], reason: str, scrub: bool = True) -> int:
+        """Remove nodes with every version, edge and vector, then scrub the store (SQLite: a TRUNCATE checkpoint
+        empties the WAL), so nothing of their text stays in the files."""
         if not ids:
             return 0
-        return purge_memories(self.store, list(ids), reason=reason, actor=self.principal)["nodes"]
+        gone = purge_memories(self.store, list(ids), reason=reason, actor=self.principal)["nodes"]
+        if scrub:  # outside any transaction: the caller of scrub=False scrubs after its own
+            self.store.scrub(strict=False)
+        return gone

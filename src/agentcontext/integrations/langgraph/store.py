@@ -195,7 +195,9 @@ class AgentContextStore(BaseStore):
         with self.room.store.transaction():
             if nodes:
                 self.room.store.put_nodes(nodes, actor=self.room.principal)
-            self.room.purge(gone, reason="langgraph store delete")
+            self.room.purge(gone, reason="langgraph store delete", scrub=False)
+        if gone:
+            self.room.store.scrub(strict=False)
         self.room.audit("langgraph_store_put", {"put": len(nodes), "deleted": len(gone)})
 
     def sweep_ttl(self) -> int:

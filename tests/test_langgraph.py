@@ -1,0 +1,185 @@
+"""The LangGraph adapter in a real graph: a ``StateGraph`` with ``AgentContextSaver`` and ``AgentContextStore`` on one
+SQLite file, two threads, an interrupt resumed after the process' objects were closed and reopened, long-term
+memory written in one thread and found by ``search`` in the other; ``delete_thread``, ``store.delete`` and an
+erasure of the user leave none of the text in the store's files; a stranger is refused and audited; a missing
+LangGraph raises our error naming the extra."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph.graph")
+
+from langchain_core.runnables import RunnableConfig  # noqa: E402
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+from langgraph.store.base import BaseStore  # noqa: E402
+from langgraph.types import Command, interrupt  # noqa: E402
+
+from agentcontext import access  # noqa: E402
+from agentcontext.erasure.workspace import erase_workspace_entity  # noqa: E402
+from agentcontext.errors import AccessDeniedError, DependencyMissingError  # noqa: E402
+from agentcontext.integrations import require  # noqa: E402
+from agentcontext.integrations.langgraph import AgentContextSaver, AgentContextStore  # noqa: E402
+from agentcontext.workspace import Workspace  # noqa: E402
+
+from .bytescan import hits, new_secret, store_files  # noqa: E402
+
+INDEX = {"fields": ["text"]}  # agentcontext's own embedder
+
+
+class State(TypedDict, total=False):
+    text: str
+    answer: str
+    found: list[str]
+
+
+def remember(state: State, config: RunnableConfig, *, store: BaseStore) -> State:
+    user = config["configurable"]["user_id"]
+    store.put(("memories", user), config["configurable"]["thread_id"], {"text": state["text"]})
+    return {}
+
+
+def approve(state: State) -> State:
+    return {"answer": interrupt({"question": f"keep {state['text']!r}?"})}
+
+
+def recall(state: State, config: RunnableConfig, *, store: BaseStore) -> State:
+    user = config["configurable"]["user_id"]
+    return {"found": [h.value["text"] for h in store.search(("memories", user), query=state["text"], limit=2)]}
+
+
+def build(saver, store):
+    graph = StateGraph(State)
+    graph.add_node("remember", remember)
+    graph.add_node("approve", approve)
+    graph.add_node("recall", recall)
+    graph.add_edge(START, "remember")
+    graph.add_edge("remember", "approve")
+    graph.add_edge("approve", "recall")
+    graph.add_edge("recall", END)
+    return graph.compile(checkpointer=saver, store=store)
+
+
+def conf(thread: str, user: str = "u1") -> RunnableConfig:
+    return {"configurable": {"thread_id": thread, "user_id": user}}
+
+
+def test_two_threads_interrupt_resume_and_memory_across_threads(tmp_path):
+    url = f"sqlite:///{tmp_path}/lg.db"
+    with AgentContextSaver.from_conn_string(url) as saver, AgentContextStore.from_conn_string(url, index=INDEX) as st:
+        first = build(saver, st).invoke({"text": "I always drink green tea with jasmine in the morning"},
+                                        conf("t1"))
+        assert first["__interrupt__"][0].value == {"question": "keep 'I always drink green tea with jasmine in the "
+                                                               "morning'?"}
+        assert build(saver, st).get_state(conf("t1")).next == ("approve",)
+    # a new process' objects on the same file: the paused thread resumes where it stopped
+    with AgentContextSaver.from_conn_string(url) as saver, AgentContextStore.from_conn_string(url, index=INDEX) as st:
+        graph = build(saver, st)
+        done = graph.invoke(Command(resume="yes"), conf("t1"))
+        assert done["answer"] == "yes" and done["found"][0].startswith("I always drink green tea")
+        graph.invoke({"text": "which hot drink do I like?"}, conf("t2"))
+        second = graph.invoke(Command(resume="no"), conf("t2"))
+        assert "I always drink green tea with jasmine in the morning" in second["found"]
+        hit = st.search(("memories", "u1"), query="tea in the morning")[0]
+        assert hit.key == "t1" and 0.0 <= hit.score <= 1.0
+        assert [c.config["configurable"]["thread_id"] for c in saver.list(None, limit=100)].count("t1") >= 4
+        assert graph.get_state(conf("t1")).values["answer"] == "yes"
+        assert graph.get_state(conf("t2")).values["answer"] == "no"
+        # the items are memories of memory:default, about the namespace's labels
+        node = [n for n in st.room.find() if n.props["langgraph"].get("key") == "t1"][0]
+        assert node.kind == "memory" and node.namespace == "memory:default"
+        assert "u1" in node.props["metadata"]["entities"]
+
+
+def _simple_graph(saver):
+    graph = StateGraph(State)
+    graph.add_node("approve", approve)
+    graph.add_edge(START, "approve")
+    graph.add_edge("approve", END)
+    return graph.compile(checkpointer=saver)
+
+
+def test_delete_thread_leaves_no_byte_of_its_state(tmp_path):
+    db = tmp_path / "lg.db"
+    secret, kept = new_secret(), new_secret()
+    with AgentContextSaver.from_conn_string(str(db)) as saver:
+        graph = _simple_graph(saver)
+        graph.invoke({"text": f"the code is {secret}"}, conf("gone"))
+        graph.invoke({"text": f"the code is {kept}"}, conf("kept"))
+        assert hits(store_files(db), secret), "the thread's state is in the file before the delete"
+        saver.delete_thread("gone")
+        assert hits(store_files(db), secret) == {}
+        assert saver.get_tuple(conf("gone")) is None
+        assert graph.get_state(conf("kept")).values["text"] == f"the code is {kept}"
+    assert hits(store_files(db), secret) == {} and hits(store_files(db), kept)
+
+
+def test_store_delete_leaves_no_byte_of_the_item(tmp_path):
+    db = tmp_path / "lg.db"
+    secret = new_secret()
+    with AgentContextStore.from_conn_string(str(db), index=INDEX) as st:
+        st.put(("memories", "u1"), "card", {"text": f"my card number is {secret}"})
+        st.put(("memories", "u1"), "card", {"text": f"my card number is still {secret}"})  # a second version
+        st.put(("memories", "u1"), "other", {"text": "something else entirely"})
+        assert st.search(("memories",), query="card number")[0].key == "card"
+        assert hits(store_files(db), secret)
+        st.delete(("memories", "u1"), "card")
+        assert hits(store_files(db), secret) == {}
+        assert st.get(("memories", "u1"), "card") is None
+        assert [i.key for i in st.search(("memories",), query="card number")] == ["other"]
+
+
+def test_erasing_the_user_removes_their_items_and_thread_state(tmp_path):
+    db = tmp_path / "lg.db"
+    secret, other = new_secret(), new_secret()
+    with AgentContextSaver.from_conn_string(str(db)) as saver, AgentContextStore.from_conn_string(str(db)) as st:
+        graph = _simple_graph(saver)
+        graph.invoke({"text": f"note {secret}"}, conf("t-u1", "u1"))
+        graph.invoke({"text": f"note {other}"}, conf("t-u2", "u2"))
+        st.put(("memories", "u1"), "k", {"text": f"remember {secret}"})
+        st.put(("memories", "u2"), "k", {"text": f"remember {other}"})
+        receipt = erase_workspace_entity(saver.ws, "u1", reason="user asked")
+        assert receipt.stores["memory"]["status"] == "erased"
+        assert saver.get_tuple(conf("t-u1", "u1")) is None and st.get(("memories", "u1"), "k") is None
+        assert saver.get_tuple(conf("t-u2", "u2")) is not None and st.get(("memories", "u2"), "k") is not None
+        assert hits(store_files(db), secret) == {}
+        assert hits(store_files(db), other)
+
+
+def test_a_stranger_is_refused_and_audited(tmp_path):
+    url = f"sqlite:///{tmp_path}/lg.db"
+    ws = Workspace.open(url=url, create=True)
+    try:
+        access.grant(ws, "alice", "memory:default", "write")
+        alice, mallory = AgentContextStore(ws, principal="alice"), AgentContextStore(ws, principal="mallory")
+        alice.put(("notes",), "a", {"text": "alice's note"})
+        assert alice.get(("notes",), "a").value == {"text": "alice's note"}
+        with pytest.raises(AccessDeniedError):
+            mallory.get(("notes",), "a")
+        with pytest.raises(AccessDeniedError):
+            mallory.put(("notes",), "b", {"text": "x"})
+        saver = AgentContextSaver(ws, principal="mallory")
+        with pytest.raises(AccessDeniedError):
+            _simple_graph(saver).invoke({"text": "hi"}, conf("m"))
+        with pytest.raises(AccessDeniedError):
+            saver.delete_thread("anything")
+        denied = [r for r in ws.store.audit(principal="mallory") if r["outcome"] == "denied"]
+        assert len(denied) == 4 and {r["target"] for r in denied} >= {"memory:default"}
+        assert [r for r in ws.store.audit(principal="alice") if r["action"] == "langgraph_store_put"]
+    finally:
+        ws.close()
+
+
+def test_a_missing_framework_names_the_extra():
+    with pytest.raises(DependencyMissingError, match=r"pip install 'agentcontext\[langgraph\]'"):
+        require("langgraph_that_is_not_installed", extra="langgraph")
+    code = ("import sys; sys.modules['langgraph'] = None\n"
+            "from agentcontext.errors import DependencyMissingError\n"
+            "try:\n    from agentcontext.integrations.langgraph import AgentContextSaver\n"
+            "except DependencyMissingError as e:\n    print('EXTRA', e.data['extra'], e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("EXTRA langgraph") and "pip install 'agentcontext[langgraph]'" in out.stdout
