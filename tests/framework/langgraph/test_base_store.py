@@ -18,7 +18,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 from tests.framework.langgraph.adapt import InMemoryStore  # adapted (README.md): agentcontext's store
-from tests.framework.langgraph.test_sqlite_store import CharacterEmbeddings  # adapted: upstream's tests/embed_test_utils.py is not copied
+from tests.framework.langgraph.test_sqlite_store import CharacterEmbeddings  # adapted: see README.md
 
 
 class MockAsyncBatchedStore(AsyncBatchedBaseStore):
