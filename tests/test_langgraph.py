@@ -5,6 +5,7 @@ erasure of the user leave none of the text in the store's files; a stranger is r
 LangGraph raises our error naming the extra."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from typing import TypedDict
@@ -183,3 +184,14 @@ def test_a_missing_framework_names_the_extra():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("EXTRA langgraph") and "pip install 'agentcontext[langgraph]'" in out.stdout
+
+
+def test_the_example_runs(tmp_path):
+    from .conftest import EXAMPLES
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCONTEXT_")}
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "langgraph_memory.py"), str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "tuesday recalls: I am allergic to peanuts" in proc.stdout
+    assert "erased: erased | monday's state: None | memories left: []" in proc.stdout
