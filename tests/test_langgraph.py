@@ -6,6 +6,7 @@ LangGraph raises our error naming the extra."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from typing import TypedDict
@@ -195,3 +196,15 @@ def test_the_example_runs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "tuesday recalls: I am allergic to peanuts" in proc.stdout
     assert "erased: erased | monday's state: None | memories left: []" in proc.stdout
+
+
+def test_the_docs_page_example_runs_as_it_stands(tmp_path):
+    from .conftest import EXAMPLES
+
+    page = EXAMPLES / "packs" / "agentcontext-docs" / "guide" / "docs" / "integrations" / "langgraph.md"
+    block = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)[0]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCONTEXT_")}
+    proc = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "I am allergic to peanuts" in proc.stdout
