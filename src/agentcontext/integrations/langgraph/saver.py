@@ -6,9 +6,10 @@ them with every version and vector. Reads need ``read`` on ``memory:<name>``, wr
 """
 from __future__ import annotations
 
+import asyncio
 import random
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, AsyncIterator, Iterator, Sequence
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (WRITES_IDX_MAP, BaseCheckpointSaver, ChannelVersions, Checkpoint,
@@ -190,31 +191,32 @@ class AgentContextSaver(BaseCheckpointSaver[str]):
         current_v = 0 if current is None else current if isinstance(current, int) else int(current.split(".")[0])
         return f"{current_v + 1:032}.{random.random():016}"
 
-    # --- async: the same calls (the store's connection is not shared across threads) ------------------------
+    # --- async: the same calls on a worker thread (the store serialises its connection with a lock) ----------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self.get_tuple(config)
+        return await asyncio.to_thread(self.get_tuple, config)
 
     async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
-                    before: RunnableConfig | None = None, limit: int | None = None) -> Any:
-        for item in self.list(config, filter=filter, before=before, limit=limit):
+                    before: RunnableConfig | None = None, limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
+        found = await asyncio.to_thread(lambda: [*self.list(config, filter=filter, before=before, limit=limit)])
+        for item in found:
             yield item
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
-        return self.put(config, checkpoint, metadata, new_versions)
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                           task_path: str = "") -> None:
-        self.put_writes(config, writes, task_id, task_path)
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        self.delete_thread(thread_id)
+        await asyncio.to_thread(self.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self.delete_for_runs(run_ids)
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self.copy_thread(source_thread_id, target_thread_id)
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self.prune(thread_ids, strategy=strategy)
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)

@@ -77,7 +77,8 @@ class AgentContextStore(BaseStore):
         return self._batch(ops)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return self._batch(ops)
+        """``batch`` on a worker thread, so embedding and the store's I/O do not block the event loop."""
+        return await asyncio.to_thread(self._batch, list(ops))
 
     def _batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
@@ -234,4 +235,4 @@ class AsyncAgentContextStore(AgentContextStore):
                                         "loop; use the async methods there (await store.aput(...), aget, asearch...)")
 
     async def sweep_ttl(self) -> int:  # type: ignore[override]
-        return AgentContextStore.sweep_ttl(self)
+        return await asyncio.to_thread(AgentContextStore.sweep_ttl, self)
