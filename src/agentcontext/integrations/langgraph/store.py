@@ -17,6 +17,7 @@ from typing import Any, AsyncIterator, Iterable, Iterator
 import numpy as np
 from langgraph.store.base import (BaseStore, GetOp, IndexConfig, ListNamespacesOp, Op, PutOp, Result, SearchOp,
                                   TTLConfig)
+from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import _compare_values, _does_match
 
 from ...errors import ValidationError
@@ -197,9 +198,9 @@ class AgentContextStore(BaseStore):
             if nodes:
                 self.room.store.put_nodes(nodes, actor=self.room.principal)
             self.room.purge(gone, reason="langgraph store delete", scrub=False)
+            self.room.audit("langgraph_store_put", {"put": len(nodes), "deleted": len(gone)})
         if gone:
             self.room.store.scrub(strict=False)
-        self.room.audit("langgraph_store_put", {"put": len(nodes), "deleted": len(gone)})
 
     def sweep_ttl(self) -> int:
         """Purge the expired items; returns how many went."""
@@ -210,9 +211,20 @@ class AgentContextStore(BaseStore):
         return len(gone)
 
 
-class AsyncAgentContextStore(AgentContextStore):
-    """The same store for ``async`` code: ``from_conn_string`` is an async context manager (as for
-    ``AsyncSqliteStore``); every ``a``-method works, the sync ones too."""
+class AsyncAgentContextStore(AsyncBatchedBaseStore, AgentContextStore):
+    """The same store for ``async`` code, built like LangGraph's ``AsyncSqliteStore``: an ``AsyncBatchedBaseStore``,
+    so the calls made in one tick of the event loop run as one batch (one transaction, one scrub) on a worker
+    thread. Build it inside a running loop (``async with AsyncAgentContextStore.from_conn_string(url)``); its sync
+    methods work from other threads and refuse to run inside the loop, as LangGraph's do."""
+
+    def __init__(self, ws: Workspace, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
+                 name: str = "default", principal: str | None = None) -> None:
+        AgentContextStore.__init__(self, ws, index=index, ttl=ttl, name=name, principal=principal)
+        # AsyncBatchedBaseStore.__init__ (it calls super().__init__() with no arguments, which ours needs)
+        self._loop = asyncio.get_running_loop()
+        self._aqueue: asyncio.Queue = asyncio.Queue()
+        self._task = None
+        self._ensure_task()
 
     @classmethod
     @asynccontextmanager
@@ -226,13 +238,15 @@ class AsyncAgentContextStore(AgentContextStore):
         """Nothing to create (as ``AgentContextStore.setup``)."""
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """The sync calls, refused inside a running event loop (as LangGraph's async stores do: use ``aget``...)."""
+        """Refused inside the store's event loop (use ``abatch`` there); from another thread it runs there."""
         try:
-            asyncio.get_running_loop()
+            running = asyncio.get_running_loop()
         except RuntimeError:
-            return self._batch(ops)
-        raise asyncio.InvalidStateError(f"Synchronous calls to {type(self).__name__} detected in the main event "
-                                        "loop; use the async methods there (await store.aput(...), aget, asearch...)")
+            running = None
+        if running is self._loop:
+            raise asyncio.InvalidStateError(f"Synchronous calls to {type(self).__name__} detected in the main event "
+                                            "loop; use the async methods there (await store.abatch(...), aput, aget)")
+        return asyncio.run_coroutine_threadsafe(self.abatch(list(ops)), self._loop).result()
 
     async def sweep_ttl(self) -> int:  # type: ignore[override]
         return await asyncio.to_thread(AgentContextStore.sweep_ttl, self)
