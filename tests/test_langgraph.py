@@ -208,3 +208,21 @@ def test_the_docs_page_example_runs_as_it_stands(tmp_path):
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "I am allergic to peanuts" in proc.stdout
+
+
+@pytest.mark.postgres
+def test_a_graph_on_postgresql(pg_server):
+    url = pg_server.url()
+    with AgentContextSaver.from_conn_string(url) as saver, AgentContextStore.from_conn_string(url, index=INDEX) as st:
+        graph = build(saver, st)
+        graph.invoke({"text": "I always drink green tea with jasmine in the morning"}, conf("p1"))
+        assert graph.invoke(Command(resume="yes"), conf("p1"))["answer"] == "yes"
+        graph.invoke({"text": "which hot drink do I like?"}, conf("p2"))
+        assert "I always drink green tea with jasmine in the morning" in \
+            graph.invoke(Command(resume="no"), conf("p2"))["found"]
+        saver.delete_thread("p1")
+        st.delete(("memories", "u1"), "p1")
+        assert saver.get_tuple(conf("p1")) is None and st.get(("memories", "u1"), "p1") is None
+        assert graph.get_state(conf("p2")).values["answer"] == "no"
+        erase_workspace_entity(saver.ws, "u1", reason="user asked")
+        assert saver.get_tuple(conf("p2")) is None and st.search(("memories",)) == []
