@@ -226,3 +226,18 @@ def test_a_graph_on_postgresql(pg_server):
         assert graph.get_state(conf("p2")).values["answer"] == "no"
         erase_workspace_entity(saver.ws, "u1", reason="user asked")
         assert saver.get_tuple(conf("p2")) is None and st.search(("memories",)) == []
+
+
+def test_agent_memory_recalls_the_items_but_not_the_thread_state(tmp_path):
+    from agentcontext.memory.service import workspace_memory
+
+    with AgentContextSaver.from_conn_string(f"{tmp_path}/lg.db") as saver:
+        st = AgentContextStore(saver.ws, index=INDEX)
+        graph = build(saver, st)
+        graph.invoke({"text": "I always drink green tea with jasmine"}, conf("t1"))
+        graph.invoke(Command(resume="yes"), conf("t1"))
+        memory = workspace_memory(saver.ws)
+        assert memory.count() == 1  # the item; checkpoints and writes are thread state, not memories
+        found = memory.retrieve("green tea", max_results=5)
+        assert [m["content"] for m in found] == ["I always drink green tea with jasmine"]
+        assert saver.ws.store.count_nodes("memory:default", kind="memory_state") >= 4

@@ -1,7 +1,7 @@
 """LangGraph inside agentcontext: a long-term memory store (``AgentContextStore``, a LangGraph ``BaseStore``) and
 a checkpointer (``AgentContextSaver``, a ``BaseCheckpointSaver``) that keep their data in an agentcontext store
-(SQLite or PostgreSQL) as memories of one memory store, ``memory:<name>``, so grants, audit, erasure and
-``agentcontext migrate`` cover them.
+(SQLite or PostgreSQL) in one memory store, ``memory:<name>``: items as memories (recall finds them), checkpoints
+and pending writes as its thread state; so grants, audit, erasure and ``agentcontext migrate`` cover them.
 
 Install with ``pip install 'agentcontext[langgraph]'``; without LangGraph, importing a name from here raises
 ``DependencyMissingError`` naming the extra.

@@ -1,7 +1,8 @@
 """What the LangGraph store and saver share: the workspace they open from a URL, the memory store they write
 (``memory:<name>``) checked for their principal, and the node layout helpers (lookup tags, bytes kept in JSON).
 
-Every item, checkpoint and pending write is a node of kind ``memory`` in ``memory:<name>``: reads need ``read``
+Every item is a node of kind ``memory`` in ``memory:<name>`` (recall finds it), every checkpoint and pending write
+one of kind ``memory_state`` there (thread state: not recalled, erased like a memory): reads need ``read``
 on that namespace and writes ``write`` (a denial raises ``AccessDeniedError`` and is audited, as for the CLI, MCP
 and Python); its ``metadata.entities`` name what it is about (an item's namespace labels, a checkpoint's thread
 id and the configured subject keys of its config), so ``agentcontext erase <entity>`` removes it.
@@ -16,7 +17,7 @@ from typing import Any, Iterator, Sequence
 from ... import access
 from ...errors import ValidationError
 from ...memory.purge import purge_memories
-from ...memory.records import KIND, TYPE, now_iso, time_key
+from ...memory.records import KIND, STATE_KIND, TYPE, now_iso, time_key
 from ...model import Node
 from ...workspace import Workspace
 
@@ -84,17 +85,19 @@ class MemoryRoom:
         access.record(self.ws, self.principal, action, self.namespace, detail)
 
     def node(self, node_id: str, kind_tag: str, content: str, entities: Sequence[str], data: dict[str, Any],
-             tags: Sequence[str], created: str | None = None, updated: str | None = None) -> Node:
+             tags: Sequence[str], created: str | None = None, updated: str | None = None,
+             state: bool = False) -> Node:
+        """A memory (``state``: a thread-state record, kept out of recall) of this store."""
         created = created or now_iso()
         props = {"metadata": {"entities": list(dict.fromkeys(str(e) for e in entities if e)), "type": kind_tag},
                  "conversation_id": None, "user_id": None, "created_at": created, "updated_at": updated or created,
                  "langgraph": data}
-        return Node(id=node_id, kind=KIND, namespace=self.namespace, key=time_key(created), content=content,
-                    props=props, tags=[TYPE + kind_tag, *tags])
+        return Node(id=node_id, kind=STATE_KIND if state else KIND, namespace=self.namespace, key=time_key(created),
+                    content=content, props=props, tags=[TYPE + kind_tag, *tags])
 
-    def find(self, *tags: str, with_content: bool = True) -> list[Node]:
-        return self.store.find_nodes(namespace=self.namespace, kind=KIND, tags=list(tags), order="none",
-                                     with_content=with_content)
+    def find(self, *tags: str, with_content: bool = True, state: bool = False) -> list[Node]:
+        return self.store.find_nodes(namespace=self.namespace, kind=STATE_KIND if state else KIND, tags=list(tags),
+                                     order="none", with_content=with_content)
 
     def purge(self, ids: Sequence[str], reason: str, scrub: bool = True) -> int:
         """Remove nodes with every version, edge and vector, then scrub the store (SQLite: a TRUNCATE checkpoint

@@ -44,14 +44,16 @@ def index_texts(value: dict[str, Any], fields: Sequence[str]) -> list[str]:
 
 
 def build(room: MemoryRoom, namespace: tuple[str, ...], key: str, value: dict[str, Any], fields: list[str] | None,
-          ttl: float | None, old: Node | None) -> Node:
-    """The node for a put: a new memory, or a new version of the item's node (keeping its id and creation)."""
+          ttl: float | None, old: Node | None, store_fields: Sequence[str] = ("$",)) -> Node:
+    """The node for a put: a new memory, or a new version of the item's node (keeping its id and creation). Its
+    text (what recall and the text index read) is the indexed fields' text, or the value as JSON."""
     now = now_iso()
     created = (old.props or {}).get("created_at") if old is not None else now
     data = {"namespace": list(namespace), "key": key, "value": value, "fields": fields, "ttl": ttl,
             "expires_at": expiry(ttl)}
     tags = [item_tag(namespace, key), *(prefix_tag(namespace[:n]) for n in range(1, len(namespace) + 1))]
-    content = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    texts = index_texts(value, [f for f in (fields or store_fields) if f != "$"]) if fields is not False else []
+    content = "\n".join(texts) or json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     return room.node(old.id if old is not None else new_id(), ITEM, content, namespace, data, tags,
                      created=created, updated=now)
 

@@ -1,6 +1,7 @@
 """``AgentContextSaver``: a LangGraph checkpointer (``BaseCheckpointSaver``) on an agentcontext store.
 
-Checkpoints and pending writes are memories of ``memory:<name>`` (``threads.py``), about their thread and the
+Checkpoints and pending writes are thread-state records of ``memory:<name>`` (kind ``memory_state``, kept out of
+recall; ``threads.py``), about their thread and the
 ``subject_keys`` (``user_id``) of their config, so ``agentcontext erase <user>`` or ``delete_thread`` removes
 them with every version and vector. Reads need ``read`` on ``memory:<name>``, writes need ``write``.
 """
@@ -50,7 +51,7 @@ class AgentContextSaver(BaseCheckpointSaver[str]):
         data = node.props["langgraph"]
         thread_id, ns, cid = data["thread_id"], data["checkpoint_ns"], data["checkpoint_id"]
         writes = [w.props["langgraph"] for w in self.room.find(TYPE + t.WRITE, t.checkpoint_tag(thread_id, ns, cid),
-                                                                with_content=False)]
+                                                                with_content=False, state=True)]
         writes.sort(key=lambda w: writes_sort_key(w["task_path"], w["task_id"], w["idx"]))
         parent = data.get("parent_id")
         return CheckpointTuple(
@@ -64,7 +65,7 @@ class AgentContextSaver(BaseCheckpointSaver[str]):
         )
 
     def _checkpoints(self, *tags: str) -> list[Node]:
-        nodes = self.room.find(TYPE + t.CHECKPOINT, *tags, with_content=False)
+        nodes = self.room.find(TYPE + t.CHECKPOINT, *tags, with_content=False, state=True)
         return sorted(nodes, key=lambda n: n.props["langgraph"]["checkpoint_id"], reverse=True)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -112,7 +113,7 @@ class AgentContextSaver(BaseCheckpointSaver[str]):
             raise ValidationError("a checkpoint's config needs configurable.thread_id")
         thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
         meta = get_checkpoint_metadata(config, metadata)
-        old = self.room.find(t.checkpoint_tag(thread_id, ns, checkpoint["id"]), with_content=False)
+        old = self.room.find(t.checkpoint_tag(thread_id, ns, checkpoint["id"]), with_content=False, state=True)
         node = t.checkpoint_node(self.room, old[0] if old else None, thread_id, ns, checkpoint["id"],
                                  conf.get("checkpoint_id"), self.serde.dumps_typed(checkpoint),
                                  self.serde.dumps_typed(meta), meta.get("run_id"),
@@ -129,7 +130,7 @@ class AgentContextSaver(BaseCheckpointSaver[str]):
         nodes = []
         for i, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(channel, i)
-            old = self.room.find(t.write_tag(thread_id, ns, cid, task_id, idx), with_content=False)
+            old = self.room.find(t.write_tag(thread_id, ns, cid, task_id, idx), with_content=False, state=True)
             if old and idx >= 0:
                 continue
             nodes.append(t.write_node(self.room, old[0] if old else None, thread_id, ns, cid, task_id, idx, channel,
@@ -140,7 +141,7 @@ class AgentContextSaver(BaseCheckpointSaver[str]):
     def delete_thread(self, thread_id: str) -> None:
         """Purge every checkpoint and write of the thread (every version; no byte of them stays in the files)."""
         self.room.check("write", "langgraph_delete_thread", str(thread_id))
-        gone = [n.id for n in self.room.find(t.thread_tag(str(thread_id)), with_content=False)]
+        gone = [n.id for n in self.room.find(t.thread_tag(str(thread_id)), with_content=False, state=True)]
         self.room.purge(gone, reason="langgraph delete_thread")
         self.room.audit("langgraph_delete_thread", {"thread_id": str(thread_id), "nodes": len(gone)})
 
@@ -154,7 +155,7 @@ class AgentContextSaver(BaseCheckpointSaver[str]):
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint and write of one thread to another."""
         self.room.check("write", "langgraph_copy_thread", str(target_thread_id))
-        nodes = self.room.find(t.thread_tag(str(source_thread_id)), with_content=False)
+        nodes = self.room.find(t.thread_tag(str(source_thread_id)), with_content=False, state=True)
         copies = [t.copied(self.room, n, str(target_thread_id)) for n in nodes]
         if copies:
             self.room.store.put_nodes(copies, actor=self.room.principal)
@@ -183,7 +184,7 @@ class AgentContextSaver(BaseCheckpointSaver[str]):
             ids.append(n.id)
             ids += [w.id for w in self.room.find(TYPE + t.WRITE, t.checkpoint_tag(d["thread_id"], d["checkpoint_ns"],
                                                                                    d["checkpoint_id"]),
-                                                 with_content=False)]
+                                                 with_content=False, state=True)]
         self.room.purge(ids, reason=reason)
 
     def get_next_version(self, current: str | None, channel: None) -> str:

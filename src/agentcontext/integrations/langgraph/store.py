@@ -193,7 +193,7 @@ class AgentContextStore(BaseStore):
             fields = None if op.index is None else (False if op.index is False else list(op.index))
             ttl = op.ttl if op.ttl is not None else (self.ttl_config or {}).get("default_ttl")
             nodes.append(items.build(self.room, tuple(op.namespace), op.key, dict(op.value), fields, ttl,
-                                     old[0] if old else None))
+                                     old[0] if old else None, self.fields))
         with self.room.store.transaction():
             if nodes:
                 self.room.store.put_nodes(nodes, actor=self.room.principal)

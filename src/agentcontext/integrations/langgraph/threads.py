@@ -53,7 +53,7 @@ def checkpoint_node(room: MemoryRoom, old: Node | None, thread_id: str, checkpoi
             "run_id": str(run_id) if run_id is not None else None}
     tags = [thread_tag(thread_id), ns_tag(thread_id, checkpoint_ns),
             checkpoint_tag(thread_id, checkpoint_ns, checkpoint_id)]
-    return room.node(old.id if old is not None else new_id(), CHECKPOINT, "", entities, data, tags)
+    return room.node(old.id if old is not None else new_id(), CHECKPOINT, "", entities, data, tags, state=True)
 
 
 def write_node(room: MemoryRoom, old: Node | None, thread_id: str, checkpoint_ns: str, checkpoint_id: str,
@@ -63,7 +63,7 @@ def write_node(room: MemoryRoom, old: Node | None, thread_id: str, checkpoint_ns
             "task_id": task_id, "idx": idx, "channel": channel, "value": typed(value), "task_path": task_path}
     tags = [thread_tag(thread_id), checkpoint_tag(thread_id, checkpoint_ns, checkpoint_id),
             write_tag(thread_id, checkpoint_ns, checkpoint_id, task_id, idx)]
-    return room.node(old.id if old is not None else new_id(), WRITE, "", entities, data, tags)
+    return room.node(old.id if old is not None else new_id(), WRITE, "", entities, data, tags, state=True)
 
 
 def copied(room: MemoryRoom, node: Node, target: str) -> Node:
@@ -76,4 +76,4 @@ def copied(room: MemoryRoom, node: Node, target: str) -> Node:
     else:
         tags = [thread_tag(target), checkpoint_tag(target, ns, cid),
                 write_tag(target, ns, cid, data["task_id"], data["idx"])]
-    return room.node(new_id(), node.props["metadata"]["type"], "", entities, data, tags)
+    return room.node(new_id(), node.props["metadata"]["type"], "", entities, data, tags, state=True)
