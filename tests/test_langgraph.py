@@ -241,3 +241,18 @@ def test_agent_memory_recalls_the_items_but_not_the_thread_state(tmp_path):
         found = memory.retrieve("green tea", max_results=5)
         assert [m["content"] for m in found] == ["I always drink green tea with jasmine"]
         assert saver.ws.store.count_nodes("memory:default", kind="memory_state") >= 4
+
+
+@pytest.mark.postgres
+def test_migrate_carries_a_threads_state_and_the_items_to_postgresql(tmp_path, pg_server):
+    from agentcontext.migrate import migrate
+
+    src, dst = f"sqlite:///{tmp_path}/lg.db", pg_server.url()
+    with AgentContextSaver.from_conn_string(src) as saver, AgentContextStore.from_conn_string(src) as st:
+        build(saver, st).invoke({"text": "I always drink green tea"}, conf("t1"))  # paused at the interrupt
+    migrate(src, dst)
+    with AgentContextSaver.from_conn_string(dst) as saver, AgentContextStore.from_conn_string(dst) as st:
+        graph = build(saver, st)
+        assert graph.get_state(conf("t1")).next == ("approve",)
+        assert graph.invoke(Command(resume="yes"), conf("t1"))["answer"] == "yes"
+        assert st.get(("memories", "u1"), "t1").value == {"text": "I always drink green tea"}
