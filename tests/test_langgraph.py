@@ -256,3 +256,33 @@ def test_migrate_carries_a_threads_state_and_the_items_to_postgresql(tmp_path, p
         assert graph.get_state(conf("t1")).next == ("approve",)
         assert graph.invoke(Command(resume="yes"), conf("t1"))["answer"] == "yes"
         assert st.get(("memories", "u1"), "t1").value == {"text": "I always drink green tea"}
+
+
+def test_ttl_expires_refreshes_and_sweeps(tmp_path):
+    import time
+
+    ttl = 0.02  # minutes: 1.2 s
+    with AgentContextStore.from_conn_string(f"{tmp_path}/lg.db", ttl={"refresh_on_read": True}) as st:
+        st.put(("s",), "short", {"v": 1}, ttl=ttl)
+        st.put(("s",), "read", {"v": 2}, ttl=ttl)
+        st.put(("s",), "kept", {"v": 3})
+        for _ in range(3):  # reading "read" restarts its clock; "short" is never read
+            time.sleep(0.5)
+            assert st.get(("s",), "read") is not None
+        assert st.get(("s",), "short", refresh_ttl=False) is None  # expired: never returned
+        assert [i.key for i in st.search(("s",))] == ["kept", "read"]  # the last written first
+        time.sleep(1.3)
+        assert st.list_namespaces() == [("s",)]
+        assert st.sweep_ttl() == 2
+        assert [i.key for i in st.search(("s",))] == ["kept"]
+    with AgentContextStore.from_conn_string(f"{tmp_path}/lg.db", ttl={"default_ttl": ttl,
+                                                                        "sweep_interval_minutes": 0.01}) as st:
+        st.put(("d",), "default", {"v": 4})  # the store's default ttl
+        future = st.start_ttl_sweeper()
+        deadline = time.time() + 10
+        while st.room.find() and len(st.room.find()) > 1 and time.time() < deadline:
+            time.sleep(0.2)
+        assert st.stop_ttl_sweeper(timeout=5) and not future.cancelled()
+        assert [n.props["langgraph"]["key"] for n in st.room.find()] == ["kept"]  # purged by the sweeper
+    with AgentContextStore.from_conn_string(":memory:") as st:
+        assert st.start_ttl_sweeper().done()  # no ttl config: nothing to sweep

@@ -10,6 +10,7 @@ TTL is in minutes (``ttl={"default_ttl": ..., "refresh_on_read": True}``); expir
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import re
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, AsyncIterator, Iterable, Iterator
@@ -26,6 +27,7 @@ from ...model import Node
 from ...workspace import Workspace
 from . import items
 from .common import MemoryRoom, opened
+from .sweeper import Sweeper
 from .vectors import embedder_for, vectors
 
 _WORDS = re.compile(r"\w+")
@@ -61,6 +63,7 @@ class AgentContextStore(BaseStore):
         self.embeddings = getattr(self.embedder, "embeddings", self.embedder)  # the caller's embed, as given
         config = self.index_config or {}
         self.fields = list(config.get("fields") or config.get("text_fields") or ["$"])  # text_fields: SQLite's name
+        self._sweeper = Sweeper(lambda: AgentContextStore.sweep_ttl(self))
 
     @classmethod
     @contextmanager
@@ -201,6 +204,19 @@ class AgentContextStore(BaseStore):
             self.room.audit("langgraph_store_put", {"put": len(nodes), "deleted": len(gone)})
         if gone:
             self.room.store.scrub(strict=False)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> concurrent.futures.Future[None]:
+        """Purge expired items every ``sweep_interval_minutes`` (default: the ttl config's, else 5) on a daemon
+        thread, until ``stop_ttl_sweeper``; a store without a ttl config has nothing to sweep."""
+        if not self.ttl_config:
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done.set_result(None)
+            return done
+        interval = sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5
+        return self._sweeper.start(float(interval))
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        return self._sweeper.stop(timeout)
 
     def sweep_ttl(self) -> int:
         """Purge the expired items; returns how many went."""
