@@ -286,3 +286,28 @@ def test_ttl_expires_refreshes_and_sweeps(tmp_path):
         assert [n.props["langgraph"]["key"] for n in st.room.find()] == ["kept"]  # purged by the sweeper
     with AgentContextStore.from_conn_string(":memory:") as st:
         assert st.start_ttl_sweeper().done()  # no ttl config: nothing to sweep
+
+
+def test_an_async_graph_with_the_async_adapters(tmp_path):
+    import asyncio
+
+    from agentcontext.integrations.langgraph import AsyncAgentContextSaver, AsyncAgentContextStore
+
+    async def main():
+        url = f"sqlite:///{tmp_path}/lg.db"
+        async with AsyncAgentContextSaver.from_conn_string(url) as saver, \
+                AsyncAgentContextStore.from_conn_string(url, index=INDEX) as st:
+            graph = build(saver, st)
+            await graph.ainvoke({"text": "I always drink green tea with jasmine"}, conf("a1"))
+            assert (await graph.ainvoke(Command(resume="yes"), conf("a1")))["answer"] == "yes"
+            await graph.ainvoke({"text": "which hot drink do I like?"}, conf("a2"))
+            found = (await graph.ainvoke(Command(resume="no"), conf("a2")))["found"]
+            assert "I always drink green tea with jasmine" in found
+            assert [c async for c in saver.alist(conf("a1"), limit=2)][0].checkpoint["channel_values"]["answer"] \
+                == "yes"
+            with pytest.raises(asyncio.InvalidStateError):
+                st.get(("memories", "u1"), "a1")  # sync calls inside the loop are refused, as LangGraph's stores do
+            await saver.adelete_thread("a1")
+            assert await saver.aget_tuple(conf("a1")) is None
+
+    asyncio.run(main())
