@@ -311,3 +311,22 @@ def test_an_async_graph_with_the_async_adapters(tmp_path):
             assert await saver.aget_tuple(conf("a1")) is None
 
     asyncio.run(main())
+
+
+def test_two_connections_writing_one_key_make_one_item(tmp_path):
+    import threading
+
+    url = f"sqlite:///{tmp_path}/lg.db"
+    with AgentContextStore.from_conn_string(url) as a, AgentContextStore.from_conn_string(url) as b:
+        def write(store, who):
+            for i in range(15):
+                store.put(("race",), "key", {"who": who, "i": i})
+
+        threads = [threading.Thread(target=write, args=(s, w)) for s, w in ((a, "a"), (b, "b"))]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert len(a.room.find()) == 1 and a.get(("race",), "key").value["i"] == 14
+        a.delete(("race",), "key")
+        assert b.get(("race",), "key") is None and b.room.find() == []

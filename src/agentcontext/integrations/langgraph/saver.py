@@ -113,12 +113,13 @@ class AgentContextSaver(BaseCheckpointSaver[str]):
             raise ValidationError("a checkpoint's config needs configurable.thread_id")
         thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
         meta = get_checkpoint_metadata(config, metadata)
-        old = self.room.find(t.checkpoint_tag(thread_id, ns, checkpoint["id"]), with_content=False, state=True)
-        node = t.checkpoint_node(self.room, old[0] if old else None, thread_id, ns, checkpoint["id"],
-                                 conf.get("checkpoint_id"), self.serde.dumps_typed(checkpoint),
-                                 self.serde.dumps_typed(meta), meta.get("run_id"),
-                                 t.subjects(config, meta, self.subject_keys))
-        self.room.store.put_nodes([node], actor=self.room.principal)
+        blob, meta_blob = self.serde.dumps_typed(checkpoint), self.serde.dumps_typed(meta)
+        with self.room.store.transaction():  # the writer lock first: a checkpoint id names one node
+            old = self.room.find(t.checkpoint_tag(thread_id, ns, checkpoint["id"]), with_content=False, state=True)
+            node = t.checkpoint_node(self.room, old[0] if old else None, thread_id, ns, checkpoint["id"],
+                                     conf.get("checkpoint_id"), blob, meta_blob, meta.get("run_id"),
+                                     t.subjects(config, meta, self.subject_keys))
+            self.room.store.put_nodes([node], actor=self.room.principal)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
@@ -127,16 +128,18 @@ class AgentContextSaver(BaseCheckpointSaver[str]):
         conf = config["configurable"]
         thread_id, ns, cid = str(conf["thread_id"]), conf.get("checkpoint_ns", ""), conf["checkpoint_id"]
         entities = t.subjects(config, None, self.subject_keys)
-        nodes = []
-        for i, (channel, value) in enumerate(writes):
-            idx = WRITES_IDX_MAP.get(channel, i)
-            old = self.room.find(t.write_tag(thread_id, ns, cid, task_id, idx), with_content=False, state=True)
-            if old and idx >= 0:
-                continue
-            nodes.append(t.write_node(self.room, old[0] if old else None, thread_id, ns, cid, task_id, idx, channel,
-                                      self.serde.dumps_typed(value), task_path, entities))
-        if nodes:
-            self.room.store.put_nodes(nodes, actor=self.room.principal)
+        blobs = [(channel, WRITES_IDX_MAP.get(channel, i), self.serde.dumps_typed(value))
+                 for i, (channel, value) in enumerate(writes)]
+        with self.room.store.transaction():  # the writer lock first: (task, idx) names one write
+            nodes = []
+            for channel, idx, blob in blobs:
+                old = self.room.find(t.write_tag(thread_id, ns, cid, task_id, idx), with_content=False, state=True)
+                if old and idx >= 0:
+                    continue
+                nodes.append(t.write_node(self.room, old[0] if old else None, thread_id, ns, cid, task_id, idx,
+                                          channel, blob, task_path, entities))
+            if nodes:
+                self.room.store.put_nodes(nodes, actor=self.room.principal)
 
     def delete_thread(self, thread_id: str) -> None:
         """Purge every checkpoint and write of the thread (every version; no byte of them stays in the files)."""

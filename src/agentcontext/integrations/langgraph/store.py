@@ -188,16 +188,16 @@ class AgentContextStore(BaseStore):
     def _apply(self, puts: list[PutOp]) -> None:
         gone: list[str] = []
         nodes: list[Node] = []
-        for op in puts:
-            old = self.room.find(items.item_tag(op.namespace, op.key), with_content=False)
-            if op.value is None:
-                gone += [n.id for n in old]
-                continue
-            fields = None if op.index is None else (False if op.index is False else list(op.index))
-            ttl = op.ttl if op.ttl is not None else (self.ttl_config or {}).get("default_ttl")
-            nodes.append(items.build(self.room, tuple(op.namespace), op.key, dict(op.value), fields, ttl,
-                                     old[0] if old else None, self.fields))
-        with self.room.store.transaction():
+        with self.room.store.transaction():  # the writer lock first: two writers of one key make one item
+            for op in puts:
+                old = self.room.find(items.item_tag(op.namespace, op.key), with_content=False)
+                if op.value is None:
+                    gone += [n.id for n in old]
+                    continue
+                fields = None if op.index is None else (False if op.index is False else list(op.index))
+                ttl = op.ttl if op.ttl is not None else (self.ttl_config or {}).get("default_ttl")
+                nodes.append(items.build(self.room, tuple(op.namespace), op.key, dict(op.value), fields, ttl,
+                                         old[0] if old else None, self.fields))
             if nodes:
                 self.room.store.put_nodes(nodes, actor=self.room.principal)
             self.room.purge(gone, reason="langgraph store delete", scrub=False)
