@@ -2,8 +2,9 @@
 
 Items are memories of the memory store ``memory:<name>`` (``items.py``): ``get``/``search``/``list_namespaces``
 need ``read`` on it and ``put``/``delete`` need ``write`` for the store's principal. ``index`` turns on semantic
-search: with agentcontext's embedder (leave ``embed`` out) a result's score is a hybrid of meaning and words in
-[0, 1]; with your own ``embed`` (and ``dims``) it is the cosine similarity, as LangGraph's own stores give.
+search: with agentcontext's embedder (leave ``embed`` out) a result's score is calibrated as memory recall's, from
+meaning (cosine) and the query's keywords the item holds, in [0, 1]; with your own ``embed`` (and ``dims``) it is
+the cosine similarity, as LangGraph's own stores give.
 TTL is in minutes (``ttl={"default_ttl": ..., "refresh_on_read": True}``); expired items are never returned and
 ``sweep_ttl()`` purges them.
 """
@@ -15,12 +16,12 @@ import re
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, AsyncIterator, Iterable, Iterator
 
-import numpy as np
 from langgraph.store.base import (BaseStore, GetOp, IndexConfig, ListNamespacesOp, Op, PutOp, Result, SearchOp,
                                   TTLConfig)
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import _compare_values, _does_match
 
+from ...engine.fusion import FusionWeights, keyword_coverage, keyword_query
 from ...errors import ValidationError
 from ...memory.records import TYPE, now_iso
 from ...model import Node
@@ -30,7 +31,6 @@ from .common import MemoryRoom, opened
 from .sweeper import Sweeper
 from .vectors import embedder_for, vectors
 
-_WORDS = re.compile(r"\w+")
 _FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
@@ -44,7 +44,7 @@ def _at(value: Any, key: str) -> Any:
         value = value.get(part)
     return value
 
-MEANING, WORDS = 0.85, 0.15  # our hybrid score: meaning (cosine, floored at 0) and the share of query words found
+WEIGHTS = FusionWeights()  # our hybrid score, as memory recall's: RELEVANCE(cosine + keyword weight * coverage)
 
 
 class AgentContextStore(BaseStore):
@@ -167,14 +167,9 @@ class AgentContextStore(BaseStore):
             best[owner] = max(best.get(owner, -1.0), sim)
         if not self.hybrid:
             return best
-        words = set(_WORDS.findall(query.casefold()))
-        out = {}
-        for n in nodes:
-            if n.id in best:
-                found = set(_WORDS.findall(n.content.casefold()))
-                share = len(words & found) / len(words) if words else 0.0
-                out[n.id] = float(np.clip(MEANING * max(best[n.id], 0.0) + WORDS * share, 0.0, 1.0))
-        return out
+        keywords = keyword_query(query)
+        return {n.id: float(WEIGHTS.calibration(best[n.id] + WEIGHTS.keyword * keyword_coverage(keywords, n.content)))
+                for n in nodes if n.id in best}
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         spaces = {tuple(n.props["langgraph"]["namespace"]) for n in self._live()}
