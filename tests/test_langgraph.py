@@ -330,3 +330,14 @@ def test_two_connections_writing_one_key_make_one_item(tmp_path):
         assert len(a.room.find()) == 1 and a.get(("race",), "key").value["i"] == 14
         a.delete(("race",), "key")
         assert b.get(("race",), "key") is None and b.room.find() == []
+
+
+def test_scores_with_our_embedder_are_calibrated_relevance():
+    with AgentContextStore.from_conn_string(":memory:", index=INDEX) as st:
+        st.put(("u",), "tea", {"text": "I like green tea in the morning"})
+        st.put(("u",), "rain", {"text": "The weather is rainy today"})
+        st.put(("u",), "money", {"text": "Our quarterly revenue grew by ten percent"}, index=False)
+        hits = st.search(("u",), query="which drink do I like?")
+        assert [h.key for h in hits] == ["tea", "rain", "money"]  # money is not embedded: after, unscored
+        assert hits[0].score > 0.5 > 0.2 > hits[1].score >= 0.0 and hits[2].score is None
+        assert st.search(("u",), query="zebra migration")[0].score < 0.2  # nothing relevant scores low
