@@ -108,9 +108,10 @@ class AgentContextStore(BaseStore):
         return results
 
     # --- reads ---------------------------------------------------------------------------------------
-    def _live(self, *tags: str) -> list[Node]:
+    def _live(self, *tags: str, with_content: bool = True) -> list[Node]:
         now = now_iso()
-        return [n for n in self.room.find(TYPE + items.ITEM, *tags) if not items.expired(n, now)]
+        return [n for n in self.room.find(TYPE + items.ITEM, *tags, with_content=with_content)
+                if not items.expired(n, now)]
 
     def _refresh(self, nodes: list[Node], asked: bool | None) -> None:
         refresh = asked if asked is not None else bool((self.ttl_config or {}).get("refresh_on_read", True))
@@ -172,7 +173,7 @@ class AgentContextStore(BaseStore):
                 for n in nodes if n.id in best}
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        spaces = {tuple(n.props["langgraph"]["namespace"]) for n in self._live()}
+        spaces = {tuple(n.props["langgraph"]["namespace"]) for n in self._live(with_content=False)}
         if op.match_conditions:
             spaces = {s for s in spaces if all(_does_match(c, s) for c in op.match_conditions)}
         if op.max_depth is not None:
@@ -181,6 +182,7 @@ class AgentContextStore(BaseStore):
 
     # --- writes --------------------------------------------------------------------------------------
     def _apply(self, puts: list[PutOp]) -> None:
+        self._embed(puts)
         gone: list[str] = []
         nodes: list[Node] = []
         with self.room.store.transaction():  # the writer lock first: two writers of one key make one item
@@ -199,6 +201,16 @@ class AgentContextStore(BaseStore):
             self.room.audit("langgraph_store_put", {"put": len(nodes), "deleted": len(gone)})
         if gone:
             self.room.store.scrub(strict=False)
+
+    def _embed(self, puts: list[PutOp]) -> None:
+        """Embed the indexed text of the items written now, before the write's transaction (vectors are cached in
+        the store by text and model), so a search finds them ready (a text it finds without one is embedded then)."""
+        if self.embedder is None:
+            return
+        texts = [t for op in puts if op.value is not None and op.index is not False
+                 for t in items.index_texts(dict(op.value), list(op.index) if op.index else self.fields)]
+        if texts:
+            vectors(self.room.store, self.embedder, texts)
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> concurrent.futures.Future[None]:
         """Purge expired items every ``sweep_interval_minutes`` (default: the ttl config's, else 5) on a daemon
