@@ -20,6 +20,7 @@ from ...memory.purge import purge_memories
 from ...memory.records import KIND, STATE_KIND, TYPE, now_iso, time_key
 from ...model import Node
 from ...workspace import Workspace
+from ..opening import open_workspace
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
@@ -33,20 +34,16 @@ def check_name(name: Any) -> str:
 
 @contextmanager
 def opened(url: str) -> Iterator[Workspace]:
-    """A workspace on any store URL we accept (``sqlite:///path``, a path, ``:memory:``, ``postgresql://...``),
-    closed on exit."""
-    if not isinstance(url, str) or not url:
+    """A workspace on any store URL we accept (``sqlite:///path``, a path, ``:memory:``, ``postgresql://...``, as
+    LangGraph's ``from_conn_string`` takes them), closed on exit (``integrations.opening``)."""
+    if not isinstance(url, str) or not url.strip():
         raise ValidationError("url must be a store URL: sqlite:///path/to/store.db, a path, ':memory:' or "
                               "postgresql://...", url=str(url))
-    ws = Workspace.in_memory() if url == ":memory:" else Workspace.open(url=_as_url(url), create=True)
+    ws, _ = open_workspace() if url == ":memory:" else open_workspace(url=url if "://" in url else f"sqlite:///{url}")
     try:
         yield ws
     finally:
         ws.close()
-
-
-def _as_url(url: str) -> str:
-    return url if "://" in url else f"sqlite:///{url}"
 
 
 def tag(prefix: str, *parts: Any) -> str:
