@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .records import CONV, KIND
+from .records import CONV, KIND, STATE_KIND
 
 
 def pair_hashes(store: Any, ids: Sequence[str]) -> set[str]:
@@ -46,9 +46,11 @@ def purge_memories(store: Any, ids: Sequence[str], reason: str, actor: str = "",
 
 
 def about(store: Any, entity_id: str, namespace: str | None = None) -> list[Any]:
-    """Memories (of ``namespace``, or of every memory store) whose metadata names ``entity_id`` in ``entities`` or
-    ``entity_id``, in the order they were stored (the store scans the properties; only the hits are read)."""
-    ids = dict.fromkeys([*store.find_by_props(["metadata", "entities"], entity_id, namespace, KIND),
-                         *store.find_by_props(["metadata", "entity_id"], entity_id, namespace, KIND)])
+    """Memories and thread state (of ``namespace``, or of every memory store) whose metadata names ``entity_id`` in
+    ``entities`` or ``entity_id``, in the order they were stored (the store scans the properties; only the hits are
+    read)."""
+    kinds = [KIND, STATE_KIND]
+    ids = dict.fromkeys([*store.find_by_props(["metadata", "entities"], entity_id, namespace, kinds),
+                         *store.find_by_props(["metadata", "entity_id"], entity_id, namespace, kinds)])
     found = store.get_nodes(list(ids))
     return [found[i] for i in ids if i in found]

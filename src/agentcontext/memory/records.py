@@ -18,6 +18,9 @@ from ..errors import ValidationError
 from ..model import MEMORY_KIND, RESERVED_ID_PREFIXES, Node, to_utc_iso
 
 KIND = MEMORY_KIND
+# Records a memory store holds that are not recalled: an agent framework's thread state (LangGraph's checkpoints and
+# pending writes). They are about entities as memories are (``metadata.entities``), so an erasure removes them too.
+STATE_KIND = "memory_state"
 CONV = "conversation:"
 USER = "user:"
 TYPE = "type:"
