@@ -187,27 +187,80 @@ if mode == "mirror":  # the baseline: the in-process index, built from the serve
 ws = Workspace(store)
 ws.embedder.embed(["warm the model up"])  # the model is loaded before the first query is timed
 memory = AgentMemory(workspace=ws, namespace="scale", max_memory_size=None)
-rss_before = rss_mb()
-t = time.perf_counter()
-memory.retrieve(questions[0], max_results=10)
-first = time.perf_counter() - t
-since_start = time.perf_counter() - t_start
-lat, top = [], {}
-for q in questions[1:]:
+spent = {}  # seconds per stage of the current query (STAGES: the store's and workspace's calls, timed by name)
+inside = [False]  # within server_search.search (a read there is the ranking's; after it, the results' fetch)
+def timer(owner, name, stage):
+    fn = getattr(owner, name, None)
+    if fn is None:  # this code has no such call
+        return
+    def wrapped(*a, **kw):
+        t = time.perf_counter()
+        try:
+            return fn(*a, **kw)
+        finally:
+            key = stage if inside[0] or stage == "embedding" else "fetch"
+            spent[key] = spent.get(key, 0.0) + time.perf_counter() - t
+    setattr(owner, name, wrapped)
+for stage, names in STAGES.items():
+    for name in names:
+        timer(ws if name == "embed_query" else store, name, stage)
+if mode == "server":
+    from agentcontext.memory import server_search
+    search = server_search.search
+    def searched(*a, **kw):
+        inside[0] = True
+        t = time.perf_counter()
+        try:
+            return search(*a, **kw)
+        finally:
+            inside[0] = False
+            spent["search"] = spent.get("search", 0.0) + time.perf_counter() - t
+    server_search.search = searched
+def ask(q):
+    spent.clear()
     t = time.perf_counter()
     found = memory.retrieve(q, max_results=10)
-    lat.append(time.perf_counter() - t)
+    total = time.perf_counter() - t
+    parts = dict(spent)
+    search_s = parts.pop("search", total)
+    parts["fusion"] = search_s - sum(v for k, v in parts.items() if k not in ("fetch", "embedding"))
+    parts["fetch"] = total - search_s  # the results' rows read and shaped after the ranking
+    return found, total, parts
+rss_before = rss_mb()
+_, first, first_stages = ask(questions[0])
+since_start = time.perf_counter() - t_start
+lat, top, stages = [], {}, []
+for q in questions[1:]:
+    found, total, parts = ask(q)
+    lat.append(total)
+    stages.append(parts)
     top[q] = [r["id"] for r in found]
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"first_s": first, "first_since_start_s": since_start, "latencies_s": lat, "top": top,
+                  "stages_s": stages, "first_stages_s": first_stages,
                   "rss_before_mb": rss_before, "rss_after_mb": rss_mb(), "rss_peak_mb": peak}))
 """
+# what each stage of a retrieve is timed by (calls of the store, or the workspace's ``embed_query``); ``fusion`` is the
+# rest of server_search.search (the client's ranking), ``fetch`` the rest of ``retrieve`` after it (the results read)
+STAGES = {"embedding": ["embed_query"], "dense": ["nearest"], "similarities": ["similarities"],
+          "text": ["text_search", "term_counts", "holds_at_least"],
+          "links": ["nodes_linked", "nodes_naming", "get_nodes", "candidates"]}
+
+
+def stage_medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per stage: the median and mean ms a query over the runs' questions (medians do not add up to the total's)."""
+    rows = [q for r in runs for q in r["stages_s"]]
+    names = ["embedding", "dense", "similarities", "text", "links", "fusion", "fetch"]
+    return {name: {"p50_ms": round(statistics.median([q.get(name, 0.0) for q in rows]) * 1000, 1),
+                   "mean_ms": round(statistics.mean([q.get(name, 0.0) for q in rows]) * 1000, 1)}
+            for name in names if rows}
 
 
 def client(url: str, mode: str, questions: list[str], src: Path | None = None) -> dict[str, Any]:
     """One new client process asking ``questions`` in turn, with this tree's code or ``src``'s."""
     env = {**os.environ, "PYTHONPATH": str(src or Path(__file__).resolve().parent.parent / "src")}
-    proc = subprocess.run([sys.executable, "-c", CLIENT, url, mode, json.dumps(questions)], capture_output=True,
+    script = CLIENT.replace("STAGES.items()", f"{STAGES!r}.items()")
+    proc = subprocess.run([sys.executable, "-c", script, url, mode, json.dumps(questions)], capture_output=True,
                           text=True, env=env, timeout=7200)
     if proc.returncode:
         raise RuntimeError(proc.stderr[-3000:])
@@ -248,11 +301,17 @@ def before_and_after(url: str, questions: list[str], before: Path) -> dict[str, 
         out[name] = {"retrieve_p50_ms": round(statistics.median(lat), 1), "retrieve_p95_ms": round(p95(lat), 1),
                      "first_query_ms": [round(r["first_s"] * 1000, 1) for n, r in runs if n == name],
                      "p50_per_run_ms": [round(statistics.median(r["latencies_s"]) * 1000, 1) for n, r in runs
-                                        if n == name]}
+                                        if n == name],
+                     "stages": stage_medians([r for n, r in runs if n == name])}
     tops = [r["top"] for _, r in runs]
     out["same_top10"] = round(float(np.mean([tops[0][q] == tops[1][q] for q in tops[0]])), 4)
     out["ratio_p50 (this / before)"] = round(out["this"]["retrieve_p50_ms"] / out["before"]["retrieve_p50_ms"], 3)
     out["ratio_p95 (this / before)"] = round(out["this"]["retrieve_p95_ms"] / out["before"]["retrieve_p95_ms"], 3)
+    out["ratio_first_query (this / before, medians)"] = round(
+        statistics.median(out["this"]["first_query_ms"]) / statistics.median(out["before"]["first_query_ms"]), 3)
+    out["stage ratios (this / before, mean ms)"] = {
+        name: round(out["this"]["stages"][name]["mean_ms"] / out["before"]["stages"][name]["mean_ms"], 3)
+        for name in out["this"]["stages"] if out["before"]["stages"][name]["mean_ms"] > 0}
     return out
 
 
@@ -353,6 +412,8 @@ def main() -> None:
         "recall_at_10": round(recall, 4),
         "rss_growth_mb": round(ours["rss_after_mb"] - ours["rss_before_mb"], 1),
         "rss_peak_mb": round(ours["rss_peak_mb"], 1),
+        "stages (ms a query)": stage_medians([ours]),
+        "first_query_stages_ms": {k: round(v * 1000, 1) for k, v in ours["first_stages_s"].items()},
         "first_query_ms": round(ours["first_s"] * 1000, 1),
         "first_query_from_process_start_ms": round(ours["first_since_start_s"] * 1000, 1),
         "first_query_of_a_second_process_ms": round(again["first_s"] * 1000, 1),

@@ -62,10 +62,10 @@ def test_what_p_gets_does_not_depend_on_what_it_may_not_read(tmp_path, request, 
     for hidden in (False, True):
         if backend == "postgres":
             url = request.getfixturevalue("pg_server").url()
-            ws, graph = world(lambda: Workspace.open(url=url), hidden)
+            ws, graph = world(lambda url=url: Workspace.open(url=url), hidden)
         else:
-            ws, graph = world(lambda: Workspace.open(home=tmp_path / f"{held}-{hidden}" / ".agentcontext",
-                                                     create=True), hidden)
+            ws, graph = world(lambda hidden=hidden: Workspace.open(
+                home=tmp_path / f"{held}-{hidden}" / ".agentcontext", create=True), hidden)
         recorder = DecisionRecorder(graph, principal="p") if held == "principal" else DecisionRecorder(
             graph.acting_as("p"))
         got[hidden] = seen_by_p(graph, recorder)

@@ -110,8 +110,8 @@ def check_entities(metadata: dict[str, Any]) -> None:
     ents = metadata["entities"]
     if not isinstance(ents, (list, tuple)) or not all(isinstance(e, (str, int)) and str(e).strip() for e in ents):
         raise ValidationError(
-            f"metadata 'entities' must be a list of entity ids, got {ents!r:.80}: pass {{'entities': ['customer-4471']}}"
-            " (CLI: --entity customer-4471, repeatable)", field="metadata.entities")
+            f"metadata 'entities' must be a list of entity ids, got {ents!r:.80}: pass "
+            "{'entities': ['customer-4471']} (CLI: --entity customer-4471, repeatable)", field="metadata.entities")
 
 
 def build_node(namespace: str, content: str, metadata: dict[str, Any] | None, conversation_id: str | None,
