@@ -144,7 +144,8 @@ def text_mentions(store: Any, subject: Subject) -> None:
         for n in store.get_nodes(ids).values():
             if _contains(held_words(n)[0], needle):
                 subject.mention(n, "text")
-    candidates = [i for i in store.nodes_holding([" ".join(w) for w in wanted]) if i != subject.node_id]
+    known = {subject.node_id, *subject.memories, *subject.decisions, *subject.attached}  # erased whatever they hold
+    candidates = [i for i in store.nodes_holding([" ".join(w) for w in wanted]) if i not in known]
     current = store.get_nodes(candidates, include_retracted=True)
     for i in candidates:
         node = current.get(i)

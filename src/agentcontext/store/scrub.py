@@ -39,24 +39,26 @@ def erased(store: Any, ids: Sequence[str]) -> set[str]:
     return out
 
 
-HELD_TEXT = ("lower(coalesce(key, '') || ' ' || coalesce(title, '') || ' ' || coalesce(summary, '') || ' ' || "
-             "coalesce(content, '') || ' ' || coalesce(CAST(props AS TEXT), ''))")
+HELD_COLUMNS = ("key", "title", "summary", "content", "CAST(props AS TEXT)")
 
 
 def nodes_holding(store: Any, needles: Sequence[str]) -> list[str]:
     """Ids of nodes any version of which (live, superseded or retracted) holds one of ``needles`` in its text or
     props (its words in order, anything between them), in the order the store recorded the first version
-    holding one: one scan of every version (lower() folds ASCII letters on SQLite, every letter on PostgreSQL)."""
+    holding one: one scan of every version (case folded: ASCII letters on SQLite, every letter on PostgreSQL)."""
     wanted = ["%".join(n.lower().split()) for n in dict.fromkeys(needles)]
     wanted = [w for w in wanted if w]
     if not wanted:
         return []
     out: dict[str, None] = {}
-    for chunk in store._chunks(wanted):
-        # each needle goes in as a parameter, never as SQL; a '_' in it matches any character: the caller confirms
-        test = " OR ".join(f"{HELD_TEXT} LIKE ?" for _ in chunk)
+    like = store.LIKE_ANY_CASE
+    per_needle = len(HELD_COLUMNS)
+    for chunk in store._chunks(wanted, per_statement=per_needle):
+        # each needle goes in as a parameter, never as SQL; a '_' in it matches any character: the caller confirms.
+        # Column by column (no concatenation, no lower()): the scan reads each value once and stops at a match.
+        test = " OR ".join(f"{col} {like} ?" for _ in chunk for col in HELD_COLUMNS)
         rows = store._read(store._q(f"SELECT id, min(recorded_at) FROM {store.VERSIONS} WHERE {test} GROUP BY id "
-                                    "ORDER BY 2, 1"), [f"%{n}%" for n in chunk])
+                                    "ORDER BY 2, 1"), [f"%{n}%" for n in chunk for _ in HELD_COLUMNS])
         out.update((r[0], None) for r in rows)
     return list(out)
 

@@ -58,6 +58,7 @@ class SQLStore(ABC):
     # backend keeps only superseded versions there and the live row is the current one (SQLite, migration 6)
     VERSIONS = "node_versions"
     CURRENT_IN_VERSIONS = True
+    LIKE_ANY_CASE = "ILIKE"  # a pattern match that folds case (SQLite's LIKE folds ASCII letters by itself)
     COPY_ARMS: dict[str, tuple[str, ...]] = {}  # table: the tables its copy reads, merged in page order
     capabilities: frozenset[Capability] = frozenset({Capability.PERSISTENT, Capability.SHARED})
     _db: Any
