@@ -240,7 +240,8 @@ class Checkpoints:
         if snap is None:
             raise NotFoundError(f"no checkpoint {label!r}; take it with checkpoint({label!r}) first", label=label,
                                 known=self.labels(graph))
-        without_erased(store, snap)  # a stored snapshot older than an erasure (a load, a restore) answers without it
+        without_erased(store, snap)  # one older than an erasure (a load, a restore, another process's erasure of a
+        # snapshot held here) answers without what it removed
         return snap
 
     def diff(self, graph: Any, a: str, b: str) -> dict[str, Any]:
