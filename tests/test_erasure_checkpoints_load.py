@@ -92,3 +92,22 @@ def test_postgres_heap_files_hold_no_checkpointed_text_after_a_load(pg_url, pg_s
     ws.store._db.execute("CHECKPOINT")
     assert hits(folder_files(pg_server.data / "base"), secret) == {}
     ws.close()
+
+
+def test_a_snapshot_held_in_one_process_answers_without_what_another_process_erased(tmp_path):
+    home = tmp_path / ".agentcontext"
+    ws = Workspace.open(home=home, create=True)
+    secret = new_secret()
+    graph = ContextGraph(workspace=ws)
+    graph.add_node(ENTITY, "customer", properties={"name": NAME})
+    ctx = AgentContext(knowledge_graph=graph, decision_tracking=True, vector_store=VectorStore(workspace=ws))
+    decision = ctx.record_decision("refund", f"Refund {NAME} for {secret}", "why", "approved", 0.9,
+                                   entities=[ENTITY])
+    ctx.checkpoint("held")  # in this process's memory only
+    other = Workspace.open(home=home)  # another process's view of the same store
+    erase_workspace_entity(other, ENTITY, reason="GDPR")
+    other.close()
+    ctx.checkpoint("now")
+    diff = ctx.diff_checkpoints("held", "now")
+    assert diff["decisions_removed"] == [] and secret not in str(diff) and decision not in str(diff)
+    ws.close()
