@@ -111,3 +111,29 @@ def test_a_snapshot_held_in_one_process_answers_without_what_another_process_era
     diff = ctx.diff_checkpoints("held", "now")
     assert diff["decisions_removed"] == [] and secret not in str(diff) and decision not in str(diff)
     ws.close()
+
+
+def test_retracted_checkpoints_and_older_checkpoint_versions_are_scrubbed_too(tmp_path):
+    home = tmp_path / ".agentcontext"
+    ws = Workspace.open(home=home, create=True)
+    secret = new_secret()
+    graph = ContextGraph(workspace=ws)
+    graph.add_node(ENTITY, "customer", properties={"name": NAME})
+    ctx = AgentContext(knowledge_graph=graph, decision_tracking=True, vector_store=VectorStore(workspace=ws))
+    decision = ctx.record_decision("refund", f"Refund {NAME} for {secret}", "why", "approved", 0.9,
+                                   entities=[ENTITY])
+    ctx.checkpoint("old")
+    ctx.flush_checkpoint("old")
+    graph.retract_node(checkpoints.node_id("old"))  # withdrawn: its history keeps the snapshot
+    ctx.checkpoint("cp")
+    ctx.flush_checkpoint("cp")  # version 1 holds the decision
+    ws.store.retract_nodes([decision])  # withdrawn before the erasure
+    ctx.checkpoint("cp")
+    ctx.flush_checkpoint("cp")  # version 2 does not: only the older version holds it
+    assert decision in str(ws.store.node_versions(checkpoints.node_id("cp"))[0].props)
+    d = erase_workspace_entity(ws, ENTITY, reason="GDPR").to_dict()
+    assert d["complete"] is True and d["stores"]["decisions"]["decisions"] == 1  # the retracted decision
+    assert ws.store.get_node(checkpoints.node_id("old"), include_retracted=True) is None
+    assert all(decision not in str(v.props) for v in ws.store.node_versions(checkpoints.node_id("cp")))
+    assert hits(folder_files(home), secret) == {}
+    ws.close()

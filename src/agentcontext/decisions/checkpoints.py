@@ -185,16 +185,32 @@ def scrub(store: Any, ids: Iterable[str], actor: str = "") -> dict[str, int]:
             if scrub_snapshot(snap, gone):
                 store.put_record(RECORD_KIND, label, snap, actor=actor)
                 out["flushed"] += 1
-        changed = []
+        changed, history = [], []
         for node in store.find_nodes(kind=NODE_KIND):
             snap = (node.props or {}).get("snapshot")
             if isinstance(snap, dict) and scrub_snapshot(snap, gone):
                 changed.append(node)
+            elif any(_names(v, gone) for v in store.node_versions(node.id)):  # only an older version held them
+                history.append(node.id)
         if changed:
             store.put_nodes(changed, actor=actor)
-            store.purge_history([n.id for n in changed], actor=actor)
-            out["nodes"] = len(changed)
+        if changed or history:
+            store.purge_history([*(n.id for n in changed), *history], actor=actor)
+        # a checkpoint node retracted before the erasure keeps its snapshots in its history: it goes whole
+        withdrawn = [i for i in store.node_ids(include_retracted=True) if i.startswith(node_id(""))]
+        held = [n.id for n in store.get_nodes(withdrawn, include_retracted=True).values()
+                if n.kind == NODE_KIND and n.retracted_at is not None
+                and any(_names(v, gone) for v in [n, *store.node_versions(n.id)])]
+        if held:
+            store.purge_nodes(held, reason="erasure: a retracted checkpoint held erased records", actor=actor)
+        out["nodes"] = len(changed) + len(history) + len(held)
     return out
+
+
+def _names(node: Any, gone: set[str]) -> bool:
+    """Whether a version of a checkpoint node holds a snapshot naming one of ``gone``."""
+    snap = (node.props or {}).get("snapshot")
+    return isinstance(snap, dict) and bool(gone.intersection(held_ids(snap)))
 
 
 class Checkpoints:
