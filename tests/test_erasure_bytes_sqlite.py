@@ -67,3 +67,18 @@ def test_migration_three_removes_the_terms_earlier_deletes_left_in_the_index(tmp
     store.scrub()
     assert hits(store_files(db), secret + "y") == {}
     store.close()
+
+
+def test_a_retracted_or_expired_node_purged_leaves_no_byte(tmp_path):
+    secret = new_secret()
+    db = tmp_path / "store.db"
+    store = SQLiteStore(db)
+    _fill(store, secret)
+    store.put_nodes([Node(id="n98", kind="event", namespace="graph:default", key="k98", content=f"visit {secret}",
+                          valid_until="2020-01-01T00:00:00.000000+00:00")])  # expired in the world
+    store.retract_nodes(["n99"])  # withdrawn: its row and versions still hold the text
+    assert store.nodes_holding([secret]) == ["n99", "n98"]
+    store.purge_nodes(["n99", "n98"])
+    store.scrub()
+    assert hits(store_files(db), secret) == {} and store.nodes_holding([secret]) == []
+    store.close()

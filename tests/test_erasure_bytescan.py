@@ -1,5 +1,7 @@
 """The byte scan: a unique secret stored through every capability is, after one erasure, in no file under the
-workspace folder (the store, its WAL and shared-memory files): not as text, not as a term of the text index.
+workspace folder (the store, its WAL and shared-memory files): not as text, not as a term of the text index. Live,
+retracted and expired records and checkpoints alike (a load of a graph file saved before the erasure:
+test_erasure_checkpoints_load.py).
 The same on PostgreSQL: no heap file of the test server's database holds it after a strict erasure."""
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ NAME = "Jane Roe"
 
 
 def fill(ws, secret: str, outside: Path) -> dict:
-    """Store ``secret`` through memory (with and without entity metadata, versions, a conversation), a graph node,
-    a decision with its exception, checkpoints (held and flushed), a lib: doc and exports; return the handles."""
+    """Store ``secret`` through memory (with and without entity metadata, versions, a conversation, one retracted),
+    graph nodes (one retracted, one expired), a decision with its exception, checkpoints (held and flushed), a lib:
+    doc and exports; return the handles."""
     graph = ContextGraph(workspace=ws)
     graph.add_node(ENTITY, "customer", content=f"{NAME}, card {secret}", properties={"name": NAME,
                                                                                       "aliases": ["J. Roe"]})
@@ -33,6 +36,11 @@ def fill(ws, secret: str, outside: Path) -> dict:
     memory.store("And what did the bank say?", conversation_id="c1")  # its pair vector embeds the secret
     unlinked = memory.store(f"J. Roe mentioned {secret} again")  # names her by an alias, no metadata
     memory.update(unlinked, content=f"J. Roe mentioned {secret} twice")  # a second version holds it too
+    withdrawn = memory.store(f"{NAME} closed card {secret}", metadata={"entities": [ENTITY]})
+    ws.store.retract_nodes([withdrawn])  # what an infer=True store's "delete" does: retracted, history kept
+    graph.add_node("note-2", "note", content=f"{NAME} wrote about {secret}")
+    graph.retract_node("note-2")  # withdrawn from the graph, still in its history
+    graph.add_node("visit-1", "event", content=f"{NAME} visited ({secret})", valid_until="2020-01-01")  # expired
     other = AgentMemory(vector_store=VectorStore(workspace=ws), namespace="other")
     elsewhere = other.store(f"Noted for {NAME}: {secret}")
     ctx = AgentContext(knowledge_graph=graph, decision_tracking=True, vector_store=VectorStore(workspace=ws))
@@ -59,7 +67,8 @@ def fill(ws, secret: str, outside: Path) -> dict:
     ws.index_files.wait()  # the files are written on their threads
     memory.export(format="json", destination=outside / "memories.json")
     export_pack(ws, "lib:crm", outside / "crm-pack")
-    return {"ctx": ctx, "linked": linked, "unlinked": unlinked, "elsewhere": elsewhere, "decision": decision}
+    return {"ctx": ctx, "linked": linked, "unlinked": unlinked, "elsewhere": elsewhere, "decision": decision,
+            "withdrawn": withdrawn}
 
 
 def test_after_one_erasure_no_file_of_the_workspace_holds_the_secret(tmp_path):
@@ -91,14 +100,17 @@ def test_after_one_erasure_no_file_of_the_workspace_holds_the_secret(tmp_path):
         assert not any(raw in f.read_bytes() for f in folder_files(home) if f.is_file()), rid
     d = receipt.to_dict()
     assert d["complete"] is True, d["incomplete_stores"]
-    assert d["stores"]["memory"] == {"status": "erased", "items": 1}
+    assert d["stores"]["memory"] == {"status": "erased", "items": 2}  # the live and the retracted one
+    assert ws.store.get_node(made["withdrawn"], include_retracted=True) is None
     assert d["stores"]["decisions"]["decisions"] == 1 and d["stores"]["decisions"]["exceptions"] == 1
     assert d["stores"]["mentions"]["memories"] == 2 and d["stores"]["mentions"]["docs"] == 1
     assert d["stores"]["checkpoints"]["held"] == 2 and d["stores"]["checkpoints"]["flushed"] == 1  # both held
     assert d["stores"]["audit"]["entries"] >= 1 and d["stores"]["vectors"]["deleted"] >= 4
     assert d["physical"]["status"] == "clean" and d["physical"]["checkpoint"]["wal_bytes"] == 0
     mentioned = {m["id"]: m for m in d["mentions"]}
-    assert {made["unlinked"], made["elsewhere"], "lib:crm/accounts.roe", "graph:default/note-1"} <= set(mentioned)
+    assert {made["unlinked"], made["elsewhere"], "lib:crm/accounts.roe", "graph:default/note-1",
+            "graph:default/note-2", "graph:default/visit-1"} <= set(mentioned)
+    assert mentioned["graph:default/note-2"]["retracted"] is True
     assert "text" in mentioned[made["unlinked"]]["via"] and all(m["erased"] for m in d["mentions"])
     copies = {c["path"]: c for c in d["external_copies"]}
     assert str((outside / "memories.json").resolve()) in copies and str((outside / "crm-pack").resolve()) in copies
@@ -126,6 +138,7 @@ def test_without_erase_mentions_they_are_listed_and_kept(tmp_path):
     assert made["unlinked"] in listed and not listed[made["unlinked"]]["erased"]
     assert ws.store.get_node(made["unlinked"]) is not None  # kept: the caller decides
     assert ws.store.get_node(made["linked"]) is None and ws.store.get_node(made["decision"]) is None
+    assert ws.store.get_node(made["withdrawn"], include_retracted=True) is None  # linked: erased, though retracted
     remaining = hits(folder_files(home), secret)
     assert set(remaining) == {str(home / "store.db")}  # only the kept mentions, nothing in the WAL
     ws.close()

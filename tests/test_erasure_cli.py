@@ -42,3 +42,19 @@ def test_cli_erase_prints_the_whole_receipt_and_erases_mentions_on_request(tmp_p
     assert ws.store.get_node(linked) is None and ws.store.get_node(other) is None
     assert ws.store.get_node(named) is not None  # listed, kept: erased only with --mentions
     ws.close()
+
+
+def test_cli_erase_mentions_finds_a_name_held_only_in_metadata(tmp_path):
+    """``memory store -m customer_name="Jane Roe"``: the name is in no text, only a metadata value."""
+    home = tmp_path / ".agentcontext"
+    ws = Workspace.open(home=home, create=True)
+    ContextGraph(workspace=ws).add_node("customer-4471", "customer", properties={"name": "Jane Roe"})
+    ws.close()
+    stored = json.loads(cli(home, "memory", "store", "Card blocked after the call", "-m", "customer_name=Jane Roe",
+                            "--json"))
+    mid = stored["id"] if isinstance(stored, dict) else stored
+    receipt = json.loads(cli(home, "erase", "customer-4471", "--mentions", "--json"))
+    assert [(m["id"], m["via"], m["erased"]) for m in receipt["mentions"]] == [(mid, ["props"], True)]
+    ws = Workspace.open(home=home)
+    assert ws.store.get_node(mid, include_retracted=True) is None and not ws.store.node_versions(mid)
+    ws.close()

@@ -185,3 +185,22 @@ def test_erasing_one_facts_subject_leaves_no_byte_of_it_in_another_facts_provena
     assert mem.get_memory(jane) is None and mem.get_memory(bob)["content"] == "Bob likes tea."
     assert hits(folder_files(home), secret) == {}
     ws.close()
+
+
+def test_a_principal_who_may_not_write_is_refused_before_any_model_call(tmp_path):
+    """store(..., infer=True) checks access first: the text never reaches the provider."""
+    from agentcontext import AgentContext, Workspace, access
+    from agentcontext.errors import AccessDeniedError
+
+    ws = Workspace.open(home=tmp_path / ".agentcontext", create=True)
+    access.grant(ws, "reader", "memory:*", "read")
+    with ScriptedServer(model(FACTS, {"actions": []})) as server:
+        llm = OpenAICompatible(base_url=server.url + "/v1", model="m")
+        ctx = AgentContext(vector_store=VectorStore(workspace=ws), llm_provider=llm, principal="reader")
+        with pytest.raises(AccessDeniedError):
+            ctx.store(TEXT, infer=True)
+        mem = AgentMemory(vector_store=VectorStore(workspace=ws), principal="reader")
+        with pytest.raises(AccessDeniedError):
+            infer_and_store(mem, llm, TEXT)
+    assert server.requests == []  # no model call, so no copy of the text at the provider
+    ws.close()

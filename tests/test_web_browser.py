@@ -339,6 +339,9 @@ def test_erasing_an_entity_from_the_memory_page_shows_the_receipt(site):
     driver.find_element(By.CSS_SELECTOR, "#erase-form input[name=entity]").send_keys("alice")
     driver.find_element(By.CSS_SELECTOR, "#erase-form input[name=reason]").send_keys("erasure request")
     click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#erase-form button"))
+    assert "This cannot be undone" in text(driver, "#confirm-what")  # a confirmation step: nothing erased yet
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#confirm-form button"))
+    assert "/memory/receipt?" in driver.current_url  # the receipt is a page of its own (a reload erases nothing)
     receipt = text(driver, "#receipt")
     assert "memory erased items: 1" in receipt.replace("\n", " ") and "Complete" in text(driver, "#receipt-status")
     shot(site, "receipt")

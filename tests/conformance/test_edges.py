@@ -38,6 +38,9 @@ def test_counts(store):
     store.retract_edges([Edge("c", "x", "a").id])
     assert store.count_edges() == 3 and store.count_edges("ns:b") == 1 and store.count_edges(type="x") == 2
     assert store.count_edges_by_type() == {"x": 2, "y": 1} and store.count_edges_by_type(["ns:a"]) == {"x": 1, "y": 1}
+    assert [e.src for e in store.edges(dst="a")] == []
+    assert [e.src for e in store.edges(dst="a", include_retracted=True)] == ["c"]  # what an erasure must reach
+    assert len(store.edges(include_retracted=True)) == 4
 
 
 def test_more_ids_than_one_statement_takes(store):

@@ -71,9 +71,24 @@ def test_find_by_props_matches_a_value_or_a_list_element(store):
     assert store.find_by_props(["metadata", "entities"], "c-1", kind="doc", namespace="ns:a") == ["n1", "n3"]
     store.retract_nodes(["n1"])
     assert store.find_by_props(["metadata", "entities"], "c-1") == ["n3", "n4"]
+    assert store.find_by_props(["metadata", "entities"], "c-1", include_retracted=True) == ["n1", "n3", "n4"]
     import pytest
 
     from agentcontext.errors import ValidationError
 
     with pytest.raises(ValidationError):
         store.find_by_props(["metadata", "x') OR 1=1 --"], "c-1")
+
+
+def test_nodes_holding_scans_every_version_live_or_retracted_and_props(store):
+    store.put_nodes([node(1, content="Jane   Roe called"), node(2, content="nothing here"),
+                     node(3, props={"metadata": {"customer_name": "JANE ROE"}}), node(4, content="Roe, Jane")])
+    store.put_nodes([node(2, content="now about Jane Roe")])
+    store.put_nodes([node(2, content="nothing again")])  # only a superseded version names her
+    store.put_nodes([node(5, content="jane roe was here")])
+    store.retract_nodes(["n5"])
+    assert store.nodes_holding(["jane roe"]) == ["n1", "n3", "n2", "n5"]  # by the first version holding one
+    assert store.nodes_holding(["Jane Roe", "roe jane"]) == ["n1", "n3", "n4", "n2", "n5"]
+    assert store.nodes_holding(["x' OR 1=1 --"]) == [] and store.nodes_holding([" "]) == []
+    store.purge_nodes(["n2"])
+    assert store.nodes_holding(["jane roe"]) == ["n1", "n3", "n5"]

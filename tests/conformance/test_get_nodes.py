@@ -10,6 +10,8 @@ def test_missing_retracted_and_included(store):
     assert store.get_node("zz") is None and store.get_node("n2") is None
     assert store.get_node("n2", include_retracted=True).retracted_at is not None
     assert sorted(store.get_nodes(["n1", "n2", "zz", "n1"])) == ["n1"]
+    both = store.get_nodes(["n1", "n2", "zz"], include_retracted=True)
+    assert sorted(both) == ["n1", "n2"] and both["n2"].retracted_at is not None and both["n1"].retracted_at is None
     assert store.get_nodes([]) == {} and store.get_contents([]) == {} and store.node_briefs([]) == {}
 
 

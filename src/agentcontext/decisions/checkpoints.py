@@ -141,6 +141,30 @@ def scrub_snapshot(snap: dict[str, Any], ids: set[str]) -> bool:
     return before != (len(snap["nodes"]), len(snap["decisions"]), len(snap["relationships"]))
 
 
+def held_ids(snap: dict[str, Any]) -> list[str]:
+    """Every record id a snapshot names: its nodes, decisions and the ends of its relationships."""
+    rels = snap.get("relationships") or {}
+    return list(dict.fromkeys([*(snap.get("nodes") or {}), *(snap.get("decisions") or {}),
+                               *(x for r in rels.values() if isinstance(r, dict)
+                                 for x in (r.get("source"), r.get("target")) if isinstance(x, str))]))
+
+
+def without_erased(store: Any, snap: Any, also: Any = None) -> bool:
+    """Drop from ``snap`` what it holds about records an erasure removed from ``store`` (``also``: a function giving
+    the id a held id has in this store, when a load moves records to another namespace); True if it changed. What
+    brings a snapshot into a store (a flush, a graph load, a read of a stored checkpoint) passes it through here."""
+    if not isinstance(snap, dict) or not all(isinstance(snap.get(k, {}), dict)
+                                             for k in ("nodes", "decisions", "relationships")):
+        return False
+    for key in ("nodes", "decisions", "relationships"):
+        snap.setdefault(key, {})
+    held = held_ids(snap)
+    moved = {i: also(i) for i in held} if also is not None else {}
+    gone = store.erased([*held, *moved.values()]) if held else set()
+    gone |= {i for i, m in moved.items() if m in gone}
+    return scrub_snapshot(snap, gone) if gone else False
+
+
 _live: "weakref.WeakSet[Checkpoints]" = weakref.WeakSet()
 _live_lock = threading.Lock()
 
@@ -161,16 +185,32 @@ def scrub(store: Any, ids: Iterable[str], actor: str = "") -> dict[str, int]:
             if scrub_snapshot(snap, gone):
                 store.put_record(RECORD_KIND, label, snap, actor=actor)
                 out["flushed"] += 1
-        changed = []
+        changed, history = [], []
         for node in store.find_nodes(kind=NODE_KIND):
             snap = (node.props or {}).get("snapshot")
             if isinstance(snap, dict) and scrub_snapshot(snap, gone):
                 changed.append(node)
+            elif any(_names(v, gone) for v in store.node_versions(node.id)):  # only an older version held them
+                history.append(node.id)
         if changed:
             store.put_nodes(changed, actor=actor)
-            store.purge_history([n.id for n in changed], actor=actor)
-            out["nodes"] = len(changed)
+        if changed or history:
+            store.purge_history([*(n.id for n in changed), *history], actor=actor)
+        # a checkpoint node retracted before the erasure keeps its snapshots in its history: it goes whole
+        withdrawn = [i for i in store.node_ids(include_retracted=True) if i.startswith(node_id(""))]
+        held = [n.id for n in store.get_nodes(withdrawn, include_retracted=True).values()
+                if n.kind == NODE_KIND and n.retracted_at is not None
+                and any(_names(v, gone) for v in [n, *store.node_versions(n.id)])]
+        if held:
+            store.purge_nodes(held, reason="erasure: a retracted checkpoint held erased records", actor=actor)
+        out["nodes"] = len(changed) + len(history) + len(held)
     return out
+
+
+def _names(node: Any, gone: set[str]) -> bool:
+    """Whether a version of a checkpoint node holds a snapshot naming one of ``gone``."""
+    snap = (node.props or {}).get("snapshot")
+    return isinstance(snap, dict) and bool(gone.intersection(held_ids(snap)))
 
 
 class Checkpoints:
@@ -216,6 +256,8 @@ class Checkpoints:
         if snap is None:
             raise NotFoundError(f"no checkpoint {label!r}; take it with checkpoint({label!r}) first", label=label,
                                 known=self.labels(graph))
+        without_erased(store, snap)  # one older than an erasure (a load, a restore, another process's erasure of a
+        # snapshot held here) answers without what it removed
         return snap
 
     def diff(self, graph: Any, a: str, b: str) -> dict[str, Any]:
@@ -228,9 +270,7 @@ class Checkpoints:
                                   "ask a principal who reads everything to store it")
         snap = self.get(graph, label)
         store = workspace_of(graph).store
-        held = [*snap["nodes"], *snap["decisions"], *(x for r in snap["relationships"].values()
-                                                       for x in (r["source"], r["target"]))]
-        scrub_snapshot(snap, store.erased(held))  # taken before an erasure, flushed after it: not brought back
+        without_erased(store, snap)  # taken before an erasure, flushed after it: not brought back
         ws, principal = workspace_of(graph), getattr(graph, "principal", None)
         who = access.effective_principal(ws, principal)
         with store.transaction():

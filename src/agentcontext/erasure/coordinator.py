@@ -20,6 +20,7 @@ from ..decisions import checkpoints
 from ..errors import ValidationError
 from ..memory.purge import purge_memories
 from ..model import Node, content_hash, to_utc_iso, utcnow
+from ..graph.writes import retracted_node
 from ..store import Store
 from ..store.scrub import CONTENT_TABLES
 from . import subject as found
@@ -108,7 +109,11 @@ class ErasureCoordinator:
         store = getattr(self.graph, "store", None)
         if callable(resolve) and isinstance(store, Store):
             try:
-                return store, resolve(entity_id)
+                found = resolve(entity_id)
+                if found is None and callable(getattr(self.graph, "store_id", None)):  # retracted before the
+                    # erasure: its history still holds it
+                    found = retracted_node(self.graph, entity_id)
+                return store, found
             except Exception:  # an unreadable graph store: its legs report the failure
                 return store, None
         return None, None
@@ -171,7 +176,7 @@ class ErasureCoordinator:
             for store, subj in plans:
                 if not subj.decisions:
                     continue
-                kinds = store.get_nodes(subj.attached)
+                kinds = store.get_nodes(subj.attached, include_retracted=True)
                 totals = store.purge_nodes([*subj.decisions, *subj.attached], reason=reason, actor=self.actor,
                                            at=at, erasure=entity_id)
                 out["decisions"] += len(subj.decisions)
@@ -287,6 +292,10 @@ class ErasureCoordinator:
         receipt = ErasureReceipt(entity_id, reason, when)
         memory_ids, outcome = self._find_memories(entity_id)
         plans = self._plan(entity_id, memory_ids or [], erase_mentions, receipt)
+        if memory_ids is not None:  # with the retracted ones the store's history still holds
+            memory_store = self._memory_store()
+            memory_ids = list(dict.fromkeys([*memory_ids, *(i for st, subj in plans if st is memory_store
+                                                            for i in subj.memories)]))
         tally: dict[str, Any] = {"vectors": 0, "touched": set(memory_ids or [])}
         in_store = self._vectors_in_store()
         if not in_store:
@@ -344,7 +353,7 @@ class ErasureCoordinator:
                 changes = [*subj.decisions, *subj.attached]
                 if erase_mentions:
                     changes += [m["id"] for m in subj.mentions.values() if m["action"] != "read_only"]
-                for node in store.get_nodes(changes).values():
+                for node in store.get_nodes(changes, include_retracted=True).values():
                     self.authorize(node.namespace, node.id)
         return plans
 

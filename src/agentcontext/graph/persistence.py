@@ -19,6 +19,7 @@ from typing import Any
 from .. import access, copies, files, safe_yaml
 from ..errors import ValidationError
 from ..ids import check_id
+from ..decisions import checkpoints
 from ..model import Edge, Node, utcnow
 from . import formats
 from .crossgraph import LINK_KIND
@@ -126,6 +127,10 @@ def import_state(graph: GraphLike, state: dict[str, Any]) -> dict[str, int]:
     named = {ev[3].id if ev[2] == "put_node" else ev[3] for ev in events if ev[2] in ("put_node", "retract_node")}
     named |= {end for rows in by_eid.values() for e in rows for end in (e.src, e.dst)}
     gone = store.erased(sorted(named))
+    scrubbed = 0
+    for ev in events:  # a checkpoint's snapshot names records too: what an erasure removed stays out of it
+        if ev[2] == "put_node" and ev[3].kind == checkpoints.NODE_KIND:
+            scrubbed += checkpoints.without_erased(store, (ev[3].props or {}).get("snapshot"), remap)
     if gone:  # an erased node never comes back from a file, nor do the edges that touched it
         cut = {e.id for rows in by_eid.values() for e in rows if e.src in gone or e.dst in gone}
         events = [ev for ev in events if not (
@@ -133,7 +138,7 @@ def import_state(graph: GraphLike, state: dict[str, Any]) -> dict[str, int]:
             or (ev[2] == "put_edge" and ev[3].id in cut) or (ev[2] == "retract_edge" and ev[3] in cut))]
     events.sort(key=lambda ev: (ev[0], ev[1]))
     counts: dict[str, Any] = {"node_versions": 0, "edges": 0, "tombstones": 0, "links": 0,
-                              "skipped_erased": sorted(gone)}
+                              "skipped_erased": sorted(gone), "checkpoint_versions_scrubbed": scrubbed}
     with store.transaction():
         i = 0
         while i < len(events):

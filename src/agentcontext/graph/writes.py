@@ -131,14 +131,23 @@ def retract_edge(graph: WritingGraph, source_id: str, target_id: str, edge_type:
     return count
 
 
+def retracted_node(graph: Any, node_id: str) -> str | None:
+    """The store id of a retracted (not purged) node of ``graph``'s own namespace named ``node_id``, or None."""
+    sid = graph.store_id(node_id)
+    node = graph.store.get_node(sid, include_retracted=True)
+    return sid if node is not None and node.retracted_at is not None and node.namespace == graph.namespace else None
+
+
 def purge_node(graph: WritingGraph, node_id: str, reason: str = "", at: Any = None,
                erasure: str | None = None) -> dict[str, Any]:
     reserved = reserved_namespace(node_id)  # an id that names its namespace is checked before the lookup
     if reserved is not None:
         access.require_own(graph.workspace, graph.principal, graph.namespace, reserved, node_id, "graph.purge")
     sid = graph.resolve(node_id)
+    if sid is None:  # a node retracted before: purging removes the history it left
+        sid = retracted_node(graph, node_id)
     if sid is not None:
-        found = graph.store.get_node(sid)
+        found = graph.store.get_node(sid, include_retracted=True)
         if found is not None:
             access.require_own(graph.workspace, graph.principal, graph.namespace, found.namespace, sid,
                                "graph.purge")

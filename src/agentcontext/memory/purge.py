@@ -12,7 +12,7 @@ from .records import CONV, KIND, STATE_KIND
 
 def pair_hashes(store: Any, ids: Sequence[str]) -> set[str]:
     """The pair-vector hashes computed from the text of these memories: their own and their followers'."""
-    nodes = store.get_nodes(list(ids))
+    nodes = store.get_nodes(list(ids), include_retracted=True)  # a retracted memory's pair vector holds its text too
     gone = set(ids)
     pairs = {(n.props or {}).get("pair_hash") for n in nodes.values()}
     by_conv: dict[tuple[str, str], None] = {}
@@ -45,12 +45,14 @@ def purge_memories(store: Any, ids: Sequence[str], reason: str, actor: str = "",
     return totals
 
 
-def about(store: Any, entity_id: str, namespace: str | None = None) -> list[Any]:
+def about(store: Any, entity_id: str, namespace: str | None = None, include_retracted: bool = False) -> list[Any]:
     """Memories and thread state (of ``namespace``, or of every memory store) whose metadata names ``entity_id`` in
     ``entities`` or ``entity_id``, in the order they were stored (the store scans the properties; only the hits are
-    read)."""
+    read); ``include_retracted``: the retracted ones too (what an erasure must reach)."""
     kinds = [KIND, STATE_KIND]
-    ids = dict.fromkeys([*store.find_by_props(["metadata", "entities"], entity_id, namespace, kinds),
-                         *store.find_by_props(["metadata", "entity_id"], entity_id, namespace, kinds)])
-    found = store.get_nodes(list(ids))
+    ids = dict.fromkeys([*store.find_by_props(["metadata", "entities"], entity_id, namespace, kinds,
+                                              include_retracted=include_retracted),
+                         *store.find_by_props(["metadata", "entity_id"], entity_id, namespace, kinds,
+                                              include_retracted=include_retracted)])
+    found = store.get_nodes(list(ids), include_retracted=include_retracted)
     return [found[i] for i in ids if i in found]

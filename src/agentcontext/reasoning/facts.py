@@ -79,6 +79,9 @@ def infer_and_store(memory: Any, llm: Any, text: str, *, metadata: dict[str, Any
     if llm is None or not callable(getattr(llm, "complete", None)):
         raise ValidationError("store(..., infer=True) needs an LLM provider: AgentContext(llm_provider=...) or "
                               "store(..., infer=True, llm_provider=...) with an agentcontext.llms provider")
+    check = getattr(memory, "check", None)
+    if callable(check):  # before any model call: a principal who may not write sends no text to a provider
+        check("write", "memory.store")
     extracted = llm.complete(text, system=EXTRACT_PROMPT, json_schema=EXTRACT_SCHEMA, temperature=0)
     facts = [{"text": f["text"].strip(), "entities": list(dict.fromkeys(f.get("entities") or []))}
              for f in extracted.data["facts"] if f["text"].strip()]

@@ -80,7 +80,10 @@ class Store(Protocol):
 
     def get_node(self, id: str, as_of: str | None = None, include_retracted: bool = False) -> Node | None: ...
 
-    def get_nodes(self, ids: Iterable[str], as_of: str | None = None) -> dict[str, Node]: ...
+    def get_nodes(self, ids: Iterable[str], as_of: str | None = None,
+                  include_retracted: bool = False) -> dict[str, Node]:
+        """Nodes by id: the live ones (as they stood at ``as_of``); ``include_retracted`` adds the retracted ones as
+        their row holds them (what an erasure must reach)."""
 
     def find_nodes(
         self,
@@ -146,6 +149,12 @@ class Store(Protocol):
         """Which of ``ids`` (node ids, or entity ids erasures were asked for) an erasure removed: what imports
         must not bring back."""
 
+    def nodes_holding(self, needles: Sequence[str]) -> list[str]:
+        """Ids of nodes, live or retracted, any version of which holds one of ``needles`` (its words in order,
+        anything between them; case folded) in its key, title, summary, content or props text, in the order the
+        store recorded the first version holding one: candidates for a closer look at what the text index does not
+        see (retracted records, superseded versions, metadata values). A scan of every version."""
+
     def purge_history(self, ids: Sequence[str], actor: str = "") -> dict[str, int]:
         """Delete every version of these nodes but the live one, and embeddings no remaining version uses.
         Returns how many versions and vectors went."""
@@ -186,8 +195,9 @@ class Store(Protocol):
         min_weight: float | None = None,
         offset: int = 0,
         limit: int | None = None,
+        include_retracted: bool = False,
     ) -> list[Edge]:
-        """Edges in (src, position, dst, type) order."""
+        """Edges in (src, position, dst, type) order; ``include_retracted`` adds every retracted interval too."""
 
     def count_edges(self, namespace: str | Sequence[str] | None = None, type: str | None = None) -> int: ...
 
@@ -235,9 +245,10 @@ class Store(Protocol):
         nodes are searched and their statistics alone rank (what a principal reads of a pack, doc by doc)."""
 
     def find_by_props(self, path: Sequence[str], value: str, namespace: str | Sequence[str] | None = None,
-                      kind: str | Sequence[str] | None = None) -> list[str]:
-        """Ids of active nodes whose ``props`` hold ``value`` at the key ``path`` (equal to it, or an element of
-        the list there), in insertion order: a scan the backend does without decoding every row in Python."""
+                      kind: str | Sequence[str] | None = None, include_retracted: bool = False) -> list[str]:
+        """Ids of active nodes (retracted ones too with ``include_retracted``) whose ``props`` hold ``value`` at the
+        key ``path`` (equal to it, or an element of the list there), in insertion order: a scan the backend does
+        without decoding every row in Python."""
 
     def phrase_search(self, phrase: str, namespace: str | Sequence[str] | None = None,
                       kind: str | Sequence[str] | None = None, limit: int | None = None) -> list[str]:

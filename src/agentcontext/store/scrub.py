@@ -39,6 +39,30 @@ def erased(store: Any, ids: Sequence[str]) -> set[str]:
     return out
 
 
+HELD_COLUMNS = ("key", "title", "summary", "content", "CAST(props AS TEXT)")
+
+
+def nodes_holding(store: Any, needles: Sequence[str]) -> list[str]:
+    """Ids of nodes any version of which (live, superseded or retracted) holds one of ``needles`` in its text or
+    props (its words in order, anything between them), in the order the store recorded the first version
+    holding one: one scan of every version (case folded: ASCII letters on SQLite, every letter on PostgreSQL)."""
+    wanted = ["%".join(n.lower().split()) for n in dict.fromkeys(needles)]
+    wanted = [w for w in wanted if w]
+    if not wanted:
+        return []
+    out: dict[str, None] = {}
+    like = store.LIKE_ANY_CASE
+    per_needle = len(HELD_COLUMNS)
+    for chunk in store._chunks(wanted, per_statement=per_needle):
+        # each needle goes in as a parameter, never as SQL; a '_' in it matches any character: the caller confirms.
+        # Column by column (no concatenation, no lower()): the scan reads each value once and stops at a match.
+        test = " OR ".join(f"{col} {like} ?" for _ in chunk for col in HELD_COLUMNS)
+        rows = store._read(store._q(f"SELECT id, min(recorded_at) FROM {store.VERSIONS} WHERE {test} GROUP BY id "
+                                    "ORDER BY 2, 1"), [f"%{n}%" for n in chunk for _ in HELD_COLUMNS])
+        out.update((r[0], None) for r in rows)
+    return list(out)
+
+
 def purge_history(store: Any, ids: Sequence[str], actor: str = "") -> dict[str, int]:
     """Delete every version of these nodes but the live one, and the embeddings no remaining version uses."""
     totals = {"versions": 0, "vectors": 0}

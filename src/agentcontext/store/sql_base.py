@@ -58,6 +58,7 @@ class SQLStore(ABC):
     # backend keeps only superseded versions there and the live row is the current one (SQLite, migration 6)
     VERSIONS = "node_versions"
     CURRENT_IN_VERSIONS = True
+    LIKE_ANY_CASE = "ILIKE"  # a pattern match that folds case (SQLite's LIKE folds ASCII letters by itself)
     COPY_ARMS: dict[str, tuple[str, ...]] = {}  # table: the tables its copy reads, merged in page order
     capabilities: frozenset[Capability] = frozenset({Capability.PERSISTENT, Capability.SHARED})
     _db: Any
@@ -292,8 +293,9 @@ class SQLStore(ABC):
             return row_to_node(rows[0]) if rows else None
         return self.get_nodes([id], as_of=as_of).get(id)
 
-    def get_nodes(self, ids: Iterable[str], as_of: str | None = None) -> dict[str, Node]:
-        return sql_reads.get_nodes(self, ids, as_of)
+    def get_nodes(self, ids: Iterable[str], as_of: str | None = None,
+                  include_retracted: bool = False) -> dict[str, Node]:
+        return sql_reads.get_nodes(self, ids, as_of, include_retracted)
 
     def _node_where(self, namespace, kind, key_prefix, keys, tags, valid_at, as_of=None) -> Where:
         return sql_reads.node_where(self, namespace, kind, key_prefix, keys, tags, valid_at, as_of)
@@ -431,11 +433,13 @@ class SQLStore(ABC):
         return len(rows)
 
     # --- erasure (store/scrub.py holds the SQL both backends share) -------------------------------
-    def find_by_props(self, path: Sequence[str], value: str, namespace=None, kind=None) -> list[str]:
+    def find_by_props(self, path: Sequence[str], value: str, namespace=None, kind=None,
+                      include_retracted: bool = False) -> list[str]:
         where = self._where()
         where.eq_any("n.namespace", as_list(namespace))
         where.eq_any("n.kind", as_list(kind))
-        where.add("n.retracted_at IS NULL")
+        if not include_retracted:
+            where.add("n.retracted_at IS NULL")
         self._props_hold(where, scrub.key_path(path), value)
         return [r[0] for r in self._read(f"SELECT n.id FROM nodes n{where.sql()} ORDER BY n.rid", where.params)]
 
@@ -445,6 +449,9 @@ class SQLStore(ABC):
 
     def erased(self, ids: Sequence[str]) -> set[str]:
         return scrub.erased(self, ids)
+
+    def nodes_holding(self, needles: Sequence[str]) -> list[str]:
+        return scrub.nodes_holding(self, needles)
 
     def purge_history(self, ids: Sequence[str], actor: str = "") -> dict[str, int]:
         return scrub.purge_history(self, ids, actor)
@@ -496,8 +503,9 @@ class SQLStore(ABC):
         return count
 
     def edges(self, src=None, dst=None, type=None, namespace=None, as_of=None, valid_at=None,
-              min_weight=None, offset=0, limit=None) -> list[Edge]:
-        return sql_reads.edges(self, src, dst, type, namespace, as_of, valid_at, min_weight, offset, limit)
+              min_weight=None, offset=0, limit=None, include_retracted: bool = False) -> list[Edge]:
+        return sql_reads.edges(self, src, dst, type, namespace, as_of, valid_at, min_weight, offset, limit,
+                               include_retracted)
 
     def count_edges(self, namespace=None, type=None) -> int:
         return sql_reads.count_edges(self, namespace, type)

@@ -32,12 +32,13 @@ def select_nodes(store: Any, where: Where, as_of: str | None, with_content: bool
     return [row_to_node(r) for r in store._read(sql, [*params, *where.params])]
 
 
-def get_nodes(store: Any, ids: Iterable[str], as_of: str | None = None) -> dict[str, Node]:
+def get_nodes(store: Any, ids: Iterable[str], as_of: str | None = None,
+              include_retracted: bool = False) -> dict[str, Node]:
     out: dict[str, Node] = {}
     for chunk in store._chunks(list(dict.fromkeys(ids))):
         where = store._where()
         where.eq_any("n.id", list(chunk))
-        if as_of is None:
+        if as_of is None and not include_retracted:
             where.add("n.retracted_at IS NULL")
         for node in select_nodes(store, where, as_of):
             out[node.id] = node
@@ -140,16 +141,17 @@ def nodes_naming(store: Any, prop: str, values: Sequence[str], namespace=None, k
     return [row_to_node(r[1:]) for r in rows]
 
 
-def edge_where(store: Any, src, dst, type, namespace, as_of, valid_at, min_weight) -> Where:
+def edge_where(store: Any, src, dst, type, namespace, as_of, valid_at, min_weight,
+               include_retracted: bool = False) -> Where:
     where = store._where()
     where.eq_any("src", as_list(src))
     where.eq_any("dst", as_list(dst))
     where.eq_any("type", as_list(type))
     where.eq_any("namespace", as_list(namespace))
-    if as_of is None:
-        where.add("retracted_at IS NULL")
-    else:
+    if as_of is not None:
         where.add("recorded_at <= ? AND (retracted_at IS NULL OR retracted_at > ?)", as_of, as_of)
+    elif not include_retracted:
+        where.add("retracted_at IS NULL")
     if valid_at:
         where.add("(valid_from IS NULL OR valid_from <= ?) AND (valid_until IS NULL OR valid_until > ?)",
                   valid_at, valid_at)
@@ -159,7 +161,7 @@ def edge_where(store: Any, src, dst, type, namespace, as_of, valid_at, min_weigh
 
 
 def edges(store: Any, src=None, dst=None, type=None, namespace=None, as_of=None, valid_at=None,
-          min_weight=None, offset=0, limit=None) -> list[Edge]:
+          min_weight=None, offset=0, limit=None, include_retracted: bool = False) -> list[Edge]:
     srcs, dsts = as_list(src), as_list(dst)
     big = store.CHUNK is not None and any(v is not None and len(v) > store.CHUNK for v in (srcs, dsts))
     if big:  # more ids than one statement takes: query slice by slice, merge in order
@@ -167,10 +169,10 @@ def edges(store: Any, src=None, dst=None, type=None, namespace=None, as_of=None,
         out: list[Edge] = []
         for chunk in store._chunks(srcs if big_src else dsts):  # type: ignore[arg-type]
             out.extend(store.edges(chunk if big_src else srcs, dsts if big_src else chunk, type, namespace,
-                                   as_of, valid_at, min_weight))
+                                   as_of, valid_at, min_weight, include_retracted=include_retracted))
         out.sort(key=lambda e: (e.src, e.position, e.dst, e.type))
         return out[offset: None if limit is None else offset + limit]
-    where = edge_where(store, srcs, dsts, type, namespace, as_of, valid_at, min_weight)
+    where = edge_where(store, srcs, dsts, type, namespace, as_of, valid_at, min_weight, include_retracted)
     rows = store._read(f"SELECT {EDGE_COLS} FROM edges{where.sql()} ORDER BY src, position, dst, type"
                        f"{store._page(limit, offset)}", where.params)
     return [row_to_edge(r) for r in rows]

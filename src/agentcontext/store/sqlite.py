@@ -81,6 +81,7 @@ class SQLiteStore(SQLStore):
     # A node's current version is its live row, held once (migration 6): node_versions keeps the superseded ones
     VERSIONS = "versions"
     CURRENT_IN_VERSIONS = False
+    LIKE_ANY_CASE = "LIKE"
     COPY_ARMS = {"node_versions": ("node_versions", "nodes")}  # export pages merge the two, each in key order
     # The WAL is copied into the file (checkpointed) once it holds this many pages (SQLite's default: 1,000, 4 MB),
     # not after every commit of a bulk write. Each batch of new random hashes dirties most pages of the two hash

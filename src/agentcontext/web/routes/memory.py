@@ -1,13 +1,19 @@
 """Memory pages: browse by conversation and user, search with each result's signals, remember, forget, and
-erase an entity with its receipt. The store is the one the CLI and MCP use (``memory:default``)."""
+erase an entity with its receipt. The store is the one the CLI and MCP use (``memory:default``).
+
+Every destructive form (erase; forget a memory, a conversation or a user) takes two POSTs: the first shows what
+will happen and changes nothing, the second (``confirmed=yes``, from that page) does it. An erasure then
+redirects to its receipt, read back from the audit log on a page of its own (POST-redirect-GET: a reload shows
+the receipt again and erases nothing)."""
 from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from ... import access
 from ...erasure import erase_workspace_entity
-from ...errors import ValidationError
+from ...errors import NotFoundError, ValidationError
 from ...memory import browse
 from ...memory.service import workspace_memory
 from ..requests import checked_form, console, principal
@@ -43,12 +49,29 @@ async def remember(request: Request) -> Response:
     return RedirectResponse(with_query("/memory", done=f"remembered {mid}"), status_code=303)
 
 
+def _confirmed(form) -> bool:
+    return form.get("confirmed") == "yes"
+
+
+def _confirm(request: Request, action: str, what: str, fields: dict[str, str | None], button: str) -> Response:
+    """The confirmation step: what the action will do, and a form that repeats it with ``confirmed=yes``."""
+    return page(request, "confirm.html", action=action, what=what, button=button,
+                fields={k: v for k, v in fields.items() if v})
+
+
 async def forget(request: Request) -> Response:
     form = await checked_form(request)
     ws, who = console(request).ws, principal(request)
     given = {k: text_param(form, k) for k in ("memory_id", "conversation", "user")}
     if not any(given.values()):
         raise ValidationError("forget needs a memory, a conversation or a user")
+    if not _confirmed(form):
+        parts = [f"memory {given['memory_id']}" if given["memory_id"] else "",
+                 f"every memory of conversation {given['conversation']}" if given["conversation"] else "",
+                 f"every memory of user {given['user']}" if given["user"] else ""]
+        return _confirm(request, "/memory/forget", "Forget " + " and ".join(p for p in parts if p) +
+                        "? Forgotten memories are deleted with their vectors; this cannot be undone.", given,
+                        "Forget")
     count = workspace_memory(ws, NAMESPACE, who).forget(given["memory_id"], given["conversation"], None,
                                                         given["user"])
     return RedirectResponse(with_query("/memory", done=f"forgot {count} memories"), status_code=303)
@@ -60,9 +83,34 @@ async def erase(request: Request) -> Response:
     entity = text_param(form, "entity")
     if not entity:
         raise ValidationError("name the entity to erase (the id its memories list under entities)")
+    mentions = form.get("mentions") in ("on", "yes", "true", "1")
+    if not _confirmed(form):
+        what = (f"Erase {entity} everywhere: the memories, decisions and graph node about it, every version of "
+                "them (retracted ones too), their vectors, and what checkpoints and the audit log hold about them; "
+                "a tombstone keeps the id from coming back. ")
+        what += ("Also erase every record that mentions it (memories, lib: docs, graph nodes; pkg: docs are "
+                 "listed, never changed). " if mentions else "Records that only mention it are listed and kept. ")
+        return _confirm(request, "/memory/erase", what + "This cannot be undone.",
+                        {"entity": entity, "reason": text_param(form, "reason"),
+                         "mentions": "on" if mentions else None}, "Erase everywhere")
     receipt = erase_workspace_entity(ws, entity, reason=text_param(form, "reason"), principal=who,
-                                     namespace=NAMESPACE)
-    return page(request, "receipt.html", receipt=receipt.to_dict(), audit=receipt.audit)
+                                     namespace=NAMESPACE, erase_mentions=mentions)
+    return RedirectResponse(with_query("/memory/receipt", entity=entity, at=receipt.erased_at), status_code=303)
+
+
+async def receipt_page(request: Request) -> Response:
+    """One erasure receipt, as the audit log holds it (what the erase form redirects to)."""
+    ws, who = console(request).ws, principal(request)
+    entity, at = text_param(request.query_params, "entity"), text_param(request.query_params, "at")
+    rows = access.audit_log(ws, who, action="erase_entity")
+    found = [r for r in rows if r["outcome"] in ("complete", "incomplete") and r["target"] == entity
+             and (at is None or (r["detail"] or {}).get("erased_at") == at)]
+    if not found:
+        raise NotFoundError(f"no erasure receipt for {entity!r}; erase it from the memory page first",
+                            entity_id=entity)
+    row = found[-1]
+    return page(request, "receipt.html", receipt=row["detail"], by=row["principal"], recorded_at=row["at"],
+                audit=[{"store": ws.store.url, "status": "recorded"}])
 
 
 ROUTES = [
@@ -70,4 +118,5 @@ ROUTES = [
     Route("/memory/remember", remember, methods=["POST"]),
     Route("/memory/forget", forget, methods=["POST"]),
     Route("/memory/erase", erase, methods=["POST"]),
+    Route("/memory/receipt", receipt_page),
 ]
