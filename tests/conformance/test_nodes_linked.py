@@ -46,6 +46,10 @@ def test_nodes_linked_brings_only_the_props_asked_for(store):
     named, followers = store.nodes_linked(["n2", "n4"], "prev", "ns:a", "memory", fields=fields)
     assert sorted(named) == ["n1", "n2", "n3", "n4"]
     assert named["n1"].props == {"created_at": "2024-01-01"} and named["n1"].content == "body 1"
+    whole = store.get_node("n1")  # the columns a ranking reads, the others left empty
+    assert [(n.id, n.kind, n.namespace, n.key, n.title, n.summary, n.embed_hash) for n in [named["n1"], whole]] == [
+        (whole.id, whole.kind, whole.namespace, whole.key, whole.title, whole.summary, whole.embed_hash)] * 2
+    assert (named["n1"].recorded_at, named["n1"].content_hash, named["n1"].tags) == (None, None, [])
     assert named["n2"].props == {"prev": "n1", "pair_hash": "h2"}
     assert named["n3"].props == {"prev": "n2", "conversation_id": 7, "metadata": {"c": 3}}  # a number: whole
     assert named["n4"].props == {"prev": "n3", "pair_hash": "h4"}

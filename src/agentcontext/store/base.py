@@ -327,7 +327,8 @@ class VectorSearch(Protocol):
         order). So the followers (``nodes_naming``) of every node in the first part and of the first-level
         followers are all there. ``fields``: the props the caller reads (``prop`` always); each node's props then
         hold those of them that are set (a value that is neither a string nor null may bring every prop), so the
-        client decodes no JSON it does not need."""
+        client decodes no JSON it does not need, and each node carries only its id, kind, namespace, key, title,
+        summary, content (as above) and embed_hash: its other fields are left empty (a ranking's read)."""
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
         """Whether ``namespace`` holds at least ``n`` nodes of ``kind``, answered cheaply (through an index, reading

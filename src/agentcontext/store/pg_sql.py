@@ -52,6 +52,10 @@ class PgWhere(Where):
             self.params.append(values)
 
 
+# the columns a node read with ``fields`` carries (linked_sql; the others are NULL: a ranking reads none of them)
+RANKED_COLS = ("id", "kind", "namespace", "key", "title", "summary", "content", "embed_hash")
+
+
 def linked_sql(prop: str, fields: Sequence[str] | None = None) -> str:
     """The active nodes of one namespace and kind among the ids (an array) and those they name in ``props[prop]``
     (every column), then the nodes naming any of those and the nodes naming those (without content), in one
@@ -62,7 +66,8 @@ def linked_sql(prop: str, fields: Sequence[str] | None = None) -> str:
     ids an array in the default collation (ids are "C"), so the planner walks the ``nodes_<prop>`` expression
     index. ``fields`` (checked too, ``prop`` among them): only these props are read, each a text column after the
     node columns, parsed in the server (once a row); the props column is then NULL unless one of them is neither a
-    string nor null (then that row's props come whole, as without ``fields``)."""
+    string nor null (then that row's props come whole, as without ``fields``), and of the other columns only
+    ``RANKED_COLS`` are read."""
     link = f"((n.props::jsonb) ->> '{prop}')"
     cols = NODE_COLS.split(", ")
     source = "nodes n"
@@ -71,7 +76,8 @@ def linked_sql(prop: str, fields: Sequence[str] | None = None) -> str:
     else:  # one jsonb parse a row (the lateral), then each field read from it
         source = "nodes n CROSS JOIN LATERAL (SELECT n.props::jsonb AS j OFFSET 0) p"
         odd = " OR ".join(f"coalesce(jsonb_typeof(p.j -> '{f}') NOT IN ('string', 'null'), false)" for f in fields)
-        shaped = [(f"CASE WHEN {odd or 'false'} THEN n.props END AS props" if c == "props" else f"n.{c}")
+        shaped = [(f"CASE WHEN {odd or 'false'} THEN n.props END AS props" if c == "props" else
+                   f"n.{c}" if c in RANKED_COLS else f"NULL AS {c}")
                   for c in cols] + [f"p.j ->> '{f}' AS f_{i}" for i, f in enumerate(fields)]
     light = ", ".join("'' AS content" if c == "n.content" else c for c in shaped)
     full = ", ".join(shaped)
