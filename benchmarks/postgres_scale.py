@@ -240,20 +240,22 @@ print(json.dumps({"first_s": first, "first_since_start_s": since_start, "latenci
                   "stages_s": stages, "first_stages_s": first_stages,
                   "rss_before_mb": rss_before, "rss_after_mb": rss_mb(), "rss_peak_mb": peak}))
 """
-# what each stage of a retrieve is timed by (calls of the store, or the workspace's ``embed_query``); ``fusion`` is the
-# rest of server_search.search (the client's ranking), ``fetch`` the rest of ``retrieve`` after it (the results read)
+# what each stage of a retrieve is timed by (calls of the store, or the workspace's ``embed_query``), by name, so the
+# code before a change is timed the same way: ``fusion`` is the rest of server_search.search (the client's ranking:
+# the embedding of a query that names a speaker, made again without the name, counts in ``embedding``), ``fetch`` the
+# rest of ``retrieve`` after it (the results' rows read and shaped); ``text`` holds the namespace-size check too
 STAGES = {"embedding": ["embed_query"], "dense": ["nearest"], "similarities": ["similarities"],
           "text": ["text_search", "term_counts", "holds_at_least"],
-          "links": ["nodes_linked", "nodes_naming", "get_nodes", "candidates"]}
+          "links": ["nodes_linked", "nodes_naming", "get_nodes"]}
+STAGE_NAMES = ["embedding", "dense", "similarities", "text", "links", "fusion", "fetch"]
 
 
 def stage_medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Per stage: the median and mean ms a query over the runs' questions (medians do not add up to the total's)."""
     rows = [q for r in runs for q in r["stages_s"]]
-    names = ["embedding", "dense", "similarities", "text", "links", "fusion", "fetch"]
     return {name: {"p50_ms": round(statistics.median([q.get(name, 0.0) for q in rows]) * 1000, 1),
                    "mean_ms": round(statistics.mean([q.get(name, 0.0) for q in rows]) * 1000, 1)}
-            for name in names if rows}
+            for name in STAGE_NAMES if rows}
 
 
 def client(url: str, mode: str, questions: list[str], src: Path | None = None) -> dict[str, Any]:
@@ -302,16 +304,18 @@ def before_and_after(url: str, questions: list[str], before: Path) -> dict[str, 
                      "first_query_ms": [round(r["first_s"] * 1000, 1) for n, r in runs if n == name],
                      "p50_per_run_ms": [round(statistics.median(r["latencies_s"]) * 1000, 1) for n, r in runs
                                         if n == name],
-                     "stages": stage_medians([r for n, r in runs if n == name])}
+                     "stages (ms a query)": stage_medians([r for n, r in runs if n == name]),
+                     "first_query_stages_ms": [{k: round(v * 1000, 1) for k, v in r["first_stages_s"].items()}
+                                               for n, r in runs if n == name]}
     tops = [r["top"] for _, r in runs]
     out["same_top10"] = round(float(np.mean([tops[0][q] == tops[1][q] for q in tops[0]])), 4)
     out["ratio_p50 (this / before)"] = round(out["this"]["retrieve_p50_ms"] / out["before"]["retrieve_p50_ms"], 3)
     out["ratio_p95 (this / before)"] = round(out["this"]["retrieve_p95_ms"] / out["before"]["retrieve_p95_ms"], 3)
     out["ratio_first_query (this / before, medians)"] = round(
         statistics.median(out["this"]["first_query_ms"]) / statistics.median(out["before"]["first_query_ms"]), 3)
+    this, before = out["this"]["stages (ms a query)"], out["before"]["stages (ms a query)"]
     out["stage ratios (this / before, mean ms)"] = {
-        name: round(out["this"]["stages"][name]["mean_ms"] / out["before"]["stages"][name]["mean_ms"], 3)
-        for name in out["this"]["stages"] if out["before"]["stages"][name]["mean_ms"] > 0}
+        name: round(this[name]["mean_ms"] / before[name]["mean_ms"], 3) for name in this if before[name]["mean_ms"] > 0}
     return out
 
 

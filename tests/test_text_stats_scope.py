@@ -329,3 +329,37 @@ def test_a_scoped_search_reads_one_state_of_the_file_while_another_process_commi
     finally:
         other.close()
         store.close()
+
+
+@pytest.mark.postgres
+def test_postgres_a_large_namespace_asks_whether_it_is_alone_once_a_query(pg_server, monkeypatch):
+    """A memory query searches its namespace's text three to five times (text_search, again without the names
+    asked, ids=, term_counts), each asking whether the namespace lies alone in the table (``pg_text.ALONE``): a round
+    trip each. For a large namespace the answer is remembered for ``ALONE_SECONDS`` (small: asked every time); after
+    that a namespace made meanwhile moves the search to the namespace's own statistics, as before."""
+    monkeypatch.setattr(pg_text, "SMALL", 50)
+    monkeypatch.setattr(pg_text, "STATS_SECONDS", 0.0)
+    store = open_store(pg_server.url("scope_alone"))
+    asked: list[str] = []
+    real = store._read
+
+    def spy(sql, params):
+        asked.append(sql)
+        return real(sql, params)
+
+    try:
+        store.put_nodes(_nodes("memory:alice", 400, 1))
+        store._db.execute("ANALYZE nodes")
+        monkeypatch.setattr(store, "_read", spy)
+        first = _ranks(store, "memory:alice")
+        store.term_counts("zorblax quivertine common", namespace="memory:alice")
+        assert sum(sql == pg_text.ALONE for sql in asked) == 1
+        store.put_nodes([Node(id=f"memory:bob/z{i}", kind="memory", namespace="memory:bob",
+                              content=f"zorblax quivertine {i}") for i in range(3000)])
+        store._db.execute("ANALYZE nodes")
+        monkeypatch.setattr(pg_text, "ALONE_SECONDS", 0.0)
+        asked.clear()
+        assert _ranks(store, "memory:alice") == first  # counted in alice's rows: bob's words move nothing
+        assert sum(sql == pg_text.ALONE for sql in asked) == len(QUERIES) + 1
+    finally:
+        store.close()

@@ -319,13 +319,16 @@ class VectorSearch(Protocol):
         all-of), ``props`` by JSON containment (every key holds that value; a list matches as a subset) and
         ``titles`` any-of. Approximate (an ANN index) when the filtered nodes are many, exact when they are few."""
 
-    def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str,
-                     kind: str) -> tuple[dict[str, Node], list[Node]]:
+    def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str, kind: str,
+                     fields: Sequence[str] | None = None) -> tuple[dict[str, Node], list[Node]]:
         """What a ranking in the store reads around its candidates, in one round trip: (the active nodes of
         ``namespace`` and ``kind`` among ``ids`` and those they name in ``props[prop]``, by id, with content;
         the active nodes naming any of those and the nodes naming those in turn, without content, in insertion
         order). So the followers (``nodes_naming``) of every node in the first part and of the first-level
-        followers are all there."""
+        followers are all there. ``fields``: the props the caller reads (``prop`` always); each node's props then
+        hold those of them that are set (a value that is neither a string nor null may bring every prop), so the
+        client decodes no JSON it does not need, and each node carries only its id, kind, namespace, key, title,
+        summary, content (as above) and embed_hash: its other fields are left empty (a ranking's read)."""
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
         """Whether ``namespace`` holds at least ``n`` nodes of ``kind``, answered cheaply (through an index, reading

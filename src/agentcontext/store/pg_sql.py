@@ -52,7 +52,11 @@ class PgWhere(Where):
             self.params.append(values)
 
 
-def linked_sql(prop: str) -> str:
+# the columns a node read with ``fields`` carries (linked_sql; the others are NULL: a ranking reads none of them)
+RANKED_COLS = ("id", "kind", "namespace", "key", "title", "summary", "content", "embed_hash")
+
+
+def linked_sql(prop: str, fields: Sequence[str] | None = None) -> str:
     """The active nodes of one namespace and kind among the ids (an array) and those they name in ``props[prop]``
     (every column), then the nodes naming any of those and the nodes naming those (without content), in one
     statement: ``part`` 0 or 1, ``rid``, the node columns. Each node comes once as a follower (one of two levels),
@@ -60,21 +64,35 @@ def linked_sql(prop: str) -> str:
     0 already; at 1,000,000 memories a third of the followers' rows, parsed for nothing before). Parameters by
     name: ids, ns, kind. ``prop`` is checked (``rows.check_prop``) by the caller; it is a literal, and each set of
     ids an array in the default collation (ids are "C"), so the planner walks the ``nodes_<prop>`` expression
-    index."""
+    index. ``fields`` (checked too, ``prop`` among them): only these props are read, each a text column after the
+    node columns, parsed in the server (once a row); the props column is then NULL unless one of them is neither a
+    string nor null (then that row's props come whole, as without ``fields``), and of the other columns only
+    ``RANKED_COLS`` are read."""
     link = f"((n.props::jsonb) ->> '{prop}')"
-    light = ", ".join("'' AS content" if c == "content" else f"n.{c}" for c in NODE_COLS.split(", "))
-    full = ", ".join(f"n.{c}" for c in NODE_COLS.split(", "))
+    cols = NODE_COLS.split(", ")
+    source = "nodes n"
+    if fields is None:
+        shaped = [f"n.{c}" for c in cols]
+    else:  # one jsonb parse a row (the lateral), then each field read from it
+        source = "nodes n CROSS JOIN LATERAL (SELECT n.props::jsonb AS j OFFSET 0) p"
+        odd = " OR ".join(f"coalesce(jsonb_typeof(p.j -> '{f}') NOT IN ('string', 'null'), false)" for f in fields)
+        shaped = [(f"CASE WHEN {odd or 'false'} THEN n.props END AS props" if c == "props" else
+                   f"n.{c}" if c in RANKED_COLS else f"NULL AS {c}")
+                  for c in cols] + [f"p.j ->> '{f}' AS f_{i}" for i, f in enumerate(fields)]
+    light = ", ".join("'' AS content" if c == "n.content" else c for c in shaped)
+    full = ", ".join(shaped)
     live = "n.namespace = %(ns)s AND n.kind = %(kind)s AND n.retracted_at IS NULL"
-    blank = ", NULL" * (len(NODE_COLS.split(", ")) - 1)  # a named follower's columns after its id
+    blank = ", NULL" * (len(shaped) - 1)  # a named follower's columns after its id
+    named_by = f"(a.props::jsonb) ->> '{prop}'" if fields is None else f"a.f_{list(fields).index(prop)}"
 
     def naming(cte: str) -> str:
         return f"{link} = ANY(ARRAY(SELECT id COLLATE \"default\" FROM {cte}))"
 
-    return (f"WITH asked AS MATERIALIZED (SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY(%(ids)s) AND {live}), "
-            f"named AS MATERIALIZED (SELECT * FROM asked UNION SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY("
-            f"ARRAY(SELECT (a.props::jsonb) ->> '{prop}' FROM asked a)) AND {live}), "
-            f"f1 AS MATERIALIZED (SELECT n.rid, {light} FROM nodes n WHERE {naming('named')} AND {live}), "
-            f"f2 AS (SELECT n.rid, {light} FROM nodes n WHERE {naming('f1')} AND {live} AND n.id NOT IN "
+    return (f"WITH asked AS MATERIALIZED (SELECT n.rid, {full} FROM {source} WHERE n.id = ANY(%(ids)s) AND {live}), "
+            f"named AS MATERIALIZED (SELECT * FROM asked UNION SELECT n.rid, {full} FROM {source} WHERE n.id = ANY("
+            f"ARRAY(SELECT {named_by} FROM asked a)) AND {live}), "
+            f"f1 AS MATERIALIZED (SELECT n.rid, {light} FROM {source} WHERE {naming('named')} AND {live}), "
+            f"f2 AS (SELECT n.rid, {light} FROM {source} WHERE {naming('f1')} AND {live} AND n.id NOT IN "
             "(SELECT id FROM f1)), f AS (SELECT * FROM f1 UNION ALL SELECT * FROM f2) "
             f"SELECT 0 AS part, * FROM named UNION ALL SELECT 1, f.rid, f.id{blank} "
             "FROM f WHERE f.id IN (SELECT id FROM named) UNION ALL SELECT 1, * FROM f WHERE f.id NOT IN (SELECT id "

@@ -32,6 +32,8 @@ SAMPLE_ROWS = 2000  # a larger table's avgdl comes from a sample of about this m
 # eight seeds gave 28.53-28.84 against 28.47-28.81 with 5,000 rows: under 1%)
 SAMPLE_SEED = 1  # the sample's blocks (TABLESAMPLE ... REPEATABLE): the same for every process
 STATS_SECONDS = 30.0
+ALONE_SECONDS = 1.0  # whether a large namespace lies alone in the table (``ALONE``), remembered this long: the
+# searches of one query ask it once, and a namespace made since changes the statistics a second later at most
 LEXEME_CACHE = 512  # a large table's lexeme lookups remembered (per store, for STATS_SECONDS)
 MATCH_ROWS = 2000  # on a large table, the rows holding more common lexemes than this (together) are not searched
 K1, B = 1.2, 0.75

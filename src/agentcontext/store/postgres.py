@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import time
 from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
@@ -60,6 +61,15 @@ def _without_content(node: Node) -> Node:
     return light
 
 
+def _with_fields(row: Sequence[Any], keys: list[str], values: Sequence[Any]) -> Node:
+    """A node from its columns and the props ``keys`` read in the server (``values``, text; NULL: absent or null),
+    or, when its props column came (a field neither a string nor null), from those whole."""
+    node = row_to_node(row)
+    if row[7] is None:
+        node.props = {k: v for k, v in zip(keys, values) if v is not None}
+    return node
+
+
 class RawVector(Loader):
     """pgvector's binary form as plain bytes, decoded in bulk by ``pg_sql.decode_vectors``."""
 
@@ -86,6 +96,7 @@ class PostgresStore(SQLStore):
         self._ann: set[tuple[str, int]] = set()  # (model, dim) whose HNSW index is known to exist
         self._text_stats = pg_text.TextStats()
         self._lexemes = pg_text.LexemeCache()
+        self._alone: dict[tuple[str, ...] | None, tuple[float, tuple[str, ...] | None]] = {}  # _scoped_stats
         self._connect()
         db = self._db
         self._lock_key = int.from_bytes(
@@ -259,8 +270,7 @@ class PostgresStore(SQLStore):
             (rows, avgdl), small = pg_text.rows_of_ids(self._read, within), True
             found = pg_text.lexemes(self._read, terms, True, ids=within)
         else:
-            scope = self._text_scope(namespace)
-            rows, avgdl, small = self._text_stats.get(self._read, scope)
+            scope, rows, avgdl, small = self._scoped_stats(namespace)
             found = self._lexemes.get(self._read, terms, small, scope)
         if not found:
             return []
@@ -288,6 +298,25 @@ class PostgresStore(SQLStore):
         params = [" | ".join(pg_text.quote_lexeme(x) for x in match), *where.params, *pairs, avgdl or 1.0, lexes, idfs]
         return [(r[0], float(r[1])) for r in self._read(sql, params)]
 
+    def _scoped_stats(self, namespace) -> tuple[tuple[str, ...] | None, int, float, bool]:
+        """(``_text_scope``, rows, avgdl, whether few) of a search of ``namespace``. Whether the namespaces are
+        alone is remembered for ``pg_text.ALONE_SECONDS`` when their statistics are estimates (many rows): a
+        ranking asks three to five times a query, each a round trip."""
+        key = pg_text.scope_key(as_list(namespace))
+        kept = self._alone.get(key)
+        if kept is not None and time.monotonic() - kept[0] <= pg_text.ALONE_SECONDS:
+            scope = kept[1]
+        else:
+            scope = self._text_scope(namespace)
+        rows, avgdl, small = self._text_stats.get(self._read, scope)
+        if small:
+            self._alone.pop(key, None)
+        elif kept is None or kept[1] != scope or time.monotonic() - kept[0] > pg_text.ALONE_SECONDS:
+            if len(self._alone) >= pg_text.LEXEME_CACHE:
+                self._alone.clear()
+            self._alone[key] = (time.monotonic(), scope)
+        return scope, rows, avgdl, small
+
     def _text_scope(self, namespace) -> tuple[str, ...] | None:
         """The namespaces whose statistics rank a search of ``namespace``: None (the whole table's) when no node
         lies outside them, which spares counting them."""
@@ -305,8 +334,7 @@ class PostgresStore(SQLStore):
         terms = query_terms(query)
         if not terms:
             return 0, {}
-        scope = self._text_scope(namespace)
-        rows, _, small = self._text_stats.get(self._read, scope)
+        scope, rows, _, small = self._scoped_stats(namespace)
         counts: dict[str, int] = {}
         for term, _, n, share in self._lexemes.get(self._read, terms, small, scope):
             counts[term] = max(counts.get(term, 0), n if n is not None else int((share or 0.0) * rows))
@@ -400,20 +428,23 @@ class PostgresStore(SQLStore):
         rows.sort(key=lambda r: (-r[2], r[1]))  # iterative index scans return them in relaxed order
         return [(r[0], float(r[2])) for r in rows]
 
-    def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str,
-                     kind: str) -> tuple[dict[str, Node], list[Node]]:
+    def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str, kind: str,
+                     fields: Sequence[str] | None = None) -> tuple[dict[str, Node], list[Node]]:
         name = check_prop(prop)
         wanted = list(dict.fromkeys(i for i in ids if i))
         if not wanted:
             return {}, []
-        rows = self._read(linked_sql(name), {"ids": wanted, "ns": namespace, "kind": kind})
-        named = {r[2]: row_to_node(r[2:]) for r in rows if r[0] == 0}
+        keys = None if fields is None else list(dict.fromkeys([name, *(check_prop(f) for f in fields)]))
+        rows = self._read(linked_sql(name, keys), {"ids": wanted, "ns": namespace, "kind": kind})
+        width = 2 + len(NODE_COLS.split(", "))
+        make = row_to_node if keys is None else lambda r: _with_fields(r[:width - 2], keys, r[width - 2:])
+        named = {r[2]: make(r[2:]) for r in rows if r[0] == 0}
         followers: dict[str, Node] = {}
         for r in sorted((r for r in rows if r[0] == 1), key=lambda r: r[1]):
             if r[2] in followers:
                 continue  # a follower of two levels: parsed once
             known = named.get(r[2])  # a follower also asked for: only its id came again (pg_sql.linked_sql)
-            followers[r[2]] = row_to_node(r[2:]) if known is None else _without_content(known)
+            followers[r[2]] = make(r[2:]) if known is None else _without_content(known)
         return named, list(followers.values())
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
