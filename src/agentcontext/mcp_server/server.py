@@ -1,7 +1,8 @@
 """Build the agentcontext MCP server (official ``mcp`` SDK 2.x) and serve it over stdio or HTTP.
 
 stdio: the acting principal is fixed when the server starts (``--as``, ``AGENTCONTEXT_PRINCIPAL`` or the
-owner); nothing but protocol frames goes to stdout (the SDK points fd 1 at stderr while serving).
+owner); nothing but protocol frames goes to stdout (the SDK points fd 1 at stderr while serving), and every
+malformed frame gets its JSON-RPC error (``stdio.py``).
 HTTP: streamable HTTP on 127.0.0.1 only; every request needs ``Authorization: Bearer <token>`` (issued by
 ``agentcontext token create``), a missing or wrong one gets 401, and the token decides the principal.
 """
@@ -101,8 +102,12 @@ def _add_knowledge_extras(server: MCPServer, ctx: CallContext) -> None:
 
 def serve_stdio(ws: Workspace, principal: str | None = None) -> None:
     """Speak MCP over stdin/stdout until the client hangs up."""
+    import anyio
+
+    from .stdio import run_stdio
+
     logging.getLogger().handlers.clear()
-    build_server(ws, principal).run("stdio")
+    anyio.run(run_stdio, build_server(ws, principal))
 
 
 def http_app(ws: Workspace, port: int):  # -> starlette.applications.Starlette
