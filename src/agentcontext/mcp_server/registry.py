@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import pydantic
 from mcp.server.mcpserver.tools import Tool
@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import AgentContextError, NotFoundError, ValidationError
 from ..workspace import Workspace
+from .hints import mcp_message
 
 log = logging.getLogger("agentcontext.mcp")
 
@@ -94,9 +95,11 @@ def jsonable(data: Any) -> Any:
     return json.loads(json.dumps(data, default=str))
 
 
-def error_result(exc: AgentContextError) -> CallToolResult:
-    """An MCP tool error: ``Type: message`` as text, ``{type, message, ...data}`` in ``_meta``, no structure."""
-    return tool_error(exc.type, exc.message, jsonable(exc.to_dict()))
+def error_result(exc: AgentContextError, arguments: Iterable[str] = ()) -> CallToolResult:
+    """An MCP tool error: ``Type: message`` as text, ``{type, message, ...data}`` in ``_meta``, no structure; the
+    message's hints in MCP terms (tool names, the tool's ``arguments``: ``hints.py``)."""
+    message = mcp_message(exc.message, arguments)
+    return tool_error(exc.type, message, jsonable({**exc.to_dict(), "message": message}))
 
 
 def tool_error(kind: str, message: str, data: dict[str, Any] | None = None) -> CallToolResult:
@@ -107,7 +110,9 @@ def tool_error(kind: str, message: str, data: dict[str, Any] | None = None) -> C
 def protocol_error(exc: AgentContextError) -> MCPError:
     """For resources and prompts (which have no tool-error result): a JSON-RPC error with our type and data."""
     code = INVALID_PARAMS if isinstance(exc, (NotFoundError, ValidationError)) else INTERNAL_ERROR
-    return MCPError(code=code, message=f"{exc.type}: {exc.message}", data={"error": jsonable(exc.to_dict())})
+    message = mcp_message(exc.message)
+    return MCPError(code=code, message=f"{exc.type}: {message}",
+                    data={"error": jsonable({**exc.to_dict(), "message": message})})
 
 
 def describe_validation(exc: pydantic.ValidationError, model: type[BaseModel]) -> ValidationError:
@@ -138,7 +143,7 @@ def call_spec(spec: ToolSpec, ctx: CallContext, raw: dict[str, Any]) -> CallTool
             raise describe_validation(exc, spec.args) from None
         data = jsonable(spec.run(ctx, args))
     except AgentContextError as exc:
-        return error_result(exc)
+        return error_result(exc, spec.args.model_fields)
     except RecursionError:
         return error_result(ValidationError("arguments are nested too deeply"))
     except Exception:  # a bug of ours: logged on stderr, reported without internals, the server keeps going
