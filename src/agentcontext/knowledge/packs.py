@@ -135,7 +135,15 @@ def install_spec(ws: Workspace, spec: PackSpec, principal: str | None = None, so
     if not defer_embeddings:
         embed_pack(ws, pack, progress)
     return {**record, "docs": len(nodes), "edges": len(edges),
-            "skipped_erased": sorted(i.split("/", 1)[1] for i in erased)}
+            "skipped_erased": sorted(i.split("/", 1)[1] for i in erased), "missing_targets": missing_targets(docs)}
+
+
+def missing_targets(docs: Sequence[DocSpec]) -> list[dict[str, Any]]:
+    """The ``related`` edges whose target is no doc of the pack (installed anyway, as lint reports them): each
+    with its doc, type, target and the closest existing selectors (``did_you_mean``)."""
+    have = {d.selector for d in docs}
+    return [{"selector": d.selector, "type": r.type, "target": r.target, "did_you_mean": did_you_mean(r.target, have)}
+            for d in docs for r in d.related if r.target not in have]
 
 
 def install_folder(ws: Workspace, path: str | Path, as_lib: str | None = None, principal: str | None = None,
