@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import pydantic
 from mcp.server.mcpserver.tools import Tool
@@ -95,10 +95,10 @@ def jsonable(data: Any) -> Any:
     return json.loads(json.dumps(data, default=str))
 
 
-def error_result(exc: AgentContextError, arguments: Iterable[str] = ()) -> CallToolResult:
+def error_result(exc: AgentContextError) -> CallToolResult:
     """An MCP tool error: ``Type: message`` as text, ``{type, message, ...data}`` in ``_meta``, no structure; the
-    message's hints in MCP terms (tool names, the tool's ``arguments``: ``hints.py``)."""
-    message = mcp_message(exc.message, arguments)
+    message's hints in MCP terms (tool names: ``hints.py``)."""
+    message = mcp_message(exc.message)
     return tool_error(exc.type, message, jsonable({**exc.to_dict(), "message": message}))
 
 
@@ -143,7 +143,7 @@ def call_spec(spec: ToolSpec, ctx: CallContext, raw: dict[str, Any]) -> CallTool
             raise describe_validation(exc, spec.args) from None
         data = jsonable(spec.run(ctx, args))
     except AgentContextError as exc:
-        return error_result(exc, spec.args.model_fields)
+        return error_result(exc)
     except RecursionError:
         return error_result(ValidationError("arguments are nested too deeply"))
     except Exception:  # a bug of ours: logged on stderr, reported without internals, the server keeps going
