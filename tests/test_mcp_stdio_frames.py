@@ -77,6 +77,16 @@ CASES = [
 
 
 @pytest.mark.timeout(300)
+def test_notifications_and_responses_are_never_answered(server):
+    for raw in (json.dumps({"jsonrpc": "2.0", "method": "notifications/x", "params": [1]}),
+                json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -1, "message": "x"}}),
+                json.dumps({"jsonrpc": "2.0", "id": 99, "result": {}})):
+        server.send(raw)
+    server.send({"jsonrpc": "2.0", "id": "next", "method": "tools/list"})
+    assert server.reply()["id"] == "next"  # the first reply is the request's: nothing answered the others
+
+
+@pytest.mark.timeout(300)
 def test_every_malformed_frame_gets_its_error_and_the_server_stays_up(server):
     for name, raw, code, rid in CASES:
         server.send(raw)

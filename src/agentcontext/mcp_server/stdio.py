@@ -4,7 +4,8 @@ The SDK's reader drops a line it cannot validate (not JSON, a batch, ``"jsonrpc"
 that are not an object, a nesting too deep to parse), so the client waits until its own timeout. Here each line is
 checked before the SDK reads it, and a bad one gets the JSON-RPC 2.0 error the spec names: -32700 (parse error,
 id null), -32600 (invalid request; the request's id when it has a valid one, else null), -32602 (invalid params,
-with the request's id). A notification is never answered (JSON-RPC 2.0, section 4.1). The server keeps reading.
+with the request's id). A notification, and a response (even a malformed one), is never answered (JSON-RPC 2.0,
+sections 4.1 and 5). The server keeps reading.
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def _valid_id(rid: Any) -> bool:
 
 
 def check_frame(line: str) -> types.JSONRPCError | bool:
-    """True when the SDK may read ``line``; False to drop it unanswered (a notification); else the error to send."""
+    """True when the SDK may read ``line``; False to drop it unanswered (a notification or a response); else the
+    error to send."""
     try:
         frame = json.loads(line)
     except (ValueError, RecursionError):
@@ -46,6 +48,12 @@ def check_frame(line: str) -> types.JSONRPCError | bool:
         return _error(None, INVALID_REQUEST, f"Invalid Request: a message is a JSON object; {ONE_FRAME}")
     rid = frame.get("id")
     known = rid if _valid_id(rid) else None
+    if "method" not in frame and ("result" in frame or "error" in frame):  # a response: passed on, never answered
+        try:
+            types.jsonrpc_message_adapter.validate_python(frame, by_name=False)
+        except (pydantic.ValidationError, RecursionError):
+            return False
+        return True
     if frame.get("jsonrpc") != "2.0":
         return _error(known, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"')
     if "id" in frame and known is None:
@@ -57,7 +65,7 @@ def check_frame(line: str) -> types.JSONRPCError | bool:
             if known is None:
                 return False  # a notification is never answered
             return _error(known, INVALID_PARAMS, 'Invalid params: "params" must be a JSON object (named parameters)')
-    elif known is None or not ("result" in frame or "error" in frame):
+    else:
         return _error(known, INVALID_REQUEST, 'Invalid Request: a request needs a "method" string')
     try:
         types.jsonrpc_message_adapter.validate_python(frame, by_name=False)
