@@ -77,3 +77,17 @@ def test_mcp_errors_name_tools_not_commands(aws):
     assert "agentcontext " not in message and "()" not in message
     assert flash[1]["error"]["type"] == "BudgetExceededError"  # parameters stay tool arguments (test_cli_habits)
     assert "degrade='summaries'" in flash[1]["error"]["message"] and "--degrade" not in flash[1]["error"]["message"]
+
+
+def test_the_web_console_says_did_you_mean_too(aws):
+    from starlette.testclient import TestClient
+
+    from agentcontext.web import create_app
+
+    from .test_web_security import login
+
+    client, _ = login(create_app(aws, allowed_hosts=["testserver"]), access.create_token(aws, "reader")["token"])
+    page = client.get("/packs/lib:open/docs/guid")
+    assert page.status_code == 404 and "Did you mean guide?" in page.text
+    assert "Did you mean" not in client.get("/packs/lib:secret/docs/salarie").text  # unreadable: no suggestion
+    assert isinstance(client, TestClient)
