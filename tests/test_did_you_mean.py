@@ -80,8 +80,6 @@ def test_mcp_errors_name_tools_not_commands(aws):
 
 
 def test_the_web_console_says_did_you_mean_too(aws):
-    from starlette.testclient import TestClient
-
     from agentcontext.web import create_app
 
     from .test_web_security import login
@@ -90,4 +88,3 @@ def test_the_web_console_says_did_you_mean_too(aws):
     page = client.get("/packs/lib:open/docs/guid")
     assert page.status_code == 404 and "Did you mean guide?" in page.text
     assert "Did you mean" not in client.get("/packs/lib:secret/docs/salarie").text  # unreadable: no suggestion
-    assert isinstance(client, TestClient)
