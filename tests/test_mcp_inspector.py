@@ -240,3 +240,13 @@ def test_resources_list_what_each_principal_may_read_and_read_back(run_inspector
     text = json.loads(index.stdout)["contents"][0]["text"]
     assert "`api.public`" in text and "core.secret" not in text
     assert denied.returncode != 0 and "AccessDeniedError" in denied.stdout + denied.stderr
+
+
+def test_a_wrong_token_is_told_how_to_get_one_not_sent_into_oauth(run_inspector):
+    """Before: the Inspector's 401 carried only "Authentication required" (and without --stored-auth-only it
+    started an interactive OAuth flow: "Interactive OAuth requires a TTY"). The server offers no OAuth: its 401
+    says to send a token from `agentcontext token create`."""
+    run_inspector.tokens["wrong"] = "actx_wrong"
+    proc = run_inspector("--stored-auth-only", "--method", "tools/list", principal="wrong")
+    shown = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "agentcontext token create" in shown and "resource_metadata" not in shown, shown

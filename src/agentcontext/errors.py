@@ -5,7 +5,8 @@ CLI (``--json``), the MCP server and Python callers can all report it without pa
 """
 from __future__ import annotations
 
-from typing import Any
+import difflib
+from typing import Any, Iterable
 
 
 class AgentContextError(Exception):
@@ -93,3 +94,20 @@ class ProviderError(AgentContextError):
     @property
     def reason(self) -> str | None:
         return self.data.get("reason")
+
+
+def did_you_mean(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
+    """The ``choices`` closest to ``name`` (difflib), best first: for "did you mean" in messages."""
+    return difflib.get_close_matches(name, list(choices), n=n, cutoff=0.6)
+
+
+def refuse_unknown(call: str, unexpected: Iterable[str], accepted: Iterable[str], hint: str = "") -> None:
+    """Raise ``ValidationError`` when ``unexpected`` names any argument: which ones, the closest accepted name
+    ("did you mean"), every accepted one, and ``hint`` (what to do instead)."""
+    names = sorted(unexpected)
+    if not names:
+        return
+    allowed = sorted(set(accepted))
+    guesses = [f"{n} (did you mean {close[0]}?)" if (close := did_you_mean(n, allowed, 1)) else n for n in names]
+    raise ValidationError(f"{call} got unknown arguments: {', '.join(guesses)}; it accepts {', '.join(allowed)}"
+                          + (f"; {hint}" if hint else ""), arguments=names, accepted=allowed)

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import access
 from .errors import ValidationError
-from .store import Store, open_store
+from .store import Store, open_store, require_existing
 from .store.base import COPY_TABLES
 from .workspace import Workspace
 
@@ -63,6 +63,7 @@ def migrate(source: str, destination: str, principal: str | None = None,
     was copied, both digests and whether they are equal (a ``ValidationError`` names the first table that
     differs)."""
     start = time.perf_counter()
+    require_existing(source)  # a missing source is an error, never an empty store made on the way
     src = open_store(source)
     try:
         if not access.is_superadmin(Workspace(src), principal):

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from . import access
 from .engine import proximity
 from .engine.fusion import RELEVANCE, blend
-from .errors import ValidationError
+from .errors import ValidationError, refuse_unknown
 from .model import MEMORY_KIND
 from .store import Store
 from .vector_store import VectorStore
@@ -63,6 +63,14 @@ def _stores_of(*owners: Any) -> list[Any]:
     return stores
 
 
+# The keywords each retrieve takes; any other is a ValidationError (metadata filters are spelled filters={...}).
+RETRIEVE_KEYWORDS = ("query", "max_results", "use_graph_expansion", "min_relevance_score", "conversation_id",
+                     "user_id", "filters", "truth_filter", "mode", "max_hops", "type")
+PASSED_ON = {"conversation_id", "user_id", "filters", "mode", "max_hops", "type"}  # AgentContext.retrieve -> retrieve
+BLENDED_KEYWORDS = ("query", "max_results", "min_score", "use_graph", "proximity_weight", *PASSED_ON)
+FILTER_HINT = "filter on metadata with filters={key: value}"
+
+
 class ContextRetriever:
     def __init__(self, memory_store: Any = None, knowledge_graph: Any = None, vector_store: Any = None,
                  use_graph_expansion: bool = True, max_expansion_hops: int = 2, hybrid_alpha: float = 0.5,
@@ -71,6 +79,7 @@ class ContextRetriever:
             raise ValidationError(f"hybrid_alpha must be in [0, 1], got {hybrid_alpha}", hybrid_alpha=hybrid_alpha)
         if int(max_expansion_hops) < 0:
             raise ValidationError("max_expansion_hops must be >= 0", max_expansion_hops=max_expansion_hops)
+        proximity.check_weight(proximity_weight)
         self.memory_store = memory_store
         self.knowledge_graph = knowledge_graph
         self.vector_store = vector_store
@@ -209,6 +218,7 @@ class ContextRetriever:
                  min_relevance_score: float = 0.0, conversation_id: str | None = None, user_id: str | None = None,
                  filters: dict[str, Any] | None = None, truth_filter: Any = None, mode: str = "local",
                  max_hops: int | None = None, **kwargs: Any) -> list[RetrievedContext]:
+        refuse_unknown("retrieve", set(kwargs) - {"type"}, RETRIEVE_KEYWORDS, FILTER_HINT)
         if mode not in MODES:
             raise ValidationError(f"unknown retrieval mode {mode!r}; use one of {', '.join(MODES)}", mode=mode)
         if truth_filter is not None and mode != "local":
@@ -263,6 +273,7 @@ class ContextRetriever:
                                   "ContextRetriever.retrieve(..., truth_filter=...) for support-checked context")
         if "top_k" in kwargs:
             raise ValidationError("retrieve() takes max_results=, not top_k=")
+        refuse_unknown("retrieve", set(kwargs) - PASSED_ON, BLENDED_KEYWORDS, FILTER_HINT)
         graph = self.knowledge_graph
         expand = (graph is not None) if use_graph is None else bool(use_graph)
         w = self.proximity_weight if proximity_weight is None else float(proximity_weight)

@@ -16,7 +16,8 @@ FLAGS = {  # only parameters whose name alone is unambiguous in a message
     "min_score": "--min-score", "max_depth": "--max-depth", "max_hops": "--max-hops", "as_lib": "--as-lib",
     "destination": "DIR",
 }
-METHODS = {"add_node()": "`agentcontext graph node add NODE_ID`"}
+METHODS = {"add_node()": "`agentcontext graph node add NODE_ID`", "list_knowledge_packs()": "`agentcontext pack list`",
+           "search_knowledge finds selectors": "`agentcontext search PACK QUERY` finds selectors"}
 _PARAM = re.compile(r"(?<![\w.-])([a-z][a-z_]*)=('[^']*'|\"[^\"]*\"|<[^>]*>|\.\.\.|[\w.:*-]+)?")
 
 

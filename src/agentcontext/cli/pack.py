@@ -44,6 +44,11 @@ def pack_add(ctx: typer.Context,
         for s in rows[0].get("skipped", []) if rows else []:
             err.print(f"skipped {s['package']}/{s['module']}: {s['reason']}")
 
+    for r in result:  # on stderr with --json too (the JSON lists them under missing_targets)
+        for m in r.get("missing_targets", []):
+            guess = f" (did you mean {', '.join(m['did_you_mean'])}?)" if m["did_you_mean"] else ""
+            err.print(f"warning: {r['pack']} {m['selector']}: {m['type']} edge to missing doc {m['target']!r}"
+                      f"{guess}; `agentcontext lint {r['pack']}` lists every problem", markup=False)
     emit(result, json_out, human)
 
 

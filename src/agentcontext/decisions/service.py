@@ -11,13 +11,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
-from ..errors import ProcessingError
+from ..engine.proximity import check_weight
+from ..errors import ProcessingError, refuse_unknown
 from .causal import CausalChainAnalyzer
 from .checkpoints import Checkpoints
 from .explain import trace_decision_explainability
 from .models import Decision
 from .policy import PolicyEngine
 from .recorder import DecisionRecorder
+
+
+PRECEDENT_EXTRAS = ("entities", "policies", "min_similarity", "exclude", "structural")  # DecisionRecorder's
 
 
 class DecisionService:
@@ -29,7 +33,7 @@ class DecisionService:
         self.tracking = tracking
         self.principal = principal if principal is not None else (actor or None)
         self.actor = actor or principal or ""
-        self.proximity_weight = proximity_weight
+        self.proximity_weight = check_weight(proximity_weight)
         self.checkpoints = Checkpoints()
         self._policy_engine: PolicyEngine | None = None
 
@@ -71,6 +75,9 @@ class DecisionService:
                         proximity_weight: float | None = None, **kwargs: Any) -> list[Decision]:
         """Similar past decisions, best first (scores in each decision's ``metadata``); the service's
         ``proximity_weight`` applies when the call names none."""
+        refuse_unknown("find_precedents", set(kwargs) - set(PRECEDENT_EXTRAS),
+                       ("scenario", "category", "limit", "use_hybrid_search", "max_hops", "as_of", "proximity_weight",
+                        *PRECEDENT_EXTRAS))
         if proximity_weight is None and self.proximity_weight:
             proximity_weight = self.proximity_weight
         return self.recorder("find_precedents").find_precedents(

@@ -12,13 +12,13 @@ from collections import Counter, deque
 from typing import Any, NamedTuple, Sequence
 
 from .. import access
-from ..errors import NotFoundError, ValidationError
+from ..errors import ValidationError
 from ..model import MAX_DOCS_PAGE
 from ..workspace import Workspace
 from .graphview import pack_view
 from .lint import lint
 from .manifest import check_pack_name, check_selector
-from .packs import doc_id, get_pack, list_packs
+from .packs import doc_id, get_pack, list_packs, missing_doc
 from .search import search_knowledge
 
 SORTS = ("selector", "title", "kind", "version", "updated")
@@ -47,7 +47,7 @@ def _rows(ws: Workspace, pack: str) -> list[DocRow]:
 def _readable_rows(ws: Workspace, pack: str, principal: str | None, action: str) -> list[DocRow]:
     check_pack_name(pack)
     access.require_visible(ws, principal, pack, action, pack)  # before the lookup: reveals nothing
-    get_pack(ws, pack)
+    get_pack(ws, pack, principal)
     rows = _rows(ws, pack)
     readable = access.doc_filter(ws, principal, pack)
     return rows if readable is None else [r for r in rows if readable(r.selector)]
@@ -113,11 +113,11 @@ def doc_links(ws: Workspace, pack: str, selector: str, principal: str | None = N
     check_pack_name(pack)
     check_selector(selector, "selector")
     access.require_doc(ws, principal, pack, selector, "read", "links")  # before the lookup: reveals nothing
-    get_pack(ws, pack)
+    get_pack(ws, pack, principal)
     view = pack_view(ws, pack)
     me = doc_id(pack, selector)
     if not view.exists(me):
-        raise NotFoundError(f"no doc {selector!r} in {pack}", pack=pack, selector=selector)
+        raise missing_doc(ws, pack, selector, principal)
     readable = access.doc_filter(ws, principal, pack)
 
     def entry(etype: str, other: str) -> dict[str, Any] | None:
@@ -141,7 +141,7 @@ def why_paths(ws: Workspace, pack: str, targets: Sequence[str], principal: str |
     for t in targets:
         check_selector(t, "target")
     access.require(ws, principal, pack, "read", "why", pack)  # before the lookup: reveals nothing
-    get_pack(ws, pack)
+    get_pack(ws, pack, principal)
     view = pack_view(ws, pack)
     parent: dict[str, str | None] = {}
     queue: deque[str] = deque()
@@ -188,7 +188,7 @@ def pack_graph(ws: Workspace, pack: str, focus: str | None = None, depth: int = 
         check_selector(focus, "focus")
         start = doc_id(pack, focus)
         if start not in view.ids or (readable is not None and not readable(focus)):
-            raise NotFoundError(f"no doc {focus!r} in {pack}", pack=pack, selector=focus)
+            raise missing_doc(ws, pack, focus, principal)
         seen = {start: 0}
         queue = deque([start])
         while queue:

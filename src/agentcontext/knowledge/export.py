@@ -66,7 +66,7 @@ def export_pack(ws: Workspace, pack: str, folder: str | os.PathLike, principal: 
     """Write ``pack`` (current versions) to ``folder``; returns the pack, the folder, the doc count and the files."""
     check_pack_name(pack)
     access.require(ws, principal, pack, "read", "export", pack)  # the whole pack: an export is a copy of it
-    record = get_pack(ws, pack)
+    record = get_pack(ws, pack, principal)
     target = Path(folder)
     if target.is_symlink():
         raise ValidationError(f"refusing to export into {target}: it is a link", path=str(target))

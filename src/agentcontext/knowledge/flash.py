@@ -151,7 +151,7 @@ def flash(ws: Workspace, pack: str, selectors: str | Sequence[str], budget_token
         raise ValidationError(f"unknown degradation policy {degrade!r}; use one of {DEGRADE_POLICIES}")
     if not access.can_see(ws, principal, pack):  # before the lookup: reveals nothing
         raise access.deny(ws, principal, "flash", doc_id(pack, targets[0]), "read", pack, targets[0])
-    get_pack(ws, pack)
+    get_pack(ws, pack, principal)
     stamp = to_utc_iso(as_of)
     view = pack_view(ws, pack, stamp)
     closure = view.closure

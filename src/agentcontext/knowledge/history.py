@@ -13,7 +13,7 @@ from ..errors import NotFoundError, ValidationError
 from ..model import Node
 from ..workspace import Workspace
 from .manifest import check_pack_name, check_selector
-from .packs import doc_id, get_pack
+from .packs import doc_id, get_pack, missing_doc
 
 
 def _entry(node: Node, deleted_by: str | None = None) -> dict[str, Any]:
@@ -36,11 +36,11 @@ def _versions(ws: Workspace, pack: str, selector: str, principal: str | None, ac
     check_pack_name(pack)
     check_selector(selector, "selector")
     access.require_doc(ws, principal, pack, selector, "read", action)  # before the lookup: reveals nothing
-    get_pack(ws, pack)
+    get_pack(ws, pack, principal)
     versions = ws.store.node_versions(doc_id(pack, selector))
     if not versions:
-        raise NotFoundError(f"no doc {selector!r} in {pack}, now or ever; search_knowledge finds selectors",
-                            pack=pack, selector=selector)
+        raise missing_doc(ws, pack, selector, principal,
+                          hint="it never existed there; search_knowledge finds selectors")
     return versions
 
 

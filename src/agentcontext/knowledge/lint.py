@@ -12,7 +12,7 @@ from ..engine.closure import cycle_in, redundant_edges, shortest_path, strongly_
 from ..workspace import Workspace
 from .graphview import pack_view
 from .manifest import EDGE_TYPES, check_selector
-from .packs import doc_id, get_pack
+from .packs import doc_id, get_pack, missing_doc
 
 
 
@@ -25,7 +25,7 @@ def lint(ws: Workspace, pack: str, max_tokens: int = OVERSIZE_TOKENS, principal:
     errors; the rest are warnings (an edge type outside ``EDGE_TYPES`` is kept and traversed, and flagged in
     case it is a typo: ``did_you_mean`` names the closest known type)."""
     access.require(ws, principal, pack, "read", "lint", pack)  # before the lookup: reveals nothing
-    get_pack(ws, pack)
+    get_pack(ws, pack, principal)
     view = pack_view(ws, pack)
     cycles = [[_sel(n) for n in cycle_in(comp, view.depends_on)]
               for comp in strongly_connected(view.order, view.depends_on)]
@@ -52,11 +52,11 @@ def why(ws: Workspace, pack: str, from_selector: str, to_selector: str, principa
     check_selector(from_selector, "from")
     check_selector(to_selector, "to")
     access.require(ws, principal, pack, "read", "why", pack)  # before the lookup: reveals nothing
-    get_pack(ws, pack)
+    get_pack(ws, pack, principal)
     view = pack_view(ws, pack)
     for s in (from_selector, to_selector):
         if not view.exists(doc_id(pack, s)):
-            raise NotFoundError(f"no doc {s!r} in {pack}", pack=pack, selector=s)
+            raise missing_doc(ws, pack, s, principal)
     path = shortest_path(doc_id(pack, from_selector), doc_id(pack, to_selector), view.depends_on)
     if path is None:
         raise NotFoundError(f"{from_selector} does not depend on {to_selector} in {pack}, directly or "

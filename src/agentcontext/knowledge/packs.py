@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 from .. import access
 from ..embed import embed_missing
 from ..embed.cache import PendingVectors
-from ..errors import ConflictError, NotFoundError, ValidationError
+from ..errors import ConflictError, NotFoundError, ValidationError, did_you_mean
 from ..model import Edge, Node, utcnow
 from ..tokens import count_tokens
 from ..workspace import Workspace
@@ -74,11 +74,31 @@ def doc_edges(pack: str, spec: DocSpec) -> list[Edge]:
     return list(edges.values())
 
 
-def get_pack(ws: Workspace, pack: str) -> dict[str, Any]:
+_UNSAID = object()  # get_pack without a principal: no suggestions (they would name packs to an unknown caller)
+
+
+def get_pack(ws: Workspace, pack: str, principal: Any = _UNSAID) -> dict[str, Any]:
+    """The pack's record, or ``NotFoundError`` naming the closest packs ``principal`` may see ("did you mean")."""
     record = ws.store.get_record(PACK, pack)
     if record is None:
-        raise NotFoundError(f"no pack {pack!r}; see `agentcontext pack list`", pack=pack)
+        close = [] if principal is _UNSAID else did_you_mean(
+            pack, [p for p, _ in ws.store.list_records(PACK) if access.can_see(ws, principal, p)])
+        guess = f"; did you mean {', '.join(close)}?" if close else ""
+        raise NotFoundError(f"no pack {pack!r}{guess}; list_knowledge_packs() lists the packs you may read",
+                            pack=pack, **({"did_you_mean": close} if close else {}))
     return record
+
+
+def missing_doc(ws: Workspace, pack: str, selector: str, principal: str | None, detail: str = "",
+                hint: str = "search_knowledge finds selectors", **data: Any) -> NotFoundError:
+    """The error for a doc not in ``pack``: it names the closest selectors ``principal`` may read."""
+    readable = access.doc_filter(ws, principal, pack)
+    keys = [n.key for n in ws.store.find_nodes(namespace=pack, with_content=False, order="none")
+            if readable is None or readable(n.key)]
+    close = did_you_mean(selector, keys)
+    guess = f"; did you mean {', '.join(close)}?" if close else ""
+    return NotFoundError(f"no doc {selector!r}{detail} in {pack}{guess}; {hint}", pack=pack, selector=selector,
+                         **data, **({"did_you_mean": close} if close else {}))
 
 
 def install_spec(ws: Workspace, spec: PackSpec, principal: str | None = None, source: str = "",
@@ -115,7 +135,15 @@ def install_spec(ws: Workspace, spec: PackSpec, principal: str | None = None, so
     if not defer_embeddings:
         embed_pack(ws, pack, progress)
     return {**record, "docs": len(nodes), "edges": len(edges),
-            "skipped_erased": sorted(i.split("/", 1)[1] for i in erased)}
+            "skipped_erased": sorted(i.split("/", 1)[1] for i in erased), "missing_targets": missing_targets(docs)}
+
+
+def missing_targets(docs: Sequence[DocSpec]) -> list[dict[str, Any]]:
+    """The ``related`` edges whose target is no doc of the pack (installed anyway, as lint reports them): each
+    with its doc, type, target and the closest existing selectors (``did_you_mean``)."""
+    have = {d.selector for d in docs}
+    return [{"selector": d.selector, "type": r.type, "target": r.target, "did_you_mean": did_you_mean(r.target, have)}
+            for d in docs for r in d.related if r.target not in have]
 
 
 def install_folder(ws: Workspace, path: str | Path, as_lib: str | None = None, principal: str | None = None,
@@ -197,7 +225,7 @@ def check_writable(ws: Workspace, pack: str, principal: str | None, action: str,
         access.require(ws, principal, pack, "write", action, target)
     else:  # a doc-pattern grant (lib:eng/api.*) may cover just this doc
         access.require_doc(ws, principal, pack, selector, "write", action)
-    get_pack(ws, pack)
+    get_pack(ws, pack, principal)
     if pack.startswith("pkg:"):  # read-only even to admins
         ws.store.append_audit(access.effective_principal(ws, principal), action, target, "denied",
                               {"reason": "read-only"})
@@ -251,7 +279,7 @@ def delete_doc(ws: Workspace, pack: str, selector: str, principal: str | None = 
     actor = check_writable(ws, pack, principal, "doc.delete", target)
     with ws.store.transaction():
         if ws.store.get_node(target) is None:
-            raise NotFoundError(f"no doc {selector!r} in {pack}", pack=pack, selector=selector)
+            raise missing_doc(ws, pack, selector, principal)
         ws.store.retract_nodes([target], actor=actor, edges="outbound")
         ws.store.append_audit(actor, "doc.delete", target, "ok")
     return {"pack": pack, "selector": selector, "deleted": True}
@@ -266,7 +294,7 @@ def set_edge(ws: Workspace, pack: str, selector: str, edge_type: str, target: st
     actor = check_writable(ws, pack, principal, "edge.put" if present else "edge.delete", src)
     with ws.store.transaction():
         if ws.store.get_node(src) is None:
-            raise NotFoundError(f"no doc {selector!r} in {pack}", pack=pack, selector=selector)
+            raise missing_doc(ws, pack, selector, principal)
         edge = Edge(src=src, type=edge_type, dst=doc_id(pack, target), namespace=pack,
                     position=len(ws.store.edges(src=src)))
         if present:

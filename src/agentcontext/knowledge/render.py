@@ -35,7 +35,7 @@ MAX_DEPTH = 16
 def pack_index(ws: Workspace, pack: str, principal: str | None = None) -> str:
     """The pack index an agent is seeded with: selector, kind, title, summary and related edges."""
     access.require_visible(ws, principal, pack, "render", pack)  # before the lookup: reveals nothing
-    record = get_pack(ws, pack)
+    record = get_pack(ws, pack, principal)
     readable = access.doc_filter(ws, principal, pack)  # None = the whole pack is readable
     view = pack_view(ws, pack)
     lines = [f"# Knowledge pack: {record['name']} ({pack})",
@@ -115,7 +115,7 @@ def resolve_reference(ws: Workspace, ref: str, principal: str | None = None,
 def render_doc(ws: Workspace, pack: str, selector: str, principal: str | None = None,
                _state: _Render | None = None) -> str:
     access.require_doc(ws, principal, pack, selector, "read", "render")  # before the lookup: reveals nothing
-    get_pack(ws, pack)
+    get_pack(ws, pack, principal)
     node = ws.store.get_node(doc_id(pack, selector))
     if node is None:
         raise NotFoundError(f"template refers to {pack}.{selector}, which does not exist", pack=pack,

@@ -102,7 +102,7 @@ def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[s
     if edge_type is not None and related_to is None:
         raise ValidationError("edge_type filters related_to; pass related_to=<selector> too")
     access.require_visible(ws, principal, pack, "search", pack)  # before the lookup: reveals nothing
-    get_pack(ws, pack)
+    get_pack(ws, pack, principal)
     readable = access.doc_filter(ws, principal, pack)  # None = the whole pack is readable
     store = ws.store
     allowed: set[str] | None = None

@@ -4,11 +4,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .. import access
-from ..errors import NotFoundError
 from ..workspace import Workspace
 from .graphview import pack_view
 from .manifest import check_edge_type, check_pack_name, check_selector
-from .packs import doc_id, get_pack, list_packs
+from .packs import doc_id, get_pack, list_packs, missing_doc
 from .search import search_knowledge as _search
 
 
@@ -22,7 +21,7 @@ def list_knowledge_docs(ws: Workspace, pack: str, principal: str | None = None) 
     """Every doc of ``pack`` the principal may read (selector, title, kind, summary), sorted by selector."""
     check_pack_name(pack)
     access.require_visible(ws, principal, pack, "list", pack)  # before the lookup: reveals nothing
-    get_pack(ws, pack)
+    get_pack(ws, pack, principal)
     readable = access.doc_filter(ws, principal, pack)  # None = the whole pack is readable
     view = pack_view(ws, pack)
     metas = (view.meta[i] for i in view.order)
@@ -49,13 +48,12 @@ def list_knowledge_neighbors(ws: Workspace, pack: str, selector: str, edge_type:
     if edge_type is not None:
         edge_type = check_edge_type(edge_type, "edge_type")
     access.require_doc(ws, principal, pack, selector, "read", "neighbors")  # before the lookup: reveals nothing
-    get_pack(ws, pack)
+    get_pack(ws, pack, principal)
     readable = access.doc_filter(ws, principal, pack)  # None = the whole pack is readable
     view = pack_view(ws, pack)
     src = doc_id(pack, selector)
     if not view.exists(src):
-        raise NotFoundError(f"no doc {selector!r} in {pack}; search_knowledge finds selectors", pack=pack,
-                            selector=selector)
+        raise missing_doc(ws, pack, selector, principal)
     seen = set()
     out = []
     targets = ws.store.get_nodes([dst for _, dst in view.outbound.get(src, [])])
@@ -79,12 +77,11 @@ def read_knowledge_doc(ws: Workspace, pack: str, selector: str, version: int | N
     check_pack_name(pack)
     check_selector(selector, "selector")
     access.require_doc(ws, principal, pack, selector, "read", "read")  # before the lookup: reveals nothing
-    get_pack(ws, pack)
+    get_pack(ws, pack, principal)
     nid = doc_id(pack, selector)
     node = ws.store.node_version(nid, version) if version is not None else ws.store.get_node(nid)
     if node is None or (version is not None and node.retracted_at is not None):
-        raise NotFoundError(f"no doc {selector!r}{f' version {version}' if version else ''} in {pack}; "
-                            "search_knowledge finds selectors", pack=pack, selector=selector, version=version)
+        raise missing_doc(ws, pack, selector, principal, f" version {version}" if version else "", version=version)
     readable = access.doc_filter(ws, principal, pack)
     related = [{"type": e.type, "target": e.dst.split("/", 1)[1]}
                for e in ws.store.edges(src=nid, as_of=node.recorded_at if version is not None else None)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import AgentContextError, NotFoundError, ValidationError
 from ..workspace import Workspace
+from .hints import mcp_message
 
 log = logging.getLogger("agentcontext.mcp")
 
@@ -95,8 +96,10 @@ def jsonable(data: Any) -> Any:
 
 
 def error_result(exc: AgentContextError) -> CallToolResult:
-    """An MCP tool error: ``Type: message`` as text, ``{type, message, ...data}`` in ``_meta``, no structure."""
-    return tool_error(exc.type, exc.message, jsonable(exc.to_dict()))
+    """An MCP tool error: ``Type: message`` as text, ``{type, message, ...data}`` in ``_meta``, no structure; the
+    message's hints in MCP terms (tool names: ``hints.py``)."""
+    message = mcp_message(exc.message)
+    return tool_error(exc.type, message, jsonable({**exc.to_dict(), "message": message}))
 
 
 def tool_error(kind: str, message: str, data: dict[str, Any] | None = None) -> CallToolResult:
@@ -107,7 +110,9 @@ def tool_error(kind: str, message: str, data: dict[str, Any] | None = None) -> C
 def protocol_error(exc: AgentContextError) -> MCPError:
     """For resources and prompts (which have no tool-error result): a JSON-RPC error with our type and data."""
     code = INVALID_PARAMS if isinstance(exc, (NotFoundError, ValidationError)) else INTERNAL_ERROR
-    return MCPError(code=code, message=f"{exc.type}: {exc.message}", data={"error": jsonable(exc.to_dict())})
+    message = mcp_message(exc.message)
+    return MCPError(code=code, message=f"{exc.type}: {message}",
+                    data={"error": jsonable({**exc.to_dict(), "message": message})})
 
 
 def describe_validation(exc: pydantic.ValidationError, model: type[BaseModel]) -> ValidationError:

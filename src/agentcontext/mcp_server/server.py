@@ -1,9 +1,11 @@
 """Build the agentcontext MCP server (official ``mcp`` SDK 2.x) and serve it over stdio or HTTP.
 
 stdio: the acting principal is fixed when the server starts (``--as``, ``AGENTCONTEXT_PRINCIPAL`` or the
-owner); nothing but protocol frames goes to stdout (the SDK points fd 1 at stderr while serving).
+owner); nothing but protocol frames goes to stdout (the SDK points fd 1 at stderr while serving), and every
+malformed frame gets its JSON-RPC error (``stdio.py``).
 HTTP: streamable HTTP on 127.0.0.1 only; every request needs ``Authorization: Bearer <token>`` (issued by
-``agentcontext token create``), a missing or wrong one gets 401, and the token decides the principal.
+``agentcontext token create``), a missing or wrong one gets 401 as a bearer-token server answers, with no OAuth
+offered (``http_auth.py``), and the token decides the principal.
 """
 from __future__ import annotations
 
@@ -101,12 +103,18 @@ def _add_knowledge_extras(server: MCPServer, ctx: CallContext) -> None:
 
 def serve_stdio(ws: Workspace, principal: str | None = None) -> None:
     """Speak MCP over stdin/stdout until the client hangs up."""
+    import anyio
+
+    from .stdio import run_stdio
+
     logging.getLogger().handlers.clear()
-    build_server(ws, principal).run("stdio")
+    anyio.run(run_stdio, build_server(ws, principal))
 
 
-def http_app(ws: Workspace, port: int):  # -> starlette.applications.Starlette
-    return build_server(ws, http_port=port).streamable_http_app(host=HOST)
+def http_app(ws: Workspace, port: int):  # -> an ASGI app: the SDK's Starlette app, its 401s rewritten
+    from .http_auth import BearerChallenge
+
+    return BearerChallenge(build_server(ws, http_port=port).streamable_http_app(host=HOST))
 
 
 def serve_http(ws: Workspace, port: int) -> None:

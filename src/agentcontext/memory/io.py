@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..model import Node, to_utc_iso
 from .links import entity_ids
-from .records import KIND, build_node, now_iso, to_memory
+from .records import KIND, MAX_NESTING, build_node, check_nesting, now_iso, to_memory
 
 FORMATS = ("json", "dict", "markdown")
 SCHEMA = "agentcontext.memory.v1"
@@ -53,6 +53,9 @@ def _parse_items(data: Any, format: str) -> list[dict[str, Any]]:
             data = json.loads(data) if isinstance(data, (str, bytes)) else data
         except json.JSONDecodeError as exc:
             raise ValidationError(f"import data is not valid JSON: {exc}") from exc
+        except RecursionError:
+            raise ValidationError(f"import data is nested too deeply to read (a memory's metadata may nest at "
+                                  f"most {MAX_NESTING} levels)", limit=MAX_NESTING) from None
     if isinstance(data, dict):
         data = data.get("memories")
     if not isinstance(data, list):
@@ -66,6 +69,7 @@ def _parse_items(data: Any, format: str) -> list[dict[str, Any]]:
             raise ValidationError(f"memory {i}: needs a non-empty 'content' string", index=i)
         if raw.get("metadata") is not None and not isinstance(raw["metadata"], dict):
             raise ValidationError(f"memory {i}: 'metadata' must be a mapping", index=i)
+        check_nesting(raw.get("metadata"), f"memory {i}: 'metadata'")
         for stamp in ("created_at", "updated_at"):
             if raw.get(stamp) is not None:
                 to_utc_iso(raw[stamp])

@@ -114,12 +114,30 @@ def check_entities(metadata: dict[str, Any]) -> None:
             "{'entities': ['customer-4471']} (CLI: --entity customer-4471, repeatable)", field="metadata.entities")
 
 
+MAX_NESTING = 64  # levels of lists and mappings a memory's metadata may hold (JSON and the store recurse on it)
+
+
+def check_nesting(value: Any, what: str = "metadata", limit: int = MAX_NESTING) -> None:
+    """Raise ``ValidationError`` when ``value`` nests lists/mappings deeper than ``limit`` (walked without
+    recursion, so a 100,000-deep value is refused as plainly as a 65-deep one)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if depth > limit:
+                raise ValidationError(f"{what} is nested more than {limit} levels deep; flatten it (store deep "
+                                      "structures as a JSON string)", limit=limit)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+
+
 def build_node(namespace: str, content: str, metadata: dict[str, Any] | None, conversation_id: str | None,
                user_id: str | None, memory_id: str | None = None, created_at: str | None = None,
                updated_at: str | None = None, seq: int = 0, prev: str | None = None,
                pair_hash: str | None = None) -> Node:
     if not isinstance(content, str) or not content.strip():
         raise ValidationError("a memory needs non-empty text content", content=repr(content)[:80])
+    check_nesting(metadata)
     metadata = dict(metadata or {})
     check_entities(metadata)
     created = created_at or now_iso()

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import access, copies
 from ..embed.cache import embed_texts, new_vectors
-from ..errors import NotFoundError, ValidationError
+from ..errors import NotFoundError, ValidationError, refuse_unknown
 from ..engine.fusion import FusionWeights
 from ..ids import check_id
 from ..model import Node, content_hash
@@ -64,6 +64,15 @@ def metadata_filter(filters: dict[str, Any] | None) -> Callable[[dict[str, Any]]
         return all(meta.get(k) == v for k, v in items)
 
     return keep
+
+
+# What one stored item may hold (batch_store's documented keys); anything else is refused, never dropped.
+ITEM_KEYS = ("content", "text", "metadata", "conversation_id", "user_id", "id", "created_at", "updated_at", "vector",
+             "embedding", "context_vector")
+STORE_KEYWORDS = ("id", "created_at", "updated_at", "vector", "embedding", "context_vector")  # store(**kwargs)
+RETRIEVE_KEYWORDS = ("query", "max_results", "min_score", "conversation_id", "user_id", "filters", "type")
+EXTRA_FACTS = "put extra facts in metadata={...}"
+FILTER_HINT = "filter on metadata with filters={key: value}"
 
 
 class AgentMemory:
@@ -128,18 +137,22 @@ class AgentMemory:
               conversation_id: str | None = None, user_id: str | None = None, **kwargs: Any) -> str | dict[str, Any]:
         """A string stores one memory and returns its id; a list stores them all and returns stats."""
         self.check("write", "memory.store")
+        refuse_unknown("store", set(kwargs) - set(STORE_KEYWORDS),
+                       ("content", "metadata", "conversation_id", "user_id", *STORE_KEYWORDS), EXTRA_FACTS)
         if isinstance(content, (list, tuple)):
-            items = [self._item(x, metadata, conversation_id, user_id) for x in content]
+            items = [self._item(x, metadata, conversation_id, user_id, i) for i, x in enumerate(content)]
             ids = self.batch_store(items)
             return {"stored": len(ids), "ids": ids, "total": self.count()}
         return self.batch_store([{"content": content, "metadata": metadata, "conversation_id": conversation_id,
                                   "user_id": user_id, **kwargs}])[0]
 
     @staticmethod
-    def _item(x: Any, metadata: dict | None, conversation_id: str | None, user_id: str | None) -> dict[str, Any]:
+    def _item(x: Any, metadata: dict | None, conversation_id: str | None, user_id: str | None,
+              index: int = 0) -> dict[str, Any]:
         if isinstance(x, str):
             return {"content": x, "metadata": metadata, "conversation_id": conversation_id, "user_id": user_id}
         if isinstance(x, dict):
+            refuse_unknown(f"memory item {index}", set(x) - set(ITEM_KEYS), ITEM_KEYS, EXTRA_FACTS)
             item = dict(x)
             item.setdefault("conversation_id", conversation_id)
             item.setdefault("user_id", user_id)
@@ -158,7 +171,7 @@ class AgentMemory:
         With an ``entity_graph``, memories whose metadata lists ``entities`` are linked to those entities, and
         every memory to the graph's known entities its text names (memory/links.py)."""
         self.check("write", "memory.store")
-        items = [self._item(x, None, None, None) for x in items]
+        items = [self._item(x, None, None, None, i) for i, x in enumerate(items)]
         access.require_chosen_ids(self.workspace, self.principal, [str(x["id"]) for x in items if x.get("id")],
                                   "memory.store", "a memory id", "leave id out: the store assigns one")
         linking = self.entity_graph is not None and any(entity_ids(x.get("metadata")) for x in items)
@@ -328,17 +341,19 @@ class AgentMemory:
     def retrieve(self, query: str, max_results: int = 5, min_score: float = 0.0,
                  conversation_id: str | None = None, user_id: str | None = None,
                  filters: dict[str, Any] | None = None, type: str | None = None,
-                 **metadata_filters: Any) -> list[dict[str, Any]]:
+                 **unexpected: Any) -> list[dict[str, Any]]:
         """Best memories for ``query`` (hybrid: dense + context + BM25 + mentions), best first.
 
-        ``conversation_id``/``user_id`` restrict exactly; ``filters``, ``type`` and any other keyword
-        are metadata equality filters. Each result carries ``score`` and the ``signals`` behind it.
+        ``conversation_id``/``user_id`` restrict exactly; ``filters`` (a mapping) and ``type`` are metadata
+        equality filters (any other keyword is a ``ValidationError``, never a filter). Each result carries
+        ``score`` and the ``signals`` behind it.
         ``score`` is an absolute relevance in [0, 1], comparable across queries: a logistic calibration
         (fitted on the LoCoMo development split) of dense cosine + keyword coverage + neighbouring turns'
         keywords + speaker mention, each absolute (engine/fusion.py). 0.5 means the signals are as typical
         of a memory that answers the query as of one that does not; an unrelated memory scores near 0.
         ``min_score`` applies to it."""
         self.check("read", "memory.retrieve")
+        refuse_unknown("retrieve", unexpected, RETRIEVE_KEYWORDS, FILTER_HINT)
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("retrieve needs a non-empty query text")
         if max_results <= 0:
@@ -346,7 +361,6 @@ class AgentMemory:
         if self.retention.sweep_due():
             self.retention.expire()
         wanted = dict(filters or {})
-        wanted.update(metadata_filters)
         if type is not None:
             wanted["type"] = type
         if Capability.VECTOR_SEARCH in self.db.capabilities:  # candidates from the server, nothing mirrored here

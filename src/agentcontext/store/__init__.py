@@ -5,11 +5,11 @@ from pathlib import Path
 from typing import Sequence
 
 from ..config import replica_settings
-from ..errors import ValidationError
+from ..errors import NotFoundError, ValidationError
 from .base import COPY_TABLES, Capability, Store, VectorSearch
 from .sqlite import SQLiteStore
 
-__all__ = ["COPY_TABLES", "Capability", "Store", "SQLiteStore", "VectorSearch", "open_store"]
+__all__ = ["COPY_TABLES", "Capability", "Store", "SQLiteStore", "VectorSearch", "open_store", "require_existing"]
 
 
 def open_store(url: str | Path, replicas: str | Sequence[str] | None = None, max_lag: float | None = None,
@@ -45,3 +45,23 @@ def open_store(url: str | Path, replicas: str | Sequence[str] | None = None, max
     if "://" in text:
         raise ValidationError(f"unknown store URL {text!r}; use sqlite:///path or postgresql://...", url=text)
     return SQLiteStore(text)
+
+
+def require_existing(url: str | Path) -> None:
+    """Raise ``NotFoundError`` unless a store already exists at ``url`` (a SQLite file, or a PostgreSQL schema that
+    holds our tables); checks without opening, so a store that is missing is never created."""
+    text = str(url)
+    if text.startswith(("postgresql://", "postgres://")):
+        from .postgres import PostgresStore  # optional extra
+
+        if not PostgresStore.exists(text):
+            safe = PostgresStore.redacted(text)
+            raise NotFoundError(f"the store {safe} does not exist (no agentcontext tables in that database and "
+                                "schema); check the URL and its ?schema=", url=safe)
+        return
+    if "://" in text and not text.startswith("sqlite:///"):
+        return  # open_store names what is wrong with the URL
+    path = Path(text[len("sqlite:///"):] if text.startswith("sqlite:///") else text)
+    if not path.is_file():
+        raise NotFoundError(f"the store {path} does not exist; check the path (a new store is made only as a "
+                            "destination)", url=text)

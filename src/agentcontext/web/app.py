@@ -101,7 +101,9 @@ def _error(request: Request, status: int, title: str, message: str) -> Response:
 
 
 async def on_not_found(request: Request, exc: Exception) -> Response:
-    return _error(request, 404, "Not found", "There is nothing here, or nothing you may see.")
+    close = exc.data.get("did_you_mean") if isinstance(exc, NotFoundError) else None  # only what the user may read
+    return _error(request, 404, "Not found", "There is nothing here, or nothing you may see."
+                  + (f" Did you mean {', '.join(close)}?" if close else ""))
 
 
 async def on_denied(request: Request, exc: Exception) -> Response:
