@@ -1,20 +1,22 @@
 """Dense search in PostgreSQL: one pgvector HNSW index per (model, dimension), and the SQL that uses it.
 
-Vectors live in one table keyed by (text hash, model) with an untyped ``vector`` column, so each model's rows get
-a partial expression index ``USING hnsw ((vector::vector(dim)) vector_ip_ops) WHERE model = '<model>' AND dim =
-<dim>``, made by the migration for the models a store already holds and by ``put_vectors`` for a new one. A
-query names the same expression and predicate (the model as a literal, so the planner can match the partial
-index) and joins the nodes that use each vector, filtered; the session runs HNSW iterative scans
-(``hnsw.iterative_scan = relaxed_order``), so a filter that rejects most rows still fills ``k``, and results
-come back re-sorted. When the filter leaves few nodes (``EXACT_ROWS``) the index is skipped and every one of
-them is scored exactly.
+Vectors live in one table keyed by (text hash, model) with an untyped ``halfvec`` column (float16, migration 4),
+so each model's rows get a partial expression index ``USING hnsw ((vector::halfvec(dim)) halfvec_ip_ops) WHERE
+model = '<model>' AND dim = <dim>``, made by the migration for the models a store already holds and by
+``put_vectors`` for a new one (or, for a large load, after its rows: ``pg_bulk``). A query names the same
+expression and predicate (the model as a literal, so the planner can match the partial index) and joins the nodes
+that use each vector, filtered; the session runs HNSW iterative scans (``hnsw.iterative_scan = relaxed_order``),
+so a filter that rejects most rows still fills ``k``, and results come back re-sorted; scores are the stored
+vectors (float16) against the float32 query. When the filter leaves few nodes (``EXACT_ROWS``) the index is
+skipped and every one of them is scored exactly.
 """
 from __future__ import annotations
 
 import hashlib
 from typing import Any
 
-MAX_INDEXED_DIM = 2000  # pgvector's HNSW limit for the vector type; larger vectors are searched exactly
+MAX_INDEXED_DIM = 4000  # pgvector's HNSW limit for the halfvec type; larger vectors are searched exactly
+STORED = "halfvec"  # the column's type (migration 4): what the HNSW expression casts to, and a query vector with it
 EXACT_ROWS = 2000  # at most this many filtered nodes: score them all (~5 us each) instead of walking the index
 # HNSW candidate list per scan (pgvector's default is 40, its largest 1000), extended by iterative scans; recall@10
 # against exact search (benchmarks/postgres_scale.py): at 200,000 memories 0.95 at 200, 0.99 at 400, 1.00 at 800;
@@ -46,7 +48,7 @@ def create_ann_index(db: Any, model: str, dim: int) -> bool:
     if not 0 < int(dim) <= MAX_INDEXED_DIM:
         return False
     db.execute(f"CREATE INDEX IF NOT EXISTS {ann_index_name(model, dim)} ON vectors USING hnsw "
-               f"((vector::vector({int(dim)})) vector_ip_ops) WITH (m = {HNSW_M}, ef_construction = "
+               f"((vector::{STORED}({int(dim)})) {STORED}_ip_ops) WITH (m = {HNSW_M}, ef_construction = "
                f"{HNSW_EF_CONSTRUCTION}) WHERE {ann_predicate(db, model, dim)}")
     return True
 
@@ -67,7 +69,8 @@ def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_wh
     one, so a count within ``EXACT_ROWS`` means few; the rest of the filter (not retracted) is left to the walk.
     Parameters: ``count_where``'s (when given), ``node_where``'s, the query vector three times, ``node_where``'s
     again, the query vector."""
-    typed, pred = f"v.vector::vector({int(dim)})", ann_predicate(db, model, dim, "v")
+    typed, pred = f"v.vector::{STORED}({int(dim)})", ann_predicate(db, model, dim, "v")
+    exact = f"v.vector::vector({int(dim)})"  # scores: the stored float16 values against the float32 query
     conditions = node_where.replace(" WHERE ", " AND ", 1)
     if count_where is None:
         head = (f"WITH f AS MATERIALIZED (SELECT n.id, n.rid, n.embed_hash FROM nodes n{node_where} "
@@ -77,9 +80,9 @@ def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_wh
                 f"{count_where} LIMIT {EXACT_ROWS + 1}) c), f AS (SELECT n.id, n.rid, n.embed_hash FROM nodes n"
                 f"{node_where}) ")
     return (head +
-            f"(SELECT f.id, f.rid, -(v.vector <#> %s) AS score FROM f CROSS JOIN LATERAL (SELECT vector FROM vectors "
-            f"v WHERE v.hash = f.embed_hash AND {pred} OFFSET 0) v WHERE (SELECT yes FROM few) "
-            f"ORDER BY v.vector <#> %s, f.rid LIMIT {int(k)}) "
-            f"UNION ALL (SELECT n.id, n.rid, -({typed} <#> %s::vector({int(dim)})) AS score FROM vectors v "
+            f"(SELECT f.id, f.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM f CROSS JOIN LATERAL (SELECT "
+            f"vector FROM vectors v WHERE v.hash = f.embed_hash AND {pred} OFFSET 0) v WHERE (SELECT yes FROM few) "
+            f"ORDER BY {exact} <#> %s::vector({int(dim)}), f.rid LIMIT {int(k)}) "
+            f"UNION ALL (SELECT n.id, n.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM vectors v "
             f"JOIN nodes n ON n.embed_hash = v.hash WHERE {pred}{conditions} AND NOT (SELECT yes FROM "
-            f"few) ORDER BY {typed} <#> %s::vector({int(dim)}) LIMIT {int(k)})")
+            f"few) ORDER BY {typed} <#> %s::{STORED}({int(dim)}) LIMIT {int(k)})")

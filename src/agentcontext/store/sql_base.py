@@ -31,7 +31,8 @@ from .rows import (EDGE_COLS, EXISTING_COLS, NODE_COLS, Where, as_list, plan_edg
                    row_to_node)
 
 T = TypeVar("T")
-CHANGE_INSERT = "INSERT INTO changes(at, actor, op, target, namespace, detail) VALUES (?,?,?,?,?,?)"
+CHANGE_COLS = "at, actor, op, target, namespace, detail"
+CHANGE_INSERT = f"INSERT INTO changes({CHANGE_COLS}) VALUES (?,?,?,?,?,?)"
 TOMBSTONE_UPSERT = (  # an erasure's mark survives a later purge of the same id (e.g. graph.clear)
     "INSERT INTO tombstones(id, namespace, kind, purged_at, reason, actor, erasure) VALUES (?,?,?,?,?,?,?) "
     "ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, kind = excluded.kind, "
@@ -61,6 +62,7 @@ class SQLStore(ABC):
     LIKE_ANY_CASE = "ILIKE"  # a pattern match that folds case (SQLite's LIKE folds ASCII letters by itself)
     COPY_ARMS: dict[str, tuple[str, ...]] = {}  # table: the tables its copy reads, merged in page order
     capabilities: frozenset[Capability] = frozenset({Capability.PERSISTENT, Capability.SHARED})
+    vector_dtype: Any = np.float32  # the precision vectors are stored at (base.Store.vector_dtype)
     _db: Any
 
     def __init__(self, url: str, timeout: float) -> None:
@@ -268,8 +270,8 @@ class SQLStore(ABC):
             versions, changed = plan_versions(nodes, existing, at, actor)
             if changed:
                 self._write_nodes(changed, existing)
-                self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.put", node.id, node.namespace,
-                                                         put_detail(node)) for node, _, _ in changed])
+                self._bulk_insert("changes", CHANGE_COLS, [(at, actor, "node.put", node.id, node.namespace,
+                                                            put_detail(node)) for node, _, _ in changed])
         return versions
 
     def _refuse_new(self, ids: Sequence[Any], what: str) -> None:
