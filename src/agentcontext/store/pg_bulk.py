@@ -5,7 +5,8 @@ no row costs a round trip and a batch is all or nothing.
 Vectors are sent in binary (float32, pgvector's own form) and stored as ``halfvec`` (migration 4). Their HNSW
 index is the costly part of a load: one row inserted into it costs about ten times its share of a bulk build
 (``REBUILD_RATIO``), so a load that is large beside what its model holds drops the index and builds it again after
-the rows, with more memory and a parallel worker for the build (``BUILD_SETTINGS``), in the same transaction.
+the rows, with more memory and a parallel worker for the build (``BUILD_MEMORY``, ``BUILD_WORKERS``), just before
+the transaction commits: one build for however many batches a transaction loads.
 """
 from __future__ import annotations
 
@@ -78,8 +79,8 @@ class VectorLoader:
     """Vectors of one transaction: staged, then inserted (or upserted) in one statement each; decides per (model,
     dim) whether to keep the HNSW index or drop it and build it after the rows (``finish``)."""
 
-    def __init__(self, db: Any, tx_at: str) -> None:
-        self.db, self.tx_at = db, tx_at
+    def __init__(self, db: Any) -> None:
+        self.db = db
         self.new: dict[tuple[str, int], int] = {}  # rows this transaction added, by (model, dim)
         self.build: set[tuple[str, int]] = set()  # indexes to build in ``finish``
 

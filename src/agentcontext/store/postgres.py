@@ -183,9 +183,17 @@ class PostgresStore(SQLStore):
                              url=self.url) from exc
 
     def _commit(self) -> None:
+        loader, self._vector_loader = self._vector_loader, None
+        if loader is not None:
+            try:  # HNSW indexes dropped (or never made) for a large load: built over every row of the transaction
+                loader.finish()
+            except BaseException:
+                self._rollback()
+                raise
         self._db.execute("COMMIT")
 
     def _rollback(self) -> None:
+        self._vector_loader = None
         if not (self._db.broken or self._db.closed):
             self._db.execute("ROLLBACK")
 
@@ -207,9 +215,10 @@ class PostgresStore(SQLStore):
 
     @property
     def _loader(self) -> pg_bulk.VectorLoader:
-        """The vector loader of the open transaction (one per transaction: it remembers the indexes it dropped)."""
-        if self._vector_loader is None or self._vector_loader.tx_at != self._tx_at:
-            self._vector_loader = pg_bulk.VectorLoader(self._db, self._tx_at)
+        """The vector loader of the open transaction (it remembers the indexes to build before its commit: one
+        build however many batches the transaction loads)."""
+        if self._vector_loader is None:
+            self._vector_loader = pg_bulk.VectorLoader(self._db)
         return self._vector_loader
 
     def _tags_value(self, tags: list[str]) -> list[str]:
@@ -238,8 +247,7 @@ class PostgresStore(SQLStore):
         if table in ("audit", "changes"):  # copied sequence numbers: the next one follows the largest
             self._exec(f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'), coalesce(max(seq), 1), "
                        f"max(seq) IS NOT NULL) FROM {table}")
-        elif table == "vectors":  # indexes dropped for a large load are built now, after the rows
-            self._loader.finish()
+        # vectors: indexes dropped for a large load are built at the commit, after every row (``_commit``)
 
     def _where(self) -> PgWhere:
         return PgWhere()
@@ -431,12 +439,9 @@ class PostgresStore(SQLStore):
     def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
         """Vectors staged by binary COPY and upserted in one statement (``pg_bulk.VectorLoader``): a new model's
         HNSW index is made before its rows, and a load large beside what the model holds drops the index and
-        builds it again after the rows, all in the caller's transaction."""
+        builds it again when the transaction commits, after every row it wrote."""
         pg_bulk.check_vectors(list(vectors.items()))
-        with self.transaction():
-            count = super().put_vectors(vectors, model)
-            self._loader.finish()
-            return count
+        return super().put_vectors(vectors, model)
 
     def nearest(self, vector: np.ndarray, model: str, k: int, namespace=None, kind=None, tags=None,
                 valid_at: str | None = None, props: dict[str, Any] | None = None,
