@@ -20,7 +20,6 @@ from agentcontext.store import open_store
 from agentcontext.store.migrations import Migrations
 from agentcontext.store.pg_bulk import REBUILD_MIN, REBUILD_RATIO
 from agentcontext.store.pg_vectors import ann_index_name
-from agentcontext.store.rows import NODE_COLS
 from agentcontext.workspace import Workspace
 
 from .conftest import ROOT
@@ -187,15 +186,16 @@ def test_step_4_moves_a_step_3_store_to_the_compact_layout(pg_url):
     old = Step3(pg_url)
     assert old.schema_version() == 3
     db = old._db
-    old.put_nodes([Node(id="a", kind="doc", namespace="ns", content="first", embed_text="first"),
-                   Node(id="b", kind="doc", namespace="ns", content="gone", embed_text="gone")])
-    before_update = db.execute("SELECT max(recorded_at) FROM nodes").fetchone()[0]
-    time.sleep(0.01)
-    old.put_nodes([Node(id="a", kind="doc", namespace="ns", content="second", embed_text="second")])
-    old.retract_nodes(["b"])
-    # as step 3's code held them: every version in node_versions (the current ones too), float32 vectors with an
-    # HNSW index over vector(dim)
-    db.execute(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {NODE_COLS}, NULL FROM nodes")
+    # as step 3's code wrote them: every version in node_versions (the current ones too), float32 vectors with an
+    # HNSW index over vector(dim); a updated once (first, second), b retracted
+    t1, t2, t3 = "2024-01-01T00:00:00+00:00", "2024-01-02T00:00:00+00:00", "2024-01-03T00:00:00+00:00"
+    rows = [("a", "first", content_hash("first"), t1, None, 1), ("a", "second", content_hash("second"), t2, None, 2),
+            ("b", "gone", content_hash("gone"), t1, None, 1), ("b", "gone", content_hash("gone"), t3, t3, 2)]
+    cols = "id, kind, namespace, content, embed_hash, recorded_at, retracted_at, version"
+    db.execute(f"INSERT INTO node_versions({cols}) SELECT id, 'doc', 'ns', content, h, at, gone, v FROM "
+               "unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::int[]) AS r(id, content, h, "
+               "at, gone, v)", [list(c) for c in zip(*rows)])
+    db.execute(f"INSERT INTO nodes({cols}, embed_text) SELECT {cols}, content FROM node_versions v WHERE version = 2")
     rng = np.random.default_rng(6)
     vectors = {content_hash(t): v for t, v in zip(("second", "gone", "first"), unit(rng, 3, 4))}
     for h, v in vectors.items():
@@ -213,11 +213,14 @@ def test_step_4_moves_a_step_3_store_to_the_compact_layout(pg_url):
     assert store._read("SELECT id, version FROM node_versions ORDER BY id, version") == [("a", 1), ("b", 1)]
     assert [(n.version, n.content) for n in store.node_versions("a")] == [(1, "first"), (2, "second")]
     assert [n.version for n in store.node_versions("b")] == [1, 2] and store.get_node("b") is None
-    assert store.get_node("a", as_of=before_update).content == "first" and store.get_node("a").content == "second"
+    assert store.get_node("a", as_of=t1).content == "first" and store.get_node("a").content == "second"
     got = store.get_vectors(list(vectors), "m")
     assert all(np.array_equal(got[h], v.astype(np.float16).astype(np.float32)) for h, v in vectors.items())
     index = store._read("SELECT indexdef FROM pg_indexes WHERE indexname = %s", (ann_index_name("m", 4),))[0][0]
     assert "halfvec" in index
     assert store.nearest(vectors[content_hash("second")], "m", 2, namespace="ns")[0][0] == "a"
+    # searched: the vectors live nodes' texts have (the HNSW index holds those alone)
+    assert dict(store._read("SELECT hash, searched FROM vectors")) == {
+        content_hash("second"): True, content_hash("gone"): True, content_hash("first"): False}
     assert store.check_integrity() == "ok"
     store.close()

@@ -92,11 +92,14 @@ class VectorLoader:
         stage(db, "stage_vectors", "hash, model, dim, vector", rows, ["text", "text", "int4", "vector"])
         for model, dim in sorted({(r[1], int(r[2])) for r in rows}):
             self._plan(model, dim)
-        insert = (f"INSERT INTO vectors(hash, model, dim, vector) SELECT hash, model, dim, vector::{STORED} FROM "
-                  "stage_vectors ORDER BY hash, model")
+        # searched: a node's text has it (its HNSW index holds only such rows; put_nodes marks those put before)
+        insert = (f"INSERT INTO vectors(hash, model, dim, vector, searched) SELECT s.hash, s.model, s.dim, "
+                  f"s.vector::{STORED}, EXISTS (SELECT 1 FROM nodes n WHERE n.embed_hash = s.hash) FROM "
+                  "stage_vectors s ORDER BY s.hash, s.model")
         if upsert:  # a vector put again unchanged is left alone (no new row version, no index entry)
-            insert += (" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector "
-                       "WHERE vectors.dim <> excluded.dim OR vectors.vector <> excluded.vector")
+            insert += (" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
+                       "searched = vectors.searched OR excluded.searched WHERE vectors.dim <> excluded.dim OR "
+                       "vectors.vector <> excluded.vector OR (excluded.searched AND NOT vectors.searched)")
         db.execute(insert)
 
     def _plan(self, model: str, dim: int) -> None:
@@ -137,6 +140,13 @@ class VectorLoader:
             for model, dim in sorted(self.build):
                 create_ann_index(self.db, model, dim)
         self.build = set()
+
+
+def mark_searched(db: Any, hashes: Sequence[str]) -> None:
+    """Vectors of these embed hashes (nodes just written) join their model's HNSW index, if they were put before
+    any node had their text (a context vector's text that became a node's, or vectors embedded before the nodes)."""
+    if hashes:
+        db.execute("UPDATE vectors SET searched = true WHERE hash = ANY(%s) AND NOT searched", (list(hashes),))
 
 
 def update_nodes(db: Any, rows: Sequence[tuple]) -> None:

@@ -31,9 +31,11 @@ def ann_index_name(model: str, dim: int) -> str:
 
 
 def ann_predicate(db: Any, model: str, dim: int, alias: str = "") -> str:
-    """``model = '<model>' AND dim = <dim>`` with the model as a quoted literal (what the partial index names)."""
+    """``model = '<model>' AND dim = <dim> AND searched`` with the model as a quoted literal (what the partial index
+    names). ``searched``: a live node's text has this vector (migration 4; ``pg_bulk``): the context vectors of
+    conversation turns, looked up by hash alone, stay out of the index (half its rows, and of a load's index work)."""
     col = f"{alias}." if alias else ""
-    return f"{col}model = {text_literal(model)} AND {col}dim = {int(dim)}"
+    return f"{col}model = {text_literal(model)} AND {col}dim = {int(dim)} AND {col}searched"
 
 
 def text_literal(text: str) -> str:

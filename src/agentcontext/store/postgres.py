@@ -227,6 +227,8 @@ class PostgresStore(SQLStore):
     def _import_nodes(self, rows: list[tuple]) -> None:
         cols = ", ".join(transfer.TABLES["nodes"][1])
         self._bulk_insert("nodes", f"{cols}, tag_text", [(*r, " ".join(r[8] or [])) for r in rows])
+        embed = transfer.TABLES["nodes"][1].index("embed_hash")
+        pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}))
         # a version row copied before its node is the live row now (migration 4: the current version is held once)
         self._db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = ANY(%s) AND v.id = n.id AND "
                          "v.version = n.version", ([r[0] for r in rows],))
@@ -300,6 +302,7 @@ class PostgresStore(SQLStore):
             pg_bulk.update_nodes(self._db, updates)
         if inserts:
             self._bulk_insert("nodes", f"{NODE_COLS}, embed_text, tag_text", inserts)
+        pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}))
 
     # --- text index ------------------------------------------------------------------------
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,

@@ -102,8 +102,9 @@ VERSION_COLS = ("id, kind, namespace, key, title, summary, content, props, tags,
                 "retracted_at, version, content_hash, created_by, embed_hash, tokens")
 
 
-@MIGRATIONS.step(4, "a compact layout for bulk loads: vectors stored as halfvec (HNSW over halfvec), a node's current "
-                    "version held once (node_versions keeps the superseded ones; the view versions reads both)")
+@MIGRATIONS.step(4, "a compact layout for bulk loads: vectors stored as halfvec (HNSW over halfvec, only the vectors "
+                    "nodes' texts have), a node's current version held once (node_versions keeps the superseded ones; "
+                    "the view versions reads both)")
 def compact_layout(db) -> None:
     from ..pg_vectors import create_ann_index
 
@@ -113,7 +114,12 @@ def compact_layout(db) -> None:
     for (index,) in db.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND "
                                "tablename = 'vectors' AND indexname LIKE 'vectors\\_ann\\_%'").fetchall():
         db.execute(f'DROP INDEX "{index}"')
-    db.execute("ALTER TABLE vectors ALTER COLUMN vector TYPE halfvec USING vector::halfvec")
+    db.execute("ALTER TABLE vectors ALTER COLUMN vector TYPE halfvec USING vector::halfvec, "
+               "ADD COLUMN IF NOT EXISTS searched BOOLEAN NOT NULL DEFAULT false")
+    # Only the vectors of live nodes' texts are searched (the HNSW index holds them alone): a conversation turn's
+    # context vector (its pair with the turn before) is read by hash, never searched, and was half the index.
+    db.execute("UPDATE vectors v SET searched = true WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.embed_hash = "
+               "v.hash)")
     # Versions: every write held the current version twice (the live row and the same row in node_versions, its
     # content included: about a third of a memory's bytes). From here node_versions keeps only superseded versions;
     # a write that replaces a live row first moves it there (PostgresStore._write_nodes, SQLStore.retract_nodes).
