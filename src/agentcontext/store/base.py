@@ -59,7 +59,7 @@ class Store(Protocol):
     capabilities: frozenset[Capability]
     vector_dtype: Any
     """The precision vectors are stored at: ``numpy.float32`` (SQLite) or ``numpy.float16`` (PostgreSQL, since its
-    migration 4: half the bytes, recall@10 of its search against exact float32 search >= 0.98). ``get_vectors`` and
+    migration 4: half the bytes; the rounding alone leaves an exact search's top 10 as float32's). ``get_vectors`` and
     ``load_vectors`` give float32 arrays equal to the vectors put, rounded to this type."""
 
     # --- lifecycle and schema ---------------------------------------------------------------
