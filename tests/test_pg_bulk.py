@@ -1,7 +1,8 @@
 """The PostgreSQL bulk write path (store/pg_bulk.py, issue 23 s1-2) on the real server: a batch is all or nothing (one
 bad row refuses it, naming the row; a client killed mid-load leaves each batch whole or absent), a large load builds
 the HNSW index after its rows while a small one goes into it, the bulk path and the row-at-a-time path store the
-same, and migration 4 moves a store of step 3 to the compact layout (halfvec, the current version held once)."""
+same, and migration 4 moves a store of step 3 to the compact layout (the index over searched vectors, the current
+version held once)."""
 from __future__ import annotations
 
 import os
@@ -67,8 +68,8 @@ def test_one_bad_vector_refuses_the_batch_naming_it(pg_url):
     with pytest.raises(ValidationError, match=content_hash("nan")):
         store.put_vectors(bad, "m")
     huge = dict(good)
-    huge[content_hash("huge")] = np.full(DIM, 1e6, dtype=np.float32)  # beyond float16: cannot be held
-    with pytest.raises(ValidationError, match=content_hash("huge")):
+    huge[content_hash("inf")] = np.full(DIM, np.inf, dtype=np.float32)
+    with pytest.raises(ValidationError, match=content_hash("inf")):
         store.put_vectors(huge, "m")
     assert store._read("SELECT count(*) FROM vectors")[0][0] == 0  # nothing of either batch
     store.close()
@@ -107,7 +108,7 @@ def test_a_large_load_builds_the_index_after_its_rows_and_a_small_one_inserts(pg
     assert rebuilt is not None and rebuilt != built and REBUILD_RATIO * n > n + 10
     query = unit(rng, 1)[0]  # the index serves the same answers as exact search
     store.put_nodes([Node(id=f"n{i}", kind="doc", namespace="ns", embed_text=f"c{i}") for i in range(50)])
-    vectors = np.stack([more[content_hash(f"c{i}")] for i in range(50)]).astype(np.float16).astype(np.float32)
+    vectors = np.stack([more[content_hash(f"c{i}")] for i in range(50)])
     exact = [f"n{i}" for i in np.argsort(-(vectors @ query), kind="stable")[:5]]
     assert [i for i, _ in store.nearest(query, "m", 5, namespace="ns")] == exact
     store.close()
@@ -209,15 +210,15 @@ def test_step_4_moves_a_step_3_store_to_the_compact_layout(pg_url):
     assert store.schema_version() == 4
     kinds = dict(store._read("SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
                              "'vectors'::regclass AND attname = 'vector'"))
-    assert kinds == {"vector": "halfvec"}
+    assert kinds == {"vector": "vector"}  # float32 kept (halfvec measured and left out: pg_vectors.py)
     assert store._read("SELECT id, version FROM node_versions ORDER BY id, version") == [("a", 1), ("b", 1)]
     assert [(n.version, n.content) for n in store.node_versions("a")] == [(1, "first"), (2, "second")]
     assert [n.version for n in store.node_versions("b")] == [1, 2] and store.get_node("b") is None
     assert store.get_node("a", as_of=t1).content == "first" and store.get_node("a").content == "second"
     got = store.get_vectors(list(vectors), "m")
-    assert all(np.array_equal(got[h], v.astype(np.float16).astype(np.float32)) for h, v in vectors.items())
+    assert all(np.array_equal(got[h], v) for h, v in vectors.items())
     index = store._read("SELECT indexdef FROM pg_indexes WHERE indexname = %s", (ann_index_name("m", 4),))[0][0]
-    assert "halfvec" in index
+    assert "vector_ip_ops" in index and "searched" in index
     assert store.nearest(vectors[content_hash("second")], "m", 2, namespace="ns")[0][0] == "a"
     # searched: the vectors live nodes' texts have (the HNSW index holds those alone)
     assert dict(store._read("SELECT hash, searched FROM vectors")) == {

@@ -1,6 +1,5 @@
 """``migrate``: copy a whole workspace from one store to another (SQLite <-> PostgreSQL, or schema to schema),
-losslessly: nodes with every version, edges with every interval, vectors (rounded to float16 when the destination
-is PostgreSQL, which keeps them so: ``Store.vector_dtype``), tombstones, records (grants, tokens as
+losslessly: nodes with every version, edges with every interval, vectors, tombstones, records (grants, tokens as
 their hashes, pack and chain records), the audit log and the change log, values and sequence numbers as they are.
 
 The destination must be empty (a fresh file or schema); the copy is one transaction there, so a copy that fails
@@ -26,20 +25,16 @@ from .workspace import Workspace
 Progress = Callable[[str, int, int], None]
 
 
-def _canonical(row: dict[str, Any], precision: Any = np.float32) -> bytes:
+def _canonical(row: dict[str, Any]) -> bytes:
     out = {}
     for k, v in row.items():
-        if isinstance(v, np.ndarray):
-            v = np.asarray(v, dtype=np.float32).astype(precision).astype("<f4").tobytes().hex()
-        out[k] = v
+        out[k] = np.asarray(v, dtype="<f4").tobytes().hex() if isinstance(v, np.ndarray) else v
     return json.dumps(out, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def content_digest(store: Store, precision: Any = None) -> dict[str, Any]:
+def content_digest(store: Store) -> dict[str, Any]:
     """{table: {"rows": n, "sha256": hex}} over every row a copy carries, in copy order; equal for two stores
-    holding the same content whatever their backends. Vectors count at ``precision`` (default: the store's own,
-    ``Store.vector_dtype``): a float32 store copied into a float16 one (PostgreSQL) holds each vector rounded."""
-    precision = precision or store.vector_dtype
+    holding the same content whatever their backends."""
     out: dict[str, Any] = {}
     for table in COPY_TABLES:
         digest, count = hashlib.sha256(), 0
@@ -47,7 +42,7 @@ def content_digest(store: Store, precision: Any = None) -> dict[str, Any]:
         while True:
             rows, after = store.export_rows(table, after)
             for row in rows:
-                digest.update(_canonical(row, precision))
+                digest.update(_canonical(row))
                 digest.update(b"\n")
             count += len(rows)
             if after is None:
@@ -87,9 +82,7 @@ def migrate(source: str, destination: str, principal: str | None = None,
             with dst.transaction():  # all or nothing
                 for table in COPY_TABLES:
                     copied[table] = dst.import_rows(table, _reported(src, table, totals[table], progress))
-            # vectors are compared as the coarser store keeps them (float16 when either is PostgreSQL)
-            coarse = min((src.vector_dtype, dst.vector_dtype), key=lambda t: np.dtype(t).itemsize)
-            theirs, ours = content_digest(src, coarse), content_digest(dst, coarse)
+            theirs, ours = content_digest(src), content_digest(dst)
             same = theirs == ours
             if not same:
                 bad = next(t for t in COPY_TABLES if theirs[t] != ours[t])

@@ -25,7 +25,7 @@ def fill(store, n: int = 60, dim: int = 16) -> np.ndarray:
                           title="Ann" if i % 4 else "Bob", tags=[f"c:{i % 5}"], embed_text=f"text {i}",
                           props={"metadata": {"type": "x" if i % 6 == 0 else "y"}}) for i in range(n)])
     store.put_vectors({content_hash(f"text {i}"): vectors[i] for i in range(n)}, "m")
-    return vectors.astype(store.vector_dtype).astype(np.float32)  # as stored (float16 on PostgreSQL)
+    return vectors
 
 
 def exact(vectors: np.ndarray, query: np.ndarray, keep, k: int) -> list[str]:
@@ -95,11 +95,10 @@ def test_similarities_of_hashes_holding_separators(store):
            "e f'": np.array([0.6, 0.8], dtype=np.float32)}
     store.put_vectors(odd, "m")
     query = np.array([1, 0], dtype=np.float32)
-    six = round(float(np.float32(0.6).astype(store.vector_dtype)), 5)  # 0.6 as the store keeps it
     got = store.similarities(query, "m", ["a,b", "e f'", "a", "b"])  # one list of plain text
-    assert {h: round(v, 5) for h, v in got.items()} == {"a,b": 1.0, "e f'": six}
+    assert {h: round(v, 5) for h, v in got.items()} == {"a,b": 1.0, "e f'": 0.6}
     got = store.similarities(query, "m", list(odd))  # one of them holds the unit separator
-    assert {h: round(v, 5) for h, v in got.items()} == {"a,b": 1.0, "c\x1fd": 0.0, "e f'": six}
+    assert {h: round(v, 5) for h, v in got.items()} == {"a,b": 1.0, "c\x1fd": 0.0, "e f'": 0.6}
 
 
 @needs(Capability.VECTOR_SEARCH)

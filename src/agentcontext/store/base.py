@@ -57,10 +57,6 @@ class Store(Protocol):
     backend: str
     """``sqlite`` or ``postgresql``."""
     capabilities: frozenset[Capability]
-    vector_dtype: Any
-    """The precision vectors are stored at: ``numpy.float32`` (SQLite) or ``numpy.float16`` (PostgreSQL, since its
-    migration 4: half the bytes; the rounding alone leaves an exact search's top 10 as float32's). ``get_vectors`` and
-    ``load_vectors`` give float32 arrays equal to the vectors put, rounded to this type."""
 
     # --- lifecycle and schema ---------------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]:

@@ -2,7 +2,7 @@
 statements, in the caller's transaction (versions, change log and the text index, a generated column, with them), so
 no row costs a round trip and a batch is all or nothing.
 
-Vectors are sent in binary (float32, pgvector's own form) and stored as ``halfvec`` (migration 4). Their HNSW
+Vectors are sent in binary (float32, pgvector's own form) and stored as they are. Their HNSW
 index is the costly part of a load: one row inserted into it costs about ten times its share of a bulk build
 (``REBUILD_RATIO``), so a load that is large beside what its model holds drops the index and builds it again after
 the rows, with more memory and a parallel worker for the build (``BUILD_MEMORY``, ``BUILD_WORKERS``), just before
@@ -19,7 +19,6 @@ from .migrations.postgres import NODE_FIELDS, T
 from .pg_vectors import MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index, has_ann_index
 from .rows import NODE_COLS
 
-HALF_MAX = 65504.0  # the largest float16: a vector holding a larger value cannot be stored as halfvec
 # The switch-over between inserting into the HNSW index and building it again after the rows. Measured on this
 # 2-core machine (load average ~8, /tmp figures in the pgbulk report; 384-d LoCoMo-like vectors, m 16,
 # ef_construction 64): a bulk build of 40,000 rows cost 0.85 ms a row (vector) / 1.02 ms (halfvec), inserting
@@ -30,7 +29,7 @@ HALF_MAX = 65504.0  # the largest float16: a vector holding a larger value canno
 # commit: a large load into an empty or small store rebuilds; 10,000 memories into a 1,000,000-memory store insert.
 REBUILD_RATIO = 4
 REBUILD_MIN = 1000  # fewer new rows are always inserted into the index (a build of 1,000 took ~1 s, inserting ~7 s)
-# Raised (never lowered) for a build: the graph of 2,000,000 halfvec rows of 384 dims takes about 2.4 GB; a graph
+# Raised (never lowered) for a build: the graph of 2,000,000 rows of 384 dims takes a few GB; a graph
 # larger than maintenance_work_mem is built far slower (pgvector warns). One parallel worker beside the leader on
 # the 2-core machine measured.
 BUILD_MEMORY = "2GB"
@@ -57,22 +56,21 @@ def stage(db: Any, name: str, cols: str, rows: Sequence[Sequence[Any]], types: l
 
 
 def check_vectors(items: Sequence[tuple[str, Any]]) -> None:
-    """ValidationError naming the first vector the store cannot hold (NaN, infinity, or a value beyond float16's
-    range), before anything of the batch is written. Shapes are checked by the caller."""
+    """ValidationError naming the first vector the store cannot hold (NaN or infinity: pgvector refuses them), before
+    anything of the batch is written. Shapes are checked by the caller."""
     arrays = [np.asarray(v, dtype=np.float32) for _, v in items]
     if not arrays:
         return
     try:
         matrix = np.stack(arrays)
-        bad = ~np.isfinite(matrix).all(axis=1) | (np.abs(np.nan_to_num(matrix)) > HALF_MAX).any(axis=1)
+        bad = ~np.isfinite(matrix).all(axis=1)
         rows = np.flatnonzero(bad)
     except ValueError:  # mixed shapes: the caller names the bad one; here each row alone
-        rows = [i for i, a in enumerate(arrays) if a.size and (not np.isfinite(a).all() or np.abs(a).max() > HALF_MAX)]
+        rows = [i for i, a in enumerate(arrays) if a.size and not np.isfinite(a).all()]
     if len(rows):
         h = items[int(rows[0])][0]
-        raise ValidationError(f"vector for {h} holds NaN, infinity or a value beyond +-65,504, which the store's "
-                              "float16 vectors cannot hold; nothing of this batch was written: fix or scale that "
-                              "vector (scaling a whole vector leaves cosine and inner-product order unchanged)", hash=h)
+        raise ValidationError(f"vector for {h} holds NaN or infinity, which the store cannot hold; nothing of this "
+                              "batch was written: fix that vector (or leave it out, and the text is embedded)", hash=h)
 
 
 class VectorLoader:

@@ -85,7 +85,6 @@ class PostgresStore(SQLStore):
     VERSIONS = "versions"
     CURRENT_IN_VERSIONS = False
     COPY_ARMS = {"node_versions": ("node_versions", "nodes")}  # export pages merge the two, each in key order
-    vector_dtype = np.float16  # halfvec (migration 4)
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED, Capability.VECTOR_SEARCH,
                               Capability.SERVER_QUERIES})
 

@@ -62,7 +62,6 @@ class SQLStore(ABC):
     LIKE_ANY_CASE = "ILIKE"  # a pattern match that folds case (SQLite's LIKE folds ASCII letters by itself)
     COPY_ARMS: dict[str, tuple[str, ...]] = {}  # table: the tables its copy reads, merged in page order
     capabilities: frozenset[Capability] = frozenset({Capability.PERSISTENT, Capability.SHARED})
-    vector_dtype: Any = np.float32  # the precision vectors are stored at (base.Store.vector_dtype)
     _db: Any
 
     def __init__(self, url: str, timeout: float) -> None:

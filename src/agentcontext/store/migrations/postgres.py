@@ -102,22 +102,19 @@ VERSION_COLS = ("id, kind, namespace, key, title, summary, content, props, tags,
                 "retracted_at, version, content_hash, created_by, embed_hash, tokens")
 
 
-@MIGRATIONS.step(4, "a compact layout for bulk loads: vectors stored as halfvec (HNSW over halfvec, only the vectors "
-                    "nodes' texts have), a node's current version held once (node_versions keeps the superseded ones; "
-                    "the view versions reads both)")
+@MIGRATIONS.step(4, "a compact layout for bulk loads: the HNSW index holds only the vectors nodes' texts have, a "
+                    "node's current version held once (node_versions keeps the superseded ones; the view versions "
+                    "reads both)")
 def compact_layout(db) -> None:
     from ..pg_vectors import create_ann_index
 
-    # Vectors: 2 bytes a dimension instead of 4, in the table and in the HNSW index (which holds a copy of each):
-    # the rounding alone keeps an exact search's top 10 (recall@10 1.000 on benchmarks/postgres_ingest.py's vectors;
-    # the HNSW walk loses about 0.03-0.05 of recall@10 there: 0.928 at 30,000 memories against 0.958 before; 0.79-0.81
-    # against a float32 graph's 0.84 at 70,000, near-random vectors). The HNSW indexes are
-    # expression indexes over the old type: dropped first, built again over the new one after the rewrite.
+    # Vectors stay float32: halfvec (2 bytes a dimension) was measured and left out, its HNSW walk losing 0.03-0.05
+    # of recall@10 against a float32 graph over the same rows (pg_vectors.py). The HNSW indexes are partial indexes
+    # whose predicate gains ``searched``: dropped first, built again after the column is filled.
     for (index,) in db.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND "
                                "tablename = 'vectors' AND indexname LIKE 'vectors\\_ann\\_%'").fetchall():
         db.execute(f'DROP INDEX "{index}"')
-    db.execute("ALTER TABLE vectors ALTER COLUMN vector TYPE halfvec USING vector::halfvec, "
-               "ADD COLUMN IF NOT EXISTS searched BOOLEAN NOT NULL DEFAULT false")
+    db.execute("ALTER TABLE vectors ADD COLUMN IF NOT EXISTS searched BOOLEAN NOT NULL DEFAULT false")
     # Only the vectors of live nodes' texts are searched (the HNSW index holds them alone): a conversation turn's
     # context vector (its pair with the turn before) is read by hash, never searched, and was half the index.
     db.execute("UPDATE vectors v SET searched = true WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.embed_hash = "
