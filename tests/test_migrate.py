@@ -130,7 +130,8 @@ def test_a_copy_carries_every_column_but_what_a_backend_derives(pg_url, tmp_path
     """A column a migration adds must be added to store/transfer.TABLES too, or this fails (and copies lose it)."""
     from agentcontext.store.transfer import TABLES
 
-    derived = {"nodes": {"rid", "tag_text", "tsv"}, "edges": {"rid"}}
+    # vectors.searched (PostgreSQL): whether a node's text has the vector, derived from the nodes on import
+    derived = {"nodes": {"rid", "tag_text", "tsv"}, "edges": {"rid"}, "vectors": {"searched"}}
     lite, pg = open_store(tmp_path / "x.db"), open_store(pg_url)
     try:
         for table in COPY_TABLES:

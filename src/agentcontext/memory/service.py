@@ -258,9 +258,9 @@ class AgentMemory:
         with self.db.transaction():  # supplied vectors and the memories land together, in one commit
             # The heads are read again under the write lock: a writer that appended meanwhile is linked to.
             chain.relink(self.db, self.workspace.embedder, self.namespace, first, assumed)
+            self.db.put_nodes(nodes, actor=self.actor)  # first: text the store refuses fails before any vector
             if supplied:
                 self.db.put_vectors(supplied, self.workspace.model_name)
-            self.db.put_nodes(nodes, actor=self.actor)
             chain.set_heads(self.db, self.namespace, {c: last[c].id for c in first}, self.actor)
             if audit is not None:
                 self._audit(audit, f"{self.namespace}/{ids[0]}" if len(ids) == 1 else self.namespace,

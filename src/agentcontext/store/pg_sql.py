@@ -29,11 +29,12 @@ def redact(url: str) -> str:
 
 
 def decode_vectors(raws: Sequence[bytes]) -> np.ndarray:
-    """One float32 matrix from pgvector binary values of one dimension (uint16 dim, uint16 unused,
-    big-endian float4s)."""
+    """One float32 matrix from pgvector binary values of one dimension (uint16 dim, uint16 unused, then big-endian
+    float4s for ``vector``, float2s for ``halfvec``: told apart by the length)."""
     dim = int.from_bytes(raws[0][:2], "big")
     joined = b"".join(memoryview(r)[4:] for r in raws)
-    return np.frombuffer(joined, dtype=">f4").reshape(len(raws), dim).astype(np.float32)
+    half = len(raws[0]) == 4 + 2 * dim and dim > 0
+    return np.frombuffer(joined, dtype=">f2" if half else ">f4").reshape(len(raws), dim).astype(np.float32)
 
 
 class PgWhere(Where):

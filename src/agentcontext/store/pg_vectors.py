@@ -1,13 +1,16 @@
 """Dense search in PostgreSQL: one pgvector HNSW index per (model, dimension), and the SQL that uses it.
 
-Vectors live in one table keyed by (text hash, model) with an untyped ``vector`` column, so each model's rows get
-a partial expression index ``USING hnsw ((vector::vector(dim)) vector_ip_ops) WHERE model = '<model>' AND dim =
-<dim>``, made by the migration for the models a store already holds and by ``put_vectors`` for a new one. A
-query names the same expression and predicate (the model as a literal, so the planner can match the partial
-index) and joins the nodes that use each vector, filtered; the session runs HNSW iterative scans
-(``hnsw.iterative_scan = relaxed_order``), so a filter that rejects most rows still fills ``k``, and results
-come back re-sorted. When the filter leaves few nodes (``EXACT_ROWS``) the index is skipped and every one of
-them is scored exactly.
+Vectors live in one table keyed by (text hash, model) with an untyped ``vector`` column (float32), so each
+model's rows get a partial expression index ``USING hnsw ((vector::vector(dim)) vector_ip_ops) WHERE model =
+'<model>' AND dim = <dim> AND searched`` (only the vectors nodes' texts have, migration 4), made by the migration
+for the models a store already holds and by ``put_vectors`` for a new one (or, for a large load, after its rows:
+``pg_bulk``). A query names the same expression and predicate (the model as a literal, so the planner can match
+the partial index) and joins the nodes that use each vector, filtered; the session runs HNSW iterative scans
+(``hnsw.iterative_scan = relaxed_order``), so a filter that rejects most rows still fills ``k``, and results come
+back re-sorted. Vectors stay float32: ``halfvec`` (float16) storage was measured for issue 23 and left out, since
+its HNSW walk lost 0.03-0.05 of recall@10 against the float32 graph over the same rows (0.79-0.81 against 0.84 at
+70,000; 0.928 against 0.958 at 20,000), and the issue keeps recall as the condition for it. When the filter leaves
+few nodes (``EXACT_ROWS``) the index is skipped and every one of them is scored exactly.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import hashlib
 from typing import Any
 
 MAX_INDEXED_DIM = 2000  # pgvector's HNSW limit for the vector type; larger vectors are searched exactly
+STORED = "vector"  # the column's type: what the HNSW expression casts to, and a query vector with it
 EXACT_ROWS = 2000  # at most this many filtered nodes: score them all (~5 us each) instead of walking the index
 # HNSW candidate list per scan (pgvector's default is 40, its largest 1000), extended by iterative scans; recall@10
 # against exact search (benchmarks/postgres_scale.py): at 200,000 memories 0.95 at 200, 0.99 at 400, 1.00 at 800;
@@ -29,9 +33,11 @@ def ann_index_name(model: str, dim: int) -> str:
 
 
 def ann_predicate(db: Any, model: str, dim: int, alias: str = "") -> str:
-    """``model = '<model>' AND dim = <dim>`` with the model as a quoted literal (what the partial index names)."""
+    """``model = '<model>' AND dim = <dim> AND searched`` with the model as a quoted literal (what the partial index
+    names). ``searched``: a live node's text has this vector (migration 4; ``pg_bulk``): the context vectors of
+    conversation turns, looked up by hash alone, stay out of the index (half its rows, and of a load's index work)."""
     col = f"{alias}." if alias else ""
-    return f"{col}model = {text_literal(model)} AND {col}dim = {int(dim)}"
+    return f"{col}model = {text_literal(model)} AND {col}dim = {int(dim)} AND {col}searched"
 
 
 def text_literal(text: str) -> str:
@@ -46,7 +52,7 @@ def create_ann_index(db: Any, model: str, dim: int) -> bool:
     if not 0 < int(dim) <= MAX_INDEXED_DIM:
         return False
     db.execute(f"CREATE INDEX IF NOT EXISTS {ann_index_name(model, dim)} ON vectors USING hnsw "
-               f"((vector::vector({int(dim)})) vector_ip_ops) WITH (m = {HNSW_M}, ef_construction = "
+               f"((vector::{STORED}({int(dim)})) {STORED}_ip_ops) WITH (m = {HNSW_M}, ef_construction = "
                f"{HNSW_EF_CONSTRUCTION}) WHERE {ann_predicate(db, model, dim)}")
     return True
 
@@ -67,7 +73,8 @@ def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_wh
     one, so a count within ``EXACT_ROWS`` means few; the rest of the filter (not retracted) is left to the walk.
     Parameters: ``count_where``'s (when given), ``node_where``'s, the query vector three times, ``node_where``'s
     again, the query vector."""
-    typed, pred = f"v.vector::vector({int(dim)})", ann_predicate(db, model, dim, "v")
+    typed, pred = f"v.vector::{STORED}({int(dim)})", ann_predicate(db, model, dim, "v")
+    exact = f"v.vector::vector({int(dim)})"  # scores: the stored values against the query
     conditions = node_where.replace(" WHERE ", " AND ", 1)
     if count_where is None:
         head = (f"WITH f AS MATERIALIZED (SELECT n.id, n.rid, n.embed_hash FROM nodes n{node_where} "
@@ -77,9 +84,9 @@ def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_wh
                 f"{count_where} LIMIT {EXACT_ROWS + 1}) c), f AS (SELECT n.id, n.rid, n.embed_hash FROM nodes n"
                 f"{node_where}) ")
     return (head +
-            f"(SELECT f.id, f.rid, -(v.vector <#> %s) AS score FROM f CROSS JOIN LATERAL (SELECT vector FROM vectors "
-            f"v WHERE v.hash = f.embed_hash AND {pred} OFFSET 0) v WHERE (SELECT yes FROM few) "
-            f"ORDER BY v.vector <#> %s, f.rid LIMIT {int(k)}) "
-            f"UNION ALL (SELECT n.id, n.rid, -({typed} <#> %s::vector({int(dim)})) AS score FROM vectors v "
+            f"(SELECT f.id, f.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM f CROSS JOIN LATERAL (SELECT "
+            f"vector FROM vectors v WHERE v.hash = f.embed_hash AND {pred} OFFSET 0) v WHERE (SELECT yes FROM few) "
+            f"ORDER BY {exact} <#> %s::vector({int(dim)}), f.rid LIMIT {int(k)}) "
+            f"UNION ALL (SELECT n.id, n.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM vectors v "
             f"JOIN nodes n ON n.embed_hash = v.hash WHERE {pred}{conditions} AND NOT (SELECT yes FROM "
-            f"few) ORDER BY {typed} <#> %s::vector({int(dim)}) LIMIT {int(k)})")
+            f"few) ORDER BY {typed} <#> %s::{STORED}({int(dim)}) LIMIT {int(k)})")

@@ -27,10 +27,10 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from ..text import informative, query_terms
 from .base import Capability
-from .migrations.postgres import MIGRATIONS
-from . import pg_text, scrub, transfer
+from .migrations.postgres import MIGRATIONS, VERSION_COLS
+from . import pg_bulk, pg_text, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, linked_sql, redact, split_url
-from .pg_vectors import SESSION, create_ann_index, has_ann_index, nearest_sql
+from .pg_vectors import SESSION, STORED, nearest_sql
 from .rows import NODE_COLS, Where, as_list, check_prop, row_to_node
 from .sql_base import SQLStore
 
@@ -47,10 +47,6 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 _LOCK_CLASS = 0x61637478  # 'actx'
 SEPARATOR = "\x1f"  # joins a long list of hashes into one parameter (a hash holding it is sent as a list)
 T = TypeVar("T")
-NODE_UPDATE = (
-    "UPDATE nodes SET kind=%s, namespace=%s, key=%s, title=%s, summary=%s, content=%s, props=%s, tags=%s, "
-    "valid_from=%s, valid_until=%s, recorded_at=%s, retracted_at=%s, version=%s, content_hash=%s, created_by=%s, "
-    "embed_hash=%s, tokens=%s, embed_text=%s, tag_text=%s WHERE id=%s")
 
 
 def _without_content(node: Node) -> Node:
@@ -85,6 +81,10 @@ class PostgresStore(SQLStore):
     backend = "postgresql"
     MIGRATIONS = MIGRATIONS
     PLACEHOLDER = "%s"
+    # A node's current version is held once, as its live row (migration 4); node_versions keeps the superseded ones
+    VERSIONS = "versions"
+    CURRENT_IN_VERSIONS = False
+    COPY_ARMS = {"node_versions": ("node_versions", "nodes")}  # export pages merge the two, each in key order
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED, Capability.VECTOR_SEARCH,
                               Capability.SERVER_QUERIES})
 
@@ -93,7 +93,7 @@ class PostgresStore(SQLStore):
         conninfo, url_schema = split_url(url)
         self.schema = schema or url_schema
         self._conninfo = conninfo
-        self._ann: set[tuple[str, int]] = set()  # (model, dim) whose HNSW index is known to exist
+        self._vector_loader: pg_bulk.VectorLoader | None = None
         self._text_stats = pg_text.TextStats()
         self._lexemes = pg_text.LexemeCache()
         self._alone: dict[tuple[str, ...] | None, tuple[float, tuple[str, ...] | None]] = {}  # _scoped_stats
@@ -182,9 +182,17 @@ class PostgresStore(SQLStore):
                              url=self.url) from exc
 
     def _commit(self) -> None:
+        loader, self._vector_loader = self._vector_loader, None
+        if loader is not None:
+            try:  # HNSW indexes dropped (or never made) for a large load: built over every row of the transaction
+                loader.finish()
+            except BaseException:
+                self._rollback()
+                raise
         self._db.execute("COMMIT")
 
     def _rollback(self) -> None:
+        self._vector_loader = None
         if not (self._db.broken or self._db.closed):
             self._db.execute("ROLLBACK")
 
@@ -194,9 +202,23 @@ class PostgresStore(SQLStore):
                 cur.executemany(sql, rows)
 
     def _bulk_insert(self, table: str, cols: str, rows: Sequence[Sequence[Any]]) -> None:
+        if table == "vectors":  # copied vectors (import_rows): staged, HNSW indexes dropped for a large load
+            self._loader.load(rows, upsert=False)
+            return
         with self._db.cursor() as cur, cur.copy(f"COPY {table}({cols}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
+
+    def _upsert_vectors(self, rows: list[tuple]) -> None:
+        self._loader.load(rows, upsert=True)
+
+    @property
+    def _loader(self) -> pg_bulk.VectorLoader:
+        """The vector loader of the open transaction (it remembers the indexes to build before its commit: one
+        build however many batches the transaction loads)."""
+        if self._vector_loader is None:
+            self._vector_loader = pg_bulk.VectorLoader(self._db)
+        return self._vector_loader
 
     def _tags_value(self, tags: list[str]) -> list[str]:
         return tags
@@ -204,8 +226,19 @@ class PostgresStore(SQLStore):
     def _import_nodes(self, rows: list[tuple]) -> None:
         cols = ", ".join(transfer.TABLES["nodes"][1])
         self._bulk_insert("nodes", f"{cols}, tag_text", [(*r, " ".join(r[8] or [])) for r in rows])
+        embed = transfer.TABLES["nodes"][1].index("embed_hash")
+        pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}))
+        # a version row copied before its node is the live row now (migration 4: the current version is held once)
+        self._db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = ANY(%s) AND v.id = n.id AND "
+                         "v.version = n.version", ([r[0] for r in rows],))
+
+    def _import_versions(self, rows: list[tuple]) -> None:
+        """Copied versions, but the current ones: a node's live row is its current version (migration 4)."""
+        pg_bulk.import_versions(self._db, rows)
 
     def _check_import(self, table: str, rows: list[tuple]) -> None:
+        if table == "vectors":
+            pg_bulk.check_vectors([(r[0], r[3]) for r in rows])
         for row in rows:
             if any(isinstance(v, str) and "\x00" in v for v in row):
                 raise ValidationError(f"a {table} row ({row[0]!r}) holds a NUL character, which PostgreSQL text cannot "
@@ -215,11 +248,7 @@ class PostgresStore(SQLStore):
         if table in ("audit", "changes"):  # copied sequence numbers: the next one follows the largest
             self._exec(f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'), coalesce(max(seq), 1), "
                        f"max(seq) IS NOT NULL) FROM {table}")
-        elif table == "vectors":  # one bulk build per model, after the rows (faster than row by row)
-            for model, dim in self._db.execute("SELECT DISTINCT model, dim FROM vectors").fetchall():
-                if not has_ann_index(self._db, model, dim):
-                    create_ann_index(self._db, model, dim)
-                self._ann.add((model, dim))
+        # vectors: indexes dropped for a large load are built at the commit, after every row (``_commit``)
 
     def _where(self) -> PgWhere:
         return PgWhere()
@@ -249,31 +278,30 @@ class PostgresStore(SQLStore):
         """Nothing to do: the text index is a column of the row (and queries skip retracted rows)."""
 
     def _versions_as_of(self, cols: str, as_of: str) -> tuple[str, list[Any]]:
-        return (f"SELECT DISTINCT ON (id) {cols} FROM node_versions WHERE recorded_at <= %s "
-                "ORDER BY id, version DESC", [as_of])
+        # the live row when it was recorded by then (it is the latest version), else the latest superseded one
+        return (f"SELECT DISTINCT ON (id) {cols} FROM (SELECT {VERSION_COLS} FROM nodes WHERE recorded_at <= %s "
+                f"UNION ALL SELECT {VERSION_COLS} FROM node_versions WHERE recorded_at <= %s) v "
+                "ORDER BY id, version DESC", [as_of, as_of])
 
     def _filter_tags(self, where: Where, tags: list[str], as_of: str | None) -> None:
         # as_of needs nothing here: tags are a column of whichever rows (live or versions) are selected
         where.add("n.tags @> ?::text[]", tags)
 
     def _write_nodes(self, changed: list[tuple[Node, tuple | None, str]], existing: dict[str, tuple]) -> None:
-        inserts, updates, versions = [], [], []
+        """New rows by COPY; rows that change are staged by COPY, their current versions moved to node_versions
+        and the live rows updated from the stage, one statement each (``pg_bulk``); no row costs a round trip."""
+        inserts, updates = [], []
         for node, old, props_json in changed:
-            row = (
-                node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
-                props_json, list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None,
-                node.version, node.content_hash, node.created_by, node.embed_hash, node.tokens,
-            )
-            live = row + (node.embed_text, " ".join(node.tags))
-            if old:
-                updates.append(live[1:] + (node.id,))
-            else:
-                inserts.append(live)
-            versions.append(row)  # the text to embed is only ever read from the live row
-        self._execmany(NODE_UPDATE, updates)
+            live = (node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
+                    props_json, list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None,
+                    node.version, node.content_hash, node.created_by, node.embed_hash, node.tokens,
+                    node.embed_text, " ".join(node.tags))
+            (updates if old else inserts).append(live)
+        if updates:
+            pg_bulk.update_nodes(self._db, updates)
         if inserts:
             self._bulk_insert("nodes", f"{NODE_COLS}, embed_text, tag_text", inserts)
-        self._bulk_insert("node_versions", NODE_COLS, versions)
+        pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}))
 
     # --- text index ------------------------------------------------------------------------
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
@@ -411,13 +439,11 @@ class PostgresStore(SQLStore):
 
     # --- vectors ---------------------------------------------------------------------------
     def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
-        dims = {int(np.shape(v)[0]) for v in vectors.values() if np.ndim(v) == 1}
-        with self.transaction():  # a new model's HNSW index is made under the writer lock, before its rows
-            for dim in sorted(dims - {d for m, d in self._ann if m == model}):
-                if not has_ann_index(self._db, model, dim):
-                    create_ann_index(self._db, model, dim)
-                self._ann.add((model, dim))
-            return super().put_vectors(vectors, model)
+        """Vectors staged by binary COPY and upserted in one statement (``pg_bulk.VectorLoader``): a new model's
+        HNSW index is made before its rows, and a load large beside what the model holds drops the index and
+        builds it again when the transaction commits, after every row it wrote."""
+        pg_bulk.check_vectors(list(vectors.items()))
+        return super().put_vectors(vectors, model)
 
     def nearest(self, vector: np.ndarray, model: str, k: int, namespace=None, kind=None, tags=None,
                 valid_at: str | None = None, props: dict[str, Any] | None = None,
@@ -484,7 +510,7 @@ class PostgresStore(SQLStore):
             hashes, among = wanted, "%s"
         else:  # one text, split in the server: dumping a list of thousands of strings costs the client more
             hashes, among = SEPARATOR.join(wanted), "string_to_array(%s, E'\\x1f')"
-        rows = self._read("SELECT hash, -(vector <#> %s) FROM vectors WHERE model = %s AND dim = %s AND "
+        rows = self._read(f"SELECT hash, -(vector::vector <#> %s) FROM vectors WHERE model = %s AND dim = %s AND "
                           f"hash = ANY({among})", [query, model, int(query.size), hashes])
         return {h: float(s) for h, s in rows}
 
@@ -496,6 +522,7 @@ class PostgresStore(SQLStore):
         def run() -> list[tuple]:
             cur = self._db.cursor(binary=True)
             cur.adapters.register_loader(self._db.adapters.types["vector"].oid, RawVector)
+            cur.adapters.register_loader(self._db.adapters.types[STORED].oid, RawVector)
             return cur.execute(sql, params).fetchall()
 
         with self._lock:

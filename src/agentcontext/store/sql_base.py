@@ -31,7 +31,8 @@ from .rows import (EDGE_COLS, EXISTING_COLS, NODE_COLS, Where, as_list, plan_edg
                    row_to_node)
 
 T = TypeVar("T")
-CHANGE_INSERT = "INSERT INTO changes(at, actor, op, target, namespace, detail) VALUES (?,?,?,?,?,?)"
+CHANGE_COLS = "at, actor, op, target, namespace, detail"
+CHANGE_INSERT = f"INSERT INTO changes({CHANGE_COLS}) VALUES (?,?,?,?,?,?)"
 TOMBSTONE_UPSERT = (  # an erasure's mark survives a later purge of the same id (e.g. graph.clear)
     "INSERT INTO tombstones(id, namespace, kind, purged_at, reason, actor, erasure) VALUES (?,?,?,?,?,?,?) "
     "ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, kind = excluded.kind, "
@@ -268,8 +269,8 @@ class SQLStore(ABC):
             versions, changed = plan_versions(nodes, existing, at, actor)
             if changed:
                 self._write_nodes(changed, existing)
-                self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.put", node.id, node.namespace,
-                                                         put_detail(node)) for node, _, _ in changed])
+                self._bulk_insert("changes", CHANGE_COLS, [(at, actor, "node.put", node.id, node.namespace,
+                                                            put_detail(node)) for node, _, _ in changed])
         return versions
 
     def _refuse_new(self, ids: Sequence[Any], what: str) -> None:

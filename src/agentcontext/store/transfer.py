@@ -45,7 +45,9 @@ def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int)
         if seek:
             where += f" AND {seek} >= {seek.replace(order[0], '?')}"
             params.append(after[0])
-    ordering = ", ".join((seek, *order) if seek else order)
+    # by position (the key's columns come first): the key's names are among the columns copied too, which
+    # PostgreSQL calls ambiguous in the ORDER BY of a UNION
+    ordering = ", ".join((seek, *order)) if seek else ", ".join(str(i + 1) for i in range(len(order)))
     arms = store.COPY_ARMS.get(table, (table,))  # node_versions on SQLite: the superseded rows and the live ones
     selects = []
     for i, source in enumerate(arms):  # a version row never holds the live row's text to embed: NULL, as before

@@ -1,0 +1,168 @@
+"""The PostgreSQL bulk write path: rows go in by ``COPY`` into temporary staging tables and land with set-based
+statements, in the caller's transaction (versions, change log and the text index, a generated column, with them), so
+no row costs a round trip and a batch is all or nothing.
+
+Vectors are sent in binary (float32, pgvector's own form) and stored as they are. Their HNSW
+index is the costly part of a load: one row inserted into it costs about ten times its share of a bulk build
+(``REBUILD_RATIO``), so a load that is large beside what its model holds drops the index and builds it again after
+the rows, with more memory and a parallel worker for the build (``BUILD_MEMORY``, ``BUILD_WORKERS``), just before
+the transaction commits: one build for however many batches a transaction loads.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ValidationError
+from .migrations.postgres import NODE_FIELDS, T
+from .pg_vectors import MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index, has_ann_index
+from .rows import NODE_COLS
+
+# The switch-over between inserting into the HNSW index and building it again after the rows. Measured on this
+# 2-core machine (load average ~8, /tmp figures in the pgbulk report; 384-d LoCoMo-like vectors, m 16,
+# ef_construction 64): a bulk build of 40,000 rows cost 0.85 ms a row (vector) / 1.02 ms (halfvec), inserting
+# 5,000 more into the built index 7.3 / 10.2 ms a row: 8.6x / 10x. With E rows held and n new ones, building again
+# costs about (E + n) * b, inserting n * i: the build wins while E < n * (i / b - 1), about 8 n. We switch at
+# E < REBUILD_RATIO * n, half that, because a build's cost a row grows once the graph outgrows
+# maintenance_work_mem and because the dropped index leaves the table locked (readers of vectors wait) until
+# commit: a large load into an empty or small store rebuilds; 10,000 memories into a 1,000,000-memory store insert.
+REBUILD_RATIO = 4
+REBUILD_MIN = 1000  # fewer new rows are always inserted into the index (a build of 1,000 took ~1 s, inserting ~7 s)
+# Raised (never lowered) for a build: the graph of 2,000,000 rows of 384 dims takes a few GB; a graph
+# larger than maintenance_work_mem is built far slower (pgvector warns). One parallel worker beside the leader on
+# the 2-core machine measured.
+BUILD_MEMORY = "2GB"
+BUILD_WORKERS = 1
+
+STAGES = {
+    "stage_vectors": f"hash {T}, model {T}, dim INTEGER, vector vector",
+    "stage_nodes": f"id {T} NOT NULL, {NODE_FIELDS}, tag_text {T}",
+    "stage_versions": f"id {T} NOT NULL, {NODE_FIELDS}",
+}
+
+
+def stage(db: Any, name: str, cols: str, rows: Sequence[Sequence[Any]], types: list[str] | None = None) -> None:
+    """Fill the session's temporary table ``name`` with ``rows`` by COPY (binary when ``types`` are given). It
+    lives as long as the connection and is emptied at every commit; rows staged earlier in this transaction go."""
+    db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} ({STAGES[name]}) ON COMMIT DELETE ROWS")
+    db.execute(f"DELETE FROM {name}")
+    binary = " (FORMAT BINARY)" if types else ""
+    with db.cursor() as cur, cur.copy(f"COPY {name} ({cols}) FROM STDIN{binary}") as copy:
+        if types:
+            copy.set_types(types)
+        for row in rows:
+            copy.write_row(row)
+
+
+def check_vectors(items: Sequence[tuple[str, Any]]) -> None:
+    """ValidationError naming the first vector the store cannot hold (NaN or infinity: pgvector refuses them), before
+    anything of the batch is written. Shapes are checked by the caller."""
+    arrays = [np.asarray(v, dtype=np.float32) for _, v in items]
+    if not arrays:
+        return
+    try:
+        matrix = np.stack(arrays)
+        bad = ~np.isfinite(matrix).all(axis=1)
+        rows = np.flatnonzero(bad)
+    except ValueError:  # mixed shapes: the caller names the bad one; here each row alone
+        rows = [i for i, a in enumerate(arrays) if a.size and not np.isfinite(a).all()]
+    if len(rows):
+        h = items[int(rows[0])][0]
+        raise ValidationError(f"vector for {h} holds NaN or infinity, which the store cannot hold; nothing of this "
+                              "batch was written: fix that vector (or leave it out, and the text is embedded)", hash=h)
+
+
+class VectorLoader:
+    """Vectors of one transaction: staged, then inserted (or upserted) in one statement each; decides per (model,
+    dim) whether to keep the HNSW index or drop it and build it after the rows (``finish``)."""
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+        self.new: dict[tuple[str, int], int] = {}  # rows this transaction added, by (model, dim)
+        self.build: set[tuple[str, int]] = set()  # indexes to build in ``finish``
+
+    def load(self, rows: Sequence[tuple], upsert: bool) -> None:
+        """``rows``: (hash, model, dim, float32 vector)."""
+        if not rows:
+            return
+        db = self.db
+        stage(db, "stage_vectors", "hash, model, dim, vector", rows, ["text", "text", "int4", "vector"])
+        for model, dim in sorted({(r[1], int(r[2])) for r in rows}):
+            self._plan(model, dim)
+        # searched: a node's text has it (its HNSW index holds only such rows; put_nodes marks those put before)
+        insert = (f"INSERT INTO vectors(hash, model, dim, vector, searched) SELECT s.hash, s.model, s.dim, "
+                  f"s.vector::{STORED}, EXISTS (SELECT 1 FROM nodes n WHERE n.embed_hash = s.hash) FROM "
+                  "stage_vectors s ORDER BY s.hash, s.model")
+        if upsert:  # a vector put again unchanged is left alone (no new row version, no index entry)
+            insert += (" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
+                       "searched = vectors.searched OR excluded.searched WHERE vectors.dim <> excluded.dim OR "
+                       "vectors.vector <> excluded.vector OR (excluded.searched AND NOT vectors.searched)")
+        db.execute(insert)
+
+    def _plan(self, model: str, dim: int) -> None:
+        key = (model, dim)
+        if not 0 < dim <= MAX_INDEXED_DIM or key in self.build:
+            return
+        db = self.db
+        staged = db.execute("SELECT count(*) FROM stage_vectors WHERE model = %s AND dim = %s", key).fetchone()[0]
+        fresh = staged
+        if staged >= REBUILD_MIN:  # only rows not held yet cost an index insert
+            fresh = db.execute("SELECT count(*) FROM stage_vectors s WHERE s.model = %s AND s.dim = %s AND NOT EXISTS "
+                               "(SELECT 1 FROM vectors v WHERE v.hash = s.hash AND v.model = s.model)",
+                               key).fetchone()[0]
+        loaded = self.new.get(key, 0)
+        self.new[key] = loaded + fresh
+        exists = has_ann_index(db, model, dim)
+        if self.new[key] >= REBUILD_MIN:
+            cap = REBUILD_RATIO * self.new[key]  # rows held before this transaction, counted up to the cap
+            held = db.execute("SELECT count(*) FROM (SELECT 1 FROM vectors WHERE model = %s AND dim = %s LIMIT %s) "
+                              "c", (model, dim, cap + loaded)).fetchone()[0] - loaded
+            if held < cap:
+                if exists:
+                    db.execute(f"DROP INDEX {ann_index_name(model, dim)}")
+                self.build.add(key)
+                return
+        if not exists:  # a new model's small load: its index first, then its rows
+            create_ann_index(db, model, dim)
+
+    def finish(self) -> None:
+        """Build the indexes dropped (or never made) for large loads, with more memory and a parallel worker for
+        the build alone (``SET LOCAL``)."""
+        if self.build:
+            self.db.execute("SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
+                            "'maintenance_work_mem')), pg_size_bytes(%s)) / 1024 || 'kB', true), "
+                            "set_config('max_parallel_maintenance_workers', greatest(current_setting("
+                            "'max_parallel_maintenance_workers')::int, %s)::text, true)",
+                            (BUILD_MEMORY, BUILD_WORKERS))
+            for model, dim in sorted(self.build):
+                create_ann_index(self.db, model, dim)
+        self.build = set()
+
+
+def mark_searched(db: Any, hashes: Sequence[str]) -> None:
+    """Vectors of these embed hashes (nodes just written) join their model's HNSW index, if they were put before
+    any node had their text (a context vector's text that became a node's, or vectors embedded before the nodes)."""
+    if hashes:
+        db.execute("UPDATE vectors SET searched = true WHERE hash = ANY(%s) AND NOT searched", (list(hashes),))
+
+
+def update_nodes(db: Any, rows: Sequence[tuple]) -> None:
+    """Live rows that change (``NODE_COLS``, embed_text, tag_text): their current versions move to node_versions
+    (the superseded ones), then the live rows take the staged values; two statements."""
+    stage(db, "stage_nodes", f"{NODE_COLS}, embed_text, tag_text", rows)
+    old = ", ".join(f"n.{c}" for c in NODE_COLS.split(", "))
+    db.execute(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {old}, NULL FROM nodes n "
+               "JOIN stage_nodes s ON s.id = n.id")
+    sets = ", ".join(f"{c} = s.{c}" for c in [*NODE_COLS.split(", ")[1:], "embed_text", "tag_text"])
+    db.execute(f"UPDATE nodes n SET {sets} FROM stage_nodes s WHERE n.id = s.id")
+
+
+def import_versions(db: Any, rows: Sequence[tuple]) -> None:
+    """Copied version rows (``transfer.TABLES`` columns), but those a live row holds (its current version)."""
+    if not rows:
+        return
+    cols = f"{NODE_COLS}, embed_text"
+    stage(db, "stage_versions", cols, rows)
+    db.execute(f"INSERT INTO node_versions({cols}) SELECT {cols} FROM stage_versions s WHERE NOT EXISTS "
+               "(SELECT 1 FROM nodes n WHERE n.id = s.id AND n.version = s.version)")
