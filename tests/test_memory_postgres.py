@@ -100,7 +100,7 @@ def test_filters_select_the_same_memories(pair):
     lite, pg, questions = pair
     question = questions[3][0]
     for filters in ({"conversation_id": "conv-30b"}, {"user_id": "Gina"}, {"filters": {"session": 2}},
-                    {"conversation_id": "conv-30", "user_id": "Jon", "session": 1}):
+                    {"conversation_id": "conv-30", "user_id": "Jon", "filters": {"session": 1}}):
         theirs = lite.retrieve(question, max_results=TURNS, **filters)  # every memory that passes
         ours = pg.retrieve(question, max_results=TURNS, **filters)
         assert {r["id"] for r in ours} == {r["id"] for r in theirs}, filters
