@@ -198,7 +198,7 @@ async def home(request: Request) -> Response:
 
 def routes() -> list[BaseRoute]:
     from .routes import audit as audit_pages
-    from .routes import decisions, docs, memory, packs
+    from .routes import ask, decisions, docs, explore, memory, packs
 
     return routes_off_loop([
         Route("/", home),
@@ -206,6 +206,7 @@ def routes() -> list[BaseRoute]:
         Route("/login", login_submit, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
         *packs.ROUTES, *docs.ROUTES, *memory.ROUTES, *decisions.ROUTES, *audit_pages.ROUTES,
+        *explore.ROUTES, *ask.ROUTES,
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ])
 

@@ -47,7 +47,8 @@ async def graph_page(request: Request) -> Response:
     depth = int_param(request.query_params, "depth", 2, 0, 20)
     graph = catalog.pack_graph(ws, pack, focus=focus, depth=depth, max_nodes=GRAPH_MAX_NODES, principal=who)
     positions = layered([n["selector"] for n in graph["nodes"]],
-                        [(e["source"], e["target"]) for e in graph["edges"] if e["type"] == "depends_on"])
+                        [(e["source"], e["target"]) for e in graph["edges"] if e["type"] == "depends_on"],
+                        labels={n["selector"]: n["title"] or n["selector"] for n in graph["nodes"]})
     drawing = {
         "nodes": [{"id": n["selector"], "label": n["title"] or n["selector"], "kind": n["kind"],
                    "cycle": n["in_cycle"], "missing": n["missing"], "x": positions[n["selector"]][0],
