@@ -14,6 +14,7 @@ from starlette.routing import Route
 from ... import access
 from ...errors import NotFoundError, ValidationError
 from ...graph.context_graph import ContextGraph, workspace_graph
+from ...graph.records import node_dict
 from ...model import to_utc_iso, utcnow
 from ..layout import layered
 from ..render import page, with_query
@@ -59,22 +60,30 @@ def _holds(item: dict[str, Any], when: str) -> bool:
 
 def neighbourhood(graph: ContextGraph, focus: str, hops: int, as_of: str | None, limit: int) -> dict[str, Any]:
     """The nodes within ``hops`` of ``focus`` (both directions, nearest first, at most ``limit``) and the edges
-    between them, as the graph stands now or stood ``as_of``."""
+    between them, as the graph stands now or stood ``as_of``: read in bulk from the graph's adjacency (only the
+    edges between nodes the principal sees) and one batched node lookup."""
     distances = graph.hop_distances(focus, hops, "both", as_of)
     ids = sorted(distances, key=lambda i: (distances[i], i))[:limit]
-    keep = set(ids)
-    nodes: dict[str, dict[str, Any]] = {}
-    edges: dict[str, dict[str, Any]] = {}
-    for nid in ids:
-        node = graph.find_node(nid, as_of=as_of)
-        if node is None:
-            continue
-        nodes[nid] = node
-        for e in graph.find_edges(source_id=nid, as_of=as_of):
-            if e["target"] in keep:
-                edges[e["id"]] = e
-    return {"distances": distances, "nodes": nodes, "edges": list(edges.values()),
-            "truncated": len(distances) > limit}
+    csr = graph.csr(as_of)
+    sid_of = {graph.user_id(s): s for s in csr.ids}
+    sids = [sid_of[i] for i in ids if i in sid_of]
+    if focus in ids and focus not in sid_of:  # an isolated node is not in the adjacency
+        sids.append(graph.require(focus))
+    found = graph.store.get_nodes(sids, as_of=as_of)
+    nodes = {graph.user_id(s): node_dict(found[s], graph.user_id) for s in sids if s in found and graph.sees(found[s])}
+    keep = {sid_of[i] for i in nodes if i in sid_of}
+    edges: list[dict[str, Any]] = []
+    for sid in keep:
+        a = csr.index[sid]
+        for pos in range(int(csr.ptr[a]), int(csr.ptr[a + 1])):
+            dst = csr.ids[int(csr.dst[pos])]
+            if dst in keep:
+                start, end = csr.timed.get(pos, (None, None))
+                edges.append({"source": graph.user_id(sid), "target": graph.user_id(dst),
+                              "type": csr.types[int(csr.etype[pos])], "weight": round(float(csr.weight[pos]), 4),
+                              "valid_from": start, "valid_until": end})
+    edges.sort(key=lambda e: (distances.get(e["source"], 0), e["source"], e["type"], e["target"]))
+    return {"distances": distances, "nodes": nodes, "edges": edges, "truncated": len(distances) > limit}
 
 
 def _analytics(graph: ContextGraph) -> tuple[dict[str, float], dict[str, int]]:

@@ -27,7 +27,7 @@
   var edges = data.edges.map(function (e, i) {
     var dep = data.explore ? e.holds : (e.type === 'depends_on' || e.type === 'caused');
     var a = byId[e.from], b = byId[e.to];
-    var skips = a && b && Math.abs(a.y - b.y) > 200;  // spans rows: bend it so it does not hide behind others
+    var skips = !data.explore && a && b && Math.abs(a.y - b.y) > 200;  // spans rows: bend it so it does not hide behind others
     return {id: 'e' + i, from: e.from, to: e.to, title: e.type, arrows: 'to',
             color: {color: dep ? '#2f5fb3' : '#a0a0a0'}, width: dep ? 2 : 1, dashes: !dep,
             label: data.edges.length <= 60 && !dep ? e.type : undefined, font: {size: 11, color: '#777'},
