@@ -42,7 +42,7 @@ def ensure_pack(home: Path, docs: int, slug_dir: Path, defer: bool) -> Workspace
     return ws
 
 
-def page_times(ws: Workspace, runs: int) -> dict[str, dict[str, float]]:
+def page_times(ws: Workspace, runs: int, docs: int = 10_000) -> dict[str, dict[str, float]]:
     from starlette.testclient import TestClient
 
     from agentcontext.web import create_app
@@ -58,7 +58,7 @@ def page_times(ws: Workspace, runs: int) -> dict[str, dict[str, float]]:
     def selector(i: int) -> str:  # as benchmarks/packs.py names its docs
         return f"{SUBJECTS[i % len(SUBJECTS)]}.{ASPECTS[(i // len(SUBJECTS)) % len(ASPECTS)]}_{i}"
 
-    sel, deep = selector(5000), selector(9999)
+    sel, deep = selector(docs // 2), selector(docs - 1)
     from agentcontext.graph.context_graph import workspace_graph
 
     top_node = next(iter(workspace_graph(ws).pagerank(top_k=1)))
@@ -202,7 +202,7 @@ def main() -> None:
     args = parser.parse_args()
     root = args.home or Path(tempfile.mkdtemp(prefix="bench-web-"))
     ws = ensure_pack(root / ".agentcontext", args.docs, root / "pack", defer=False)
-    pages = page_times(ws, args.runs)
+    pages = page_times(ws, args.runs, args.docs)
     graph = graph_time(args.graph_docs, 5)
     worst = max(pages.items(), key=lambda kv: kv[1]["median_ms"])
     report("web", {
