@@ -4,6 +4,7 @@ node's panel, filters, what a principal without the grant sees (404, nothing of 
 context with scores, signals and hops, and the grounded answer from the local scripted LLM server."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -139,3 +140,22 @@ def test_a_reader_without_the_graph_grant_gets_no_graph_source(site):
     _, app, _, stranger = site
     page = client_for(app, stranger).get("/ask?q=Alice+engineer").text
     assert "Alice Liddell" not in page and "99k" not in page
+
+
+def test_a_node_keeps_its_place_when_the_view_grows(site):
+    ws, app, _, _ = site
+    graph = workspace_graph(ws)
+    graph.add_node("carol", "person", "Carol, Bob's report")
+    graph.add_node("dave", "person", "Dave, Carol's report")
+    graph.add_edge("carol", "bob", "reports_to")
+    graph.add_edge("dave", "carol", "reports_to")
+    owner = client_for(app)
+
+    def positions(hops):
+        page = owner.get(f"/graph?node=alice&hops={hops}").text
+        drawing = re.search(r'id="graph-data" type="application/json">(.*?)</script>', page).group(1)
+        return {n["id"]: (n["x"], n["y"]) for n in json.loads(drawing)["nodes"]}
+
+    one, two, three = positions(1), positions(2), positions(3)
+    assert set(one) < set(two) < set(three)
+    assert all(two[n] == p for n, p in one.items()) and all(three[n] == p for n, p in two.items())
