@@ -412,6 +412,20 @@ def axe_violations(driver) -> list[dict]:
     return [v for v in result if v["impact"] in ("serious", "critical")]
 
 
+def label_overlaps(driver) -> tuple[int, list]:
+    """How many labels the drawn graph has, and the pairs of label boxes (canvas coordinates) that overlap."""
+    boxes = driver.execute_script("""  // the measured text size, placed where vis draws it (in a box, or under a dot)
+        return Object.values(window.consoleGraph.body.nodes).filter(n => n.labelModule && n.labelModule.size)
+          .map(n => { const w = n.labelModule.size.width, h = n.labelModule.size.height;
+                      const cy = n.options.shape === 'dot' ? n.y + n.options.size + 2 + h / 2 : n.y;
+                      return {id: n.id, l: n.x - w / 2, t: cy - h / 2, w: w, h: h}; });""")
+    assert boxes and all(b["w"] > 0 for b in boxes)
+    overlaps = [(a["id"], b["id"]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                if not (a["l"] + a["w"] <= b["l"] or b["l"] + b["w"] <= a["l"] or
+                        a["t"] + a["h"] <= b["t"] or b["t"] + b["h"] <= a["t"])]
+    return len(boxes), overlaps
+
+
 def rendered(driver, timeout: float = 60) -> float:
     WebDriverWait(driver, timeout).until(lambda d: d.execute_script("return window.__graphRendered"))
     return driver.execute_script("return window.__graphRendered")
@@ -428,17 +442,7 @@ def test_the_explorer_draws_fifty_nodes_without_overlapping_labels(site):
     click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#hits a[href*='node=hub']"))
     rendered(driver)
     shot_1280(site, "explore-hub")
-    boxes = driver.execute_script("""
-        const g = window.consoleGraph; g.redraw();
-        return Object.values(g.body.nodes).filter(n => !n.isCluster && n.labelModule && n.labelModule.size)
-          .map(n => ({id: n.id, l: n.labelModule.size.left, t: n.labelModule.size.top,
-                      w: n.labelModule.size.width, h: n.labelModule.size.height}));""")
-    assert len(boxes) == 50
-    for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
-            apart = a["l"] + a["w"] <= b["l"] or b["l"] + b["w"] <= a["l"] or \
-                a["t"] + a["h"] <= b["t"] or b["t"] + b["h"] <= a["t"]
-            assert apart, (a, b)
+    assert label_overlaps(driver) == (50, [])
     assert "member_of" in text(driver, "#edge-table") and "Platform team" in text(driver, "#node-props")
     x, y = driver.execute_script("""
         const g = window.consoleGraph, p = g.getPositions(['member_07'])['member_07'];
@@ -509,6 +513,15 @@ def test_ask_shows_the_context_and_the_grounded_answer(site):
     shot_1280(site, "ask-answer")
     assert not axe_violations(driver)
     link.click()
+
+
+def test_the_docs_pack_graph_draws_no_label_over_another(site):
+    driver = as_owner(site)
+    go(site, f"/packs/{DOCS}/graph")
+    rendered(driver)
+    shot_1280(site, "graph-docs-pack")
+    count, overlaps = label_overlaps(driver)
+    assert count > 40 and overlaps == []
 
 
 def test_todays_graph_pages_pass_axe(site):

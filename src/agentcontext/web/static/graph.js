@@ -48,7 +48,7 @@
     if (params.nodes.length) { open(params.nodes[0]); return; }
     if (params.edges.length) { var e = network.body.data.edges.get(params.edges[0]); if (e) open(e.to); }
   });
-  if (big) network.fit({animation: false});
+  if (big && data.explore) network.fit({animation: false});
   network.once('afterDrawing', function () {
     window.__graphRendered = performance.now();
     if (performance.mark) performance.mark('graph-rendered');
