@@ -526,6 +526,10 @@ def test_the_docs_pack_graph_draws_no_label_over_another(site):
 
 def test_todays_graph_pages_pass_axe(site):
     driver = as_owner(site)
-    for path in ("/packs/lib:semdag", "/packs/lib:semdag/graph", f"/decisions/{site['effect']}"):
+    driver.set_window_size(1280, 800)
+    go(site, "/")
+    shot_1280(site, "home")
+    assert "sqlite" in text(driver, "#store").lower() and text(driver, "#recent")
+    for path in ("/", "/packs/lib:semdag", "/packs/lib:semdag/graph", f"/decisions/{site['effect']}"):
         go(site, path)
         assert not axe_violations(driver), path

@@ -159,3 +159,19 @@ def test_a_node_keeps_its_place_when_the_view_grows(site):
     one, two, three = positions(1), positions(2), positions(3)
     assert set(one) < set(two) < set(three)
     assert all(two[n] == p for n, p in one.items()) and all(three[n] == p for n, p in two.items())
+
+
+def test_the_home_page_counts_what_the_principal_may_read(site):
+    ws, app, reader, stranger = site
+    packs.create_pack(ws, "secret")
+    packs.put_doc(ws, "lib:secret", "salaries", title="Salaries", content="bands", related=[
+        {"type": "depends_on", "target": "nowhere"}], embed=False)
+    home = client_for(app).get("/").text
+    assert 'id="store"' in home and "sqlite" in home.lower() and "schema" in home
+    assert "lib:secret" in home.split('id="lint"')[1] and "missing targets" in home  # lint across packs
+    assert 'id="recent"' in home
+    as_reader = client_for(app, reader).get("/").text
+    assert 'id="store"' not in as_reader and "lib:secret" not in as_reader
+    assert "nodes" in as_reader.split('id="counts"')[1]  # it reads graph:default
+    as_stranger = client_for(app, stranger).get("/").text
+    assert "not yours to read" in as_stranger and "salaries" not in as_stranger.lower()

@@ -192,16 +192,12 @@ async def logout(request: Request) -> Response:
     return response
 
 
-async def home(request: Request) -> Response:
-    return RedirectResponse("/packs", status_code=303)
-
-
 def routes() -> list[BaseRoute]:
     from .routes import audit as audit_pages
-    from .routes import ask, decisions, docs, explore, memory, packs
+    from .routes import ask, decisions, docs, explore, home, memory, packs
 
     return routes_off_loop([
-        Route("/", home),
+        *home.ROUTES,
         Route("/login", login_page, methods=["GET"]),
         Route("/login", login_submit, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
