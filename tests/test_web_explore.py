@@ -175,3 +175,48 @@ def test_the_home_page_counts_what_the_principal_may_read(site):
     assert "nodes" in as_reader.split('id="counts"')[1]  # it reads graph:default
     as_stranger = client_for(app, stranger).get("/").text
     assert "not yours to read" in as_stranger and "salaries" not in as_stranger.lower()
+
+
+def _csrf(client, path):
+    return re.search(r'name="csrf" value="([^"]+)"', client.get(path).text).group(1)
+
+
+def test_tokens_and_grants_from_the_browser_with_confirmation_and_a_result_page(site):
+    ws, app, reader, _ = site
+    owner = client_for(app)
+    csrf = _csrf(owner, "/rights")
+    made = owner.post("/rights/tokens", data={"csrf": csrf, "principal": "carol", "note": "laptop"})
+    assert made.status_code == 200 and "shown this once" in made.text
+    token = re.search(r'id="new-token" readonly value="([^"]+)"', made.text).group(1)
+    assert access.principal_for_token(ws, token) == "carol"
+    listing = owner.get("/rights").text
+    assert token not in listing and "laptop" in listing
+    granted = owner.post("/rights/grants", data={"csrf": csrf, "principal": "carol", "pattern": "lib:semdag",
+                                                 "level": "read"})
+    assert granted.status_code == 200 and "granted read on lib:semdag to carol" in granted.text
+    carol = client_for(app, token)
+    assert "lib:semdag" in carol.get("/packs").text
+    confirm = owner.get("/rights/grants/revoke?principal=carol&pattern=lib:semdag")
+    assert 'id="confirm-form"' in confirm.text and "Revoke carol" in confirm.text
+    assert any(g["principal"] == "carol" for g in access.grants(ws))  # asking changed nothing
+    done = owner.post("/rights/grants/revoke", data={"csrf": csrf, "principal": "carol", "pattern": "lib:semdag"})
+    assert "revoked." in done.text and not any(g["principal"] == "carol" for g in access.grants(ws))
+    tid = next(t["id"] for t in access.tokens(ws) if t["principal"] == "carol")
+    assert "Revoke token" in owner.get(f"/rights/tokens/{tid}/revoke").text
+    gone = owner.post(f"/rights/tokens/{tid}/revoke", data={"csrf": csrf})
+    assert "is revoked" in gone.text and access.principal_for_token(ws, token) is None
+    assert carol.get("/packs", follow_redirects=False).status_code == 303  # its session ended
+    assert owner.post("/rights/grants/revoke", data={"principal": "x", "pattern": "y"}).status_code == 403  # no csrf
+
+
+def test_a_reader_cannot_issue_tokens_or_grant(site):
+    ws, app, reader, _ = site
+    client = client_for(app, reader)
+    page = client.get("/rights").text
+    assert 'id="tokens"' not in page and "graph:default" in page and "stranger" not in page
+    csrf = _csrf(client, "/rights")
+    assert client.post("/rights/tokens", data={"csrf": csrf, "principal": "mallory"}).status_code == 403
+    assert client.post("/rights/grants", data={"csrf": csrf, "principal": "reader", "pattern": "*",
+                                               "level": "admin"}).status_code == 403
+    assert client.get("/rights/tokens/abc/revoke").status_code == 403
+    assert not any(t["principal"] == "mallory" for t in access.tokens(ws))

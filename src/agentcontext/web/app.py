@@ -194,7 +194,7 @@ async def logout(request: Request) -> Response:
 
 def routes() -> list[BaseRoute]:
     from .routes import audit as audit_pages
-    from .routes import ask, decisions, docs, explore, home, memory, packs
+    from .routes import ask, decisions, docs, explore, home, memory, packs, rights
 
     return routes_off_loop([
         *home.ROUTES,
@@ -202,7 +202,7 @@ def routes() -> list[BaseRoute]:
         Route("/login", login_submit, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
         *packs.ROUTES, *docs.ROUTES, *memory.ROUTES, *decisions.ROUTES, *audit_pages.ROUTES,
-        *explore.ROUTES, *ask.ROUTES,
+        *explore.ROUTES, *ask.ROUTES, *rights.ROUTES,
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ])
 
