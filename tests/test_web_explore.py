@@ -199,11 +199,14 @@ def test_tokens_and_grants_from_the_browser_with_confirmation_and_a_result_page(
     confirm = owner.get("/rights/grants/revoke?principal=carol&pattern=lib:semdag")
     assert 'id="confirm-form"' in confirm.text and "Revoke carol" in confirm.text
     assert any(g["principal"] == "carol" for g in access.grants(ws))  # asking changed nothing
-    done = owner.post("/rights/grants/revoke", data={"csrf": csrf, "principal": "carol", "pattern": "lib:semdag"})
+    asked = owner.post("/rights/grants/revoke", data={"csrf": csrf, "principal": "carol", "pattern": "lib:semdag"})
+    assert 'id="confirm-form"' in asked.text and any(g["principal"] == "carol" for g in access.grants(ws))
+    done = owner.post("/rights/grants/revoke", data={"csrf": csrf, "principal": "carol", "pattern": "lib:semdag",
+                                                     "confirmed": "yes"})
     assert "revoked." in done.text and not any(g["principal"] == "carol" for g in access.grants(ws))
     tid = next(t["id"] for t in access.tokens(ws) if t["principal"] == "carol")
     assert "Revoke token" in owner.get(f"/rights/tokens/{tid}/revoke").text
-    gone = owner.post(f"/rights/tokens/{tid}/revoke", data={"csrf": csrf})
+    gone = owner.post(f"/rights/tokens/{tid}/revoke", data={"csrf": csrf, "confirmed": "yes"})
     assert "is revoked" in gone.text and access.principal_for_token(ws, token) is None
     assert carol.get("/packs", follow_redirects=False).status_code == 303  # its session ended
     assert owner.post("/rights/grants/revoke", data={"principal": "x", "pattern": "y"}).status_code == 403  # no csrf

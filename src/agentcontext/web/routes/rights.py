@@ -40,13 +40,15 @@ async def revoke_token_confirm(request: Request) -> Response:
     held = [t for t in access.tokens(ws, who) if t["id"] == tid]
     if not held:
         raise ValidationError(f"no token with id {tid!r}; the tokens page lists them")
-    return page(request, "confirm.html", title="Revoke a token", action=request.url.path, fields={},
-                question=f"Revoke token {tid} of {held[0]['principal']}? Its sessions end at once and it cannot be "
+    return page(request, "confirm.html", action=request.url.path, fields={}, cancel="/rights",
+                what=f"Revoke token {tid} of {held[0]['principal']}? Its sessions end at once and it cannot be "
                          "used again.", button="Revoke the token")
 
 
 async def revoke_token(request: Request) -> Response:
-    await checked_form(request)
+    form = await checked_form(request)
+    if form.get("confirmed") != "yes":  # not from the confirmation page: ask first
+        return await revoke_token_confirm(request)
     ws, who = console(request).ws, principal(request)
     tid = request.path_params["token_id"]
     gone = access.revoke_token(ws, tid, actor=who)
@@ -65,9 +67,9 @@ async def add_grant(request: Request) -> Response:
 async def revoke_grant_confirm(request: Request) -> Response:
     q = request.query_params
     name, pattern = text_param(q, "principal") or "", text_param(q, "pattern") or ""
-    return page(request, "confirm.html", title="Revoke a grant", action="/rights/grants/revoke",
+    return page(request, "confirm.html", action="/rights/grants/revoke", cancel="/rights",
                 fields={"principal": name, "pattern": pattern}, button="Revoke the grant",
-                question=f"Revoke {name}'s grant on {pattern}? What it gave is no longer readable or writable by "
+                what=f"Revoke {name}'s grant on {pattern}? What it gave is no longer readable or writable by "
                          f"{name} from the next request on.")
 
 
@@ -75,6 +77,10 @@ async def revoke_grant(request: Request) -> Response:
     form = await checked_form(request)
     ws, who = console(request).ws, principal(request)
     name, pattern = text_param(form, "principal") or "", text_param(form, "pattern") or ""
+    if form.get("confirmed") != "yes":  # not from the confirmation page: ask first
+        return page(request, "confirm.html", action="/rights/grants/revoke", cancel="/rights",
+                    fields={"principal": name, "pattern": pattern}, button="Revoke the grant",
+                    what=f"Revoke {name}'s grant on {pattern}?")
     gone = access.revoke(ws, name, pattern, actor=who)
     return page(request, "result.html", title="Grant revoked" if gone else "Nothing revoked", issued=None,
                 lines=[f"{name} on {pattern}: " + ("revoked." if gone else "there was no such grant.")])
