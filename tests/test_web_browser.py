@@ -524,6 +524,27 @@ def test_the_docs_pack_graph_draws_no_label_over_another(site):
     assert count > 40 and overlaps == []
 
 
+def test_create_and_revoke_a_token_in_the_rights_page(site):
+    driver = as_owner(site)
+    driver.set_window_size(1280, 800)
+    go(site, "/rights")
+    shot_1280(site, "rights")
+    assert not axe_violations(driver)
+    driver.find_element(By.CSS_SELECTOR, "#token-form input[name=principal]").send_keys("dora")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#token-form button"))
+    token = driver.find_element(By.ID, "new-token").get_attribute("value")
+    assert token.startswith("actx_")
+    shot_1280(site, "rights-token-created")
+    assert not axe_violations(driver)
+    go(site, "/rights")
+    row = next(r for r in driver.find_elements(By.CSS_SELECTOR, "#tokens tbody tr") if "dora" in r.text)
+    click_and_wait(driver, row.find_element(By.LINK_TEXT, "revoke…"))
+    shot_1280(site, "rights-confirm")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#confirm-form button"))
+    assert "is revoked" in text(driver, ".notice")
+    shot_1280(site, "rights-revoked")
+
+
 def test_todays_graph_pages_pass_axe(site):
     driver = as_owner(site)
     driver.set_window_size(1280, 800)
