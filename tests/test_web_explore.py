@@ -223,3 +223,53 @@ def test_a_reader_cannot_issue_tokens_or_grant(site):
                                                "level": "admin"}).status_code == 403
     assert client.get("/rights/tokens/abc/revoke").status_code == 403
     assert not any(t["principal"] == "mallory" for t in access.tokens(ws))
+
+
+def _zip(folder, prefix="pack", evil=False):
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for file in folder.rglob("*"):
+            if file.is_file():
+                archive.write(file, f"{prefix}/{file.relative_to(folder)}")
+        if evil:
+            archive.writestr("../escaped.txt", "out")
+    return buffer.getvalue()
+
+
+def test_add_a_pack_as_a_zip_and_export_it(site, tmp_path):
+    import io
+    import zipfile
+
+    ws, app, reader, _ = site
+    owner = client_for(app)
+    form = owner.get("/add-pack").text
+    assert 'id="upload-form"' in form and 'id="path-form"' in form
+    csrf = _csrf(owner, "/add-pack")
+    done = owner.post("/add-pack", data={"csrf": csrf},
+                      files={"archive": ("flat.zip", _zip(PACKS / "semdag"), "application/zip")})
+    assert done.status_code == 200 and 'id="installed"' in done.text and "lib:semdag" in done.text
+    exported = owner.get("/packs/lib:semdag/export.zip")
+    assert exported.status_code == 200 and exported.headers["content-type"] == "application/zip"
+    names = zipfile.ZipFile(io.BytesIO(exported.content)).namelist()
+    assert any(n.endswith(".md") for n in names)
+    evil = owner.post("/add-pack", data={"csrf": csrf},
+                      files={"archive": ("evil.zip", _zip(PACKS / "semdag", evil=True), "application/zip")})
+    assert evil.status_code == 400 and "unsafe member" in evil.text
+    assert not (tmp_path.parent / "escaped.txt").exists()
+    assert owner.post("/add-pack", data={"csrf": csrf},
+                      files={"archive": ("x.zip", b"not a zip", "application/zip")}).status_code == 400
+
+
+def test_a_reader_cannot_install_or_use_a_server_path_or_export_what_it_cannot_read(site):
+    ws, app, reader, stranger = site
+    client = client_for(app, reader)
+    assert 'id="path-form"' not in client.get("/add-pack").text
+    csrf = _csrf(client, "/add-pack")
+    refused = client.post("/add-pack", data={"csrf": csrf},
+                          files={"archive": ("p.zip", _zip(PACKS / "semdag"), "application/zip")})
+    assert refused.status_code == 403  # read on lib:semdag is not write
+    assert client.post("/add-pack", data={"csrf": csrf, "path": str(PACKS / "semdag")}).status_code == 400
+    assert client_for(app, stranger).get("/packs/lib:semdag/export.zip").status_code == 404
