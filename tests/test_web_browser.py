@@ -24,6 +24,7 @@ from agentcontext.knowledge import packs
 from agentcontext.memory import AgentMemory
 from agentcontext.workspace import Workspace
 from tests.conftest import CLI, PACKS, ROOT
+from tests.llm_server import ScriptedServer, openai_reply
 
 pytestmark = pytest.mark.browser
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -39,6 +40,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
 SHOTS = Path(os.environ.get("AGENTCONTEXT_SCREENSHOTS") or ROOT / "build" / "screenshots")
 DOCS = "pkg:agentcontext.agentcontext.docs.guide"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -75,10 +77,30 @@ def build(home: Path) -> dict[str, str]:
          "reasoning_embedding": _vector(rng)}])
     PolicyEngine(graph_store=graph, actor=ws.owner).add_policy(
         Policy("review", "Access review", "Confidence at least 0.8", {"min_confidence": 0.8}, "access"))
+    explorer_graphs(ws)
     reader = access.create_token(ws, "reader")["token"]
     access.grant(ws, "reader", "lib:semdag", "read")
+    access.grant(ws, "reader", "graph:default", "read")
     ws.close()
     return {"reader": reader, "cause": cause, "effect": effect}
+
+
+def explorer_graphs(ws: Workspace) -> None:
+    """graph:default gets a team of 49 (a 50-node neighbourhood), graph:hr a node the reader may not read,
+    graph:big a 2,000-node tree (the explorer's largest view)."""
+    graph = workspace_graph(ws)
+    graph.add_nodes([{"node_id": "hub", "node_type": "team", "content": "The platform team",
+                      "properties": {"name": "Platform team"}}]
+                    + [{"node_id": f"member_{i:02d}", "node_type": "person", "content": f"Engineer {i} of the team",
+                        "properties": {"name": f"Engineer number {i:02d}" + " of platform" * (i % 3)}}
+                       for i in range(49)])
+    graph.add_edges([{"source_id": f"member_{i:02d}", "target_id": "hub", "edge_type": "member_of"}
+                     for i in range(49)])
+    workspace_graph(ws, name="hr").add_node("salary_bands", "salary", "Secret salary bands for engineers")
+    big = workspace_graph(ws, name="big")
+    big.add_nodes([{"node_id": f"n{i}", "node_type": "thing", "content": f"Thing {i}"} for i in range(2000)])
+    big.add_edges([{"source_id": f"n{(i - 1) // 45}", "target_id": f"n{i}", "edge_type": "contains"}
+                   for i in range(1, 2000)])
 
 
 def free_port() -> int:
@@ -92,7 +114,10 @@ def site(tmp_path_factory):
     home = tmp_path_factory.mktemp("web") / ".agentcontext"
     facts = build(home)
     port = free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    llm = ScriptedServer(lambda request: openai_reply("The platform team has 49 engineers [1]."))
+    llm.__enter__()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "AGENTCONTEXT_LLM_BASE_URL": llm.url + "/v1",
+           "AGENTCONTEXT_LLM_MODEL": "scripted-model", "AGENTCONTEXT_LLM_API_KEY": "sk-browser-secret"}
     server = subprocess.Popen([*CLI, "--home", str(home), "serve", "web", "--port", str(port), "--json"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -112,6 +137,7 @@ def site(tmp_path_factory):
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
     finally:
+        llm.__exit__(None, None, None)
         server.terminate()
         try:
             server.wait(10)
@@ -363,3 +389,168 @@ def test_decisions_chain_policies_and_audit_pages(site):
     go(site, "/audit?outcome=denied", "audit")
     rows = driver.find_elements(By.CSS_SELECTOR, "#audit tbody tr")
     assert rows and all("denied" in r.text for r in rows)
+
+
+# --- issue 28: the graph explorer and the Ask page (screenshots at 1280x800, axe-core) ---------------
+
+
+def shot_1280(site, name: str) -> None:
+    driver = site["driver"]
+    driver.set_window_size(1280, 800)
+    shot(site, name)
+
+
+def axe_violations(driver) -> list[dict]:
+    """axe-core's serious and critical violations on the page shown (axe injected by the test, not shipped)."""
+    driver.execute_script(AXE.read_text(encoding="utf-8"))
+    driver.set_script_timeout(60)
+    result = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document).then(r => done(r.violations.map(v => ({id: v.id, impact: v.impact, "
+        "nodes: v.nodes.map(n => n.html).slice(0, 3)})))).catch(e => done([{id: 'axe-error', impact: 'critical', "
+        "nodes: [String(e)]}]));")
+    return [v for v in result if v["impact"] in ("serious", "critical")]
+
+
+def label_overlaps(driver) -> tuple[int, list]:
+    """How many labels the drawn graph has, and the pairs of label boxes (canvas coordinates) that overlap."""
+    boxes = driver.execute_script("""  // the measured text size, placed where vis draws it (in a box, or under a dot)
+        return Object.values(window.consoleGraph.body.nodes).filter(n => n.labelModule && n.labelModule.size)
+          .map(n => { const w = n.labelModule.size.width, h = n.labelModule.size.height;
+                      const cy = n.options.shape === 'dot' ? n.y + n.options.size + 2 + h / 2 : n.y;
+                      return {id: n.id, l: n.x - w / 2, t: cy - h / 2, w: w, h: h}; });""")
+    assert boxes and all(b["w"] > 0 for b in boxes)
+    overlaps = [(a["id"], b["id"]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                if not (a["l"] + a["w"] <= b["l"] or b["l"] + b["w"] <= a["l"] or
+                        a["t"] + a["h"] <= b["t"] or b["t"] + b["h"] <= a["t"])]
+    return len(boxes), overlaps
+
+
+def rendered(driver, timeout: float = 60) -> float:
+    WebDriverWait(driver, timeout).until(lambda d: d.execute_script("return window.__graphRendered"))
+    return driver.execute_script("return window.__graphRendered")
+
+
+def test_the_explorer_draws_fifty_nodes_without_overlapping_labels(site):
+    driver = as_owner(site)
+    driver.set_window_size(1280, 800)
+    go(site, "/graph")
+    shot_1280(site, "explore-start")
+    assert "graph:hr" in text(driver, "#explore-form") and "graph:big" in text(driver, "#explore-form")
+    assert not axe_violations(driver)
+    go(site, "/graph?q=platform+team")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#hits a[href*='node=hub']"))
+    rendered(driver)
+    shot_1280(site, "explore-hub")
+    assert label_overlaps(driver) == (50, [])
+    assert "member_of" in text(driver, "#edge-table") and "Platform team" in text(driver, "#node-props")
+    x, y = driver.execute_script("""
+        const g = window.consoleGraph, p = g.getPositions(['member_07'])['member_07'];
+        const dom = g.canvasToDOM(p); return [dom.x, dom.y];""")
+    assert driver.execute_script("return window.consoleGraph.getNodeAt({x: arguments[0], y: arguments[1]})", x, y) \
+        == "member_07"  # the dot is where it is drawn; a click on it (vis's click event) opens it
+    old = driver.find_element(By.TAG_NAME, "html")
+    driver.execute_script("window.consoleGraph.body.emitter.emit('click', {nodes: ['member_07'], edges: []})")
+    WebDriverWait(driver, 10).until(lambda d: _stale(old) and "node=member_07" in d.current_url)
+    assert text(driver, "#focus") == "member_07"
+
+
+def test_the_explorer_draws_two_thousand_nodes_with_labels_by_zoom(site):
+    driver = as_owner(site)
+    driver.set_window_size(1280, 800)
+    go(site, "/graph?graph=big&node=n0&hops=3&limit=2000")
+    took = rendered(driver)
+    shot_1280(site, "explore-2000")
+    count, shown_far = driver.execute_script("""
+        const g = window.consoleGraph, nodes = Object.values(g.body.nodes);
+        return [nodes.length, nodes.filter(n => n.labelModule.visible()).length];""")
+    shown_near = driver.execute_script("""
+        const g = window.consoleGraph; g.moveTo({scale: 1.5, animation: false});
+        return Object.values(g.body.nodes).filter(n => n.labelModule.visible()).length;""")
+    assert count == 2000 and shown_far == 0 and shown_near == 2000
+    print(f"explorer: 2,000 nodes drawn {took:.0f} ms after navigation (target 2,000 ms)")
+    assert took < 6000  # the benchmark holds it to 2 s; a busy test machine gets slack here
+
+
+def test_a_reader_sees_no_hidden_graph_in_the_explorer(site):
+    driver = site["driver"]
+    driver.delete_all_cookies()
+    go(site, "/login")
+    driver.find_element(By.ID, "token").send_keys(site["reader"])
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "form[action='/login'] button"))
+    driver.set_window_size(1280, 800)
+    go(site, "/graph?node=hub&hops=1")
+    rendered(driver)
+    assert "graph:hr" not in text(driver, "#explore-form")
+    shot_1280(site, "explore-reader")
+    status = driver.execute_script("return fetch('/graph?graph=hr&node=salary_bands').then(r => r.status)")
+    assert status == 404
+    go(site, "/graph?graph=hr&node=salary_bands", "explore-denied-404")
+    assert text(driver, "h1") == "Not found" and "salary" not in driver.page_source.lower()
+    go(site, "/ask?q=salary+bands+for+engineers")
+    assert "Secret salary bands" not in driver.page_source
+    shot_1280(site, "ask-reader")
+
+
+def test_ask_shows_the_context_and_the_grounded_answer(site):
+    driver = as_owner(site)
+    driver.set_window_size(1280, 800)
+    go(site, "/ask")
+    driver.find_element(By.NAME, "q").send_keys("platform team engineers")
+    max_hops = driver.find_element(By.NAME, "max_hops")
+    max_hops.clear()
+    max_hops.send_keys("1")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#ask-form button[type=submit]"))
+    assert "max_hops=1" in driver.current_url
+    assert driver.find_elements(By.CSS_SELECTOR, "#sources tbody tr[id^=source-]")
+    shot_1280(site, "ask-context")
+    assert not axe_violations(driver)
+    click_and_wait(driver, driver.find_element(By.ID, "answer-button"))
+    assert "49 engineers [1]" in text(driver, "#answer-text")
+    assert "confidence" in text(driver, "#answer") and "sk-browser-secret" not in driver.page_source
+    link = driver.find_element(By.CSS_SELECTOR, "#answer a[href='#source-1']")
+    assert driver.find_element(By.ID, "source-1")
+    shot_1280(site, "ask-answer")
+    assert not axe_violations(driver)
+    link.click()
+
+
+def test_the_docs_pack_graph_draws_no_label_over_another(site):
+    driver = as_owner(site)
+    go(site, f"/packs/{DOCS}/graph")
+    rendered(driver)
+    shot_1280(site, "graph-docs-pack")
+    count, overlaps = label_overlaps(driver)
+    assert count > 40 and overlaps == []
+
+
+def test_create_and_revoke_a_token_in_the_rights_page(site):
+    driver = as_owner(site)
+    driver.set_window_size(1280, 800)
+    go(site, "/rights")
+    shot_1280(site, "rights")
+    assert not axe_violations(driver)
+    driver.find_element(By.CSS_SELECTOR, "#token-form input[name=principal]").send_keys("dora")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#token-form button"))
+    token = driver.find_element(By.ID, "new-token").get_attribute("value")
+    assert token.startswith("actx_")
+    shot_1280(site, "rights-token-created")
+    assert not axe_violations(driver)
+    go(site, "/rights")
+    row = next(r for r in driver.find_elements(By.CSS_SELECTOR, "#tokens tbody tr") if "dora" in r.text)
+    click_and_wait(driver, row.find_element(By.LINK_TEXT, "revoke…"))
+    shot_1280(site, "rights-confirm")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#confirm-form button"))
+    assert "is revoked" in text(driver, ".notice")
+    shot_1280(site, "rights-revoked")
+
+
+def test_todays_graph_pages_pass_axe(site):
+    driver = as_owner(site)
+    driver.set_window_size(1280, 800)
+    go(site, "/")
+    shot_1280(site, "home")
+    assert "sqlite" in text(driver, "#store").lower() and text(driver, "#recent")
+    for path in ("/", "/packs/lib:semdag", "/packs/lib:semdag/graph", f"/decisions/{site['effect']}"):
+        go(site, path)
+        assert not axe_violations(driver), path

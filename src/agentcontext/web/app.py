@@ -192,20 +192,17 @@ async def logout(request: Request) -> Response:
     return response
 
 
-async def home(request: Request) -> Response:
-    return RedirectResponse("/packs", status_code=303)
-
-
 def routes() -> list[BaseRoute]:
     from .routes import audit as audit_pages
-    from .routes import decisions, docs, memory, packs
+    from .routes import ask, decisions, docs, explore, home, install, memory, packs, rights
 
     return routes_off_loop([
-        Route("/", home),
+        *home.ROUTES,
         Route("/login", login_page, methods=["GET"]),
         Route("/login", login_submit, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
-        *packs.ROUTES, *docs.ROUTES, *memory.ROUTES, *decisions.ROUTES, *audit_pages.ROUTES,
+        *install.ROUTES, *packs.ROUTES, *docs.ROUTES, *memory.ROUTES, *decisions.ROUTES, *audit_pages.ROUTES,
+        *explore.ROUTES, *ask.ROUTES, *rights.ROUTES,
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ])
 

@@ -40,6 +40,10 @@ async def pack_page(request: Request) -> Response:
     return page(request, "pack.html", pack=pack, info=info, listing=listing, facets=facets, filters=filters)
 
 
+LABELLED_MAX = 400  # up to this many docs, rows are spaced by label width (no overlaps); beyond, the compact
+# layout is kept: its fitted view is zoomed out below the label threshold and draws in half the time
+
+
 async def graph_page(request: Request) -> Response:
     ws, who = console(request).ws, principal(request)
     pack = request.path_params["pack"]
@@ -47,7 +51,9 @@ async def graph_page(request: Request) -> Response:
     depth = int_param(request.query_params, "depth", 2, 0, 20)
     graph = catalog.pack_graph(ws, pack, focus=focus, depth=depth, max_nodes=GRAPH_MAX_NODES, principal=who)
     positions = layered([n["selector"] for n in graph["nodes"]],
-                        [(e["source"], e["target"]) for e in graph["edges"] if e["type"] == "depends_on"])
+                        [(e["source"], e["target"]) for e in graph["edges"] if e["type"] == "depends_on"],
+                        labels={n["selector"]: n["title"] or n["selector"] for n in graph["nodes"]}
+                        if len(graph["nodes"]) <= LABELLED_MAX else None)
     drawing = {
         "nodes": [{"id": n["selector"], "label": n["title"] or n["selector"], "kind": n["kind"],
                    "cycle": n["in_cycle"], "missing": n["missing"], "x": positions[n["selector"]][0],
