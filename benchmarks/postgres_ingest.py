@@ -166,7 +166,7 @@ def main() -> None:
                       f"recall@10 {got.get('recall@10')}", flush=True)
                 print("   tables: " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in got["sizes"]["tables"].items()))
                 print("   indexes: " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in got["sizes"]["indexes"].items()))
-    for label, src, _ in trees:
+    for label, src, _ in trees if args.sqlite else []:  # --sqlite 0: no SQLite figures
         lite = args.data / f"lite_{label}_{stamp}.db"
         got = run(src, f"sqlite:///{lite}", args.sqlite)
         results["runs"].append({"code": label, **got})
