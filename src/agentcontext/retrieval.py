@@ -113,6 +113,8 @@ class ContextRetriever:
         if self.memory_store is None:
             return []
         out = []
+        if self._counts_use:  # what this retriever returns counts as used, not the whole pool
+            filters["count_use"] = False
         for item in self.memory_store.retrieve(query, max_results=pool, **filters):
             extra = {k: item[k] for k in ("conversation_id", "user_id", "timestamp", "created_at", "updated_at")
                      if k in item}
@@ -213,12 +215,32 @@ class ContextRetriever:
                                                                                         "kind": node.kind}))
         return out
 
+    @property
+    def _counts_use(self) -> bool:
+        """Whether the memory store keeps an LRU order (AgentMemory.used; a memory service ranks above this one)."""
+        return callable(getattr(self.memory_store, "used", None))
+
+    def _count_use(self, results: Iterable[Any]) -> None:
+        """The memories among ``results`` (best first) count as used for the memory cap (as AgentMemory.retrieve's)."""
+        if self._counts_use:
+            ids = [r.id if isinstance(r, RetrievedContext) else r.get("id") for r in results]
+            self.memory_store.used([i for i, r in zip(ids, results) if i and _source(r) == "memory"])
+
     # --- the entry point -------------------------------------------------------------------
     def retrieve(self, query: str, max_results: int = 5, use_graph_expansion: bool | None = None,
                  min_relevance_score: float = 0.0, conversation_id: str | None = None, user_id: str | None = None,
                  filters: dict[str, Any] | None = None, truth_filter: Any = None, mode: str = "local",
                  max_hops: int | None = None, **kwargs: Any) -> list[RetrievedContext]:
         refuse_unknown("retrieve", set(kwargs) - {"type"}, RETRIEVE_KEYWORDS, FILTER_HINT)
+        out = self._retrieve(query, max_results, use_graph_expansion, min_relevance_score, conversation_id, user_id,
+                             filters, truth_filter, mode, max_hops, **kwargs)
+        self._count_use(out)
+        return out
+
+    def _retrieve(self, query: str, max_results: int = 5, use_graph_expansion: bool | None = None,
+                 min_relevance_score: float = 0.0, conversation_id: str | None = None, user_id: str | None = None,
+                 filters: dict[str, Any] | None = None, truth_filter: Any = None, mode: str = "local",
+                 max_hops: int | None = None, **kwargs: Any) -> list[RetrievedContext]:
         if mode not in MODES:
             raise ValidationError(f"unknown retrieval mode {mode!r}; use one of {', '.join(MODES)}", mode=mode)
         if truth_filter is not None and mode != "local":
@@ -279,11 +301,13 @@ class ContextRetriever:
         w = self.proximity_weight if proximity_weight is None else float(proximity_weight)
         blending = graph is not None and w > 0
         pool = max_results * 3 if blending else max_results  # room to re-rank
-        out = as_dicts(self.retrieve(query, max_results=pool, use_graph_expansion=expand,
-                                     min_relevance_score=0.0 if blending else min_score, **kwargs))
+        out = as_dicts(self._retrieve(query, max_results=pool, use_graph_expansion=expand,
+                                      min_relevance_score=0.0 if blending else min_score, **kwargs))
         if graph is not None and out:
             out = proximity.blend_proximity(graph, out, query, w, hops=self.max_expansion_hops)
-        return [r for r in out if r["score"] >= min_score][:max_results]
+        out = [r for r in out if r["score"] >= min_score][:max_results]
+        self._count_use(out)
+        return out
 
     # --- delegates -------------------------------------------------------------------------
     def search(self, query: str, max_results: int = 5, **kwargs: Any) -> list[RetrievedContext]:
@@ -310,6 +334,10 @@ class ContextRetriever:
 
         return ReasoningService.for_retriever(self).query_with_reasoning(query, llm_provider, max_hops=max_hops,
                                                                          max_results=max_results, **kwargs)
+
+
+def _source(result: Any) -> str:
+    return result.source if isinstance(result, RetrievedContext) else str(result.get("source", ""))
 
 
 def as_dicts(results: Iterable[RetrievedContext]) -> list[dict[str, Any]]:
