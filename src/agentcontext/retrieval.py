@@ -23,6 +23,8 @@ from . import access
 from .engine import proximity
 from .engine.fusion import RELEVANCE, blend
 from .errors import ValidationError, refuse_unknown
+from .graph import ContextGraph
+from .graph.node_search import search_nodes
 from .model import MEMORY_KIND
 from .store import Store
 from .vector_store import VectorStore
@@ -155,6 +157,24 @@ class ContextRetriever:
                                             list(row.get("related_relationships") or []))))
         return out
 
+    def _node_candidates(self, query: str, pool: int, skip_ids: set[str]) -> list[RetrievedContext]:
+        """The knowledge graph's own nodes (entities, concepts, documents) by meaning, words and name
+        (graph/node_search.py), as the graph's principal sees them."""
+        graph = self.knowledge_graph
+        if not isinstance(graph, ContextGraph):
+            return []
+        out = []
+        for hit in search_nodes(graph, query, pool):
+            node = hit.node
+            if node.id in skip_ids:
+                continue
+            props = node.props or {}
+            meta = copy.deepcopy(dict(props.get("metadata") or props))
+            out.append(RetrievedContext(content=node.content or node.summary or node.title, score=hit.score,
+                                        source="graph", metadata=meta, id=node.id, signals=dict(hit.signals),
+                                        extra={"kind": node.kind, "node_id": graph.user_id(node.id)}))
+        return out
+
     # --- graph expansion -------------------------------------------------------------------
     def _expand(self, seeds: list[RetrievedContext], hops: int) -> list[RetrievedContext]:
         stores = _stores_of(self.memory_store, self.knowledge_graph, self.vector_store)
@@ -168,6 +188,7 @@ class ContextRetriever:
                 frontier[seed.id] = (seed.score, seed.id)
         seen = set(frontier)
         best: dict[str, tuple[float, int, str]] = {}
+        lifts: dict[str, tuple[float, int, str]] = {}  # candidates reached from another one: (graph, hop, via)
         for hop in range(1, hops + 1):
             nxt: dict[str, tuple[float, str]] = {}
             ids = list(frontier)
@@ -179,10 +200,16 @@ class ContextRetriever:
                 shown = None if sight is None else sight.visible({x for e in edges for x in (e.src, e.dst)})
                 for edge in edges:
                     here, there = (edge.src, edge.dst) if edge.src in frontier else (edge.dst, edge.src)
-                    if there in seen or (shown is not None and there not in shown):
+                    if shown is not None and there not in shown:
                         continue  # never into (or through) a record the principal does not see
                     base, via = frontier[here]
                     g = base * max(0.0, min(1.0, float(edge.weight))) * (HOP_DECAY ** (hop - 1))
+                    if there in known and there != via:  # a candidate the graph also reaches: it may lift it
+                        if g > lifts.get(there, (0.0, 0, ""))[0]:
+                            lifts[there] = (g, hop, via)
+                        continue
+                    if there in seen:
+                        continue
                     if g > nxt.get(there, (0.0, ""))[0]:
                         nxt[there] = (g, via)
             for nid, (g, via) in nxt.items():
@@ -193,13 +220,13 @@ class ContextRetriever:
                 break
         out = []
         by_id = {c.id: c for c in seeds if c.id}
+        for nid, (g, hop, via) in lifts.items():  # a candidate reached through the graph too: the graph may lift it
+            c = by_id[nid]
+            c.signals.update({"graph": g, "hops": float(hop)})
+            c.extra.setdefault("via", via)
+            if g > c.score:
+                c.score = blend(c.score, g, self.hybrid_alpha)
         for nid, (g, hop, via) in best.items():
-            if nid in known:  # a candidate reached through the graph too: the graph may lift it
-                c = by_id[nid]
-                if g > c.score:
-                    c.signals.update({"graph": g, "hops": float(hop)})
-                    c.score = blend(c.score, g, self.hybrid_alpha)
-                continue
             node = None
             for store in stores:
                 node = store.get_node(nid)
@@ -265,6 +292,9 @@ class ContextRetriever:
         candidates = self._memory_candidates(query, pool, **mem_filters)
         if conversation_id is None and user_id is None and not filters:
             candidates += self._vector_candidates(query, pool, {c.id for c in candidates if c.id})
+        if expand and self.knowledge_graph is not None and conversation_id is None and user_id is None \
+                and not filters:  # GraphRAG: the graph's nodes in their own right
+            candidates += self._node_candidates(query, pool, {c.id for c in candidates if c.id})
         if truth_filter is not None:
             candidates = truth_filter.filter(candidates, snapshot)
         for c in candidates:
@@ -297,6 +327,10 @@ class ContextRetriever:
             raise ValidationError("retrieve() takes max_results=, not top_k=")
         refuse_unknown("retrieve", set(kwargs) - PASSED_ON, BLENDED_KEYWORDS, FILTER_HINT)
         graph = self.knowledge_graph
+        if use_graph and graph is None:
+            raise ValidationError("retrieve(use_graph=True) needs a knowledge graph: construct AgentContext("
+                                  "knowledge_graph=ContextGraph()) or call load_graph(path) first; use_graph=False "
+                                  "(or leave it unset) searches memory alone", use_graph=use_graph)
         expand = (graph is not None) if use_graph is None else bool(use_graph)
         w = self.proximity_weight if proximity_weight is None else float(proximity_weight)
         blending = graph is not None and w > 0

@@ -11,6 +11,9 @@ is one the principal sees (``access.Sight``); one it does not see answers like o
 """
 from __future__ import annotations
 
+import os
+import socket
+import sys
 import uuid
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
@@ -158,6 +161,18 @@ def as_datetime(value: Any) -> datetime:
 def epoch(value: str | datetime | None, default: float) -> float:
     text = to_utc_iso(value)
     return datetime.fromisoformat(text).timestamp() if text else default
+
+
+def captured_context(principal: str | None, namespace: str, entities: Sequence[str],
+                     policies: Sequence[str]) -> dict[str, Any]:
+    """What a decision records of the system that called and the context in effect (seed 003's "cross-system
+    context capture on every decision"), kept as ``metadata["captured"]``: the library and its version, the program
+    and host that recorded it, who acted, the graph it went into and the entities and policies it named."""
+    from .. import __version__
+
+    return {"system": f"agentcontext {__version__}", "program": os.path.basename(sys.argv[0] or "") or "python",
+            "host": socket.gethostname(), "principal": principal or "owner", "graph": namespace,
+            "entities": list(entities), "policies": list(policies)}
 
 
 def decision_node(d: Decision, namespace: str) -> Node:
