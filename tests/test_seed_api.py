@@ -141,3 +141,75 @@ def test_every_decision_captures_the_calling_system_and_the_context_in_effect():
     mine = ctx.record_decision(category="ops", scenario="Scale up", reasoning="Load > 80%", outcome="scaled",
                                confidence=0.97, metadata={"captured": {"system": "slack"}, "ticket": "OPS-1"})
     assert ctx.get_decision(mine).metadata == {"captured": {"system": "slack"}, "ticket": "OPS-1"}  # given: kept
+
+
+def two_teams():
+    """Two communities: the money side (payments, invoices, refunds, the ledger) and the hiring side."""
+    from agentcontext import ContextGraph, ContextRetriever
+
+    g = ContextGraph()
+    g.add_nodes([
+        {"id": "stripe", "type": "system", "content": "Stripe processes card payments"},
+        {"id": "invoices", "type": "process", "content": "Invoices are issued monthly to customers"},
+        {"id": "refunds", "type": "process", "content": "Refunds return money to a customer's card"},
+        {"id": "ledger", "type": "system", "content": "The general ledger records every transaction"},
+        {"id": "recruiting", "type": "team", "content": "Recruiting sources candidates"},
+        {"id": "interviews", "type": "process", "content": "Interviews assess candidates in four rounds"},
+        {"id": "offers", "type": "process", "content": "Offers are approved by the hiring manager"},
+    ])
+    g.add_edges([{"source": a, "target": b, "type": t} for a, b, t in [
+        ("stripe", "invoices", "collects"), ("refunds", "stripe", "runs_through"), ("stripe", "ledger", "posts_to"),
+        ("invoices", "ledger", "posts_to"), ("recruiting", "interviews", "schedules"),
+        ("interviews", "offers", "leads_to"), ("recruiting", "offers", "drafts")]])
+    return g, ContextRetriever(knowledge_graph=g)
+
+
+def test_global_mode_answers_from_community_summaries():
+    g, retriever = two_teams()
+    top = retriever.retrieve("How does the company handle money?", mode="global", max_results=2)
+    assert [r.source for r in top] == ["community", "community"]
+    money = top[0]
+    assert set(money.metadata["members"]) == {"stripe", "invoices", "refunds", "ledger"}
+    assert money.metadata["summarised_by"] == "extractive" and "general ledger" in money.content
+    assert "Stripe collects Invoices" in money.content or "stripe collects invoices" in money.content.lower()
+    assert 0.0 <= top[1].score < money.score <= 1.0 and {"dense", "keyword"} <= set(money.signals)
+    assert retriever.retrieve_global("hiring pipeline", max_results=1)[0].metadata["members"][0] in {
+        "recruiting", "interviews", "offers"}
+
+    class Writer:  # stands in for a hosted model (llms provider protocol: complete(messages) -> .text)
+        provider, model = "fake", "writer-1"
+        prompts: list = []
+
+        def complete(self, messages, **kw):
+            from types import SimpleNamespace
+
+            self.prompts.append(messages[-1]["content"])
+            return SimpleNamespace(text="A payments and accounting group." if "ledger" in messages[-1]["content"]
+                                   else "A hiring group.")
+
+    written = retriever.retrieve_global("payments and accounting", max_results=1, llm_provider=Writer())
+    assert written[0].content == "A payments and accounting group." and len(Writer.prompts) == 2
+    assert written[0].metadata["summarised_by"] == "fake:writer-1"
+
+
+def test_drift_starts_from_communities_and_follows_up_locally_and_hybrid_fuses():
+    from agentcontext import ValidationError
+
+    g, retriever = two_teams()
+    drift = retriever.retrieve_drift("How does the company handle money?", max_results=6)
+    assert drift[0].source == "community" and set(drift[0].metadata["members"]) >= {"stripe", "ledger"}
+    follow = [r for r in drift if r.source != "community"]
+    assert follow and all(r.extra["community"] == drift[0].id for r in follow[:2])
+    assert all("community" in r.signals for r in follow)
+    assert {g.user_id(r.id) for r in follow} <= {"stripe", "invoices", "refunds", "ledger", "recruiting",
+                                                 "interviews", "offers"}
+    hybrid = retriever.retrieve("Which system records transactions?", mode="hybrid", max_results=5)
+    assert {"community", "graph"} <= {r.source for r in hybrid}
+    assert hybrid[0].id == g.store_id("ledger")  # the one node that answers beats its community's summary
+    assert [r.score for r in hybrid] == sorted((r.score for r in hybrid), reverse=True)
+    with pytest.raises(ValidationError, match="truth_filter"):
+        retriever.retrieve("q", mode="drift", truth_filter=object())
+    from agentcontext import ContextRetriever
+
+    with pytest.raises(ValidationError, match="knowledge_graph"):
+        ContextRetriever().retrieve_global("anything")

@@ -19,7 +19,7 @@ import copy
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from . import access
+from . import access, retrieval_modes
 from .engine import proximity
 from .engine.fusion import RELEVANCE, blend
 from .errors import ValidationError, refuse_unknown
@@ -67,7 +67,7 @@ def _stores_of(*owners: Any) -> list[Any]:
 
 # The keywords each retrieve takes; any other is a ValidationError (metadata filters are spelled filters={...}).
 RETRIEVE_KEYWORDS = ("query", "max_results", "use_graph_expansion", "min_relevance_score", "conversation_id",
-                     "user_id", "filters", "truth_filter", "mode", "max_hops", "type")
+                     "user_id", "filters", "truth_filter", "mode", "max_hops", "type", "llm_provider")
 PASSED_ON = {"conversation_id", "user_id", "filters", "mode", "max_hops", "type"}  # AgentContext.retrieve -> retrieve
 BLENDED_KEYWORDS = ("query", "max_results", "min_score", "use_graph", "proximity_weight", *PASSED_ON)
 FILTER_HINT = "filter on metadata with filters={key: value}"
@@ -90,6 +90,8 @@ class ContextRetriever:
         self.hybrid_alpha = float(hybrid_alpha)
         self.proximity_weight = float(proximity_weight)
         self._principal = principal
+        self.result_type = RetrievedContext
+        self.llm_provider: Any = None  # writes community summaries (global, drift, hybrid); AgentContext sets it
 
     @property
     def principal(self) -> str | None:
@@ -258,24 +260,52 @@ class ContextRetriever:
                  min_relevance_score: float = 0.0, conversation_id: str | None = None, user_id: str | None = None,
                  filters: dict[str, Any] | None = None, truth_filter: Any = None, mode: str = "local",
                  max_hops: int | None = None, **kwargs: Any) -> list[RetrievedContext]:
-        refuse_unknown("retrieve", set(kwargs) - {"type"}, RETRIEVE_KEYWORDS, FILTER_HINT)
-        out = self._retrieve(query, max_results, use_graph_expansion, min_relevance_score, conversation_id, user_id,
-                             filters, truth_filter, mode, max_hops, **kwargs)
-        self._count_use(out)
-        return out
-
-    def _retrieve(self, query: str, max_results: int = 5, use_graph_expansion: bool | None = None,
-                 min_relevance_score: float = 0.0, conversation_id: str | None = None, user_id: str | None = None,
-                 filters: dict[str, Any] | None = None, truth_filter: Any = None, mode: str = "local",
-                 max_hops: int | None = None, **kwargs: Any) -> list[RetrievedContext]:
+        """Context for ``query``, best first. ``mode``: ``local`` (the default: memory, vectors and the graph's
+        nodes, expanded over the graph), ``global`` (community reports), ``drift`` (the best communities, then
+        local follow-ups inside them) or ``hybrid`` (local and global fused); retrieval_modes.py says what each
+        returns. ``truth_filter`` is accepted with ``local`` only. ``llm_provider`` writes community summaries
+        (global, drift, hybrid; else they are extractive)."""
+        refuse_unknown("retrieve", set(kwargs) - {"type", "llm_provider"}, RETRIEVE_KEYWORDS, FILTER_HINT)
         if mode not in MODES:
             raise ValidationError(f"unknown retrieval mode {mode!r}; use one of {', '.join(MODES)}", mode=mode)
         if truth_filter is not None and mode != "local":
             raise ValidationError(f"truth_filter is supported only with mode='local', not {mode!r}; those modes are "
                                   "outside the dependency-validation guarantee", mode=mode)
-        if mode in ("global", "drift"):
-            raise ValidationError(f"mode={mode!r} (community summaries) is not available; use mode='local'",
-                                  mode=mode)
+        provider = kwargs.pop("llm_provider", None) or self.llm_provider
+        if mode != "local":
+            if not isinstance(query, str) or not query.strip():
+                raise ValidationError("retrieve needs a non-empty query text")
+            local = dict(use_graph_expansion=use_graph_expansion, conversation_id=conversation_id, user_id=user_id,
+                         filters=filters, max_hops=max_hops, **kwargs)
+            if mode == "global":
+                out = retrieval_modes.global_results(self, query, max_results, provider, min_relevance_score)
+            elif mode == "drift":
+                out = retrieval_modes.drift_results(self, query, max_results, provider, min_relevance_score, **local)
+            else:
+                out = retrieval_modes.hybrid_results(self, query, max_results, provider, min_relevance_score,
+                                                     **local)
+        else:
+            out = self._retrieve(query, max_results, use_graph_expansion, min_relevance_score, conversation_id,
+                                 user_id, filters, truth_filter, mode, max_hops, **kwargs)
+        self._count_use(out)
+        return out
+
+    def retrieve_global(self, query: str, max_results: int = 5, llm_provider: Any = None,
+                        min_relevance_score: float = 0.0) -> list[RetrievedContext]:
+        """``retrieve(mode="global")``: the graph's community reports best matching ``query``."""
+        return self.retrieve(query, max_results, min_relevance_score=min_relevance_score, mode="global",
+                             llm_provider=llm_provider)
+
+    def retrieve_drift(self, query: str, max_results: int = 5, llm_provider: Any = None,
+                       min_relevance_score: float = 0.0, **kwargs: Any) -> list[RetrievedContext]:
+        """``retrieve(mode="drift")``: the best communities, then local follow-ups inside them."""
+        return self.retrieve(query, max_results, min_relevance_score=min_relevance_score, mode="drift",
+                             llm_provider=llm_provider, **kwargs)
+
+    def _retrieve(self, query: str, max_results: int = 5, use_graph_expansion: bool | None = None,
+                 min_relevance_score: float = 0.0, conversation_id: str | None = None, user_id: str | None = None,
+                 filters: dict[str, Any] | None = None, truth_filter: Any = None, mode: str = "local",
+                 max_hops: int | None = None, **kwargs: Any) -> list[RetrievedContext]:
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("retrieve needs a non-empty query text")
         if max_results <= 0:

@@ -16,6 +16,7 @@ import socket
 import sys
 import uuid
 from datetime import datetime, timezone
+from importlib import metadata
 from typing import Any, Callable, Sequence
 
 from .. import access
@@ -168,9 +169,11 @@ def captured_context(principal: str | None, namespace: str, entities: Sequence[s
     """What a decision records of the system that called and the context in effect (seed 003's "cross-system
     context capture on every decision"), kept as ``metadata["captured"]``: the library and its version, the program
     and host that recorded it, who acted, the graph it went into and the entities and policies it named."""
-    from .. import __version__
-
-    return {"system": f"agentcontext {__version__}", "program": os.path.basename(sys.argv[0] or "") or "python",
+    try:
+        version = metadata.version("agentcontext")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        version = "unknown"
+    return {"system": f"agentcontext {version}", "program": os.path.basename(sys.argv[0] or "") or "python",
             "host": socket.gethostname(), "principal": principal or "owner", "graph": namespace,
             "entities": list(entities), "policies": list(policies)}
 
