@@ -362,6 +362,7 @@ class DecisionRecorder(Bound):
         min_similarity: float = 0.0,
         exclude: Sequence[str] | None = None,
         structural: str = "links",
+        node2vec: bool | None = None,
     ) -> list[Decision]:
         """Past decisions most like ``scenario``, best first, with their scores in ``metadata`` (all in [0, 1],
         absolute: comparable across queries, so ``min_similarity`` filters).
@@ -385,6 +386,10 @@ class DecisionRecorder(Bound):
         ``structural`` says what the structural score is: ``links`` (the Jaccard overlap), ``node2vec`` (the
         cosine of the decision's Node2Vec vector with the mean vector of the query's entities and policies;
         needs ``node_embeddings`` on the graph) or ``blend`` (their mean).
+
+        Each decision carries its ``reasoning_embedding``; its ``node2vec_embedding`` too when the Node2Vec vectors
+        are computed anyway (``structural`` node2vec or blend) or ``node2vec=True`` asks for them (Node2Vec over a
+        graph of thousands of nodes takes minutes, and is redone after every change: not done unasked).
         """
         self.check("read", "decision.precedents")
         if not isinstance(scenario, str) or not scenario.strip():
@@ -450,17 +455,18 @@ class DecisionRecorder(Bound):
                           "relationship_type": "same_policy" if same_policy else "similar_scenario",
                           "proximity_weight": w, "proximity_anchors": sorted(anchors), "rank": rank}
             out.append(d)
-        return self.with_embeddings(out)
+        return self.with_embeddings(out, structural != "links" if node2vec is None else node2vec)
 
-    def with_embeddings(self, decisions: list[Decision]) -> list[Decision]:
-        """Fill each decision's ``reasoning_embedding`` (its scenario + reasoning vector) and, on a graph with
-        ``node_embeddings``, its ``node2vec_embedding`` (structural, over what the principal reads), as seed 003's
-        Decision documents."""
+    def with_embeddings(self, decisions: list[Decision], node2vec: bool = False) -> list[Decision]:
+        """Fill each decision's ``reasoning_embedding`` (its scenario + reasoning vector) and, with ``node2vec`` on
+        a graph with ``node_embeddings``, its ``node2vec_embedding`` (structural, over what the principal reads), as
+        seed 003's Decision documents."""
         nodes = self.store.get_nodes([d.decision_id for d in decisions])
         hashes = {i: n.embed_hash for i, n in nodes.items() if n.embed_hash}
         vectors = self.store.get_vectors(sorted(set(hashes.values())), self.ws.model_name) if hashes else {}
         structural = {}
-        if decisions and getattr(self.graph, "node_embeddings", False) and hasattr(self.graph, "embeddings"):
+        if node2vec and decisions and getattr(self.graph, "node_embeddings", False) and hasattr(self.graph,
+                                                                                               "embeddings"):
             structural = self.graph_view().embeddings.by_store_id([d.decision_id for d in decisions])
         for d in decisions:
             vec = vectors.get(hashes.get(d.decision_id, ""))
