@@ -73,6 +73,8 @@ def test_use_graph_without_a_knowledge_graph_is_an_error():
     with pytest.raises(ValidationError, match="knowledge_graph=ContextGraph"):
         ctx.retrieve("user coding preferences", use_graph=True)
     assert ctx.retrieve("user coding preferences")  # vector-only, as documented, when use_graph is not asked for
+    with pytest.raises(ValidationError, match="retriever.retrieve"):  # the modes live on the ContextRetriever
+        ctx.retrieve("user coding preferences", mode="global")
 
 
 def test_graph_nodes_reach_retrieval_only_for_a_principal_who_reads_them(tmp_path):

@@ -356,6 +356,10 @@ class ContextRetriever:
         if "top_k" in kwargs:
             raise ValidationError("retrieve() takes max_results=, not top_k=")
         refuse_unknown("retrieve", set(kwargs) - PASSED_ON, BLENDED_KEYWORDS, FILTER_HINT)
+        if kwargs.get("mode", "local") != "local":
+            raise ValidationError("AgentContext.retrieve is local retrieval; for mode='global', 'drift' or 'hybrid' "
+                                  "call context.retriever.retrieve(query, mode=...)", mode=kwargs["mode"])
+        kwargs.pop("mode", None)
         graph = self.knowledge_graph
         if use_graph and graph is None:
             raise ValidationError("retrieve(use_graph=True) needs a knowledge graph: construct AgentContext("

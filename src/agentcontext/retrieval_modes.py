@@ -8,8 +8,8 @@
   results (memory, vectors, graph nodes and their expansion) that are members of those communities, or that the
   graph reaches from them, each scored ``(score + community score) / 2`` with ``signals["community"]`` and
   ``community`` naming the report. Returns the reports it started from, then the follow-ups, best first.
-- ``hybrid``: local and global fused: both lists merged by their absolute scores (engine/fusion.blend of
-  nothing: each score is already a relevance in [0, 1]), one entry per id.
+- ``hybrid``: local and global fused: both lists merged by their scores, one entry per id (each score is
+  already an absolute relevance in [0, 1], engine/fusion.py's curve, so they compare without re-weighting).
 
 ``truth_filter`` is refused outside ``local`` (retrieval.py): these modes are outside the dependency-validation
 guarantee. Every score is absolute in [0, 1] and names its signals.
