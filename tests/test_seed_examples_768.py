@@ -129,6 +129,8 @@ for r in results:
     print("[{:.3f}] {}".format(r["score"], r["content"]))
 ''',
     'policy_enforcement': '''\
+from datetime import datetime
+
 from agentcontext import AgentContext, ContextGraph, PolicyEngine
 from agentcontext.decision_models import Decision, Policy
 from agentcontext.vector_store import VectorStore

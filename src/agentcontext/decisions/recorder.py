@@ -124,8 +124,7 @@ class DecisionRecorder(Bound):
                 policies = [str(p) for p in (item.get("policies") or [])]
                 causes = {"caused": list(item.get("caused_by") or []), "informed": list(item.get("informed_by") or [])}
             if "captured" not in (d.metadata or {}):
-                d.metadata = {**(d.metadata or {}), "captured": captured_context(self.principal, self.namespace,
-                                                                                 entities, policies)}
+                d.metadata = {**(d.metadata or {}), "captured": captured_context(self.principal, self.namespace)}
             nodes.append(decision_node(d, self.namespace))
             links.append((d.decision_id, entities, policies, causes))
             if d.reasoning_embedding is not None:
