@@ -383,3 +383,15 @@ def test_seed_example_with_768_dimensions_runs_as_written(name, tmp_path, monkey
     if name in ("quick_start", "vector_memory_only", "persist_restore"):
         assert scope["results"]
     assert os.path.exists(tmp_path / "company_kg.json")
+
+
+def test_a_768_model_file_that_is_not_the_pinned_one_is_refused(tmp_path, monkeypatch):
+    from agentcontext.embed import mpnet
+    from agentcontext.errors import ValidationError
+
+    monkeypatch.setenv("AGENTCONTEXT_MODEL_CACHE", str(tmp_path))
+    (tmp_path / mpnet.NAME).mkdir()
+    for name in mpnet.FILES:
+        (tmp_path / mpnet.NAME / name).write_bytes(b"not the model")
+    with pytest.raises(ValidationError, match="sha256"):
+        mpnet.model_files()
