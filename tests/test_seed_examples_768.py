@@ -341,10 +341,11 @@ results = restored.retrieve("load scaling decisions", max_results=3)
 
 
 def _mpnet_installed() -> bool:
+    """Whether the 768 model can load: its packages installed, or its checked files already in the model cache."""
     try:
-        from agentcontext.embed.mpnet import _parts
+        from agentcontext.embed.mpnet import model_files
 
-        _parts()
+        model_files()
         return True
     except DependencyMissingError:
         return False
