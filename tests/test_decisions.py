@@ -34,6 +34,8 @@ def test_record_decision_stores_node_embedding_entities_and_metadata(ctx: AgentC
     assert isinstance(did, str) and did
     node = graph.store.get_node(did)
     assert node.kind == "decision" and node.namespace == graph.namespace
+    captured = node.props["metadata"].pop("captured")  # the calling system and context (issue 26 s3)
+    assert captured["graph"] == graph.namespace and captured["system"].startswith("agentcontext")
     assert node.props["outcome"] == "selected_gpt4" and node.props["metadata"] == {"ticket": "OPS-1"}
     text = embed_text("Choose LLM for production reasoning pipeline",
                       "GPT-4 benchmark advantage justifies 3x cost increase")
@@ -44,7 +46,8 @@ def test_record_decision_stores_node_embedding_entities_and_metadata(ctx: AgentC
     assert graph.find_node("gpt-4") is not None  # the entities are graph nodes
     d = ctx.get_decision(did, with_embedding=True)
     assert d.decision_maker == "pipeline_agent" and d.confidence == 0.91
-    assert d.metadata == {"ticket": "OPS-1"} and len(d.reasoning_embedding) == 384
+    assert {k: v for k, v in d.metadata.items() if k != "captured"} == {"ticket": "OPS-1"}
+    assert len(d.reasoning_embedding) == 384
     assert d.valid_from is not None and d.valid_until is None
 
 

@@ -97,4 +97,5 @@ def test_per_call_proximity_weight_overrides_and_never_filters():
     assert len(heavy) == 3
     for r in heavy:
         assert abs(r["combined_score"] - (0.1 * r["semantic_score"] + 0.9 * r["proximity_score"])) < 1e-6
-    assert heavy[0]["content"].startswith("FastAPI")
+    assert heavy[0]["id"] == g.store_id("fastapi")  # the node the query names: a candidate in its own right
+    assert [r for r in heavy if r["source"] == "memory"][0]["content"].startswith("FastAPI")

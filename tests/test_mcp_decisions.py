@@ -70,6 +70,7 @@ def test_every_decision_tool_returns_what_the_python_call_returns(ws):
     graph = ContextGraph(workspace=ws)  # what AgentContext(knowledge_graph=ContextGraph(workspace=ws)) reads
     recorder = DecisionRecorder(graph)
     stored = recorder.get_decision(root)
+    assert stored.metadata.pop("captured")["principal"] == "owner"  # what recorded it (issue 26 s3)
     assert (stored.decision_maker, stored.metadata, stored.confidence) == ("agent-7", {"ticket": "T-1"}, 0.9)
     assert {e.dst for e in ws.store.edges(src=[root], type=["involves"])} == {"graph:default/acme",
                                                                                "graph:default/laptop"}

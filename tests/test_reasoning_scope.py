@@ -90,7 +90,9 @@ def test_retriever_expansion_never_walks_it_either(linked):
         "Who does the billing backups?", max_results=10, use_graph_expansion=True, max_hops=3)
     ids = [h.id for h in hits]
     assert note in ids and "graph:people/dana" in ids  # memory -> Dana over the memory's own edge
-    assert "lib:arch/stack.database" not in ids  # Dana -> the doc only over graph:default's edge
+    # Dana -> the doc only over graph:default's edge: never walked. The reader reads lib:arch, so the doc may be
+    # found by its own words (the graph's nodes are candidates in their own right, issue 26 s3), not over the edge.
+    assert all("hops" not in h.signals for h in hits if h.id == "lib:arch/stack.database")
     owner = ContextRetriever(memory_store=AgentMemory(workspace=ws, namespace="notes",
                                                       retention_policy="unlimited"),
                              knowledge_graph=ContextGraph(workspace=ws)).retrieve(

@@ -109,7 +109,9 @@ def test_agent_context_links_memories_to_entities_and_expands():
     assert results[0]["id"] == first
     gpt = by_id[ctx.knowledge_graph.resolve("gpt-4")]
     lab = by_id[ctx.knowledge_graph.resolve("openai")]
-    assert gpt["source"] == "graph" and gpt["signals"]["hops"] == 1.0 and lab["signals"]["hops"] == 2.0
+    assert gpt["source"] == "graph" and gpt["signals"]["hops"] == 1.0 and gpt["via"] == first
+    # the graph's nodes are candidates in their own right (issue 26 s3): the lab is one hop from the model's node
+    assert lab["signals"]["hops"] == 1.0 and lab["via"] == gpt["id"] and lab["score"] < gpt["score"]
     plain = ctx.retrieve("reasoning benchmark results", max_results=5, use_graph=False)
     assert all(r["source"] == "memory" for r in plain)
     assert ctx.forget(memory_id=first) == 1

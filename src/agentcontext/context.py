@@ -114,6 +114,7 @@ class AgentContext:
         self.retriever = ContextRetriever(memory_store=self.memory, use_graph_expansion=graph_expansion,
                                           max_expansion_hops=max_expansion_hops, hybrid_alpha=hybrid_alpha,
                                           proximity_weight=proximity_weight, principal=principal)
+        self.retriever.llm_provider = self.llm_provider
         self.decisions = DecisionService(tracking=decision_tracking, principal=principal,
                                          proximity_weight=proximity_weight)
         self.reasoning = ReasoningService(self.retriever, workspace=self.memory.workspace, decisions=self.decisions,

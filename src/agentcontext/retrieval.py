@@ -19,10 +19,12 @@ import copy
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from . import access
+from . import access, retrieval_modes
 from .engine import proximity
 from .engine.fusion import RELEVANCE, blend
 from .errors import ValidationError, refuse_unknown
+from .graph import ContextGraph
+from .graph.node_search import search_nodes
 from .model import MEMORY_KIND
 from .store import Store
 from .vector_store import VectorStore
@@ -65,7 +67,7 @@ def _stores_of(*owners: Any) -> list[Any]:
 
 # The keywords each retrieve takes; any other is a ValidationError (metadata filters are spelled filters={...}).
 RETRIEVE_KEYWORDS = ("query", "max_results", "use_graph_expansion", "min_relevance_score", "conversation_id",
-                     "user_id", "filters", "truth_filter", "mode", "max_hops", "type")
+                     "user_id", "filters", "truth_filter", "mode", "max_hops", "type", "llm_provider")
 PASSED_ON = {"conversation_id", "user_id", "filters", "mode", "max_hops", "type"}  # AgentContext.retrieve -> retrieve
 BLENDED_KEYWORDS = ("query", "max_results", "min_score", "use_graph", "proximity_weight", *PASSED_ON)
 FILTER_HINT = "filter on metadata with filters={key: value}"
@@ -88,6 +90,8 @@ class ContextRetriever:
         self.hybrid_alpha = float(hybrid_alpha)
         self.proximity_weight = float(proximity_weight)
         self._principal = principal
+        self.result_type = RetrievedContext
+        self.llm_provider: Any = None  # writes community summaries (global, drift, hybrid); AgentContext sets it
 
     @property
     def principal(self) -> str | None:
@@ -113,6 +117,8 @@ class ContextRetriever:
         if self.memory_store is None:
             return []
         out = []
+        if self._counts_use:  # what this retriever returns counts as used, not the whole pool
+            filters["count_use"] = False
         for item in self.memory_store.retrieve(query, max_results=pool, **filters):
             extra = {k: item[k] for k in ("conversation_id", "user_id", "timestamp", "created_at", "updated_at")
                      if k in item}
@@ -153,6 +159,24 @@ class ContextRetriever:
                                             list(row.get("related_relationships") or []))))
         return out
 
+    def _node_candidates(self, query: str, pool: int, skip_ids: set[str]) -> list[RetrievedContext]:
+        """The knowledge graph's own nodes (entities, concepts, documents) by meaning, words and name
+        (graph/node_search.py), as the graph's principal sees them."""
+        graph = self.knowledge_graph
+        if not isinstance(graph, ContextGraph):
+            return []
+        out = []
+        for hit in search_nodes(graph, query, pool):
+            node = hit.node
+            if node.id in skip_ids:
+                continue
+            props = node.props or {}
+            meta = copy.deepcopy(dict(props.get("metadata") or props))
+            out.append(RetrievedContext(content=node.content or node.summary or node.title, score=hit.score,
+                                        source="graph", metadata=meta, id=node.id, signals=dict(hit.signals),
+                                        extra={"kind": node.kind, "node_id": graph.user_id(node.id)}))
+        return out
+
     # --- graph expansion -------------------------------------------------------------------
     def _expand(self, seeds: list[RetrievedContext], hops: int) -> list[RetrievedContext]:
         stores = _stores_of(self.memory_store, self.knowledge_graph, self.vector_store)
@@ -166,6 +190,7 @@ class ContextRetriever:
                 frontier[seed.id] = (seed.score, seed.id)
         seen = set(frontier)
         best: dict[str, tuple[float, int, str]] = {}
+        lifts: dict[str, tuple[float, int, str]] = {}  # candidates reached from another one: (graph, hop, via)
         for hop in range(1, hops + 1):
             nxt: dict[str, tuple[float, str]] = {}
             ids = list(frontier)
@@ -177,10 +202,16 @@ class ContextRetriever:
                 shown = None if sight is None else sight.visible({x for e in edges for x in (e.src, e.dst)})
                 for edge in edges:
                     here, there = (edge.src, edge.dst) if edge.src in frontier else (edge.dst, edge.src)
-                    if there in seen or (shown is not None and there not in shown):
+                    if shown is not None and there not in shown:
                         continue  # never into (or through) a record the principal does not see
                     base, via = frontier[here]
                     g = base * max(0.0, min(1.0, float(edge.weight))) * (HOP_DECAY ** (hop - 1))
+                    if there in known and there != via:  # a candidate the graph also reaches: it may lift it
+                        if g > lifts.get(there, (0.0, 0, ""))[0]:
+                            lifts[there] = (g, hop, via)
+                        continue
+                    if there in seen:
+                        continue
                     if g > nxt.get(there, (0.0, ""))[0]:
                         nxt[there] = (g, via)
             for nid, (g, via) in nxt.items():
@@ -191,13 +222,13 @@ class ContextRetriever:
                 break
         out = []
         by_id = {c.id: c for c in seeds if c.id}
+        for nid, (g, hop, via) in lifts.items():  # a candidate reached through the graph too: the graph may lift it
+            c = by_id[nid]
+            c.signals.update({"graph": g, "hops": float(hop)})
+            c.extra.setdefault("via", via)
+            if g > c.score:
+                c.score = blend(c.score, g, self.hybrid_alpha)
         for nid, (g, hop, via) in best.items():
-            if nid in known:  # a candidate reached through the graph too: the graph may lift it
-                c = by_id[nid]
-                if g > c.score:
-                    c.signals.update({"graph": g, "hops": float(hop)})
-                    c.score = blend(c.score, g, self.hybrid_alpha)
-                continue
             node = None
             for store in stores:
                 node = store.get_node(nid)
@@ -213,20 +244,68 @@ class ContextRetriever:
                                                                                         "kind": node.kind}))
         return out
 
+    @property
+    def _counts_use(self) -> bool:
+        """Whether the memory store keeps an LRU order (AgentMemory.used; a memory service ranks above this one)."""
+        return callable(getattr(self.memory_store, "used", None))
+
+    def _count_use(self, results: Iterable[Any]) -> None:
+        """The memories among ``results`` (best first) count as used for the memory cap (as AgentMemory.retrieve's)."""
+        if self._counts_use:
+            ids = [r.id if isinstance(r, RetrievedContext) else r.get("id") for r in results]
+            self.memory_store.used([i for i, r in zip(ids, results) if i and _source(r) == "memory"])
+
     # --- the entry point -------------------------------------------------------------------
     def retrieve(self, query: str, max_results: int = 5, use_graph_expansion: bool | None = None,
                  min_relevance_score: float = 0.0, conversation_id: str | None = None, user_id: str | None = None,
                  filters: dict[str, Any] | None = None, truth_filter: Any = None, mode: str = "local",
                  max_hops: int | None = None, **kwargs: Any) -> list[RetrievedContext]:
-        refuse_unknown("retrieve", set(kwargs) - {"type"}, RETRIEVE_KEYWORDS, FILTER_HINT)
+        """Context for ``query``, best first. ``mode``: ``local`` (the default: memory, vectors and the graph's
+        nodes, expanded over the graph), ``global`` (community reports), ``drift`` (the best communities, then
+        local follow-ups inside them) or ``hybrid`` (local and global fused); retrieval_modes.py says what each
+        returns. ``truth_filter`` is accepted with ``local`` only. ``llm_provider`` writes community summaries
+        (global, drift, hybrid; else they are extractive)."""
+        refuse_unknown("retrieve", set(kwargs) - {"type", "llm_provider"}, RETRIEVE_KEYWORDS, FILTER_HINT)
         if mode not in MODES:
             raise ValidationError(f"unknown retrieval mode {mode!r}; use one of {', '.join(MODES)}", mode=mode)
         if truth_filter is not None and mode != "local":
             raise ValidationError(f"truth_filter is supported only with mode='local', not {mode!r}; those modes are "
                                   "outside the dependency-validation guarantee", mode=mode)
-        if mode in ("global", "drift"):
-            raise ValidationError(f"mode={mode!r} (community summaries) is not available; use mode='local'",
-                                  mode=mode)
+        provider = kwargs.pop("llm_provider", None) or self.llm_provider
+        if mode != "local":
+            if not isinstance(query, str) or not query.strip():
+                raise ValidationError("retrieve needs a non-empty query text")
+            local = dict(use_graph_expansion=use_graph_expansion, conversation_id=conversation_id, user_id=user_id,
+                         filters=filters, max_hops=max_hops, **kwargs)
+            if mode == "global":
+                out = retrieval_modes.global_results(self, query, max_results, provider, min_relevance_score)
+            elif mode == "drift":
+                out = retrieval_modes.drift_results(self, query, max_results, provider, min_relevance_score, **local)
+            else:
+                out = retrieval_modes.hybrid_results(self, query, max_results, provider, min_relevance_score,
+                                                     **local)
+        else:
+            out = self._retrieve(query, max_results, use_graph_expansion, min_relevance_score, conversation_id,
+                                 user_id, filters, truth_filter, mode, max_hops, **kwargs)
+        self._count_use(out)
+        return out
+
+    def retrieve_global(self, query: str, max_results: int = 5, llm_provider: Any = None,
+                        min_relevance_score: float = 0.0) -> list[RetrievedContext]:
+        """``retrieve(mode="global")``: the graph's community reports best matching ``query``."""
+        return self.retrieve(query, max_results, min_relevance_score=min_relevance_score, mode="global",
+                             llm_provider=llm_provider)
+
+    def retrieve_drift(self, query: str, max_results: int = 5, llm_provider: Any = None,
+                       min_relevance_score: float = 0.0, **kwargs: Any) -> list[RetrievedContext]:
+        """``retrieve(mode="drift")``: the best communities, then local follow-ups inside them."""
+        return self.retrieve(query, max_results, min_relevance_score=min_relevance_score, mode="drift",
+                             llm_provider=llm_provider, **kwargs)
+
+    def _retrieve(self, query: str, max_results: int = 5, use_graph_expansion: bool | None = None,
+                 min_relevance_score: float = 0.0, conversation_id: str | None = None, user_id: str | None = None,
+                 filters: dict[str, Any] | None = None, truth_filter: Any = None, mode: str = "local",
+                 max_hops: int | None = None, **kwargs: Any) -> list[RetrievedContext]:
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("retrieve needs a non-empty query text")
         if max_results <= 0:
@@ -243,6 +322,9 @@ class ContextRetriever:
         candidates = self._memory_candidates(query, pool, **mem_filters)
         if conversation_id is None and user_id is None and not filters:
             candidates += self._vector_candidates(query, pool, {c.id for c in candidates if c.id})
+        if expand and self.knowledge_graph is not None and conversation_id is None and user_id is None \
+                and not filters:  # GraphRAG: the graph's nodes in their own right
+            candidates += self._node_candidates(query, pool, {c.id for c in candidates if c.id})
         if truth_filter is not None:
             candidates = truth_filter.filter(candidates, snapshot)
         for c in candidates:
@@ -274,16 +356,26 @@ class ContextRetriever:
         if "top_k" in kwargs:
             raise ValidationError("retrieve() takes max_results=, not top_k=")
         refuse_unknown("retrieve", set(kwargs) - PASSED_ON, BLENDED_KEYWORDS, FILTER_HINT)
+        if kwargs.get("mode", "local") != "local":
+            raise ValidationError("AgentContext.retrieve is local retrieval; for mode='global', 'drift' or 'hybrid' "
+                                  "call context.retriever.retrieve(query, mode=...)", mode=kwargs["mode"])
+        kwargs.pop("mode", None)
         graph = self.knowledge_graph
+        if use_graph and graph is None:
+            raise ValidationError("retrieve(use_graph=True) needs a knowledge graph: construct AgentContext("
+                                  "knowledge_graph=ContextGraph()) or call load_graph(path) first; use_graph=False "
+                                  "(or leave it unset) searches memory alone", use_graph=use_graph)
         expand = (graph is not None) if use_graph is None else bool(use_graph)
         w = self.proximity_weight if proximity_weight is None else float(proximity_weight)
         blending = graph is not None and w > 0
         pool = max_results * 3 if blending else max_results  # room to re-rank
-        out = as_dicts(self.retrieve(query, max_results=pool, use_graph_expansion=expand,
-                                     min_relevance_score=0.0 if blending else min_score, **kwargs))
+        out = as_dicts(self._retrieve(query, max_results=pool, use_graph_expansion=expand,
+                                      min_relevance_score=0.0 if blending else min_score, **kwargs))
         if graph is not None and out:
             out = proximity.blend_proximity(graph, out, query, w, hops=self.max_expansion_hops)
-        return [r for r in out if r["score"] >= min_score][:max_results]
+        out = [r for r in out if r["score"] >= min_score][:max_results]
+        self._count_use(out)
+        return out
 
     # --- delegates -------------------------------------------------------------------------
     def search(self, query: str, max_results: int = 5, **kwargs: Any) -> list[RetrievedContext]:
@@ -310,6 +402,10 @@ class ContextRetriever:
 
         return ReasoningService.for_retriever(self).query_with_reasoning(query, llm_provider, max_hops=max_hops,
                                                                          max_results=max_results, **kwargs)
+
+
+def _source(result: Any) -> str:
+    return result.source if isinstance(result, RetrievedContext) else str(result.get("source", ""))
 
 
 def as_dicts(results: Iterable[RetrievedContext]) -> list[dict[str, Any]]:

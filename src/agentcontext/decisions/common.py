@@ -11,8 +11,12 @@ is one the principal sees (``access.Sight``); one it does not see answers like o
 """
 from __future__ import annotations
 
+import os
+import socket
+import sys
 import uuid
 from datetime import datetime, timezone
+from importlib import metadata
 from typing import Any, Callable, Sequence
 
 from .. import access
@@ -158,6 +162,20 @@ def as_datetime(value: Any) -> datetime:
 def epoch(value: str | datetime | None, default: float) -> float:
     text = to_utc_iso(value)
     return datetime.fromisoformat(text).timestamp() if text else default
+
+
+def captured_context(principal: str | None, namespace: str) -> dict[str, Any]:
+    """What a decision records of the system that called and the context in effect (seed 003's "cross-system
+    context capture on every decision"), kept as ``metadata["captured"]``: the library and its version, the program
+    and host that recorded it, who acted and the graph it went into. (The entities, policies and causes it names
+    are its edges, read through the access checks: echoed here they would reach readers of the decision who may
+    not read them.)"""
+    try:
+        version = metadata.version("agentcontext")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        version = "unknown"
+    return {"system": f"agentcontext {version}", "program": os.path.basename(sys.argv[0] or "") or "python",
+            "host": socket.gethostname(), "principal": principal or "owner", "graph": namespace}
 
 
 def decision_node(d: Decision, namespace: str) -> Node:

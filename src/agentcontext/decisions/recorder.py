@@ -16,15 +16,16 @@ from ..embed.cache import embed_texts
 from ..engine import proximity
 from ..engine.fusion import RELEVANCE, blend
 from ..errors import ConflictError, CycleError, NotFoundError, ValidationError
-from ..model import Edge, Node, content_hash, to_utc_iso
+from ..model import MEMORY_KIND, Edge, Node, content_hash, to_utc_iso
 from .common import (APPLIES_POLICY, CAUSAL_TYPES, Bound, DECISION, ENTITY, INVOLVES, POLICY, PRECEDENT,
-                     STRUCTURAL_TYPES,
+                     STRUCTURAL_TYPES, captured_context,
                      decision_from_node, decision_node, epoch, new_id, resolve_entities)
 from .index import index_for
 from .models import Decision, Precedent
 
 BATCH = 256
 KEYWORD_WEIGHT = 0.3  # query_decisions: what full keyword coverage adds to the cosine before calibration
+ANCHOR_MIN = 0.5  # a graph node the precedent query matches this well (node_search score) anchors proximity
 STRUCTURAL_WEIGHT = 0.3  # how much shared entities and policies weigh beside meaning (use_hybrid_search)
 PRECEDENT_TYPES = ("similar_scenario", "same_policy", "exception_precedent")
 DECISION_FIELDS = ("decision_id", "category", "scenario", "reasoning", "outcome", "confidence", "timestamp",
@@ -122,6 +123,8 @@ class DecisionRecorder(Bound):
                 entities = [str(e) for e in (item.get("entities") or [])]
                 policies = [str(p) for p in (item.get("policies") or [])]
                 causes = {"caused": list(item.get("caused_by") or []), "informed": list(item.get("informed_by") or [])}
+            if "captured" not in (d.metadata or {}):
+                d.metadata = {**(d.metadata or {}), "captured": captured_context(self.principal, self.namespace)}
             nodes.append(decision_node(d, self.namespace))
             links.append((d.decision_id, entities, policies, causes))
             if d.reasoning_embedding is not None:
@@ -319,7 +322,7 @@ class DecisionRecorder(Bound):
             return links
         named = [self.graph.resolve(n) for n in proximity.mentioned_nodes(self.graph, scenario)]
         found = self.seen(self.store.get_nodes([n for n in named if n]))
-        return {i for i, node in found.items() if node.kind in (ENTITY, POLICY)}
+        return {i for i, node in found.items() if node.kind not in (DECISION, MEMORY_KIND)}  # any node it names
 
     def visible_ids(self) -> Callable[[list[str]], set[str]] | None:
         """For walks: which of some store ids the principal may read (None: all of them)."""
@@ -335,8 +338,14 @@ class DecisionRecorder(Bound):
             return {i: 1.0 for i in links}
         hits = self.store.text_search(scenario, namespace=self.namespace, kind=[ENTITY, POLICY], limit=5)
         nodes = self.seen(self.store.get_nodes([i for i, _ in hits]))
-        return {i: proximity.term_share(scenario, " ".join((n.key, n.title, n.summary, n.content)).replace("_", " "))
-                for i, n in nodes.items()}
+        out = {i: proximity.term_share(scenario, " ".join((n.key, n.title, n.summary, n.content)).replace("_", " "))
+               for i, n in nodes.items()}
+        search = getattr(self.graph, "search_nodes", None)  # a ContextGraph: its nodes by meaning, words and name
+        if callable(search):
+            for hit in search(scenario, limit=5):
+                if hit["score"] >= ANCHOR_MIN and hit["node"].get("type") not in (DECISION, MEMORY_KIND):
+                    out[hit["store_id"]] = max(out.get(hit["store_id"], 0.0), float(hit["score"]))
+        return {i: r for i, r in out.items() if r > 0}
 
     def find_precedents(
         self,
@@ -352,6 +361,7 @@ class DecisionRecorder(Bound):
         min_similarity: float = 0.0,
         exclude: Sequence[str] | None = None,
         structural: str = "links",
+        node2vec: bool | None = None,
     ) -> list[Decision]:
         """Past decisions most like ``scenario``, best first, with their scores in ``metadata`` (all in [0, 1],
         absolute: comparable across queries, so ``min_similarity`` filters).
@@ -375,6 +385,10 @@ class DecisionRecorder(Bound):
         ``structural`` says what the structural score is: ``links`` (the Jaccard overlap), ``node2vec`` (the
         cosine of the decision's Node2Vec vector with the mean vector of the query's entities and policies;
         needs ``node_embeddings`` on the graph) or ``blend`` (their mean).
+
+        Each decision carries its ``reasoning_embedding``; its ``node2vec_embedding`` too when the Node2Vec vectors
+        are computed anyway (``structural`` node2vec or blend) or ``node2vec=True`` asks for them (Node2Vec over a
+        graph of thousands of nodes takes minutes, and is redone after every change: not done unasked).
         """
         self.check("read", "decision.precedents")
         if not isinstance(scenario, str) or not scenario.strip():
@@ -418,8 +432,11 @@ class DecisionRecorder(Bound):
                     struct[did] = cos if structural == "node2vec" else (struct.get(did, 0.0) + cos) / 2
         sw = STRUCTURAL_WEIGHT if struct else 0.0  # mixed with the cosine, then calibrated like it
         hybrid = {i: float(RELEVANCE(blend(cosine[i], struct.get(i, 0.0), sw))) if sw else sem[i] for i in sem}
-        prox = proximity.store_proximity(self.store, self.anchors(scenario, query_links), list(sem), max_hops,
-                                         self.visible_ids(), self.follows()) if w > 0 and sem else {}
+        anchors = self.anchors(scenario, query_links) if w > 0 and sem else {}
+        if not anchors:  # nothing in the graph to be near: proximity cannot rank, so it does not scale scores down
+            w = 0.0
+        prox = proximity.store_proximity(self.store, anchors, list(sem), max_hops, self.visible_ids(),
+                                         self.follows()) if anchors else {}
         combined = {i: blend(hybrid[i], prox.get(i, 0.0), w) for i in sem}
         scored = [i for i in sorted(combined, key=lambda i: (-combined[i], i)) if combined[i] >= min_similarity]
         found = self.get_decisions(scored[:limit])
@@ -435,9 +452,27 @@ class DecisionRecorder(Bound):
                           "structural_score": round(struct.get(did, 0.0), 6), "hybrid_score": round(hybrid[did], 6),
                           "proximity_score": round(prox.get(did, 0.0), 6), "shared_links": shared.get(did, []),
                           "relationship_type": "same_policy" if same_policy else "similar_scenario",
-                          "proximity_weight": w, "rank": rank}
+                          "proximity_weight": w, "proximity_anchors": sorted(anchors), "rank": rank}
             out.append(d)
-        return out
+        return self.with_embeddings(out, structural != "links" if node2vec is None else node2vec)
+
+    def with_embeddings(self, decisions: list[Decision], node2vec: bool = False) -> list[Decision]:
+        """Fill each decision's ``reasoning_embedding`` (its scenario + reasoning vector) and, with ``node2vec`` on
+        a graph with ``node_embeddings``, its ``node2vec_embedding`` (structural, over what the principal reads), as
+        seed 003's Decision documents."""
+        nodes = self.store.get_nodes([d.decision_id for d in decisions])
+        hashes = {i: n.embed_hash for i, n in nodes.items() if n.embed_hash}
+        vectors = self.store.get_vectors(sorted(set(hashes.values())), self.ws.model_name) if hashes else {}
+        structural = {}
+        if node2vec and decisions and getattr(self.graph, "node_embeddings", False) and hasattr(self.graph,
+                                                                                               "embeddings"):
+            structural = self.graph_view().embeddings.by_store_id([d.decision_id for d in decisions])
+        for d in decisions:
+            vec = vectors.get(hashes.get(d.decision_id, ""))
+            d.reasoning_embedding = vec.tolist() if vec is not None else None
+            if d.decision_id in structural:
+                d.node2vec_embedding = structural[d.decision_id].tolist()
+        return decisions
 
     def keyword_precedents(self, scenario: str, category: str | None = None, limit: int = 5,
                            as_of: str | datetime | None = None) -> list[Decision]:

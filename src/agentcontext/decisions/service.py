@@ -21,7 +21,7 @@ from .policy import PolicyEngine
 from .recorder import DecisionRecorder
 
 
-PRECEDENT_EXTRAS = ("entities", "policies", "min_similarity", "exclude", "structural")  # DecisionRecorder's
+PRECEDENT_EXTRAS = ("entities", "policies", "min_similarity", "exclude", "structural", "node2vec")  # DecisionRecorder's
 
 
 class DecisionService:

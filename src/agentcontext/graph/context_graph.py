@@ -339,6 +339,15 @@ class ContextGraph:
                 out.append({"id": d["id"], "node": d, "score": score, "content": d["content"]})
         return out
 
+    def search_nodes(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
+        """The nodes best matching ``query`` by meaning, words and name, best first, each with an absolute
+        ``score`` in [0, 1], its ``signals`` and its ``store_id`` (graph/node_search.py; what GraphRAG retrieval
+        starts from). Only nodes the principal sees."""
+        from .node_search import search_nodes
+
+        return [{"id": self.user_id(h.node.id), "store_id": h.node.id, "node": node_dict(h.node, self.user_id),
+                 "score": h.score, "signals": h.signals} for h in search_nodes(self, query, limit)]
+
     def stats(self) -> dict[str, Any]:
         self.check("read", "graph.read")
         nodes = self.store.count_nodes(self.scope)

@@ -20,13 +20,15 @@ from .. import access, copies, files, safe_yaml
 from ..errors import ValidationError
 from ..ids import check_id
 from ..decisions import checkpoints
-from ..model import Edge, Node, utcnow
+from ..model import MEMORY_KIND, Edge, Node, utcnow
 from . import formats
 from .crossgraph import LINK_KIND
 from .protocol import GraphLike
+from .writes import node_text
 
 
 FORMAT = "agentcontext.graph.v1"
+UNSEARCHED = frozenset({MEMORY_KIND, "decision", "checkpoint", "graph_link"})  # embedded by their own services
 NODE_FIELDS = ("id", "kind", "namespace", "key", "title", "summary", "content", "props", "tags", "valid_from",
                "valid_until", "recorded_at", "retracted_at", "version", "created_by")
 
@@ -106,6 +108,8 @@ def import_state(graph: GraphLike, state: dict[str, Any]) -> dict[str, int]:
             node = Node(**{k: v.get(k) for k in NODE_FIELDS if k in v})
             node.id, node.namespace = remap(node.id), ns_of(node.namespace)
             node.props, node.tags = node.props or {}, node.tags or []
+            if node.namespace == graph.namespace and node.kind not in UNSEARCHED:  # found by meaning (node_search)
+                node.embed_text = node_text(node)
             if v.get("retracted_at"):
                 events.append((v["retracted_at"], 2, "retract_node", node.id))
             else:

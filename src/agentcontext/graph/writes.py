@@ -38,9 +38,14 @@ def make_node(graph: WritingGraph, item: dict[str, Any]) -> Node:
                 created_by=graph.actor)
     if node.valid_from and node.valid_until and node.valid_until <= node.valid_from:
         raise ValidationError(f"node {node_id!r}: valid_until must be after valid_from", node_id=node_id)
-    if item.get("embed"):
-        node.embed_text = node.content
+    # Every node is found by meaning too (graph/node_search.py): the store keeps a vector of its text current.
+    node.embed_text = node.content if item.get("embed") else node_text(node)
     return node
+
+
+def node_text(node: Node) -> str:
+    """What a graph node is found by: its name and its content, each once."""
+    return " ".join(dict.fromkeys(p for p in (node.title, node.content) if p))
 
 
 def add_nodes(graph: WritingGraph, nodes: Iterable[dict[str, Any]]) -> int:

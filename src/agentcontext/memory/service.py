@@ -70,7 +70,7 @@ def metadata_filter(filters: dict[str, Any] | None) -> Callable[[dict[str, Any]]
 ITEM_KEYS = ("content", "text", "metadata", "conversation_id", "user_id", "id", "created_at", "updated_at", "vector",
              "embedding", "context_vector")
 STORE_KEYWORDS = ("id", "created_at", "updated_at", "vector", "embedding", "context_vector")  # store(**kwargs)
-RETRIEVE_KEYWORDS = ("query", "max_results", "min_score", "conversation_id", "user_id", "filters", "type")
+RETRIEVE_KEYWORDS = ("query", "max_results", "min_score", "conversation_id", "user_id", "filters", "type", "count_use")
 EXTRA_FACTS = "put extra facts in metadata={...}"
 FILTER_HINT = "filter on metadata with filters={key: value}"
 
@@ -340,13 +340,16 @@ class AgentMemory:
 
     def retrieve(self, query: str, max_results: int = 5, min_score: float = 0.0,
                  conversation_id: str | None = None, user_id: str | None = None,
-                 filters: dict[str, Any] | None = None, type: str | None = None,
+                 filters: dict[str, Any] | None = None, type: str | None = None, count_use: bool = True,
                  **unexpected: Any) -> list[dict[str, Any]]:
         """Best memories for ``query`` (hybrid: dense + context + BM25 + mentions), best first.
 
         ``conversation_id``/``user_id`` restrict exactly; ``filters`` (a mapping) and ``type`` are metadata
         equality filters (any other keyword is a ``ValidationError``, never a filter). Each result carries
         ``score`` and the ``signals`` behind it.
+        ``count_use``: the results count as used (the LRU order of the ``max_memory_size`` cap), the best one
+        most recently; a caller that re-ranks a larger pool (``ContextRetriever``) passes False and calls
+        ``used`` on what it returns.
         ``score`` is an absolute relevance in [0, 1], comparable across queries: a logistic calibration
         (fitted on the LoCoMo development split) of dense cosine + keyword coverage + neighbouring turns'
         keywords + speaker mention, each absolute (engine/fusion.py). 0.5 means the signals are as typical
@@ -381,8 +384,13 @@ class AgentMemory:
             item["signals"] = h.signals
             item["source"] = "memory"
             out.append(item)
-        self.retention.touch(r["id"] for r in out)
+        if count_use:
+            self.used([r["id"] for r in out])
         return out
+
+    def used(self, memory_ids: Sequence[str]) -> None:
+        """Count ``memory_ids`` (best first) as used now for the LRU cap: the first is the most recently used."""
+        self.retention.touch(reversed(list(memory_ids)))
 
     def get_conversation_history(self, conversation_id: str, max_items: int = 100) -> list[dict[str, Any]]:
         """The last ``max_items`` memories of a conversation, oldest first."""
