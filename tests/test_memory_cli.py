@@ -71,7 +71,9 @@ def test_memory_entities_are_a_list(tmp_path):
     bad = cli(home, "memory", "store", "x", "-m", "entities=customer-4471", "--json", ok=False)
     error = json.loads(bad.stdout)["error"]
     assert bad.returncode != 0 and error["type"] == "ValidationError" and "--entity" in error["message"]
-    memory = AgentMemory()
+    from agentcontext.workspace import Workspace
+
+    memory = AgentMemory(workspace=Workspace.open(home=tmp_path / "py" / ".agentcontext", create=True))
     for wrong in ("customer-4471", {"id": "c"}, ["ok", ""], [None]):
         try:
             memory.store("text", metadata={"entities": wrong})

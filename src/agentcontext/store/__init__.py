@@ -52,10 +52,11 @@ def require_existing(url: str | Path) -> None:
     holds our tables); checks without opening, so a store that is missing is never created."""
     text = str(url)
     if text.startswith(("postgresql://", "postgres://")):
-        from .postgres import PostgresStore  # optional extra
+        from .pg_sql import redact
+        from .postgres import schema_exists  # optional extra
 
-        if not PostgresStore.exists(text):
-            safe = PostgresStore.redacted(text)
+        if not schema_exists(text):
+            safe = redact(text)
             raise NotFoundError(f"the store {safe} does not exist (no agentcontext tables in that database and "
                                 "schema); check the URL and its ?schema=", url=safe)
         return

@@ -106,25 +106,6 @@ class PostgresStore(SQLStore):
         register_vector(db)
         self._open()
 
-    @staticmethod
-    def redacted(url: str) -> str:
-        return redact(url)
-
-    @staticmethod
-    def exists(url: str) -> bool:
-        """Whether ``url`` names a schema (its ``?schema=``, else the connection's current one) holding our tables;
-        asked on a connection of its own that creates nothing."""
-        conninfo, schema = split_url(url)
-        try:
-            with psycopg.connect(conninfo, autocommit=True, connect_timeout=60) as db:
-                found = db.execute("SELECT to_regclass(format('%%I.nodes', coalesce(%s, current_schema())))",
-                                   (schema,)).fetchone()
-        except psycopg.Error as exc:
-            safe = redact(conninfo)
-            raise StoreError(f"cannot connect to the PostgreSQL store at {safe}: {exc}; check that the server "
-                             "runs and the URL (user, host, port, database) is right", url=safe) from exc
-        return found is not None and found[0] is not None
-
     def _connect(self) -> None:
         """Open the connection and set the session up (lock timeout, our schema first on the search path)."""
         try:
@@ -530,3 +511,18 @@ class PostgresStore(SQLStore):
 
     def _decode_vectors(self, raws: Sequence[bytes]) -> np.ndarray:
         return decode_vectors(raws)
+
+
+def schema_exists(url: str) -> bool:
+    """Whether ``url`` names a schema (its ``?schema=``, else the connection's current one) holding our tables;
+    asked on a connection of its own that creates nothing."""
+    conninfo, schema = split_url(url)
+    try:
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=60) as db:
+            found = db.execute("SELECT to_regclass(format('%%I.nodes', coalesce(%s, current_schema())))",
+                               (schema,)).fetchone()
+    except psycopg.Error as exc:
+        safe = redact(conninfo)
+        raise StoreError(f"cannot connect to the PostgreSQL store at {safe}: {exc}; check that the server "
+                         "runs and the URL (user, host, port, database) is right", url=safe) from exc
+    return found is not None and found[0] is not None
