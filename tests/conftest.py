@@ -63,7 +63,8 @@ def write_pack(tmp_path):
 # these go first and the last minute is not one worker finishing a long file alone. Only the order changes; a file
 # missing here runs after them, in its usual place.
 SLOW_FILES = ("test_parity.py", "test_mcp_inspector.py", "test_examples.py", "test_mcp_fuzz.py",
-              "test_web_browser.py", "test_memory_cli.py", "test_embed_fusion.py", "test_locomo.py",
+              "test_web_browser.py", "test_memory_cli.py", "test_embed_fusion.py", "test_examples_frameworks.py",
+              "test_locomo.py", "test_access_interfaces.py", "test_pg_replicas.py", "test_langgraph.py",
               "test_nenjo_cli.py", "test_mcp_transports.py", "test_postgres_concurrency.py",
               "test_store_postgres.py", "test_cli_knowledge.py", "test_cli_habits.py", "test_memory_reliability.py",
               "test_memory_chains.py", "test_graph_oracle.py", "test_graph_doors.py", "test_mcp_config.py",
