@@ -89,6 +89,9 @@ def record(ws: Workspace, who: str | None, **kw: Any) -> dict[str, Any]:
 
 def stored_decision(ws: Workspace, out: dict[str, Any]) -> dict[str, Any]:
     row = decision_data(DecisionRecorder(graph(ws)).get_decision(out["decision_id"]))
+    captured = row["metadata"].get("captured")
+    if captured:  # the calling program is what capture records: it differs by door by design (issue 26 s3)
+        row["metadata"]["captured"] = {k: v for k, v in captured.items() if k != "program"}
     return {k: v for k, v in row.items() if k not in ("decision_id", "timestamp", "valid_from")}
 
 
