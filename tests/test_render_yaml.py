@@ -97,3 +97,22 @@ def test_a_block_not_installed_stays_for_the_runtime(tmp_path):
         assert "{{ context.methodology }}" in prompt and "context.methodology" in result.variables
     finally:
         ws.close()
+
+
+def test_a_principal_without_the_grant_gets_the_same_refusal_as_for_a_template(home):
+    """A YAML file renders through the same access checks as a template: a principal who may read no pack gets the
+    refusal a template gets (nothing of a pack or block is printed), and one who may read only the knowledge pack
+    gets neither the context blocks' text nor the file's own blocks."""
+    from agentcontext import access
+    from agentcontext.errors import AccessDeniedError, NotFoundError
+
+    ws = Workspace.open(home=home)
+    try:
+        access.create_token(ws, "stranger")
+        path = REPO / "capabilities/build/council.yaml"
+        with pytest.raises((AccessDeniedError, NotFoundError)):
+            render_file(ws, path.read_text(), path, principal="stranger")
+        assert own_blocks(ws, yaml.safe_load((REPO / "nenji/agent.yaml").read_text()), REPO / "nenji/agent.yaml",
+                          "stranger") == {}  # the file's own blocks are not resolved for a principal who cannot see them
+    finally:
+        ws.close()

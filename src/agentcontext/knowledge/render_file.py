@@ -90,29 +90,27 @@ def own_blocks(ws: Workspace, data: Any, path: Path, principal: str | None) -> d
         block_path = (path.parent / ref).resolve()
         if not block_path.is_file():
             continue  # not there: {{ context.<name> }} stays for the runtime, as for a block not installed
-        where = _installed_block(ws, block_path, installed, principal)
+        block = safe_yaml.load(block_path.read_text(encoding="utf-8"), str(block_path))
+        if not isinstance(block, dict):
+            continue
+        manifest = block.get("manifest")
+        name = str((manifest if isinstance(manifest, dict) else {}).get("name") or block_path.stem)
+        where = _installed_block(ws, block_path, name, installed, principal)
         if where is None:
             continue
-        block = safe_yaml.load(block_path.read_text(encoding="utf-8"), str(block_path))
-        names = {where[1].rsplit(".", 1)[-1]}
-        if isinstance(block, dict) and block.get("slug"):
-            names.add(str(block["slug"]))
-        for name in names:
-            found.setdefault(name, where)
+        for alias in {name, str(block.get("slug") or name)}:
+            found.setdefault(alias, where)
     return found
 
 
-def _installed_block(ws: Workspace, block_path: Path, installed: list[str],
+def _installed_block(ws: Workspace, block_path: Path, name: str, installed: list[str],
                      principal: str | None) -> tuple[str, str] | None:
-    """(pack, selector) of the installed block read from ``block_path``, found by its package and folder."""
+    """(pack, selector) of the installed block ``name`` read from ``block_path``, found by its package and folder."""
     root = next((p for p in block_path.parents if (p / "package.yaml").is_file()), None)
     if root is None:
         return None
     package = safe_yaml.load((root / "package.yaml").read_text(encoding="utf-8"), str(root / "package.yaml"))
     package_name = str(package.get("name") or root.name) if isinstance(package, dict) else root.name
-    block = safe_yaml.load(block_path.read_text(encoding="utf-8"), str(block_path))
-    manifest = block.get("manifest") if isinstance(block, dict) else None
-    name = str((manifest or {}).get("name") or block_path.stem)
     rel = block_path.relative_to(root)
     if len(rel.parts) < 2:
         return None
