@@ -113,6 +113,6 @@ def test_a_principal_without_the_grant_gets_the_same_refusal_as_for_a_template(h
         with pytest.raises((AccessDeniedError, NotFoundError)):
             render_file(ws, path.read_text(), path, principal="stranger")
         assert own_blocks(ws, yaml.safe_load((REPO / "nenji/agent.yaml").read_text()), REPO / "nenji/agent.yaml",
-                          "stranger") == {}  # the file's own blocks are not resolved for a principal who cannot see them
+                          "stranger") == {}  # its own blocks are not resolved for a principal who cannot see them
     finally:
         ws.close()
