@@ -108,3 +108,28 @@ def test_forgetting_the_head_relinks_to_the_turn_before(tmp_path):
     fourth = mem.store("turn 3", conversation_id="c")
     assert mem.db.get_node(fourth).props["prev"] == ids[1]
     assert chain_problems(mem, "c") == one_chain(3)
+
+
+def test_a_batch_over_many_conversations_reads_their_heads_at_once(tmp_path):
+    """batch_store reads the heads of all its conversations set-based (chain.heads: the head records listed once and
+    their turns in one read), not a record and a turn per conversation, before and again inside the transaction."""
+    import numpy as np
+
+    mem = AgentMemory(vector_store=VectorStore(home=tmp_path / ".agentcontext"))
+    rng = np.random.default_rng(0)
+
+    def items(tag: str) -> list[dict]:
+        vectors = rng.standard_normal((40, 384)).astype(np.float32)
+        return [{"content": f"{tag} turn of conversation {i}", "conversation_id": f"c{i}", "vector": vectors[i],
+                 "context_vector": vectors[i]} for i in range(40)]
+
+    first = mem.batch_store(items("first"))
+    statements: list[str] = []
+    mem.db._db.set_trace_callback(statements.append)
+    second = mem.batch_store(items("second"))
+    mem.db._db.set_trace_callback(None)
+    reads = [s for s in statements if "FROM records" in s]
+    assert len(reads) <= 4, len(reads)  # was 80: each conversation's record read twice
+    for i, (a, b) in enumerate(zip(first, second)):
+        assert mem.db.get_node(b).props["prev"] == a
+        assert chain_problems(mem, f"c{i}") == one_chain(2)
