@@ -26,6 +26,7 @@ COLD = 0.25  # a probe that misses more than this share of its blocks: the index
 # the indexes a memory search walks, after the HNSW ones (``vectors_ann_*``): similarities by key, the text index,
 # candidates by id, followers by ``props.prev``
 INDEXES = ("vectors_pkey", "nodes_tsv", "nodes_id_key", "nodes_prev")
+LOCK_CLASS = 0x61637478  # 'actx': postgres._LOCK_CLASS, the class of the store's advisory locks
 _READ = re.compile(r"\bread=(\d+)")
 
 
@@ -48,8 +49,10 @@ def _function(db: Any) -> str | None:
         available = db.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_prewarm'").fetchone()
         if available is None:
             return None
-        try:
-            db.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm SCHEMA public")
+        try:  # serialised like the vector extension's creation (IF NOT EXISTS alone races another opener)
+            with db.transaction():
+                db.execute("SELECT pg_advisory_xact_lock(%s, 1)", (LOCK_CLASS,))
+                db.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm SCHEMA public")
         except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction,
                 psycopg.errors.InvalidSchemaName):
             return None  # a role that may not create it, or a standby: searched unwarmed (the report says so)
