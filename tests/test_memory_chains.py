@@ -110,12 +110,13 @@ def test_forgetting_the_head_relinks_to_the_turn_before(tmp_path):
     assert chain_problems(mem, "c") == one_chain(3)
 
 
-def test_a_batch_over_many_conversations_reads_their_heads_at_once(tmp_path):
-    """batch_store reads the heads of all its conversations set-based (chain.heads: the head records listed once and
-    their turns in one read), not a record and a turn per conversation, before and again inside the transaction."""
+def test_a_batch_over_many_conversations_reads_their_heads_at_once_on_a_server(pg_url, monkeypatch):
+    """batch_store on a server store reads the heads of all its conversations set-based (chain.heads: the head
+    records listed once and their turns in one read), not a record and a turn per conversation, before and again
+    inside the transaction (an embedded store reads them by key: a read there costs no round trip)."""
     import numpy as np
 
-    mem = AgentMemory(vector_store=VectorStore(home=tmp_path / ".agentcontext"))
+    mem = AgentMemory(vector_store=VectorStore(url=pg_url))
     rng = np.random.default_rng(0)
 
     def items(tag: str) -> list[dict]:
@@ -125,9 +126,15 @@ def test_a_batch_over_many_conversations_reads_their_heads_at_once(tmp_path):
 
     first = mem.batch_store(items("first"))
     statements: list[str] = []
-    mem.db._db.set_trace_callback(statements.append)
+    real = mem.db._read
+
+    def counted(sql, params=()):
+        statements.append(sql)
+        return real(sql, params)
+
+    monkeypatch.setattr(mem.db, "_read", counted)
     second = mem.batch_store(items("second"))
-    mem.db._db.set_trace_callback(None)
+    monkeypatch.undo()
     reads = [s for s in statements if "FROM records" in s]
     assert len(reads) <= 4, len(reads)  # was 80: each conversation's record read twice
     for i, (a, b) in enumerate(zip(first, second)):

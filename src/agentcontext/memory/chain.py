@@ -14,6 +14,7 @@ from typing import Any
 
 from ..embed.cache import embed_texts
 from ..model import Node, content_hash
+from ..store import Capability
 from .records import CONV, KIND, conversation_of, memory_text
 
 HEAD = "memory.chain_head"
@@ -30,11 +31,12 @@ def head(db: Any, namespace: str, conversation_id: str) -> Node | None:
 
 
 def heads(db: Any, namespace: str, conversation_ids: list[str]) -> dict[str, Node | None]:
-    """Each conversation's last turn (``head``), read set-based: the head records (each by key when few, else the
-    namespace's all at once: a batch of many conversations costs one read, not one each) and their turns in one
-    ``get_nodes``; only a conversation with no valid record is scanned (``_scan``)."""
+    """Each conversation's last turn (``head``), read set-based: the head records (each by key when few or the store
+    is embedded, else, on a server, the namespace's all at once: a batch of many conversations costs one round trip,
+    not one each) and their turns in one ``get_nodes``; only a conversation with no valid record is scanned
+    (``_scan``)."""
     wanted = list(dict.fromkeys(conversation_ids))
-    if len(wanted) <= FEW_HEADS:
+    if len(wanted) <= FEW_HEADS or Capability.SERVER_QUERIES not in db.capabilities:  # embedded: a read is cheap
         records = {c: r for c in wanted if (r := db.get_record(HEAD, _key(namespace, c)))}
     else:
         prefix = _key(namespace, "")
