@@ -19,6 +19,8 @@ in-process memory index built from the same server, as every process did before)
 Run: /work/tools/bench.sh .venv/bin/python benchmarks/postgres_scale.py [--memories 1000000] [--queries 200]
 [--before-src DIR] (``--before-src``: the code of another source tree timed against this one in the same run, on the
 same server and questions, new processes alternating; its p50 / p95 and the ratio are printed too)
+(``--cold``, with ``--before-src``: each code's first query on a server restarted for it, its buffers empty: the
+store's prewarm at open against none)
 (``--build-only`` builds the kept cluster and measures nothing: the hour-long 1M build need not hold the bench lock.)
 """
 from __future__ import annotations
@@ -319,6 +321,26 @@ def before_and_after(url: str, questions: list[str], before: Path) -> dict[str, 
     return out
 
 
+def cold_first(restart: Any, questions: list[str], before: Path) -> dict[str, Any]:
+    """The first query of a new process on a server just restarted (its buffers empty; the OS cache as it is), the
+    code before a change and this one alternately (before, this, this, before), each on a server restarted for it:
+    the first query alone and from the process start (the store's open, with its prewarm, included)."""
+    out: dict[str, Any] = {"order": ["before", "this", "this", "before"]}
+    for name, src in (("before", before), ("this", None), ("this", None), ("before", before)):
+        url = restart()
+        r = client(url, "server", questions, src)
+        got = out.setdefault(name, {"first_query_ms": [], "from_process_start_ms": [], "second_query_ms": []})
+        got["first_query_ms"].append(round(r["first_s"] * 1000, 1))
+        got["from_process_start_ms"].append(round(r["first_since_start_s"] * 1000, 1))
+        got["second_query_ms"].append(round(r["latencies_s"][0] * 1000, 1))
+    out["ratio_first_query (this / before, medians)"] = round(
+        statistics.median(out["this"]["first_query_ms"]) / statistics.median(out["before"]["first_query_ms"]), 3)
+    out["ratio_from_process_start (this / before, medians)"] = round(
+        statistics.median(out["this"]["from_process_start_ms"])
+        / statistics.median(out["before"]["from_process_start_ms"]), 3)
+    return out
+
+
 def lead_turns(data: Path, n: int, turn_count: int) -> np.ndarray:
     """The LoCoMo turn that leads each memory (``batch``'s first draw, replayed from its seeds; kept in ``data``)."""
     path = data / "lead-turns.npy"
@@ -366,6 +388,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None, help="where the server's cluster is kept between runs")
     parser.add_argument("--no-baseline", action="store_true", help="skip the mirroring process (minutes at 1M)")
     parser.add_argument("--build-only", action="store_true", help="build the kept cluster and stop, measuring nothing")
+    parser.add_argument("--cold", action="store_true", help="with --before-src: also each code's first query on a "
+                        "server restarted for it (buffers empty), alternating")
     parser.add_argument("--before-src", type=Path, default=None,
                         help="a source tree of the code before a change (e.g. `git worktree add DIR REV`): after the "
                              "figures, time it against this code on the same server, new processes alternating")
@@ -402,6 +426,16 @@ def main() -> None:
         recall = dense_recall(url, data, qvectors[1: args.queries + 1], n)
         base = None if args.no_baseline else client(url, "mirror", asked)
         compared = before_and_after(url, asked, args.before_src.resolve() / "src") if args.before_src else None
+        cold = None
+        if args.cold and args.before_src and not server.reused:
+            def restart() -> str:
+                nonlocal server
+                server.stop()
+                server = PgServer(root=data / "cluster", options=SERVER).start()
+                return server.url("scale")
+
+            fresh = questions[args.queries + 12: args.queries + 15]
+            cold = cold_first(restart, fresh, args.before_src.resolve() / "src")
         load_after = os.getloadavg()
     finally:
         server.stop()
@@ -438,6 +472,8 @@ def main() -> None:
         figures["top10_shared_with_in_process_ranking"] = round(float(np.mean(overlap)), 4)
     if compared is not None:
         figures["before and after (same server, new processes: before, this, this, before)"] = compared
+    if cold is not None:
+        figures["first query on a server just restarted (before, this, this, before)"] = cold
     figures["labelled (server ranking)"] = labelled(data, n, ours["top"])
     (data / "tops-server.json").write_text(json.dumps(ours["top"]))
     if base is not None:

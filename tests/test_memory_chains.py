@@ -108,3 +108,35 @@ def test_forgetting_the_head_relinks_to_the_turn_before(tmp_path):
     fourth = mem.store("turn 3", conversation_id="c")
     assert mem.db.get_node(fourth).props["prev"] == ids[1]
     assert chain_problems(mem, "c") == one_chain(3)
+
+
+def test_a_batch_over_many_conversations_reads_their_heads_at_once_on_a_server(pg_url, monkeypatch):
+    """batch_store on a server store reads the heads of all its conversations set-based (chain.heads: the head
+    records listed once and their turns in one read), not a record and a turn per conversation, before and again
+    inside the transaction (an embedded store reads them by key: a read there costs no round trip)."""
+    import numpy as np
+
+    mem = AgentMemory(vector_store=VectorStore(url=pg_url))
+    rng = np.random.default_rng(0)
+
+    def items(tag: str) -> list[dict]:
+        vectors = rng.standard_normal((40, 384)).astype(np.float32)
+        return [{"content": f"{tag} turn of conversation {i}", "conversation_id": f"c{i}", "vector": vectors[i],
+                 "context_vector": vectors[i]} for i in range(40)]
+
+    first = mem.batch_store(items("first"))
+    statements: list[str] = []
+    real = mem.db._read
+
+    def counted(sql, params=()):
+        statements.append(sql)
+        return real(sql, params)
+
+    monkeypatch.setattr(mem.db, "_read", counted)
+    second = mem.batch_store(items("second"))
+    monkeypatch.undo()
+    reads = [s for s in statements if "FROM records" in s]
+    assert len(reads) <= 4, len(reads)  # was 80: each conversation's record read twice
+    for i, (a, b) in enumerate(zip(first, second)):
+        assert mem.db.get_node(b).props["prev"] == a
+        assert chain_problems(mem, f"c{i}") == one_chain(2)

@@ -14,9 +14,11 @@ from typing import Any
 
 from ..embed.cache import embed_texts
 from ..model import Node, content_hash
+from ..store import Capability
 from .records import CONV, KIND, conversation_of, memory_text
 
 HEAD = "memory.chain_head"
+FEW_HEADS = 16  # at most this many conversations: their head records read by key; more: the namespace's listed
 
 
 def _key(namespace: str, conversation_id: str) -> str:
@@ -25,12 +27,34 @@ def _key(namespace: str, conversation_id: str) -> str:
 
 def head(db: Any, namespace: str, conversation_id: str) -> Node | None:
     """The conversation's last turn (read inside the write transaction to be sure no one appends meanwhile)."""
-    record = db.get_record(HEAD, _key(namespace, conversation_id))
-    if record:
-        node = db.get_node(record["id"])
-        if node is not None and node.kind == KIND and node.namespace == namespace \
-                and conversation_of(node) == conversation_id:
-            return node
+    return heads(db, namespace, [conversation_id])[conversation_id]
+
+
+def heads(db: Any, namespace: str, conversation_ids: list[str]) -> dict[str, Node | None]:
+    """Each conversation's last turn (``head``), read set-based: the head records (each by key when few or the store
+    is embedded, else, on a server, the namespace's all at once: a batch of many conversations costs one round trip,
+    not one each) and their turns in one ``get_nodes``; only a conversation with no valid record is scanned
+    (``_scan``)."""
+    wanted = list(dict.fromkeys(conversation_ids))
+    if len(wanted) <= FEW_HEADS or Capability.SERVER_QUERIES not in db.capabilities:  # embedded: a read is cheap
+        records = {c: r for c in wanted if (r := db.get_record(HEAD, _key(namespace, c)))}
+    else:
+        prefix = _key(namespace, "")
+        listed = dict(db.list_records(HEAD, prefix=prefix))
+        records = {c: r for c in wanted if (r := listed.get(prefix + c))}
+    nodes = db.get_nodes([r["id"] for r in records.values() if r.get("id")])
+    out: dict[str, Node | None] = {}
+    for conv in wanted:
+        node = nodes.get((records.get(conv) or {}).get("id", ""))
+        if node is not None and node.kind == KIND and node.namespace == namespace and conversation_of(node) == conv:
+            out[conv] = node
+        else:
+            out[conv] = _scan(db, namespace, conv)
+    return out
+
+
+def _scan(db: Any, namespace: str, conversation_id: str) -> Node | None:
+    """The head found by scanning the conversation (no record, or one naming a turn that is gone)."""
     turns = db.find_nodes(namespace=namespace, kind=KIND, tags=[CONV + conversation_id], with_content=False,
                           order="key")
     if not turns:
@@ -45,8 +69,9 @@ def relink(db: Any, embedder: Any, namespace: str, first: dict[str, Node], assum
     ``assumed`` was read, link the batch's first turn of that conversation to the new head instead (and
     embed the new pair, a few texts at most)."""
     pairs = []
+    now = heads(db, namespace, list(first))
     for conv, node in first.items():
-        current = head(db, namespace, conv)
+        current = now[conv]
         current_id = current.id if current is not None else None
         if current_id == assumed.get(conv):
             continue

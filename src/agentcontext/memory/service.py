@@ -210,6 +210,9 @@ class AgentMemory:
         prev_text: dict[str, str] = {}
         first: dict[str, Node] = {}  # each conversation's first turn in this batch, and the head it assumed
         assumed: dict[str, str | None] = {}
+        if self.context_turns:  # every conversation's head in one read (chain.heads), not one read each
+            convs = [str(c) for item in items if (c := item.get("conversation_id")) is not None]
+            last.update(chain.heads(self.db, self.namespace, list(dict.fromkeys(convs))) if convs else {})
         for seq, item in enumerate(items):
             content = item.get("content", item.get("text"))
             conv = item.get("conversation_id")
@@ -218,7 +221,7 @@ class AgentMemory:
             prev_id = None
             if conv is not None and self.context_turns:
                 if conv not in prev_text:
-                    before = last.setdefault(conv, self._last_in_conversation(conv))
+                    before = last.get(conv)
                     if before is not None:
                         prev_text[conv] = memory_text(before.title, before.content)
                         last[conv] = before

@@ -55,14 +55,17 @@ ORDER BY w.i
 SCOPE = " AND namespace = ANY(%s)"
 ID_SCOPE = " AND id = ANY(%s)"
 
-# Whether no node lies outside the namespaces: a seek on nodes_ns_key for each gap around them, in the server's
-# collation (the namespaces sorted there too)
+# Whether no node lies outside the namespaces: one seek on a namespace index for each gap around them (the least
+# namespace, the greatest, the next one after each), in the server's collation (the namespaces sorted there too).
+# Written as min / max, which the planner always answers from the index's first entry; the same test as EXISTS
+# (a node below the least, above the greatest, between two), whose estimate a statistics run on a table of one
+# namespace turned into two sequential scans (200,000 memories: 940 ms a query, where the seeks take 0.2 ms).
 ALONE = """
 WITH s AS (SELECT DISTINCT unnest(%s::text[]) AS ns), p AS (SELECT ns, lead(ns) OVER (ORDER BY ns) AS nxt FROM s)
-SELECT NOT (EXISTS (SELECT 1 FROM nodes WHERE namespace < (SELECT min(ns) FROM s))
-         OR EXISTS (SELECT 1 FROM nodes WHERE namespace > (SELECT max(ns) FROM s))
+SELECT NOT (coalesce((SELECT min(namespace) FROM nodes) < (SELECT min(ns) FROM s), false)
+         OR coalesce((SELECT max(namespace) FROM nodes) > (SELECT max(ns) FROM s), false)
          OR EXISTS (SELECT 1 FROM p WHERE p.nxt IS NOT NULL
-                    AND EXISTS (SELECT 1 FROM nodes WHERE namespace > p.ns AND namespace < p.nxt)))
+                    AND (SELECT min(namespace) FROM nodes WHERE namespace > p.ns) < p.nxt))
 """
 
 

@@ -28,7 +28,7 @@ from ..model import Node
 from ..text import informative, query_terms
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import pg_bulk, pg_text, scrub, transfer
+from . import pg_bulk, pg_prewarm, pg_text, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, linked_sql, redact, split_url
 from .pg_vectors import SESSION, STORED, nearest_sql
 from .rows import NODE_COLS, Where, as_list, check_prop, row_to_node
@@ -88,7 +88,7 @@ class PostgresStore(SQLStore):
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED, Capability.VECTOR_SEARCH,
                               Capability.SERVER_QUERIES})
 
-    def __init__(self, url: str, schema: str | None = None, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, schema: str | None = None, timeout: float = 60.0, prewarm: bool = True) -> None:
         super().__init__(redact(url), timeout)  # the URL is shown by the CLI and in receipts: never the password
         conninfo, url_schema = split_url(url)
         self.schema = schema or url_schema
@@ -105,6 +105,8 @@ class PostgresStore(SQLStore):
         self._ensure_vector_extension()
         register_vector(db)
         self._open()
+        # the search indexes loaded into the server's buffers where they are cold (pg_prewarm.py)
+        self.prewarmed = pg_prewarm.prewarm(db) if prewarm else pg_prewarm.PrewarmReport(skipped="not asked")
 
     def _connect(self) -> None:
         """Open the connection and set the session up (lock timeout, our schema first on the search path)."""
