@@ -153,7 +153,7 @@ def main() -> None:
     load_before = os.getloadavg()
     today = MiniLMEmbedder(threads=1)
     if not today.fused:
-        raise SystemExit("the fused model is not available here (see embed/fusion.py): nothing to compare")
+        raise SystemExit("the fused model is not installed here (make model; embed/artifact.py): nothing to compare")
     texts = pack_texts(args.texts)
     figures: dict = {"texts": len(texts), "load_average_before": [round(x, 1) for x in load_before],
                      "bar": "min cosine >= 0.999 against today's vectors", "variants": {}}

@@ -9,9 +9,8 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from ..errors import DependencyMissingError
-from .fusion import load_fused
-from .model_files import default_model, default_tokenizer
-from .quantize import FLOAT_BELOW
+from .artifact import FLOAT_BELOW, find_artifact, open_checked
+from .model_files import MODEL_SHA256, default_model, default_tokenizer
 
 MINILM = "all-MiniLM-L6-v2-int8"
 
@@ -98,7 +97,7 @@ def plan_batches(lengths: Sequence[int], batch_tokens: int, max_batch: int, spli
     """Indices of texts grouped into model runs: sorted by token length so a batch pads little, and each
     batch holds at most ``batch_tokens`` padded tokens (at least one text) and ``max_batch`` texts. Texts shorter
     than ``split_at`` tokens never share a run with longer ones (the model computes runs narrower than
-    ``FLOAT_BELOW`` in float32 and wider ones partly in int8: see quantize.py)."""
+    ``FLOAT_BELOW`` in float32 and wider ones partly in int8: see tools/model/quantize.py)."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     batches: list[list[int]] = []
     current: list[int] = []
@@ -122,11 +121,11 @@ class MiniLMEmbedder:
     which measured faster than one run spread over the cores and does not burn idle cores spinning when the
     machine is busy (benchmarks/packs.py). A call that is one batch (one text: a ``store()`` or a new query)
     has nothing to run in parallel, so when the other cores are idle it runs on a second session whose one run
-    spreads over them (benchmarks/embed_one.py). The graph is the fused one of ``fusion.py`` when it can be
-    made (``fuse=False``: the plain model); in it a text of at least ``FLOAT_BELOW`` tokens runs its feed-forward
-    output projections in int8 with one scale per token (quantize.py: cosine >= 0.999 against the plain model,
-    shorter texts such as queries unchanged). A text's vector does not depend on what it is batched with, nor on
-    the session (cosine >= 0.9999, tests/test_embed_batching.py, tests/test_embed_fusion.py)."""
+    spreads over them (benchmarks/embed_one.py). The graph is the fused build artifact of ``artifact.py`` when it
+    is installed and checks (``fuse=False``: the plain model); in it a text of at least ``FLOAT_BELOW`` tokens runs
+    its feed-forward output projections in int8 with one scale per token (tools/model/quantize.py: cosine >= 0.999
+    against the plain model, shorter texts such as queries unchanged). A text's vector does not depend on what it
+    is batched with, nor on the session (cosine >= 0.9999, tests/test_embed_batching.py, tests/test_embed_fusion.py)."""
 
     name = MINILM
     dimension = 384
@@ -151,9 +150,17 @@ class MiniLMEmbedder:
         if batch_tokens is not None:
             self.batch_tokens = batch_tokens
         self.threads = threads or available_cores()
-        fused = load_fused(self.source, self._open, self._embed_on, self.num_heads) if fuse else None
-        self.model_path, self._session = fused if fused is not None else (self.source, self._open(str(self.source)))
-        self.fused = fused is not None
+        self.float_below = FLOAT_BELOW  # texts narrower than this are batched apart (the artifact's own figure)
+        self.model_path, self._session = self.source, None
+        artifact = find_artifact(MODEL_SHA256) if fuse else None
+        if artifact is not None:
+            self.float_below = artifact.float_below
+            self._session = open_checked(artifact, self._open, self._embed_on)
+            self.model_path = artifact.path if self._session is not None else self.source
+        self.fused = self._session is not None
+        if self._session is None:
+            self.float_below = FLOAT_BELOW
+            self._session = self._open(str(self.source))
         self._wide: object | None = None  # one model run over every core, for a lone batch on an idle machine
         self._wide_workers = _ThreadWatch([])  # that session's own threads, not counted as load when they spin
         self._wide_lock = threading.Lock()
@@ -227,10 +234,10 @@ class MiniLMEmbedder:
         return pooled
 
     def _embed_on(self, session: object, texts: list[str]) -> np.ndarray:
-        """``texts`` through ``session`` in this embedder's batches, one after another (the fusion's probes)."""
+        """``texts`` through ``session`` in this embedder's batches, one after another (the artifact's probes)."""
         tokens = self._tokens(texts)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for idx in plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch, FLOAT_BELOW):
+        for idx in plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch, self.float_below):
             out[idx] = self._run(session, tokens, idx)
         return out
 
@@ -246,7 +253,7 @@ class MiniLMEmbedder:
         if not texts:
             return Pending(out, [])
         tokens = self._tokens(texts)
-        batches = plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch, FLOAT_BELOW)
+        batches = plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch, self.float_below)
         if len(batches) == 1:  # nothing to run in parallel: spread the one run over the cores left idle
             wide = self._lone_batch_wide()
             out[batches[0]] = self._run(self._wide_session() if wide else self._session, tokens, batches[0])
