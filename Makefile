@@ -24,7 +24,7 @@ install: $(STAMP) $(MODELSTAMP)
 dev: $(DEVSTAMP) $(MODELSTAMP)
 
 # The fused int8 embedding model, built once from the installed model file (nothing downloaded; ~10 s) and installed
-# as the local wheel agentcontext-minilm-fused (tools/build_model.py; docs/MODEL.md says why it ships so). Without it
+# as the local wheel agentcontext-minilm-fused (tools/build_model.py; the docs pack's concepts/embeddings.md says why it ships so). Without it
 # the plain model runs, slower, and says so in one line. Rebuilt when the build's code changes.
 $(MODEL): tools/build_model.py $(wildcard tools/model/*.py) src/agentcontext/embed/artifact.py | $(STAMP)
 	$(BIN)/pip install -q -e '.[model-build]'
