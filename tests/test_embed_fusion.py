@@ -2,8 +2,7 @@
 quality gate (cosine >= 0.999 against the plain model on the probe set; the same below FLOAT_BELOW tokens) as a
 test, its int8 storage (~23 MB, not the 94 MB of float weights), the wheel it packs; at load the artifact's sha256
 and source checked, nothing derived or written and no ``onnx`` needed, the plain model with a one-line hint when
-it is absent or does not check; and the one-text path's session chosen by idle cores (our own spinning workers
-discounted)."""
+it is absent or does not check; and the one-text path on onnxruntime's own thread pool (no load read from /proc)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +10,6 @@ import logging
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -260,78 +258,29 @@ def _basic(source):
         return onnx.load(f"{tmp}/basic.onnx")
 
 
-def test_one_text_runs_over_idle_cores_and_on_one_thread_under_load(fused, plain, monkeypatch):
+def test_one_text_runs_on_onnxruntimes_own_pool_without_reading_the_load(fused, plain, monkeypatch):
+    """A lone batch runs over ``threads`` cores on onnxruntime's intra-op pool, workers not spinning; nothing reads
+    /proc/loadavg or this process's threads to choose (issue 27: onnxruntime's own thread settings)."""
+    import builtins
+
     e = MiniLMEmbedder(threads=2)
     used = []
     real_run = e._run
     monkeypatch.setattr(e, "_run", lambda session, tokens, idx: used.append(session) or real_run(session, tokens, idx))
-    monkeypatch.setattr(base, "idle_cores", lambda *_: 0)
-    busy = e.embed([EDGE[2]])
-    assert used[-1] is e._session and e._wide is None  # busy machine: the one-thread session, no second session
-    monkeypatch.setattr(base, "idle_cores", lambda *_: 2)
-    idle = e.embed([EDGE[2]])
-    assert e._wide is not None and used[-1] is e._wide
-    assert min_cosine(busy, idle) >= 0.9999 and min_cosine(idle, plain.embed([EDGE[2]])) >= 0.9999
-    e.embed(EDGE * 20)  # several batches: the one-thread session on the pool, whatever the idle cores
-    assert all(s is e._session for s in used[2:])
-
-
-def test_idle_cores_is_within_the_affinity_mask():
-    assert 0 <= base.idle_cores() <= base.available_cores()
-    assert 0 <= base.idle_cores(own_spinning=50) <= base.available_cores()
-
-
-@pytest.mark.parametrize("running, own_spinning, idle", [
-    (1, 0, 2),  # only the caller runs: both cores idle
-    (2, 0, 1),  # one other task runs
-    (2, 1, 2),  # the other task is our own spinning worker: it gives way, so both cores count as idle
-    (3, 1, 1),  # our spinner and another process: one core busy
-    (4, 1, 0),  # two other processes
-    (1, 1, 2),  # the spinner went to sleep between the two readings: never more than the cores
-    (9, 0, 0),
-])
-def test_idle_cores_discounts_only_our_own_spinning_workers(running, own_spinning, idle):
-    assert base.idle_from(2, running, own_spinning) == idle
-
-
-def test_calls_back_to_back_keep_the_wide_session_while_only_its_own_workers_spin(fused, monkeypatch):
-    e = MiniLMEmbedder(threads=2)
-    monkeypatch.setattr(base, "runnable_tasks", lambda: 1)
-    e.embed([EDGE[2]])
-    assert e._wide is not None and len(e._wide_workers._fds) == e.threads - 1  # its one worker is watched
-    used = []
-    real_run = e._run
-    monkeypatch.setattr(e, "_run", lambda session, tokens, idx: used.append(session) or real_run(session, tokens, idx))
-    monkeypatch.setattr(base, "runnable_tasks", lambda: 2)  # the caller and one more runnable task
-    monkeypatch.setattr(e._wide_workers, "running", lambda: 1)  # ... which is our own worker, still spinning
-    e.embed([EDGE[3]])
-    assert used[-1] is e._wide
-    monkeypatch.setattr(e._wide_workers, "running", lambda: 0)  # ... which is another process
-    e.embed([EDGE[3]])
-    assert used[-1] is e._session
-    monkeypatch.setattr(base, "runnable_tasks", lambda: 3)  # another process beside our spinning worker
-    monkeypatch.setattr(e._wide_workers, "running", lambda: 1)
-    e.embed([EDGE[3]])
-    assert used[-1] is e._session
-    assert MiniLMEmbedder(threads=1)._lone_batch_wide() is False  # one thread: nothing to spread
-
-
-def test_thread_watch_reads_this_process_threads():
-    import threading
-
-    stop = threading.Event()
-    sleeper = threading.Thread(target=stop.wait)
-    sleeper.start()
-    try:
-        deadline = time.monotonic() + 5  # start() returns before the thread reaches its wait: give it until then
-        while base._ThreadWatch([sleeper.native_id]).running() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert base._ThreadWatch([sleeper.native_id]).running() == 0  # waiting on an event: state S
-        assert base._ThreadWatch([threading.get_native_id()]).running() == 1  # the caller itself runs: R
-    finally:
-        stop.set()
-        sleeper.join()
-    assert base._ThreadWatch([]).running() == 0 and base._ThreadWatch([10**9]).running() == 0  # no such thread
+    real_open = builtins.open
+    read = []
+    monkeypatch.setattr(builtins, "open", lambda f, *a, **k: read.append(str(f)) or real_open(f, *a, **k))
+    one = e.embed([EDGE[2]])
+    assert e._wide is not None and used[-1] is e._wide and not [f for f in read if f.startswith("/proc")]
+    options = e._wide.get_session_options()
+    assert options.intra_op_num_threads == 2
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert min_cosine(one, plain.embed([EDGE[2]])) >= 0.9999
+    e.embed(EDGE * 20)  # several batches: the one-thread session on the pool
+    assert all(s is e._session for s in used[1:])
+    narrow = MiniLMEmbedder(threads=1)
+    assert narrow._wide_session() is narrow._session and narrow._wide is None  # one thread: nothing to spread
+    assert not hasattr(base, "idle_cores") and not hasattr(base, "runnable_tasks")
 
 
 def _child_embeds(e: MiniLMEmbedder, text: str, out) -> None:
@@ -343,7 +292,6 @@ def test_a_forked_child_keeps_to_one_thread(fused, monkeypatch):
     import multiprocessing
 
     e = MiniLMEmbedder(threads=2)
-    monkeypatch.setattr(base, "idle_cores", lambda *_: 2)
     parent = e.embed([EDGE[2]])
     assert e._wide is not None
     ctx = multiprocessing.get_context("fork")
