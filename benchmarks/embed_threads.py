@@ -87,16 +87,17 @@ class LoadavgMiniLM(MiniLMEmbedder):
         super().__init__(**kwargs)
         self._wide_workers = _ThreadWatch([])
         self._lock = threading.Lock()
+        self._spinning: object | None = None
         self.wide = self.calls = 0
 
     def _wide_session(self) -> object:
         with self._lock:
-            if self._wide is None:
+            if self._spinning is None:
                 before = _ThreadWatch.tids()
-                self._wide = self._open(str(self.model_path), threads=self.threads, spin=True)
+                self._spinning = self._open(str(self.model_path), threads=self.threads, spin=True)
                 workers = _ThreadWatch.tids() - before
                 self._wide_workers = _ThreadWatch(sorted(workers) if len(workers) == self.threads - 1 else [])
-            return self._wide
+            return self._spinning
 
     def _lone_batch_wide(self) -> bool:
         if self.threads < 2:

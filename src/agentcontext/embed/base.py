@@ -92,19 +92,25 @@ class MiniLMEmbedder:
             self.batch_tokens = batch_tokens
         self.threads = threads or available_cores()
         self.float_below = FLOAT_BELOW  # texts narrower than this are batched apart (the artifact's own figure)
-        self.model_path, self._session = self.source, None
+        self._owner_pid = os.getpid()
+        self._wide_lock = threading.Lock()
+        self._narrow: object | None = None  # one thread: each of the pool's runs, and a forked child's
+        # One session is opened now: the one a lone batch (a query, a store()) runs on, so a process that embeds
+        # one text opens one session; the other is opened on first use (``_session``).
+        first = (lambda path: self._open(path, threads=self.threads)) if self.threads > 1 else self._open
+        self.model_path, session = self.source, None
         artifact = find_artifact(MODEL_SHA256) if fuse else None
         if artifact is not None:
             self.float_below = artifact.float_below
-            self._session = open_checked(artifact, self._open, self._embed_on)
-            self.model_path = artifact.path if self._session is not None else self.source
-        self.fused = self._session is not None
-        if self._session is None:
+            session = open_checked(artifact, first, self._embed_on)
+            self.model_path = artifact.path if session is not None else self.source
+        self.fused = session is not None
+        if session is None:
             self.float_below = FLOAT_BELOW
-            self._session = self._open(str(self.source))
-        self._wide: object | None = None  # one model run over every core, for a lone batch
-        self._wide_lock = threading.Lock()
-        self._owner_pid = os.getpid()
+            session = first(str(self.source))
+        self._wide: object | None = session if self.threads > 1 else None  # one run over ``threads`` cores
+        if self.threads == 1:
+            self._narrow = session
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
         self._pool_lock = threading.Lock()
@@ -130,18 +136,24 @@ class MiniLMEmbedder:
                 self._pool_pid = os.getpid()
             return self._pool
 
+    @property
+    def _session(self) -> object:
+        """The one-thread session (the pool's runs), opened on first use."""
+        if self._narrow is None:
+            with self._wide_lock:
+                if self._narrow is None:
+                    self._narrow = self._open(str(self.model_path))
+        return self._narrow
+
     def _wide_session(self) -> object:
         """The session whose one run spreads over ``threads`` cores (onnxruntime's intra-op pool, no spin-waiting),
-        opened on first use. Only in the process that made this embedder: onnxruntime's thread pools do not survive
-        a fork, and a forked child of a process holding one hangs opening a new pooled session (measured), so a
-        child keeps to one thread."""
-        if self.threads < 2 or os.getpid() != self._owner_pid:
+        opened with the embedder. Only in the process that made this embedder: onnxruntime's thread pools do not
+        survive a fork, and a forked child of a process holding one hangs opening a new pooled session (measured),
+        so a child keeps to one thread. Not spinning: at this machine's load (2 cores, load 10-22) a spinning pair
+        measured 2x slower than one thread, a sleeping pair as fast or faster (benchmarks/embed_threads.py)."""
+        if self._wide is None or os.getpid() != self._owner_pid:
             return self._session
-        with self._wide_lock:
-            if self._wide is None:  # not spinning: at this machine's load (2 cores, load 10-16) a spinning pair
-                # measured 2x slower than one thread, a sleeping pair as fast or faster (benchmarks/embed_threads.py)
-                self._wide = self._open(str(self.model_path), threads=self.threads)
-            return self._wide
+        return self._wide
 
     def _tokens(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self._tokenizer.encode_batch([t or " " for t in texts])]
