@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentcontext.embed.artifact import FLOAT_BELOW  # noqa: F401 - texts shorter than this run wholly in float32
-
 QUANTIZE_VERSION = 1
 _P = "agentcontext_q_"  # prefix of every name this rewrite adds
 
