@@ -160,11 +160,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         embedders = {"today_float32": today}
         rewritten = {}
+        # the variants rewrite float initializers: the fused model built without int8 weight storage (compact.py)
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tools.model.build import build
+
+        source = Path(tmp) / "float-weights"
+        build(source, MiniLMEmbedder(threads=1, fuse=False), compact=lambda model: (0, 0))
         for name in args.variants.split(","):
             path = Path(tmp) / f"{name}.onnx"
-            rewritten[name] = quantize(today.model_path, path, KINDS[name])
+            rewritten[name] = quantize(source / "model.onnx", path, KINDS[name])
             e = MiniLMEmbedder(threads=1)
-            e._session = e._open(str(path))  # the same embedder (tokenizing, batches, pooling), int8 compute
+            e._narrow = e._open(str(path))  # the same embedder (tokenizing, batches, pooling), int8 compute
             embedders[name] = e
         rates: dict[str, list[float]] = {k: [] for k in embedders}
         sample = texts[:args.speed_texts]
