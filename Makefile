@@ -3,8 +3,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
+MODEL := build/model/agentcontext_minilm_fused/manifest.json
+MODELSTAMP := $(VENV)/.installed-model
 
-.PHONY: demo test test-fast install dev lint dist check-dist bench clean
+.PHONY: demo test test-fast install dev model lint dist check-dist bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -18,8 +20,21 @@ $(DEVSTAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@ $(STAMP)
 
-install: $(STAMP)
-dev: $(DEVSTAMP)
+install: $(STAMP) $(MODELSTAMP)
+dev: $(DEVSTAMP) $(MODELSTAMP)
+
+# The fused int8 embedding model, built once from the installed model file (nothing downloaded; ~10 s) and installed
+# as the local wheel agentcontext-minilm-fused (tools/build_model.py; the docs pack's concepts/embeddings.md says why it ships so). Without it
+# the plain model runs, slower, and says so in one line. Rebuilt when the build's code changes.
+$(MODEL): tools/build_model.py $(wildcard tools/model/*.py) src/agentcontext/embed/artifact.py | $(STAMP)
+	$(BIN)/pip install -q -e '.[model-build]'
+	$(BIN)/python -m tools.build_model --out build/model
+
+$(MODELSTAMP): $(MODEL)
+	$(BIN)/pip install -q --no-index --no-deps --force-reinstall build/model/agentcontext_minilm_fused-*.whl
+	touch $@
+
+model: $(MODELSTAMP)
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
@@ -34,14 +49,14 @@ WORKERS ?= 2
 XDIST := $(if $(filter-out 0,$(WORKERS)),-n $(WORKERS) --dist loadfile --no-loadscope-reorder)
 PYTEST := $(BIN)/python -m pytest -o addopts= $(XDIST) --durations=10
 
-test: $(DEVSTAMP)
+test: $(DEVSTAMP) $(MODELSTAMP)
 	$(PYTEST)
 
-test-fast: $(DEVSTAMP)
+test-fast: $(DEVSTAMP) $(MODELSTAMP)
 	$(PYTEST) -m "not postgres and not browser"
 
 lint: $(DEVSTAMP)
-	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples tools
 
 # A wheel and an sdist in dist/ (the build fetches only setuptools, from PyPI). check-dist installs each into
 # a fresh virtualenv and runs it from a bare environment, as a GUI MCP client would: init, pack add, flash, and

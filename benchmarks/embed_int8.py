@@ -153,18 +153,24 @@ def main() -> None:
     load_before = os.getloadavg()
     today = MiniLMEmbedder(threads=1)
     if not today.fused:
-        raise SystemExit("the fused model is not available here (see embed/fusion.py): nothing to compare")
+        raise SystemExit("the fused model is not installed here (make model; embed/artifact.py): nothing to compare")
     texts = pack_texts(args.texts)
     figures: dict = {"texts": len(texts), "load_average_before": [round(x, 1) for x in load_before],
                      "bar": "min cosine >= 0.999 against today's vectors", "variants": {}}
     with tempfile.TemporaryDirectory() as tmp:
         embedders = {"today_float32": today}
         rewritten = {}
+        # the variants rewrite float initializers: the fused model built without int8 weight storage (compact.py)
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tools.model.build import build
+
+        source = Path(tmp) / "float-weights"
+        build(source, MiniLMEmbedder(threads=1, fuse=False), compact=lambda model: (0, 0))
         for name in args.variants.split(","):
             path = Path(tmp) / f"{name}.onnx"
-            rewritten[name] = quantize(today.model_path, path, KINDS[name])
+            rewritten[name] = quantize(source / "model.onnx", path, KINDS[name])
             e = MiniLMEmbedder(threads=1)
-            e._session = e._open(str(path))  # the same embedder (tokenizing, batches, pooling), int8 compute
+            e._narrow = e._open(str(path))  # the same embedder (tokenizing, batches, pooling), int8 compute
             embedders[name] = e
         rates: dict[str, list[float]] = {k: [] for k in embedders}
         sample = texts[:args.speed_texts]

@@ -13,7 +13,7 @@ DAMAGES = ["truncated", "magic", "header byte", "header length", "small section"
 def damage(path: Path, how: str, small_section: str) -> None:
     """Damage the index file at ``path`` one way of ``DAMAGES``; ``small_section`` names a checksummed section."""
     data = bytearray(path.read_bytes())
-    header = json.loads(data[16: 16 + struct.unpack("<I", data[8:12])[0]])
+    header = json.loads(data[8: 8 + struct.unpack("<Q", data[:8])[0]])  # safetensors: its length, then the header
     if how == "truncated":
         data = data[: len(data) - 100]
     elif how == "magic":
@@ -21,9 +21,9 @@ def damage(path: Path, how: str, small_section: str) -> None:
     elif how == "header byte":
         data[30] ^= 0x01
     elif how == "header length":
-        data[8:12] = struct.pack("<I", PAGE)
+        data[:8] = struct.pack("<Q", PAGE)
     elif how == "small section":
-        data[header["sections"][small_section]["offset"] + 3] ^= 0x40
+        data[PAGE + header[small_section]["data_offsets"][0] + 3] ^= 0x40
     elif how == "empty":
         data = bytearray()
     elif how == "not an index":

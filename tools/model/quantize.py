@@ -10,14 +10,14 @@ cannot hold, and in a short text (a query) they are most of the mean-pooled vect
 gave the empty text cosine 0.9968 against the float model, "hi" 0.9989; keeping them, >= 0.999 on every probe set).
 
 Only the FFN output projections are rewritten: int8 activations on the attention or FFN input projections cost
-more cosine than they save time (benchmarks/embed_int8.py --per-token). The quality bar (cosine >= ``fusion``'s
-``MIN_COSINE`` against the plain model's vectors on the probe texts) is checked when the file is derived."""
+more cosine than they save time (benchmarks/embed_int8.py --per-token). The quality gate (cosine >= ``MIN_COSINE``
+of agentcontext.embed.artifact against the plain model's vectors on the probe texts) is checked by the build
+(tools/model/build.py)."""
 from __future__ import annotations
 
 import numpy as np
 
 QUANTIZE_VERSION = 1
-FLOAT_BELOW = 48  # texts shorter than this many tokens (queries, most chat turns) run wholly in float32
 _P = "agentcontext_q_"  # prefix of every name this rewrite adds
 
 
