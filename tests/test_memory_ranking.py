@@ -204,8 +204,9 @@ def test_a_when_question_lifts_the_turns_around_its_best_hit_and_less_the_furthe
         rank = {h["content"]: i for i, h in enumerate(hits)}
         found = {h["content"]: h for h in hits}
         assert rank[asked] <= 2 and found[asked]["signals"].get("near") == 1.0, [h["content"] for h in hits]
-        assert found[answer]["signals"].get("near") == 1.0
-        assert found[asked]["score"] >= found[answer]["score"]  # near ** 1 of the best, then near ** 2
+        # the reply to "When?" is lifted too: by the answer stage (memory/answers.py: 0.75 of the best, above near ** 2)
+        assert found[answer]["signals"].get("answer") == 1.0 and "near" not in found[answer]["signals"]
+        assert found[asked]["score"] >= found[answer]["score"]  # near ** 1 of the best, then answer 0.75
         lifted = {h["content"] for h in hits if "near" in h["signals"]}  # only turns within three of the best hit
         assert lifted <= {t for _, t in FILM_CHAT[:6]} - {event}
         assert all(found[t]["score"] <= hits[0]["score"] for t in lifted)

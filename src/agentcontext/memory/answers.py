@@ -12,14 +12,11 @@ lifts them the same way (``lifted``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
 from ..engine.fusion import FusionWeights
-
-if TYPE_CHECKING:  # the index imports ``asks``
-    from .index import MemoryIndex
 
 
 def asks(text: str | None) -> bool:
@@ -33,32 +30,34 @@ def lifted(share: float, own: float, source: float) -> float:
     return max(own, share * source) if source > 0 else own
 
 
-def replies(index: MemoryIndex, row: int) -> int:
-    """The row answering the question that follows ``row`` (its next turn asks, the one after answers), or -1."""
-    question = int(index.next[row])
-    if question < 0 or not index.asks[question]:
+def replies(nxt: np.ndarray, asked: np.ndarray, row: int) -> int:
+    """The row answering the question that follows ``row`` (its next turn asks, the one after answers), or -1;
+    ``nxt``, ``asked``: the memory index's next links and ``asks`` column (memory/index.py)."""
+    question = int(nxt[row])
+    if question < 0 or not asked[question]:
         return -1
-    return int(index.next[question])
+    return int(nxt[question])
 
 
-def answer_best(index: MemoryIndex, rows: np.ndarray, best: np.ndarray, values: np.ndarray,
+def answer_best(nxt: np.ndarray, asked: np.ndarray, rows: np.ndarray, best: np.ndarray, values: np.ndarray,
                 own: Callable[[np.ndarray], np.ndarray], weights: FusionWeights,
                 k: int) -> tuple[np.ndarray, np.ndarray, set[int]]:
-    """The replies to the questions that follow the ``k`` best (``best``, positions in ``rows``, with ``values``)
+    """The replies to the questions that follow the ``k`` best (``best``, positions in ``rows``, with ``values``;
+    ``nxt``, ``asked``: as ``replies`` takes them)
     rank at least ``weights.answer`` times their source's value: (the ``k`` best positions then, their values, the
-    positions so raised). ``own(positions)``: those positions' values before this stage (their time lifts added, as
-    memory/search.py ``top_with_time`` adds them); a reply outside the candidate ``rows`` (a filter left it out)
-    stays out."""
+    positions so raised, among the k best or not: a later stage may bring one in, and the server flags it so too).
+    ``own(positions)``: those positions' values before this stage (their time lifts added, as memory/search.py
+    ``top_with_time`` adds them); a reply outside the candidate ``rows`` (a filter left it out) stays out."""
     if not weights.answer or best.size == 0:
         return best, values, set()
     source: dict[int, float] = {}  # reply row -> its best source's value
     for j, value in zip(best.tolist(), values.tolist()):
-        reply = replies(index, int(rows[j]))
+        reply = replies(nxt, asked, int(rows[j]))
         if reply >= 0 and value > 0:
             source[reply] = max(source.get(reply, 0.0), value)
     if not source:
         return best, values, set()
-    every = rows.size == len(index)
+    every = rows.size == nxt.size
     pos = np.array(sorted(source), dtype=np.int64) if every else np.flatnonzero(np.isin(rows, list(source)))
     if pos.size == 0:
         return best, values, set()
@@ -71,4 +70,4 @@ def answer_best(index: MemoryIndex, rows: np.ndarray, best: np.ndarray, values: 
     at = np.array(list(value), dtype=np.int64)
     got = np.array(list(value.values()), dtype=np.float64)
     order = np.lexsort((at, -got))[:k]  # ties by position, as top_k
-    return at[order], got[order], raised & set(at[order].tolist())
+    return at[order], got[order], raised

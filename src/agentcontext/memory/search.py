@@ -168,9 +168,10 @@ def near_best(query: str, index: MemoryIndex, rows: np.ndarray, best: np.ndarray
     own = fused[pos] + fuse(time_signals(query, index, rows[pos]), time_weights(query, weights)) * gate(pos)
     shares = near_shares(weights.near, [distance[int(r)] for r in rows[pos].tolist()])
     lifted = np.maximum(own, shares * float(values[0]))
-    raised = {int(p) for p, a, b in zip(pos.tolist(), own.tolist(), lifted.tolist()) if b > a}
     value = dict(zip(best.tolist(), values.tolist()))  # a turn lifted already (an answer) keeps the higher value
-    value.update({p: max(value.get(p, v), v) for p, v in zip(pos.tolist(), lifted.tolist())})
+    now = [value.get(p, a) for p, a in zip(pos.tolist(), own.tolist())]
+    raised = {int(p) for p, a, b in zip(pos.tolist(), now, lifted.tolist()) if b > a}
+    value.update({p: max(a, b) for p, a, b in zip(pos.tolist(), now, lifted.tolist())})
     at = np.array(list(value), dtype=np.int64)
     got = np.array(list(value.values()), dtype=np.float64)
     order = np.lexsort((at, -got))[:k]  # ties by position, as top_k
@@ -227,7 +228,7 @@ def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int
     def own(at: np.ndarray) -> np.ndarray:  # the values of these positions with their time lifts
         return fused[at] + fuse(time_signals(query, index, sig.rows[at]), time_weights(query, weights)) * gate(at)
 
-    best, values, answered = answer_best(index, sig.rows, best, values, own, weights, k)
+    best, values, answered = answer_best(index.next, index.asks, sig.rows, best, values, own, weights, k)
     best, fused, raised = near_best(query, index, sig.rows, best, values, fused, gate, weights, k)
     timing = time_signals(query, index, sig.rows[best])
     scores = weights.calibration(fused)
