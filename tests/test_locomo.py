@@ -70,6 +70,11 @@ def test_cli_eval_locomo_json(tmp_path):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["k"] == [1, 3] and data["questions"] == 3 and set(data["recall"]) == {"1", "3"}
+    assert data["options"] == {"answers": True}  # memory search's answer stage (issue 29), on by default
+    proc = subprocess.run([sys.executable, "-m", "agentcontext.cli", "eval", "locomo", str(path), "--k", "1,3",
+                           "--no-answers"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "options: answers off" in proc.stdout and "category 1" in proc.stdout, proc.stdout
 
 
 @pytest.mark.slow

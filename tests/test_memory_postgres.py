@@ -216,3 +216,28 @@ def test_the_time_signals_read_every_candidates_text_even_a_turn_read_only_as_a_
     for question, _ in questions[:8]:
         pg.retrieve(question, max_results=5)
     assert len(seen) > 20 and all(content == stored[i] for i, content in seen)
+
+
+def test_the_replies_to_the_questions_after_the_best_hits_are_read_and_lifted_as_in_process(pair, monkeypatch):
+    """Issue 29: a turn whose previous turn asks a question ranks at least ``answer`` times the value of the turn
+    the question followed, when that one is among the k best (memory/answers.py). In the server the replies may lie
+    outside every pool: with pools this small some do, are read and ranked, and the ranking and the turns lifted are
+    the in-process ones exactly (dense alone)."""
+    from agentcontext.memory import server_search
+
+    lite, pg, questions = pair
+    monkeypatch.setattr(server_search, "DENSE_POOL", 3)
+    monkeypatch.setattr(server_search, "TEXT_POOL", 3)
+    lite.weights = pg.weights = FusionWeights(keyword=0.0, neighbour=0.0)
+    try:
+        lifted = 0
+        for question, _ in questions[:20]:
+            ours, theirs = pg.retrieve(question, max_results=5), lite.retrieve(question, max_results=5)
+            assert [h["id"] for h in ours] == [h["id"] for h in theirs], question
+            assert [h["signals"].get("answer") for h in ours] == [h["signals"].get("answer") for h in theirs], (
+                question, [(h["content"][:50], h["score"], h["signals"]) for h in ours],
+                [(h["content"][:50], h["score"], h["signals"]) for h in theirs])
+            lifted += sum(1 for h in ours if h["signals"].get("answer"))
+    finally:
+        lite.weights = pg.weights = FusionWeights()
+    assert lifted

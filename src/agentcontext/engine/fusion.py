@@ -30,6 +30,9 @@ value, and the calibrated score, compare across queries and ``min_score`` filter
   named in one turn, its time is in the exchange around it ("Another script of mine was shown last Sunday" answers
   "what's been up since we last chatted?", the session's greeting; memory/search.py ``near_best``). A share of the
   best hit's value, so a weak best hit lifts little, and less the further a turn is from it.
+- ``answer`` (a second stage, for every query): a turn whose previous turn asks a question ranks at least
+  ``answer`` times the value of the turn before that question, when that one is among the best k: an elliptical
+  reply ("Super good!", "Some fun ones like charades") is found through the exchange it answers (memory/answers.py).
 
 ``content = dense * w.dense + keyword * w.keyword + neighbours * w.neighbour`` is in cosine units (``w.dense`` = 1:
 the other weights say how much cosine each signal is worth, chosen for ranking on the LoCoMo development split);
@@ -135,6 +138,12 @@ class FusionWeights:
     # (benchmarks/locomo_loco.py, session 10: four folds chose 0.8 / 3, one 0.8 / 2)
     near: float = 0.8
     near_turns: int = 3
+    # A turn that answers a question (its previous turn asks: holds a "?") ranks at least ``answer`` times the value
+    # of the turn the question followed up on, when that turn is among the best k ("Coconut milk ice cream is at the
+    # top of my list" / "What did you think of it?" / "Super good! Rich and creamy": the reply names nothing the query
+    # does; memory/answers.py). 0: off. Chosen by leave-one-conversation-out (benchmarks/locomo_loco.py, issue 29:
+    # four folds chose 0.75, one 0.7)
+    answer: float = 0.75
 
     def content(self) -> dict[str, float]:
         return {"dense": self.dense, "keyword": self.keyword, "neighbour": self.neighbour}

@@ -36,6 +36,7 @@ from ..model import Change, Node
 from ..store.base import Store
 from ..workspace import Workspace
 from .dates import NO_MONTH, TIME_BITS_VERSION, month_numbers, time_refs
+from .answers import asks
 from .records import KIND
 
 APPEND_LIMIT = 5000  # more pending changes than this: rebuild instead of replaying
@@ -43,13 +44,14 @@ SAVE_LAG = 1000  # save the index file again once the index is this many changes
 FILE_KIND = "memory-index"
 log = logging.getLogger(__name__)
 # the versions of the code that derived the file's columns and word counts (module doc)
-DERIVED = {"time_bits": TIME_BITS_VERSION, "df": "stems"}
+DERIVED = {"time_bits": TIME_BITS_VERSION, "df": "stems", "asks": 1}
 PAIR, DENSE = "pair", "dense"  # context vector planes, added once the first pair vector arrives
 COLUMNS = {"has_pair": Column(bool, False), "prev": Column(np.int64, -1), "next": Column(np.int64, -1),
            "title": Column(np.int32, 0, coded=True), "conversation": Column(np.int32, -1, coded=True),
            "user": Column(np.int32, -1, coded=True),
            "refs": Column(np.uint8, 0), "month": Column(np.int32, NO_MONTH),  # memory/dates.py: time expressions,
-           "month_before": Column(np.int32, NO_MONTH)}  # the month of created_at and of a week before it
+           "month_before": Column(np.int32, NO_MONTH),  # the month of created_at and of a week before it
+           "asks": Column(bool, False)}  # the memory asks a question (memory/answers.py: the next turn answers it)
 
 
 class Props:
@@ -150,6 +152,11 @@ class MemoryIndex:
         return self.rows.column("refs")
 
     @property
+    def asks(self) -> np.ndarray:
+        """Whether each row asks a question (memory/answers.py)."""
+        return self.rows.column("asks")
+
+    @property
     def months(self) -> np.ndarray:
         """Each row's month (year * 12 + month - 1 of its created_at; dates.NO_MONTH when unknown)."""
         return self.rows.column("month")
@@ -211,7 +218,7 @@ class MemoryIndex:
         values: dict[str, Any] = {
             "title": [node.title or "" for node in nodes], "prev": prev, "has_pair": paired,
             "conversation": [p.get("conversation_id") for p in props], "user": [p.get("user_id") for p in props],
-            "refs": [time_refs(node.content) for node in nodes]}
+            "refs": [time_refs(node.content) for node in nodes], "asks": [asks(node.content) for node in nodes]}
         months = [month_numbers(p.get("created_at")) for p in props]
         values["month"], values["month_before"] = [m for m, _ in months], [b for _, b in months]
         if rows.has(PAIR):

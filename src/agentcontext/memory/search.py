@@ -1,7 +1,8 @@
 """Hybrid memory search: dense (with conversation context) + keywords (BM25 as query coverage) + speaker mentions
 + time (memories that state when, dates the query names; memory/dates.py), fused linearly and calibrated into an
-absolute relevance in [0, 1] (engine/fusion.py says how); for a query that asks when, the turns around the best hit
-rank at least a share of its value (``near_best``)."""
+absolute relevance in [0, 1] (engine/fusion.py says how); a turn answering a question ranks at least a share of the
+value of the turn the question followed, when that one is among the best (memory/answers.py ``answer_best``); for a
+query that asks when, the turns around the best hit rank at least a share of its value (``near_best``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from ..engine.fusion import (FusionWeights, fuse, keyword_coverage, keyword_scor
                              neighbour_sum, without_names)
 from ..engine.vectors import top_k
 from ..workspace import Workspace
+from .answers import answer_best
 from .dates import TIMED, asks_when, date_matches, month_named, named_dates
 from .index import MemoryIndex
 from .records import KIND
@@ -166,9 +168,10 @@ def near_best(query: str, index: MemoryIndex, rows: np.ndarray, best: np.ndarray
     own = fused[pos] + fuse(time_signals(query, index, rows[pos]), time_weights(query, weights)) * gate(pos)
     shares = near_shares(weights.near, [distance[int(r)] for r in rows[pos].tolist()])
     lifted = np.maximum(own, shares * float(values[0]))
-    raised = {int(p) for p, a, b in zip(pos.tolist(), own.tolist(), lifted.tolist()) if b > a}
-    value = dict(zip(best.tolist(), values.tolist()))
-    value.update(zip(pos.tolist(), lifted.tolist()))
+    value = dict(zip(best.tolist(), values.tolist()))  # a turn lifted already (an answer) keeps the higher value
+    now = [value.get(p, a) for p, a in zip(pos.tolist(), own.tolist())]
+    raised = {int(p) for p, a, b in zip(pos.tolist(), now, lifted.tolist()) if b > a}
+    value.update({p: max(a, b) for p, a, b in zip(pos.tolist(), now, lifted.tolist())})
     at = np.array(list(value), dtype=np.int64)
     got = np.array(list(value.values()), dtype=np.float64)
     order = np.lexsort((at, -got))[:k]  # ties by position, as top_k
@@ -222,6 +225,10 @@ def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int
         fused[at] += weights.mention * mention[at] * weights.gate(content[at])
     gate = lambda at: weights.gate(content[at])  # noqa: E731
     best, values = top_with_time(query, index, sig.rows, fused, gate, weights, k)
+    def own(at: np.ndarray) -> np.ndarray:  # the values of these positions with their time lifts
+        return fused[at] + fuse(time_signals(query, index, sig.rows[at]), time_weights(query, weights)) * gate(at)
+
+    best, values, answered = answer_best(index.next, index.asks, sig.rows, best, values, own, weights, k)
     best, fused, raised = near_best(query, index, sig.rows, best, values, fused, gate, weights, k)
     timing = time_signals(query, index, sig.rows[best])
     scores = weights.calibration(fused)
@@ -245,5 +252,7 @@ def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int
                 signals[name] = 1.0
         if j in raised:
             signals["near"] = 1.0
+        if j in answered:
+            signals["answer"] = 1.0
         out.append(Hit(index.ids[i], float(score), signals))
     return out

@@ -13,7 +13,9 @@ the calibration as in process. The dense query leaves out the names of the speak
 ``without_names``), and so does the keyword query, as in process, where the names come from every speaker of the
 namespace: here from the speakers of the first text hits (the text index holds each memory's speaker; a named speaker
 none of whose memories is among them keeps the name in both), read before the dense pool so the ranking stays one
-round; a query that names a speaker then asks the text search once more, without the names.
+round; a query that names a speaker then asks the text search once more, without the names. The second stages
+run as in process: the replies to the questions that follow the k best (memory/answers.py) and, for a query that
+asks when, the turns around the best hit become candidates and are lifted (``_answers``, ``_near``).
 
 A memory outside the candidates has its own vector's score below the dense pool's last and its text score below the
 text pool's last; a "ghost" candidate with both scores is fused with the others, and while it would still rank among
@@ -41,6 +43,7 @@ from ..model import Node
 from ..workspace import Workspace
 from .records import CONV, KIND, USER
 from .dates import asks_when, month_numbers, time_refs
+from .answers import asks, lifted
 from .search import BM25_LIMIT, Hit, near_shares, time_values
 
 DENSE_POOL = 120  # nearest memories asked of the server at first (at least 4 x k)
@@ -178,12 +181,15 @@ class _Query:
         scale = coverage / text_hits[0][1] if text_hits and text_hits[0][1] > 0 else 0.0
         hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights, ghosts,
                                           self.sims, scale, self.text)
-        for _ in range(3):  # a question that asks when: the turns around the best hit are candidates (_rank lifts them)
-            if not (self.weights.near and hits and asks_when(self.text)):
-                break
+        for _ in range(3):  # the second stages' turns are candidates (_rank lifts them): the replies to the questions
+            # that follow the k best (memory/answers.py) and, for a question that asks when, the turns around the best
+            wanted: list[str] = []
+            if self.weights.answer and hits:
+                wanted += list(links.replies([h.id for h in hits]).values())
+            if self.weights.near and hits and asks_when(self.text):
+                wanted += list(links.within(hits[0].id, self.weights.near_turns))
             have = {c.id for c in candidates}
-            extra = [links.nodes[i] for i in links.within(hits[0].id, self.weights.near_turns)
-                     if i not in have and self.passes(links.nodes[i])]
+            extra = [links.nodes[i] for i in dict.fromkeys(wanted) if i not in have and self.passes(links.nodes[i])]
             if not extra:
                 break
             candidates = sorted([*candidates, *extra], key=lambda n: (n.key, n.id))
@@ -279,6 +285,18 @@ class _Links:
     def complete(self, nodes: list[Node]) -> None:
         """Make sure each node's next turn is known (its pair vector is part of the node's dense score)."""
         self._followers([n.id for n in nodes])
+
+    def replies(self, ids: list[str]) -> dict[str, str]:
+        """For each of these turns followed by a question (its next turn asks, memory/answers.py ``asks``), the turn
+        answering that question: {turn: reply}, read in two batches whatever the number of turns."""
+        self._followers(ids)
+        asked = {i: q for i in ids if (q := self.next.get(i)) and q in self.nodes}
+        if not asked:
+            return {}
+        whole = {n.id: n for n in self.whole([self.nodes[q] for q in dict.fromkeys(asked.values())])}
+        asked = {i: q for i, q in asked.items() if asks(whole[q].content)}
+        self._followers(list(asked.values()))
+        return {i: r for i, q in asked.items() if (r := self.next.get(q)) and r in self.nodes}
 
     def within(self, node_id: str, turns: int) -> dict[str, int]:
         """The turns within ``turns`` previous / next links of this one (read as needed), it left out, each with its
@@ -395,6 +413,7 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
         for name in names:
             values[name] = np.zeros(n, dtype=np.float32)
             values[name][pool] = timing[name]
+    answered = _answers(query, candidates, links, row, fused, values, gate, weights, timed, kept, k)
     raised = _near(query, candidates, links, row, fused, values, gate, weights, timed, kept)
     ghost_values = {"dense": np.array([d for d, _, _ in ghosts], dtype=np.float32),
                     "keyword": np.array([b * scale for _, b, _ in ghosts], dtype=np.float32),
@@ -420,8 +439,53 @@ def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, 
                 signals[name] = 1.0
         if j in raised:
             signals["near"] = 1.0
+        if j in answered:
+            signals["answer"] = 1.0
         out.append(Hit(candidates[int(j)].id, float(score), signals))
     return out, fused, ghost_scores
+
+
+def _timed(query: str, at: list[int], candidates: list[Node], links: _Links, fused: np.ndarray,
+           values: dict[str, np.ndarray], gate: np.ndarray, weights: FusionWeights, timed: np.ndarray,
+           kept: dict[Any, Any]) -> None:
+    """Add their time lifts to the candidates at ``at`` where ``_rank`` had not (``timed``; ``kept``: the time bits
+    ``timing_of`` remembers), so a turn a second stage lifts keeps its own value with them, as in process."""
+    names = list(timing_of(query, []))
+    time_w = {name: weights.lifts()[name] for name in names}
+    todo = np.array([j for j in at if not timed[j]], dtype=np.int64)
+    if todo.size and any(time_w.values()):
+        timing = timing_of(query, links.whole([candidates[int(j)] for j in todo]), kept)
+        fused[todo] = fused[todo] + fuse(timing, time_w) * gate[todo]
+        for name in names:
+            values.setdefault(name, np.zeros(len(candidates), dtype=np.float32))[todo] = timing[name]
+        timed[todo] = True
+
+
+def _answers(query: str, candidates: list[Node], links: _Links, row: dict[str, int], fused: np.ndarray,
+             values: dict[str, np.ndarray], gate: np.ndarray, weights: FusionWeights, timed: np.ndarray,
+             kept: dict[Any, Any], k: int) -> set[int]:
+    """The replies to the questions that follow the ``k`` best candidates rank at least ``weights.answer`` times
+    their source's value, in ``fused`` (memory/answers.py ``answer_best``; ``rank`` made them candidates), their time
+    lifts added first: the positions so raised."""
+    n = len(candidates)
+    if not weights.answer or n == 0:
+        return set()
+    best = [int(j) for j in top_k(fused, k)]
+    source: dict[int, float] = {}
+    for turn, reply in links.replies([candidates[j].id for j in best]).items():
+        j, value = row.get(reply, n), float(fused[row[turn]])
+        if j < n and value > 0:
+            source[j] = max(source.get(j, 0.0), value)
+    if not source:
+        return set()
+    _timed(query, list(source), candidates, links, fused, values, gate, weights, timed, kept)
+    raised = set()
+    for j, value in source.items():
+        got = lifted(weights.answer, float(fused[j]), value)
+        if got > fused[j]:
+            fused[j] = got
+            raised.add(j)
+    return raised
 
 
 def _near(query: str, candidates: list[Node], links: _Links, row: dict[str, int], fused: np.ndarray,
@@ -440,15 +504,7 @@ def _near(query: str, candidates: list[Node], links: _Links, row: dict[str, int]
     at = list(distance)
     if not at:
         return set()
-    names = list(timing_of(query, []))
-    time_w = {name: weights.lifts()[name] for name in names}
-    todo = np.array([j for j in at if not timed[j]], dtype=np.int64)
-    if todo.size and any(time_w.values()):
-        timing = timing_of(query, links.whole([candidates[int(j)] for j in todo]), kept)
-        fused[todo] = fused[todo] + fuse(timing, time_w) * gate[todo]
-        for name in names:
-            values.setdefault(name, np.zeros(n, dtype=np.float32))[todo] = timing[name]
-        timed[todo] = True
+    _timed(query, at, candidates, links, fused, values, gate, weights, timed, kept)
     idx = np.array(at, dtype=np.int64)
     floor = near_shares(weights.near, [distance[j] for j in at]) * float(fused[best])
     raised = {int(j) for j, f in zip(idx.tolist(), floor.tolist()) if fused[j] < f}
