@@ -1,0 +1,113 @@
+"""The writes of a sharded store (``pg_shards.ShardedStore``): each record to its tenant's shard, a write by id to
+every shard that may hold the id, records and the audit log to the directory shard (see the module doc there)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ShardUnavailableError
+from ..model import Edge, Node
+
+
+def _add(totals: dict[str, int], part: dict[str, int]) -> dict[str, int]:
+    for key, value in part.items():
+        totals[key] = totals.get(key, 0) + value
+    return totals
+
+
+class ShardWrites:
+    """Mixin: every write of the store protocol."""
+
+    on: Any
+    by_ids: Any
+    names: list[str]
+    transaction: Any
+    _by_tenant: Any
+    _each: Any
+
+    def put_nodes(self, nodes: Sequence[Node], actor: str = "", at: str | None = None) -> list[int]:
+        if len({n.id for n in nodes}) != len(nodes):
+            from ..errors import ValidationError
+
+            raise ValidationError("put_nodes got the same id twice in one call; merge them first")
+        versions: dict[str, int] = {}
+        with self.transaction():
+            for name, part in self._by_tenant(list(nodes), lambda n: n.namespace).items():
+                got = self.on(name, lambda s, p=part: s.put_nodes(p, actor, at))
+                versions.update({n.id: v for n, v in zip(part, got)})
+        return [versions[n.id] for n in nodes]
+
+    def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None, edges: str = "both") -> int:
+        with self.transaction():
+            return sum(self.by_ids(list(ids), lambda s, chunk: s.retract_nodes(chunk, actor, at, edges)))
+
+    def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "", at: str | None = None,
+                    erasure: str | None = None) -> dict[str, int]:
+        totals = {"nodes": 0, "versions": 0, "edges": 0, "vectors": 0}
+        with self.transaction():
+            for part in self.by_ids(list(ids), lambda s, chunk: s.purge_nodes(chunk, reason, actor, at, erasure)):
+                _add(totals, part)
+        return totals
+
+    def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
+        with self.transaction():
+            return sum(self.on(name, lambda s, p=part: s.put_tombstones(p))
+                       for name, part in self._by_tenant(list(rows), lambda r: r.get("namespace") or "").items())
+
+    def purge_history(self, ids: Sequence[str], actor: str = "") -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for part in self.by_ids(list(ids), lambda s, chunk: s.purge_history(chunk, actor)):
+            _add(totals, part)
+        return totals
+
+    def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
+        """Every shard scrubbed; the status is the worst of theirs, and what may remain is said shard by shard."""
+        parts = {name: self.on(name, lambda s: s.scrub(tables, strict)) for name in self.names}
+        first = parts[self.names[0]]
+        rank = ["clean", "deferred", "incomplete"]
+        status = max((p.get("status", "clean") for p in parts.values()), key=lambda v: rank.index(v) if v in rank
+                     else len(rank))
+        remain = [f"on shard {name}: {item}" for name, p in parts.items() for item in p.get("may_remain", [])]
+        return {**first, "status": status, "may_remain": remain, "shards": parts}
+
+    # --- edges ---------------------------------------------------------------------------------------
+    def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
+        with self.transaction():
+            return sum(self.on(name, lambda s, p=part: s.put_edges(p, actor, at))
+                       for name, part in self._by_tenant(list(edges), lambda e: e.namespace).items())
+
+    def retract_edges(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int:
+        with self.transaction():
+            return sum(self._each(lambda s: s.retract_edges(ids, actor, at)))
+
+    # --- vectors: keyed by text hash, kept on every shard that answers ---------------------------------
+    def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
+        count, down = 0, None
+        with self.transaction():
+            for name in self.names:
+                try:
+                    count = max(count, self.on(name, lambda s: s.put_vectors(vectors, model)))
+                except ShardUnavailableError as exc:
+                    down = exc  # its nodes' vectors are missing there (missing_vectors lists them when it is back)
+        if down is not None and not count and vectors:
+            raise down
+        return count
+
+    def delete_vectors(self, hashes: Sequence[str]) -> int:
+        with self.transaction():
+            return max(self._each(lambda s: s.delete_vectors(hashes)), default=0)
+
+    # --- records and audit: the directory shard's ------------------------------------------------------
+    def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
+        self.on(self.names[0], lambda s: s.put_record(kind, key, value, actor))
+
+    def delete_record(self, kind: str, key: str, actor: str = "") -> bool:
+        return self.on(self.names[0], lambda s: s.delete_record(kind, key, actor))
+
+    def append_audit(self, principal: str, action: str, target: str, outcome: str,
+                     detail: dict | None = None) -> None:
+        self.on(self.names[0], lambda s: s.append_audit(principal, action, target, outcome, detail))
+
+    def redact_audit(self, targets: Sequence[str], note: dict[str, Any]) -> int:
+        return self.on(self.names[0], lambda s: s.redact_audit(targets, note))

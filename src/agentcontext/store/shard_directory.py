@@ -1,0 +1,153 @@
+"""Which PostgreSQL server (shard) holds each tenant: the shard list of a store URL and the directory table.
+
+The tenant is the namespace (``lib:hr``, ``memory:alice``, ``graph:default``, ...): every record, edge and tombstone
+carries one, and the access rules are written over namespaces (a grant is a glob over them; ``access.py``), so a
+call that a principal may make reads and writes whole namespaces, and one namespace's records never need another
+server. A user id or a workspace-level tenant id would not do: the memories of one user id are spread over
+namespaces that grants give out separately, and a workspace is already one store URL.
+
+The shards are named: ``AGENTCONTEXT_SHARD_URLS="a=postgresql://h1/db,b=postgresql://h2/db"`` (or the ``shards``
+argument of ``open_store``/``Workspace``: that string, a ``{name: url}`` mapping or ``(name, url)`` pairs). The first
+shard listed is the directory shard: it holds the directory table, and the records (grants, tokens, settings), the
+audit log and the erasure receipts of the whole store (a "global" shard; they are small and read on every call that
+checks access, which they would otherwise have to fan out for).
+
+The directory table ``shard_directory`` (in the store's schema on the directory shard) maps each tenant to its
+shard; a tenant is assigned when it is first written, to the shard its name picks by rendezvous hashing (the
+highest sha256 of shard name and tenant), and stays there until ``move-tenant`` moves it: the assignment is read,
+not computed, so adding a shard moves no existing tenant. ``state`` is ``home``, or ``moving`` while a move copies
+it (``target`` names where to); a move that did not finish (a killed process) is undone the next time the tenant is
+moved or the directory is opened by ``move-tenant``.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Mapping, Sequence
+
+from ..errors import ValidationError
+from .pg_sql import redact, split_url
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+# a comma starts a new shard only where ``name=`` follows (a URL may hold commas in its query)
+SPLIT_RE = re.compile(r",\s*(?=[A-Za-z0-9_-]{1,40}\s*=)")
+TABLE = "shard_directory"
+CREATE = (f"CREATE TABLE IF NOT EXISTS {TABLE} (tenant text PRIMARY KEY, shard text NOT NULL, "
+          "state text NOT NULL DEFAULT 'home', target text, assigned_at timestamptz NOT NULL DEFAULT now(), "
+          "moved_at timestamptz)")
+EXAMPLE = "a=postgresql://user@host1/db,b=postgresql://user@host2/db"
+
+
+def parse_shards(value: str | Mapping[str, str] | Sequence[Any]) -> dict[str, str]:
+    """``{name: url}`` in the order given, from ``name=url,name=url``, a mapping or pairs; bad input refused with
+    what to fix (a ``ValidationError``)."""
+    if isinstance(value, str):
+        pairs: list[tuple[str, str]] = []
+        for item in SPLIT_RE.split(value.strip()):
+            if not item.strip():
+                continue
+            name, sep, url = item.partition("=")
+            if not sep or "://" in name:
+                raise ValidationError(f"shard {redact(item.strip())!r} has no name; give each shard as NAME=URL, "
+                                      f"comma-separated: AGENTCONTEXT_SHARD_URLS=\"{EXAMPLE}\"", shard=redact(item))
+            pairs.append((name.strip(), url.strip()))
+    elif isinstance(value, Mapping):
+        pairs = [(str(k), str(v)) for k, v in value.items()]
+    else:
+        pairs = [(str(k), str(v)) for k, v in value]
+    shards: dict[str, str] = {}
+    for name, url in pairs:
+        if not NAME_RE.match(name):
+            raise ValidationError(f"shard name {name!r} is not allowed; use 1 to 40 letters, digits, '_' or '-' "
+                                  f"(e.g. {EXAMPLE})", shard=name)
+        if name in shards:
+            raise ValidationError(f"shard {name!r} is named twice; give each shard a name of its own", shard=name)
+        if not url.startswith(("postgresql://", "postgres://")):
+            raise ValidationError(f"shard {name!r} has the URL {redact(url)!r}, not a PostgreSQL URL; give it as "
+                                  f"{name}=postgresql://user@host:port/database", shard=name, url=redact(url))
+        shards[name] = url
+    if not shards:
+        raise ValidationError(f"no shards given; list them as NAME=URL, comma-separated: \"{EXAMPLE}\"")
+    schemas = {split_url(u)[1] for u in shards.values()}
+    if len(schemas) > 1:
+        raise ValidationError("the shard URLs name different schemas ("
+                              + ", ".join(sorted(str(s) for s in schemas)) + "); a sharded store is one schema on "
+                              "every shard: give every URL the same ?schema= (or none)")
+    return shards
+
+
+def home_of(tenant: str, names: Sequence[str]) -> str:
+    """The shard a new tenant is assigned to: rendezvous hashing over the shard names (stable as shards are added:
+    only tenants whose highest score is the new shard's would go there, and assigned tenants never move)."""
+    return max(names, key=lambda name: hashlib.sha256(f"{name}\x1f{tenant}".encode()).digest())
+
+
+def unknown_shard(name: str, names: Sequence[str], tenant: str | None = None) -> ValidationError:
+    """The error for a shard name the store does not list (asked for, or recorded in the directory)."""
+    known = ", ".join(names)
+    if tenant is None:
+        return ValidationError(f"unknown shard {name!r}; this store's shards are {known} (AGENTCONTEXT_SHARD_URLS); "
+                               "name one of them", shard=name, shards=list(names))
+    return ValidationError(f"tenant {tenant!r} is assigned to shard {name!r}, which this store does not list (its "
+                           f"shards are {known}); add {name}=postgresql://... to AGENTCONTEXT_SHARD_URLS, or move the "
+                           f"tenant to a listed shard: agentcontext store move-tenant {tenant} SHARD",
+                           shard=name, tenant=tenant, shards=list(names))
+
+
+class Directory:
+    """The directory table on the directory shard (``store``, a ``PostgresStore``): tenant -> shard, remembered in
+    this process for ``ttl`` seconds (a move elsewhere is seen that much later at most; a write re-reads it)."""
+
+    def __init__(self, store: Any, names: Sequence[str], ttl: float = 1.0) -> None:
+        self.store, self.names, self.ttl = store, list(names), ttl
+        with store.transaction():
+            store._exec(CREATE)
+        self._rows: dict[str, tuple[str, str, str | None]] = {}
+        self._read_at = -1e18
+
+    def rows(self, fresh: bool = False) -> dict[str, tuple[str, str, str | None]]:
+        """tenant -> (shard, state, target) of every assigned tenant."""
+        import time
+
+        now = time.monotonic()
+        if fresh or now - self._read_at > self.ttl:
+            found = self.store._read(f"SELECT tenant, shard, state, target FROM {TABLE}")
+            self._rows = {t: (s, st, tg) for t, s, st, tg in found}
+            self._read_at = now
+        return self._rows
+
+    def shard_of(self, tenant: str, fresh: bool = False) -> str | None:
+        """The shard ``tenant`` is assigned to (checked against the listed shards), None when it has none yet."""
+        row = self.rows(fresh).get(tenant)
+        if row is None:
+            return None
+        if row[0] not in self.names:
+            raise unknown_shard(row[0], self.names, tenant)
+        return row[0]
+
+    def assign(self, tenants: Sequence[str]) -> dict[str, str]:
+        """Each tenant's shard, assigning new ones (``home_of``) in the directory first."""
+        out: dict[str, str] = {}
+        new = []
+        for tenant in dict.fromkeys(tenants):
+            shard = self.shard_of(tenant)
+            if shard is None:
+                new.append(tenant)
+            else:
+                out[tenant] = shard
+        if new:
+            with self.store.transaction():
+                for tenant in new:
+                    self.store._exec(f"INSERT INTO {TABLE}(tenant, shard) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                                     (tenant, home_of(tenant, self.names)))
+            for tenant in new:  # another process may have assigned it first: what the table says holds
+                shard = self.shard_of(tenant, fresh=True)
+                assert shard is not None
+                out[tenant] = shard
+        return out
+
+    def set(self, tenant: str, shard: str, state: str = "home", target: str | None = None) -> None:
+        self.store._exec(f"INSERT INTO {TABLE}(tenant, shard, state, target) VALUES (%s, %s, %s, %s) ON CONFLICT "
+                         "(tenant) DO UPDATE SET shard = excluded.shard, state = excluded.state, "
+                         "target = excluded.target, moved_at = now()", (tenant, shard, state, target))
+        self._read_at = -1e18
