@@ -225,7 +225,7 @@ class ShardReads:
         return parts[0]
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
-        return any(self.routed(namespace, lambda s, ns: s.holds_at_least(n, ns, kind)))
+        return n <= 0 or any(self.routed(namespace, lambda s, ns: s.holds_at_least(n, ns, kind)))
 
     def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
         out: dict[str, float] = {}

@@ -44,11 +44,28 @@ class ShardWrites:
 
     def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "", at: str | None = None,
                     erasure: str | None = None) -> dict[str, int]:
+        """Purged on the shards holding them; the copies of their vectors that no node uses any more go from every
+        shard (a vector is kept on each: an erased text leaves none behind)."""
         totals = {"nodes": 0, "versions": 0, "edges": 0, "vectors": 0}
         with self.transaction():
+            hashes = self._hashes_of(ids, live=True)
             for part in self.by_ids(list(ids), lambda s, chunk: s.purge_nodes(chunk, reason, actor, at, erasure)):
                 _add(totals, part)
+            self._drop_unused(hashes)
         return totals
+
+    def _hashes_of(self, ids: Sequence[str], live: bool) -> list[str]:
+        """The text hashes every version of these nodes uses (``live``: the current version's too)."""
+        sql = "SELECT embed_hash FROM node_versions WHERE id = ANY(%s) AND embed_hash IS NOT NULL"
+        if live:
+            sql += " UNION SELECT embed_hash FROM nodes WHERE id = ANY(%s) AND embed_hash IS NOT NULL"
+        found = self.by_ids(list(ids), lambda s, chunk: s._read(sql, (chunk, chunk) if live else (chunk,)))
+        return sorted({r[0] for rows in found for r in rows})
+
+    def _drop_unused(self, hashes: Sequence[str]) -> None:
+        if hashes:
+            self._each(lambda s: s._exec(f"DELETE FROM vectors WHERE hash = ANY(%s) AND {s._vectors_unused()}",
+                                         (list(hashes),)))
 
     def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
         with self.transaction():
@@ -57,8 +74,11 @@ class ShardWrites:
 
     def purge_history(self, ids: Sequence[str], actor: str = "") -> dict[str, int]:
         totals: dict[str, int] = {}
-        for part in self.by_ids(list(ids), lambda s, chunk: s.purge_history(chunk, actor)):
-            _add(totals, part)
+        with self.transaction():
+            hashes = self._hashes_of(ids, live=False)
+            for part in self.by_ids(list(ids), lambda s, chunk: s.purge_history(chunk, actor)):
+                _add(totals, part)
+            self._drop_unused(hashes)
         return totals
 
     def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
@@ -81,22 +101,29 @@ class ShardWrites:
         with self.transaction():
             return sum(self._each(lambda s: s.retract_edges(ids, actor, at)))
 
-    # --- vectors: keyed by text hash, kept on every shard that answers ---------------------------------
+    # --- vectors: keyed by text hash, a copy on every shard (Citus: a reference table) ----------------------
     def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
-        count, down = 0, None
+        """On the directory shard (checked and logged there), then a copy on every other shard that answers (one
+        that does not lists its nodes' vectors as missing when it is back)."""
         with self.transaction():
-            for name in self.names:
+            count = self.on(self.names[0], lambda s: s.put_vectors(vectors, model))
+            for name in self.names[1:]:
                 try:
-                    count = max(count, self.on(name, lambda s: s.put_vectors(vectors, model)))
-                except ShardUnavailableError as exc:
-                    down = exc  # its nodes' vectors are missing there (missing_vectors lists them when it is back)
-        if down is not None and not count and vectors:
-            raise down
+                    self.on(name, lambda s: s._upsert_vectors([
+                        (h, model, int(np.asarray(v).shape[0]), s._vector_value(np.asarray(v, dtype=np.float32)))
+                        for h, v in vectors.items()]))
+                except ShardUnavailableError:
+                    continue
         return count
 
     def delete_vectors(self, hashes: Sequence[str]) -> int:
+        """From every shard (a shard that is down is an error: its copy would outlive the delete)."""
         with self.transaction():
-            return max(self._each(lambda s: s.delete_vectors(hashes)), default=0)
+            count = self.on(self.names[0], lambda s: s.delete_vectors(hashes))
+            for name in self.names[1:]:
+                self.on(name, lambda s: s._exec("DELETE FROM vectors WHERE hash = ANY(%s)",
+                                                (list(dict.fromkeys(hashes)),)))
+        return count
 
     # --- records and audit: the directory shard's ------------------------------------------------------
     def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:

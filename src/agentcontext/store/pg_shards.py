@@ -90,6 +90,7 @@ class ShardedStore(ShardReads, ShardWrites):
 
     backend = "postgresql"
     capabilities = PostgresStore.capabilities
+    MIGRATIONS = PostgresStore.MIGRATIONS  # every shard's schema
 
     def __init__(self, shards: str | Mapping[str, str] | Sequence[Any], timeout: float = 60.0) -> None:
         self._urls = parse_shards(shards)
@@ -252,26 +253,34 @@ class ShardedStore(ShardReads, ShardWrites):
         return min(self._each(lambda s: s.schema_version()))
 
     def info(self) -> dict[str, Any]:
-        """The directory shard's info, counts added up over every shard that answers, and each shard's own."""
-        out: dict[str, Any] = {"url": self.url, "backend": self.backend, "schema": self.schema, "shards": []}
+        """The directory shard's info with the counts and namespaces of every shard added up (vectors: the
+        directory shard's, the others hold copies), the change counter, and each shard's state, tenants and counts.
+        A shard that is down is shown as such (its counts are then missing from the totals)."""
+        out: dict[str, Any] = {}
         tenants: dict[str, int] = {}
         for shard, _, _ in self.directory.rows(fresh=True).values():
             tenants[shard] = tenants.get(shard, 0) + 1
+        entries, counts, namespaces = [], {}, {}
         for name in self.names:
             entry: dict[str, Any] = {"name": name, "url": self.shards[name].shown, "tenants": tenants.get(name, 0)}
             try:
                 got = self.on(name, lambda s: s.info())
             except ShardUnavailableError as exc:
                 entry.update(state="down", reason=exc.message)
-            else:
-                entry.update(state="up", counts=got.get("counts"), size_bytes=got.get("size_bytes"))
-                if name == self.names[0]:
-                    out.update({k: v for k, v in got.items() if k not in ("url", "counts", "size_bytes")})
-                for key, value in (got.get("counts") or {}).items():
-                    if isinstance(value, (int, float)):
-                        out.setdefault("counts", {})[key] = out.get("counts", {}).get(key, 0) + value
-            out["shards"].append(entry)
-        out["directory"] = {"shard": self.names[0], "tenants": sum(tenants.values())}
+                entries.append(entry)
+                continue
+            entry.update(state="up", counts=got["counts"], sizes=got.get("sizes"))
+            entries.append(entry)
+            if name == self.names[0]:
+                out.update(got)
+            for key, value in got["counts"].items():
+                if key != "vectors" or name == self.names[0]:
+                    counts[key] = counts.get(key, 0) + value
+            for ns, value in got["namespaces"].items():
+                namespaces[ns] = namespaces.get(ns, 0) + value
+        out.update(url=self.url, counts=counts, namespaces=dict(sorted(namespaces.items())),
+                   change_counter=self.change_counter(), shards=entries,
+                   directory={"shard": self.names[0], "tenants": sum(tenants.values())})
         return out
 
     # --- change log ----------------------------------------------------------------------------------
@@ -314,14 +323,17 @@ class ShardedStore(ShardReads, ShardWrites):
     # --- copying a whole store ---------------------------------------------------------------------------
     def export_rows(self, table: str, after: Sequence[Any] | None = None,
                     limit: int = 5000) -> tuple[list[dict[str, Any]], list[Any] | None]:
-        """Pages of each shard in turn (records, audit and changes: the directory shard's); the cursor is (shard
-        index, that shard's cursor)."""
-        names = self.names[:1] if table in ("records", "audit", "changes") else self.names
+        """Pages of each shard in turn (records, audit, changes and vectors: the directory shard's); the cursor is
+        (shard index, that shard's cursor)."""
+        names = self.names[:1] if table in ("records", "audit", "changes", "vectors") else self.names
         index, inner = (0, None) if after is None else (int(after[0]), after[1])
-        rows, cursor = self.on(names[index], lambda s: s.export_rows(table, inner, limit))
-        if cursor is not None:
-            return rows, [index, cursor]
-        return rows, ([index + 1, None] if index + 1 < len(names) else None)
+        while True:
+            rows, cursor = self.on(names[index], lambda s, after=inner: s.export_rows(table, after, limit))
+            if cursor is not None:
+                return rows, [index, cursor]
+            if rows or index + 1 >= len(names):
+                return rows, ([index + 1, None] if index + 1 < len(names) else None)
+            index, inner = index + 1, None  # that shard held none: the next one's first page
 
     def import_rows(self, table: str, batches: Iterable[Sequence[dict[str, Any]]]) -> int:
         """Rows of a tenant table go to their tenant's shard; records, audit and changes to the directory shard;
