@@ -276,3 +276,38 @@ def test_a_shard_down_when_the_store_opens_is_not_an_error_until_needed(servers)
             store.close()
     finally:
         servers["c"].resume()
+
+
+def test_erasure_reaches_every_shard_with_one_receipt(servers):
+    from agentcontext.erasure.workspace import erase_workspace_entity
+    from agentcontext.graph.context_graph import workspace_graph
+    from agentcontext.memory.service import workspace_memory
+    from agentcontext.workspace import Workspace
+
+    schema = f"sh_{next(_schemas)}"
+    names = ["a", "b", "c"]
+    users = [f"user{i}" for i in range(60)]
+    first = next(u for u in users if home_of(f"memory:{u}", names) == "b")
+    second = next(u for u in users if home_of(f"memory:{u}", names) == "c")
+    ws = Workspace.open(shards=spec(servers, names, schema))
+    try:
+        graph = workspace_graph(ws, None)
+        graph.add_node("customer-4471", "customer", content="Jane Roe, 12 Main St")
+        for user in (first, second):
+            memory = workspace_memory(ws, user, None)
+            memory.store("Customer 4471 (Jane Roe) asked for a refund", metadata={"entities": ["customer-4471"]})
+            memory.store("The office closes at six")
+        homes = {ns: shard for ns, (shard, _, _) in ws.store.directory.rows(fresh=True).items()}
+        assert {homes[f"memory:{first}"], homes[f"memory:{second}"]} == {"b", "c"}
+        receipt = erase_workspace_entity(ws, "customer-4471", reason="GDPR", namespace=first, erase_mentions=True)
+        assert receipt.complete, receipt.to_dict()
+        for name in names:
+            for table in ("nodes", "node_versions"):
+                assert held_on(servers[name], schema, f"SELECT count(*) FROM {table} WHERE content LIKE "
+                                                      "'%Jane Roe%'") == [(0,)], (name, table)
+        assert ws.store.count_nodes(f"memory:{second}") == 1  # what did not mention it stays
+        assert "customer-4471" in ws.store.erased(["customer-4471"])
+        receipts = [a for a in ws.store.audit() if a["action"] == "erase_entity" or a["principal"] == "erasure"]
+        assert receipts and held_on(servers["b"], schema, "SELECT count(*) FROM audit") == [(0,)]
+    finally:
+        ws.close()
