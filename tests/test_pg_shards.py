@@ -311,3 +311,133 @@ def test_erasure_reaches_every_shard_with_one_receipt(servers):
         assert receipts and held_on(servers["b"], schema, "SELECT count(*) FROM audit") == [(0,)]
     finally:
         ws.close()
+
+
+def test_migrate_into_shards_and_back_out_is_lossless(servers):
+    from agentcontext.migrate import content_digest, migrate
+
+    source_url = servers["b"].url()
+    source = open_store(source_url)
+    try:
+        fill(source, {"memory:m1": 5, "lib:docs": 4, "graph:default": 3, "memory:m2": 6})
+        source.put_record("grant", "g", {"principal": "bob", "pattern": "memory:*", "level": "read"})
+        source.append_audit("owner", "grant", "bob", "ok")
+        source.retract_nodes(["memory:m1-0"])
+        source.purge_nodes(["memory:m2-1"], reason="r")
+        want = content_digest(source)
+    finally:
+        source.close()
+    sharded_url = "shards:" + spec(servers)
+    done = migrate(source_url, sharded_url)
+    assert done["digests_equal"]
+    sharded = open_store(sharded_url)
+    try:
+        assert content_digest(sharded) == want
+        assert len({sharded.shard_for(ns) for ns in ("memory:m1", "lib:docs", "graph:default", "memory:m2")}) >= 2
+    finally:
+        sharded.close()
+    back = servers["a"].url()
+    assert migrate(sharded_url, back)["digests_equal"]
+    single = open_store(back)
+    try:
+        assert content_digest(single) == want
+    finally:
+        single.close()
+
+
+def _homes(store, tenant: str) -> tuple[str, dict[str, int]]:
+    """(the shard the directory names for ``tenant``, its node rows on each shard, counted on the servers)."""
+    row = held_on(store._servers["a"], store.schema, f"SELECT shard FROM shard_directory WHERE tenant = '{tenant}'")
+    counts = {name: held_on(server, store.schema, f"SELECT count(*) FROM nodes WHERE namespace = '{tenant}'")[0][0]
+              for name, server in store._servers.items()}
+    return row[0][0], counts
+
+
+def test_move_tenant_under_concurrent_writes_loses_no_write(servers):
+    import threading
+
+    from agentcontext.store.pg_shard_move import move_tenant
+
+    schema = f"sh_{next(_schemas)}"
+    url = spec(servers, ("a", "b"), schema)
+    writer, mover = ShardedStore(url), ShardedStore(url)
+    writer._servers = {"a": servers["a"], "b": servers["b"]}
+    try:
+        tenant = "memory:moving"
+        fill(writer, {tenant: 50, "memory:stays": 5})
+        source = writer.shard_for(tenant)
+        target = "a" if source == "b" else "b"
+        written, stop, failures = [], threading.Event(), []
+
+        def write() -> None:
+            i = 0
+            while not stop.is_set():
+                try:
+                    writer.put_nodes([Node(id=f"w{i}", kind="note", namespace=tenant, content=f"write {i}")])
+                    written.append(f"w{i}")
+                except Exception as exc:  # noqa: BLE001 - the test reports any failure below
+                    failures.append(exc)
+                    return
+                i += 1
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        time.sleep(0.3)
+        done = move_tenant(mover, tenant, target)
+        time.sleep(0.3)
+        stop.set()
+        thread.join()
+        assert not failures and done["moved"] and len(written) > 5
+        home, counts = _homes(writer, tenant)
+        assert home == target and counts[source] == 0 and counts[target] == 50 + len(written)
+        assert set(written) <= {n.id for n in writer.find_nodes(tenant)}
+        assert writer.count_nodes("memory:stays") == 5
+        with pytest.raises(ValidationError, match="unknown shard 'zz'"):
+            move_tenant(mover, tenant, "zz")
+    finally:
+        writer.close()
+        mover.close()
+
+
+@pytest.mark.parametrize("kill_after", ["moving", "switched"])
+def test_a_move_killed_midway_leaves_the_tenant_whole_on_one_shard(servers, kill_after):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    schema = f"sh_{next(_schemas)}"
+    url = spec(servers, ("a", "b"), schema)
+    store = ShardedStore(url)
+    store._servers = {"a": servers["a"], "b": servers["b"]}
+    tenant = "memory:killed"
+    try:
+        fill(store, {tenant: 300})
+        source = store.shard_for(tenant)
+    finally:
+        store.close()
+    target = "a" if source == "b" else "b"
+    env = {**os.environ, "AGENTCONTEXT_SHARD_URLS": url, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
+    env.pop("AGENTCONTEXT_URL", None)
+    proc = subprocess.Popen([sys.executable, "-m", "agentcontext.cli", "store", "move-tenant", tenant, target], env=env,
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            if line.startswith(kill_after):
+                proc.send_signal(signal.SIGKILL)
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    store = ShardedStore(url)  # opening finishes what the killed move left
+    store._servers = {"a": servers["a"], "b": servers["b"]}
+    try:
+        home, counts = _homes(store, tenant)
+        assert sorted(counts.values()) == [0, 300] and counts[home] == 300
+        assert held_on(servers["a"], schema, "SELECT state FROM shard_directory") == [("home",)]
+        assert store.count_nodes(tenant) == 300
+    finally:
+        store.close()

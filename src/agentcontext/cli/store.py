@@ -54,3 +54,24 @@ def store_info(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
         emit(access.store_info(ws, principal(ctx)), json_out, _print)
     finally:
         ws.close()
+
+
+@store_app.command("move-tenant")
+def store_move_tenant(ctx: typer.Context,
+                      tenant: str = typer.Argument(..., metavar="TENANT", help="The namespace, e.g. memory:alice."),
+                      shard: str = typer.Argument(..., metavar="SHARD", help="The shard's name in the store URL."),
+                      json_out: bool = JSON_OPTION) -> None:
+    """Move one tenant (a namespace) of a sharded store to another shard: writes to it wait while it moves, reads go
+    on; a move that is killed leaves the tenant whole on one shard (the next open finishes the cleanup)."""
+    from ..migrate import move_tenant
+
+    ws = open_workspace(ctx)
+    try:
+        done = move_tenant(ws, tenant, shard, principal(ctx),
+                           progress=None if json_out else lambda step, n: out.print(f"{step}: {n}", markup=False))
+        emit(done, json_out, lambda d: out.print(
+            f"{d['tenant']}: {'moved' if d['moved'] else 'already'} on {d['to']}"
+            + (f" (from {d['from']}, {sum(d['rows'].values())} rows, {d['seconds']} s)" if d["moved"] else ""),
+            markup=False))
+    finally:
+        ws.close()

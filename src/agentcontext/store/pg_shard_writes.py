@@ -25,6 +25,8 @@ class ShardWrites:
     transaction: Any
     _by_tenant: Any
     _each: Any
+    _tenants_of: Any
+    hold: Any
 
     def put_nodes(self, nodes: Sequence[Node], actor: str = "", at: str | None = None) -> list[int]:
         if len({n.id for n in nodes}) != len(nodes):
@@ -40,6 +42,7 @@ class ShardWrites:
 
     def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None, edges: str = "both") -> int:
         with self.transaction():
+            self.hold(self._tenants_of(ids))
             return sum(self.by_ids(list(ids), lambda s, chunk: s.retract_nodes(chunk, actor, at, edges)))
 
     def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "", at: str | None = None,
@@ -48,6 +51,7 @@ class ShardWrites:
         shard (a vector is kept on each: an erased text leaves none behind)."""
         totals = {"nodes": 0, "versions": 0, "edges": 0, "vectors": 0}
         with self.transaction():
+            self.hold(self._tenants_of(ids))
             hashes = self._hashes_of(ids, live=True)
             for part in self.by_ids(list(ids), lambda s, chunk: s.purge_nodes(chunk, reason, actor, at, erasure)):
                 _add(totals, part)
@@ -75,6 +79,7 @@ class ShardWrites:
     def purge_history(self, ids: Sequence[str], actor: str = "") -> dict[str, int]:
         totals: dict[str, int] = {}
         with self.transaction():
+            self.hold(self._tenants_of(ids))
             hashes = self._hashes_of(ids, live=False)
             for part in self.by_ids(list(ids), lambda s, chunk: s.purge_history(chunk, actor)):
                 _add(totals, part)
@@ -99,6 +104,7 @@ class ShardWrites:
 
     def retract_edges(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int:
         with self.transaction():
+            self.hold(self._tenants_of(ids, "edges", "eid"))
             return sum(self._each(lambda s: s.retract_edges(ids, actor, at)))
 
     # --- vectors: keyed by text hash, a copy on every shard (Citus: a reference table) ----------------------

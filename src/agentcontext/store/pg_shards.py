@@ -103,12 +103,17 @@ class ShardedStore(ShardReads, ShardWrites):
         self._tx_at = ""
         self._marks: OrderedDict[int, tuple[int, ...]] = OrderedDict()
         self._closed = False
+        self.directory: Directory | None = None
         home = self.shards[self.names[0]]
         try:
             self._connect(home, raising=True)
             self.directory = Directory(home.store, self.names)
             for shard in list(self.shards.values())[1:]:
                 self._connect(shard, raising=False)  # one that is down is tried again when a call needs it
+            if any(state != "home" for _, state, _ in self.directory.rows(fresh=True).values()):
+                from .pg_shard_move import recover
+
+                recover(self)  # what a killed move left on the shard the directory does not name
         except BaseException:
             self.close()
             raise
@@ -182,10 +187,26 @@ class ShardedStore(ShardReads, ShardWrites):
 
     def shard_for(self, tenant: str) -> str:
         """The shard that holds (or will hold) ``tenant``, assigning it when new."""
-        return self.directory.assign([tenant])[tenant]
+        with self.transaction():
+            return self.hold([tenant])[tenant]
+
+    def hold(self, tenants: Sequence[str]) -> dict[str, str]:
+        """The tenants' shards, held until this write transaction ends (a move of one waits for it, and it for a
+        move under way); must run inside ``transaction()``."""
+        assert self._tx is not None, "hold() runs inside a transaction"
+        if not self.directory.holding:
+            self._tx.push(lambda kind, exc, tb: self.directory.end(commit=kind is None))
+        return self.directory.hold(tenants)
+
+    def _tenants_of(self, ids: Sequence[str], table: str = "nodes", column: str = "id") -> list[str]:
+        """The namespaces of the rows of ``table`` with these ids (live or not), on whichever shard holds them."""
+        sql = f"SELECT DISTINCT namespace FROM {table} WHERE {column} = ANY(%s)"
+        return sorted({r[0] for rows in self.by_ids(list(ids), lambda s, chunk: s._read(sql, (chunk,)))
+                       for r in rows})
 
     def _by_tenant(self, items: Sequence[T], tenant: Callable[[T], str]) -> dict[str, list[T]]:
-        homes = self.directory.assign([tenant(i) for i in items]) if items else {}
+        """Items grouped by the shard of their tenant, the tenants held for this write transaction."""
+        homes = self.hold([tenant(i) for i in items]) if items else {}
         out: dict[str, list[T]] = {}
         for item in items:
             out.setdefault(homes[tenant(item)], []).append(item)
@@ -240,6 +261,8 @@ class ShardedStore(ShardReads, ShardWrites):
 
     def close(self) -> None:
         self._closed = True
+        if getattr(self, "directory", None) is not None:
+            self.directory.close()
         for shard in self.shards.values():
             if shard.store is not None:
                 shard.store.close()
@@ -323,17 +346,24 @@ class ShardedStore(ShardReads, ShardWrites):
     # --- copying a whole store ---------------------------------------------------------------------------
     def export_rows(self, table: str, after: Sequence[Any] | None = None,
                     limit: int = 5000) -> tuple[list[dict[str, Any]], list[Any] | None]:
-        """Pages of each shard in turn (records, audit, changes and vectors: the directory shard's); the cursor is
-        (shard index, that shard's cursor)."""
-        names = self.names[:1] if table in ("records", "audit", "changes", "vectors") else self.names
+        """Pages of each shard in turn (records, audit and vectors: the directory shard's; the change log of each
+        shard numbered after the shards before it); the cursor is (shard index, that shard's cursor)."""
+        names = self.names[:1] if table in ("records", "audit", "vectors") else self.names
         index, inner = (0, None) if after is None else (int(after[0]), after[1])
-        while True:
-            rows, cursor = self.on(names[index], lambda s, after=inner: s.export_rows(table, after, limit))
+        page: list[dict[str, Any]] = []
+        while True:  # a page is filled from the next shards when one runs out (callers may read one page)
+            rows, cursor = self.on(names[index], lambda s, after=inner: s.export_rows(table, after, limit - len(page)))
+            if table == "changes" and index:  # numbered after the shards before it: one log, no seq twice
+                offset = sum(self.on(n, lambda s: s.change_counter()) for n in names[:index])
+                rows = [{**row, "seq": row["seq"] + offset} for row in rows]
+            page.extend(rows)
             if cursor is not None:
-                return rows, [index, cursor]
-            if rows or index + 1 >= len(names):
-                return rows, ([index + 1, None] if index + 1 < len(names) else None)
-            index, inner = index + 1, None  # that shard held none: the next one's first page
+                return page, [index, cursor]
+            index, inner = index + 1, None
+            if index >= len(names):
+                return page, None
+            if len(page) >= limit:
+                return page, [index, None]
 
     def import_rows(self, table: str, batches: Iterable[Sequence[dict[str, Any]]]) -> int:
         """Rows of a tenant table go to their tenant's shard; records, audit and changes to the directory shard;

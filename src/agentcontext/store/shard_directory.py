@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from typing import Any, Mapping, Sequence
 
 from ..errors import ValidationError
@@ -32,6 +33,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 # a comma starts a new shard only where ``name=`` follows (a URL may hold commas in its query)
 SPLIT_RE = re.compile(r",\s*(?=[A-Za-z0-9_-]{1,40}\s*=)")
 TABLE = "shard_directory"
+MOVE_LOCK = 0x61637479  # advisory lock class of a tenant's writers (shared) and of a move (exclusive)
 CREATE = (f"CREATE TABLE IF NOT EXISTS {TABLE} (tenant text PRIMARY KEY, shard text NOT NULL, "
           "state text NOT NULL DEFAULT 'home', target text, assigned_at timestamptz NOT NULL DEFAULT now(), "
           "moved_at timestamptz)")
@@ -76,6 +78,11 @@ def parse_shards(value: str | Mapping[str, str] | Sequence[Any]) -> dict[str, st
     return shards
 
 
+def tenant_key(tenant: str) -> int:
+    """The advisory lock key of ``tenant`` (with ``MOVE_LOCK``)."""
+    return int.from_bytes(hashlib.sha256(tenant.encode()).digest()[:4], "big", signed=True)
+
+
 def home_of(tenant: str, names: Sequence[str]) -> str:
     """The shard a new tenant is assigned to: rendezvous hashing over the shard names (stable as shards are added:
     only tenants whose highest score is the new shard's would go there, and assigned tenants never move)."""
@@ -96,7 +103,10 @@ def unknown_shard(name: str, names: Sequence[str], tenant: str | None = None) ->
 
 class Directory:
     """The directory table on the directory shard (``store``, a ``PostgresStore``): tenant -> shard, remembered in
-    this process for ``ttl`` seconds (a move elsewhere is seen that much later at most; a write re-reads it)."""
+    this process for ``ttl`` seconds for reads (a move is seen that much later at most: a move waits as long before
+    it deletes the tenant's old copy). A write transaction holds its tenants (``hold``): a shared advisory lock per
+    tenant on a connection of its own (a move takes it exclusively, so writes wait while a tenant moves), new tenants
+    assigned and the tenants' rows read under it; ``end`` releases them after every shard has committed."""
 
     def __init__(self, store: Any, names: Sequence[str], ttl: float = 1.0) -> None:
         self.store, self.names, self.ttl = store, list(names), ttl
@@ -104,11 +114,24 @@ class Directory:
             store._exec(CREATE)
         self._rows: dict[str, tuple[str, str, str | None]] = {}
         self._read_at = -1e18
+        self._conn: Any = None
+        self.holding: set[str] = set()
+
+    def connect(self, autocommit: bool = False) -> Any:
+        """A new connection to the directory shard, in the store's schema."""
+        import psycopg
+        from psycopg import sql as pgsql
+
+        conn = psycopg.connect(self.store._conninfo, autocommit=autocommit, connect_timeout=10)
+        conn.execute(f"SET lock_timeout = '{int(self.store._timeout * 1000)}ms'")
+        if self.store.schema:
+            conn.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(self.store.schema)))
+        if not autocommit:
+            conn.commit()
+        return conn
 
     def rows(self, fresh: bool = False) -> dict[str, tuple[str, str, str | None]]:
         """tenant -> (shard, state, target) of every assigned tenant."""
-        import time
-
         now = time.monotonic()
         if fresh or now - self._read_at > self.ttl:
             found = self.store._read(f"SELECT tenant, shard, state, target FROM {TABLE}")
@@ -121,33 +144,41 @@ class Directory:
         row = self.rows(fresh).get(tenant)
         if row is None:
             return None
-        if row[0] not in self.names:
-            raise unknown_shard(row[0], self.names, tenant)
-        return row[0]
+        return self._checked(tenant, row[0])
 
-    def assign(self, tenants: Sequence[str]) -> dict[str, str]:
-        """Each tenant's shard, assigning new ones (``home_of``) in the directory first."""
-        out: dict[str, str] = {}
-        new = []
-        for tenant in dict.fromkeys(tenants):
-            shard = self.shard_of(tenant)
-            if shard is None:
-                new.append(tenant)
-            else:
-                out[tenant] = shard
+    def _checked(self, tenant: str, shard: str) -> str:
+        if shard not in self.names:
+            raise unknown_shard(shard, self.names, tenant)
+        return shard
+
+    def hold(self, tenants: Sequence[str]) -> dict[str, str]:
+        """Each tenant's shard, held for the write transaction under way (see the class doc); new ones assigned."""
+        wanted = sorted(set(tenants))
+        new = [t for t in wanted if t not in self.holding]
         if new:
-            with self.store.transaction():
-                for tenant in new:
-                    self.store._exec(f"INSERT INTO {TABLE}(tenant, shard) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                                     (tenant, home_of(tenant, self.names)))
-            for tenant in new:  # another process may have assigned it first: what the table says holds
-                shard = self.shard_of(tenant, fresh=True)
-                assert shard is not None
-                out[tenant] = shard
-        return out
+            if self._conn is None or self._conn.closed:
+                self._conn = self.connect()
+            conn = self._conn
+            conn.execute(f"SELECT pg_advisory_xact_lock_shared({MOVE_LOCK}, k) FROM unnest(%s::int[]) k ORDER BY k",
+                         ([tenant_key(t) for t in new],))
+            conn.execute(f"INSERT INTO {TABLE}(tenant, shard) SELECT t, s FROM unnest(%s::text[], %s::text[]) "
+                         "u(t, s) ON CONFLICT DO NOTHING", (new, [home_of(t, self.names) for t in new]))
+            for tenant, shard, state, target in conn.execute(
+                    f"SELECT tenant, shard, state, target FROM {TABLE} WHERE tenant = ANY(%s)", (new,)):
+                self._rows[tenant] = (shard, state, target)
+            self.holding.update(new)
+        return {t: self._checked(t, self._rows[t][0]) for t in wanted}
 
-    def set(self, tenant: str, shard: str, state: str = "home", target: str | None = None) -> None:
-        self.store._exec(f"INSERT INTO {TABLE}(tenant, shard, state, target) VALUES (%s, %s, %s, %s) ON CONFLICT "
-                         "(tenant) DO UPDATE SET shard = excluded.shard, state = excluded.state, "
-                         "target = excluded.target, moved_at = now()", (tenant, shard, state, target))
-        self._read_at = -1e18
+    def end(self, commit: bool) -> None:
+        """The write transaction ended: keep its new assignments (``commit``) or not, and release its tenants."""
+        self.holding.clear()
+        if self._conn is not None and not self._conn.closed:
+            if commit:
+                self._conn.commit()
+            else:
+                self._conn.rollback()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
