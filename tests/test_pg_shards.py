@@ -441,3 +441,47 @@ def test_a_move_killed_midway_leaves_the_tenant_whole_on_one_shard(servers, kill
         assert store.count_nodes(tenant) == 300
     finally:
         store.close()
+
+
+def test_grants_tokens_and_audit_hold_across_shards_and_the_cli_shows_each_shard(servers):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from agentcontext import access
+    from agentcontext.errors import AccessDeniedError
+    from agentcontext.memory.service import workspace_memory
+    from agentcontext.workspace import Workspace
+
+    from .conftest import ROOT
+
+    schema = f"sh_{next(_schemas)}"
+    url = spec(servers, ("a", "b"), schema)
+    users = [f"u{i}" for i in range(60)]
+    mine = next(u for u in users if home_of(f"memory:{u}", ["a", "b"]) == "b")
+    other = next(u for u in users if home_of(f"memory:{u}", ["a", "b"]) == "a")
+    ws = Workspace.open(shards=url)
+    try:
+        for user in (mine, other):
+            workspace_memory(ws, user, None).store(f"a note of {user}")
+        access.grant(ws, "bob", f"memory:{mine}", "write")
+        token = access.create_token(ws, "bob")["token"]
+        assert access.principal_for_token(ws, token) == "bob"
+        bobs = workspace_memory(ws, mine, "bob")
+        assert [m["content"] for m in bobs.list_memories()] == [f"a note of {mine}"]
+        assert [m["content"] for m in bobs.retrieve("note", max_results=3)] == [f"a note of {mine}"]
+        with pytest.raises(AccessDeniedError):
+            workspace_memory(ws, other, "bob").retrieve("note")
+        denied = [a for a in ws.store.audit(principal="bob") if a["outcome"] == "denied"]
+        assert denied and held_on(servers["b"], schema, "SELECT count(*) FROM audit") == [(0,)]
+        assert held_on(servers["b"], schema, "SELECT count(*) FROM records") == [(0,)]
+    finally:
+        ws.close()
+    env = {**os.environ, "AGENTCONTEXT_SHARD_URLS": url, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("AGENTCONTEXT_URL", None)
+    done = subprocess.run([sys.executable, "-m", "agentcontext.cli", "store", "info", "--json"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    info = json.loads(done.stdout)
+    assert [(s["name"], s["state"], s["tenants"]) for s in info["shards"]][1] == ("b", "up", 1)
+    assert info["namespaces"][f"memory:{mine}"] == 1 and info["namespaces"][f"memory:{other}"] == 1
