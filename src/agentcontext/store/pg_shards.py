@@ -27,8 +27,10 @@ sharded store is one store to every service: it speaks the store protocol (``bas
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
@@ -103,6 +105,9 @@ class ShardedStore(ShardReads, ShardWrites):
         self._tx_at = ""
         self._marks: OrderedDict[int, tuple[int, ...]] = OrderedDict()
         self._closed = False
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.RLock()  # held by a transaction
+        self._tx_owner = 0
         self.directory: Directory | None = None
         home = self.shards[self.names[0]]
         try:
@@ -143,7 +148,7 @@ class ShardedStore(ShardReads, ShardWrites):
                 raise shard.error()
         elif shard.reason and time.monotonic() < shard.retry_at:
             raise shard.error()
-        if self._tx is not None and not shard.store._depth:
+        if self._mine() and not shard.store._depth:
             self._tx.enter_context(shard.store.transaction())
             shard.store._tx_at = self._tx_at  # one transaction, one moment, on every shard it touches
         return shard.store
@@ -164,7 +169,17 @@ class ShardedStore(ShardReads, ShardWrites):
         return result
 
     def _each(self, fn: Callable[[PostgresStore], T], names: Iterable[str] | None = None) -> list[T]:
-        return [self.on(name, fn) for name in (self.names if names is None else names)]
+        return self._fan([(name, fn) for name in (self.names if names is None else names)])
+
+    def _fan(self, calls: list[tuple[str, Callable[[PostgresStore], T]]]) -> list[T]:
+        """``on(name, fn)`` for each call, in order: at once on a thread per shard outside a transaction (each shard
+        has its own connection), one after another inside one (it opens the shards' transactions as it goes)."""
+        if len(calls) < 2 or self._mine():
+            return [self.on(name, fn) for name, fn in calls]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=len(self.names), thread_name_prefix="agentcontext-shard")
+        futures = [self._pool.submit(self.on, name, fn) for name, fn in calls]
+        return [f.result() for f in futures]  # the first failure, in shard order, is raised
 
     def _routes(self, namespace) -> dict[str, list[str] | None]:
         """shard -> the namespaces of ``namespace`` it holds (None: every shard, all of its namespaces); a namespace
@@ -182,8 +197,8 @@ class ShardedStore(ShardReads, ShardWrites):
     def routed(self, namespace, fn: Callable[[PostgresStore, Any], T]) -> list[T]:
         """``fn(store, its namespaces)`` on each shard holding some of ``namespace`` (a str stays a str)."""
         single = isinstance(namespace, str)
-        return [self.on(name, lambda s, ns=ns: fn(s, ns[0] if single and ns else ns))
-                for name, ns in self._routes(namespace).items()]
+        return self._fan([(name, lambda s, ns=ns: fn(s, ns[0] if single and ns else ns))
+                          for name, ns in self._routes(namespace).items()])
 
     def shard_for(self, tenant: str) -> str:
         """The shard that holds (or will hold) ``tenant``, assigning it when new."""
@@ -231,29 +246,36 @@ class ShardedStore(ShardReads, ShardWrites):
         return out
 
     def by_ids(self, ids: Sequence[str], fn: Callable[[PostgresStore, list[str]], T]) -> list[T]:
-        return [self.on(name, lambda s, chunk=chunk: fn(s, chunk)) for name, chunk in self._id_shards(ids).items()]
+        return self._fan([(name, lambda s, chunk=chunk: fn(s, chunk)) for name, chunk in self._id_shards(ids).items()])
 
     # --- lifecycle -----------------------------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        if self._tx is not None:
-            self._tx_depth += 1
+        """One transaction on each shard it touches, committed in turn (module doc); held by this thread: another
+        thread's transaction waits for it, as on one store."""
+        with self._lock:
+            if self._tx is not None:
+                self._tx_depth += 1
+                try:
+                    yield
+                finally:
+                    self._tx_depth -= 1
+                return
+            stack, self._tx_at, self._tx_owner = ExitStack(), utcnow(), threading.get_ident()
+            self._tx = stack
             try:
                 yield
-            finally:
-                self._tx_depth -= 1
-            return
-        stack, self._tx, self._tx_at = ExitStack(), None, utcnow()
-        self._tx = stack
-        try:
-            yield
-        except BaseException as exc:
+            except BaseException as exc:
+                self._tx = None
+                if not stack.__exit__(type(exc), exc, exc.__traceback__):
+                    raise
+                return
             self._tx = None
-            if not stack.__exit__(type(exc), exc, exc.__traceback__):
-                raise
-            return
-        self._tx = None
-        stack.close()  # commits each shard's transaction, the last opened first
+            stack.close()  # commits each shard's transaction, the last opened first
+
+    def _mine(self) -> bool:
+        """Whether this thread has a transaction open (a shard call then joins it)."""
+        return self._tx is not None and self._tx_owner == threading.get_ident()
 
     @property
     def _depth(self) -> int:
@@ -261,6 +283,9 @@ class ShardedStore(ShardReads, ShardWrites):
 
     def close(self) -> None:
         self._closed = True
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
         if getattr(self, "directory", None) is not None:
             self.directory.close()
         for shard in self.shards.values():
