@@ -485,3 +485,25 @@ def test_grants_tokens_and_audit_hold_across_shards_and_the_cli_shows_each_shard
     info = json.loads(done.stdout)
     assert [(s["name"], s["state"], s["tenants"]) for s in info["shards"]][1] == ("b", "up", 1)
     assert info["namespaces"][f"memory:{mine}"] == 1 and info["namespaces"][f"memory:{other}"] == 1
+
+
+def test_a_write_waits_for_a_move_and_says_so_when_it_waits_too_long(servers):
+    from agentcontext.errors import StoreError
+    from agentcontext.store.shard_directory import MOVE_LOCK, tenant_key
+
+    schema = f"sh_{next(_schemas)}"
+    store = ShardedStore(spec(servers, ("a", "b"), schema), timeout=1.0)
+    try:
+        store.put_nodes(tenant_nodes("memory:held", 1, 0))
+        with psycopg.connect(servers["a"].url(None)) as mover:  # what a move holds while it copies
+            mover.execute("SELECT pg_advisory_xact_lock(%s, %s)", (MOVE_LOCK, tenant_key("memory:held")))
+            began = time.monotonic()
+            with pytest.raises(StoreError, match="waited longer than the lock timeout"):
+                store.put_nodes(tenant_nodes("memory:held", 2, 1))
+            assert 0.9 < time.monotonic() - began < 5
+            store.put_nodes(tenant_nodes("memory:free", 1, 0))  # another tenant does not wait
+            mover.rollback()
+        store.put_nodes(tenant_nodes("memory:held", 2, 1))
+        assert store.count_nodes("memory:held") == 2
+    finally:
+        store.close()

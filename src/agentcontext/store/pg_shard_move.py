@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from ..errors import NotFoundError
+from ..errors import NotFoundError, ShardUnavailableError
 from .shard_directory import MOVE_LOCK, TABLE, tenant_key, unknown_shard
 from .transfer import TENANT_TABLES, import_rows, pages
 
@@ -57,7 +57,10 @@ def recover(sharded: Any) -> list[str]:
             if current is None or current[1] == "home" or current[0] == current[2]:
                 continue
             if current[2] in sharded.shards:
-                sharded.on(current[2], lambda s, t=tenant: _delete_tenant(s, t, "an unfinished move"))
+                try:
+                    sharded.on(current[2], lambda s, t=tenant: _delete_tenant(s, t, "an unfinished move"))
+                except ShardUnavailableError:
+                    continue  # its leftovers wait for that shard to come back
             conn.execute(f"UPDATE {TABLE} SET state = 'home', target = NULL WHERE tenant = %s", (tenant,))
             conn.commit()
             done.append(tenant)

@@ -211,7 +211,18 @@ class ShardedStore(ShardReads, ShardWrites):
         assert self._tx is not None, "hold() runs inside a transaction"
         if not self.directory.holding:
             self._tx.push(lambda kind, exc, tb: self.directory.end(commit=kind is None))
-        return self.directory.hold(tenants)
+        try:
+            return self.directory.hold(tenants)
+        except psycopg.errors.LockNotAvailable as exc:
+            raise StoreError(f"a write to {', '.join(sorted(set(tenants)))} waited longer than the lock timeout "
+                             f"({self._timeout:g} s) for a move of the tenant (agentcontext store move-tenant) to end; "
+                             "try again when it is done", tenants=sorted(set(tenants))) from exc
+        except psycopg.OperationalError as exc:
+            home = self.shards[self.names[0]]
+            home.reason = f"the directory does not answer ({str(exc).strip()[:200]})"
+            home.retry_at = time.monotonic() + RETRY_SECONDS
+            self.directory.close()
+            raise home.error() from exc
 
     def _tenants_of(self, ids: Sequence[str], table: str = "nodes", column: str = "id") -> list[str]:
         """The namespaces of the rows of ``table`` with these ids (live or not), on whichever shard holds them."""
