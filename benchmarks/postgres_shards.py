@@ -9,9 +9,9 @@ in latency per call (median of ``--calls`` calls, each configuration in turn, ``
 - ``text``: BM25 across every tenant (limit 10): every shard's statistics added up first, then each ranks;
 - ``count``: ``count_by_kind()`` across every tenant;
 - ``one tenant``: ``nearest`` within one namespace (routed to one shard: no fan-out), the control.
-The shards are asked one after another (no threads): the fan-out's cost grows with the number of shards by a round
-trip or two each, while each shard scans a smaller part; on this 2-core machine every server shares the same cores,
-so a shard adds no CPU and no speedup is expected here.
+The shards are asked at once (a thread per shard): each scans a smaller part, and the merge adds a little; BM25 asks
+every shard twice (its statistics, then its best hits ranked with the sums). On this 2-core machine every server
+shares the same cores with the client, so a shard adds no CPU and no speedup is expected here.
 Run: nice -n 10 .venv/bin/python benchmarks/postgres_shards.py [--nodes 30000 --tenants 30 --runs 3]
 """
 from __future__ import annotations

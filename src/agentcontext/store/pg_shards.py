@@ -5,16 +5,20 @@ sharded store is one store to every service: it speaks the store protocol (``bas
 ``PostgresStore`` per shard, all in the same schema.
 
 - A call naming namespaces goes to the shards holding them; a write to a new namespace assigns it first.
-- A call across tenants (no namespace: an owner's search, ``search --all``, analytics) fans out to every shard and
-  merges exactly: ``nearest`` takes each shard's top k by absolute inner product; ``text_search`` first adds up
-  every shard's BM25 statistics (rows, average length, rows holding each lexeme) and has each shard rank with those
-  sums, so a score is the one a single server holding every row gives; counts add up, lists are merged in the
-  order the protocol promises (key, recorded, ...; "insertion order" becomes shard by shard).
+- A call across tenants (no namespace: an owner's search, ``search --all``, analytics) fans out to every shard (at
+  once, a thread per shard, outside a transaction) and merges exactly: ``nearest`` takes each shard's top k by
+  absolute inner product; ``text_search`` first adds up every shard's BM25 statistics (rows, average length, rows
+  holding each lexeme) and has each shard rank with those sums, so a score is the one a single server holding every
+  row gives; counts add up, lists are merged in the order the protocol promises (key, recorded, ...; "insertion
+  order" becomes shard by shard).
 - A call by id (``get_node``, ``retract_nodes``, ``purge_nodes``, ...) goes to the shard an id reserved for a
   namespace names (``lib:x/...``), else to every shard (an id lives on one).
 - Records (grants, tokens, settings), the audit log and erasure receipts live on the directory shard (the first
-  listed). Vectors are keyed by text hash, not tenant: they are written to every shard that answers (a shard
-  without a node using one drops it at its next purge), and read from the first that has them.
+  listed). Vectors are keyed by text hash, not tenant: a copy is on every shard (a reference table), written to the
+  directory shard (logged there) and to every other shard that answers; a purge drops the copies no node uses on
+  every shard; they are read from the first shard that has them.
+- A write transaction holds its tenants (``hold``: a shared lock per tenant on the directory shard, their rows read
+  under it) until every shard it wrote has committed; ``pg_shard_move.py`` moves a tenant under the same lock.
 - The change log is each shard's own; ``change_counter()`` is the sum of theirs and ``changes_since`` merges them by
   time, numbered on the same scale. A position this process did not hand out reads as "everything changed" (a
   purge with no target, one more than ``limit``), which makes every cache that follows the log rebuild.
