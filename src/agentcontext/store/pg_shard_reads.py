@@ -152,12 +152,12 @@ class ShardReads:
         return _concat(self.routed(namespace, lambda s, ns: s.edge_history(ns)))
 
     # --- text ----------------------------------------------------------------------------------------
-    def text_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> tuple:
-        """Every shard's BM25 statistics added up (``PostgresStore.text_stats``): what one server would count."""
+    def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> tuple:
+        """Every shard's BM25 statistics added up (``PostgresStore._bm25_stats``): what one server would count."""
         if within is not None:
-            parts = self.by_ids(list(within), lambda s, chunk: s.text_stats(query, None, chunk))
+            parts = self.by_ids(list(within), lambda s, chunk: s._bm25_stats(query, None, chunk))
         else:
-            parts = self.routed(namespace, lambda s, ns: s.text_stats(query, ns))
+            parts = self.routed(namespace, lambda s, ns: s._bm25_stats(query, ns))
         rows = sum(p[0] for p in parts)
         avgdl = sum(p[0] * p[1] for p in parts) / rows if rows else 0.0
         held: dict[tuple[str, str], int] = {}
@@ -168,17 +168,17 @@ class ShardReads:
 
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
                     ids: Sequence[str] | None = None, within: Sequence[str] | None = None) -> list[tuple[str, float]]:
-        """Each shard ranks with the statistics of every shard searched (``text_stats``), so the scores are one
+        """Each shard ranks with the statistics of every shard searched (``_bm25_stats``), so the scores are one
         server's and the best ``limit`` of all the shards' best ``limit`` are the answer."""
         if limit <= 0 or (ids is not None and not ids) or (within is not None and not within):
             return []
-        stats = self.text_stats(query, namespace, within)
+        stats = self._bm25_stats(query, namespace, within)
         if within is not None:
-            parts = self.by_ids(list(within), lambda s, chunk: s.text_search(query, None, kind, limit, common, ids,
-                                                                             chunk, stats=stats))
+            parts = self.by_ids(list(within), lambda s, chunk: s._ranked(query, None, kind, limit, common, ids,
+                                                                         chunk, stats=stats))
         else:
-            parts = self.routed(namespace, lambda s, ns: s.text_search(query, ns, kind, limit, common, ids,
-                                                                       stats=stats))
+            parts = self.routed(namespace, lambda s, ns: s._ranked(query, ns, kind, limit, common, ids,
+                                                                   stats=stats))
         return sorted(_concat(parts), key=lambda hit: -hit[1])[:limit]
 
     def term_counts(self, query: str, namespace=None) -> tuple[int, dict[str, int]]:

@@ -290,7 +290,7 @@ class PostgresStore(SQLStore):
         pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}))
 
     # --- text index ------------------------------------------------------------------------
-    def text_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
+    def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
         """What ``text_search`` ranks with: (rows, average lexemes per row, whether counted exactly, (term, lexeme,
         rows holding it, share of rows by the planner's statistics) per query lexeme); a sharded store adds up those
         of its shards, so each shard ranks with the statistics one server holding every row would use."""
@@ -303,17 +303,23 @@ class PostgresStore(SQLStore):
         return rows, avgdl, small, self._lexemes.get(self._read, terms, small, scope)
 
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
-                    ids: Sequence[str] | None = None, within: Sequence[str] | None = None,
-                    stats: TextStatsRow | None = None) -> list[tuple[str, float]]:
+                    ids: Sequence[str] | None = None,
+                    within: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """(id, BM25 as FTS5 computes it, over the weighted tsvector) best first, with the statistics of the
-        namespaces searched, or of the ``within`` rows alone (searched alone too); see ``pg_text``. ``stats``:
-        those statistics given (``text_stats``: of several shards together)."""
+        namespaces searched, or of the ``within`` rows alone (searched alone too); see ``pg_text``."""
+        return self._ranked(query, namespace, kind, limit, common, ids, within)
+
+    def _ranked(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
+                ids: Sequence[str] | None = None, within: Sequence[str] | None = None,
+                stats: TextStatsRow | None = None) -> list[tuple[str, float]]:
+        """``text_search``; ``stats``: the statistics to rank with, given (``_bm25_stats`` of several shards added
+        up), else this store's own."""
         terms = query_terms(query)
         if not terms or limit <= 0 or (ids is not None and not ids) or (within is not None and not within):
             return []
         if within is not None:
             within = list(dict.fromkeys(within))
-        rows, avgdl, small, found = stats if stats is not None else self.text_stats(query, namespace, within)
+        rows, avgdl, small, found = stats if stats is not None else self._bm25_stats(query, namespace, within)
         if not found:
             return []
         held = {lex: n if n is not None else int((share or 0.0) * rows) for _, lex, n, share in found}
