@@ -494,6 +494,9 @@ def test_grants_tokens_and_audit_hold_across_shards_and_the_cli_shows_each_shard
     info = json.loads(done.stdout)
     assert [(s["name"], s["state"], s["tenants"]) for s in info["shards"]][1] == ("b", "up", 1)
     assert info["namespaces"][f"memory:{mine}"] == 1 and info["namespaces"][f"memory:{other}"] == 1
+    text = subprocess.run([sys.executable, "-m", "agentcontext.cli", "store", "info"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout
+    assert "shard a " in text and "shard b " in text and "up, 1 tenants" in text
 
 
 def test_a_write_waits_for_a_move_and_says_so_when_it_waits_too_long(servers):

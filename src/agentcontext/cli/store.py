@@ -36,6 +36,10 @@ def _print(info: dict[str, Any]) -> None:
         why = f" ({replica['reason']})" if replica["reason"] else ""
         out.print(f"replica {replica['url']}: {replica['state']}, {lag}, replayed {replica['replayed'] or '-'}, "
                   f"{replica['reads']} reads{why}", markup=False)
+    for shard in info.get("shards") or []:  # tenants on several servers (store/pg_shards.py)
+        held = (f"{shard['tenants']} tenants, {shard['counts']['nodes']} nodes" if shard["state"] == "up"
+                else shard.get("reason", ""))
+        out.print(f"shard {shard['name']} {shard['url']}: {shard['state']}, {held}", markup=False)
     tables = info["sizes"].get("tables") or {}
     if tables:
         table(("table", "size"), [{"table": k, "size": _size(v)} for k, v in
