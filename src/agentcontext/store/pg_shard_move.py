@@ -42,7 +42,7 @@ def recover(sharded: Any) -> list[str]:
     """Finish what killed moves left: for each tenant not ``home`` whose lock no mover holds, delete its rows on
     ``target`` (which the directory does not name for it) and mark it home. Returns the tenants recovered; one whose
     ``target`` shard is down is left for the next time."""
-    rows = sharded.directory.rows(fresh=True)
+    rows = sharded.directory.rows()
     done = []
     for tenant, (_, state, target) in rows.items():
         if state == "home" or target is None:
@@ -66,7 +66,7 @@ def recover(sharded: Any) -> list[str]:
             done.append(tenant)
         finally:
             conn.close()
-    sharded.directory.rows(fresh=True)
+    sharded.directory.forget()
     return done
 
 
@@ -107,7 +107,7 @@ def move_tenant(sharded: Any, tenant: str, target: str, progress: Progress | Non
         side.execute(f"UPDATE {TABLE} SET state = 'home', target = NULL WHERE tenant = %s", (tenant,))
         lock.commit()  # the waiting writers go on, to the new shard
         _notify(progress, "done", removed)
-        sharded.directory.rows(fresh=True)
+        sharded.directory.forget(tenant)
         return {"tenant": tenant, "from": source, "to": target, "moved": True, "rows": copied, "removed": removed,
                 "seconds": round(time.monotonic() - began, 3)}
     finally:

@@ -119,7 +119,7 @@ class ShardedStore(ShardReads, ShardWrites):
             self.directory = Directory(home.store, self.names)
             for shard in list(self.shards.values())[1:]:
                 self._connect(shard, raising=False)  # one that is down is tried again when a call needs it
-            if any(state != "home" for _, state, _ in self.directory.rows(fresh=True).values()):
+            if self.directory.unsettled():
                 from .pg_shard_move import recover
 
                 recover(self)  # what a killed move left on the shard the directory does not name
@@ -192,8 +192,7 @@ class ShardedStore(ShardReads, ShardWrites):
         if names is None:
             return {name: None for name in self.names}
         out: dict[str, list[str] | None] = {}
-        for tenant in names:
-            shard = self.directory.shard_of(tenant)
+        for tenant, shard in self.directory.shards_of(names).items():
             if shard is not None:
                 out.setdefault(shard, []).append(tenant)  # type: ignore[union-attr]
         return out
@@ -246,9 +245,10 @@ class ShardedStore(ShardReads, ShardWrites):
         """shard -> ids to ask it about: an id reserved for a namespace to that namespace's shard, others to all."""
         out: dict[str, list[str]] = {}
         free = []
+        homes = self.directory.shards_of([ns for ns in map(reserved_namespace, ids) if ns])
         for id in ids:
             ns = reserved_namespace(id)
-            shard = self.directory.shard_of(ns) if ns else None
+            shard = homes[ns] if ns else None
             if shard is None and ns:
                 continue  # its namespace was never written: nowhere
             if shard is None:
@@ -321,7 +321,7 @@ class ShardedStore(ShardReads, ShardWrites):
         A shard that is down is shown as such (its counts are then missing from the totals)."""
         out: dict[str, Any] = {}
         tenants: dict[str, int] = {}
-        for shard, _, _ in self.directory.rows(fresh=True).values():
+        for shard, _, _ in self.directory.rows().values():
             tenants[shard] = tenants.get(shard, 0) + 1
         entries, counts, namespaces = [], {}, {}
         for name in self.names:

@@ -33,6 +33,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 # a comma starts a new shard only where ``name=`` follows (a URL may hold commas in its query)
 SPLIT_RE = re.compile(r",\s*(?=[A-Za-z0-9_-]{1,40}\s*=)")
 TABLE = "shard_directory"
+SEEN = 100_000  # tenants' rows remembered at most (older ones are dropped first)
 MOVE_LOCK = 0x61637479  # advisory lock class of a tenant's writers (shared) and of a move (exclusive)
 CREATE = (f"CREATE TABLE IF NOT EXISTS {TABLE} (tenant text PRIMARY KEY, shard text NOT NULL, "
           "state text NOT NULL DEFAULT 'home', target text, assigned_at timestamptz NOT NULL DEFAULT now(), "
@@ -112,10 +113,9 @@ class Directory:
         self.store, self.names, self.ttl = store, list(names), ttl
         with store.transaction():
             store._exec(CREATE)
-        self._rows: dict[str, tuple[str, str, str | None]] = {}
-        self._read_at = -1e18
+        self._seen: dict[str, tuple[float, tuple[str, str, str | None] | None]] = {}  # tenant: (read at, row)
         self._conn: Any = None
-        self.holding: set[str] = set()
+        self.holding: dict[str, str] = {}  # the tenants the write transaction under way holds: their shards
 
     def connect(self, autocommit: bool = False) -> Any:
         """A new connection to the directory shard, in the store's schema."""
@@ -131,20 +131,44 @@ class Directory:
         return conn
 
     def rows(self, fresh: bool = False) -> dict[str, tuple[str, str, str | None]]:
-        """tenant -> (shard, state, target) of every assigned tenant."""
+        """tenant -> (shard, state, target) of every assigned tenant, read now (``info``, recovery, tests)."""
+        found = self.store._read(f"SELECT tenant, shard, state, target FROM {TABLE}")
         now = time.monotonic()
-        if fresh or now - self._read_at > self.ttl:
-            found = self.store._read(f"SELECT tenant, shard, state, target FROM {TABLE}")
-            self._rows = {t: (s, st, tg) for t, s, st, tg in found}
-            self._read_at = now
-        return self._rows
+        rows = {t: (s, st, tg) for t, s, st, tg in found}
+        self._seen = {t: (now, row) for t, row in rows.items()}
+        return rows
 
-    def shard_of(self, tenant: str, fresh: bool = False) -> str | None:
-        """The shard ``tenant`` is assigned to (checked against the listed shards), None when it has none yet."""
-        row = self.rows(fresh).get(tenant)
-        if row is None:
-            return None
-        return self._checked(tenant, row[0])
+    def unsettled(self) -> bool:
+        """Whether some tenant's move did not finish (``pg_shard_move.recover`` has work)."""
+        return bool(self.store._read(f"SELECT EXISTS (SELECT 1 FROM {TABLE} WHERE state <> 'home')")[0][0])
+
+    def shards_of(self, tenants: Sequence[str]) -> dict[str, str | None]:
+        """Each tenant's shard (checked against the listed shards; None: not assigned yet), as read at most ``ttl``
+        seconds ago: only the tenants asked for are read, in one statement."""
+        now = time.monotonic()
+        stale = [t for t in dict.fromkeys(tenants) if now - self._seen.get(t, (-1e18, None))[0] > self.ttl]
+        if stale:
+            found = {t: (s, st, tg) for t, s, st, tg in self.store._read(
+                f"SELECT tenant, shard, state, target FROM {TABLE} WHERE tenant = ANY(%s)", (stale,))}
+            if len(self._seen) > SEEN:
+                self._seen = {t: v for t, v in self._seen.items() if now - v[0] <= self.ttl}
+            for tenant in stale:
+                self._seen[tenant] = (now, found.get(tenant))
+        out: dict[str, str | None] = {}
+        for tenant in tenants:
+            row = self._seen[tenant][1]
+            out[tenant] = None if row is None else self._checked(tenant, row[0])
+        return out
+
+    def shard_of(self, tenant: str) -> str | None:
+        return self.shards_of([tenant])[tenant]
+
+    def forget(self, tenant: str | None = None) -> None:
+        """Read ``tenant``'s row (every row: None) again at the next use."""
+        if tenant is None:
+            self._seen = {}
+        else:
+            self._seen.pop(tenant, None)
 
     def _checked(self, tenant: str, shard: str) -> str:
         if shard not in self.names:
@@ -163,11 +187,12 @@ class Directory:
                          ([tenant_key(t) for t in new],))
             conn.execute(f"INSERT INTO {TABLE}(tenant, shard) SELECT t, s FROM unnest(%s::text[], %s::text[]) "
                          "u(t, s) ON CONFLICT DO NOTHING", (new, [home_of(t, self.names) for t in new]))
+            now = time.monotonic()
             for tenant, shard, state, target in conn.execute(
                     f"SELECT tenant, shard, state, target FROM {TABLE} WHERE tenant = ANY(%s)", (new,)):
-                self._rows[tenant] = (shard, state, target)
-            self.holding.update(new)
-        return {t: self._checked(t, self._rows[t][0]) for t in wanted}
+                self._seen[tenant] = (now, (shard, state, target))
+                self.holding[tenant] = shard
+        return {t: self._checked(t, self.holding[t]) for t in wanted}
 
     def end(self, commit: bool) -> None:
         """The write transaction ended: keep its new assignments (``commit``) or not, and release its tenants."""
