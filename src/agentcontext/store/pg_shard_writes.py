@@ -36,14 +36,14 @@ class ShardWrites:
         versions: dict[str, int] = {}
         with self.transaction():
             for name, part in self._by_tenant(list(nodes), lambda n: n.namespace).items():
-                got = self.on(name, lambda s, p=part: s.put_nodes(p, actor, at))
+                got = self.on(name, lambda s, p=part: s.put_nodes(p, actor, at), write=True)
                 versions.update({n.id: v for n, v in zip(part, got)})
         return [versions[n.id] for n in nodes]
 
     def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None, edges: str = "both") -> int:
         with self.transaction():
             self.hold(self._tenants_of(ids))
-            return sum(self.by_ids(list(ids), lambda s, chunk: s.retract_nodes(chunk, actor, at, edges)))
+            return sum(self.by_ids(list(ids), lambda s, chunk: s.retract_nodes(chunk, actor, at, edges), write=True))
 
     def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "", at: str | None = None,
                     erasure: str | None = None) -> dict[str, int]:
@@ -53,7 +53,8 @@ class ShardWrites:
         with self.transaction():
             self.hold(self._tenants_of(ids))
             hashes = self._hashes_of(ids, live=True)
-            for part in self.by_ids(list(ids), lambda s, chunk: s.purge_nodes(chunk, reason, actor, at, erasure)):
+            for part in self.by_ids(list(ids), lambda s, chunk: s.purge_nodes(chunk, reason, actor, at, erasure),
+                                    write=True):
                 _add(totals, part)
             self._drop_unused(hashes)
         return totals
@@ -69,11 +70,11 @@ class ShardWrites:
     def _drop_unused(self, hashes: Sequence[str]) -> None:
         if hashes:
             self._each(lambda s: s._exec(f"DELETE FROM vectors WHERE hash = ANY(%s) AND {s._vectors_unused()}",
-                                         (list(hashes),)))
+                                         (list(hashes),)), write=True)
 
     def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
         with self.transaction():
-            return sum(self.on(name, lambda s, p=part: s.put_tombstones(p))
+            return sum(self.on(name, lambda s, p=part: s.put_tombstones(p), write=True)
                        for name, part in self._by_tenant(list(rows), lambda r: r.get("namespace") or "").items())
 
     def purge_history(self, ids: Sequence[str], actor: str = "") -> dict[str, int]:
@@ -81,14 +82,14 @@ class ShardWrites:
         with self.transaction():
             self.hold(self._tenants_of(ids))
             hashes = self._hashes_of(ids, live=False)
-            for part in self.by_ids(list(ids), lambda s, chunk: s.purge_history(chunk, actor)):
+            for part in self.by_ids(list(ids), lambda s, chunk: s.purge_history(chunk, actor), write=True):
                 _add(totals, part)
             self._drop_unused(hashes)
         return totals
 
     def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
         """Every shard scrubbed; the status is the worst of theirs, and what may remain is said shard by shard."""
-        parts = {name: self.on(name, lambda s: s.scrub(tables, strict)) for name in self.names}
+        parts = {name: self.on(name, lambda s: s.scrub(tables, strict), write=True) for name in self.names}
         first = parts[self.names[0]]
         rank = ["clean", "deferred", "incomplete"]
         status = max((p.get("status", "clean") for p in parts.values()), key=lambda v: rank.index(v) if v in rank
@@ -99,25 +100,25 @@ class ShardWrites:
     # --- edges ---------------------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
         with self.transaction():
-            return sum(self.on(name, lambda s, p=part: s.put_edges(p, actor, at))
+            return sum(self.on(name, lambda s, p=part: s.put_edges(p, actor, at), write=True)
                        for name, part in self._by_tenant(list(edges), lambda e: e.namespace).items())
 
     def retract_edges(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int:
         with self.transaction():
             self.hold(self._tenants_of(ids, "edges", "eid"))
-            return sum(self._each(lambda s: s.retract_edges(ids, actor, at)))
+            return sum(self._each(lambda s: s.retract_edges(ids, actor, at), write=True))
 
     # --- vectors: keyed by text hash, a copy on every shard (Citus: a reference table) ----------------------
     def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
         """On the directory shard (checked and logged there), then a copy on every other shard that answers (one
         that does not lists its nodes' vectors as missing when it is back)."""
         with self.transaction():
-            count = self.on(self.names[0], lambda s: s.put_vectors(vectors, model))
+            count = self.on(self.names[0], lambda s: s.put_vectors(vectors, model), write=True)
             for name in self.names[1:]:
                 try:
                     self.on(name, lambda s: s._upsert_vectors([
                         (h, model, int(np.asarray(v).shape[0]), s._vector_value(np.asarray(v, dtype=np.float32)))
-                        for h, v in vectors.items()]))
+                        for h, v in vectors.items()]), write=True)
                 except ShardUnavailableError:
                     continue
         return count
@@ -125,22 +126,22 @@ class ShardWrites:
     def delete_vectors(self, hashes: Sequence[str]) -> int:
         """From every shard (a shard that is down is an error: its copy would outlive the delete)."""
         with self.transaction():
-            count = self.on(self.names[0], lambda s: s.delete_vectors(hashes))
+            count = self.on(self.names[0], lambda s: s.delete_vectors(hashes), write=True)
             for name in self.names[1:]:
                 self.on(name, lambda s: s._exec("DELETE FROM vectors WHERE hash = ANY(%s)",
-                                                (list(dict.fromkeys(hashes)),)))
+                                                (list(dict.fromkeys(hashes)),)), write=True)
         return count
 
     # --- records and audit: the directory shard's ------------------------------------------------------
     def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
-        self.on(self.names[0], lambda s: s.put_record(kind, key, value, actor))
+        self.on(self.names[0], lambda s: s.put_record(kind, key, value, actor), write=True)
 
     def delete_record(self, kind: str, key: str, actor: str = "") -> bool:
-        return self.on(self.names[0], lambda s: s.delete_record(kind, key, actor))
+        return self.on(self.names[0], lambda s: s.delete_record(kind, key, actor), write=True)
 
     def append_audit(self, principal: str, action: str, target: str, outcome: str,
                      detail: dict | None = None) -> None:
-        self.on(self.names[0], lambda s: s.append_audit(principal, action, target, outcome, detail))
+        self.on(self.names[0], lambda s: s.append_audit(principal, action, target, outcome, detail), write=True)
 
     def redact_audit(self, targets: Sequence[str], note: dict[str, Any]) -> int:
-        return self.on(self.names[0], lambda s: s.redact_audit(targets, note))
+        return self.on(self.names[0], lambda s: s.redact_audit(targets, note), write=True)

@@ -139,8 +139,9 @@ class ShardedStore(ShardReads, ShardWrites):
             shard.reason, shard.retry_at = f"cannot connect ({exc.message.split(': ', 1)[-1]})", \
                 time.monotonic() + RETRY_SECONDS
 
-    def _store(self, name: str) -> PostgresStore:
-        """The store of shard ``name``, fail fast while it is down; inside a transaction, one opened there too."""
+    def _store(self, name: str, write: bool = False) -> PostgresStore:
+        """The store of shard ``name``, fail fast while it is down; for a write inside a transaction, one opened there
+        too (a read there joins it only if a write opened it: reads take no shard's writer lock)."""
         shard = self.shards.get(name)
         if shard is None:
             raise unknown_shard(name, self.names)
@@ -152,14 +153,15 @@ class ShardedStore(ShardReads, ShardWrites):
                 raise shard.error()
         elif shard.reason and time.monotonic() < shard.retry_at:
             raise shard.error()
-        if self._mine() and not shard.store._depth:
+        if write and self._mine() and not shard.store._depth:
             self._tx.enter_context(shard.store.transaction())
             shard.store._tx_at = self._tx_at  # one transaction, one moment, on every shard it touches
         return shard.store
 
-    def on(self, name: str, fn: Callable[[PostgresStore], T]) -> T:
-        """``fn(store of shard name)``; a shard that went away is marked down and named in the error."""
-        store = self._store(name)
+    def on(self, name: str, fn: Callable[[PostgresStore], T], write: bool = False) -> T:
+        """``fn(store of shard name)`` (``write``: it writes); a shard that went away is marked down and named in the
+        error."""
+        store = self._store(name, write)
         shard = self.shards[name]
         try:
             result = fn(store)
@@ -172,17 +174,18 @@ class ShardedStore(ShardReads, ShardWrites):
         shard.calls += 1
         return result
 
-    def _each(self, fn: Callable[[PostgresStore], T], names: Iterable[str] | None = None) -> list[T]:
-        return self._fan([(name, fn) for name in (self.names if names is None else names)])
+    def _each(self, fn: Callable[[PostgresStore], T], names: Iterable[str] | None = None,
+              write: bool = False) -> list[T]:
+        return self._fan([(name, fn) for name in (self.names if names is None else names)], write)
 
-    def _fan(self, calls: list[tuple[str, Callable[[PostgresStore], T]]]) -> list[T]:
+    def _fan(self, calls: list[tuple[str, Callable[[PostgresStore], T]]], write: bool = False) -> list[T]:
         """``on(name, fn)`` for each call, in order: at once on a thread per shard outside a transaction (each shard
         has its own connection), one after another inside one (it opens the shards' transactions as it goes)."""
         if len(calls) < 2 or self._mine():
-            return [self.on(name, fn) for name, fn in calls]
+            return [self.on(name, fn, write) for name, fn in calls]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=len(self.names), thread_name_prefix="agentcontext-shard")
-        futures = [self._pool.submit(self.on, name, fn) for name, fn in calls]
+        futures = [self._pool.submit(self.on, name, fn, write) for name, fn in calls]
         return [f.result() for f in futures]  # the first failure, in shard order, is raised
 
     def _routes(self, namespace) -> dict[str, list[str] | None]:
@@ -260,8 +263,9 @@ class ShardedStore(ShardReads, ShardWrites):
                 out.setdefault(name, []).extend(free)
         return out
 
-    def by_ids(self, ids: Sequence[str], fn: Callable[[PostgresStore, list[str]], T]) -> list[T]:
-        return self._fan([(name, lambda s, chunk=chunk: fn(s, chunk)) for name, chunk in self._id_shards(ids).items()])
+    def by_ids(self, ids: Sequence[str], fn: Callable[[PostgresStore, list[str]], T], write: bool = False) -> list[T]:
+        return self._fan([(name, lambda s, chunk=chunk: fn(s, chunk)) for name, chunk in self._id_shards(ids).items()],
+                         write)
 
     # --- lifecycle -----------------------------------------------------------------------------------
     @contextmanager
@@ -409,16 +413,16 @@ class ShardedStore(ShardReads, ShardWrites):
         """Rows of a tenant table go to their tenant's shard; records, audit and changes to the directory shard;
         vectors to every shard."""
         if table not in COPY_TABLES:
-            return self.on(self.names[0], lambda s: s.import_rows(table, batches))
+            return self.on(self.names[0], lambda s: s.import_rows(table, batches), write=True)
         total = 0
         with self.transaction():
             for batch in batches:
                 if table in ("records", "audit", "changes"):
-                    total += self.on(self.names[0], lambda s, b=batch: s.import_rows(table, [b]))
+                    total += self.on(self.names[0], lambda s, b=batch: s.import_rows(table, [b]), write=True)
                 elif table == "vectors":
-                    total += max(self._each(lambda s, b=batch: s.import_rows(table, [b])))
+                    total += max(self._each(lambda s, b=batch: s.import_rows(table, [b]), write=True))
                 else:
                     for name, part in self._by_tenant(list(batch), lambda r: r.get("namespace") or "").items():
-                        total += self.on(name, lambda s, p=part: s.import_rows(table, [p]))
+                        total += self.on(name, lambda s, p=part: s.import_rows(table, [p]), write=True)
         return total
 
