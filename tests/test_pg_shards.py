@@ -519,3 +519,21 @@ def test_a_write_waits_for_a_move_and_says_so_when_it_waits_too_long(servers):
         assert store.count_nodes("memory:held") == 2
     finally:
         store.close()
+
+
+def test_an_id_of_another_namespace_on_another_shard_is_a_conflict_as_on_one_server(servers):
+    from agentcontext.errors import ConflictError
+
+    schema = f"sh_{next(_schemas)}"
+    store = ShardedStore(spec(servers, ("a", "b"), schema))
+    try:
+        on_a = next(f"memory:i{i}" for i in range(50) if home_of(f"memory:i{i}", ["a", "b"]) == "a")
+        on_b = next(f"memory:i{i}" for i in range(50) if home_of(f"memory:i{i}", ["a", "b"]) == "b")
+        store.put_nodes([Node(id="shared-id", kind="note", namespace=on_a, content="first")])
+        with pytest.raises(ConflictError, match="shared-id.*on shard a"):
+            store.put_nodes([Node(id="shared-id", kind="note", namespace=on_b, content="second")])
+        assert store.count_nodes(on_b) == 0
+        store.put_nodes([Node(id="shared-id", kind="note", namespace=on_a, content="first, again")])  # its own
+        assert store.get_node("shared-id").content == "first, again"
+    finally:
+        store.close()

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ShardUnavailableError
-from ..model import Edge, Node
+from ..model import Edge, Node, reserved_namespace
 
 
 def _add(totals: dict[str, int], part: dict[str, int]) -> dict[str, int]:
@@ -27,6 +27,7 @@ class ShardWrites:
     _each: Any
     _tenants_of: Any
     hold: Any
+    _fan: Any
 
     def put_nodes(self, nodes: Sequence[Node], actor: str = "", at: str | None = None) -> list[int]:
         if len({n.id for n in nodes}) != len(nodes):
@@ -35,10 +36,37 @@ class ShardWrites:
             raise ValidationError("put_nodes got the same id twice in one call; merge them first")
         versions: dict[str, int] = {}
         with self.transaction():
-            for name, part in self._by_tenant(list(nodes), lambda n: n.namespace).items():
+            groups = self._by_tenant(list(nodes), lambda n: n.namespace)
+            self._refuse_elsewhere(groups)
+            for name, part in groups.items():
                 got = self.on(name, lambda s, p=part: s.put_nodes(p, actor, at), write=True)
                 versions.update({n.id: v for n, v in zip(part, got)})
         return [versions[n.id] for n in nodes]
+
+    def _refuse_elsewhere(self, groups: dict[str, list[Node]]) -> None:
+        """A node never changes namespace (``rows.plan_versions``): an id already held by a record on another shard
+        (so of another namespace) is a ConflictError, as on one server. Ids reserved for their namespace
+        (``lib:x/...``) can only be on its shard and are not looked for. One round trip to the other shards, at
+        once; not caught: two writers racing to make the same new id on two shards, and an id held on a shard that
+        is down."""
+        if len(self.names) < 2:
+            return
+        wanted = {name: [n.id for n in part if reserved_namespace(n.id) is None] for name, part in groups.items()}
+        ids = sorted({i for part in wanted.values() for i in part})
+        if not ids:
+            return
+        sql = "SELECT id, namespace FROM nodes WHERE id = ANY(%s)"
+        others = [name for name in self.names if any(home != name for home in wanted)]
+        found = self._fan([(name, lambda s: s._read(sql, (ids,))) for name in others], up_only=True)
+        for name, rows in zip(others, found):
+            for id, namespace in rows or ():  # a shard that is down cannot be asked: its tenants' writes fail anyway
+                for home, part in wanted.items():
+                    if home != name and id in part:
+                        from ..errors import ConflictError
+
+                        raise ConflictError(f"id {id!r} already names a record of another namespace ({namespace}, "
+                                            f"on shard {name}); a record of another namespace cannot take it: "
+                                            "choose another id", id=id, namespace=namespace, shard=name)
 
     def retract_nodes(self, ids: Sequence[str], actor: str = "", at: str | None = None, edges: str = "both") -> int:
         with self.transaction():

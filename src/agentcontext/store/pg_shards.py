@@ -178,15 +178,24 @@ class ShardedStore(ShardReads, ShardWrites):
               write: bool = False) -> list[T]:
         return self._fan([(name, fn) for name in (self.names if names is None else names)], write)
 
-    def _fan(self, calls: list[tuple[str, Callable[[PostgresStore], T]]], write: bool = False) -> list[T]:
+    def _fan(self, calls: list[tuple[str, Callable[[PostgresStore], T]]], write: bool = False,
+             up_only: bool = False) -> list[T]:
         """``on(name, fn)`` for each call, in order: at once on a thread per shard outside a transaction (each shard
-        has its own connection), one after another inside one (it opens the shards' transactions as it goes)."""
+        has its own connection), one after another inside one (it opens the shards' transactions as it goes).
+        ``up_only``: a shard that is down answers None instead of raising."""
+        call = self._on_up if up_only else self.on
         if len(calls) < 2 or self._mine():
-            return [self.on(name, fn, write) for name, fn in calls]
+            return [call(name, fn, write) for name, fn in calls]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=len(self.names), thread_name_prefix="agentcontext-shard")
-        futures = [self._pool.submit(self.on, name, fn, write) for name, fn in calls]
+        futures = [self._pool.submit(call, name, fn, write) for name, fn in calls]
         return [f.result() for f in futures]  # the first failure, in shard order, is raised
+
+    def _on_up(self, name: str, fn: Callable[[PostgresStore], T], write: bool = False) -> T | None:
+        try:
+            return self.on(name, fn, write)
+        except ShardUnavailableError:
+            return None
 
     def _routes(self, namespace) -> dict[str, list[str] | None]:
         """shard -> the namespaces of ``namespace`` it holds (None: every shard, all of its namespaces); a namespace
