@@ -68,7 +68,7 @@ SLOW_FILES = ("test_parity.py", "test_mcp_inspector.py", "test_examples.py", "te
               "test_nenjo_cli.py", "test_mcp_transports.py", "test_postgres_concurrency.py",
               "test_store_postgres.py", "test_cli_knowledge.py", "test_cli_habits.py", "test_memory_reliability.py",
               "test_memory_chains.py", "test_graph_oracle.py", "test_graph_doors.py", "test_mcp_config.py",
-              "test_versions.py", "test_conformance_postgres.py")
+              "test_versions.py", "test_conformance_postgres.py", "test_conformance_shards.py", "test_pg_shards.py")
 
 
 def pytest_collection_modifyitems(config, items) -> None:

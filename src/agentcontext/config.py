@@ -1,7 +1,9 @@
 """Where the workspace lives: explicit home (``--home``) > ``AGENTCONTEXT_URL`` > ``AGENTCONTEXT_HOME`` > the
 nearest ``.agentcontext/`` found upward from the current directory. ``AGENTCONTEXT_REPLICA_URLS`` (comma-separated)
 names read replicas of the PostgreSQL primary ``AGENTCONTEXT_URL`` names (``store/pg_replicas.py``), with
-``AGENTCONTEXT_REPLICA_MAX_LAG`` (seconds) and ``AGENTCONTEXT_REPLICA_MAX_LAG_BYTES`` bounding their lag."""
+``AGENTCONTEXT_REPLICA_MAX_LAG`` (seconds) and ``AGENTCONTEXT_REPLICA_MAX_LAG_BYTES`` bounding their lag.
+``AGENTCONTEXT_SHARD_URLS`` (``NAME=URL,...``), when ``AGENTCONTEXT_URL`` is unset, names the PostgreSQL servers
+tenants are sharded over (``store/pg_shards.py``): the store URL is then ``shards:`` followed by that list."""
 from __future__ import annotations
 
 import os
@@ -25,11 +27,16 @@ def find_home(start: str | Path | None = None) -> Path | None:
     return None
 
 
+SHARDS_SCHEME = "shards:"  # a store URL naming several PostgreSQL shards: shards:a=postgresql://...,b=...
+
+
 def resolve_store_url(home: str | Path | None = None, create: bool = False) -> str:
     """The store URL to open, following the precedence above; ``create`` makes a home in the cwd."""
     url = os.environ.get("AGENTCONTEXT_URL")
     if url and home is None:
         return url
+    if os.environ.get("AGENTCONTEXT_SHARD_URLS", "").strip() and home is None:
+        return SHARDS_SCHEME + os.environ["AGENTCONTEXT_SHARD_URLS"].strip()
     chosen = Path(home) if home else (Path(os.environ["AGENTCONTEXT_HOME"]) if os.environ.get("AGENTCONTEXT_HOME")
                                       else find_home())
     if chosen is None:

@@ -68,6 +68,10 @@ class StoreError(AgentContextError):
     """The store could not be opened or written."""
 
 
+class ShardUnavailableError(StoreError):
+    """A shard of a sharded store (``store/pg_shards.py``) does not answer; ``data['shard']`` names it."""
+
+
 class SchemaVersionError(StoreError):
     """The store's schema is newer than this version of agentcontext knows; upgrade agentcontext to open it."""
 

@@ -33,21 +33,22 @@ def _canonical(row: dict[str, Any]) -> bytes:
 
 
 def content_digest(store: Store) -> dict[str, Any]:
-    """{table: {"rows": n, "sha256": hex}} over every row a copy carries, in copy order; equal for two stores
-    holding the same content whatever their backends."""
+    """{table: {"rows": n, "sha256": hex}} over every row a copy carries, whatever order a store pages them in (the
+    SHA-256 of the rows' own digests, sorted: a sharded store pages shard by shard); equal for two stores holding the
+    same content whatever their backends."""
     out: dict[str, Any] = {}
     for table in COPY_TABLES:
-        digest, count = hashlib.sha256(), 0
+        rows_seen: list[bytes] = []
         after = None
         while True:
             rows, after = store.export_rows(table, after)
-            for row in rows:
-                digest.update(_canonical(row))
-                digest.update(b"\n")
-            count += len(rows)
+            rows_seen.extend(hashlib.sha256(_canonical(row)).digest() for row in rows)
             if after is None:
                 break
-        out[table] = {"rows": count, "sha256": digest.hexdigest()}
+        digest = hashlib.sha256()
+        for row_digest in sorted(rows_seen):
+            digest.update(row_digest)
+        out[table] = {"rows": len(rows_seen), "sha256": digest.hexdigest()}
     return out
 
 
@@ -117,3 +118,24 @@ def _reported(store: Store, table: str, total: int, progress: Progress | None) -
             yield rows
         if after is None:
             return
+
+
+def move_tenant(ws: Workspace, tenant: str, shard: str, principal: str | None = None,
+                progress: Callable[[str, int], None] | None = None) -> dict[str, Any]:
+    """Move the tenant (namespace) ``tenant`` of a sharded store to ``shard`` (``store/pg_shard_move.py``: writes to
+    it wait while it moves, a killed move is undone or finished by the next one); audited. Only the owner or an
+    admin of ``*`` may move tenants."""
+    from .store.pg_shard_move import move_tenant as move
+    from .store.pg_shards import ShardedStore
+
+    if not isinstance(ws.store, ShardedStore):
+        raise ValidationError(f"the store {ws.store.url} is not sharded; move-tenant needs a store URL naming shards "
+                              "(AGENTCONTEXT_SHARD_URLS=\"a=postgresql://...,b=postgresql://...\")", url=ws.store.url)
+    if not access.is_superadmin(ws, principal):
+        raise access.deny(ws, principal, "store.move_tenant", tenant, "admin", "*",
+                          hint="only the owner or an admin of `*` may move a tenant between shards")
+    done = move(ws.store, tenant, shard, progress)
+    ws.store.append_audit(access.effective_principal(ws, principal), "store.move_tenant", tenant, "ok",
+                          {k: done[k] for k in ("from", "to", "moved")})
+    ws.drop_caches()
+    return done

@@ -55,9 +55,13 @@ class Workspace:
     @classmethod
     def open(cls, home: str | Path | None = None, url: str | None = None, create: bool = False,
              embedder: Embedder | None = None, *, replicas: str | Sequence[str] | None = None,
-             max_lag: float | None = None, max_lag_bytes: int | None = None) -> "Workspace":
+             max_lag: float | None = None, max_lag_bytes: int | None = None,
+             shards: str | dict[str, str] | None = None) -> "Workspace":
         """The workspace at ``url`` (or found from ``home``, the environment, the current folder); ``replicas``,
-        ``max_lag``, ``max_lag_bytes``: read replicas of a PostgreSQL primary (``store.open_store``)."""
+        ``max_lag``, ``max_lag_bytes``: read replicas of a PostgreSQL primary; ``shards``: tenants on several
+        PostgreSQL servers, ``NAME=URL,...`` or a mapping (``store.open_store``)."""
+        if shards is not None:
+            return cls(open_store("", replicas, max_lag, max_lag_bytes, shards=shards), embedder)
         return cls(open_store(url or resolve_store_url(home, create=create), replicas, max_lag, max_lag_bytes),
                    embedder)
 

@@ -36,6 +36,10 @@ def _print(info: dict[str, Any]) -> None:
         why = f" ({replica['reason']})" if replica["reason"] else ""
         out.print(f"replica {replica['url']}: {replica['state']}, {lag}, replayed {replica['replayed'] or '-'}, "
                   f"{replica['reads']} reads{why}", markup=False)
+    for shard in info.get("shards") or []:  # tenants on several servers (store/pg_shards.py)
+        held = (f"{shard['tenants']} tenants, {shard['counts']['nodes']} nodes" if shard["state"] == "up"
+                else shard.get("reason", ""))
+        out.print(f"shard {shard['name']} {shard['url']}: {shard['state']}, {held}", markup=False)
     tables = info["sizes"].get("tables") or {}
     if tables:
         table(("table", "size"), [{"table": k, "size": _size(v)} for k, v in
@@ -52,5 +56,26 @@ def store_info(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
     ws = open_workspace(ctx)
     try:
         emit(access.store_info(ws, principal(ctx)), json_out, _print)
+    finally:
+        ws.close()
+
+
+@store_app.command("move-tenant")
+def store_move_tenant(ctx: typer.Context,
+                      tenant: str = typer.Argument(..., metavar="TENANT", help="The namespace, e.g. memory:alice."),
+                      shard: str = typer.Argument(..., metavar="SHARD", help="The shard's name in the store URL."),
+                      json_out: bool = JSON_OPTION) -> None:
+    """Move one tenant (a namespace) of a sharded store to another shard: writes to it wait while it moves, reads go
+    on; a move that is killed leaves the tenant whole on one shard (the next open finishes the cleanup)."""
+    from ..migrate import move_tenant
+
+    ws = open_workspace(ctx)
+    try:
+        done = move_tenant(ws, tenant, shard, principal(ctx),
+                           progress=None if json_out else lambda step, n: out.print(f"{step}: {n}", markup=False))
+        emit(done, json_out, lambda d: out.print(
+            f"{d['tenant']}: {'moved' if d['moved'] else 'already'} on {d['to']}"
+            + (f" (from {d['from']}, {sum(d['rows'].values())} rows, {d['seconds']} s)" if d["moved"] else ""),
+            markup=False))
     finally:
         ws.close()

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from ..config import replica_settings
+from ..config import SHARDS_SCHEME, replica_settings
 from ..errors import NotFoundError, ValidationError
 from .base import COPY_TABLES, Capability, Store, VectorSearch
 from .sqlite import SQLiteStore
@@ -13,14 +13,23 @@ __all__ = ["COPY_TABLES", "Capability", "Store", "SQLiteStore", "VectorSearch", 
 
 
 def open_store(url: str | Path, replicas: str | Sequence[str] | None = None, max_lag: float | None = None,
-               max_lag_bytes: int | None = None) -> Store:
-    """Open ``sqlite:///path``, a plain file path, or ``postgresql://...`` (upgrading an older schema).
+               max_lag_bytes: int | None = None, shards: str | Mapping[str, str] | None = None) -> Store:
+    """Open ``sqlite:///path``, a plain file path, ``postgresql://...`` (upgrading an older schema), or tenants on
+    several PostgreSQL servers: ``shards:a=postgresql://...,b=postgresql://...`` (``store/pg_shards.py``; the
+    ``shards`` argument, ``NAME=URL,...`` or a mapping, gives them instead of ``url``).
 
     ``replicas``: URLs (a list, or comma-separated) of read replicas of a PostgreSQL primary; reads go to one that
     has replayed this store's writes (``store/pg_replicas.py``), unless it lags more than ``max_lag`` seconds
     (default 5) or ``max_lag_bytes`` of WAL. None: ``AGENTCONTEXT_REPLICA_URLS`` (and ``AGENTCONTEXT_REPLICA_MAX_LAG``,
     ``..._MAX_LAG_BYTES``) when ``url`` is the one ``AGENTCONTEXT_URL`` names; ``[]``: none."""
     text = str(url)
+    if shards is not None or text.startswith(SHARDS_SCHEME):
+        if replicas:
+            raise ValidationError("read replicas and shards cannot be combined yet; give either replicas "
+                                  "(AGENTCONTEXT_REPLICA_URLS) or shards (AGENTCONTEXT_SHARD_URLS)", url=text)
+        from .pg_shards import ShardedStore  # optional extra
+
+        return ShardedStore(shards if shards is not None else text[len(SHARDS_SCHEME):])
     if replicas is None:
         replicas, env_lag, env_bytes = replica_settings(text)
         max_lag = env_lag if max_lag is None else max_lag
@@ -51,6 +60,8 @@ def require_existing(url: str | Path) -> None:
     """Raise ``NotFoundError`` unless a store already exists at ``url`` (a SQLite file, or a PostgreSQL schema that
     holds our tables); checks without opening, so a store that is missing is never created."""
     text = str(url)
+    if text.startswith(SHARDS_SCHEME):
+        return  # a sharded store's directory shard is made when it is opened
     if text.startswith(("postgresql://", "postgres://")):
         from .pg_sql import redact
         from .postgres import schema_exists  # optional extra

@@ -47,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 _LOCK_CLASS = 0x61637478  # 'actx'
 SEPARATOR = "\x1f"  # joins a long list of hashes into one parameter (a hash holding it is sent as a list)
 T = TypeVar("T")
+TextStatsRow = tuple[int, float, bool, list[tuple[str, str, int | None, float | None]]]
 
 
 def _without_content(node: Node) -> Node:
@@ -87,6 +88,7 @@ class PostgresStore(SQLStore):
     COPY_ARMS = {"node_versions": ("node_versions", "nodes")}  # export pages merge the two, each in key order
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED, Capability.VECTOR_SEARCH,
                               Capability.SERVER_QUERIES})
+    CONNECT_TIMEOUT: float | None = None  # seconds a connection attempt may take (None: the store's timeout)
 
     def __init__(self, url: str, schema: str | None = None, timeout: float = 60.0, prewarm: bool = True) -> None:
         super().__init__(redact(url), timeout)  # the URL is shown by the CLI and in receipts: never the password
@@ -111,7 +113,8 @@ class PostgresStore(SQLStore):
     def _connect(self) -> None:
         """Open the connection and set the session up (lock timeout, our schema first on the search path)."""
         try:
-            db = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=int(self._timeout))
+            db = psycopg.connect(self._conninfo, autocommit=True,
+                                  connect_timeout=int(self.CONNECT_TIMEOUT or self._timeout))
         except psycopg.Error as exc:
             safe = redact(self._conninfo)
             raise StoreError(f"cannot connect to the PostgreSQL store at {safe}: {exc}; check that the server "
@@ -287,21 +290,36 @@ class PostgresStore(SQLStore):
         pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}))
 
     # --- text index ------------------------------------------------------------------------
+    def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
+        """What ``text_search`` ranks with: (rows, average lexemes per row, whether counted exactly, (term, lexeme,
+        rows holding it, share of rows by the planner's statistics) per query lexeme); a sharded store adds up those
+        of its shards, so each shard ranks with the statistics one server holding every row would use."""
+        terms = query_terms(query)
+        if within is not None:  # counted exactly, every time
+            within = list(dict.fromkeys(within))
+            (rows, avgdl), small = pg_text.rows_of_ids(self._read, within), True
+            return rows, avgdl, small, pg_text.lexemes(self._read, terms, True, ids=within)
+        scope, rows, avgdl, small = self._scoped_stats(namespace)
+        return rows, avgdl, small, self._lexemes.get(self._read, terms, small, scope)
+
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
                     ids: Sequence[str] | None = None,
                     within: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """(id, BM25 as FTS5 computes it, over the weighted tsvector) best first, with the statistics of the
         namespaces searched, or of the ``within`` rows alone (searched alone too); see ``pg_text``."""
+        return self._ranked(query, namespace, kind, limit, common, ids, within)
+
+    def _ranked(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
+                ids: Sequence[str] | None = None, within: Sequence[str] | None = None,
+                stats: TextStatsRow | None = None) -> list[tuple[str, float]]:
+        """``text_search``; ``stats``: the statistics to rank with, given (``_bm25_stats`` of several shards added
+        up), else this store's own."""
         terms = query_terms(query)
         if not terms or limit <= 0 or (ids is not None and not ids) or (within is not None and not within):
             return []
-        if within is not None:  # counted exactly, every time
+        if within is not None:
             within = list(dict.fromkeys(within))
-            (rows, avgdl), small = pg_text.rows_of_ids(self._read, within), True
-            found = pg_text.lexemes(self._read, terms, True, ids=within)
-        else:
-            scope, rows, avgdl, small = self._scoped_stats(namespace)
-            found = self._lexemes.get(self._read, terms, small, scope)
+        rows, avgdl, small, found = stats if stats is not None else self._bm25_stats(query, namespace, within)
         if not found:
             return []
         held = {lex: n if n is not None else int((share or 0.0) * rows) for _, lex, n, share in found}

@@ -33,8 +33,13 @@ def columns(table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return TABLES[table]
 
 
-def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int) -> tuple[list[dict], list | None]:
-    """One page of ``table`` after the cursor ``after``: (rows as dicts, the cursor of the next page or None)."""
+TENANT_TABLES = ("nodes", "node_versions", "edges", "tombstones")  # the tables whose rows carry a namespace
+
+
+def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int,
+                namespace: str | None = None) -> tuple[list[dict], list | None]:
+    """One page of ``table`` after the cursor ``after``: (rows as dicts, the cursor of the next page or None);
+    ``namespace``: only that namespace's rows (a ``TENANT_TABLES`` table: one tenant moving to another shard)."""
     order, cols = columns(table)
     where = ""
     params: list[Any] = []
@@ -45,6 +50,12 @@ def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int)
         if seek:
             where += f" AND {seek} >= {seek.replace(order[0], '?')}"
             params.append(after[0])
+    if namespace is not None:
+        if table not in TENANT_TABLES:
+            raise ValidationError(f"table {table!r} has no namespace column; one tenant's rows are in "
+                                  f"{', '.join(TENANT_TABLES)}", table=table)
+        where += (" AND " if where else " WHERE ") + "namespace = ?"
+        params.append(namespace)
     # by position (the key's columns come first): the key's names are among the columns copied too, which
     # PostgreSQL calls ambiguous in the ORDER BY of a UNION
     ordering = ", ".join((seek, *order)) if seek else ", ".join(str(i + 1) for i in range(len(order)))
@@ -70,11 +81,11 @@ def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int)
     return rows, (list(raw[-1][:k]) if len(raw) == limit else None)
 
 
-def pages(store: Any, table: str, limit: int = PAGE) -> Iterable[list[dict]]:
-    """Every row of ``table`` in pages."""
+def pages(store: Any, table: str, limit: int = PAGE, namespace: str | None = None) -> Iterable[list[dict]]:
+    """Every row of ``table`` (of ``namespace`` only, when given) in pages."""
     after: list | None = None
     while True:
-        rows, after = export_rows(store, table, after, limit)
+        rows, after = export_rows(store, table, after, limit, namespace)
         if rows:
             yield rows
         if after is None:
