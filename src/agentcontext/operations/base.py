@@ -9,13 +9,15 @@ Operations sit between the services and the doors (tests/test_layers.py): they i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from ..errors import ValidationError
-from ..workspace import Workspace
+
+if TYPE_CHECKING:  # the workspace (the store, the embedder) loads when an operation runs, not when it is declared
+    from ..workspace import Workspace
 
 DOORS = ("mcp", "cli", "web")
 
@@ -24,7 +26,7 @@ class Args(BaseModel):
     """Base of every operation's input: unknown keys, NaN and infinities are refused. MCP validates strictly
     (JSON has its types); the CLI and web forms, whose values arrive as text, validate in lax mode."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
 
 class NoArgs(Args):

@@ -12,10 +12,7 @@ from typing_extensions import TypedDict
 
 from pydantic import Field
 
-from .. import access
 from ..errors import ConflictError, NotFoundError
-from ..knowledge import flash as flash_mod
-from ..knowledge import packs, tools
 from ..knowledge.manifest import EDGE_TYPES
 from .base import Args, Caller, Cli, NoArgs, Operation, declare
 from .types import MAX_INT, Signals
@@ -108,10 +105,14 @@ class DeleteArgs(Args):
 
 
 def _list_packs(ctx: Caller, _: NoArgs) -> dict[str, Any]:
+    from ..knowledge import tools
+
     return {"packs": tools.list_knowledge_packs(ctx.ws, ctx.principal)}
 
 
 def _search(ctx: Caller, a: SearchArgs) -> dict[str, Any]:
+    from ..knowledge import tools
+
     hits = tools.search_knowledge(ctx.ws, a.pack, a.query, tags=a.tags, kind=a.kind,
                                   selector_prefix=a.selector_prefix, related_to=a.related_to,
                                   edge_type=a.edge_type, limit=a.limit, principal=ctx.principal,
@@ -120,15 +121,21 @@ def _search(ctx: Caller, a: SearchArgs) -> dict[str, Any]:
 
 
 def _neighbors(ctx: Caller, a: NeighborArgs) -> dict[str, Any]:
+    from ..knowledge import tools
+
     found = tools.list_knowledge_neighbors(ctx.ws, a.pack, a.selector, a.edge_type, principal=ctx.principal)
     return {"pack": a.pack, "selector": a.selector, "neighbors": found}
 
 
 def _read(ctx: Caller, a: ReadArgs) -> dict[str, Any]:
+    from ..knowledge import tools
+
     return tools.read_knowledge_doc(ctx.ws, a.pack, a.selector, version=a.version, principal=ctx.principal)
 
 
 def _flash(ctx: Caller, a: FlashArgs) -> dict[str, Any]:
+    from ..knowledge import flash as flash_mod
+
     return flash_mod.flash(ctx.ws, a.pack, a.selectors, budget_tokens=a.budget_tokens, as_of=a.as_of,
                            principal=ctx.principal, degrade=a.degrade).to_dict()
 
@@ -139,6 +146,8 @@ def _related(items: list[Related] | None) -> list[dict[str, str]] | None:
 
 
 def _create(ctx: Caller, a: CreateArgs) -> dict[str, Any]:
+    from ..knowledge import packs
+
     current = _current(ctx, a.pack, a.selector)
     if current is not None:
         raise ConflictError(f"{a.pack} already has a doc {a.selector!r} (version {current}); use "
@@ -151,12 +160,16 @@ def _create(ctx: Caller, a: CreateArgs) -> dict[str, Any]:
 
 def _current(ctx: Caller, pack: str, selector: str, action: str = "doc.put") -> int | None:
     """The current version (after the write check, so nothing is revealed to those who may not write)."""
+    from ..knowledge import packs
+
     packs.check_writable(ctx.ws, pack, ctx.principal, action, packs.doc_id(pack, selector))
     node = ctx.ws.store.get_node(packs.doc_id(pack, selector))
     return node.version if node else None
 
 
 def _update(ctx: Caller, a: UpdateArgs) -> dict[str, Any]:
+    from ..knowledge import packs
+
     if _current(ctx, a.pack, a.selector) is None:
         raise NotFoundError(f"no doc {a.selector!r} in {a.pack}; create it with create_knowledge_doc",
                             pack=a.pack, selector=a.selector)
@@ -166,6 +179,8 @@ def _update(ctx: Caller, a: UpdateArgs) -> dict[str, Any]:
 
 
 def _delete(ctx: Caller, a: DeleteArgs) -> dict[str, Any]:
+    from ..knowledge import packs
+
     current = _current(ctx, a.pack, a.selector, "doc.delete")
     if a.expected_version is not None and current is not None and current != a.expected_version:
         raise ConflictError(f"{a.pack} {a.selector} is at version {current}, not {a.expected_version}; re-read it "
@@ -196,6 +211,9 @@ def _search_all(ctx: Caller, a: SearchAllArgs) -> dict[str, Any]:
 def _reindex(ctx: Caller, a: ReindexArgs) -> dict[str, Any]:
     """Embedding changes no doc, but it is work done in the pack's name: write access to it (admin on every pack,
     the owner's, for all of them at once); audited."""
+    from .. import access
+    from ..knowledge import packs
+
     if a.pack is not None:
         access.require(ctx.ws, ctx.principal, a.pack, "write", "pack.reindex", a.pack)
         packs.get_pack(ctx.ws, a.pack, ctx.principal)  # NotFoundError for a pack that is not there

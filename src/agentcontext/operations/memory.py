@@ -7,17 +7,18 @@ forget); the operations only pass the caller's principal on.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from typing_extensions import TypedDict
 
 from pydantic import Field
 
 from ..errors import ValidationError
-from ..memory import AgentMemory
-from ..memory.service import workspace_memory
 from .base import Args, Caller, Cli, Operation, declare
 from .types import JsonObject, Signals, free_json
+
+if TYPE_CHECKING:  # the memory service loads when an operation runs, not when a door lists them
+    from ..memory import AgentMemory
 
 ID = Field(min_length=1, max_length=300, description="A memory id as store_memory or retrieve_memories returned.")
 CONVERSATION = Field(None, min_length=1, max_length=300, description="A conversation id: memories of one "
@@ -29,6 +30,8 @@ CONTENT_LIMIT = 1_000_000
 
 def open_memory(ctx: Caller) -> AgentMemory:
     """The caller's memory store, acting as the caller's principal."""
+    from ..memory.service import workspace_memory
+
     return workspace_memory(ctx.ws, ctx.namespace, ctx.principal)
 
 
@@ -209,15 +212,18 @@ def _metadata(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _store_cli(values: dict[str, Any]) -> dict[str, Any]:
-    return {**values, "metadata": _metadata(values)}
+    metadata = _metadata(values)
+    return {**values, "metadata": metadata}
 
 
 def _retrieve_cli(values: dict[str, Any]) -> dict[str, Any]:
-    return {**values, "filters": _metadata(values) or None}
+    filters = _metadata(values)
+    return {**values, "filters": filters or None}
 
 
 def _edit_cli(values: dict[str, Any]) -> dict[str, Any]:
-    return {**values, "metadata": _metadata(values) or None}
+    metadata = _metadata(values)
+    return {**values, "metadata": metadata or None}
 
 
 WHO = {"conversation_id": ("--conversation", "-c"), "user_id": ("--user", "-u")}
