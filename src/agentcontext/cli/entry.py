@@ -25,11 +25,15 @@ from ..errors import AgentContextError
 HELP = "The context layer for AI agents: knowledge packs, flash, memory, decisions, the graph, erasure."
 HOME_HELP = "Workspace folder (default: .agentcontext/ found upward, or AGENTCONTEXT_HOME)."
 AS_HELP = "Act as this principal (or AGENTCONTEXT_PRINCIPAL)."
-# group path -> the commands in it derived from declared operations (checked against the declarations by a test)
-DERIVED: dict[tuple[str, ...], tuple[str, ...]] = {
-    (): ("search", "neighbors", "read", "flash", "reindex"),
-    ("memory",): ("store", "retrieve", "forget", "get", "conversation", "edit", "versions"),
-    ("pack",): ("list",),
+# group path -> {command: its operation's title} for the commands derived from declared operations: what help lists
+# without importing the operations (pydantic); tests/test_operations.py checks it against the declarations
+DERIVED: dict[tuple[str, ...], dict[str, str]] = {
+    (): {"search": "Search knowledge", "neighbors": "List a doc's neighbours", "read": "Read a knowledge doc",
+         "flash": "Flash knowledge", "reindex": "Reindex packs"},
+    ("memory",): {"store": "Store a memory", "retrieve": "Retrieve memories", "forget": "Forget memories",
+                  "get": "Get a memory", "conversation": "Conversation history", "edit": "Edit a memory",
+                  "versions": "A memory's versions"},
+    ("pack",): {"list": "List knowledge packs"},
 }
 SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -84,6 +88,22 @@ class Doors(click.Group):
             return Doors((*self.path, name), help=_typer_help((*self.path, name)), no_args_is_help=True)
         group = self._typer_group()
         return group.commands.get(name) if group is not None else None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Help's list of commands; a derived one is listed by its operation's title, without being built."""
+        titles = DERIVED.get(self.path, {})
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in titles:
+                rows.append((name, titles[name]))
+                continue
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(formatter.width - 6 - max(len(n) for n in
+                                                                                        self.list_commands(ctx)))))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 def _typer_help(path: tuple[str, ...]) -> str | None:
@@ -143,10 +163,9 @@ def _usage_errors() -> tuple[type[Exception], ...]:
 
 def _exits() -> tuple[type[BaseException], ...]:
     found: list[type[BaseException]] = [click.exceptions.Exit]
-    for name in ("typer", "typer._click.exceptions"):
-        module = sys.modules.get(name)
-        if module is not None:
-            found.append(module.Exit)
+    module = sys.modules.get("typer.exceptions")  # what typer.Exit and its bundled click raise
+    if module is not None:
+        found.append(module.Exit)
     return tuple(found)
 
 

@@ -8,12 +8,16 @@ from starlette.routing import Route
 
 from ...errors import BudgetExceededError, CycleError, MissingModuleError, ValidationError
 from ...knowledge import catalog, flash as flash_mod, packs
+from ...operations import knowledge as ops
+from ..operations import form_input, run, serves
 from ..requests import checked_form, console, principal
 from ..layout import layered
 from ..render import doc_url, page, pack_url
 from . import int_param
 
 PAGE_SIZE = 50
+serves(ops.SEARCH_ALL, "/packs")
+serves(ops.REINDEX, "/reindex")
 GRAPH_MAX_NODES = 3000
 
 
@@ -22,7 +26,8 @@ async def pack_list(request: Request) -> Response:
     query = request.query_params.get("q", "").strip()
     rows = packs.list_packs(ws, who)
     facets = {r["pack"]: catalog.pack_facets(ws, r["pack"], who) for r in rows}
-    hits = catalog.search_packs(ws, query, limit=30, principal=who) if query else None
+    hits = run(request, ops.SEARCH_ALL, form_input(ops.SEARCH_ALL, {"query": query}, limit=30))["hits"] if query \
+        else None
     return page(request, "packs.html", packs=rows, facets=facets, query=query, hits=hits)
 
 
@@ -124,8 +129,20 @@ async def flash_page(request: Request) -> Response:
     return page(request, "flash.html", **context)
 
 
+async def reindex(request: Request) -> Response:
+    """Compute the embeddings deferred installs left out (one pack, or every pack), then say how many on a result
+    page of its own."""
+    form = await checked_form(request)
+    done = run(request, ops.REINDEX, form_input(ops.REINDEX, form))
+    where = done["pack"] or "every pack"
+    return page(request, "result.html", title="Reindexed", issued=None, back="/packs", back_label="Back to the packs",
+                lines=[f"{where}: embedded {done['embedded']} texts" + (" (nothing was missing)."
+                                                                        if not done["embedded"] else ".")])
+
+
 ROUTES = [
     Route("/packs", pack_list),
+    Route("/reindex", reindex, methods=["POST"]),
     Route("/packs/{pack}", pack_page),
     Route("/packs/{pack}/graph", graph_page),
     Route("/packs/{pack}/lint", lint_page),
