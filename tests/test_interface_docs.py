@@ -11,7 +11,7 @@ from typing import Any, Iterator
 import anyio
 from mcp import Client
 
-from agentcontext.cli.entry import command
+from agentcontext.cli.entry import command as full_command
 from agentcontext.mcp_server import build_server
 
 from .conftest import PACKS, ROOT
@@ -33,7 +33,7 @@ def leaf_commands(root: Any = None) -> Iterator[tuple[str, Any]]:
         else:
             yield " ".join(path), command
 
-    yield from walk(root if root is not None else command(), [])
+    yield from walk(root if root is not None else full_command(), [])
 
 
 def documented(path: str, text: str) -> bool:
