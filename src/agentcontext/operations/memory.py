@@ -13,7 +13,7 @@ from typing_extensions import TypedDict
 
 from pydantic import Field
 
-from ..errors import ValidationError
+from ..errors import NotFoundError, ValidationError
 from .base import Args, Caller, Cli, Operation, declare
 from .types import JsonObject, Signals, free_json
 
@@ -122,10 +122,11 @@ def _edit(ctx: Caller, a: EditArgs) -> dict[str, Any]:
     if a.content is None and not a.metadata:
         raise ValidationError("edit_memory needs the new content or metadata to set", fields=["content", "metadata"])
     mem = open_memory(ctx)
-    before = mem.require(a.memory_id)  # read access checked, NotFoundError when absent
-    mem.update(a.memory_id, content=a.content, metadata=a.metadata)
-    after = mem.require(a.memory_id)
-    return {**after, "previous_version": before.get("version")}
+    node = ctx.ws.store.get_node(a.memory_id)  # the version edited; shown only once the write is allowed
+    if not mem.update(a.memory_id, content=a.content, metadata=a.metadata):  # write checked (and audited) first
+        raise NotFoundError(f"no memory {a.memory_id!r} in {mem.namespace}; retrieve_memories lists ids",
+                            memory_id=a.memory_id)
+    return {**mem.require(a.memory_id), "previous_version": node.version if node is not None else None}
 
 
 def _versions(ctx: Caller, a: VersionsArgs) -> dict[str, Any]:
