@@ -19,7 +19,7 @@ from typing import Any, Callable, Literal, get_args, get_origin
 
 import click
 
-from ..operations import Caller, Operation
+from ..operations import Caller, Operation, declared
 from ..operations import knowledge as kops
 from .output import emit, err, out, progress_bar, table
 
@@ -116,7 +116,7 @@ def _switch(op: Operation, values: dict[str, Any]) -> tuple[Operation, dict[str,
     if not values.pop("alternate", False):
         return op, values
     flag, other, _ = ALTERNATES[op.name]
-    target = kops.SEARCH_ALL if other == kops.SEARCH_ALL.name else op
+    target = declared()[other]
     assert op.cli is not None and target.cli is not None
     words = [values.pop(name) for name in op.cli.args if name in values]
     allowed = set(target.input.model_fields)

@@ -75,7 +75,7 @@ class Doors(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         group = self._typer_group()
-        names = set(DERIVED.get(self.path, ())) | set(getattr(group, "commands", {}) or {})
+        names = set(DERIVED.get(self.path, ())) | set(group.commands if group is not None else ())
         names |= {p[len(self.path)] for p in DERIVED if len(p) > len(self.path) and p[:len(self.path)] == self.path}
         return sorted(names)
 
