@@ -386,9 +386,7 @@ FLASH = Operation(
     cli=Cli(("flash",), args=("pack", "selectors"), flags={"budget_tokens": ("--budget",)},
             help={"budget_tokens": "Token budget; over it is an error.",
                   "degrade": "'summaries' to fit the budget instead.",
-                  "as_of": "Assemble the graph as it stood then (ISO time)."}),
-    skips={"web": "not yet: the flash preview page keeps its own failure views (cycle, missing module, budget) and "
-                  "why-paths; moving it onto this operation is the next step"})
+                  "as_of": "Assemble the graph as it stood then (ISO time)."}))
 CREATE = Operation(
     "create_knowledge_doc", "Create a knowledge doc",
     "Create a new doc in an editable lib: pack (pkg: packs are read-only). Fails with ConflictError if the "

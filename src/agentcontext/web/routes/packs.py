@@ -7,7 +7,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ...errors import BudgetExceededError, CycleError, MissingModuleError, ValidationError
-from ...knowledge import catalog, flash as flash_mod, packs
+from ...knowledge import catalog, packs
 from ...operations import knowledge as ops
 from ..operations import form_input, run, serves
 from ..requests import checked_form, console, principal
@@ -18,6 +18,7 @@ from . import int_param
 PAGE_SIZE = 50
 serves(ops.SEARCH_ALL, "/packs")
 serves(ops.REINDEX, "/reindex")
+serves(ops.FLASH, "/packs/{pack}/flash")
 GRAPH_MAX_NODES = 3000
 
 
@@ -119,7 +120,8 @@ async def flash_page(request: Request) -> Response:
                "bundle": None, "why": {}, "over": None, "failure": None}
     if targets:
         try:
-            bundle = flash_mod.flash(ws, pack, targets, budget_tokens=budget, principal=who, degrade=degrade)
+            bundle = run(request, ops.FLASH, form_input(ops.FLASH, {}, pack=pack, selectors=targets,
+                                                        budget_tokens=budget, degrade=degrade))
             context["bundle"] = bundle
             context["why"] = catalog.why_paths(ws, pack, targets, who)
         except BudgetExceededError as exc:
