@@ -631,6 +631,10 @@ def test_reindex_from_the_packs_page_shows_its_result(site):
     driver.find_element(By.CSS_SELECTOR, "#reindex-pack option[value='lib:semdag']").click()
     wait_for_page(driver, driver.find_element(By.ID, "reindex-submit"))
     assert "embedded 0 texts (nothing was missing)" in text(driver, ".notice")
+    go(site, "/packs/lib:semdag?q=who+may+join+an+account")  # the pack's search runs the declared search_knowledge
+    assert text(driver, "#search-hits tbody tr:first-child code") in ("account", "membership", "invitations")
+    shot_1280(site, "pack-search")
+    assert not axe_violations(driver)
 
 
 def test_a_reader_may_neither_edit_a_memory_nor_reindex_a_pack(site):

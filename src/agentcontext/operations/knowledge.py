@@ -355,9 +355,7 @@ SEARCH = Operation(
     "bodies: judge relevance from the summaries, then read only what you need.",
     SearchArgs, SearchOut, _search,
     cli=Cli(("search",), args=("pack", "query"), flags={"tags": ("--tag",), "selector_prefix": ("--prefix",)},
-            help={"tags": "All-of tag filter; repeat.", "query": "Words to match."}, pick=lambda r: r["hits"]),
-    skips={"web": "the console searches every pack at once (search_all_knowledge on /packs); a pack's page filters "
-                  "its docs by kind, tag and prefix"})
+            help={"tags": "All-of tag filter; repeat.", "query": "Words to match."}, pick=lambda r: r["hits"]))
 SEARCH_ALL = Operation(
     "search_all_knowledge", "Search every pack",
     "Search every pack the principal may read at once (`search --all QUERY`); each hit names its pack.",

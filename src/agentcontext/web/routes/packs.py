@@ -16,7 +16,9 @@ from ..render import doc_url, page, pack_url
 from . import int_param
 
 PAGE_SIZE = 50
+SEARCH_HITS = 30
 serves(ops.SEARCH_ALL, "/packs")
+serves(ops.SEARCH, "/packs/{pack}")
 serves(ops.REINDEX, "/reindex")
 serves(ops.FLASH, "/packs/{pack}/flash")
 GRAPH_MAX_NODES = 3000
@@ -43,7 +45,15 @@ async def pack_page(request: Request) -> Response:
     info = next(p for p in packs.list_packs(ws, who) if p["pack"] == pack)
     facets = catalog.pack_facets(ws, pack, who)
     filters = {k: q.get(k) or None for k in ("kind", "tag", "prefix", "sort", "desc")}
-    return page(request, "pack.html", pack=pack, info=info, listing=listing, facets=facets, filters=filters)
+    query = (q.get("q") or "").strip() or None
+    hits = None
+    if query:  # search this pack with the same filters (the declared search_knowledge operation)
+        hits = run(request, ops.SEARCH, form_input(ops.SEARCH, {}, pack=pack, query=query, kind=filters["kind"],
+                                                   selector_prefix=filters["prefix"],
+                                                   tags=[filters["tag"]] if filters["tag"] else None,
+                                                   limit=SEARCH_HITS))["hits"]
+    return page(request, "pack.html", pack=pack, info=info, listing=listing, facets=facets, filters=filters,
+                query=query, hits=hits)
 
 
 LABELLED_MAX = 400  # up to this many docs, rows are spaced by label width (no overlaps); beyond, the compact
