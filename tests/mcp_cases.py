@@ -21,7 +21,8 @@ from .test_access import build_workspace
 
 KNOWLEDGE_TOOLS = {"list_knowledge_packs", "search_knowledge", "list_knowledge_neighbors", "read_knowledge_doc",
                    "flash_knowledge", "create_knowledge_doc", "update_knowledge_doc", "delete_knowledge_doc"}
-MEMORY_TOOLS = {"store_memory", "retrieve_memories", "forget_memories", "get_memory", "conversation_history"}
+MEMORY_TOOLS = {"store_memory", "retrieve_memories", "forget_memories", "get_memory", "conversation_history",
+                "edit_memory", "memory_versions"}
 DECISION_TOOLS = {"record_decision", "find_precedents", "get_causal_chain", "check_compliance"}
 CONTEXT_TOOLS = {"get_context"}
 GRAPH_TOOLS = {"predict_links", "find_paths"}
@@ -90,6 +91,9 @@ def cases(ids: dict[str, str]) -> list[Case]:
         Case("forget_memories", {"memory_id": ids["forget"]}),
         Case("get_memory", {"memory_id": ids["memory"]}),
         Case("conversation_history", {"conversation_id": "c1"}),
+        Case("edit_memory", {"memory_id": ids["memory"], "content": "Ann avoids peanuts and shellfish.",
+                             "metadata": {"edited": True}}),
+        Case("memory_versions", {"memory_id": ids["memory"]}),
         Case("record_decision", {**REFUND, "scenario": "Another late refund", "entities": ["acme"],
                                  "metadata": {"ticket": "T-9"}, "caused_by": [dec]}),
         Case("find_precedents", {"scenario": "refund two months after buying", "limit": 3}),
@@ -126,6 +130,8 @@ def cases(ids: dict[str, str]) -> list[Case]:
         Case("forget_memories", {}, "ValidationError"),
         Case("get_memory", {"memory_id": "mem_nope"}, "NotFoundError"),
         Case("conversation_history", {}, "ValidationError"),
+        Case("edit_memory", {"memory_id": "mem_nope", "content": "x"}, "NotFoundError"),
+        Case("memory_versions", {}, "ValidationError"),
         Case("record_decision", {**REFUND, "scenario": "x", "caused_by": ["dec_missing"]}, "NotFoundError"),
         Case("record_decision", {**REFUND, "scenario": "x", "confidence": "high"}, "ValidationError",
              label="bad-type"),

@@ -12,7 +12,8 @@ from typer.main import get_command
 
 from agentcontext import __version__
 from agentcontext.cli.helptext import conventional
-from agentcontext.cli.root import app, command
+from agentcontext.cli.entry import command
+from agentcontext.cli.root import app
 from agentcontext.knowledge.packs import install_folder
 from agentcontext.mcp_server import build_server
 
@@ -155,5 +156,5 @@ def test_help_has_no_placeholders():
         assert found is None, (path, found.group(0) if found else None)
     raw = get_command(app)  # Typer's own notation, so the pattern above can fail
     ctx = raw.make_context("agentcontext", [], resilient_parsing=True)
-    assert raw.commands["read"].collect_usage_pieces(ctx) == ["[OPTIONS]", "{pack}", "{selector}"]
-    assert conventional(raw).commands["read"].collect_usage_pieces(ctx) == ["[OPTIONS]", "PACK", "SELECTOR"]
+    assert raw.commands["lint"].collect_usage_pieces(ctx) == ["[OPTIONS]", "{pack}"]  # read is declared (click)
+    assert conventional(raw).commands["lint"].collect_usage_pieces(ctx) == ["[OPTIONS]", "PACK"]

@@ -10,9 +10,8 @@ from typing import Any, Iterator
 
 import anyio
 from mcp import Client
-from typer.main import get_command
 
-from agentcontext.cli import app
+from agentcontext.cli.entry import command as full_command
 from agentcontext.mcp_server import build_server
 
 from .conftest import PACKS, ROOT
@@ -34,7 +33,7 @@ def leaf_commands(root: Any = None) -> Iterator[tuple[str, Any]]:
         else:
             yield " ".join(path), command
 
-    yield from walk(root if root is not None else get_command(app), [])
+    yield from walk(root if root is not None else full_command(), [])
 
 
 def documented(path: str, text: str) -> bool:

@@ -4,8 +4,8 @@ Every ``import`` and ``from ... import`` counts, wherever it stands: at the top 
 function (a lazy import) or under ``if TYPE_CHECKING:``. The rule:
 
 1. No circle of imports between files.
-2. Imports point down the layers: base < store < embed < engine < workspace < services < facade < interfaces
-   (a module may import its own layer and the layers below it).
+2. Imports point down the layers: base < store < embed < engine < workspace < services < facade < operations <
+   interfaces (a module may import its own layer and the layers below it).
 3. Inside the services layer, a service imports only itself and services of a lower rank (SERVICE_RANKS).
 4. No dynamic imports (importlib, __import__) below the interfaces, where this test could not see them.
 5. No interface imports another (cli, mcp_server, web are doors side by side): what two doors share lives in a
@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("workspace", {"workspace", "copies"}),
     ("services", set()),  # SERVICE_RANKS
     ("facade", {"context", ""}),
+    ("operations", {"operations"}),  # each operation declared once; the doors derive their forms from it
     ("interfaces", {"cli", "mcp_server", "web", "integrations"}),
 ]
 

@@ -8,9 +8,10 @@ from agentcontext.memory import AgentMemory
 
 from .test_mcp import call, run, walk_objects
 
-MEMORY_TOOLS = {"store_memory", "retrieve_memories", "forget_memories", "get_memory", "conversation_history"}
-WRITERS = {"store_memory", "forget_memories"}
-FREE_FORM = {"metadata"}  # JSON metadata is free-form by design; every other object forbids unknown keys
+MEMORY_TOOLS = {"store_memory", "retrieve_memories", "forget_memories", "get_memory", "conversation_history",
+                "edit_memory", "memory_versions"}
+WRITERS = {"store_memory", "forget_memories", "edit_memory"}
+FREE_FORM = {"metadata", "filters"}  # JSON metadata is free-form by design; every other object forbids unknown keys
 
 
 def python_memory(ws) -> AgentMemory:
@@ -35,7 +36,7 @@ def test_memory_tools_are_listed_with_strict_schemas(ws):
     assert by_name["store_memory"].input_schema["required"] == ["content"]
     assert by_name["retrieve_memories"].input_schema["required"] == ["query"]
     assert set(by_name["retrieve_memories"].input_schema["properties"]) == {
-        "query", "max_results", "conversation_id", "user_id", "min_score"}
+        "query", "max_results", "conversation_id", "user_id", "min_score", "filters"}  # filters: the CLI's --meta
 
 
 def test_every_memory_tool_returns_what_the_python_call_returns(ws):

@@ -100,6 +100,22 @@ def stored_memory(ws: Workspace, out: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k not in ("id", "memory_id", "timestamp", "created_at", "updated_at")}
 
 
+def edit_memory(ws: Workspace, who: str | None) -> dict[str, Any]:
+    """What edit_memory returns: the memory after the edit and the version it replaced."""
+    mem, before = memory(ws, who), ws.store.get_node(NAMES["memory"])
+    mem.update(NAMES["memory"], content="Alice drinks oolong now")
+    return {**mem.require(NAMES["memory"]), "previous_version": before.version}
+
+
+def memory_versions(ws: Workspace, who: str | None) -> dict[str, Any]:
+    """What memory_versions returns: every version of the memory, oldest first."""
+    current = memory(ws, who).require(NAMES["memory"])
+    return {"memory_id": current["id"], "namespace": "memory:default", "versions": [
+        {"version": n.version, "content": n.content, "metadata": dict((n.props or {}).get("metadata") or {}),
+         "updated_at": (n.props or {}).get("updated_at") or n.recorded_at, "by": n.created_by}
+        for n in ws.store.node_versions(NAMES["memory"])]}
+
+
 def without(row: Any, keys: tuple[str, ...]) -> Any:
     if isinstance(row, dict):
         return {k: without(v, keys) for k, v in row.items() if k not in keys}
@@ -187,6 +203,12 @@ OPS: list[Op] = [
     Op("conversation history", ("memory:default", "read"),
        lambda ws, who: memory(ws, who).get_conversation_history("c1", 50), ("memory", "conversation", "c1"),
        ("conversation_history", {"conversation_id": "c1"}), lambda r: r["memories"]),
+    Op("memory versions", ("memory:default", "read"), memory_versions, ("memory", "versions", "{memory}"),
+       ("memory_versions", {"memory_id": "{memory}"})),
+    Op("edit a memory", ("memory:default", "write"), edit_memory,
+       ("memory", "edit", "{memory}", "Alice drinks oolong now"),
+       ("edit_memory", {"memory_id": "{memory}", "content": "Alice drinks oolong now"}),
+       writes=True, volatile=("updated_at",), effect=stored_memory),
     Op("store a memory", ("memory:default", "write"),
        lambda ws, who: {"id": memory(ws, who).store("Carol likes oolong", conversation_id="c3", user_id="carol"),
                         "namespace": "memory:default"},

@@ -554,3 +554,108 @@ def test_todays_graph_pages_pass_axe(site):
     for path in ("/", "/packs/lib:semdag", "/packs/lib:semdag/graph", f"/decisions/{site['effect']}"):
         go(site, path)
         assert not axe_violations(driver), path
+
+
+def wait_for_page(driver, element, seconds: int = 180) -> None:
+    """``click_and_wait`` with room for slow work (reindexing embeds with the real model in the server)."""
+    old = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, seconds).until(lambda d: _stale(old) and d.execute_script("return document.readyState")
+                                         == "complete")
+
+
+def as_reader(site):
+    driver = site["driver"]
+    driver.delete_all_cookies()
+    go(site, "/login")
+    driver.find_element(By.ID, "token").send_keys(site["reader"])
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "form[action='/login'] button"))
+    assert text(driver, "#principal") == "reader"
+    return driver
+
+
+def bobs_memory(site) -> str:
+    ws = Workspace.open(home=site["home"])
+    try:
+        found = [m for m in AgentMemory(workspace=ws, max_memory_size=None).list_memories() if m["user_id"] == "bob"]
+        return found[0]["id"]
+    finally:
+        ws.close()
+
+
+def test_edit_a_memory_writes_a_new_version_and_keeps_its_history(site):
+    """Issue 28 s3: edit a memory from the browser (the declared edit_memory operation): a new version with its own
+    result page, the history on the memory's page, the CLI seeing the same; forgetting it asks first."""
+    driver = as_owner(site)
+    driver.set_window_size(1280, 800)
+    mid = bobs_memory(site)
+    go(site, "/memory")
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, f"a[aria-label='edit {mid}']"))
+    assert driver.current_url.endswith(f"/memory/edit/{mid}")
+    shot_1280(site, "memory-edit")
+    assert not axe_violations(driver)
+    box = driver.find_element(By.ID, "memory-content")
+    assert box.get_attribute("value") == "Bob prefers coffee"
+    box.clear()
+    box.send_keys("Bob prefers espresso")
+    click_and_wait(driver, driver.find_element(By.ID, "memory-save"))
+    assert text(driver, "h1") == "Memory edited" and "is now version 2" in text(driver, ".notice")
+    shot_1280(site, "memory-edited")
+    assert not axe_violations(driver)
+    click_and_wait(driver, driver.find_element(By.ID, "result-back"))
+    rows = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#memory-versions tbody tr")]
+    assert rows[0].startswith("2 Bob prefers espresso") and rows[1].startswith("1 Bob prefers coffee")
+    versions = json.loads(subprocess.run([*CLI, "--home", str(site["home"]), "memory", "versions", mid, "--json"],
+                                         capture_output=True, text=True, timeout=120, check=True).stdout)
+    assert [v["content"] for v in versions["versions"]] == ["Bob prefers coffee", "Bob prefers espresso"]
+    click_and_wait(driver, driver.find_element(By.ID, "memory-forget"))
+    assert "cannot be undone" in text(driver, "#confirm-what")  # destructive: confirmed first, nothing gone yet
+    shot_1280(site, "memory-forget-confirm")
+    go(site, f"/memory/edit/{mid}")
+    assert driver.find_element(By.ID, "memory-content").get_attribute("value") == "Bob prefers espresso"
+
+
+def test_reindex_from_the_packs_page_shows_its_result(site):
+    """Issue 28 s3: reindex from the browser (the declared reindex_knowledge operation), a result page of its own."""
+    driver = as_owner(site)
+    driver.set_window_size(1280, 800)
+    go(site, "/packs")
+    driver.find_element(By.CSS_SELECTOR, "#reindex-pack option[value='lib:semdag']").click()
+    shot_1280(site, "reindex-form")
+    wait_for_page(driver, driver.find_element(By.ID, "reindex-submit"))
+    assert text(driver, "h1") == "Reindexed"
+    assert "lib:semdag: embedded" in text(driver, ".notice")
+    shot_1280(site, "reindexed")
+    assert not axe_violations(driver)
+    wait_for_page(driver, driver.find_element(By.ID, "result-back"))
+    driver.find_element(By.CSS_SELECTOR, "#reindex-pack option[value='lib:semdag']").click()
+    wait_for_page(driver, driver.find_element(By.ID, "reindex-submit"))
+    assert "embedded 0 texts (nothing was missing)" in text(driver, ".notice")
+    go(site, "/packs/lib:semdag?q=who+may+join+an+account")  # the pack's search runs the declared search_knowledge
+    assert text(driver, "#search-hits tbody tr:first-child code") in ("account", "membership", "invitations")
+    shot_1280(site, "pack-search")
+    assert not axe_violations(driver)
+
+
+def test_a_reader_may_neither_edit_a_memory_nor_reindex_a_pack(site):
+    """The principal without the grant: the memory page answers as a missing one (no read on memory:default), and
+    a reindex of a pack it may only read is refused with what it needs; nothing changes, the denials are audited."""
+    mid = bobs_memory(site)
+    driver = as_reader(site)
+    driver.set_window_size(1280, 800)
+    go(site, f"/memory/edit/{mid}")
+    assert text(driver, "h1") == "Not found" and "Bob prefers" not in driver.page_source
+    shot_1280(site, "memory-edit-denied")
+    go(site, "/packs")
+    driver.find_element(By.CSS_SELECTOR, "#reindex-pack option[value='lib:semdag']").click()
+    click_and_wait(driver, driver.find_element(By.ID, "reindex-submit"))
+    assert text(driver, "h1") == "Not allowed" and "needs write" in driver.page_source
+    shot_1280(site, "reindex-denied")
+    assert not axe_violations(driver)
+    ws = Workspace.open(home=site["home"])
+    try:
+        denied = {(r["action"], r["target"]) for r in access.audit_log(ws, None, principal="reader")
+                  if r["outcome"] == "denied"}
+        assert ("pack.reindex", "lib:semdag") in denied
+    finally:
+        ws.close()

@@ -1,4 +1,4 @@
 """``python -m agentcontext.cli``: the same as the ``agentcontext`` command."""
-from .root import main
+from .entry import main
 
 main()

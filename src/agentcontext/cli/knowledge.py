@@ -1,4 +1,5 @@
-"""Top-level knowledge commands: search, docs, neighbors, read, flash, lint, why, render, reindex."""
+"""Top-level knowledge commands not yet declared as operations: docs, lint, why, render (search, neighbors, read,
+flash and reindex are derived from their declarations: operations/knowledge.py, cli/declared.py)."""
 from __future__ import annotations
 
 import sys
@@ -7,50 +8,10 @@ from typing import Any, Optional
 
 import typer
 
-from ..errors import ValidationError
 from ..model import MAX_DOCS_PAGE, OVERSIZE_TOKENS
-from .common import JSON_OPTION, emit, err, open_workspace, out, principal, progress_bar, read_text, table
+from .common import JSON_OPTION, emit, err, open_workspace, out, principal, read_text, table
 
 
-def search(ctx: typer.Context, pack: Optional[str] = typer.Argument(None, help="The pack (with --all: the query)."),
-           query: str = typer.Argument(""),
-           tag: Optional[list[str]] = typer.Option(None, "--tag", help="All-of tag filter; repeat."),
-           kind: Optional[str] = typer.Option(None, "--kind", help="Only docs of this kind."),
-           prefix: Optional[str] = typer.Option(None, "--prefix", help="Only selectors starting with this."),
-           related_to: Optional[str] = typer.Option(None, "--related-to", help="Only docs with an edge to this "
-                                                    "selector."),
-           edge_type: Optional[str] = typer.Option(None, "--edge-type", help="With --related-to: only edges of "
-                                                   "this type."),
-           all_packs: bool = typer.Option(False, "--all", help="Search every pack you may read: search --all QUERY."),
-           limit: int = typer.Option(10, "--limit", help="At most this many hits, best first."),
-           min_score: float = typer.Option(0.0, "--min-score", help="Drop hits scoring below this (absolute "
-                                           "relevance from 0 to 1)."),
-           json_out: bool = JSON_OPTION) -> None:
-    """Search a pack by metadata first (selector, title, tags, summary), then body text and meaning."""
-    from ..knowledge import catalog, tools
-
-    ws = open_workspace(ctx)
-    if all_packs:
-        if query or tag or kind or prefix or related_to or edge_type:
-            raise ValidationError("search --all takes only the query (and --limit, --min-score); the filters work "
-                                  "in one pack: "
-                                  "search PACK QUERY --kind ...")
-        hits = catalog.search_packs(ws, pack or "", limit=limit, principal=principal(ctx), min_score=min_score)
-    elif pack is None:
-        raise ValidationError("search needs a PACK (or --all to search every pack): search PACK [QUERY]")
-    else:
-        hits = tools.search_knowledge(ws, pack, query, tags=tag, kind=kind, selector_prefix=prefix,
-                                      related_to=related_to, edge_type=edge_type, limit=limit,
-                                      principal=principal(ctx), min_score=min_score)
-
-    def human(rows: list[dict[str, Any]]) -> None:
-        if not rows:
-            out.print("no matches")
-            return
-        table(("score", *(("pack",) if all_packs else ()), "selector", "kind", "title", "signals"),
-              [{**h, "score": f"{h['score']:.2f}", "signals": ", ".join(h["signals"])} for h in rows])
-
-    emit(hits, json_out, human)
 
 
 def docs(ctx: typer.Context, pack: str,
@@ -78,59 +39,12 @@ def docs(ctx: typer.Context, pack: str,
     emit(page, json_out, human)
 
 
-def neighbors(ctx: typer.Context, pack: str, selector: str,
-              edge_type: Optional[str] = typer.Option(None, "--edge-type", help="Only edges of this type."),
-              json_out: bool = JSON_OPTION) -> None:
-    """Outbound typed edges of a doc, sorted by target then type."""
-    from ..knowledge import tools
-
-    rows = tools.list_knowledge_neighbors(open_workspace(ctx), pack, selector, edge_type, principal(ctx))
-
-    def human(items: list[dict[str, Any]]) -> None:
-        for n in items:
-            out.print(f"{n['type']:>11} -> {n['selector']}" + (f"  {n['title']}" if n["exists"] else "  (missing)"))
-        if not items:
-            out.print("no outbound edges")
-
-    emit(rows, json_out, human)
 
 
-def read(ctx: typer.Context, pack: str, selector: str,
-         version: Optional[int] = typer.Option(None, "--version", help="An earlier version (see `history`)."),
-         json_out: bool = JSON_OPTION) -> None:
-    """Print a doc's full body (read last, after search and neighbours)."""
-    from ..knowledge import tools
-
-    doc = tools.read_knowledge_doc(open_workspace(ctx), pack, selector, version, principal(ctx))
-    emit(doc, json_out, lambda d: out.print(_doc_text(d)))
 
 
-def _doc_text(doc: dict) -> Any:
-    """A doc for people: the title in bold, the rest as written (no markup or emoji codes read from the text)."""
-    from rich.text import Text
-
-    return Text.assemble((doc["title"], "bold"), f" ({doc['selector']}, {doc['kind']}, v{doc['version']})\n"
-                         f"{doc['summary']}\n\n{doc['content']}")
 
 
-def flash(ctx: typer.Context, pack: str, selectors: list[str] = typer.Argument(..., help="Target selector(s)."),
-          budget: Optional[int] = typer.Option(None, "--budget", help="Token budget; over it is an error."),
-          degrade: Optional[str] = typer.Option(None, "--degrade", help="'summaries' to fit the budget instead."),
-          as_of: Optional[str] = typer.Option(None, "--as-of", help="Assemble the graph as it stood then (ISO time)."),
-          json_out: bool = JSON_OPTION) -> None:
-    """Assemble SELECTORS with every prerequisite, foundations first, each once."""
-    from ..knowledge import flash as flash_mod
-
-    bundle = flash_mod.flash(open_workspace(ctx), pack, selectors, budget, as_of, principal(ctx), degrade)
-    data = bundle.to_dict()  # what flash_knowledge returns over MCP
-
-    def human(_: Any) -> None:
-        err.print(f"flash {pack} {' '.join(selectors)}: {len(bundle.order)} docs, {bundle.tokens} tokens, "
-                  f"digest {bundle.digest[:16]}")
-        err.print("order: " + " -> ".join(bundle.order))
-        out.print(bundle.text, markup=False)
-
-    emit(data, json_out, human)
 
 
 def lint(ctx: typer.Context, pack: str, max_tokens: int = typer.Option(OVERSIZE_TOKENS, "--max-tokens",
@@ -195,15 +109,6 @@ def render(ctx: typer.Context, file: str = typer.Argument(..., help="Template fi
     emit({"text": text, "variables": left}, json_out, human)
 
 
-def reindex(ctx: typer.Context, pack: Optional[str] = typer.Argument(None, help="Only this pack."),
-            json_out: bool = JSON_OPTION) -> None:
-    """Compute the embeddings that deferred installs left out."""
-    from ..knowledge import packs
-
-    ws = open_workspace(ctx)
-    with progress_bar() as report:
-        count = packs.embed_pack(ws, pack, report)
-    emit({"embedded": count}, json_out, lambda d: out.print(f"embedded {d['embedded']} texts"))
 
 
-COMMANDS = [search, docs, neighbors, read, flash, lint, why, render, reindex]
+COMMANDS = [docs, lint, why, render]  # search, neighbors, read, flash, reindex: declared (operations/knowledge.py)

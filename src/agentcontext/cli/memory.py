@@ -1,5 +1,6 @@
-"""``agentcontext memory ...``: thin wrappers over AgentMemory (which checks and audits every call for the
-acting principal, as it does for MCP)."""
+"""``agentcontext memory ...`` commands not yet declared as operations: export, import, stats (thin wrappers over
+AgentMemory, which checks and audits every call for the acting principal, as it does for MCP). store, retrieve,
+forget, get, conversation, edit and versions are derived from their declarations (operations/memory.py)."""
 from __future__ import annotations
 
 import sys
@@ -14,7 +15,8 @@ from ..errors import ValidationError
 if TYPE_CHECKING:
     from ..memory import AgentMemory
 
-memory_app = typer.Typer(help="Agent memory: store, retrieve, get, forget, export, import.", no_args_is_help=True)
+memory_app = typer.Typer(help="Agent memory: store, retrieve, get, edit, versions, forget, export, import.",
+                         no_args_is_help=True)
 
 NS_OPTION = typer.Option("default", "--namespace", "-n", help="Memory store name (namespace memory:<name>).")
 CONVERSATION_OPTION = typer.Option(None, "--conversation", "-c", help="A conversation id.")
@@ -26,73 +28,6 @@ def _memory(ctx: typer.Context, namespace: str) -> AgentMemory:
     from ..memory.service import workspace_memory
 
     return workspace_memory(open_workspace(ctx), namespace, principal(ctx))
-
-
-def _meta(pairs: list[str] | None) -> dict[str, Any]:
-    out_: dict[str, Any] = {}
-    for pair in pairs or []:
-        if "=" not in pair:
-            raise ValidationError(f"--meta expects key=value, got {pair!r}", meta=pair)
-        key, value = pair.split("=", 1)
-        if not key:
-            raise ValidationError(f"--meta expects key=value, got {pair!r}", meta=pair)
-        out_[key] = value
-    return out_
-
-
-def _print_results(rows: list[dict[str, Any]]) -> None:
-    if not rows:
-        out.print("no memories match")
-    for r in rows:
-        signals = ", ".join(f"{k}={v:.3f}" for k, v in r.get("signals", {}).items())
-        out.print(f"[{r['score']:.3f}] {r['id']}  {r['content']}", markup=False)
-        if signals:
-            out.print(f"         {signals}", markup=False, style="dim")
-
-
-@memory_app.command("store")
-def store_cmd(ctx: typer.Context, text: str = typer.Argument(..., help="The memory text."),
-              conversation: Optional[str] = CONVERSATION_OPTION,
-              user: Optional[str] = USER_OPTION,
-              meta: Optional[list[str]] = typer.Option(None, "--meta", "-m", help="Metadata key=value (repeatable)."),
-              entity: Optional[list[str]] = typer.Option(None, "--entity", "-e", help="An entity the memory is "
-                                                         "about (repeatable; metadata 'entities')."),
-              namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
-    """Store one memory; prints its id."""
-    mem = _memory(ctx, namespace)
-    metadata = _meta(meta)
-    if entity:
-        if "entities" in metadata:
-            raise ValidationError("give entities with --entity (repeatable), not also -m entities=...")
-        metadata["entities"] = list(entity)
-    mid = mem.store(text, metadata=metadata, conversation_id=conversation, user_id=user)
-    emit({"id": mid, "namespace": mem.namespace}, json_out, lambda d: out.print(d["id"]))
-
-
-@memory_app.command("retrieve")
-def retrieve_cmd(ctx: typer.Context, query: str = typer.Argument(...),
-                 k: int = typer.Option(5, "--k", "-k", help="At most this many, best first."),
-                 conversation: Optional[str] = CONVERSATION_OPTION,
-                 user: Optional[str] = USER_OPTION,
-                 meta: Optional[list[str]] = typer.Option(None, "--meta", "-m", help="Metadata filter key=value."),
-                 min_score: float = typer.Option(0.0, "--min-score", help="Drop results scoring below this."),
-                 namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
-    """The best memories for QUERY (hybrid: dense + BM25 + conversation context)."""
-    mem = _memory(ctx, namespace)
-    rows = mem.retrieve(query, max_results=k, min_score=min_score, conversation_id=conversation, user_id=user,
-                        filters=_meta(meta))
-    emit(rows, json_out, _print_results)
-
-
-@memory_app.command("forget")
-def forget_cmd(ctx: typer.Context, memory_id: Optional[str] = typer.Argument(None, help="A memory id."),
-               conversation: Optional[str] = CONVERSATION_OPTION,
-               user: Optional[str] = USER_OPTION,
-               days_old: Optional[float] = typer.Option(None, "--days-old", help="Older than this many days."),
-               namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
-    """Delete memories by id, conversation, user or age (all given conditions must match)."""
-    count = _memory(ctx, namespace).forget(memory_id, conversation, days_old, user)
-    emit({"forgotten": count}, json_out, lambda d: out.print(f"forgot {d['forgotten']} memories"))
 
 
 @memory_app.command("export")
@@ -134,25 +69,6 @@ def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="A Mark
     result = {"imported": int(count), **({"skipped": skipped} if skipped else {})}
     emit(result, json_out, lambda d: out.print(
         f"imported {d['imported']} memories" + (f"; skipped {len(skipped)} an erasure removed" if skipped else "")))
-
-
-@memory_app.command("get")
-def get_cmd(ctx: typer.Context, memory_id: str = typer.Argument(..., metavar="MEMORY_ID"),
-            namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
-    """One memory by id: its text, metadata, conversation, user and times (as the MCP tool get_memory)."""
-    row = _memory(ctx, namespace).require(memory_id)
-    emit(row, json_out, lambda r: out.print(f"{r['id']}  {r['content']}\nmetadata: {r.get('metadata')}",
-                                            markup=False))
-
-
-@memory_app.command("conversation")
-def conversation_cmd(ctx: typer.Context, conversation_id: str = typer.Argument(...),
-                     max_items: int = typer.Option(50, "--max-items", help="The last this many."),
-                     namespace: str = NS_OPTION,
-                     json_out: bool = JSON_OPTION) -> None:
-    """A conversation's memories, oldest first."""
-    rows = _memory(ctx, namespace).get_conversation_history(conversation_id, max_items)
-    emit(rows, json_out, lambda d: [out.print(f"[{r['timestamp']}] {r['content']}", markup=False) for r in d])
 
 
 @memory_app.command("stats")

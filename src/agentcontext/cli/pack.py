@@ -6,14 +6,9 @@ from typing import Any, Optional
 
 import typer
 
-from .common import JSON_OPTION, emit, err, must_exist, open_workspace, out, principal, progress_bar, table
+from .common import JSON_OPTION, emit, err, must_exist, open_workspace, out, principal, progress_bar
 
 pack_app = typer.Typer(help="Install, create, list and export knowledge packs.", no_args_is_help=True)
-
-
-def _packs_table(rows: list[dict[str, Any]]) -> None:
-    table(("pack", "name", "docs", "editable"),
-          [{**r, "editable": "yes" if r["editable"] else "read-only"} for r in rows])
 
 
 @pack_app.command("add")
@@ -50,14 +45,6 @@ def pack_add(ctx: typer.Context,
             err.print(f"warning: {r['pack']} {m['selector']}: {m['type']} edge to missing doc {m['target']!r}"
                       f"{guess}; `agentcontext lint {r['pack']}` lists every problem", markup=False)
     emit(result, json_out, human)
-
-
-@pack_app.command("list")
-def pack_list(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
-    """List the packs you may read."""
-    from ..knowledge import tools
-
-    emit(tools.list_knowledge_packs(open_workspace(ctx), principal(ctx)), json_out, _packs_table)
 
 
 @pack_app.command("new")

@@ -1,16 +1,14 @@
-"""The root of the ``agentcontext`` (alias ``actx``) command line: global options, ``init``, the command groups
-mounted from their modules (one per group), and ``main`` (errors as one line, or JSON under ``--json``).
+"""The commands not yet declared as operations, in Typer: ``init`` and the command groups mounted from their
+modules (one per group). ``entry.py`` is the root that runs them (plain click; it loads this module only when one
+of these commands runs or help lists them); the commands derived from declared operations (``declared.py``) are
+not here.
 
-Every command takes ``--json``. Any error exits non-zero with one clear line, or with
-``{"error": {"type", "message", ...data}}`` on stdout under ``--json``; hints in it name CLI flags
-(hints.py). ``command()`` is the click command ``main`` runs: the Typer app in the usual help notation
-(helptext.py), with ``--home`` and ``--as`` accepted after the subcommand as well as before it.
+``command()`` is this tree as click commands: the Typer app in the usual help notation (helptext.py), with
+``--home`` and ``--as`` accepted after the subcommand as well as before it.
 """
 from __future__ import annotations
 
-import json
 import os
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -19,12 +17,10 @@ from typer.main import get_command
 
 from .. import __version__
 from ..config import HOME_DIR
-from ..errors import AgentContextError
 from . import access, checkpoints, context, decisions, doc, erasure, evaluation, graph, history, knowledge, \
     mcp_config, memory, migrate, pack, params, policies, serve, store, token
-from .common import JSON_OPTION, emit, err, out
+from .common import JSON_OPTION, emit, out
 from .helptext import conventional
-from .hints import cli_message
 
 params.install()  # Typer's coercion without pydantic where it gives the same values (params.py)
 
@@ -79,7 +75,8 @@ def command() -> Any:
     template.command()(_after_the_subcommand)
     shared = conventional(get_command(template)).params
     for leaf in _leaves(root):
-        leaf.params.extend(shared)
+        if not any(p.name == "home" for p in leaf.params):
+            leaf.params.extend(shared)
     return root
 
 
@@ -119,49 +116,3 @@ for _command in migrate.COMMANDS:
     app.command()(_command)
 for _command in (access.grant, access.revoke, access.grants, *history.COMMANDS, access.audit):
     app.command()(_command)
-
-
-def main() -> None:
-    as_json = "--json" in sys.argv[1:]
-    try:
-        code = command()(standalone_mode=False)
-        if isinstance(code, int) and code:
-            sys.exit(code)
-    except AgentContextError as exc:
-        message = cli_message(exc.message)
-        if as_json:
-            sys.stdout.write(json.dumps({"error": {**exc.to_dict(), "message": message}}, default=str) + "\n")
-        else:
-            err.print(f"error: {exc.type}: {message}", markup=False)
-        sys.exit(1)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        err.print("aborted")
-        sys.exit(130)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except _USAGE_ERRORS as exc:  # a bad command line: click's message, no traceback
-        if as_json:
-            sys.stdout.write(json.dumps({"error": {"type": "UsageError", "message": exc.format_message()}}) + "\n")
-        else:
-            exc.show()
-        sys.exit(exc.exit_code)
-
-
-def _usage_errors() -> tuple[type[Exception], ...]:
-    """Click's ClickException, from click itself and from the copy Typer bundles (typer._click)."""
-    import click
-
-    found: list[type[Exception]] = [click.exceptions.ClickException]
-    try:
-        from typer._click.exceptions import ClickException as bundled  # Typer >= 0.20 ships its own click
-    except ImportError:
-        bundled = None
-    if bundled is not None and bundled not in found:
-        found.append(bundled)
-    return tuple(found)
-
-
-_USAGE_ERRORS = _usage_errors()
-

@@ -23,9 +23,10 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..errors import AgentContextError, NotFoundError, ValidationError
+from ..operations import Args, Caller, Operation, describe_validation
 from ..workspace import Workspace
 from .hints import mcp_message
 
@@ -35,10 +36,7 @@ log = logging.getLogger("agentcontext.mcp")
 ERROR_META = "agentcontext/error"  # the _meta key of a tool error's data
 
 
-class StrictArgs(BaseModel):
-    """Base of every tool's argument model: unknown keys, type coercions, NaN and infinities are refused."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+StrictArgs = Args  # base of every tool's argument model: unknown keys, type coercions, NaN and infinities refused
 
 
 @dataclass
@@ -63,6 +61,22 @@ class ToolSpec:
     read_only: bool = True
     destructive: bool = False
     title: str | None = None
+
+
+def spec_for(op: Operation) -> ToolSpec:
+    """The MCP tool of a declared operation: its input model, its output schema (derived through pydantic), its
+    flags and help, and a run that calls the operation as the session's principal."""
+
+    def run(ctx: CallContext, args: Any) -> Any:
+        return op.run(Caller(ctx.ws, ctx.principal), args)
+
+    return ToolSpec(op.name, op.help, op.input, run, op.output_schema(), read_only=op.read_only,
+                    destructive=op.destructive, title=op.title)
+
+
+def specs_for(operations: list[Operation]) -> list[ToolSpec]:
+    """The MCP tools of ``operations``, leaving out those that skip this door (each says why)."""
+    return [spec_for(op) for op in operations if "mcp" not in op.skips]
 
 
 Provider = Callable[[], list[ToolSpec]]
@@ -113,23 +127,6 @@ def protocol_error(exc: AgentContextError) -> MCPError:
     message = mcp_message(exc.message)
     return MCPError(code=code, message=f"{exc.type}: {message}",
                     data={"error": jsonable({**exc.to_dict(), "message": message})})
-
-
-def describe_validation(exc: pydantic.ValidationError, model: type[BaseModel]) -> ValidationError:
-    """Our ValidationError from pydantic's, naming the arguments (never echoing the values)."""
-    allowed = ", ".join(model.model_fields)
-    problems, fields = [], []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
-        fields.append(loc)
-        if err["type"] == "extra_forbidden":
-            problems.append(f"unknown argument {loc!r} (allowed: {allowed or 'none'})")
-        elif err["type"] == "missing":
-            problems.append(f"missing required argument {loc!r}")
-        else:
-            problems.append(f"argument {loc!r}: {err['msg']}")
-    shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
-    return ValidationError(f"invalid arguments: {shown}", fields=fields[:20])
 
 
 def call_spec(spec: ToolSpec, ctx: CallContext, raw: dict[str, Any]) -> CallToolResult:

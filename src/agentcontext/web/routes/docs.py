@@ -11,9 +11,14 @@ from starlette.routing import Route
 from ... import access
 from ...errors import ConflictError, ReadOnlyError, ValidationError
 from ...knowledge import catalog, history, packs, tools
+from ...operations import knowledge as ops
+from ..operations import form_input, run, serves
 from ..requests import checked_form, console, principal
 from ..render import doc_url, page
 from . import int_param
+
+
+serves(ops.READ, "/packs/{pack}/docs/{selector}")
 
 
 def _edit_block(ws: Any, pack: str, selector: str, who: str) -> str | None:
@@ -31,7 +36,7 @@ async def doc_page(request: Request) -> Response:
     ws, who = console(request).ws, principal(request)
     pack, selector = request.path_params["pack"], request.path_params["selector"]
     version = int_param(request.query_params, "version", None, 1, 10**9)
-    doc = tools.read_knowledge_doc(ws, pack, selector, version=version, principal=who)
+    doc = run(request, ops.READ, form_input(ops.READ, {}, pack=pack, selector=selector, version=version))
     links = catalog.doc_links(ws, pack, selector, who)
     versions = history.history(ws, pack, selector, who)
     return page(request, "doc.html", pack=pack, doc=doc, links=links, versions=versions, version=version,

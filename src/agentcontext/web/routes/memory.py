@@ -1,5 +1,7 @@
-"""Memory pages: browse by conversation and user, search with each result's signals, remember, forget, and
-erase an entity with its receipt. The store is the one the CLI and MCP use (``memory:default``).
+"""Memory pages: browse by conversation and user, search with each result's signals, remember, edit a memory (a
+new version; its history kept and shown), forget, and erase an entity with its receipt. The store is the one the
+CLI and MCP use (``memory:default``). Recall, remember, edit, versions and forget run the declared operations
+(``agentcontext.operations.memory``) with their forms parsed by the operations' own input models.
 
 Every destructive form (erase; forget a memory, a conversation or a user) takes two POSTs: the first shows what
 will happen and changes nothing, the second (``confirmed=yes``, from that page) does it. An erasure then
@@ -16,12 +18,20 @@ from ...erasure import erase_workspace_entity
 from ...errors import NotFoundError, ValidationError
 from ...memory import browse
 from ...memory.service import workspace_memory
+from ...operations import memory as ops
+from ..operations import NAMESPACE, form_input, run, serves
 from ..requests import checked_form, console, principal
 from ..render import page, with_query
 from . import int_param, text_param
 
-NAMESPACE = "default"
 PAGE_SIZE = 50
+WHO = {"conversation_id": "conversation", "user_id": "user"}  # the forms' field names
+serves(ops.RETRIEVE, "/memory")
+serves(ops.STORE, "/memory/remember")
+serves(ops.FORGET, "/memory/forget")
+serves(ops.GET, "/memory/edit/{memory_id}")
+serves(ops.VERSIONS, "/memory/edit/{memory_id}")
+serves(ops.EDIT, "/memory/edit/{memory_id}")
 
 
 async def memory_page(request: Request) -> Response:
@@ -30,7 +40,10 @@ async def memory_page(request: Request) -> Response:
     mem = workspace_memory(ws, NAMESPACE, who)
     conversation, user, query = text_param(q, "conversation"), text_param(q, "user"), text_param(q, "q")
     offset = int_param(q, "offset", 0, 0, 10**9) or 0
-    results = mem.retrieve(query, max_results=20, conversation_id=conversation, user_id=user) if query else None
+    results = None
+    if query:
+        results = run(request, ops.RETRIEVE, form_input(ops.RETRIEVE, q, {"query": "q", **WHO}, max_results=20))
+        results = results["results"]
     listing = None if query else browse.page(mem, conversation, user, offset, PAGE_SIZE)
     return page(request, "memory.html", facets=browse.facets(mem), conversation=conversation, user=user,
                 query=query, results=results, listing=listing, done=q.get("done"))
@@ -38,14 +51,11 @@ async def memory_page(request: Request) -> Response:
 
 async def remember(request: Request) -> Response:
     form = await checked_form(request)
-    ws, who = console(request).ws, principal(request)
-    content = text_param(form, "content")
-    if not content:
+    if not text_param(form, "content"):
         raise ValidationError("write the text to remember")
     entities = [e for e in str(form.get("entities", "")).replace(",", " ").split() if e]
-    mid = workspace_memory(ws, NAMESPACE, who).store(content, metadata={"entities": entities} if entities else None,
-                                                     conversation_id=text_param(form, "conversation"),
-                                                     user_id=text_param(form, "user"))
+    args = form_input(ops.STORE, form, WHO, metadata={"entities": entities} if entities else None)
+    mid = run(request, ops.STORE, args)["id"]
     return RedirectResponse(with_query("/memory", done=f"remembered {mid}"), status_code=303)
 
 
@@ -61,7 +71,6 @@ def _confirm(request: Request, action: str, what: str, fields: dict[str, str | N
 
 async def forget(request: Request) -> Response:
     form = await checked_form(request)
-    ws, who = console(request).ws, principal(request)
     given = {k: text_param(form, k) for k in ("memory_id", "conversation", "user")}
     if not any(given.values()):
         raise ValidationError("forget needs a memory, a conversation or a user")
@@ -72,8 +81,7 @@ async def forget(request: Request) -> Response:
         return _confirm(request, "/memory/forget", "Forget " + " and ".join(p for p in parts if p) +
                         "? Forgotten memories are deleted with their vectors; this cannot be undone.", given,
                         "Forget")
-    count = workspace_memory(ws, NAMESPACE, who).forget(given["memory_id"], given["conversation"], None,
-                                                        given["user"])
+    count = run(request, ops.FORGET, form_input(ops.FORGET, form, WHO))["forgotten"]
     return RedirectResponse(with_query("/memory", done=f"forgot {count} memories"), status_code=303)
 
 
@@ -113,10 +121,37 @@ async def receipt_page(request: Request) -> Response:
                 audit=[{"store": ws.store.url, "status": "recorded"}])
 
 
+async def edit_page(request: Request) -> Response:
+    """One memory: its text and metadata, the form that writes a new version, and every version so far."""
+    mid = {"memory_id": request.path_params["memory_id"]}
+    memory = run(request, ops.GET, form_input(ops.GET, mid))
+    versions = run(request, ops.VERSIONS, form_input(ops.VERSIONS, mid))["versions"]
+    return page(request, "memory_edit.html", memory=memory, versions=versions)
+
+
+async def edit_submit(request: Request) -> Response:
+    """Write the edited text as a new version (the id stays, the old text stays in the history); then the result
+    page says which version it became."""
+    form = await checked_form(request)
+    mid = request.path_params["memory_id"]
+    before = str(form.get("version") or "")
+    current = run(request, ops.GET, form_input(ops.GET, {"memory_id": mid}))
+    if before and before != str(current["version"]):
+        raise ValidationError(f"memory {mid} changed while you edited it (now version {current['version']}, you "
+                              f"read {before}); reload its page and edit again", memory_id=mid)
+    edited = run(request, ops.EDIT, form_input(ops.EDIT, form, memory_id=mid))
+    return page(request, "result.html", title="Memory edited", issued=None, back=f"/memory/edit/{mid}",
+                back_label="Back to the memory and its history", lines=[
+                    f"{mid} is now version {edited['version']}; version {edited['previous_version']} stays in "
+                    "its history."])
+
+
 ROUTES = [
     Route("/memory", memory_page),
     Route("/memory/remember", remember, methods=["POST"]),
     Route("/memory/forget", forget, methods=["POST"]),
     Route("/memory/erase", erase, methods=["POST"]),
     Route("/memory/receipt", receipt_page),
+    Route("/memory/edit/{memory_id}", edit_page, methods=["GET"]),
+    Route("/memory/edit/{memory_id}", edit_submit, methods=["POST"]),
 ]

@@ -7,13 +7,20 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ...errors import BudgetExceededError, CycleError, MissingModuleError, ValidationError
-from ...knowledge import catalog, flash as flash_mod, packs
+from ...knowledge import catalog, packs
+from ...operations import knowledge as ops
+from ..operations import form_input, run, serves
 from ..requests import checked_form, console, principal
 from ..layout import layered
 from ..render import doc_url, page, pack_url
 from . import int_param
 
 PAGE_SIZE = 50
+SEARCH_HITS = 30
+serves(ops.SEARCH_ALL, "/packs")
+serves(ops.SEARCH, "/packs/{pack}")
+serves(ops.REINDEX, "/reindex")
+serves(ops.FLASH, "/packs/{pack}/flash")
 GRAPH_MAX_NODES = 3000
 
 
@@ -22,7 +29,8 @@ async def pack_list(request: Request) -> Response:
     query = request.query_params.get("q", "").strip()
     rows = packs.list_packs(ws, who)
     facets = {r["pack"]: catalog.pack_facets(ws, r["pack"], who) for r in rows}
-    hits = catalog.search_packs(ws, query, limit=30, principal=who) if query else None
+    hits = run(request, ops.SEARCH_ALL, form_input(ops.SEARCH_ALL, {"query": query}, limit=30))["hits"] if query \
+        else None
     return page(request, "packs.html", packs=rows, facets=facets, query=query, hits=hits)
 
 
@@ -37,7 +45,15 @@ async def pack_page(request: Request) -> Response:
     info = next(p for p in packs.list_packs(ws, who) if p["pack"] == pack)
     facets = catalog.pack_facets(ws, pack, who)
     filters = {k: q.get(k) or None for k in ("kind", "tag", "prefix", "sort", "desc")}
-    return page(request, "pack.html", pack=pack, info=info, listing=listing, facets=facets, filters=filters)
+    query = (q.get("q") or "").strip() or None
+    hits = None
+    if query:  # search this pack with the same filters (the declared search_knowledge operation)
+        hits = run(request, ops.SEARCH, form_input(ops.SEARCH, {}, pack=pack, query=query, kind=filters["kind"],
+                                                   selector_prefix=filters["prefix"],
+                                                   tags=[filters["tag"]] if filters["tag"] else None,
+                                                   limit=SEARCH_HITS))["hits"]
+    return page(request, "pack.html", pack=pack, info=info, listing=listing, facets=facets, filters=filters,
+                query=query, hits=hits)
 
 
 LABELLED_MAX = 400  # up to this many docs, rows are spaced by label width (no overlaps); beyond, the compact
@@ -114,7 +130,8 @@ async def flash_page(request: Request) -> Response:
                "bundle": None, "why": {}, "over": None, "failure": None}
     if targets:
         try:
-            bundle = flash_mod.flash(ws, pack, targets, budget_tokens=budget, principal=who, degrade=degrade)
+            bundle = run(request, ops.FLASH, form_input(ops.FLASH, {}, pack=pack, selectors=targets,
+                                                        budget_tokens=budget, degrade=degrade))
             context["bundle"] = bundle
             context["why"] = catalog.why_paths(ws, pack, targets, who)
         except BudgetExceededError as exc:
@@ -124,8 +141,20 @@ async def flash_page(request: Request) -> Response:
     return page(request, "flash.html", **context)
 
 
+async def reindex(request: Request) -> Response:
+    """Compute the embeddings deferred installs left out (one pack, or every pack), then say how many on a result
+    page of its own."""
+    form = await checked_form(request)
+    done = run(request, ops.REINDEX, form_input(ops.REINDEX, form))
+    where = done["pack"] or "every pack"
+    return page(request, "result.html", title="Reindexed", issued=None, back="/packs", back_label="Back to the packs",
+                lines=[f"{where}: embedded {done['embedded']} texts" + (" (nothing was missing)."
+                                                                        if not done["embedded"] else ".")])
+
+
 ROUTES = [
     Route("/packs", pack_list),
+    Route("/reindex", reindex, methods=["POST"]),
     Route("/packs/{pack}", pack_page),
     Route("/packs/{pack}/graph", graph_page),
     Route("/packs/{pack}/lint", lint_page),
