@@ -39,6 +39,11 @@ _RETENTION = re.compile(r"^(\d+)_days?$")
 SMALL_BATCH = 64  # at most this many texts to embed: their vectors land in the memories' own transaction
 
 
+def _row(seq: int, item: dict[str, Any]) -> str:
+    """How an error names an item of a batch: its position, and its id when the caller chose one."""
+    return f"memory {seq}" + (f" (id {str(item['id'])[:80]!r})" if item.get("id") else "")
+
+
 def parse_retention(policy: str | int | None) -> int | None:
     """``"90_days"`` -> 90; ``"unlimited"``/None -> None."""
     if policy is None or policy == "unlimited":
@@ -69,6 +74,7 @@ def metadata_filter(filters: dict[str, Any] | None) -> Callable[[dict[str, Any]]
 # What one stored item may hold (batch_store's documented keys); anything else is refused, never dropped.
 ITEM_KEYS = ("content", "text", "metadata", "conversation_id", "user_id", "id", "created_at", "updated_at", "vector",
              "embedding", "context_vector")
+_ITEM_KEYS = frozenset(ITEM_KEYS)
 STORE_KEYWORDS = ("id", "created_at", "updated_at", "vector", "embedding", "context_vector")  # store(**kwargs)
 RETRIEVE_KEYWORDS = ("query", "max_results", "min_score", "conversation_id", "user_id", "filters", "type", "count_use")
 EXTRA_FACTS = "put extra facts in metadata={...}"
@@ -152,7 +158,8 @@ class AgentMemory:
         if isinstance(x, str):
             return {"content": x, "metadata": metadata, "conversation_id": conversation_id, "user_id": user_id}
         if isinstance(x, dict):
-            refuse_unknown(f"memory item {index}", set(x) - set(ITEM_KEYS), ITEM_KEYS, EXTRA_FACTS)
+            if not _ITEM_KEYS.issuperset(x):
+                refuse_unknown(f"memory item {index}", set(x) - _ITEM_KEYS, ITEM_KEYS, EXTRA_FACTS)
             item = dict(x)
             item.setdefault("conversation_id", conversation_id)
             item.setdefault("user_id", user_id)
@@ -230,12 +237,16 @@ class AgentMemory:
                 assumed.setdefault(conv, prev_id)
             created = item.get("created_at")
             updated = item.get("updated_at")
-            node = build_node(self.namespace, content, item.get("metadata"), conv,
-                              None if item.get("user_id") is None else str(item["user_id"]),
-                              memory_id=item.get("id"),
-                              created_at=iso_with_offset(created, "created_at") if created else stamp,
-                              updated_at=iso_with_offset(updated, "updated_at") if updated else None,
-                              seq=seq, prev=prev_id)
+            try:
+                node = build_node(self.namespace, content, item.get("metadata"), conv,
+                                  None if item.get("user_id") is None else str(item["user_id"]),
+                                  memory_id=item.get("id"),
+                                  created_at=iso_with_offset(created, "created_at") if created else stamp,
+                                  updated_at=iso_with_offset(updated, "updated_at") if updated else None,
+                                  seq=seq, prev=prev_id)
+            except ValidationError as exc:  # one bad item refuses the batch, naming it (nothing written yet)
+                raise ValidationError(f"{_row(seq, item)}: {exc.message}; nothing of this batch was stored",
+                                      **{**exc.data, "index": seq}) from exc
             if conv is not None and self.context_turns:
                 own = node.embed_text or ""
                 if conv in prev_text:
@@ -254,13 +265,17 @@ class AgentMemory:
             if vector is not None:
                 supplied[node.embed_hash] = self._vector(vector, seq, "vector")
             nodes.append(node)
+        self._refuse_not_finite(items, supplied)
         ids = [n.id for n in nodes]
         if len(set(ids)) != len(ids):
-            raise ValidationError("batch_store got the same memory id twice; ids must be unique")
+            seen: set[str] = set()
+            twice = next(i for i in ids if i in seen or seen.add(i))
+            raise ValidationError(f"batch_store got the memory id {twice[:80]!r} twice; ids must be unique",
+                                  id=twice[:300])
         self._embed(nodes, pair_texts, supplied, progress)
         with self.db.transaction():  # supplied vectors and the memories land together, in one commit
             # The heads are read again under the write lock: a writer that appended meanwhile is linked to.
-            chain.relink(self.db, self.workspace.embedder, self.namespace, first, assumed)
+            chain.relink(self.db, lambda: self.workspace.embedder, self.namespace, first, assumed)
             self.db.put_nodes(nodes, actor=self.actor)  # first: text the store refuses fails before any vector
             if supplied:
                 self.db.put_vectors(supplied, self.workspace.model_name)
@@ -278,6 +293,19 @@ class AgentMemory:
             raise ValidationError(f"memory {seq}: {name} has shape {vec.shape}, expected ({self.dimension},)",
                                   index=seq, expected=self.dimension)
         return vec
+
+    @staticmethod
+    def _refuse_not_finite(items: list[dict[str, Any]], supplied: dict[str, np.ndarray]) -> None:
+        """ValidationError naming the first item whose vector or context vector holds NaN or infinity (every
+        supplied vector is checked at once, as one matrix)."""
+        if not supplied or np.isfinite(np.stack(list(supplied.values()))).all():
+            return
+        for seq, item in enumerate(items):
+            for name in ("vector", "embedding", "context_vector"):
+                value = item.get(name)
+                if value is not None and not np.isfinite(np.asarray(value, dtype=np.float32)).all():
+                    raise ValidationError(f"{_row(seq, item)}: {name} holds NaN or infinity; only finite values can "
+                                          "be stored; nothing of this batch was stored", index=seq, field=name)
 
     def _embed(self, nodes: list[Node], pair_texts: list[str], supplied: dict[str, np.ndarray],
                progress: Callable[[int, int], None] | None) -> None:
