@@ -88,5 +88,4 @@ def relink(db: Any, embedder: Callable[[], Any], namespace: str, first: dict[str
 
 
 def set_heads(db: Any, namespace: str, heads: dict[str, str], actor: str = "") -> None:
-    for conv, memory_id in heads.items():
-        db.put_record(HEAD, _key(namespace, conv), {"id": memory_id}, actor=actor)
+    db.put_records(HEAD, {_key(namespace, conv): {"id": memory_id} for conv, memory_id in heads.items()}, actor=actor)

@@ -39,6 +39,12 @@ _RETENTION = re.compile(r"^(\d+)_days?$")
 SMALL_BATCH = 64  # at most this many texts to embed: their vectors land in the memories' own transaction
 
 
+def _supplied(item: dict[str, Any]) -> bool:
+    """Whether an item brings every vector it may need (its own, and its context vector if it has a conversation)."""
+    return item.get("vector", item.get("embedding")) is not None and (
+        item.get("conversation_id") is None or item.get("context_vector") is not None)
+
+
 def _row(seq: int, item: dict[str, Any]) -> str:
     """How an error names an item of a batch: its position, and its id when the caller chose one."""
     return f"memory {seq}" + (f" (id {str(item['id'])[:80]!r})" if item.get("id") else "")
@@ -209,6 +215,27 @@ class AgentMemory:
         retention and the cap; returns their ids."""
         if not items:
             return []
+        if all(_supplied(item) for item in items) or not self.context_turns and all(
+                item.get("vector", item.get("embedding")) is not None for item in items):
+            # Nothing to embed: the conversations' heads are read once, under the write lock (no relink)
+            with self.db.transaction():
+                nodes, last, first, _, supplied, _ = self._plan(items)
+                self._land(nodes, last, first, supplied, audit)
+        else:
+            nodes, last, first, pair_texts, supplied, assumed = self._plan(items)
+            self._embed(nodes, pair_texts, supplied, progress)
+            with self.db.transaction():  # supplied vectors and the memories land together, in one commit
+                # The heads are read again under the write lock: a writer that appended meanwhile is linked to.
+                chain.relink(self.db, lambda: self.workspace.embedder, self.namespace, first, assumed)
+                self._land(nodes, last, first, supplied, audit)
+        ids = [n.id for n in nodes]
+        self.retention.touch(ids)
+        self.retention.enforce(len(ids))
+        return ids
+
+    def _plan(self, items: list[dict[str, Any]]) -> tuple:
+        """The nodes of ``items`` (linked to their conversations' heads as read now), each conversation's last and
+        first node, the pair texts to embed, the vectors supplied (by hash) and the heads assumed."""
         stamp = now_iso()
         last: dict[str, Node | None] = {}
         nodes: list[Node] = []
@@ -272,20 +299,19 @@ class AgentMemory:
             twice = next(i for i in ids if i in seen or seen.add(i))
             raise ValidationError(f"batch_store got the memory id {twice[:80]!r} twice; ids must be unique",
                                   id=twice[:300])
-        self._embed(nodes, pair_texts, supplied, progress)
-        with self.db.transaction():  # supplied vectors and the memories land together, in one commit
-            # The heads are read again under the write lock: a writer that appended meanwhile is linked to.
-            chain.relink(self.db, lambda: self.workspace.embedder, self.namespace, first, assumed)
-            self.db.put_nodes(nodes, actor=self.actor)  # first: text the store refuses fails before any vector
-            if supplied:
-                self.db.put_vectors(supplied, self.workspace.model_name)
-            chain.set_heads(self.db, self.namespace, {c: last[c].id for c in first}, self.actor)
-            if audit is not None:
-                self._audit(audit, f"{self.namespace}/{ids[0]}" if len(ids) == 1 else self.namespace,
-                            {} if len(ids) == 1 else {"stored": len(ids)})
-        self.retention.touch(ids)
-        self.retention.enforce(len(ids))
-        return ids
+        return nodes, last, first, pair_texts, supplied, assumed
+
+    def _land(self, nodes: list[Node], last: dict[str, Node | None], first: dict[str, Node],
+              supplied: dict[str, np.ndarray], audit: str | None) -> None:
+        """Inside the write transaction: the nodes, their vectors, the conversations' heads and the audit row."""
+        ids = [n.id for n in nodes]
+        self.db.put_nodes(nodes, actor=self.actor)  # first: text the store refuses fails before any vector
+        if supplied:
+            self.db.put_vectors(supplied, self.workspace.model_name)
+        chain.set_heads(self.db, self.namespace, {c: last[c].id for c in first}, self.actor)
+        if audit is not None:
+            self._audit(audit, f"{self.namespace}/{ids[0]}" if len(ids) == 1 else self.namespace,
+                        {} if len(ids) == 1 else {"stored": len(ids)})
 
     def _vector(self, value: Any, seq: int, name: str) -> np.ndarray:
         vec = np.asarray(value, dtype=np.float32)

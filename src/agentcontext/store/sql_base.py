@@ -583,13 +583,17 @@ class SQLStore(ABC):
 
     # --- records, audit and the change log -------------------------------------------------------
     def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
+        self.put_records(kind, {key: value}, actor)
+
+    def put_records(self, kind: str, values: dict[str, dict[str, Any]], actor: str = "") -> None:
         at = self._now()
         with self.transaction():
-            self._exec(self._q(
+            self._execmany(self._q(
                 "INSERT INTO records(kind, key, value, updated_at) VALUES (?,?,?,?) ON CONFLICT (kind, key) "
                 "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"),
-                (kind, key, json.dumps(value, sort_keys=True, default=str), at))
-            self._log(at, actor, "record.put", f"{kind}/{key}")
+                [(kind, key, json.dumps(value, sort_keys=True, default=str), at) for key, value in values.items()])
+            self._execmany(self._q(CHANGE_INSERT), [(at, actor, "record.put", f"{kind}/{key}", "", "{}")
+                                                    for key in values])
 
     def get_record(self, kind: str, key: str) -> dict[str, Any] | None:
         rows = self._read(self._q("SELECT value FROM records WHERE kind = ? AND key = ?"), (kind, key))
