@@ -21,7 +21,7 @@ issue's figure before: 15,900/s on a quiet machine), flat to 1,000,000 (last ten
 bytes per memory not growing.
 
 Run: nice -n 10 .venv/bin/python benchmarks/sqlite_ingest.py [--memories 100000] [--runs 3] [--curve 1000000]
-     [--before 7908be6] [--conversations]
+     [--before 7908be6] [--now REV] [--conversations]   (--now: a git revision instead of the working tree)
 """
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ def summary(got: dict[str, Any], n: int) -> dict[str, Any]:
 
 
 def before_tree(rev: str, folder: Path) -> Path:
-    tree = folder / f"before-{rev}"
+    tree = folder / f"tree-{rev}"
     tree.mkdir()
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
@@ -169,6 +169,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--curve", type=int, default=0, help="also grow one store of each to this many (1000000)")
     ap.add_argument("--before", default="7908be6", help="git revision of the code before (empty: skip it)")
+    ap.add_argument("--now", default="", help="git revision of the new code (default: this working tree)")
     ap.add_argument("--conversations", action="store_true")
     ap.add_argument("--name", default=None)
     args = ap.parse_args()
@@ -179,11 +180,13 @@ def main() -> None:
     from _util import report
 
     n = args.memories
-    figures: dict[str, Any] = {"memories": n, "batch": BATCH, "runs": args.runs, "conversations": args.conversations,
+    figures: dict[str, Any] = {"now": args.now or "working tree", "before": args.before,
+                               "memories": n, "batch": BATCH, "runs": args.runs, "conversations": args.conversations,
                                "targets": TARGETS, "issue_before": ISSUE_BEFORE, "load_at_start": os.getloadavg()}
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         folder = Path(tmp)
-        trees = {"now": ROOT, "raw": ROOT}
+        now = before_tree(args.now, folder) if args.now else ROOT
+        trees = {"now": now, "raw": now}
         if args.before:
             trees["before"] = before_tree(args.before, folder)
         sizes = [(n, args.runs)] + ([(args.curve, 1)] if args.curve else [])
