@@ -28,6 +28,7 @@ from ..workspace import Workspace
 from . import io as memory_io
 from . import chain, server_search
 from .index import MemoryIndex, memory_index
+from .items import item_name, refuse_not_finite, supplied_in_full
 from .links import entity_ids, graph_view, link_memories, link_stored, link_texts, relink_text
 from .purge import about, purge_memories
 from .records import (CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, time_key,
@@ -37,17 +38,6 @@ from .search import candidate_rows, search
 
 _RETENTION = re.compile(r"^(\d+)_days?$")
 SMALL_BATCH = 64  # at most this many texts to embed: their vectors land in the memories' own transaction
-
-
-def _supplied(item: dict[str, Any]) -> bool:
-    """Whether an item brings every vector it may need (its own, and its context vector if it has a conversation)."""
-    return item.get("vector", item.get("embedding")) is not None and (
-        item.get("conversation_id") is None or item.get("context_vector") is not None)
-
-
-def _row(seq: int, item: dict[str, Any]) -> str:
-    """How an error names an item of a batch: its position, and its id when the caller chose one."""
-    return f"memory {seq}" + (f" (id {str(item['id'])[:80]!r})" if item.get("id") else "")
 
 
 def parse_retention(policy: str | int | None) -> int | None:
@@ -215,7 +205,7 @@ class AgentMemory:
         retention and the cap; returns their ids."""
         if not items:
             return []
-        if all(_supplied(item) for item in items) or not self.context_turns and all(
+        if all(supplied_in_full(item) for item in items) or not self.context_turns and all(
                 item.get("vector", item.get("embedding")) is not None for item in items):
             # Nothing to embed: the conversations' heads are read once, under the write lock (no relink)
             with self.db.transaction():
@@ -272,7 +262,7 @@ class AgentMemory:
                                   updated_at=iso_with_offset(updated, "updated_at") if updated else None,
                                   seq=seq, prev=prev_id)
             except ValidationError as exc:  # one bad item refuses the batch, naming it (nothing written yet)
-                raise ValidationError(f"{_row(seq, item)}: {exc.message}; nothing of this batch was stored",
+                raise ValidationError(f"{item_name(seq, item)}: {exc.message}; nothing of this batch was stored",
                                       **{**exc.data, "index": seq}) from exc
             if conv is not None and self.context_turns:
                 own = node.embed_text or ""
@@ -292,7 +282,7 @@ class AgentMemory:
             if vector is not None:
                 supplied[node.embed_hash] = self._vector(vector, seq, "vector")
             nodes.append(node)
-        self._refuse_not_finite(items, supplied)
+        refuse_not_finite(items, supplied)
         ids = [n.id for n in nodes]
         if len(set(ids)) != len(ids):
             seen: set[str] = set()
@@ -319,19 +309,6 @@ class AgentMemory:
             raise ValidationError(f"memory {seq}: {name} has shape {vec.shape}, expected ({self.dimension},)",
                                   index=seq, expected=self.dimension)
         return vec
-
-    @staticmethod
-    def _refuse_not_finite(items: list[dict[str, Any]], supplied: dict[str, np.ndarray]) -> None:
-        """ValidationError naming the first item whose vector or context vector holds NaN or infinity (every
-        supplied vector is checked at once, as one matrix)."""
-        if not supplied or np.isfinite(np.stack(list(supplied.values()))).all():
-            return
-        for seq, item in enumerate(items):
-            for name in ("vector", "embedding", "context_vector"):
-                value = item.get(name)
-                if value is not None and not np.isfinite(np.asarray(value, dtype=np.float32)).all():
-                    raise ValidationError(f"{_row(seq, item)}: {name} holds NaN or infinity; only finite values can "
-                                          "be stored; nothing of this batch was stored", index=seq, field=name)
 
     def _embed(self, nodes: list[Node], pair_texts: list[str], supplied: dict[str, np.ndarray],
                progress: Callable[[int, int], None] | None) -> None:
