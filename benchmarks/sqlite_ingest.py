@@ -170,6 +170,7 @@ def main() -> None:
     ap.add_argument("--curve", type=int, default=0, help="also grow one store of each to this many (1000000)")
     ap.add_argument("--before", default="7908be6", help="git revision of the code before (empty: skip it)")
     ap.add_argument("--now", default="", help="git revision of the new code (default: this working tree)")
+    ap.add_argument("--modes", nargs="+", default=["now", "raw", "before"], help="which of now, raw, before to run")
     ap.add_argument("--conversations", action="store_true")
     ap.add_argument("--name", default=None)
     args = ap.parse_args()
@@ -186,8 +187,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         folder = Path(tmp)
         now = before_tree(args.now, folder) if args.now else ROOT
-        trees = {"now": now, "raw": now}
-        if args.before:
+        trees = {mode: now for mode in ("now", "raw") if mode in args.modes}
+        if args.before and "before" in args.modes:
             trees["before"] = before_tree(args.before, folder)
         sizes = [(n, args.runs)] + ([(args.curve, 1)] if args.curve else [])
         for size, runs in sizes:
@@ -200,6 +201,11 @@ def main() -> None:
             med = {mode: {key: statistics.median(x[key] for x in runs_) for key in ("per_s", "per_cpu_s")}
                    for mode, runs_ in got.items()}
             entry: dict[str, Any] = {"median": med, "runs": got}
+            figures[f"at_{size}"] = entry
+            print(f"N={size:,}: " + "; ".join(f"{m} {v['per_s']:,.0f}/s ({v['per_cpu_s']:,.0f} per CPU s)"
+                                             for m, v in med.items()), flush=True)
+            if "now" not in med or "raw" not in med:
+                continue
             entry["now_over_raw"] = {k: round(med["now"][k] / med["raw"][k], 2) for k in ("per_s", "per_cpu_s")}
             if "before" in med:
                 entry["now_over_before"] = {k: round(med["now"][k] / med["before"][k], 2)
