@@ -121,3 +121,28 @@ def test_a_batch_with_every_vector_supplied_does_not_load_the_model(memory):
     memory.batch_store(items(rng, 100))
     memory.batch_store([{**x, "id": f"n{i}"} for i, x in enumerate(items(rng, 100))])  # conversations that go on
     assert memory.workspace._embedder is None  # the model (about a second to load) was never needed
+
+
+def test_one_batch_stores_what_small_batches_and_single_stores_store(tmp_path):
+    """The same memories through one batch_store, batches of 7 and one call each (heads carried between calls): the
+    same rows, vectors, conversation links and answers (keys, which hold the place in a batch, left out)."""
+    rng = np.random.default_rng(5)
+    batch = items(rng, 120, conv_every=25)
+    stores = {}
+    for name, step in (("one", len(batch)), ("sevens", 7), ("singles", 1)):
+        mem = AgentMemory(vector_store=VectorStore(home=tmp_path / name), max_memory_size=None)
+        for start in range(0, len(batch), step):
+            mem.batch_store(batch[start: start + step])
+        stores[name] = mem
+    keep = "id, kind, namespace, title, summary, content, props, tags, version, embed_hash, tokens"
+    rows = {name: m.db._read(f"SELECT {keep} FROM nodes ORDER BY id") for name, m in stores.items()}
+    vectors = {name: m.db._read("SELECT hash, model, dim, vector FROM vectors ORDER BY hash")
+               for name, m in stores.items()}
+    heads = {name: m.db.list_records("memory.chain_head") for name, m in stores.items()}
+    answers = {name: [r["id"] for r in m.retrieve("turn 17 on topic 3", max_results=10)] for name, m in stores.items()}
+    for name in ("sevens", "singles"):
+        assert rows[name] == rows["one"] and vectors[name] == vectors["one"], name
+        assert heads[name] == heads["one"] and answers[name] == answers["one"], name
+    assert len(rows["one"]) == 120 and len(vectors["one"]) == 120 + 120 - 5  # a first turn has no pair vector
+    for m in stores.values():
+        m.workspace.close()
