@@ -1,4 +1,4 @@
-"""put_record(), get_record(), list_records(), delete_record()."""
+"""put_record(), put_records(), get_record(), list_records(), delete_record()."""
 from __future__ import annotations
 
 from .data import node
@@ -44,3 +44,14 @@ def test_kinds_are_separate_and_values_keep_their_shape(store):
     assert store.list_records("grant", prefix="zzz") == []
     (change,) = [c for c in store.changes_since(0) if c.actor == "alice"]
     assert (change.op, change.target) == ("record.put", "grant/bob\x1flib:*")
+
+
+def test_put_records_is_put_record_of_each(store):
+    store.put_record("head", "a", {"id": "old"})
+    c0 = store.change_counter()
+    store.put_records("head", {"a": {"id": "x"}, "b\x1fc": {"id": "y", "n": [1, 2]}}, actor="bob")
+    assert store.list_records("head") == [("a", {"id": "x"}), ("b\x1fc", {"id": "y", "n": [1, 2]})]
+    assert [(c.op, c.target, c.actor, c.detail) for c in store.changes_since(c0)] == [
+        ("record.put", "head/a", "bob", {}), ("record.put", "head/b\x1fc", "bob", {})]
+    store.put_records("head", {})
+    assert store.change_counter() == c0 + 2

@@ -10,7 +10,7 @@ turn links to.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..embed.cache import embed_texts
 from ..model import Node, content_hash
@@ -64,10 +64,11 @@ def _scan(db: Any, namespace: str, conversation_id: str) -> Node | None:
     return db.get_node((free or turns)[-1].id)
 
 
-def relink(db: Any, embedder: Any, namespace: str, first: dict[str, Node], assumed: dict[str, str | None]) -> None:
+def relink(db: Any, embedder: Callable[[], Any], namespace: str, first: dict[str, Node],
+           assumed: dict[str, str | None]) -> None:
     """Inside the write transaction: re-read each conversation's head; where another writer appended since
     ``assumed`` was read, link the batch's first turn of that conversation to the new head instead (and
-    embed the new pair, a few texts at most)."""
+    embed the new pair, a few texts at most: ``embedder()`` gives the model, loaded only then)."""
     pairs = []
     now = heads(db, namespace, list(first))
     for conv, node in first.items():
@@ -83,9 +84,8 @@ def relink(db: Any, embedder: Any, namespace: str, first: dict[str, Node], assum
             node.props["pair_hash"] = content_hash(pair)
             pairs.append(pair)
     if pairs:
-        embed_texts(db, embedder, pairs)
+        embed_texts(db, embedder(), pairs)
 
 
 def set_heads(db: Any, namespace: str, heads: dict[str, str], actor: str = "") -> None:
-    for conv, memory_id in heads.items():
-        db.put_record(HEAD, _key(namespace, conv), {"id": memory_id}, actor=actor)
+    db.put_records(HEAD, {_key(namespace, conv): {"id": memory_id} for conv, memory_id in heads.items()}, actor=actor)

@@ -114,12 +114,21 @@ def check_entities(metadata: dict[str, Any]) -> None:
             "{'entities': ['customer-4471']} (CLI: --entity customer-4471, repeatable)", field="metadata.entities")
 
 
+_FLAT = frozenset({str, int, float, bool, type(None)})
 MAX_NESTING = 64  # levels of lists and mappings a memory's metadata may hold (JSON and the store recurse on it)
 
 
 def check_nesting(value: Any, what: str = "metadata", limit: int = MAX_NESTING) -> None:
     """Raise ``ValidationError`` when ``value`` nests lists/mappings deeper than ``limit`` (walked without
     recursion, so a 100,000-deep value is refused as plainly as a 65-deep one)."""
+    if value is None:
+        return
+    if type(value) is dict:  # the usual metadata: one level of plain values
+        for v in value.values():
+            if type(v) not in _FLAT:
+                break
+        else:
+            return
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()

@@ -28,6 +28,7 @@ from ..workspace import Workspace
 from . import io as memory_io
 from . import chain, server_search
 from .index import MemoryIndex, memory_index
+from .items import item_name, refuse_not_finite, supplied_in_full
 from .links import entity_ids, graph_view, link_memories, link_stored, link_texts, relink_text
 from .purge import about, purge_memories
 from .records import (CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, time_key,
@@ -69,6 +70,7 @@ def metadata_filter(filters: dict[str, Any] | None) -> Callable[[dict[str, Any]]
 # What one stored item may hold (batch_store's documented keys); anything else is refused, never dropped.
 ITEM_KEYS = ("content", "text", "metadata", "conversation_id", "user_id", "id", "created_at", "updated_at", "vector",
              "embedding", "context_vector")
+_ITEM_KEYS = frozenset(ITEM_KEYS)
 STORE_KEYWORDS = ("id", "created_at", "updated_at", "vector", "embedding", "context_vector")  # store(**kwargs)
 RETRIEVE_KEYWORDS = ("query", "max_results", "min_score", "conversation_id", "user_id", "filters", "type", "count_use")
 EXTRA_FACTS = "put extra facts in metadata={...}"
@@ -152,7 +154,8 @@ class AgentMemory:
         if isinstance(x, str):
             return {"content": x, "metadata": metadata, "conversation_id": conversation_id, "user_id": user_id}
         if isinstance(x, dict):
-            refuse_unknown(f"memory item {index}", set(x) - set(ITEM_KEYS), ITEM_KEYS, EXTRA_FACTS)
+            if not _ITEM_KEYS.issuperset(x):
+                refuse_unknown(f"memory item {index}", set(x) - _ITEM_KEYS, ITEM_KEYS, EXTRA_FACTS)
             item = dict(x)
             item.setdefault("conversation_id", conversation_id)
             item.setdefault("user_id", user_id)
@@ -202,6 +205,27 @@ class AgentMemory:
         retention and the cap; returns their ids."""
         if not items:
             return []
+        if all(supplied_in_full(item) for item in items) or not self.context_turns and all(
+                item.get("vector", item.get("embedding")) is not None for item in items):
+            # Nothing to embed: the conversations' heads are read once, under the write lock (no relink)
+            with self.db.transaction():
+                nodes, last, first, _, supplied, _ = self._plan(items)
+                self._land(nodes, last, first, supplied, audit)
+        else:
+            nodes, last, first, pair_texts, supplied, assumed = self._plan(items)
+            self._embed(nodes, pair_texts, supplied, progress)
+            with self.db.transaction():  # supplied vectors and the memories land together, in one commit
+                # The heads are read again under the write lock: a writer that appended meanwhile is linked to.
+                chain.relink(self.db, lambda: self.workspace.embedder, self.namespace, first, assumed)
+                self._land(nodes, last, first, supplied, audit)
+        ids = [n.id for n in nodes]
+        self.retention.touch(ids)
+        self.retention.enforce(len(ids))
+        return ids
+
+    def _plan(self, items: list[dict[str, Any]]) -> tuple:
+        """The nodes of ``items`` (linked to their conversations' heads as read now), each conversation's last and
+        first node, the pair texts to embed, the vectors supplied (by hash) and the heads assumed."""
         stamp = now_iso()
         last: dict[str, Node | None] = {}
         nodes: list[Node] = []
@@ -230,12 +254,16 @@ class AgentMemory:
                 assumed.setdefault(conv, prev_id)
             created = item.get("created_at")
             updated = item.get("updated_at")
-            node = build_node(self.namespace, content, item.get("metadata"), conv,
-                              None if item.get("user_id") is None else str(item["user_id"]),
-                              memory_id=item.get("id"),
-                              created_at=iso_with_offset(created, "created_at") if created else stamp,
-                              updated_at=iso_with_offset(updated, "updated_at") if updated else None,
-                              seq=seq, prev=prev_id)
+            try:
+                node = build_node(self.namespace, content, item.get("metadata"), conv,
+                                  None if item.get("user_id") is None else str(item["user_id"]),
+                                  memory_id=item.get("id"),
+                                  created_at=iso_with_offset(created, "created_at") if created else stamp,
+                                  updated_at=iso_with_offset(updated, "updated_at") if updated else None,
+                                  seq=seq, prev=prev_id)
+            except ValidationError as exc:  # one bad item refuses the batch, naming it (nothing written yet)
+                raise ValidationError(f"{item_name(seq, item)}: {exc.message}; nothing of this batch was stored",
+                                      **{**exc.data, "index": seq}) from exc
             if conv is not None and self.context_turns:
                 own = node.embed_text or ""
                 if conv in prev_text:
@@ -254,23 +282,26 @@ class AgentMemory:
             if vector is not None:
                 supplied[node.embed_hash] = self._vector(vector, seq, "vector")
             nodes.append(node)
+        refuse_not_finite(items, supplied)
         ids = [n.id for n in nodes]
         if len(set(ids)) != len(ids):
-            raise ValidationError("batch_store got the same memory id twice; ids must be unique")
-        self._embed(nodes, pair_texts, supplied, progress)
-        with self.db.transaction():  # supplied vectors and the memories land together, in one commit
-            # The heads are read again under the write lock: a writer that appended meanwhile is linked to.
-            chain.relink(self.db, self.workspace.embedder, self.namespace, first, assumed)
-            self.db.put_nodes(nodes, actor=self.actor)  # first: text the store refuses fails before any vector
-            if supplied:
-                self.db.put_vectors(supplied, self.workspace.model_name)
-            chain.set_heads(self.db, self.namespace, {c: last[c].id for c in first}, self.actor)
-            if audit is not None:
-                self._audit(audit, f"{self.namespace}/{ids[0]}" if len(ids) == 1 else self.namespace,
-                            {} if len(ids) == 1 else {"stored": len(ids)})
-        self.retention.touch(ids)
-        self.retention.enforce(len(ids))
-        return ids
+            seen: set[str] = set()
+            twice = next(i for i in ids if i in seen or seen.add(i))
+            raise ValidationError(f"batch_store got the memory id {twice[:80]!r} twice; ids must be unique",
+                                  id=twice[:300])
+        return nodes, last, first, pair_texts, supplied, assumed
+
+    def _land(self, nodes: list[Node], last: dict[str, Node | None], first: dict[str, Node],
+              supplied: dict[str, np.ndarray], audit: str | None) -> None:
+        """Inside the write transaction: the nodes, their vectors, the conversations' heads and the audit row."""
+        ids = [n.id for n in nodes]
+        self.db.put_nodes(nodes, actor=self.actor)  # first: text the store refuses fails before any vector
+        if supplied:
+            self.db.put_vectors(supplied, self.workspace.model_name)
+        chain.set_heads(self.db, self.namespace, {c: last[c].id for c in first}, self.actor)
+        if audit is not None:
+            self._audit(audit, f"{self.namespace}/{ids[0]}" if len(ids) == 1 else self.namespace,
+                        {} if len(ids) == 1 else {"stored": len(ids)})
 
     def _vector(self, value: Any, seq: int, name: str) -> np.ndarray:
         vec = np.asarray(value, dtype=np.float32)

@@ -278,6 +278,9 @@ class Store(Protocol):
     # --- records, audit and change log -----------------------------------------------------
     def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None: ...
 
+    def put_records(self, kind: str, values: dict[str, dict[str, Any]], actor: str = "") -> None:
+        """``put_record`` of each key and value, in one transaction and one statement a table (a change row each)."""
+
     def get_record(self, kind: str, key: str) -> dict[str, Any] | None: ...
 
     def list_records(self, kind: str, prefix: str | None = None) -> list[tuple[str, dict[str, Any]]]: ...

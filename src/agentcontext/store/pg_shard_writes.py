@@ -164,6 +164,9 @@ class ShardWrites:
     def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
         self.on(self.names[0], lambda s: s.put_record(kind, key, value, actor), write=True)
 
+    def put_records(self, kind: str, values: dict[str, dict[str, Any]], actor: str = "") -> None:
+        self.on(self.names[0], lambda s: s.put_records(kind, values, actor), write=True)
+
     def delete_record(self, kind: str, key: str, actor: str = "") -> bool:
         return self.on(self.names[0], lambda s: s.delete_record(kind, key, actor), write=True)
 

@@ -7,11 +7,11 @@ import re
 from typing import Any, Sequence
 
 from ..errors import ConflictError, ValidationError
-from ..model import Edge, Node, content_hash, reserved_namespace
+from ..model import Edge, Node, content_hash, json_text, reserved_namespace
 
 _PROP = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # ``json.dumps(props, sort_keys=True, default=str)`` without building an encoder per call (the same text)
-props_to_json = json.JSONEncoder(sort_keys=True, default=str).encode
+props_to_json = json_text(sort_keys=True)
 
 
 NODE_COLS = (

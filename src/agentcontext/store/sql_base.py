@@ -40,6 +40,20 @@ TOMBSTONE_UPSERT = (  # an erasure's mark survives a later purge of the same id 
     "erasure = coalesce(excluded.erasure, tombstones.erasure)")
 
 
+def refuse_not_finite(hashes: Sequence[str], arrays: Sequence[np.ndarray]) -> None:
+    """ValidationError naming the first vector holding NaN or infinity (checked a matrix at a time)."""
+    if not arrays:
+        return
+    if len({a.shape for a in arrays}) == 1:
+        ok = np.isfinite(np.stack(arrays)).all(axis=1)
+    else:
+        ok = np.array([np.isfinite(a).all() for a in arrays])
+    if not ok.all():
+        h = hashes[int(np.flatnonzero(~ok)[0])]
+        raise ValidationError(f"vector for {h} holds NaN or infinity; only finite values can be stored (check the "
+                              "embedder's output)", hash=h)
+
+
 class SQLStore(ABC):
     """The store protocol (``base.Store``) over SQL; subclasses hold one connection ``_db`` and the dialect."""
 
@@ -532,12 +546,13 @@ class SQLStore(ABC):
 
     # --- vectors -------------------------------------------------------------------------------
     def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
-        rows = []
-        for h, vec in vectors.items():
-            arr = np.asarray(vec, dtype=np.float32)
+        arrays = [np.asarray(vec, dtype=np.float32) for vec in vectors.values()]
+        for h, arr in zip(vectors, arrays):
             if arr.ndim != 1 or not arr.size:
                 raise ValidationError(f"vector for {h} must be one non-empty row, got shape {arr.shape}", hash=h)
-            rows.append((h, model, int(arr.shape[0]), self._vector_value(arr)))
+        refuse_not_finite(list(vectors), arrays)
+        value = self._vector_value
+        rows = [(h, model, arr.shape[0], value(arr)) for h, arr in zip(vectors, arrays)]
         with self.transaction():
             self._upsert_vectors(rows)
             if rows:
@@ -568,13 +583,17 @@ class SQLStore(ABC):
 
     # --- records, audit and the change log -------------------------------------------------------
     def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
+        self.put_records(kind, {key: value}, actor)
+
+    def put_records(self, kind: str, values: dict[str, dict[str, Any]], actor: str = "") -> None:
         at = self._now()
         with self.transaction():
-            self._exec(self._q(
+            self._execmany(self._q(
                 "INSERT INTO records(kind, key, value, updated_at) VALUES (?,?,?,?) ON CONFLICT (kind, key) "
                 "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"),
-                (kind, key, json.dumps(value, sort_keys=True, default=str), at))
-            self._log(at, actor, "record.put", f"{kind}/{key}")
+                [(kind, key, json.dumps(value, sort_keys=True, default=str), at) for key, value in values.items()])
+            self._execmany(self._q(CHANGE_INSERT), [(at, actor, "record.put", f"{kind}/{key}", "", "{}")
+                                                    for key in values])
 
     def get_record(self, kind: str, key: str) -> dict[str, Any] | None:
         rows = self._read(self._q("SELECT value FROM records WHERE kind = ? AND key = ?"), (kind, key))

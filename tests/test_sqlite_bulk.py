@@ -1,0 +1,148 @@
+"""SQLite's bulk path (``AgentMemory.batch_store``, issue 23 s1) on a real store file: one bad item refuses the batch
+with a ValidationError naming it, and nothing of the batch is written; a vector holding NaN or infinity is refused as
+PostgreSQL refuses it; a process killed mid-load (SIGKILL) leaves each batch whole or absent."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from agentcontext import AgentMemory, VectorStore
+from agentcontext.errors import ValidationError
+from agentcontext.model import content_hash
+from agentcontext.store import SQLiteStore
+
+from .conftest import ROOT
+
+DIM = 384
+
+
+def unit(rng, n: int, dim: int = DIM) -> np.ndarray:
+    m = rng.standard_normal((n, dim)).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def items(rng, n: int, conv_every: int = 10) -> list[dict]:
+    vectors, contexts = unit(rng, n), unit(rng, n)
+    return [{"id": f"m{i:06d}", "content": f"turn {i} on topic {i % 7}", "conversation_id": f"c{i // conv_every}",
+             "created_at": "2024-01-01T00:00:00+00:00", "vector": vectors[i], "context_vector": contexts[i]}
+            for i in range(n)]
+
+
+@pytest.fixture
+def memory(tmp_path):
+    mem = AgentMemory(vector_store=VectorStore(home=tmp_path / ".agentcontext"), max_memory_size=None)
+    yield mem
+    mem.workspace.close()
+
+
+def _counts(store) -> tuple[int, int, int]:
+    return (store.count_nodes(kind="memory"), store._read("SELECT count(*) FROM vectors")[0][0],
+            store._read("SELECT count(*) FROM changes WHERE op = 'node.put'")[0][0])
+
+
+@pytest.mark.parametrize("field, bad, named", [
+    ("content", "   ", "memory 137 \\(id 'm000137'\\)"),
+    ("vector", np.full(DIM, np.nan, dtype=np.float32), "memory 137 \\(id 'm000137'\\): vector holds NaN"),
+    ("context_vector", np.full(DIM, np.inf, dtype=np.float32), "memory 137 \\(id 'm000137'\\): context_vector"),
+    ("metadata", {"entities": "not-a-list"}, "memory 137 \\(id 'm000137'\\)"),
+    ("id", "m000012", "'m000012' twice"),
+])
+def test_one_bad_memory_refuses_the_batch_naming_it(memory, field, bad, named):
+    rng = np.random.default_rng(2)
+    batch = items(rng, 300)
+    batch[137][field] = bad
+    with pytest.raises(ValidationError, match=named) as caught:
+        memory.batch_store(batch)
+    if field != "id":
+        assert caught.value.data["index"] == 137
+    assert _counts(memory.db) == (0, 0, 0)  # nothing of the batch: no memory, no vector, no change row
+    batch[137] = items(rng, 300)[137]
+    assert len(memory.batch_store(batch)) == 300
+    assert _counts(memory.db) == (300, 300 + 270, 300)  # each conversation's first turn has no pair vector
+
+
+def test_a_vector_holding_nan_or_infinity_is_refused_naming_it(tmp_path):
+    store = SQLiteStore(tmp_path / "store.db")
+    rng = np.random.default_rng(1)
+    good = {content_hash(f"t{i}"): v for i, v in enumerate(unit(rng, 50, 8))}
+    for name, value in (("nan", np.nan), ("inf", np.inf)):
+        bad = {**good, content_hash(name): np.full(8, value, dtype=np.float32)}
+        with pytest.raises(ValidationError, match=content_hash(name)):
+            store.put_vectors(bad, "m")
+    assert store._read("SELECT count(*) FROM vectors")[0][0] == 0
+    assert store.put_vectors(good, "m") == 50
+    store.close()
+
+
+KILLED = """
+import sys
+import numpy as np
+from agentcontext import AgentMemory, VectorStore
+mem = AgentMemory(vector_store=VectorStore(home=sys.argv[1]), max_memory_size=None)
+size = int(sys.argv[2])
+rng = np.random.default_rng(4)
+for b in range(100):
+    v, c = rng.standard_normal((size, 384)).astype(np.float32), rng.standard_normal((size, 384)).astype(np.float32)
+    mem.batch_store([{"id": f"b{b:03d}-{i:05d}", "content": f"batch {b} turn {i}", "conversation_id": f"b{b}c{i // 20}",
+                      "vector": v[i], "context_vector": c[i]} for i in range(size)])
+    print(b, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_process_killed_mid_load_leaves_each_batch_whole_or_absent(tmp_path):
+    size = 3000
+    home = tmp_path / ".agentcontext"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(home), str(size)], stdout=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT)
+    assert proc.stdout.readline().strip() == "0"  # one batch committed
+    time.sleep(0.3)  # inside the next one
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    store = SQLiteStore(home / "store.db")
+    assert store.check_integrity() == "ok"
+    per_batch = dict(store._read("SELECT substr(id, 1, 4), count(*) FROM nodes GROUP BY 1"))
+    vectors = store._read("SELECT count(*) FROM vectors")[0][0]
+    assert per_batch and all(n == size for n in per_batch.values()), per_batch
+    assert vectors == (2 * size - size // 20) * len(per_batch)  # each batch's vectors with it (a first turn: no pair)
+    assert store._read("SELECT count(*) FROM changes WHERE op = 'node.put'")[0][0] == size * len(per_batch)
+    store.close()
+
+
+def test_a_batch_with_every_vector_supplied_does_not_load_the_model(memory):
+    rng = np.random.default_rng(3)
+    memory.batch_store(items(rng, 100))
+    memory.batch_store([{**x, "id": f"n{i}"} for i, x in enumerate(items(rng, 100))])  # conversations that go on
+    assert memory.workspace._embedder is None  # the model (about a second to load) was never needed
+
+
+def test_one_batch_stores_what_small_batches_and_single_stores_store(tmp_path):
+    """The same memories through one batch_store, batches of 7 and one call each (heads carried between calls): the
+    same rows, vectors, conversation links and answers (keys, which hold the place in a batch, left out)."""
+    rng = np.random.default_rng(5)
+    batch = items(rng, 120, conv_every=25)
+    stores = {}
+    for name, step in (("one", len(batch)), ("sevens", 7), ("singles", 1)):
+        mem = AgentMemory(vector_store=VectorStore(home=tmp_path / name), max_memory_size=None)
+        for start in range(0, len(batch), step):
+            mem.batch_store(batch[start: start + step])
+        stores[name] = mem
+    keep = "id, kind, namespace, title, summary, content, props, tags, version, embed_hash, tokens"
+    rows = {name: m.db._read(f"SELECT {keep} FROM nodes ORDER BY id") for name, m in stores.items()}
+    vectors = {name: m.db._read("SELECT hash, model, dim, vector FROM vectors ORDER BY hash")
+               for name, m in stores.items()}
+    heads = {name: m.db.list_records("memory.chain_head") for name, m in stores.items()}
+    answers = {name: [r["id"] for r in m.retrieve("turn 17 on topic 3", max_results=10)] for name, m in stores.items()}
+    for name in ("sevens", "singles"):
+        assert rows[name] == rows["one"] and vectors[name] == vectors["one"], name
+        assert heads[name] == heads["one"] and answers[name] == answers["one"], name
+    assert len(rows["one"]) == 120 and len(vectors["one"]) == 120 + 120 - 5  # a first turn has no pair vector
+    for m in stores.values():
+        m.workspace.close()
