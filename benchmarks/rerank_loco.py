@@ -1,0 +1,122 @@
+"""The reranker (engine/rerank.py) chosen by leave-one-conversation-out on the LoCoMo dev split (issue 29).
+
+    nice -n 10 .venv/bin/python benchmarks/rerank_loco.py [--model mpnet] [FILE]
+
+Memory search as shipped (MiniLM, shipped weights) gives each question its first ``pool`` candidates with their
+scores; the reranking model embeds the question (its query form) and each candidate's stored text ("Speaker: text");
+the new order is by ``(1 - weight) * score + weight * max(cosine, 0)`` (engine/rerank.py ``blend``). For each
+conversation held out, ``weight`` and ``pool`` are chosen on the other four (objective: mean of overall R@5 and
+R@10) and applied to the held-out one; the held-out figures are pooled over the five folds and printed per category
+beside memory search without the reranker, measured in the same run. Saves benchmarks/results/rerank_loco.json.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from agentcontext import AgentMemory, VectorStore
+from agentcontext.embed.models import load_model, spec_of
+from agentcontext.engine.rerank import blend, query_vector
+from agentcontext.eval_locomo import evidence, load, turn_text, turns
+from agentcontext.memory.records import memory_text
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _util import report  # noqa: E402
+from embed_models import DEV  # noqa: E402
+
+K = (5, 10)
+POOLS = (10, 15, 20, 30)
+WEIGHTS = tuple(round(w, 2) for w in np.arange(0.0, 1.01, 0.05))
+
+
+def gather(path: str, reranker) -> list[dict]:
+    """Per question: conversation, category, evidence mask over the pool, first-stage scores, reranker cosines."""
+    out = []
+    for sample in load(path):
+        sid = str(sample.get("sample_id", "conv"))
+        memory = AgentMemory(VectorStore(backend="inmemory"), max_memory_size=10**9)
+        ts = turns(sample)
+        memory.batch_store([{"content": turn_text(t), "conversation_id": sid,
+                             "metadata": {"speaker": t.get("speaker", ""), "dia_id": t["dia_id"],
+                                          "session": t["session"], "session_date": t["session_date"]},
+                             "created_at": t["created_at"]} for t in ts])
+        texts = {t["dia_id"]: memory_text(t.get("speaker", ""), turn_text(t)) for t in ts}
+        ids = list(texts)
+        vecs = dict(zip(ids, reranker.embed([texts[i] for i in ids])))
+        for qa in sample["qa"]:
+            if qa.get("category") == 5:
+                continue
+            ev = evidence(qa.get("evidence") or [], set(ids))
+            if not ev:
+                continue
+            q = str(qa["question"])
+            hits = memory.retrieve(q, max_results=max(POOLS), count_use=False)
+            dia = [h["metadata"]["dia_id"] for h in hits]
+            qv = query_vector(reranker, q)
+            out.append({"conv": sid, "cat": str(qa["category"]), "n_ev": len(ev),
+                        "ev": np.array([d in ev for d in dia]), "score": np.array([h["score"] for h in hits]),
+                        "cos": np.array([float(vecs[d] @ qv) for d in dia])})
+        memory.workspace.close()
+        print(f"gathered {sid}: {len(out)} questions so far", flush=True)
+    return out
+
+
+def recall(q: dict, weight: float, pool: int) -> tuple[float, ...]:
+    n = min(pool, len(q["score"]))
+    value = blend(q["score"][:n], q["cos"][:n], weight)
+    order = np.argsort(-value, kind="stable")
+    ranked = np.concatenate([order, np.arange(n, len(q["score"]))])  # beyond the pool: first-stage order
+    return tuple(q["ev"][ranked[:k]].sum() / q["n_ev"] for k in K)
+
+
+def table(qs: list[dict], choice: dict[str, tuple[float, int]]) -> dict[str, dict[str, float]]:
+    sums: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}
+    for q in qs:
+        r = recall(q, *choice[q["conv"]])
+        for key in (q["cat"], "all"):
+            counts[key] = counts.get(key, 0) + 1
+            row = sums.setdefault(key, [0.0] * len(K))
+            for j in range(len(K)):
+                row[j] += r[j]
+    return {key: {str(k): round(sums[key][j] / counts[key], 4) for j, k in enumerate(K)} | {"questions": counts[key]}
+            for key in sorted(sums)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file", nargs="?", default=str(DEV))
+    ap.add_argument("--model", default="mpnet")
+    args = ap.parse_args()
+    name = spec_of(args.model).name
+    qs = gather(args.file, load_model(name))
+    convs = sorted({q["conv"] for q in qs})
+    combos = [(w, p) for w in WEIGHTS for p in POOLS]
+    per = {c: np.array([recall(q, *c) for q in qs]) for c in combos}
+    conv = np.array([q["conv"] for q in qs])
+    chosen = {}
+    for c in convs:
+        train = conv != c
+        chosen[c] = max(combos, key=lambda x: (per[x][train].mean(), -x[0]))  # ties: the smaller weight
+        print(f"held out {c}: chose weight {chosen[c][0]}, pool {chosen[c][1]}", flush=True)
+    before = table(qs, {c: (0.0, max(POOLS)) for c in convs})
+    held = table(qs, chosen)
+    weights = [chosen[c][0] for c in convs]
+    pools = [chosen[c][1] for c in convs]
+    mode = (max(set(weights), key=weights.count), max(set(pools), key=pools.count))
+    fitted = table(qs, {c: mode for c in convs})
+    print(f"\nreranker {name}: per category R@5 / R@10, without -> held-out (pooled LOCO) [mode {mode} on all five]")
+    for key in before:
+        b, h, f = before[key], held[key], fitted[key]
+        print(f"  category {key:>3} ({b['questions']:>3} q): R@5 {b['5']:.3f} -> {h['5']:.3f} [{f['5']:.3f}]   "
+              f"R@10 {b['10']:.3f} -> {h['10']:.3f} [{f['10']:.3f}]")
+    report(f"rerank_loco_{args.model}", {"file": args.file, "model": name, "pools": POOLS, "weights": WEIGHTS,
+                                         "chosen": chosen, "mode": mode, "without": before, "held_out": held,
+                                         "mode_on_all": fitted}, quiet=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""A second stage over memory search's first candidates: a stronger model's cosine blended with the first score.
+
+No cross-encoder or late-interaction reranker ships its weights in a package on PyPI (surveyed for issue 29:
+flashrank, mxbai-rerank, local-reranker, bge-m3-lite, fastretrieval and the others download theirs at run time;
+small-hybrid-reranker ships a pickled scikit-learn model, not a cross-encoder): so the reranker is a stronger
+bi-encoder that does ship, all-mpnet-base-v2 (embed/mpnet_onnx.py), over the first ``POOL`` candidates:
+
+    value = (1 - WEIGHT) * first-stage score + WEIGHT * max(cosine(query, candidate), 0)
+
+``POOL`` and ``WEIGHT`` were chosen by leave-one-conversation-out on the LoCoMo dev split
+(benchmarks/rerank_loco.py). The value stays in [0, 1] and is the result's ``score``; the cosine is returned among
+its ``signals`` as ``rerank``. The candidates' vectors are cached in the store by content hash under the reranking
+model's name (embed/cache.py), so a memory is embedded by it once: ``prepare`` does it when memories are stored with
+the reranker on, and a retrieve computes only those it has not seen.
+
+On by a setting: ``AgentMemory(rerank=True)`` or ``AGENTCONTEXT_RERANK=1``; ``AGENTCONTEXT_RERANK_MODEL`` names
+another registered model (embed/models.py).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..embed.cache import embed_texts
+from ..embed.models import MPNET, QueryEmbedder, load_model, spec_of
+
+ENV = "AGENTCONTEXT_RERANK"
+MODEL_ENV = "AGENTCONTEXT_RERANK_MODEL"
+POOL = 20
+WEIGHT = 0.5
+
+
+def enabled(flag: bool | None) -> bool:
+    """``flag`` when given, else ``AGENTCONTEXT_RERANK`` (1/true/yes/on)."""
+    if flag is not None:
+        return bool(flag)
+    return os.environ.get(ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def reranker() -> Any:
+    """The reranking model's embedder (``AGENTCONTEXT_RERANK_MODEL`` or all-mpnet-base-v2), its files checked."""
+    return load_model(spec_of(os.environ.get(MODEL_ENV, "").strip() or MPNET).name)
+
+
+def query_vector(embedder: Any, text: str) -> np.ndarray:
+    return embedder.embed_query(text) if isinstance(embedder, QueryEmbedder) else embedder.embed([text])[0]
+
+
+def blend(scores: np.ndarray, cosines: np.ndarray, weight: float = WEIGHT) -> np.ndarray:
+    return (1.0 - weight) * np.asarray(scores, dtype=np.float64) + weight * np.clip(cosines, 0.0, 1.0)
+
+
+def prepare(store: Any, texts: Sequence[str]) -> None:
+    """Cache the reranking model's vectors of ``texts`` (what memories embed) in the store."""
+    if texts:
+        embed_texts(store, reranker(), list(texts))
+
+
+def rerank(store: Any, query: str, texts: Sequence[str], scores: Sequence[float],
+           weight: float = WEIGHT) -> tuple[np.ndarray, np.ndarray]:
+    """(new values, cosines) of the candidates ``texts`` with first-stage ``scores``: sort by the values."""
+    embedder = reranker()
+    vectors = embed_texts(store, embedder, list(texts))
+    cosines = vectors @ query_vector(embedder, query)
+    return blend(np.asarray(scores), cosines, weight), cosines
