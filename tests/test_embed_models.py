@@ -137,3 +137,16 @@ def test_the_reranker_is_on_by_the_environment(monkeypatch):
     monkeypatch.setenv("AGENTCONTEXT_RERANK", "1")
     assert AgentMemory(VectorStore(backend="inmemory")).rerank
     assert not AgentMemory(VectorStore(backend="inmemory"), rerank=False).rerank
+
+
+def test_cli_eval_locomo_with_a_model_and_the_reranker(tmp_path):
+    from tests.test_locomo import tiny_sample
+
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_sample()))
+    env = {**os.environ, "PYTHONPATH": str(SRC), "AGENTCONTEXT_RERANK_MODEL": "e5-small"}
+    proc = subprocess.run([sys.executable, "-m", "agentcontext.cli", "eval", "locomo", str(path), "--model", "e5-small",
+                           "--rerank"], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "model multilingual-e5-small-q4, reranked" in proc.stdout
+    assert "category 1 (2 q)" in proc.stdout and "category 4 (1 q)" in proc.stdout
