@@ -130,12 +130,22 @@ def install_mb(name: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--file", default=str(DEV))
+    ap.add_argument("--conversations", default="", help="only these conversations (comma-separated)")
+    ap.add_argument("--out", default="embed_models", help="the results file's name")
     ap.add_argument("--models", default="minilm,mpnet,e5-small")
     ap.add_argument("--runs", type=int, default=21)
+    ap.add_argument("--skip-dense", action="store_true")
     ap.add_argument("--skip-fused", action="store_true")
     ap.add_argument("--skip-costs", action="store_true")
     ap.add_argument("--rerank", action="store_true", help="also full fused with the reranker on")
     args = ap.parse_args()
+    if args.conversations:  # a subset of the file, written beside the results
+        import agentcontext.eval_locomo as ev
+
+        keep = set(args.conversations.split(","))
+        subset = Path(tempfile.mkdtemp()) / "subset.json"
+        subset.write_text(json.dumps([s for s in ev.load(args.file) if s.get("sample_id") in keep]))
+        args.file = str(subset)
     names = [spec_of(n).name for n in args.models.split(",")]
     if MINILM not in names:
         names.insert(0, MINILM)  # the baseline, always in the same run
@@ -145,8 +155,9 @@ def main() -> None:
         emb = load_model(name)
         row: dict = {"dimension": emb.dimension, "load_s": round(time.perf_counter() - t, 2),
                      "install_mb": install_mb(name)}
-        row["dense"] = dense_alone(Path(args.file), emb)
-        print(name, "dense", json.dumps(row["dense"]), flush=True)
+        if not args.skip_dense:
+            row["dense"] = dense_alone(Path(args.file), emb)
+            print(name, "dense", json.dumps(row["dense"]), flush=True)
         if not args.skip_fused:
             row["fused"] = fused(Path(args.file), emb)
             print(name, "fused", json.dumps(row["fused"]), flush=True)
@@ -162,8 +173,9 @@ def main() -> None:
     print(f"\n{'model':28} {'dims':>4} {'MB':>6} {'dense R@5':>9} {'R@10':>6} {'fused R@5':>9} {'R@10':>6} "
           f"{'store p50':>9} {'query p50':>9} {'retr@10k':>9}")
     for name, row in out["models"].items():
-        d, f, c = row["dense"]["all"], row.get("fused", {}).get("all", {}), row.get("costs", {})
-        print(f"{name:28} {row['dimension']:>4} {row['install_mb']:>6} {d['5']:>9.3f} {d['10']:>6.3f} "
+        d, f, c = row.get("dense", {}).get("all", {}), row.get("fused", {}).get("all", {}), row.get("costs", {})
+        print(f"{name:28} {row['dimension']:>4} {row['install_mb']:>6} {d.get('5', float('nan')):>9.3f} "
+              f"{d.get('10', float('nan')):>6.3f} "
               f"{f.get('5', float('nan')):>9.3f} {f.get('10', float('nan')):>6.3f} "
               f"{c.get('store_p50_ms', float('nan')):>7.1f}ms {c.get('query_p50_ms', float('nan')):>7.1f}ms "
               f"{c.get('retrieve_10k_p50_ms', float('nan')):>7.1f}ms")
@@ -173,12 +185,12 @@ def main() -> None:
             if what not in row:
                 continue
             cells = []
-            for cat in ("1", "2", "3", "4", "all"):
+            for cat in [c for c in ("1", "2", "3", "4", "all") if c in row[what]]:
                 r, b = row[what][cat], base.get(what, base.get("fused", {})).get(cat)
                 ratio = f" x{r['10'] / b['10']:.3f}" if b and b["10"] else ""
                 cells.append(f"{cat}: {r['5']:.3f}/{r['10']:.3f}{ratio}")
             print(f"  {name:26} {what:12} " + "  ".join(cells))
-    report("embed_models", out, quiet=True)
+    report(args.out, out, quiet=True)
 
 
 if __name__ == "__main__":
