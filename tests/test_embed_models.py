@@ -150,3 +150,15 @@ def test_cli_eval_locomo_with_a_model_and_the_reranker(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "model multilingual-e5-small-q4, reranked" in proc.stdout
     assert "category 1 (2 q)" in proc.stdout and "category 4 (1 q)" in proc.stdout
+
+
+def test_a_retrieve_with_the_reranker_writes_nothing():
+    """Memories stored before the reranker was on are embedded by it at retrieve, kept in memory, not written (the
+    store may be a read replica)."""
+    plain = AgentMemory(VectorStore(backend="inmemory"))
+    plain.store(["Rex is the dog Ben adopted from the shelter last week.", "Paris had a rainy weekend."])
+    ranked = AgentMemory(workspace=plain.workspace, rerank=True)
+    counter = plain.db.change_counter()
+    found = ranked.retrieve("Which dog did Ben adopt?", max_results=2)
+    assert found[0]["content"].startswith("Rex") and "rerank" in found[0]["signals"]
+    assert plain.db.count_vectors(E5_SMALL) == 0 and plain.db.change_counter() == counter

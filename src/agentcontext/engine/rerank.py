@@ -11,7 +11,8 @@ bi-encoder that does ship, all-mpnet-base-v2 (embed/mpnet_onnx.py), over the fir
 (benchmarks/rerank_loco.py). The value stays in [0, 1] and is the result's ``score``; the cosine is returned among
 its ``signals`` as ``rerank``. The candidates' vectors are cached in the store by content hash under the reranking
 model's name (embed/cache.py), so a memory is embedded by it once: ``prepare`` does it when memories are stored with
-the reranker on, and a retrieve computes only those it has not seen.
+the reranker on; a retrieve never writes (the store may be a read replica): it embeds the candidates the store has no
+vector for (stored before the reranker was on) and keeps them in memory (``VectorCache``, per workspace).
 
 On by a setting: ``AgentMemory(rerank=True)`` or ``AGENTCONTEXT_RERANK=1``; ``AGENTCONTEXT_RERANK_MODEL`` names
 another registered model (embed/models.py).
@@ -19,12 +20,15 @@ another registered model (embed/models.py).
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..embed.cache import embed_texts
 from ..embed.models import MPNET, QueryEmbedder, load_model, spec_of
+from ..model import content_hash
 
 ENV = "AGENTCONTEXT_RERANK"
 MODEL_ENV = "AGENTCONTEXT_RERANK_MODEL"
@@ -58,10 +62,46 @@ def prepare(store: Any, texts: Sequence[str]) -> None:
         embed_texts(store, reranker(), list(texts))
 
 
-def rerank(store: Any, query: str, texts: Sequence[str], scores: Sequence[float],
+class VectorCache:
+    """The reranking model's vectors of texts the store holds none for (stored before the reranker was on), kept in
+    memory, at most ``size`` of them: a retrieve never writes to the store (it may be a read replica)."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self.size, self._vectors = size, OrderedDict()  # type: ignore[var-annotated]
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> np.ndarray | None:
+        with self._lock:
+            vec = self._vectors.get(key)
+            if vec is not None:
+                self._vectors.move_to_end(key)
+            return vec
+
+    def put(self, key: str, vec: np.ndarray) -> None:
+        with self._lock:
+            self._vectors[key] = vec
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+
+
+def candidate_vectors(store: Any, embedder: Any, texts: Sequence[str], cache: VectorCache) -> np.ndarray:
+    """The reranking model's vectors of ``texts``: from the store (``prepare``), else ``cache``, else computed."""
+    hashes = [content_hash(t) for t in texts]
+    known = store.get_vectors(list(dict.fromkeys(hashes)), embedder.name)
+    for h in hashes:
+        if h not in known and (vec := cache.get(h)) is not None:
+            known[h] = vec
+    todo = {h: t for h, t in zip(hashes, texts) if h not in known}
+    if todo:
+        for h, vec in zip(todo, embedder.embed(list(todo.values()))):
+            cache.put(h, vec)
+            known[h] = vec
+    return np.stack([known[h] for h in hashes]).astype(np.float32)
+
+
+def rerank(store: Any, query: str, texts: Sequence[str], scores: Sequence[float], cache: VectorCache,
            weight: float = WEIGHT) -> tuple[np.ndarray, np.ndarray]:
     """(new values, cosines) of the candidates ``texts`` with first-stage ``scores``: sort by the values."""
     embedder = reranker()
-    vectors = embed_texts(store, embedder, list(texts))
-    cosines = vectors @ query_vector(embedder, query)
+    cosines = candidate_vectors(store, embedder, texts, cache) @ query_vector(embedder, query)
     return blend(np.asarray(scores), cosines, weight), cosines

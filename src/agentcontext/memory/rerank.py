@@ -12,14 +12,15 @@ from .records import memory_text
 from .search import Hit
 
 
-def reranked(store: Any, query: str, hits: Sequence[Hit], nodes: dict[str, Node]) -> list[Hit]:
+def reranked(workspace: Any, query: str, hits: Sequence[Hit], nodes: dict[str, Node]) -> list[Hit]:
     """``hits`` (first-stage order) reordered by the blended value, which becomes each hit's score; the reranking
     model's cosine is added to its signals as ``rerank``."""
     kept = [h for h in hits if h.id in nodes]
     if not kept:
         return list(hits)
     texts = [memory_text(nodes[h.id].title or "", nodes[h.id].content or "") for h in kept]
-    values, cosines = reranking.rerank(store, query, texts, [h.score for h in kept])
+    cache = workspace.held("rerank:vectors", reranking.VectorCache)
+    values, cosines = reranking.rerank(workspace.store, query, texts, [h.score for h in kept], cache)
     out = []
     for i in np.argsort(-values, kind="stable"):
         h = kept[int(i)]

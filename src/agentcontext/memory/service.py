@@ -386,7 +386,7 @@ class AgentMemory:
             hits = search(self.workspace, index, self.namespace, query, pool, rows, self.weights)
         nodes = self.db.get_nodes([h.id for h in hits])
         if self.rerank:
-            hits = reranked(self.db, query, hits, nodes)[:max_results]
+            hits = reranked(self.workspace, query, hits, nodes)[:max_results]
         hits = [h for h in hits if h.score >= min_score]
         out = []
         for h in hits:
