@@ -162,3 +162,9 @@ def test_a_retrieve_with_the_reranker_writes_nothing():
     found = ranked.retrieve("Which dog did Ben adopt?", max_results=2)
     assert found[0]["content"].startswith("Rex") and "rerank" in found[0]["signals"]
     assert plain.db.count_vectors(E5_SMALL) == 0 and plain.db.change_counter() == counter
+
+
+def test_a_workspace_made_on_a_store_directly_reads_its_model(tmp_path):
+    ws = Workspace.open(home=tmp_path, create=True, embedding_model="e5-small")
+    assert Workspace(ws.store).model_name == E5_SMALL  # as ContextGraph(store=...) and the decisions service make it
+    ws.close()

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from .config import OWNER, resolve_store_url
 from .embed.base import MINILM, Embedder, default_embedder
-from .embed.choice import choose
+from .embed.choice import choose, recorded_model
 from .embed.models import QueryEmbedder, load_model, spec_of
 from .engine.snapshot import IndexFiles
 from .store import SQLiteStore, Store, open_store
@@ -48,6 +48,7 @@ class Workspace:
         self.store = store
         self._embedder = embedder
         self._model = spec_of(embedding_model).name if embedding_model and embedder is None else None
+        self._model_known = embedder is not None or embedding_model is not None  # else: the store's record, read once
         self.owner = owner
         self._caches: dict[str, tuple[int, Any]] = {}
         self._live: dict[str, Any] = {}
@@ -84,7 +85,9 @@ class Workspace:
         if embedder is not None:
             return cls(store, embedder)
         try:
-            return cls(store, None, embedding_model=choose(store, embedding_model))
+            ws = cls(store, None, embedding_model=choose(store, embedding_model))
+            ws._model_known = True
+            return ws
         except BaseException:
             store.close()
             raise
@@ -94,17 +97,23 @@ class Workspace:
         """The embedding model's name (vectors are keyed by it), without loading the model."""
         if self._embedder is not None:
             return self._embedder.name
+        if not self._model_known:  # made on a store directly (Workspace(store)): the model the store records
+            recorded = recorded_model(self.store)
+            self._model = None if recorded in (None, MINILM) else recorded
+            self._model_known = True
         return self._model or MINILM
 
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
+            self.model_name  # noqa: B018 - resolves the recorded model
             self._embedder = load_model(self._model) if self._model else default_embedder()  # type: ignore[assignment]
         return self._embedder  # type: ignore[return-value]
 
     def use_embedder(self, embedder: Embedder | None, model: str | None = None) -> None:
         """Switch to ``embedder`` (or the registered ``model``, or the default): derived structures are dropped."""
         self._embedder, self._model = embedder, (spec_of(model).name if model and embedder is None else None)
+        self._model_known = True
         self.drop_caches()
 
     def cached(self, name: str, build: Callable[[], T], namespace: str | None = None) -> T:
