@@ -8,8 +8,9 @@ cosine to every turn of its conversation, by the default model and by the rerank
 
 Memory search as shipped (MiniLM, shipped weights) gives each question its first ``pool`` candidates with their
 scores; the reranking model embeds the question (its query form) and each candidate's stored text ("Speaker: text");
-the new order is by ``(1 - weight) * score + weight * max(cosine, 0)`` (engine/rerank.py ``blend``). For each
-conversation held out, ``weight`` and ``pool`` are chosen on the other four (objective: mean of overall R@5 and
+the new order is by ``(1 - weight) * (1 - rank / pool) + weight * max(cosine, 0)`` (engine/rerank.py ``blend``;
+blending with the first-stage score instead measured worse at every weight: its calibrated scores saturate near 1).
+For each conversation held out, ``weight`` and ``pool`` are chosen on the other four (objective: mean of overall R@5 and
 R@10) and applied to the held-out one; the held-out figures are pooled over the five folds and printed per category
 beside memory search without the reranker, measured in the same run. Saves benchmarks/results/rerank_loco.json.
 """
@@ -35,7 +36,7 @@ from embed_models import DEV  # noqa: E402
 
 K = (5, 10)
 POOLS = (10, 15, 20, 30)
-WEIGHTS = tuple(float(round(w, 2)) for w in np.arange(0.0, 1.01, 0.05))
+WEIGHTS = tuple(float(round(w, 2)) for w in np.arange(0.0, 1.01, 0.1))
 
 
 def gather(path: str, reranker, only: set[str] | None = None, cache: Path | None = None) -> list[dict]:
@@ -106,7 +107,7 @@ def dense_table(qs: list[dict], key: str) -> dict[str, dict[str, float]]:
 
 def recall(q: dict, weight: float, pool: int) -> tuple[float, ...]:
     n = min(pool, len(q["score"]))
-    value = blend(q["score"][:n], q["cos"][:n], weight)
+    value = blend(q["cos"][:n], weight)
     order = np.argsort(-value, kind="stable")
     ranked = np.concatenate([order, np.arange(n, len(q["score"]))])  # beyond the pool: first-stage order
     return tuple(q["ev"][ranked[:k]].sum() / q["n_ev"] for k in K)

@@ -1,25 +1,27 @@
-"""A second stage over memory search's first candidates: a stronger model's cosine blended with the first score.
+"""A second stage over memory search's first candidates: a stronger model's cosine blended with their rank.
 
 No cross-encoder or late-interaction reranker ships its weights in a package on PyPI (surveyed for issue 29:
 flashrank, mxbai-rerank, local-reranker, bge-m3-lite, fastretrieval and the others download theirs at run time;
 small-hybrid-reranker ships a pickled scikit-learn model, not a cross-encoder): so the reranker is a stronger
 bi-encoder that does ship, all-mpnet-base-v2 (embed/mpnet_onnx.py), over the first ``POOL`` candidates:
 
-    value = (1 - WEIGHT) * first-stage score + WEIGHT * max(cosine(query, candidate), 0)
+    value = (1 - WEIGHT) * (1 - first-stage rank / POOL) + WEIGHT * max(cosine(query, candidate), 0)
+
+(rank 0 for the best. Blending with the first-stage score instead lowered recall at every weight: its calibrated
+scores saturate near 1 at the top, so the first stage's order is lost in them.)
 
 Measured by leave-one-conversation-out on the LoCoMo dev split (benchmarks/rerank_loco.py: pool 10, 15, 20, 30 and
-weight 0 to 1 by 0.05, chosen on four conversations, applied to the fifth): **every fold chose weight 0, no
-reranking**. all-mpnet-base-v2 alone is a stronger dense signal than MiniLM (cosine to every turn, R@5 0.399 ->
-0.488, R@10 0.499 -> 0.594), but blended into memory search's fused score it only lowers recall: on all five, pool
-10, R@5 0.729 -> 0.692 at weight 0.05 and 0.677 at 0.5 (R@10 0.820 unchanged); pool 20 or 30 lowers R@10 too. So
-the reranker stays off by default; ``POOL`` and ``WEIGHT`` are the least harmful of the nonzero settings measured,
-for experiments with another reranking model (``AGENTCONTEXT_RERANK_MODEL``).
+weight 0 to 1 by 0.1, chosen on four conversations, applied to the fifth): every fold chose pool 30, weight 0.5 in
+four and 0.3 in one; pooled held out R@5 0.729 -> 0.737, R@10 0.820 -> 0.828 (multi-hop 0.401 / 0.573 -> 0.411 /
+0.579, temporal 0.885 / 0.935 -> 0.885 / 0.950, open-domain 0.445 / 0.564 -> 0.485 / 0.561, single-hop 0.811 / 0.888
+-> 0.818 / 0.894). Shipped: the mode, pool 30, weight 0.5; off by default (it costs a second model).
 
-The value stays in [0, 1] and is the result's ``score``; the cosine is returned among its ``signals`` as ``rerank``. The
-candidates' vectors are cached in the store by content hash under the reranking model's name (embed/cache.py), so a
-memory is embedded by it once: ``prepare`` does it when memories are stored with the reranker on; a retrieve never
-writes (the store may be a read replica): it embeds the candidates the store has no vector for (stored before the
-reranker was on) and keeps them in memory (``VectorCache``, per workspace).
+Results keep their first-stage ``score`` (the absolute relevance ``min_score`` applies to) and come in the blended
+order; the cosine is among their ``signals`` as ``rerank`` and the blended value as ``reranked``. The candidates'
+vectors are cached in the store by content hash under the reranking model's name (embed/cache.py), so a memory is
+embedded by it once: ``prepare`` does it when memories are stored with the reranker on; a retrieve never writes (the
+store may be a read replica): it embeds the candidates the store has no vector for (stored before the reranker was
+on) and keeps them in memory (``VectorCache``, per workspace).
 
 On by a setting: ``AgentMemory(rerank=True)`` or ``AGENTCONTEXT_RERANK=1``; ``AGENTCONTEXT_RERANK_MODEL`` names
 another registered model (embed/models.py).
@@ -39,8 +41,8 @@ from ..model import content_hash
 
 ENV = "AGENTCONTEXT_RERANK"
 MODEL_ENV = "AGENTCONTEXT_RERANK_MODEL"
-POOL = 10
-WEIGHT = 0.05
+POOL = 30
+WEIGHT = 0.5
 
 
 def enabled(flag: bool | None) -> bool:
@@ -59,8 +61,11 @@ def query_vector(embedder: Any, text: str) -> np.ndarray:
     return embedder.embed_query(text) if isinstance(embedder, QueryEmbedder) else embedder.embed([text])[0]
 
 
-def blend(scores: np.ndarray, cosines: np.ndarray, weight: float = WEIGHT) -> np.ndarray:
-    return (1.0 - weight) * np.asarray(scores, dtype=np.float64) + weight * np.clip(cosines, 0.0, 1.0)
+def blend(cosines: np.ndarray, weight: float = WEIGHT) -> np.ndarray:
+    """The blended value of candidates given in first-stage order (rank 0 first) with these reranker cosines."""
+    n = len(cosines)
+    ranks = 1.0 - np.arange(n, dtype=np.float64) / max(n, 1)
+    return (1.0 - weight) * ranks + weight * np.clip(np.asarray(cosines, dtype=np.float64), 0.0, 1.0)
 
 
 def prepare(store: Any, texts: Sequence[str]) -> None:
@@ -106,9 +111,9 @@ def candidate_vectors(store: Any, embedder: Any, texts: Sequence[str], cache: Ve
     return np.stack([known[h] for h in hashes]).astype(np.float32)
 
 
-def rerank(store: Any, query: str, texts: Sequence[str], scores: Sequence[float], cache: VectorCache,
+def rerank(store: Any, query: str, texts: Sequence[str], cache: VectorCache,
            weight: float = WEIGHT) -> tuple[np.ndarray, np.ndarray]:
-    """(new values, cosines) of the candidates ``texts`` with first-stage ``scores``: sort by the values."""
+    """(blended values, cosines) of the candidates ``texts``, given in first-stage order: sort by the values."""
     embedder = reranker()
     cosines = candidate_vectors(store, embedder, texts, cache) @ query_vector(embedder, query)
-    return blend(np.asarray(scores), cosines, weight), cosines
+    return blend(cosines, weight), cosines

@@ -13,16 +13,16 @@ from .search import Hit
 
 
 def reranked(workspace: Any, query: str, hits: Sequence[Hit], nodes: dict[str, Node]) -> list[Hit]:
-    """``hits`` (first-stage order) reordered by the blended value, which becomes each hit's score; the reranking
-    model's cosine is added to its signals as ``rerank``."""
+    """``hits`` (first-stage order) in the blended order; each keeps its score, and its signals gain the reranking
+    model's cosine (``rerank``) and the blended value (``reranked``)."""
     kept = [h for h in hits if h.id in nodes]
     if not kept:
         return list(hits)
     texts = [memory_text(nodes[h.id].title or "", nodes[h.id].content or "") for h in kept]
     cache = workspace.held("rerank:vectors", reranking.VectorCache)
-    values, cosines = reranking.rerank(workspace.store, query, texts, [h.score for h in kept], cache)
+    values, cosines = reranking.rerank(workspace.store, query, texts, cache)
     out = []
     for i in np.argsort(-values, kind="stable"):
         h = kept[int(i)]
-        out.append(Hit(h.id, float(values[i]), {**h.signals, "rerank": float(cosines[i])}))
+        out.append(Hit(h.id, h.score, {**h.signals, "rerank": float(cosines[i]), "reranked": float(values[i])}))
     return out
