@@ -69,7 +69,7 @@ def test_a_workspace_keeps_the_model_it_was_built_with(tmp_path):
     assert again.retrieve("Which dog did Ben adopt?", max_results=1)[0]["content"] == "Ben adopted a dog named Rex."
     again.workspace.close()
     with pytest.raises(ValidationError, match="built with the embedding model multilingual-e5-small-q4.*"
-                                              "reindex --model all-MiniLM-L6-v2-int8"):
+                                              "move_model\\(workspace, 'all-MiniLM-L6-v2-int8'\\)"):
         VectorStore(home=home, embedding_model="minilm")
 
 
@@ -96,22 +96,6 @@ def test_move_model_embeds_again_and_records_it(tmp_path):
     assert mem.retrieve("Which dog did Ben adopt?", max_results=1)[0]["content"] == "Ben adopted a dog named Rex."
     assert mem.db.count_vectors(E5_SMALL) == 2
     mem.workspace.close()
-
-
-def test_cli_reindex_moves_the_workspace(tmp_path):
-    home = tmp_path / ".agentcontext"
-    mem = AgentMemory(VectorStore(home=home))
-    mem.store("Ben adopted a dog named Rex.")
-    mem.workspace.close()
-    env = {**os.environ, "PYTHONPATH": str(SRC), "AGENTCONTEXT_HOME": str(home)}
-    env.pop("AGENTCONTEXT_EMBED_MODEL", None)
-    run = subprocess.run([sys.executable, "-m", "agentcontext.cli", "reindex", "--model", "e5-small", "--json"],
-                         capture_output=True, text=True, env=env, timeout=300)
-    assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout) == {"embedded": 1, "model": E5_SMALL}
-    ws = Workspace.open(home=home)
-    assert ws.model_name == E5_SMALL
-    ws.close()
 
 
 def test_the_reranker_reorders_the_first_candidates():

@@ -68,7 +68,7 @@ class Workspace:
         ``max_lag``, ``max_lag_bytes``: read replicas of a PostgreSQL primary; ``shards``: tenants on several
         PostgreSQL servers, ``NAME=URL,...`` or a mapping (``store.open_store``); ``embedding_model``: a registered
         model (embed/models.py); the workspace keeps the one it was built with (embed/choice.py: another is refused,
-        ``agentcontext reindex --model`` moves it)."""
+        ``embed.choice.move_model`` moves it)."""
         if shards is not None:
             return cls._chosen(open_store("", replicas, max_lag, max_lag_bytes, shards=shards), embedder,
                                embedding_model)

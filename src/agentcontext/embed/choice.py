@@ -3,7 +3,7 @@
 - A workspace opened without a model asked for uses the model its store records (``settings/embedding_model``);
   a store with no record was built with the default (all-MiniLM-L6-v2-int8).
 - ``embedding_model=NAME`` (``Workspace.open``, ``VectorStore``) on a workspace built with another model is refused
-  with a ValidationError saying how to move it (``agentcontext reindex --model NAME``); on a new workspace (no record,
+  with a ValidationError saying how to move it (``move_model`` below); on a new workspace (no record,
   no vector yet) it is recorded. ``AGENTCONTEXT_EMBED_MODEL`` says the same for new workspaces; a workspace that
   records another model keeps its own (the variable is a preference, the record a fact about the vectors).
 - ``move_model(workspace, NAME)``: embeds every active node's text with NAME (each distinct text once), then records
@@ -54,8 +54,8 @@ def choose(store: Store, embedding_model: str | None = None) -> str | None:
     if asked is not None and built is not None and asked != built:
         raise ValidationError(
             f"this workspace was built with the embedding model {built}, not {asked}: open it without a model (it "
-            f"keeps {built}), or move it to {asked} with `agentcontext reindex --model {asked}` (every text is "
-            "embedded again)", model=asked, built_with=built)
+            f"keeps {built}), or move it to {asked} with agentcontext.embed.choice.move_model(workspace, {asked!r}) "
+            "(every text is embedded again)", model=asked, built_with=built)
     name = asked or built or spec_of(os.environ[ENV].strip()).name
     if built is None and name != MINILM:
         record_model(store, name)

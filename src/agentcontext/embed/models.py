@@ -3,7 +3,7 @@ pip, never fetched at run time, and each file is checked by its sha256 before it
 
 Choose one with ``embedding_model=`` (``Workspace.open``, ``VectorStore``, ``AgentMemory``), the environment variable
 ``AGENTCONTEXT_EMBED_MODEL`` or the CLI's ``--model`` (``agentcontext eval locomo``, ``agentcontext memory reindex``).
-A workspace records the model it was built with (``embed/choice.py``) and keeps it; ``reindex --model`` moves it.
+A workspace records the model it was built with (``embed/choice.py``) and keeps it; ``choice.move_model`` moves it.
 
 | name (aliases) | dims | packages | notes |
 |---|---|---|---|
