@@ -110,7 +110,7 @@ def install_mb(name: str) -> float:
     packages, ~418 MB of wheels, plus the onnxruntime graph built from them)."""
     total = 0
     if name == "all-mpnet-base-v2":
-        from agentcontext.embed.fusion import model_cache_dir
+        from agentcontext.embed.model_files import model_cache_dir
 
         folder = model_cache_dir() / name
         return round(sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6, 1)
