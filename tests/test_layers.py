@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("store", {"store"}),
     ("embed", {"embed"}),
     ("engine", {"engine"}),
-    ("workspace", {"workspace", "copies"}),
+    ("workspace", {"workspace", "copies", "seams"}),  # seams: Scope and the protocols services type each other by
     ("services", set()),  # SERVICE_RANKS
     ("facade", {"context", ""}),
     ("operations", {"operations"}),  # each operation declared once; the doors derive their forms from it
