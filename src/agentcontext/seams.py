@@ -139,6 +139,16 @@ class PurgeableGraph(Protocol):
 
 
 @runtime_checkable
+class NamesModel(Protocol):
+    model: str  # the model an LLM provider talks to
+
+
+@runtime_checkable
+class NamesProvider(Protocol):
+    provider: str  # the provider's name ("openai", "anthropic", ...)
+
+
+@runtime_checkable
 class Completes(Protocol):
     def complete(self, messages: Any, **options: Any) -> Any: ...
 
