@@ -66,6 +66,28 @@ class Checked(Protocol):
 
 
 @runtime_checkable
+class GraphHandle(Protocol):
+    """What the decision layer uses of a ``ContextGraph`` it is bound to (decisions/ ranks below graph/, so it
+    types the graph with this; ``graph/protocol.py``'s ``GraphLike`` is the fuller shape the graph's own parts
+    use)."""
+
+    workspace: Workspace
+    namespace: str  # where the graph keeps its nodes; decisions live beside them
+    scope: str | list[str] | None  # what it reads (None: the whole workspace)
+    principal: str | None
+    node_embeddings: bool  # whether its Node2Vec embeddings are on
+    embeddings: Any  # graph/embeddings.py's NodeEmbeddings
+
+    def store_id(self, node_id: str) -> str: ...
+
+    def user_id(self, store_id: str) -> str: ...
+
+    def acting_as(self, principal: str | None) -> "GraphHandle": ...
+
+    def search_nodes(self, query: str, limit: int = 10) -> list[dict[str, Any]]: ...
+
+
+@runtime_checkable
 class MemoryLike(Protocol):
     """What the services below memory use of an ``AgentMemory``."""
 

@@ -19,7 +19,7 @@ from ..errors import ConflictError, CycleError, NotFoundError, ValidationError
 from ..model import MEMORY_KIND, Edge, Node, content_hash, to_utc_iso
 from .common import (APPLIES_POLICY, CAUSAL_TYPES, Bound, DECISION, ENTITY, INVOLVES, POLICY, PRECEDENT,
                      STRUCTURAL_TYPES, captured_context,
-                     decision_from_node, decision_node, epoch, new_id, resolve_entities)
+                     Target, decision_from_node, decision_node, epoch, new_id, resolve_entities)
 from .index import index_for
 from .models import Decision, Precedent
 
@@ -39,8 +39,8 @@ def policy_node_id(policy_id: str) -> str:
 class DecisionRecorder(Bound):
     """Records decisions as graph nodes and searches them; bound to a ContextGraph, Workspace or Store."""
 
-    def __init__(self, graph_store: Any = None, namespace: str | None = None, actor: str = "",
-                 graph: Any = None, principal: str | None = None) -> None:
+    def __init__(self, graph_store: Target | None = None, namespace: str | None = None, actor: str = "",
+                 graph: Target | None = None, principal: str | None = None) -> None:
         self._bind(graph_store if graph_store is not None else graph, namespace, "DecisionRecorder",
                    principal if principal is not None else (actor or None))
         self.actor = actor or self.principal or ""
@@ -253,7 +253,7 @@ class DecisionRecorder(Bound):
         if with_embedding and node.embed_hash:
             vec = self.store.get_vectors([node.embed_hash], self.ws.model_name).get(node.embed_hash)
             d.reasoning_embedding = vec.tolist() if vec is not None else None
-        if with_embedding and getattr(self.graph, "node_embeddings", False) and hasattr(self.graph, "embeddings"):
+        if with_embedding and self._handle is not None and self._handle.node_embeddings:
             # structural, Node2Vec, over the part of the graph the principal reads (a vector of the whole graph
             # would depend on records it may not read)
             structural = self.graph_view().embeddings.by_store_id([node.id]).get(node.id)
@@ -263,7 +263,7 @@ class DecisionRecorder(Bound):
     def _embeddings(self) -> Any:
         """The graph's Node2Vec embeddings over the part of it the principal reads, or a ValidationError when its
         node_embeddings flag is off."""
-        if getattr(self.graph, "embeddings", None) is None or not getattr(self.graph, "node_embeddings", False):
+        if self._handle is None or self._handle.embeddings is None or not self._handle.node_embeddings:
             raise ValidationError("Node2Vec precedents need a graph with node_embeddings=True "
                                   "(ContextGraph(node_embeddings=True))", option="node_embeddings")
         return self.graph_view().embeddings
@@ -340,9 +340,8 @@ class DecisionRecorder(Bound):
         nodes = self.seen(self.store.get_nodes([i for i, _ in hits]))
         out = {i: proximity.term_share(scenario, " ".join((n.key, n.title, n.summary, n.content)).replace("_", " "))
                for i, n in nodes.items()}
-        search = getattr(self.graph, "search_nodes", None)  # a ContextGraph: its nodes by meaning, words and name
-        if callable(search):
-            for hit in search(scenario, limit=5):
+        if self._handle is not None:  # a ContextGraph: its nodes by meaning, words and name
+            for hit in self._handle.search_nodes(scenario, limit=5):
                 if hit["score"] >= ANCHOR_MIN and hit["node"].get("type") not in (DECISION, MEMORY_KIND):
                     out[hit["store_id"]] = max(out.get(hit["store_id"], 0.0), float(hit["score"]))
         return {i: r for i, r in out.items() if r > 0}
@@ -464,8 +463,7 @@ class DecisionRecorder(Bound):
         hashes = {i: n.embed_hash for i, n in nodes.items() if n.embed_hash}
         vectors = self.store.get_vectors(sorted(set(hashes.values())), self.ws.model_name) if hashes else {}
         structural = {}
-        if node2vec and decisions and getattr(self.graph, "node_embeddings", False) and hasattr(self.graph,
-                                                                                               "embeddings"):
+        if node2vec and decisions and self._handle is not None and self._handle.node_embeddings:
             structural = self.graph_view().embeddings.by_store_id([d.decision_id for d in decisions])
         for d in decisions:
             vec = vectors.get(hashes.get(d.decision_id, ""))

@@ -15,6 +15,7 @@ from ..engine.proximity import check_weight
 from ..errors import ProcessingError, refuse_unknown
 from .causal import CausalChainAnalyzer
 from .checkpoints import Checkpoints
+from .common import Target
 from .explain import trace_decision_explainability
 from .models import Decision
 from .policy import PolicyEngine
@@ -27,7 +28,7 @@ PRECEDENT_EXTRAS = ("entities", "policies", "min_similarity", "exclude", "struct
 class DecisionService:
     """Decisions, policies and checkpoints over ``graph`` (which may be set later, e.g. by ``AgentContext.load``)."""
 
-    def __init__(self, graph: Any = None, tracking: bool = False, actor: str = "",
+    def __init__(self, graph: Target | None = None, tracking: bool = False, actor: str = "",
                  proximity_weight: float = 0.0, principal: str | None = None) -> None:
         self.graph = graph
         self.tracking = tracking
