@@ -36,7 +36,7 @@ def _vector_store_for(vector_store: Any, graph: Any) -> VectorStore:
     """The given VectorStore; without one, the graph's workspace (one graph) or the default VectorStore
     (the workspace found like git, or .agentcontext/ created in the current directory)."""
     if vector_store is None:
-        ws = getattr(graph, "workspace", None)
+        ws = graph.workspace if isinstance(graph, ContextGraph) else None
         if ws is None:
             return VectorStore()
         return VectorStore(backend="inmemory" if str(ws.store.url).endswith(":memory:") else "sqlite", workspace=ws)
@@ -50,8 +50,9 @@ def graph_flags(graph: Any, **given: bool | None) -> dict[str, bool]:
     """The graph feature flags an AgentContext builds its graph with: each given one, else the given graph's,
     else True. A flag given here that disagrees with the given graph's own is a ValidationError."""
     out = {}
+    held = graph.flags if isinstance(graph, ContextGraph) else {}
     for flag, value in given.items():
-        has = getattr(graph, flag, None) if graph is not None else None
+        has = held.get(flag)
         if value is not None and has is not None and bool(has) != bool(value):
             raise ValidationError(f"AgentContext({flag}={value}) disagrees with the knowledge_graph, which was built "
                                   f"with {flag}={has}; set it on the ContextGraph (ContextGraph({flag}={value}))",
@@ -64,7 +65,7 @@ def _acting(graph: Any, principal: str | None) -> Any:
     """``graph`` as ``principal`` uses it; a graph that cannot act for someone is refused when one is named."""
     if graph is None or principal is None:
         return graph
-    if not callable(getattr(graph, "acting_as", None)):
+    if not isinstance(graph, ContextGraph):
         raise ValidationError("AgentContext(principal=...) needs a knowledge_graph that checks access (a "
                               "ContextGraph)", got=type(graph).__name__)
     return graph.acting_as(principal)

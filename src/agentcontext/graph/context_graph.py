@@ -86,6 +86,13 @@ class ContextGraph:
 
         register(self)
 
+    @property
+    def flags(self) -> dict[str, bool]:
+        """The feature flags the graph was built with (``ContextGraph(**graph.flags)`` builds one alike)."""
+        return {"advanced_analytics": self.advanced_analytics, "centrality_analysis": self.centrality_analysis,
+                "community_detection": self.community_detection, "kg_algorithms": self.kg_algorithms,
+                "node_embeddings": self.node_embeddings}
+
     # --- who acts, and what it sees -------------------------------------------------------------
     @property
     def workspace(self) -> Workspace:

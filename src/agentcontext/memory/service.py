@@ -20,6 +20,7 @@ from .. import access, copies
 from ..embed.cache import embed_texts, new_vectors
 from ..errors import NotFoundError, ValidationError, refuse_unknown
 from ..engine import rerank as reranking
+from ..graph.protocol import GraphLike
 from ..engine.fusion import FusionWeights
 from ..ids import check_id
 from ..model import Node, content_hash
@@ -85,7 +86,7 @@ class AgentMemory:
     def __init__(self, vector_store: VectorStore | None = None, max_memory_size: int = 10000,
                  retention_policy: str | int | None = "unlimited", *, namespace: str = "default",
                  workspace: Workspace | None = None, context_turns: bool = True,
-                 weights: FusionWeights | None = None, actor: str = "", entity_graph: Any = None,
+                 weights: FusionWeights | None = None, actor: str = "", entity_graph: GraphLike | None = None,
                  principal: str | None = None, rerank: bool | None = None,
                  embedding_model: str | None = None) -> None:
         if workspace is None:
@@ -183,7 +184,7 @@ class AgentMemory:
         access.require_chosen_ids(self.workspace, self.principal, [str(x["id"]) for x in items if x.get("id")],
                                   "memory.store", "a memory id", "leave id out: the store assigns one")
         linking = self.entity_graph is not None and any(entity_ids(x.get("metadata")) for x in items)
-        if linking and callable(getattr(self.entity_graph, "check", None)):  # links are graph writes: checked first,
+        if linking and self.entity_graph is not None:  # links are graph writes: checked first,
             view = graph_view(self, self.entity_graph)  # as the memory's writer, and so are the ids of the
             view.check("write", "graph.node.add")  # entity nodes they may make (before any memory is written)
             for entity in sorted({e for x in items for e in entity_ids(x.get("metadata"))}):
