@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import click
 from typer.core import TyperArgument, TyperOption
 
 TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "list[str]": "TEXT",
@@ -58,6 +59,6 @@ def conventional(command: Any) -> Any:
             param.__class__ = ConventionalArgument
         elif type(param) is TyperOption:
             param.__class__ = ConventionalOption
-    for child in (getattr(command, "commands", None) or {}).values():
+    for child in (command.commands if isinstance(command, click.Group) else {}).values():
         conventional(child)
     return command

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
+import click
 import typer
 from typer.main import get_command
 
@@ -64,7 +65,7 @@ def _after_the_subcommand(home: Optional[Path] = typer.Option(None, "--home", he
 
 
 def _leaves(group: Any) -> list[Any]:
-    children = getattr(group, "commands", None)
+    children = group.commands if isinstance(group, click.Group) else None
     return [leaf for child in children.values() for leaf in _leaves(child)] if children else [group]
 
 
