@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import click
-from typer.core import TyperArgument, TyperOption
+from typer.core import TyperArgument, TyperGroup, TyperOption
 
 TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "list[str]": "TEXT",
               "datetime": "TIME", "bool": ""}
@@ -59,6 +58,6 @@ def conventional(command: Any) -> Any:
             param.__class__ = ConventionalArgument
         elif type(param) is TyperOption:
             param.__class__ = ConventionalOption
-    for child in (command.commands if isinstance(command, click.Group) else {}).values():
+    for child in (command.commands if isinstance(command, TyperGroup) else {}).values():
         conventional(child)
     return command
