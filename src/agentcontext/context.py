@@ -25,10 +25,12 @@ from .decisions import Decision, PolicyEngine
 from .decisions.service import DecisionService
 from .errors import ValidationError
 from .graph import ContextGraph
+from .graph.protocol import GraphLike
 from .memory import AgentMemory
 from .reasoning import ContextBundle, ReasoningService
 from .reasoning.service import check_infer, check_provider
 from .retrieval import ContextRetriever
+from .seams import Completes, Scope
 from .vector_store import VectorStore
 
 
@@ -76,8 +78,8 @@ class AgentContext:
 
     def __init__(
         self,
-        vector_store: Any = None,
-        knowledge_graph: Any = None,
+        vector_store: VectorStore | None = None,
+        knowledge_graph: GraphLike | None = None,
         decision_tracking: bool = False,
         retention_days: int | None = 30,
         max_memories: int = 10000,
@@ -88,7 +90,7 @@ class AgentContext:
         kg_algorithms: bool | None = None,
         proximity_weight: float = 0.0,
         principal: str | None = None,
-        llm_provider: Any = None,
+        llm_provider: Completes | None = None,
         infer: bool = False,
         node_embeddings: bool | None = None,
     ) -> None:
@@ -110,16 +112,17 @@ class AgentContext:
         self.llm_provider = check_provider(llm_provider)
         self.infer = check_infer(infer, llm_provider)
         self.vector_store = _vector_store_for(vector_store, knowledge_graph)
+        # One scope (where and for whom), handed to every service with the collaborators it needs.
+        self.scope = Scope(self.vector_store.workspace, principal)
         self.memory = AgentMemory(self.vector_store, max_memory_size=max_memories, retention_policy=retention_days,
-                                  principal=principal)
+                                  scope=self.scope)
         self.retriever = ContextRetriever(memory_store=self.memory, use_graph_expansion=graph_expansion,
                                           max_expansion_hops=max_expansion_hops, hybrid_alpha=hybrid_alpha,
-                                          proximity_weight=proximity_weight, principal=principal)
+                                          proximity_weight=proximity_weight, scope=self.scope)
         self.retriever.llm_provider = self.llm_provider
-        self.decisions = DecisionService(tracking=decision_tracking, principal=principal,
-                                         proximity_weight=proximity_weight)
-        self.reasoning = ReasoningService(self.retriever, workspace=self.memory.workspace, decisions=self.decisions,
-                                          principal=principal)
+        self.decisions = DecisionService(tracking=decision_tracking, proximity_weight=proximity_weight,
+                                         scope=self.scope)
+        self.reasoning = ReasoningService(self.retriever, decisions=self.decisions, scope=self.scope)
         self.knowledge_graph = knowledge_graph
 
     # --- the graph every service works on ----------------------------------------------------

@@ -27,7 +27,7 @@ from .graph import ContextGraph
 from .graph.node_search import search_nodes
 from .graph.protocol import GraphLike
 from .model import MEMORY_KIND
-from .seams import MemoryLike, SearchableVectors
+from .seams import MemoryLike, Scope, SearchableVectors
 from .store import Store
 from .vector_store import VectorStore
 
@@ -75,7 +75,7 @@ class ContextRetriever:
     def __init__(self, memory_store: MemoryLike | None = None, knowledge_graph: GraphLike | None = None,
                  vector_store: VectorStore | SearchableVectors | None = None,
                  use_graph_expansion: bool = True, max_expansion_hops: int = 2, hybrid_alpha: float = 0.5,
-                 proximity_weight: float = 0.0, principal: str | None = None) -> None:
+                 proximity_weight: float = 0.0, principal: str | None = None, scope: Scope | None = None) -> None:
         if not 0.0 <= float(hybrid_alpha) <= 1.0:
             raise ValidationError(f"hybrid_alpha must be in [0, 1], got {hybrid_alpha}", hybrid_alpha=hybrid_alpha)
         if int(max_expansion_hops) < 0:
@@ -88,7 +88,7 @@ class ContextRetriever:
         self.max_expansion_hops = int(max_expansion_hops)
         self.hybrid_alpha = float(hybrid_alpha)
         self.proximity_weight = float(proximity_weight)
-        self._principal = principal
+        self._principal = scope.principal if scope is not None else principal  # None: the memory store's
         self.result_type = RetrievedContext
         self.llm_provider: Any = None  # writes community summaries (global, drift, hybrid); AgentContext sets it
 

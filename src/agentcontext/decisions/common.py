@@ -77,6 +77,10 @@ def principal_of(graph: Any) -> str | None:
     return handle.principal if handle is not None else None
 
 
+def policy_node_id(policy_id: str) -> str:
+    return f"policy:{policy_id}"
+
+
 def resolve_entities(graph: Any, store: Store, names: Sequence[str], sees: Any = None
                      ) -> tuple[dict[str, str], set[str]]:
     """Store ids for entity names in one query: the graph's own node of that name, else a node whose

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import ConflictError, NotFoundError, ProcessingError, ValidationError
 from ..model import Edge, Node, to_utc_iso
+from ..seams import principal_of
 from .common import (APPLIES_POLICY, APPROVAL, APPROVED_BY, DECISION, EXCEPTION, EXCEPTION_TO, HAS_EXCEPTION,
                      POLICY, Bound, Target, as_datetime, decision_from_node, new_id)
 from .models import ApprovalChain, Decision, Policy, PolicyException
@@ -226,7 +227,7 @@ class PolicyEngine(Bound):
     def __init__(self, graph_store: Target | None = None, namespace: str | None = None, actor: str = "",
                  graph: Target | None = None, principal: str | None = None) -> None:
         self._bind(graph_store if graph_store is not None else graph, namespace, "PolicyEngine",
-                   principal if principal is not None else (actor or None))
+                   principal_of(principal, actor))
         self.graph_store = self.graph
         self.rules: RuleTable = dict(RULES)  # the built-in rule kinds and the ones register_rule adds
 

@@ -21,6 +21,7 @@ from ..errors import ValidationError
 from ..graph import ContextGraph
 from ..memory.purge import purge_memories
 from ..memory.service import AgentMemory
+from ..vector_store import VectorStore
 from ..model import Node, content_hash, to_utc_iso, utcnow
 from ..graph.writes import retracted_node
 from ..store import Store
@@ -80,8 +81,10 @@ class ErasureCoordinator:
     is incomplete until then. ``principal`` is who erases (audited as the actor); ``authorize`` is asked for
     every namespace the erasure would change before anything changes (the workspace erasure checks grants)."""
 
-    def __init__(self, graph: Any = None, memory: Any = None, vector_store: Any = _UNSET,
-                 audit_store: Any = None, actor: str = "erasure", principal: str | None = None,
+    def __init__(self, graph: ContextGraph | PurgeableGraph | None = None,
+                 memory: AgentMemory | ErasableMemory | None = None,
+                 vector_store: VectorStore | ErasableVectors | ErasableVectorsOld | NamedBackend | bool | None = _UNSET,
+                 audit_store: Store | None = None, actor: str = "erasure", principal: str | None = None,
                  physical: str = "strict", authorize: Authorize | None = None) -> None:
         self._vectors_disabled = vector_store is False
         if vector_store is _UNSET:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 from .. import access
 from ..errors import NotFoundError, ValidationError
 from ..model import Node, to_utc_iso, utcnow
+from ..seams import principal_of
 from ..store.base import Capability, Store
 from ..workspace import Workspace
 from ..engine import traversal
@@ -70,8 +71,7 @@ class ContextGraph:
         self.node_embeddings = node_embeddings
         self.kg_algorithms = kg_algorithms
         # Who acts: checked on every call (``actor`` is the older name of the same thing).
-        self.principal = principal if principal is not None else (actor or None)
-        self.actor = actor or principal or ""
+        self.principal = principal_of(principal, actor)
         self.name = name or "default"
         self.namespace = f"graph:{self.name}"
         # An unnamed graph over a shared workspace sees the whole workspace; a named one only itself.
@@ -95,6 +95,11 @@ class ContextGraph:
 
     # --- who acts, and what it sees -------------------------------------------------------------
     @property
+    def actor(self) -> str:
+        """The older name of ``principal``, as audit rows spell who acted ("" for the owner)."""
+        return self.principal or ""
+
+    @property
     def workspace(self) -> Workspace:
         return self._base.workspace if self._base is not None else self._workspace
 
@@ -112,7 +117,7 @@ class ContextGraph:
                                   f"{principal!r} instead", principal=principal)
         view = copy.copy(self)
         view._base = self._base or self
-        view.principal = view.actor = principal
+        view.principal = principal
         view.analytics, view.walks, view.algorithms = GraphAnalytics(view), GraphWalks(view), GraphAlgorithms(view)
         view.embeddings = NodeEmbeddings(view)
         return view

@@ -25,6 +25,7 @@ from ..engine.fusion import FusionWeights
 from ..ids import check_id
 from ..model import Node, content_hash
 from ..store.base import Capability
+from ..seams import Scope, principal_of
 from ..vector_store import VectorStore
 from ..workspace import Workspace
 from . import io as memory_io
@@ -88,7 +89,11 @@ class AgentMemory:
                  workspace: Workspace | None = None, context_turns: bool = True,
                  weights: FusionWeights | None = None, actor: str = "", entity_graph: GraphLike | None = None,
                  principal: str | None = None, rerank: bool | None = None,
-                 embedding_model: str | None = None) -> None:
+                 embedding_model: str | None = None, scope: Scope | None = None) -> None:
+        """``scope`` (the facade's) is the workspace and the principal at once; ``workspace=`` and ``principal=``
+        (or its older name ``actor=``) say them one at a time."""
+        if scope is not None:
+            workspace, principal = scope.workspace, scope.principal
         if workspace is None:
             vector_store = vector_store if vector_store is not None else VectorStore(embedding_model=embedding_model)
             workspace = vector_store.workspace
@@ -102,14 +107,18 @@ class AgentMemory:
         self.context_turns = context_turns
         self.weights = weights or FusionWeights()
         # Who acts: checked on every call (``actor`` is the older name of the same thing).
-        self.principal = principal if principal is not None else (actor or None)
-        self.actor = actor or principal or ""
+        self.principal = principal_of(principal, actor)
         # With a graph, a stored memory whose metadata lists ``entities`` is linked to those entity nodes (links.py).
         self.entity_graph = entity_graph
         # A second stage over the first candidates (engine/rerank.py): AgentMemory(rerank=True) or AGENTCONTEXT_RERANK
         self.rerank = reranking.enabled(rerank)
 
     # --- plumbing --------------------------------------------------------------------------
+    @property
+    def actor(self) -> str:
+        """The older name of ``principal``, as audit rows spell who acted ("" for the owner)."""
+        return self.principal or ""
+
     @property
     def db(self) -> Any:
         """The workspace's store of record (``store`` is the seed's method that stores a memory)."""

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import access
 from ..seams import RetrieverLike
+from ..store.base import Store
 from ..workspace import Workspace
 from .sources import DECISION, DOC_FULL_SCORE, MEMORY, Source, clamp, decision_text, is_pack, node_source
 
@@ -132,7 +133,7 @@ class Readable:
 
 
 class StoreReadable:
-    def __init__(self, readable: Readable, store: Any) -> None:
+    def __init__(self, readable: Readable, store: Store) -> None:
         self.readable = readable
         self.store = store
 
