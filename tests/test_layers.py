@@ -45,7 +45,7 @@ SERVICE_RANKS: list[set[str]] = [
     {"decisions", "decision_models", "knowledge"},  # records over the store: decisions and policies, packs
     {"graph"},  # ContextGraph; its record_decision/find_precedents_by_scenario hand over to decisions/
     {"reasoning"},  # cited context and grounded answers over the services it is handed (ContextRetriever's
-                    # query_with_reasoning builds one, so it sits below retrieval; memory is duck-typed)
+                    # query_with_reasoning builds one, so it sits below retrieval; memory typed by seams)
     {"entities", "retrieval", "retrieval_modes"},  # EntityLinker on the graph; ContextRetriever over the sources it
                                                    # is given, and its modes beside local (retrieval_modes)
     {"memory"},  # AgentMemory: on the vector store, linking memories to the graph's entities
