@@ -25,7 +25,7 @@ from ..vector_store import VectorStore
 from ..model import Node, content_hash, to_utc_iso, utcnow
 from ..graph.writes import retracted_node
 from ..store import Store
-from ..seams import (Checked, ErasableMemory, ErasableVectors, ErasableVectorsOld, NamedBackend, PurgeableGraph,
+from ..seams import (Checked, ErasableMemory, ErasableVectors, DeletesVectors, NamedBackend, PurgeableGraph,
                      store_of, workspace_of)
 from ..store.scrub import CONTENT_TABLES
 from . import subject as found
@@ -83,7 +83,7 @@ class ErasureCoordinator:
 
     def __init__(self, graph: ContextGraph | PurgeableGraph | None = None,
                  memory: AgentMemory | ErasableMemory | None = None,
-                 vector_store: VectorStore | ErasableVectors | ErasableVectorsOld | NamedBackend | bool | None = _UNSET,
+                 vector_store: VectorStore | ErasableVectors | DeletesVectors | NamedBackend | bool | None = _UNSET,
                  audit_store: Store | None = None, actor: str = "erasure", principal: str | None = None,
                  physical: str = "strict", authorize: Authorize | None = None) -> None:
         self._vectors_disabled = vector_store is False
@@ -153,7 +153,7 @@ class ErasureCoordinator:
             return {"status": "not_configured"}
         backend = _backend(vs)
         delete = vs.delete if isinstance(vs, ErasableVectors) else \
-            vs.delete_vectors if isinstance(vs, ErasableVectorsOld) else None
+            vs.delete_vectors if isinstance(vs, DeletesVectors) else None
         if delete is None:
             return {"status": "unsupported", "backend": backend,
                     "detail": "backend exposes no delete()/delete_vectors(); erase these ids out of band"}
