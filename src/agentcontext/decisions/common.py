@@ -102,12 +102,13 @@ class Bound:
         if target is None:
             raise ValidationError(f"{who} needs graph_store= (a ContextGraph, Workspace or Store)")
         self.graph = target
-        self._handle = graph_of(target)  # the ContextGraph, told once from a bare Workspace or Store
-        made = workspace_of(target)  # fails now on a wrong type
+        handle = self._handle = graph_of(target)  # the ContextGraph, told once from a bare Workspace or Store
+        made = handle.workspace if handle is not None else workspace_of(target)  # fails now on a wrong type
         # A graph may swap its workspace (clear()), so it is looked up on use; one made here is kept.
-        self._made = made if self._handle is None and made is not target else None
-        self.namespace = namespace or namespace_of(target)
-        self.principal = principal if principal is not None else principal_of(target)
+        self._made = made if handle is None and made is not target else None
+        self.namespace = namespace or (handle.namespace if handle is not None and handle.namespace
+                                       else DEFAULT_NAMESPACE)
+        self.principal = principal if principal is not None else (handle.principal if handle is not None else None)
 
     def check(self, level: str, action: str, target: str = "") -> None:
         """Raise AccessDeniedError (audited) unless the principal holds ``level`` on the graph's namespace."""
