@@ -1,5 +1,5 @@
 """The seams (issue 27 sections 1 and 4) cost nothing: retrieval, precedents, batch_store and erasure timed on this
-checkout's code and on a baseline commit's (default: the branch point, 7908be6), in the same run.
+checkout's code and on a baseline commit's (default: main, what this branch merges into), in the same run.
 
 Usage: .venv/bin/python benchmarks/seams.py [--baseline REV] [--rounds 3] [--memories 2000] [--decisions 300]
 
@@ -95,7 +95,7 @@ def run(src: Path, memories: int, decisions: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", default="7908be6")
+    parser.add_argument("--baseline", default="main")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--decisions", type=int, default=300)
