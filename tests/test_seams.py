@@ -11,8 +11,8 @@ import pytest
 from agentcontext import AgentContext, AgentMemory, ContextGraph, ErasureCoordinator, VectorStore
 from agentcontext.decisions import DecisionRecorder
 from agentcontext.decisions.service import DecisionService
-from agentcontext.seams import (ErasableMemory, ErasableVectors, MemoryLike, RetrieverLike, Scope, principal_of,
-                                scope_of)
+from agentcontext.seams import (ErasableMemory, ErasableVectors, GraphHandle, InWorkspace, MemoryLike, RetrieverLike,
+                                Scope, Scoped, conforms, principal_of, scope_of)
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "agentcontext"
 GETATTR_LIMIT = 15
@@ -72,6 +72,10 @@ def test_our_services_have_the_shapes_their_collaborators_type_them_by():
     assert isinstance(memory, MemoryLike) and isinstance(memory, ErasableMemory)
     assert isinstance(ctx.retriever, RetrieverLike)
     assert not isinstance(memory.vector_store, ErasableVectors)  # ours: purged in the store, not deleted by id
+    graph = ContextGraph()
+    for proto in (GraphHandle, MemoryLike, InWorkspace, Scoped, ErasableMemory, RetrieverLike):
+        for obj in (memory, graph, ctx.retriever, memory.vector_store, memory.workspace, object()):
+            assert conforms(obj, proto) == isinstance(obj, proto), (proto.__name__, type(obj).__name__)
 
 
 @pytest.mark.parametrize("make", [

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence, Union
 from .. import access
 from ..errors import ValidationError
 from ..model import RESERVED_ID_PREFIXES, Node, to_utc_iso
-from ..seams import GraphHandle
+from ..seams import GraphHandle, conforms
 from ..store.base import Store
 from ..workspace import Workspace
 from .models import Decision
@@ -48,7 +48,7 @@ Target = Union[GraphHandle, Workspace, Store]  # what a decision object is bound
 
 def graph_of(target: Any) -> GraphHandle | None:
     """The ContextGraph a decision object is bound to (None: a bare Workspace or Store)."""
-    return None if isinstance(target, Workspace) or not isinstance(target, GraphHandle) else target
+    return None if isinstance(target, Workspace) or not conforms(target, GraphHandle) else target
 
 
 def workspace_of(graph: Any) -> Workspace:
@@ -56,7 +56,7 @@ def workspace_of(graph: Any) -> Workspace:
     (``Bound`` keeps the one it made, so its caches live as long as the object bound to the store)."""
     if isinstance(graph, Workspace):
         return graph
-    if isinstance(graph, GraphHandle):
+    if conforms(graph, GraphHandle):
         return graph.workspace
     if isinstance(graph, Store):
         return Workspace(graph)
