@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("store", {"store"}),
     ("embed", {"embed"}),
     ("engine", {"engine"}),
-    ("workspace", {"workspace", "copies"}),
+    ("workspace", {"workspace", "copies", "seams"}),  # seams: Scope and the protocols services type each other by
     ("services", set()),  # SERVICE_RANKS
     ("facade", {"context", ""}),
     ("operations", {"operations"}),  # each operation declared once; the doors derive their forms from it
@@ -45,7 +45,7 @@ SERVICE_RANKS: list[set[str]] = [
     {"decisions", "decision_models", "knowledge"},  # records over the store: decisions and policies, packs
     {"graph"},  # ContextGraph; its record_decision/find_precedents_by_scenario hand over to decisions/
     {"reasoning"},  # cited context and grounded answers over the services it is handed (ContextRetriever's
-                    # query_with_reasoning builds one, so it sits below retrieval; memory is duck-typed)
+                    # query_with_reasoning builds one, so it sits below retrieval; memory typed by seams)
     {"entities", "retrieval", "retrieval_modes"},  # EntityLinker on the graph; ContextRetriever over the sources it
                                                    # is given, and its modes beside local (retrieval_modes)
     {"memory"},  # AgentMemory: on the vector store, linking memories to the graph's entities

@@ -40,7 +40,7 @@ def __getattr__(name: str) -> Any:
     # ``import agentcontext`` used to.
     from . import context, decisions, entities, erasure, graph, memory, retrieval, truth, vector_store, workspace  # noqa: F401
     for export, module in _LAZY.items():
-        globals()[export] = getattr(sys.modules[f"{__name__}.{module}"], export)
+        globals()[export] = getattr(sys.modules[f"{__name__}.{module}"], export)  # kept: the lazy exports, by name
     return globals()[name]
 
 

@@ -25,10 +25,12 @@ from .decisions import Decision, PolicyEngine
 from .decisions.service import DecisionService
 from .errors import ValidationError
 from .graph import ContextGraph
+from .graph.protocol import GraphLike
 from .memory import AgentMemory
 from .reasoning import ContextBundle, ReasoningService
 from .reasoning.service import check_infer, check_provider
 from .retrieval import ContextRetriever
+from .seams import Completes, Scope
 from .vector_store import VectorStore
 
 
@@ -36,7 +38,7 @@ def _vector_store_for(vector_store: Any, graph: Any) -> VectorStore:
     """The given VectorStore; without one, the graph's workspace (one graph) or the default VectorStore
     (the workspace found like git, or .agentcontext/ created in the current directory)."""
     if vector_store is None:
-        ws = getattr(graph, "workspace", None)
+        ws = graph.workspace if isinstance(graph, ContextGraph) else None
         if ws is None:
             return VectorStore()
         return VectorStore(backend="inmemory" if str(ws.store.url).endswith(":memory:") else "sqlite", workspace=ws)
@@ -50,8 +52,9 @@ def graph_flags(graph: Any, **given: bool | None) -> dict[str, bool]:
     """The graph feature flags an AgentContext builds its graph with: each given one, else the given graph's,
     else True. A flag given here that disagrees with the given graph's own is a ValidationError."""
     out = {}
+    held = graph.flags if isinstance(graph, ContextGraph) else {}
     for flag, value in given.items():
-        has = getattr(graph, flag, None) if graph is not None else None
+        has = held.get(flag)
         if value is not None and has is not None and bool(has) != bool(value):
             raise ValidationError(f"AgentContext({flag}={value}) disagrees with the knowledge_graph, which was built "
                                   f"with {flag}={has}; set it on the ContextGraph (ContextGraph({flag}={value}))",
@@ -64,7 +67,7 @@ def _acting(graph: Any, principal: str | None) -> Any:
     """``graph`` as ``principal`` uses it; a graph that cannot act for someone is refused when one is named."""
     if graph is None or principal is None:
         return graph
-    if not callable(getattr(graph, "acting_as", None)):
+    if not isinstance(graph, ContextGraph):
         raise ValidationError("AgentContext(principal=...) needs a knowledge_graph that checks access (a "
                               "ContextGraph)", got=type(graph).__name__)
     return graph.acting_as(principal)
@@ -75,8 +78,8 @@ class AgentContext:
 
     def __init__(
         self,
-        vector_store: Any = None,
-        knowledge_graph: Any = None,
+        vector_store: VectorStore | None = None,
+        knowledge_graph: GraphLike | None = None,
         decision_tracking: bool = False,
         retention_days: int | None = 30,
         max_memories: int = 10000,
@@ -87,7 +90,7 @@ class AgentContext:
         kg_algorithms: bool | None = None,
         proximity_weight: float = 0.0,
         principal: str | None = None,
-        llm_provider: Any = None,
+        llm_provider: Completes | None = None,
         infer: bool = False,
         node_embeddings: bool | None = None,
     ) -> None:
@@ -109,16 +112,17 @@ class AgentContext:
         self.llm_provider = check_provider(llm_provider)
         self.infer = check_infer(infer, llm_provider)
         self.vector_store = _vector_store_for(vector_store, knowledge_graph)
+        # One scope (where and for whom), handed to every service with the collaborators it needs.
+        self.scope = Scope(self.vector_store.workspace, principal)
         self.memory = AgentMemory(self.vector_store, max_memory_size=max_memories, retention_policy=retention_days,
-                                  principal=principal)
+                                  scope=self.scope)
         self.retriever = ContextRetriever(memory_store=self.memory, use_graph_expansion=graph_expansion,
                                           max_expansion_hops=max_expansion_hops, hybrid_alpha=hybrid_alpha,
-                                          proximity_weight=proximity_weight, principal=principal)
+                                          proximity_weight=proximity_weight, scope=self.scope)
         self.retriever.llm_provider = self.llm_provider
-        self.decisions = DecisionService(tracking=decision_tracking, principal=principal,
-                                         proximity_weight=proximity_weight)
-        self.reasoning = ReasoningService(self.retriever, workspace=self.memory.workspace, decisions=self.decisions,
-                                          principal=principal)
+        self.decisions = DecisionService(tracking=decision_tracking, proximity_weight=proximity_weight,
+                                         scope=self.scope)
+        self.reasoning = ReasoningService(self.retriever, decisions=self.decisions, scope=self.scope)
         self.knowledge_graph = knowledge_graph
 
     # --- the graph every service works on ----------------------------------------------------

@@ -14,8 +14,10 @@ from pathlib import Path
 
 from .errors import ValidationError
 
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_OPEN_FLAGS = os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+# The getattr calls of this module are kept: they ask the platform which flags and file attributes it has
+# (Windows has no O_NOFOLLOW, O_NONBLOCK or O_CLOEXEC; only Windows has st_file_attributes).
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # kept: a platform's flag (see above)
+_OPEN_FLAGS = os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)  # kept: same
 _BY_DIR_FD = bool(NOFOLLOW) and os.open in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
 
 
@@ -27,8 +29,8 @@ def is_link(path: Path) -> bool:
         st = os.lstat(path)
     except FileNotFoundError:
         return False
-    attrs = getattr(st, "st_file_attributes", 0)
-    return bool(attrs & getattr(stat, "FILE_ATTRIBUTE_REPARSE_POINT", 0))
+    attrs = getattr(st, "st_file_attributes", 0)  # kept: Windows only
+    return bool(attrs & getattr(stat, "FILE_ATTRIBUTE_REPARSE_POINT", 0))  # kept: Windows only
 
 
 def kind_of(mode: int) -> str:

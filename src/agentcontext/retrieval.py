@@ -25,7 +25,9 @@ from .engine.fusion import RELEVANCE, blend
 from .errors import ValidationError, refuse_unknown
 from .graph import ContextGraph
 from .graph.node_search import search_nodes
+from .graph.protocol import GraphLike
 from .model import MEMORY_KIND
+from .seams import MemoryLike, Scope, SearchableVectors
 from .store import Store
 from .vector_store import VectorStore
 
@@ -51,17 +53,13 @@ class RetrievedContext:
         return out
 
 
-def _stores_of(*owners: Any) -> list[Any]:
-    stores: list[Any] = []
-    for owner in owners:
-        if owner is None:
-            continue
-        store = getattr(owner, "db", None) or getattr(owner, "store", None)
-        if store is None and getattr(owner, "workspace", None) is not None:
-            store = owner.workspace.store
-        if isinstance(store, Store):
-            if all(store is not s for s in stores):
-                stores.append(store)
+def _stores_of(memory: MemoryLike | None, graph: GraphLike | None, vectors: Any) -> list[Store]:
+    """The stores of record the sources live in, once each (a caller's own vector backend has none)."""
+    stores: list[Store] = []
+    for store in (memory.db if memory is not None else None, graph.store if graph is not None else None,
+                  vectors.workspace.store if isinstance(vectors, VectorStore) else None):
+        if store is not None and all(store is not s for s in stores):
+            stores.append(store)
     return stores
 
 
@@ -74,9 +72,10 @@ FILTER_HINT = "filter on metadata with filters={key: value}"
 
 
 class ContextRetriever:
-    def __init__(self, memory_store: Any = None, knowledge_graph: Any = None, vector_store: Any = None,
+    def __init__(self, memory_store: MemoryLike | None = None, knowledge_graph: GraphLike | None = None,
+                 vector_store: VectorStore | SearchableVectors | None = None,
                  use_graph_expansion: bool = True, max_expansion_hops: int = 2, hybrid_alpha: float = 0.5,
-                 proximity_weight: float = 0.0, principal: str | None = None) -> None:
+                 proximity_weight: float = 0.0, principal: str | None = None, scope: Scope | None = None) -> None:
         if not 0.0 <= float(hybrid_alpha) <= 1.0:
             raise ValidationError(f"hybrid_alpha must be in [0, 1], got {hybrid_alpha}", hybrid_alpha=hybrid_alpha)
         if int(max_expansion_hops) < 0:
@@ -89,20 +88,22 @@ class ContextRetriever:
         self.max_expansion_hops = int(max_expansion_hops)
         self.hybrid_alpha = float(hybrid_alpha)
         self.proximity_weight = float(proximity_weight)
-        self._principal = principal
+        self._principal = scope.principal if scope is not None else principal  # None: the memory store's
         self.result_type = RetrievedContext
         self.llm_provider: Any = None  # writes community summaries (global, drift, hybrid); AgentContext sets it
 
     @property
     def principal(self) -> str | None:
         """Who retrieves: the one given, else the memory store's."""
-        return self._principal if self._principal is not None else getattr(self.memory_store, "principal", None)
+        if self._principal is not None or self.memory_store is None:
+            return self._principal
+        return self.memory_store.principal
 
     def _sight(self, store: Any) -> access.Sight | None:
         """What the principal sees in ``store`` (None: everything there, or a store no principal is known for)."""
-        ws = getattr(self.memory_store, "workspace", None)
+        ws = self.memory_store.workspace if self.memory_store is not None else None
         if ws is None or ws.store is not store:
-            ws = getattr(self.knowledge_graph, "workspace", None)
+            ws = self.knowledge_graph.workspace if self.knowledge_graph is not None else None
         if ws is None or ws.store is not store:
             return None  # a store no principal is known for
         return access.sight(ws, self.principal)
@@ -131,8 +132,8 @@ class ContextRetriever:
         vs = self.vector_store
         if vs is None:
             return []
-        mem_ws = getattr(self.memory_store, "workspace", None)
-        if mem_ws is not None and getattr(vs, "workspace", None) is mem_ws:
+        mem_ws = self.memory_store.workspace if self.memory_store is not None else None
+        if mem_ws is not None and isinstance(vs, VectorStore) and vs.workspace is mem_ws:
             rows = vs.search(query=query, limit=pool + len(skip_ids))
             rows = [r for r in rows if r.get("kind") != MEMORY_KIND]  # memories come through the memory source
             shown = self._shown(mem_ws.store, [str(r["id"]) for r in rows if r.get("id") is not None])
@@ -247,7 +248,7 @@ class ContextRetriever:
     @property
     def _counts_use(self) -> bool:
         """Whether the memory store keeps an LRU order (AgentMemory.used; a memory service ranks above this one)."""
-        return callable(getattr(self.memory_store, "used", None))
+        return self.memory_store is not None
 
     def _count_use(self, results: Iterable[Any]) -> None:
         """The memories among ``results`` (best first) count as used for the memory cap (as AgentMemory.retrieve's)."""

@@ -49,7 +49,7 @@ class YamlProblem(Exception):
 
 
 def _line(node: Any) -> int | None:
-    mark = getattr(node, "start_mark", None)
+    mark = node.start_mark if isinstance(node, yaml.Node) else None
     return mark.line + 1 if mark is not None else None
 
 
@@ -206,10 +206,11 @@ def load(text: str, where: str, what: str = "YAML", line_offset: int = 0) -> Any
         at = f" line {line}:" if line is not None else ""
         raise ValidationError(f"{where}:{at} {exc.message}", file=where, line=line, **exc.data) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
+        marked = exc if isinstance(exc, yaml.MarkedYAMLError) else None
+        mark = marked.problem_mark if marked is not None else None
         line = mark.line + 1 + line_offset if mark is not None else None
         at = f" at line {line}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        problem = (marked.problem if marked is not None else None) or str(exc).splitlines()[0]
         raise ValidationError(f"{where}: malformed {what}{at}: {problem}", file=where, line=line) from None
     except (RecursionError, ValueError, TypeError, OverflowError) as exc:
         raise ValidationError(f"{where}: {what} could not be loaded: {exc}", file=where) from None

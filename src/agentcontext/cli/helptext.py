@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from typer.core import TyperArgument, TyperOption
+from typer.core import TyperArgument, TyperGroup, TyperOption
 
 TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "list[str]": "TEXT",
               "datetime": "TIME", "bool": ""}
@@ -58,6 +58,6 @@ def conventional(command: Any) -> Any:
             param.__class__ = ConventionalArgument
         elif type(param) is TyperOption:
             param.__class__ = ConventionalOption
-    for child in (getattr(command, "commands", None) or {}).values():
+    for child in (command.commands if isinstance(command, TyperGroup) else {}).values():
         conventional(child)
     return command

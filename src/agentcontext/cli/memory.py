@@ -65,7 +65,9 @@ def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="A Mark
     if fmt == "json":
         data = path.read_text(encoding="utf-8")
     count = mem.import_data(data, format=fmt)
-    skipped = getattr(count, "skipped", [])
+    from ..memory.io import ImportResult
+
+    skipped = count.skipped if isinstance(count, ImportResult) else []
     result = {"imported": int(count), **({"skipped": skipped} if skipped else {})}
     emit(result, json_out, lambda d: out.print(
         f"imported {d['imported']} memories" + (f"; skipped {len(skipped)} an erasure removed" if skipped else "")))

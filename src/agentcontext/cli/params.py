@@ -96,10 +96,10 @@ def install() -> bool:
         from typer.models import OptionInfo
     except ImportError:
         return False
-    build = getattr(core, "build_runtime_param", None)
+    build = getattr(core, "build_runtime_param", None)  # kept: a private Typer function, absent in other versions
     if build is None:
         return False
-    if getattr(build, "quick_params", False):
+    if getattr(build, "quick_params", False):  # kept: our own mark on the wrapper, set when it was installed
         return True
 
     @dataclass(frozen=True)

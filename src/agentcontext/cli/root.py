@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from typer.core import TyperGroup
 from typer.main import get_command
 
 from .. import __version__
@@ -64,7 +65,7 @@ def _after_the_subcommand(home: Optional[Path] = typer.Option(None, "--home", he
 
 
 def _leaves(group: Any) -> list[Any]:
-    children = getattr(group, "commands", None)
+    children = group.commands if isinstance(group, TyperGroup) else None  # Typer's groups (its click is its own)
     return [leaf for child in children.values() for leaf in _leaves(child)] if children else [group]
 
 

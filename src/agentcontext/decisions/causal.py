@@ -6,18 +6,18 @@ The walk goes only through decisions the principal sees (and edges of namespaces
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from .. import access
 from ..errors import NotFoundError, ValidationError
-from .common import CAUSAL_TYPES, DECISION, Bound, decision_from_node
+from .common import CAUSAL_TYPES, DECISION, Bound, Target, decision_from_node
 from .models import Decision
 
 DIRECTIONS = ("upstream", "downstream")
 
 
 class CausalChainAnalyzer(Bound):
-    def __init__(self, graph_store: Any = None, namespace: str | None = None, graph: Any = None,
+    def __init__(self, graph_store: Target | None = None, namespace: str | None = None, graph: Target | None = None,
                  relationship_types: Sequence[str] = CAUSAL_TYPES, principal: str | None = None) -> None:
         self._bind(graph_store if graph_store is not None else graph, namespace, "CausalChainAnalyzer", principal)
         self.types = list(relationship_types)

@@ -26,7 +26,7 @@ from typing import Any, Iterable
 from .. import access
 from ..errors import NotFoundError, ValidationError
 from ..model import Node, content_hash, utcnow
-from .common import DECISION, namespace_of, workspace_of
+from .common import DECISION, graph_of, namespace_of, principal_of, workspace_of
 
 RECORD_KIND = "checkpoint"
 NODE_KIND = "checkpoint"
@@ -36,16 +36,15 @@ def node_id(label: str) -> str:
     return f"checkpoint:{label}"
 
 
-def _scope(graph: Any) -> str | None:
-    if hasattr(graph, "scope"):
-        return graph.scope
-    ns = getattr(graph, "namespace", None)
-    return ns if isinstance(ns, str) and ns else None
+def _scope(graph: Any) -> str | list[str] | None:
+    """What the graph reads (None: the whole workspace, as for a bare Workspace or Store)."""
+    handle = graph_of(graph)
+    return handle.scope if handle is not None else None
 
 
 def _check(graph: Any, level: str, action: str, target: str = "") -> access.Sight | None:
     """Check the graph's principal on its namespace; returns what it sees (None: everything)."""
-    ws, principal = workspace_of(graph), getattr(graph, "principal", None)
+    ws, principal = workspace_of(graph), principal_of(graph)
     access.require(ws, principal, namespace_of(graph), level, action, target)
     return access.sight(ws, principal)
 
@@ -265,13 +264,13 @@ class Checkpoints:
 
     def flush(self, graph: Any, label: str) -> dict[str, Any]:
         _check(graph, "write", "checkpoint.flush", label)
-        access.require_whole_view(workspace_of(graph), getattr(graph, "principal", None), "checkpoint.flush",
+        access.require_whole_view(workspace_of(graph), principal_of(graph), "checkpoint.flush",
                                   label, "a checkpoint label", "take it (held in this process) and "
                                   "ask a principal who reads everything to store it")
         snap = self.get(graph, label)
         store = workspace_of(graph).store
         without_erased(store, snap)  # taken before an erasure, flushed after it: not brought back
-        ws, principal = workspace_of(graph), getattr(graph, "principal", None)
+        ws, principal = workspace_of(graph), principal_of(graph)
         who = access.effective_principal(ws, principal)
         with store.transaction():
             store.put_record(RECORD_KIND, label, snap, actor=who)

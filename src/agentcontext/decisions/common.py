@@ -17,11 +17,12 @@ import sys
 import uuid
 from datetime import datetime, timezone
 from importlib import metadata
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, Union
 
 from .. import access
 from ..errors import ValidationError
 from ..model import RESERVED_ID_PREFIXES, Node, to_utc_iso
+from ..seams import GraphHandle, conforms
 from ..store.base import Store
 from ..workspace import Workspace
 from .models import Decision
@@ -42,17 +43,23 @@ APPROVED_BY = "approved_by"  # decision -> approval
 PRECEDENT = "has_precedent"  # decision -> earlier decision it followed
 STRUCTURAL_TYPES = (INVOLVES, APPLIES_POLICY)
 
+Target = Union[GraphHandle, Workspace, Store]  # what a decision object is bound to
+
+
+def graph_of(target: Any) -> GraphHandle | None:
+    """The ContextGraph a decision object is bound to (None: a bare Workspace or Store)."""
+    return None if isinstance(target, Workspace) or not conforms(target, GraphHandle) else target
+
+
 def workspace_of(graph: Any) -> Workspace:
     """The workspace behind a ContextGraph or a Workspace; a bare Store gets a new Workspace around it
     (``Bound`` keeps the one it made, so its caches live as long as the object bound to the store)."""
     if isinstance(graph, Workspace):
         return graph
-    ws = getattr(graph, "workspace", None)
-    if isinstance(ws, Workspace):
-        return ws
-    store = getattr(graph, "store", None) if not isinstance(graph, Store) else graph
-    if isinstance(store, Store):
-        return Workspace(store)
+    if conforms(graph, GraphHandle):
+        return graph.workspace
+    if isinstance(graph, Store):
+        return Workspace(graph)
     raise ValidationError(
         f"expected a ContextGraph, Workspace or Store, got {type(graph).__name__}; pass "
         "knowledge_graph=ContextGraph() (or a Workspace)", got=type(graph).__name__)
@@ -60,8 +67,18 @@ def workspace_of(graph: Any) -> Workspace:
 
 def namespace_of(graph: Any) -> str:
     """The namespace the graph keeps its nodes in (decisions live beside them)."""
-    ns = getattr(graph, "namespace", None)
-    return ns if isinstance(ns, str) and ns else DEFAULT_NAMESPACE
+    handle = graph_of(graph)
+    return handle.namespace if handle is not None and handle.namespace else DEFAULT_NAMESPACE
+
+
+def principal_of(graph: Any) -> str | None:
+    """Who the graph acts for (None: the owner, or a bare Workspace or Store that acts for no one)."""
+    handle = graph_of(graph)
+    return handle.principal if handle is not None else None
+
+
+def policy_node_id(policy_id: str) -> str:
+    return f"policy:{policy_id}"
 
 
 def resolve_entities(graph: Any, store: Store, names: Sequence[str], sees: Any = None
@@ -69,8 +86,8 @@ def resolve_entities(graph: Any, store: Store, names: Sequence[str], sees: Any =
     """Store ids for entity names in one query: the graph's own node of that name, else a node whose
     store id is the name, else the id a new node would get. Also returns the ids that exist. With ``sees``
     (a predicate over nodes), a node it does not see counts as missing."""
-    mapper = getattr(graph, "store_id", None)
-    own = {n: (str(mapper(n)) if callable(mapper) else n) for n in names}
+    handle = graph_of(graph)
+    own = {n: (str(handle.store_id(n)) if handle is not None else n) for n in names}
     found = store.get_nodes([*own.values(), *names]) if names else {}
     if sees is not None:
         found = {i: node for i, node in found.items() if sees(node)}
@@ -85,11 +102,13 @@ class Bound:
         if target is None:
             raise ValidationError(f"{who} needs graph_store= (a ContextGraph, Workspace or Store)")
         self.graph = target
-        made = workspace_of(target)  # fails now on a wrong type
+        handle = self._handle = graph_of(target)  # the ContextGraph, told once from a bare Workspace or Store
+        made = handle.workspace if handle is not None else workspace_of(target)  # fails now on a wrong type
         # A graph may swap its workspace (clear()), so it is looked up on use; one made here is kept.
-        self._made = made if made is not target and getattr(target, "workspace", None) is not made else None
-        self.namespace = namespace or namespace_of(target)
-        self.principal = principal if principal is not None else getattr(target, "principal", None)
+        self._made = made if handle is None and made is not target else None
+        self.namespace = namespace or (handle.namespace if handle is not None and handle.namespace
+                                       else DEFAULT_NAMESPACE)
+        self.principal = principal if principal is not None else (handle.principal if handle is not None else None)
 
     def check(self, level: str, action: str, target: str = "") -> None:
         """Raise AccessDeniedError (audited) unless the principal holds ``level`` on the graph's namespace."""
@@ -127,9 +146,9 @@ class Bound:
         """The graph as the principal sees it, for what is computed from its structure (Node2Vec vectors): the
         graph itself when it already acts for the principal (or the principal reads everything)."""
         graph = self.graph
-        if access.sight(self.ws, self.principal) is None or not callable(getattr(graph, "acting_as", None)):
+        if access.sight(self.ws, self.principal) is None or self._handle is None:
             return graph
-        return graph.acting_as(self.principal)
+        return self._handle.acting_as(self.principal)
 
     def visible_node(self, node_id: str, as_of: str | None = None) -> Node | None:
         node = self.store.get_node(node_id, as_of=as_of)
@@ -137,7 +156,9 @@ class Bound:
 
     @property
     def ws(self) -> Workspace:
-        return self._made if self._made is not None else workspace_of(self.graph)
+        if self._made is not None:
+            return self._made
+        return self._handle.workspace if self._handle is not None else workspace_of(self.graph)
 
     @property
     def store(self) -> Store:
@@ -189,8 +210,7 @@ def decision_node(d: Decision, namespace: str) -> Node:
     if not isinstance(d.confidence, (int, float)) or not 0.0 <= float(d.confidence) <= 1.0:
         raise ValidationError(f"confidence must be a number from 0.0 to 1.0, got {d.confidence!r}",
                               confidence=d.confidence)
-    for name in ("category", "scenario", "outcome"):
-        value = getattr(d, name)
+    for name, value in (("category", d.category), ("scenario", d.scenario), ("outcome", d.outcome)):
         if not isinstance(value, str) or not value.strip():
             raise ValidationError(f"a decision needs a non-empty {name}", field=name)
     if not isinstance(d.reasoning, str):

@@ -7,12 +7,12 @@ from .. import access
 from ..errors import NotFoundError
 from .causal import CausalChainAnalyzer
 from .common import (APPLIES_POLICY, APPROVED_BY, DECISION, HAS_EXCEPTION, INVOLVES, PRECEDENT,
-                     decision_from_node)
+                     decision_from_node, graph_of)
 
 
 def _user_id(graph: Any, store_id: str) -> str:
-    fn = getattr(graph, "user_id", None)
-    return fn(store_id) if callable(fn) else store_id
+    handle = graph_of(graph)
+    return handle.user_id(store_id) if handle is not None else store_id
 
 
 def trace_decision_explainability(graph: Any, decision_id: str, max_depth: int | None = 10,

@@ -20,8 +20,9 @@ from typing import Any, Callable, Sequence
 
 from ..errors import ConflictError, NotFoundError, ProcessingError, ValidationError
 from ..model import Edge, Node, to_utc_iso
+from ..seams import principal_of
 from .common import (APPLIES_POLICY, APPROVAL, APPROVED_BY, DECISION, EXCEPTION, EXCEPTION_TO, HAS_EXCEPTION,
-                     POLICY, Bound, as_datetime, decision_from_node, new_id)
+                     POLICY, Bound, Target, as_datetime, decision_from_node, new_id)
 from .models import ApprovalChain, Decision, Policy, PolicyException
 from .recorder import policy_node_id
 
@@ -223,10 +224,10 @@ def _policy_from_node(node: Node) -> Policy:
 class PolicyEngine(Bound):
     """Versioned policies in the knowledge graph; compliance, exceptions and approvals with an audit trail."""
 
-    def __init__(self, graph_store: Any = None, namespace: str | None = None, actor: str = "",
-                 graph: Any = None, principal: str | None = None) -> None:
+    def __init__(self, graph_store: Target | None = None, namespace: str | None = None, actor: str = "",
+                 graph: Target | None = None, principal: str | None = None) -> None:
         self._bind(graph_store if graph_store is not None else graph, namespace, "PolicyEngine",
-                   principal if principal is not None else (actor or None))
+                   principal_of(principal, actor))
         self.graph_store = self.graph
         self.rules: RuleTable = dict(RULES)  # the built-in rule kinds and the ones register_rule adds
 
@@ -266,7 +267,7 @@ class PolicyEngine(Bound):
     def add_policy(self, policy: Policy) -> str:
         """Store a new policy; its rules are checked now (an unknown rule key is a ValidationError)."""
         self.check("write", "policy.add", policy.policy_id if isinstance(policy, Policy) else "")
-        self.require_chosen("policy.add", getattr(policy, "policy_id", ""), "a policy id",
+        self.require_chosen("policy.add", policy.policy_id if isinstance(policy, Policy) else "", "a policy id",
                             "ask a principal who reads everything to add the policy")
         node = self._node(policy)
         with self.store.transaction():

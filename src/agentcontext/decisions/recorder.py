@@ -13,37 +13,34 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from ..embed.cache import embed_texts
-from ..engine import proximity
-from ..engine.fusion import RELEVANCE, blend
 from ..errors import ConflictError, CycleError, NotFoundError, ValidationError
-from ..model import MEMORY_KIND, Edge, Node, content_hash, to_utc_iso
-from .common import (APPLIES_POLICY, CAUSAL_TYPES, Bound, DECISION, ENTITY, INVOLVES, POLICY, PRECEDENT,
+from ..model import Edge, Node, content_hash, to_utc_iso
+from ..seams import principal_of
+from .common import (APPLIES_POLICY, CAUSAL_TYPES, Bound, DECISION, ENTITY, INVOLVES, PRECEDENT,
                      STRUCTURAL_TYPES, captured_context,
-                     decision_from_node, decision_node, epoch, new_id, resolve_entities)
-from .index import index_for
+                     Target, decision_from_node, decision_node, new_id, policy_node_id,
+                     resolve_entities)
+from . import precedents
 from .models import Decision, Precedent
 
 BATCH = 256
-KEYWORD_WEIGHT = 0.3  # query_decisions: what full keyword coverage adds to the cosine before calibration
-ANCHOR_MIN = 0.5  # a graph node the precedent query matches this well (node_search score) anchors proximity
-STRUCTURAL_WEIGHT = 0.3  # how much shared entities and policies weigh beside meaning (use_hybrid_search)
 PRECEDENT_TYPES = ("similar_scenario", "same_policy", "exception_precedent")
 DECISION_FIELDS = ("decision_id", "category", "scenario", "reasoning", "outcome", "confidence", "timestamp",
                    "decision_maker", "valid_from", "valid_until", "metadata")
 
 
-def policy_node_id(policy_id: str) -> str:
-    return f"policy:{policy_id}"
-
-
 class DecisionRecorder(Bound):
     """Records decisions as graph nodes and searches them; bound to a ContextGraph, Workspace or Store."""
 
-    def __init__(self, graph_store: Any = None, namespace: str | None = None, actor: str = "",
-                 graph: Any = None, principal: str | None = None) -> None:
+    def __init__(self, graph_store: Target | None = None, namespace: str | None = None, actor: str = "",
+                 graph: Target | None = None, principal: str | None = None) -> None:
         self._bind(graph_store if graph_store is not None else graph, namespace, "DecisionRecorder",
-                   principal if principal is not None else (actor or None))
-        self.actor = actor or self.principal or ""
+                   principal_of(principal, actor))
+
+    @property
+    def actor(self) -> str:
+        """The older name of ``principal``, as audit rows spell who acted ("" for the owner)."""
+        return self.principal or ""
 
     # --- recording -------------------------------------------------------------------------
     def record_decision(
@@ -253,7 +250,7 @@ class DecisionRecorder(Bound):
         if with_embedding and node.embed_hash:
             vec = self.store.get_vectors([node.embed_hash], self.ws.model_name).get(node.embed_hash)
             d.reasoning_embedding = vec.tolist() if vec is not None else None
-        if with_embedding and getattr(self.graph, "node_embeddings", False) and hasattr(self.graph, "embeddings"):
+        if with_embedding and self._handle is not None and self._handle.node_embeddings:
             # structural, Node2Vec, over the part of the graph the principal reads (a vector of the whole graph
             # would depend on records it may not read)
             structural = self.graph_view().embeddings.by_store_id([node.id]).get(node.id)
@@ -263,7 +260,7 @@ class DecisionRecorder(Bound):
     def _embeddings(self) -> Any:
         """The graph's Node2Vec embeddings over the part of it the principal reads, or a ValidationError when its
         node_embeddings flag is off."""
-        if getattr(self.graph, "embeddings", None) is None or not getattr(self.graph, "node_embeddings", False):
+        if self._handle is None or self._handle.embeddings is None or not self._handle.node_embeddings:
             raise ValidationError("Node2Vec precedents need a graph with node_embeddings=True "
                                   "(ContextGraph(node_embeddings=True))", option="node_embeddings")
         return self.graph_view().embeddings
@@ -311,41 +308,19 @@ class DecisionRecorder(Bound):
             offset += len(page)
         return out[:limit]
 
-    # --- precedents ------------------------------------------------------------------------
+    # --- precedents (precedents.py: signals fused by engine/fusion) ---------------------------
     def query_links(self, scenario: str, entities: Sequence[str] | None,
                     policies: Sequence[str] | None) -> set[str]:
-        """The store ids of the entities and policies a precedent query is about: those given, else the graph
-        nodes the scenario names (whole words, as ``engine/proximity.mentioned_nodes`` finds them)."""
-        links = set(resolve_entities(self.graph, self.store, list(entities or ()), self.sees())[0].values())
-        links |= {policy_node_id(p) for p in (policies or ())}
-        if links or entities or policies or not hasattr(self.graph, "hop_distances"):
-            return links
-        named = [self.graph.resolve(n) for n in proximity.mentioned_nodes(self.graph, scenario)]
-        found = self.seen(self.store.get_nodes([n for n in named if n]))
-        return {i for i, node in found.items() if node.kind not in (DECISION, MEMORY_KIND)}  # any node it names
+        """The store ids of the entities and policies a precedent query is about (precedents.query_links)."""
+        return precedents.query_links(self, scenario, entities, policies)
 
     def visible_ids(self) -> Callable[[list[str]], set[str]] | None:
         """For walks: which of some store ids the principal may read (None: all of them)."""
-        sees = self.sees()
-        if sees is None:
-            return None
-        return lambda ids: {i for i, node in self.store.get_nodes(ids).items() if sees(node)}
+        return precedents.visible_ids(self)
 
     def anchors(self, scenario: str, links: set[str]) -> dict[str, float]:
-        """Where graph proximity is measured from: the query's entities and policies (relevance 1) and, when it
-        names none, the entities and policies its text matches best (relevance: the share of its words they hold)."""
-        if links:
-            return {i: 1.0 for i in links}
-        hits = self.store.text_search(scenario, namespace=self.namespace, kind=[ENTITY, POLICY], limit=5)
-        nodes = self.seen(self.store.get_nodes([i for i, _ in hits]))
-        out = {i: proximity.term_share(scenario, " ".join((n.key, n.title, n.summary, n.content)).replace("_", " "))
-               for i, n in nodes.items()}
-        search = getattr(self.graph, "search_nodes", None)  # a ContextGraph: its nodes by meaning, words and name
-        if callable(search):
-            for hit in search(scenario, limit=5):
-                if hit["score"] >= ANCHOR_MIN and hit["node"].get("type") not in (DECISION, MEMORY_KIND):
-                    out[hit["store_id"]] = max(out.get(hit["store_id"], 0.0), float(hit["score"]))
-        return {i: r for i, r in out.items() if r > 0}
+        """Where graph proximity is measured from (precedents.anchors)."""
+        return precedents.anchors(self, scenario, links)
 
     def find_precedents(
         self,
@@ -390,71 +365,9 @@ class DecisionRecorder(Bound):
         are computed anyway (``structural`` node2vec or blend) or ``node2vec=True`` asks for them (Node2Vec over a
         graph of thousands of nodes takes minutes, and is redone after every change: not done unasked).
         """
-        self.check("read", "decision.precedents")
-        if not isinstance(scenario, str) or not scenario.strip():
-            raise ValidationError("find_precedents needs a non-empty scenario text")
-        if structural not in ("links", "node2vec", "blend"):
-            raise ValidationError(f"structural must be links, node2vec or blend (got {structural!r})",
-                                  structural=structural)
-        embeddings = self._embeddings() if structural != "links" else None
-        if limit <= 0:
-            return []
-        w = proximity.check_weight(0.0 if proximity_weight is None else proximity_weight)
-        index = index_for(self.ws, self.namespace)
-        qvec = self.ws.embed_query(scenario)
-        at = epoch(as_of, 0.0) if as_of is not None else None
-        skip = set(exclude or ())
-        pool = max(limit * 4, 20) + len(skip)
-        hits, scores_of = index.top(qvec, pool, category, at)
-        cosine = {i: s for i, s in hits if i not in skip}
-        links_needed = use_hybrid_search or w > 0
-        query_links = self.query_links(scenario, entities, policies) if links_needed else set()
-        if use_hybrid_search and query_links and max_hops >= 2:
-            sharing = [e.src for e in self.structural_links(dst=sorted(query_links), limit=pool * 10)
-                       if e.src not in cosine and e.src not in skip]
-            cosine.update(scores_of(list(dict.fromkeys(sharing))))
-        sem = {i: float(RELEVANCE(c)) for i, c in cosine.items()}
-        struct: dict[str, float] = {}
-        shared: dict[str, list[str]] = {}
-        if use_hybrid_search and query_links and sem:
-            for did, mine in self.links_of(list(sem)).items():
-                union = mine | query_links
-                struct[did] = len(mine & query_links) / len(union) if union else 0.0
-                shared[did] = sorted(mine & query_links)
-            if embeddings is not None:  # Node2Vec: the cosine with the mean vector of the query's links
-                vecs = embeddings.by_store_id([*sem, *sorted(query_links)])
-                anchors = [vecs[a] for a in sorted(query_links) if a in vecs]
-                anchor = np.mean(anchors, axis=0) if anchors else None
-                norm = float(np.linalg.norm(anchor)) if anchor is not None else 0.0
-                for did in sem:
-                    vec = vecs.get(did)
-                    cos = max(0.0, float(vec @ anchor) / norm) if vec is not None and norm > 0 else 0.0
-                    struct[did] = cos if structural == "node2vec" else (struct.get(did, 0.0) + cos) / 2
-        sw = STRUCTURAL_WEIGHT if struct else 0.0  # mixed with the cosine, then calibrated like it
-        hybrid = {i: float(RELEVANCE(blend(cosine[i], struct.get(i, 0.0), sw))) if sw else sem[i] for i in sem}
-        anchors = self.anchors(scenario, query_links) if w > 0 and sem else {}
-        if not anchors:  # nothing in the graph to be near: proximity cannot rank, so it does not scale scores down
-            w = 0.0
-        prox = proximity.store_proximity(self.store, anchors, list(sem), max_hops, self.visible_ids(),
-                                         self.follows()) if anchors else {}
-        combined = {i: blend(hybrid[i], prox.get(i, 0.0), w) for i in sem}
-        scored = [i for i in sorted(combined, key=lambda i: (-combined[i], i)) if combined[i] >= min_similarity]
-        found = self.get_decisions(scored[:limit])
-        out: list[Decision] = []
-        for rank, did in enumerate(scored[:limit], 1):
-            d = found.get(did)
-            if d is None:  # retracted between the index sync and the read
-                continue
-            same_policy = any(x.startswith("policy:") for x in shared.get(did, []))
-            score = round(combined[did], 6)
-            d.metadata = {**d.metadata, "similarity": score, "combined_score": score,
-                          "semantic_score": round(sem[did], 6), "cosine": round(cosine[did], 6),
-                          "structural_score": round(struct.get(did, 0.0), 6), "hybrid_score": round(hybrid[did], 6),
-                          "proximity_score": round(prox.get(did, 0.0), 6), "shared_links": shared.get(did, []),
-                          "relationship_type": "same_policy" if same_policy else "similar_scenario",
-                          "proximity_weight": w, "proximity_anchors": sorted(anchors), "rank": rank}
-            out.append(d)
-        return self.with_embeddings(out, structural != "links" if node2vec is None else node2vec)
+        return precedents.find_precedents(self, scenario, category, limit, use_hybrid_search, max_hops, as_of,
+                                          entities, policies, proximity_weight, min_similarity, exclude, structural,
+                                          node2vec)
 
     def with_embeddings(self, decisions: list[Decision], node2vec: bool = False) -> list[Decision]:
         """Fill each decision's ``reasoning_embedding`` (its scenario + reasoning vector) and, with ``node2vec`` on
@@ -464,8 +377,7 @@ class DecisionRecorder(Bound):
         hashes = {i: n.embed_hash for i, n in nodes.items() if n.embed_hash}
         vectors = self.store.get_vectors(sorted(set(hashes.values())), self.ws.model_name) if hashes else {}
         structural = {}
-        if node2vec and decisions and getattr(self.graph, "node_embeddings", False) and hasattr(self.graph,
-                                                                                               "embeddings"):
+        if node2vec and decisions and self._handle is not None and self._handle.node_embeddings:
             structural = self.graph_view().embeddings.by_store_id([d.decision_id for d in decisions])
         for d in decisions:
             vec = vectors.get(hashes.get(d.decision_id, ""))
@@ -473,26 +385,10 @@ class DecisionRecorder(Bound):
             if d.decision_id in structural:
                 d.node2vec_embedding = structural[d.decision_id].tolist()
         return decisions
-
     def keyword_precedents(self, scenario: str, category: str | None = None, limit: int = 5,
                            as_of: str | datetime | None = None) -> list[Decision]:
         """Precedents by words alone (BM25 over scenario, outcome and reasoning), no embeddings."""
-        self.check("read", "decision.precedents")
-        hits = self.store.text_search(scenario, namespace=self.namespace, kind=DECISION, limit=max(limit * 10, 50))
-        found = self.get_decisions([i for i, _ in hits])
-        at = to_utc_iso(as_of)
-        out: list[Decision] = []
-        for did, score in hits:
-            d = found.get(did)
-            if d is None or (category and d.category != category):
-                continue
-            if at and not ((d.valid_from or "") <= at and (d.valid_until is None or d.valid_until > at)):
-                continue
-            d.metadata = {**d.metadata, "similarity": round(score, 6), "keyword_score": round(score, 6)}
-            out.append(d)
-            if len(out) >= limit:
-                break
-        return out
+        return precedents.keyword_precedents(self, scenario, category, limit, as_of)
 
     def query_decisions(self, query: str, max_hops: int = 2, use_hybrid_search: bool = True,
                         limit: int = 10, category: str | None = None) -> list[Decision]:
@@ -501,58 +397,7 @@ class DecisionRecorder(Bound):
         ``similarity`` is absolute in [0, 1]: ``RELEVANCE(cosine + 0.3 * keywords)`` (engine/fusion.py), where
         ``keywords`` is the decision's BM25 relative to the best hit times the share of the query's words that
         hit holds; a causal neighbour ``h`` hops away gets ``0.5 ** h`` of the score that reached it."""
-        self.check("read", "decision.query")
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("query_decisions needs a non-empty query")
-        index = index_for(self.ws, self.namespace)
-        qvec = self.ws.embed_query(query)
-        hits, scores_of = index.top(qvec, max(limit * 2, 20), category)
-        fused: dict[str, float] = dict(hits)
-        if use_hybrid_search:
-            text = self.store.text_search(query, namespace=self.namespace, kind=DECISION, limit=max(limit * 2, 20))
-            if text:
-                best = self.store.get_node(text[0][0])
-                share = proximity.term_share(query, " ".join((best.title, best.summary, best.content))) if best else 0.0
-                top = max(s for _, s in text) or 1.0
-                cos = scores_of([i for i, _ in text if i not in fused])
-                for i, s in text:
-                    fused[i] = fused.get(i, cos.get(i, 0.0)) + KEYWORD_WEIGHT * share * s / top
-        scores: dict[str, float] = {i: float(RELEVANCE(v)) for i, v in fused.items()}
-        ranked = sorted(scores, key=lambda i: (-scores[i], i))[:limit]
-        hop_of = {i: 0 for i in ranked}
-        sees, follows = self.sees(), self.follows()
-        if max_hops > 0 and ranked:
-            frontier = list(ranked)
-            for hop in range(1, max_hops + 1):
-                nxt: list[str] = []
-                edges = [*self.store.edges(src=frontier, type=list(CAUSAL_TYPES)),
-                         *self.store.edges(dst=frontier, type=list(CAUSAL_TYPES))]
-                shown = None if sees is None else set(self.seen(self.store.get_nodes(
-                    {x for e in edges for x in (e.src, e.dst)})))
-                for e in edges:
-                    if shown is not None and not (e.src in shown and e.dst in shown):
-                        continue  # never through a decision the principal does not see...
-                    if follows is not None and not follows(e.namespace):
-                        continue  # ...nor over a link another namespace holds (that namespace's record)
-                    for other in (e.src, e.dst):
-                        if other not in hop_of:
-                            hop_of[other] = hop
-                            scores[other] = max(scores.get(other, 0.0),
-                                                max(scores.get(e.src, 0.0), scores.get(e.dst, 0.0)) * 0.5 ** hop)
-                            nxt.append(other)
-                frontier = nxt
-                if not frontier:
-                    break
-        found = self.get_decisions(list(hop_of))
-        if category:
-            found = {i: d for i, d in found.items() if d.category == category}
-        order = sorted(found, key=lambda i: (-scores.get(i, 0.0), hop_of[i], i))[:limit]
-        out = []
-        for did in order:
-            d = found[did]
-            d.metadata = {**d.metadata, "similarity": round(scores.get(did, 0.0), 6), "hops": hop_of[did]}
-            out.append(d)
-        return out
+        return precedents.query_decisions(self, query, max_hops, use_hybrid_search, limit, category)
 
 
 def _recorder(graph: Any) -> DecisionRecorder:

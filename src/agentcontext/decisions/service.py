@@ -15,6 +15,8 @@ from ..engine.proximity import check_weight
 from ..errors import ProcessingError, refuse_unknown
 from .causal import CausalChainAnalyzer
 from .checkpoints import Checkpoints
+from ..seams import Scope, principal_of
+from .common import Target
 from .explain import trace_decision_explainability
 from .models import Decision
 from .policy import PolicyEngine
@@ -27,12 +29,16 @@ PRECEDENT_EXTRAS = ("entities", "policies", "min_similarity", "exclude", "struct
 class DecisionService:
     """Decisions, policies and checkpoints over ``graph`` (which may be set later, e.g. by ``AgentContext.load``)."""
 
-    def __init__(self, graph: Any = None, tracking: bool = False, actor: str = "",
-                 proximity_weight: float = 0.0, principal: str | None = None) -> None:
+    @property
+    def actor(self) -> str:
+        """The older name of ``principal``, as audit rows spell who acted ("" for the owner)."""
+        return self.principal or ""
+
+    def __init__(self, graph: Target | None = None, tracking: bool = False, actor: str = "",
+                 proximity_weight: float = 0.0, principal: str | None = None, scope: Scope | None = None) -> None:
         self.graph = graph
         self.tracking = tracking
-        self.principal = principal if principal is not None else (actor or None)
-        self.actor = actor or principal or ""
+        self.principal = scope.principal if scope is not None else principal_of(principal, actor)
         self.proximity_weight = check_weight(proximity_weight)
         self.checkpoints = Checkpoints()
         self._policy_engine: PolicyEngine | None = None

@@ -44,7 +44,7 @@ class VectorStream:
     def _produce(self) -> None:
         """One chunk is kept in flight ahead of the one being waited for when the embedder can ``submit`` (the
         next chunk is tokenized while the model threads run this one, and they never wait between chunks)."""
-        submit = getattr(self.embedder, "submit", None)
+        submit = getattr(self.embedder, "submit", None)  # kept: submit() is an optional part of the Embedder protocol
         flight: list[tuple[int, int, Any]] = []
         try:
             for start in range(0, len(self.texts), self.chunk):

@@ -29,12 +29,12 @@ class Node2VecParams:
     seed: int = 0
 
     def check(self) -> None:
-        for name in ("dimensions", "walk_length", "num_walks", "window", "negatives", "epochs"):
-            value = getattr(self, name)
+        for name, value in (("dimensions", self.dimensions), ("walk_length", self.walk_length),
+                            ("num_walks", self.num_walks), ("window", self.window), ("negatives", self.negatives),
+                            ("epochs", self.epochs)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer (got {value!r})")
-        for name in ("p", "q", "learning_rate"):
-            value = getattr(self, name)
+        for name, value in (("p", self.p), ("q", self.q), ("learning_rate", self.learning_rate)):
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
                 raise ValueError(f"{name} must be a positive number (got {value!r})")
 

@@ -13,15 +13,20 @@ Every tombstone an erasure writes names the entity, so no import brings the reco
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from .. import copies
 from ..decisions import checkpoints
 from ..errors import ValidationError
+from ..graph import ContextGraph
 from ..memory.purge import purge_memories
+from ..memory.service import AgentMemory
+from ..vector_store import VectorStore
 from ..model import Node, content_hash, to_utc_iso, utcnow
 from ..graph.writes import retracted_node
 from ..store import Store
+from ..seams import (Checked, ErasableMemory, ErasableVectors, DeletesVectors, NamedBackend, PurgeableGraph,
+                     store_of, workspace_of)
 from ..store.scrub import CONTENT_TABLES
 from . import subject as found
 from .receipt import ErasureReceipt
@@ -42,10 +47,26 @@ def _item_id(item: Any) -> str:
         for key in ("id", "memory_id", "node_id"):
             if item.get(key):
                 return str(item[key])
-    for key in ("id", "memory_id"):
-        if getattr(item, key, None):
-            return str(getattr(item, key))
+    if isinstance(item, _Identified) and item.id:  # a caller's record object (a dataclass, a model)
+        return str(item.id)
+    if isinstance(item, _MemoryIdentified) and item.memory_id:
+        return str(item.memory_id)
     raise ValidationError(f"find_by_entity returned an item without an id: {item!r}")
+
+
+@runtime_checkable
+class _Identified(Protocol):
+    id: Any
+
+
+@runtime_checkable
+class _MemoryIdentified(Protocol):
+    memory_id: Any
+
+
+def _backend(vs: Any) -> str:
+    """The name a vector backend gives itself (``backend``), else its class name."""
+    return str(vs.backend) if isinstance(vs, NamedBackend) else type(vs).__name__
 
 
 def _status(count: int) -> str:
@@ -60,12 +81,14 @@ class ErasureCoordinator:
     is incomplete until then. ``principal`` is who erases (audited as the actor); ``authorize`` is asked for
     every namespace the erasure would change before anything changes (the workspace erasure checks grants)."""
 
-    def __init__(self, graph: Any = None, memory: Any = None, vector_store: Any = _UNSET,
-                 audit_store: Any = None, actor: str = "erasure", principal: str | None = None,
+    def __init__(self, graph: ContextGraph | PurgeableGraph | None = None,
+                 memory: AgentMemory | ErasableMemory | None = None,
+                 vector_store: VectorStore | ErasableVectors | DeletesVectors | NamedBackend | bool | None = _UNSET,
+                 audit_store: Store | None = None, actor: str = "erasure", principal: str | None = None,
                  physical: str = "strict", authorize: Authorize | None = None) -> None:
         self._vectors_disabled = vector_store is False
         if vector_store is _UNSET:
-            vector_store = getattr(memory, "vector_store", None) if memory is not None else None
+            vector_store = memory.vector_store if isinstance(memory, AgentMemory) else None
         if vector_store is False:
             vector_store = None
         if graph is None and memory is None and vector_store is None:
@@ -74,6 +97,9 @@ class ErasureCoordinator:
             raise ValidationError(f"physical={physical!r}: use strict or deferred", physical=physical)
         self.graph = graph
         self.memory = memory
+        # Ours (in a store of record, purged there) or a caller's own object (driven through its methods):
+        self._our_graph: ContextGraph | None = graph if isinstance(graph, ContextGraph) else None
+        self._our_memory: AgentMemory | None = memory if isinstance(memory, AgentMemory) else None
         self.vector_store = vector_store
         self.actor = principal or actor  # the principal the receipt is audited under
         self.principal = principal
@@ -81,8 +107,8 @@ class ErasureCoordinator:
         self.authorize = authorize
         self._unreadable: list[dict[str, Any]] = []
         self.stores: list[Store] = []  # the stores of record the bound objects live in
-        for store in (getattr(getattr(memory, "workspace", None), "store", None), getattr(graph, "store", None)):
-            if isinstance(store, Store) and all(store is not s for s in self.stores):
+        for store in (store_of(self._our_memory), store_of(self._our_graph)):
+            if store is not None and all(store is not s for s in self.stores):
                 self.stores.append(store)
         candidates = [audit_store] if audit_store is not None else self.stores
         self.audit_stores: list[Any] = []
@@ -93,26 +119,28 @@ class ErasureCoordinator:
     # --- what the bound objects are --------------------------------------------------------------
     def _memory_store(self) -> Store | None:
         """The store of record of an AgentMemory (None for a foreign memory object)."""
-        store = getattr(getattr(self.memory, "workspace", None), "store", None)
-        return store if isinstance(store, Store) and isinstance(getattr(self.memory, "namespace", None), str) \
-            else None
+        return store_of(self._our_memory)
+
+    def _namespaces(self) -> tuple[str | None, str | None]:
+        """The namespaces of the bound graph and memory (None for a caller's own object)."""
+        return (self._our_graph.namespace if self._our_graph is not None else None,
+                self._our_memory.namespace if self._our_memory is not None else None)
 
     def _vectors_in_store(self) -> bool:
         """Whether the embeddings live in a store of record (purged with the records), not in a foreign backend."""
         if self.vector_store is None:
             return not self._vectors_disabled and bool(self.stores)
-        ws = getattr(self.vector_store, "workspace", None)
-        return any(getattr(ws, "store", None) is s for s in self.stores)
+        store = store_of(self.vector_store)
+        return store is not None and any(store is s for s in self.stores)
 
     def _entity_node(self, entity_id: str) -> tuple[Store | None, str | None]:
-        resolve = getattr(self.graph, "resolve", None)
-        store = getattr(self.graph, "store", None)
-        if callable(resolve) and isinstance(store, Store):
+        graph = self._our_graph
+        if graph is not None:
+            store = graph.store
             try:
-                found = resolve(entity_id)
-                if found is None and callable(getattr(self.graph, "store_id", None)):  # retracted before the
-                    # erasure: its history still holds it
-                    found = retracted_node(self.graph, entity_id)
+                found = graph.resolve(entity_id)
+                if found is None:  # retracted before the erasure: its history still holds it
+                    found = retracted_node(graph, entity_id)
                 return store, found
             except Exception:  # an unreadable graph store: its legs report the failure
                 return store, None
@@ -123,9 +151,10 @@ class ErasureCoordinator:
         vs = self.vector_store
         if vs is None:
             return {"status": "not_configured"}
-        backend = getattr(vs, "backend", type(vs).__name__)
-        delete = getattr(vs, "delete", None) or getattr(vs, "delete_vectors", None)
-        if not callable(delete):
+        backend = _backend(vs)
+        delete = vs.delete if isinstance(vs, ErasableVectors) else \
+            vs.delete_vectors if isinstance(vs, DeletesVectors) else None
+        if delete is None:
             return {"status": "unsupported", "backend": backend,
                     "detail": "backend exposes no delete()/delete_vectors(); erase these ids out of band"}
         if not ids:
@@ -141,7 +170,7 @@ class ErasureCoordinator:
         mem = self.memory
         if mem is None:
             return None, {"status": "not_configured"}
-        if not callable(getattr(mem, "find_by_entity", None)) or not callable(getattr(mem, "batch_delete", None)):
+        if not isinstance(mem, ErasableMemory):
             return None, {"status": "unsupported", "detail": "memory exposes no find_by_entity()/batch_delete()"}
         try:
             return [_item_id(x) for x in mem.find_by_entity(entity_id)], None
@@ -157,9 +186,8 @@ class ErasureCoordinator:
                 totals = purge_memories(store, ids, "erasure", self.actor, erasure=entity_id)
                 tally["vectors"] += totals["vectors"]
                 deleted = totals["nodes"]
-                retention = getattr(self.memory, "retention", None)
-                if retention is not None:
-                    retention.forgotten(ids)
+                if self._our_memory is not None:
+                    self._our_memory.retention.forgotten(ids)
             else:
                 result = self.memory.batch_delete(ids)
                 deleted = result if isinstance(result, int) and not isinstance(result, bool) else len(ids)
@@ -236,10 +264,10 @@ class ErasureCoordinator:
         g = self.graph
         if g is None:
             return {"status": "not_configured"}
-        if not callable(getattr(g, "purge_node", None)):
+        if not isinstance(g, PurgeableGraph):
             return {"status": "unsupported", "detail": "graph exposes no purge_node()"}
         try:
-            if isinstance(getattr(g, "store", None), Store):
+            if self._our_graph is not None:
                 totals = g.purge_node(entity_id, reason=reason or "", at=at, erasure=entity_id)
             else:
                 totals = g.purge_node(entity_id, reason=reason or "", at=at)
@@ -285,7 +313,7 @@ class ErasureCoordinator:
         if not isinstance(entity_id, str) or not entity_id:
             raise ValidationError("entity_id must be a non-empty string", entity_id=entity_id)
         for bound in (self.memory, self.graph):
-            if callable(getattr(bound, "check", None)):
+            if isinstance(bound, Checked):
                 bound.check("write", "erase_entity", entity_id)
         when = to_utc_iso(at) or utcnow()
         why = reason or ""
@@ -331,7 +359,7 @@ class ErasureCoordinator:
         for store in self.stores:
             try:
                 subj = found.find(store, entity_id, node_id if store is graph_store else None,
-                                  getattr(self.memory, "namespace", None) if store is memory_store else None)
+                                  self._namespaces()[1] if store is memory_store else None)
             except Exception as exc:  # the legs on this store fail and say so; the others still run
                 self._unreadable.append({"url": store.url, **_failed(exc), "status": "incomplete"})
                 continue
@@ -361,13 +389,12 @@ class ErasureCoordinator:
         """How audit entries name the erased records: the id, ``namespace/id``, and the graph's own form."""
         targets = {entity_id, *ids}
         namespaces = {m["namespace"] for _, s in plans for m in s.mentions.values()}
-        namespaces |= {getattr(self.graph, "namespace", None), getattr(self.memory, "namespace", None)}
+        namespaces |= set(self._namespaces())
         for ns in filter(None, namespaces):
             targets |= {f"{ns}/{i}" for i in ids}
             targets.add(f"{ns}/{entity_id}")
-        user_id = getattr(self.graph, "user_id", None)
-        if callable(user_id):
-            targets |= {user_id(i) for i in ids}
+        if self._our_graph is not None:
+            targets |= {self._our_graph.user_id(i) for i in ids}
         return targets
 
     def _store_vectors(self, receipt: ErasureReceipt, deleted: int, memories: int) -> dict[str, Any]:
@@ -386,16 +413,15 @@ class ErasureCoordinator:
         """Forget what this process derived from the stores (vector and precedent indexes, adjacency, briefs,
         query embeddings): the next use rebuilds them from the store, as a new process would."""
         for obj in (self.graph, self.memory, self.vector_store):
-            ws = getattr(obj, "workspace", None)
-            drop = getattr(ws, "drop_caches", None)
-            if callable(drop):
-                drop()
+            ws = workspace_of(obj)
+            if ws is not None:
+                ws.drop_caches()
 
     def _copies(self, plans: list[tuple[Store, found.Subject]], ids: set[str]) -> list[dict[str, Any]]:
         out = []
         for store, subj in plans:
             namespaces = {m["namespace"] for m in subj.mentions.values()}
-            namespaces |= {getattr(self.memory, "namespace", None) or "", getattr(self.graph, "namespace", "")}
+            namespaces |= set(self._namespaces())
             if subj.node is not None:
                 namespaces.add(subj.node.namespace)
             out += copies.holding(store, ids | set(subj.mentions), {n for n in namespaces if n})

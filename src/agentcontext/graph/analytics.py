@@ -37,7 +37,10 @@ class GraphAnalytics:
         self.graph = graph
 
     def _check(self, flag: str) -> None:
-        if not getattr(self.graph, flag):
+        g = self.graph
+        on = {"advanced_analytics": g.advanced_analytics, "centrality_analysis": g.centrality_analysis,
+              "community_detection": g.community_detection}[flag]
+        if not on:
             raise ValidationError(f"{flag} is off for this graph; construct ContextGraph({flag}=True)", option=flag)
 
     def _cached(self, what: str, build: Callable[[], Any]) -> Any:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..engine import proximity
 from ..engine.fusion import RELEVANCE
+from ..seams import NamesModel, NamesProvider
 from .node_search import KEYWORD
 from .writes import node_text
 
@@ -60,8 +61,9 @@ def _summarise(llm_provider: Any, material: str) -> str:
 
 def community_reports(graph: Any, llm_provider: Any = None) -> list[Report]:
     """The graph's communities of two or more nodes as reports (cached until the graph changes)."""
-    by = "extractive" if llm_provider is None else f"{getattr(llm_provider, 'provider', 'llm')}:" \
-                                                  f"{getattr(llm_provider, 'model', '')}"
+    by = "extractive" if llm_provider is None else \
+        f"{llm_provider.provider if isinstance(llm_provider, NamesProvider) else 'llm'}:" \
+        f"{llm_provider.model if isinstance(llm_provider, NamesModel) else ''}"
 
     def build() -> list[Report]:
         found = graph.detect_communities(algorithm="leiden")

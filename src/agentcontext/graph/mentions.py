@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Sequence
 
+from .. import access
 from ..engine.mentions import Mention, MentionMatcher
 from ..engine.names import strip_suffixes, tokens
 from ..model import Edge, Node
@@ -197,3 +198,26 @@ def link_nodes(graph: GraphLike, namespaces: Iterable[str], kinds: Sequence[str]
             if progress is not None:
                 progress(done, total)
     return totals
+
+
+def link_mentions(graph: GraphLike, namespaces: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """``ContextGraph.link_mentions`` once its write check passed: the namespaces it may scan (read on each, write
+    on a memory store; by default those it may not write are left out and listed in ``skipped``), then
+    ``link_nodes`` over them."""
+    skipped: list[str] = []
+    if namespaces is None:
+        scope = graph.scope
+        namespaces = [ns for ns in graph.store.namespaces()
+                      if scope is None or (ns == scope if isinstance(scope, str) else ns in scope)]
+        if graph.principal is not None:
+            skipped = [ns for ns in namespaces if ns.startswith("memory:")
+                       and not access.can(graph.workspace, graph.principal, ns, "write")]
+            namespaces = [ns for ns in namespaces if ns not in skipped]
+    else:
+        for ns in namespaces:
+            access.require(graph.workspace, graph.principal, ns, "read", "graph.link_mentions", ns)
+            if ns.startswith("memory:"):
+                access.require(graph.workspace, graph.principal, ns, "write", "graph.link_mentions", ns)
+    found = link_nodes(graph, namespaces, kinds, actor=graph.actor, progress=progress)
+    return {**found, "skipped": skipped} if skipped else found

@@ -18,10 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..embed.cache import embed_missing
 from ..engine import proximity
 from ..engine.fusion import RELEVANCE
 from ..model import MEMORY_KIND, Node
+from ..store.base import Capability, Store
 from ..vector_store import VectorStore
 from .writes import node_text
 
@@ -54,7 +57,7 @@ def search_nodes(graph: Any, query: str, limit: int = 10) -> list[NodeHit]:
     ids = list(dict.fromkeys([*dense, *worded, *named]))
     nodes = {i: n for i, n in store.get_nodes(ids).items() if n.kind not in SKIPPED_KINDS and graph.sees(n)}
     missing = [n.embed_hash for i, n in nodes.items() if i not in dense and n.embed_hash]
-    sims = store.similarities(qv, ws.model_name, missing) if missing else {}
+    sims = _similarities(store, qv, ws.model_name, missing) if missing else {}
     named_set = set(named)
     hits = []
     for sid, node in nodes.items():
@@ -65,3 +68,11 @@ def search_nodes(graph: Any, query: str, limit: int = 10) -> list[NodeHit]:
         hits.append(NodeHit(node, score, {"dense": round(cos, 6), "keyword": round(words, 6), "name": name}))
     hits.sort(key=lambda h: (-h.score, h.node.id))
     return hits[:limit]
+
+
+def _similarities(store: Store, qv: np.ndarray, model: str, hashes: list[str]) -> dict[str, float]:
+    """The query's inner product with the stored vectors of ``hashes``: in the store when it ranks vectors itself
+    (``Capability.VECTOR_SEARCH``), else here from the vectors it holds."""
+    if Capability.VECTOR_SEARCH in store.capabilities:
+        return store.similarities(qv, model, hashes)
+    return {h: float(v @ qv) for h, v in store.get_vectors(hashes, model).items()}

@@ -163,3 +163,12 @@ def purge_node(graph: WritingGraph, node_id: str, reason: str = "", at: Any = No
     when = to_utc_iso(at) or utcnow()
     totals = graph.store.purge_nodes([sid], reason=reason, actor=graph.actor, at=when, erasure=erasure)
     return {**totals, "tombstone": graph.store.tombstone(sid)}
+
+
+def purge_namespace(graph: WritingGraph) -> None:
+    """``clear()`` of a workspace graph: every node of its namespace purged (retracted ones too), audited."""
+    ids = graph.store.node_ids(graph.namespace, include_retracted=True)
+    if ids:
+        with graph.store.transaction():
+            graph.store.purge_nodes(ids, reason="graph.clear", actor=graph.actor)
+            graph._audit("graph.clear", graph.namespace, {"nodes": len(ids)})

@@ -42,7 +42,7 @@ class BearerChallenge:
         self.app = app
 
     def __getattr__(self, name: str) -> Any:  # the Starlette app's own attributes (state, router, ...)
-        return getattr(self.app, name)
+        return getattr(self.app, name)  # kept: the delegation itself
 
     async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
                        send: Callable[[Message], Awaitable[None]]) -> None:

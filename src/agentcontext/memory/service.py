@@ -17,29 +17,31 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import access, copies
-from ..embed.cache import embed_texts, new_vectors
+from ..embed.cache import embed_texts
 from ..errors import NotFoundError, ValidationError, refuse_unknown
 from ..engine import rerank as reranking
+from ..graph.protocol import GraphLike
 from ..engine.fusion import FusionWeights
 from ..ids import check_id
 from ..model import Node, content_hash
 from ..store.base import Capability
+from ..seams import Scope, principal_of
 from ..vector_store import VectorStore
 from ..workspace import Workspace
 from . import io as memory_io
 from . import chain, server_search
 from .index import MemoryIndex, memory_index
-from .items import item_name, refuse_not_finite, supplied_in_full
+from .items import supplied_in_full
+from .plan import embed_missing, plan_items
 from .links import entity_ids, graph_view, link_memories, link_stored, link_texts, relink_text
 from .purge import about, purge_memories
-from .records import (CONV, KIND, TYPE, USER, build_node, iso_with_offset, memory_text, now_iso, time_key,
+from .records import (CONV, KIND, TYPE, USER, build_node, memory_text, now_iso, time_key,
                       to_memory)
 from .retention import Retention
 from .rerank import reranked
 from .search import candidate_rows, search
 
 _RETENTION = re.compile(r"^(\d+)_days?$")
-SMALL_BATCH = 64  # at most this many texts to embed: their vectors land in the memories' own transaction
 
 
 def parse_retention(policy: str | int | None) -> int | None:
@@ -85,9 +87,13 @@ class AgentMemory:
     def __init__(self, vector_store: VectorStore | None = None, max_memory_size: int = 10000,
                  retention_policy: str | int | None = "unlimited", *, namespace: str = "default",
                  workspace: Workspace | None = None, context_turns: bool = True,
-                 weights: FusionWeights | None = None, actor: str = "", entity_graph: Any = None,
+                 weights: FusionWeights | None = None, actor: str = "", entity_graph: GraphLike | None = None,
                  principal: str | None = None, rerank: bool | None = None,
-                 embedding_model: str | None = None) -> None:
+                 embedding_model: str | None = None, scope: Scope | None = None) -> None:
+        """``scope`` (the facade's) is the workspace and the principal at once; ``workspace=`` and ``principal=``
+        (or its older name ``actor=``) say them one at a time."""
+        if scope is not None:
+            workspace, principal = scope.workspace, scope.principal
         if workspace is None:
             vector_store = vector_store if vector_store is not None else VectorStore(embedding_model=embedding_model)
             workspace = vector_store.workspace
@@ -101,14 +107,18 @@ class AgentMemory:
         self.context_turns = context_turns
         self.weights = weights or FusionWeights()
         # Who acts: checked on every call (``actor`` is the older name of the same thing).
-        self.principal = principal if principal is not None else (actor or None)
-        self.actor = actor or principal or ""
+        self.principal = principal_of(principal, actor)
         # With a graph, a stored memory whose metadata lists ``entities`` is linked to those entity nodes (links.py).
         self.entity_graph = entity_graph
         # A second stage over the first candidates (engine/rerank.py): AgentMemory(rerank=True) or AGENTCONTEXT_RERANK
         self.rerank = reranking.enabled(rerank)
 
     # --- plumbing --------------------------------------------------------------------------
+    @property
+    def actor(self) -> str:
+        """The older name of ``principal``, as audit rows spell who acted ("" for the owner)."""
+        return self.principal or ""
+
     @property
     def db(self) -> Any:
         """The workspace's store of record (``store`` is the seed's method that stores a memory)."""
@@ -183,7 +193,7 @@ class AgentMemory:
         access.require_chosen_ids(self.workspace, self.principal, [str(x["id"]) for x in items if x.get("id")],
                                   "memory.store", "a memory id", "leave id out: the store assigns one")
         linking = self.entity_graph is not None and any(entity_ids(x.get("metadata")) for x in items)
-        if linking and callable(getattr(self.entity_graph, "check", None)):  # links are graph writes: checked first,
+        if linking and self.entity_graph is not None:  # links are graph writes: checked first,
             view = graph_view(self, self.entity_graph)  # as the memory's writer, and so are the ids of the
             view.check("write", "graph.node.add")  # entity nodes they may make (before any memory is written)
             for entity in sorted({e for x in items for e in entity_ids(x.get("metadata"))}):
@@ -232,71 +242,8 @@ class AgentMemory:
 
     def _plan(self, items: list[dict[str, Any]]) -> tuple:
         """The nodes of ``items`` (linked to their conversations' heads as read now), each conversation's last and
-        first node, the pair texts to embed, the vectors supplied (by hash) and the heads assumed."""
-        stamp = now_iso()
-        last: dict[str, Node | None] = {}
-        nodes: list[Node] = []
-        pair_texts: list[str] = []
-        supplied: dict[str, np.ndarray] = {}
-        prev_text: dict[str, str] = {}
-        first: dict[str, Node] = {}  # each conversation's first turn in this batch, and the head it assumed
-        assumed: dict[str, str | None] = {}
-        if self.context_turns:  # every conversation's head in one read (chain.heads), not one read each
-            convs = [str(c) for item in items if (c := item.get("conversation_id")) is not None]
-            last.update(chain.heads(self.db, self.namespace, list(dict.fromkeys(convs))) if convs else {})
-        for seq, item in enumerate(items):
-            content = item.get("content", item.get("text"))
-            conv = item.get("conversation_id")
-            if conv is not None:
-                conv = str(conv)
-            prev_id = None
-            if conv is not None and self.context_turns:
-                if conv not in prev_text:
-                    before = last.get(conv)
-                    if before is not None:
-                        prev_text[conv] = memory_text(before.title, before.content)
-                        last[conv] = before
-                before = last.get(conv)
-                prev_id = before.id if before is not None else None
-                assumed.setdefault(conv, prev_id)
-            created = item.get("created_at")
-            updated = item.get("updated_at")
-            try:
-                node = build_node(self.namespace, content, item.get("metadata"), conv,
-                                  None if item.get("user_id") is None else str(item["user_id"]),
-                                  memory_id=item.get("id"),
-                                  created_at=iso_with_offset(created, "created_at") if created else stamp,
-                                  updated_at=iso_with_offset(updated, "updated_at") if updated else None,
-                                  seq=seq, prev=prev_id)
-            except ValidationError as exc:  # one bad item refuses the batch, naming it (nothing written yet)
-                raise ValidationError(f"{item_name(seq, item)}: {exc.message}; nothing of this batch was stored",
-                                      **{**exc.data, "index": seq}) from exc
-            if conv is not None and self.context_turns:
-                own = node.embed_text or ""
-                if conv in prev_text:
-                    pair = prev_text[conv] + "\n" + own
-                    node.props["pair_hash"] = content_hash(pair)
-                    context = item.get("context_vector")
-                    if context is not None:
-                        supplied[node.props["pair_hash"]] = self._vector(context, seq, "context_vector")
-                    else:
-                        pair_texts.append(pair)
-                prev_text[conv] = own
-                last[conv] = node
-                first.setdefault(conv, node)
-            node.embed_hash = content_hash(node.embed_text)  # hashed once here (the store checks it again)
-            vector = item.get("vector", item.get("embedding"))
-            if vector is not None:
-                supplied[node.embed_hash] = self._vector(vector, seq, "vector")
-            nodes.append(node)
-        refuse_not_finite(items, supplied)
-        ids = [n.id for n in nodes]
-        if len(set(ids)) != len(ids):
-            seen: set[str] = set()
-            twice = next(i for i in ids if i in seen or seen.add(i))
-            raise ValidationError(f"batch_store got the memory id {twice[:80]!r} twice; ids must be unique",
-                                  id=twice[:300])
-        return nodes, last, first, pair_texts, supplied, assumed
+        first node, the pair texts to embed, the vectors supplied (by hash) and the heads assumed (plan.py)."""
+        return plan_items(items, self.namespace, self.context_turns, self.db, lambda: self.dimension)
 
     def _land(self, nodes: list[Node], last: dict[str, Node | None], first: dict[str, Node],
               supplied: dict[str, np.ndarray], audit: str | None) -> None:
@@ -310,29 +257,9 @@ class AgentMemory:
             self._audit(audit, f"{self.namespace}/{ids[0]}" if len(ids) == 1 else self.namespace,
                         {} if len(ids) == 1 else {"stored": len(ids)})
 
-    def _vector(self, value: Any, seq: int, name: str) -> np.ndarray:
-        vec = np.asarray(value, dtype=np.float32)
-        if vec.shape != (self.dimension,):
-            raise ValidationError(f"memory {seq}: {name} has shape {vec.shape}, expected ({self.dimension},)",
-                                  index=seq, expected=self.dimension)
-        return vec
-
     def _embed(self, nodes: list[Node], pair_texts: list[str], supplied: dict[str, np.ndarray],
                progress: Callable[[int, int], None] | None) -> None:
-        """Vectors for the texts not supplied: a few are added to ``supplied`` (written with the memories, in
-        one transaction); many are embedded and cached in the store batch by batch, with progress."""
-        texts = [n.embed_text for n in nodes if n.embed_text and n.embed_hash not in supplied]
-        texts += pair_texts
-        if not texts:
-            return
-        if len(texts) <= SMALL_BATCH:
-            supplied.update(new_vectors(self.db, self.workspace.embedder, texts))
-            return
-        step = 2048
-        for start in range(0, len(texts), step):
-            embed_texts(self.db, self.workspace.embedder, texts[start: start + step])
-            if progress:
-                progress(min(start + step, len(texts)), len(texts))
+        embed_missing(self.db, self.workspace.embedder, nodes, pair_texts, supplied, progress)
 
     def update(self, memory_id: str, content: str | None = None, metadata: dict[str, Any] | None = None) -> bool:
         """Change the text and/or merge metadata; the id stays, the store keeps the previous version.

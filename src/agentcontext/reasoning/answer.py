@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine.fusion import STOPWORDS
 from .bundle import ContextBundle
+
+if TYPE_CHECKING:
+    from ..llms.base import Completion
 
 FULL_SUPPORT = 0.6  # the share of a sentence's content words its sources must hold to support it fully
 _TOKEN = re.compile(r"[^\W_]+")
@@ -145,7 +148,7 @@ def ground(response: str, bundle: ContextBundle) -> Grounding:
     return Grounding(cited, list(dict.fromkeys(unknown)), coverage, support, precision, relevance)
 
 
-def result(bundle: ContextBundle, response: str, completion: Any = None) -> dict[str, Any]:
+def result(bundle: ContextBundle, response: str, completion: Completion | None = None) -> dict[str, Any]:
     """The dict query_with_reasoning returns (seed 003's keys first)."""
     g = ground(response, bundle)
     usage = completion.usage.to_dict() if completion is not None else {"input_tokens": None, "output_tokens": None,
@@ -166,7 +169,7 @@ def result(bundle: ContextBundle, response: str, completion: Any = None) -> dict
         "budget_tokens": bundle.budget_tokens,
         "dropped": bundle.dropped,
         "skipped": bundle.skipped,
-        "provider": getattr(completion, "provider", None),
-        "model": getattr(completion, "model", None),
+        "provider": completion.provider if completion is not None else None,
+        "model": completion.model if completion is not None else None,
         "query": bundle.query,
     }

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import ProviderError, ValidationError
 from ..model import utcnow
+from ..seams import Completes, MemoryLike
 
 CANDIDATES = 5
 SIMILAR = 0.35
@@ -71,17 +72,16 @@ RESOLVE_PROMPT = (
     "memories only by the numbers shown.")
 
 
-def infer_and_store(memory: Any, llm: Any, text: str, *, metadata: dict[str, Any] | None = None,
+def infer_and_store(memory: MemoryLike, llm: Completes | None, text: str, *, metadata: dict[str, Any] | None = None,
                     conversation_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
     """Extract, resolve and apply (see the module docstring); returns what was done, fact by fact."""
     if not isinstance(text, str) or not text.strip():
         raise ValidationError("store(..., infer=True) needs one non-empty text")
-    if llm is None or not callable(getattr(llm, "complete", None)):
+    if not isinstance(llm, Completes):
         raise ValidationError("store(..., infer=True) needs an LLM provider: AgentContext(llm_provider=...) or "
                               "store(..., infer=True, llm_provider=...) with an agentcontext.llms provider")
-    check = getattr(memory, "check", None)
-    if callable(check):  # before any model call: a principal who may not write sends no text to a provider
-        check("write", "memory.store")
+    # before any model call: a principal who may not write sends no text to a provider
+    memory.check("write", "memory.store")
     extracted = llm.complete(text, system=EXTRACT_PROMPT, json_schema=EXTRACT_SCHEMA, temperature=0)
     facts = [{"text": f["text"].strip(), "entities": list(dict.fromkeys(f.get("entities") or []))}
              for f in extracted.data["facts"] if f["text"].strip()]
@@ -103,7 +103,7 @@ def infer_and_store(memory: Any, llm: Any, text: str, *, metadata: dict[str, Any
     return _report(results, facts, entities, usage)
 
 
-def _similar(memory: Any, facts: list[dict[str, Any]], conversation_id: str | None,
+def _similar(memory: MemoryLike, facts: list[dict[str, Any]], conversation_id: str | None,
              user_id: str | None) -> list[dict[str, Any]]:
     scope = {"user_id": user_id} if user_id is not None else (
         {"conversation_id": conversation_id} if conversation_id is not None else {})
@@ -143,7 +143,7 @@ def _plan(actions: list[dict[str, Any]], facts: list[dict[str, Any]], existing: 
     return plan
 
 
-def _apply(memory: Any, plan: list[dict[str, Any]], facts: list[dict[str, Any]], existing: list[dict[str, Any]],
+def _apply(memory: MemoryLike, plan: list[dict[str, Any]], facts: list[dict[str, Any]], existing: list[dict[str, Any]],
            source: dict[str, Any], metadata: dict[str, Any] | None, conversation_id: str | None,
            user_id: str | None) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
@@ -178,7 +178,7 @@ def _apply(memory: Any, plan: list[dict[str, Any]], facts: list[dict[str, Any]],
                 old = existing[a["memory"]]
                 memory.update(old["id"], metadata={"provenance": {**provenance,
                                                                   "previous_version": old.get("version")}})
-                memory.db.retract_nodes([old["id"]], actor=getattr(memory, "actor", ""))
+                memory.db.retract_nodes([old["id"]], actor=memory.principal or "")
                 results.append({"event": "DELETE", "id": old["id"], "memory": old["content"], "fact": fact["text"],
                                 "reason": reason})
             else:
@@ -190,7 +190,7 @@ def _apply(memory: Any, plan: list[dict[str, Any]], facts: list[dict[str, Any]],
 def _report(results: list[dict[str, Any]], facts: list[dict[str, Any]], entities: list[Any],
             completions: list[Any]) -> dict[str, Any]:
     def total(key: str) -> int | None:
-        values = [getattr(c.usage, key) for c in completions]
+        values = [c.usage.to_dict()[key] for c in completions]
         return None if all(v is None for v in values) else sum(v or 0 for v in values)
 
     return {"results": results, "facts": facts, "entities": entities,

@@ -7,17 +7,19 @@ from typing import Any
 import numpy as np
 
 from .. import access
+from ..seams import RetrieverLike
+from ..store.base import Store
 from ..workspace import Workspace
 from .sources import DECISION, DOC_FULL_SCORE, MEMORY, Source, clamp, decision_text, is_pack, node_source
 
 
-def memory_sources(retriever: Any, query: str, limit: int, *, conversation_id: str | None = None,
+def memory_sources(retriever: RetrieverLike, query: str, limit: int, *, conversation_id: str | None = None,
                    user_id: str | None = None, min_score: float = 0.0) -> list[Source]:
     """The retriever's own hits (no graph expansion here: expand.py walks from every kind of seed)."""
     hits = retriever.retrieve(query, max_results=limit, use_graph_expansion=False, min_relevance_score=min_score,
                               conversation_id=conversation_id, user_id=user_id)
-    memory = getattr(retriever, "memory_store", None)
-    store = getattr(memory, "db", None)
+    memory = retriever.memory_store
+    store = memory.db if memory is not None else None
     nodes = store.get_nodes([h.id for h in hits if h.id and h.source == "memory"]) if store is not None else {}
     out = []
     for hit in hits:
@@ -131,7 +133,7 @@ class Readable:
 
 
 class StoreReadable:
-    def __init__(self, readable: Readable, store: Any) -> None:
+    def __init__(self, readable: Readable, store: Store) -> None:
         self.readable = readable
         self.store = store
 

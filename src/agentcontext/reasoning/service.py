@@ -13,11 +13,13 @@ and an answer grounded in it.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, Union
 
 from .. import access
 from ..errors import ValidationError
+from ..graph.protocol import GraphLike
 from ..model import CONTEXT_KINDS as KINDS
+from ..seams import Completes, Generates, MemoryLike, NamesModel, RetrieverLike, Scope
 from ..workspace import Workspace
 from .answer import result
 from .bundle import ContextBundle, assemble
@@ -26,6 +28,12 @@ from .facts import infer_and_store
 from .gather import Readable, decision_sources, doc_sources, graph_sources, memory_sources
 from .sources import Source
 
+if TYPE_CHECKING:
+    from ..decisions.recorder import DecisionRecorder
+    from ..decisions.service import DecisionService
+    from ..llms.base import Completion
+
+Decisions = Union["DecisionRecorder", "DecisionService"]  # what reasoning reads decisions through
 NO_SOURCES = "I found nothing in the stored context about this question, so I cannot answer it from there."
 TRUTH_FILTER = ("truth_filter is not accepted by {where}; assemble support-checked context with "
                 "ContextRetriever.retrieve(..., truth_filter=...) and give it to the model yourself")
@@ -33,7 +41,7 @@ TRUTH_FILTER = ("truth_filter is not accepted by {where}; assemble support-check
 
 def check_provider(llm_provider: Any) -> Any:
     """``llm_provider`` as given, if it can answer (``complete(messages, ...)``); ValidationError otherwise."""
-    if llm_provider is not None and not callable(getattr(llm_provider, "complete", None)):
+    if llm_provider is not None and not isinstance(llm_provider, Completes):
         raise ValidationError("llm_provider must be an agentcontext.llms provider (anything with complete(messages, "
                               "...)), e.g. Groq(model=...) or OpenAICompatible(base_url=..., model=...)",
                               got=type(llm_provider).__name__)
@@ -49,6 +57,11 @@ def check_infer(infer: Any, llm_provider: Any) -> bool:
     return infer
 
 
+def model_name(llm: Any) -> str:
+    """The model a provider names (``model``), or "" for one that names none."""
+    return str(llm.model) if isinstance(llm, NamesModel) else ""
+
+
 def refuse_truth_filter(where: str, kwargs: dict[str, Any]) -> None:
     if "truth_filter" in kwargs:
         raise ValidationError(TRUTH_FILTER.format(where=where), argument="truth_filter")
@@ -57,26 +70,35 @@ def refuse_truth_filter(where: str, kwargs: dict[str, Any]) -> None:
 class ReasoningService:
     """Cited context and grounded answers over the services it is given (any of them may be None)."""
 
-    def __init__(self, retriever: Any = None, *, graph: Any = None, workspace: Workspace | None = None,
-                 decisions: Any = None, principal: str | None = None) -> None:
+    def __init__(self, retriever: RetrieverLike | None = None, *, graph: GraphLike | None = None,
+                 workspace: Workspace | None = None, decisions: Decisions | None = None,
+                 principal: str | None = None, scope: Scope | None = None) -> None:
+        """``scope`` (the facade's) gives the workspace (for packs) and the principal at once; ``workspace=`` and
+        ``principal=`` say the same one at a time."""
         self.retriever = retriever
         self.graph = graph
-        self.workspace = workspace
+        self.workspace = scope.workspace if scope is not None else workspace
         self.decisions = decisions
-        self.principal = principal
+        self.principal = scope.principal if scope is not None else principal
 
     @classmethod
-    def for_retriever(cls, retriever: Any, principal: str | None = None) -> "ReasoningService":
+    def for_retriever(cls, retriever: RetrieverLike, principal: str | None = None) -> "ReasoningService":
         """Everything a ContextRetriever reaches: its memory (and that memory's workspace for packs), its
         knowledge graph and the decisions recorded there."""
-        graph = getattr(retriever, "knowledge_graph", None)
+        graph = retriever.knowledge_graph
         decisions = None
         if graph is not None:
             from ..decisions.recorder import DecisionRecorder
 
             decisions = DecisionRecorder(graph)
-        ws = getattr(getattr(retriever, "memory_store", None), "workspace", None)
+        memory = retriever.memory_store
+        ws = memory.workspace if memory is not None else None
         return cls(retriever, graph=graph, workspace=ws, decisions=decisions, principal=principal)
+
+    @property
+    def memory(self) -> MemoryLike | None:
+        """The memory the retriever reads (None without a retriever or a memory)."""
+        return self.retriever.memory_store if self.retriever is not None else None
 
     # --- the cited context -----------------------------------------------------------------
     def context_for(self, query: str, max_results: int = 10, max_hops: int = 2, budget_tokens: int | None = 4000,
@@ -92,12 +114,10 @@ class ReasoningService:
         readable = Readable(ws_of, self.principal, conversation_id, user_id)
         seeds: list[Source] = []
         skipped: dict[str, str] = {}
-        memory = getattr(self.retriever, "memory_store", None)
+        memory = self.memory
         if "memories" in kinds and self.retriever is not None:
-            namespace = getattr(memory, "namespace", None)
-            mem_ws = getattr(memory, "workspace", None)
-            if namespace and mem_ws is not None and not access.can(mem_ws, self.principal, namespace, "read"):
-                skipped["memories"] = f"no read access to {namespace}"
+            if memory is not None and not access.can(memory.workspace, self.principal, memory.namespace, "read"):
+                skipped["memories"] = f"no read access to {memory.namespace}"
             else:
                 seeds += memory_sources(self.retriever, query, max_results, conversation_id=conversation_id,
                                         user_id=user_id, min_score=min_score)
@@ -131,8 +151,7 @@ class ReasoningService:
             raise ValidationError("query_with_reasoning needs llm_provider=..., e.g. agentcontext.llms.Groq(model=...)"
                                   " or OpenAICompatible(base_url=..., model=...); context_for(query) gives the "
                                   "cited context without a model")
-        if not callable(getattr(llm_provider, "complete", None)) and not callable(getattr(llm_provider, "generate",
-                                                                                           None)):
+        if not isinstance(llm_provider, (Completes, Generates)):
             raise ValidationError("llm_provider must have complete(messages, ...) (an agentcontext.llms provider) "
                                   "or generate(prompt)", got=type(llm_provider).__name__)
         bundle = self.context_for(query, max_results=max_results, max_hops=max_hops, budget_tokens=budget_tokens,
@@ -150,7 +169,7 @@ class ReasoningService:
         if unexpected:
             raise ValidationError(f"store(..., infer=True) got unknown arguments: {', '.join(sorted(unexpected))}",
                                   arguments=sorted(unexpected))
-        memory = getattr(self.retriever, "memory_store", None)
+        memory = self.memory
         if memory is None:
             raise ValidationError("store(..., infer=True) needs a memory to store into")
         return infer_and_store(memory, check_provider(llm_provider), text, metadata=metadata,
@@ -160,8 +179,8 @@ class ReasoningService:
     def _stores(self) -> tuple[list[Any], dict[int, Workspace]]:
         """Every store the context reads, once each, with the workspace that holds its access rules."""
         owners = []
-        memory = getattr(self.retriever, "memory_store", None)
-        if memory is not None and getattr(memory, "workspace", None) is not None:
+        memory = self.memory
+        if memory is not None:
             owners.append(memory.workspace)
         if self.graph is not None:
             owners.append(self.graph.workspace)
@@ -176,13 +195,14 @@ class ReasoningService:
         return stores, ws_of
 
 
-def _ask(llm: Any, bundle: ContextBundle, max_tokens: int | None, temperature: float | None) -> Any:
+def _ask(llm: Completes | Generates, bundle: ContextBundle, max_tokens: int | None,
+         temperature: float | None) -> Completion:
     options: dict[str, Any] = {}
     if max_tokens is not None:
         options["max_tokens"] = max_tokens
     if temperature is not None:
         options["temperature"] = temperature
-    if callable(getattr(llm, "complete", None)):
+    if isinstance(llm, Completes):
         return llm.complete(bundle.messages(), **options)
     from ..llms.base import Completion, Usage  # a generate(prompt)-only provider (semantica's shape)
 
@@ -193,7 +213,7 @@ def _ask(llm: Any, bundle: ContextBundle, max_tokens: int | None, temperature: f
         raise ProviderError(f"{type(llm).__name__}.generate returned no text", provider=type(llm).__name__,
                             status=None, reason="empty_output")
     return Completion(text=text, usage=Usage(), raw={}, provider=type(llm).__name__,
-                      model=str(getattr(llm, "model", "")))
+                      model=model_name(llm))
 
 
 def _check(query: Any, max_results: Any, max_hops: Any, budget_tokens: Any, include: Any,

@@ -314,7 +314,7 @@ class ShardedStore(ShardReads, ShardWrites):
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
-        if getattr(self, "directory", None) is not None:
+        if getattr(self, "directory", None) is not None:  # kept: close() also runs when __init__ failed before it
             self.directory.close()
         for shard in self.shards.values():
             if shard.store is not None:

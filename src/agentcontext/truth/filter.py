@@ -12,7 +12,7 @@ never modified. A session that commits a new version during the retrieval makes 
 from __future__ import annotations
 
 import copy
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 from ..errors import ProcessingError, ValidationError
 from .session import TruthMaintenanceSession, TruthSnapshot, canonical
@@ -21,8 +21,30 @@ SCHEMA_VERSION = 1
 KEYS = frozenset({"schema_version", "session_id", "required_facts", "required_support_ids"})
 
 
+@runtime_checkable
+class _Annotated(Protocol):
+    metadata: Any  # a retrieved record's metadata (retrieval.RetrievedContext is one)
+
+
+@runtime_checkable
+class _WithRelated(Protocol):
+    related_entities: Any
+    related_relationships: Any
+
+
 def _metadata(item: Any) -> Any:
-    return item.get("metadata") if isinstance(item, dict) else getattr(item, "metadata", None)
+    if isinstance(item, dict):
+        return item.get("metadata")
+    return item.metadata if isinstance(item, _Annotated) else None
+
+
+def _related(candidate: Any) -> tuple[Any, Any]:
+    """A candidate's related entities and relationships (each may be None)."""
+    if isinstance(candidate, dict):
+        return candidate.get("related_entities"), candidate.get("related_relationships")
+    if isinstance(candidate, _WithRelated):
+        return candidate.related_entities, candidate.related_relationships
+    return None, None
 
 
 class TruthMaintenanceContextFilter:
@@ -65,8 +87,7 @@ class TruthMaintenanceContextFilter:
     def keep(self, candidate: Any, snapshot: TruthSnapshot) -> bool:
         if not self.supported(_metadata(candidate), snapshot):
             return False
-        for attr in ("related_entities", "related_relationships"):
-            members = candidate.get(attr) if isinstance(candidate, dict) else getattr(candidate, attr, None)
+        for members in _related(candidate):
             for member in members or []:
                 if not self.supported(_metadata(member), snapshot):
                     return False

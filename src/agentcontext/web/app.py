@@ -13,6 +13,7 @@ from typing import Any, Iterable
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -139,12 +140,13 @@ async def on_csrf(request: Request, exc: Exception) -> Response:
 
 
 async def on_http_404(request: Request, exc: Exception) -> Response:
-    status = getattr(exc, "status_code", 404)
+    http = exc if isinstance(exc, HTTPException) else None
+    status = http.status_code if http is not None else 404
     if status == 404:
         return await on_not_found(request, exc)
     if status == 405:
         return _error(request, 405, "Method not allowed", "This address does not take that kind of request.")
-    return _error(request, status, "Error", str(getattr(exc, "detail", "")))
+    return _error(request, status, "Error", str(http.detail if http is not None else ""))
 
 
 # --- log in and out --------------------------------------------------------------------------------

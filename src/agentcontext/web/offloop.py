@@ -9,6 +9,7 @@ which sends it. The services are thread-safe (the store serialises its connectio
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Awaitable, Callable
 
 import anyio.to_thread
@@ -24,9 +25,7 @@ def off_loop(handler: Handler) -> Handler:
         await request.body()  # on the server's loop: the handler's form() then reads it from the cache
         return await anyio.to_thread.run_sync(_run, handler, request)
 
-    run.__name__ = getattr(handler, "__name__", "handler")
-    run.__doc__ = handler.__doc__
-    return run
+    return functools.update_wrapper(run, handler, assigned=("__name__", "__doc__"), updated=())
 
 
 def _run(handler: Handler, request: Request) -> Response:

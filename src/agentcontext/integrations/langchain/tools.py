@@ -22,5 +22,5 @@ def agentcontext_tools(workspace: Workspace, *, principal: str | None = None, me
     if unknown:
         raise ValidationError(f"unknown tool names {unknown}; choose from {list(ALL)}", names=unknown)
     calls = AgentCalls(workspace, principal, memory_namespace)
-    return [StructuredTool.from_function(as_json(getattr(calls, name)), name=name, parse_docstring=True)
-            for name in names]
+    return [StructuredTool.from_function(as_json(getattr(calls, name)), name=name,  # kept: tools named by the caller
+                                         parse_docstring=True) for name in names]

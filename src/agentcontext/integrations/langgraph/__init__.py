@@ -24,4 +24,4 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(name)
     require("langgraph.store.base", extra="langgraph")
     require("langgraph.checkpoint.base", extra="langgraph")
-    return getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
+    return getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)  # kept: a lazy export behind the extra

@@ -60,6 +60,7 @@ class AgentContextStore(BaseStore):
         self.index_config = dict(index) if index else None
         self.ttl_config = ttl
         self.embedder, self.hybrid = embedder_for(ws, self.index_config) if self.index_config else (None, False)
+        # kept: LangGraph's own store reads the caller's embeddings object (any LangChain Embeddings) this way
         self.embeddings = getattr(self.embedder, "embeddings", self.embedder)  # the caller's embed, as given
         config = self.index_config or {}
         self.fields = list(config.get("fields") or config.get("text_fields") or ["$"])  # text_fields: SQLite's name

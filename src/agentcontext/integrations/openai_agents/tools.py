@@ -28,7 +28,8 @@ def agentcontext_tools(workspace: Workspace, *, principal: str | None = None, me
     unknown = sorted(set(names) - set(NAMES))
     if unknown:
         raise ValidationError(f"unknown tool names {unknown}; choose from {list(NAMES)}", names=unknown)
-    return [function_tool(as_json(getattr(calls, name)), **options) for name in names]
+    return [function_tool(as_json(getattr(calls, name)), **options)  # kept: the tools the caller names, by name
+            for name in names]
 
 
 def tell_the_model(ctx: RunContextWrapper[Any], error: Exception) -> str:
