@@ -36,7 +36,7 @@ $(MODELSTAMP): $(MODEL)
 
 model: $(MODELSTAMP)
 
-demo: $(STAMP)
+demo: $(STAMP) $(MODELSTAMP)
 	$(BIN)/python examples/demo.py
 
 # A line per test file with its dots and a running percentage (not pyproject's -q), and the slowest tests.
