@@ -139,9 +139,6 @@ class AgentMemory:
     def _index(self) -> MemoryIndex:
         return memory_index(self.workspace, self.namespace, self.dimension)
 
-    def _last_in_conversation(self, conversation_id: str) -> Node | None:
-        return chain.head(self.db, self.namespace, str(conversation_id))
-
     def check(self, level: str, action: str, target: str = "") -> None:
         """Raise AccessDeniedError (audited) unless the principal holds ``level`` on this store's namespace."""
         access.require(self.workspace, self.principal, self.namespace, level, action, target)

@@ -214,7 +214,6 @@ def create_app(ws: Workspace, launch_principal: str | None = None,
     """The console over ``ws``. ``allowed_hosts`` (``host:port`` strings) are the Host values answered;
     None answers any (tests that call the app in-process). ``app.state.console.sessions.launch_token``
     logs in as ``launch_principal`` (None = the owner)."""
-    from starlette.exceptions import HTTPException
     from starlette.middleware import Middleware
 
     sessions = Sessions(ws, launch_principal)
