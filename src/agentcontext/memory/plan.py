@@ -114,3 +114,24 @@ def embed_missing(store: Store, embedder: Embedder, nodes: list[Node], pair_text
         embed_texts(store, embedder, texts[start: start + EMBED_STEP])
         if progress:
             progress(min(start + EMBED_STEP, len(texts)), len(texts))
+
+
+def rewritten(store: Store, namespace: str, node: Node, content: str, metadata: dict[str, Any],
+              updated_at: str) -> tuple[Node, list[str]]:
+    """A new version of ``node`` with exactly this content and metadata (same id, key and place in its
+    conversation), and the texts to embed for it: its own, and the pair with its previous turn unless kept."""
+    props = node.props or {}
+    new = build_node(namespace, content, metadata, props.get("conversation_id"), props.get("user_id"),
+                     memory_id=node.id, created_at=props.get("created_at"), updated_at=updated_at,
+                     prev=props.get("prev"))
+    new.key = node.key
+    texts = [new.embed_text or ""]
+    if props.get("pair_hash") and content == node.content and new.title == node.title:
+        new.props["pair_hash"] = props["pair_hash"]
+    elif props.get("prev"):
+        before = store.get_node(props["prev"])
+        if before is not None:
+            pair = memory_text(before.title, before.content) + "\n" + (new.embed_text or "")
+            new.props["pair_hash"] = content_hash(pair)
+            texts.append(pair)
+    return new, texts

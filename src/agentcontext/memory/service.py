@@ -11,7 +11,6 @@ open the store with ``workspace_memory(ws, namespace, principal)`` and only pass
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -23,23 +22,21 @@ from ..engine import rerank as reranking
 from ..graph.protocol import GraphLike
 from ..engine.fusion import FusionWeights
 from ..ids import check_id
-from ..model import Node, content_hash
-from ..store.base import Capability
+from ..model import Node
 from ..seams import Scope, principal_of
 from ..vector_store import VectorStore
 from ..workspace import Workspace
 from . import io as memory_io
-from . import chain, server_search
+from . import chain
 from .index import MemoryIndex, memory_index
 from .items import supplied_in_full
-from .plan import embed_missing, plan_items
+from .plan import embed_missing, plan_items, rewritten
 from .links import entity_ids, graph_view, link_memories, link_stored, link_texts, relink_text
 from .purge import about, purge_memories
-from .records import (CONV, KIND, TYPE, USER, build_node, memory_text, now_iso, time_key,
-                      to_memory)
+from .records import (CONV, KIND, now_iso, to_memory)
 from .retention import Retention
-from .rerank import reranked
-from .search import candidate_rows, search
+from .recall import recall
+from .select import tagged, to_forget
 
 _RETENTION = re.compile(r"^(\d+)_days?$")
 
@@ -276,20 +273,7 @@ class AgentMemory:
 
     def _rewrite(self, node: Node, content: str, metadata: dict[str, Any], updated_at: str) -> None:
         """Write a new version of ``node`` with exactly this content and metadata."""
-        props = node.props or {}
-        new = build_node(self.namespace, content, metadata, props.get("conversation_id"), props.get("user_id"),
-                         memory_id=node.id, created_at=props.get("created_at"), updated_at=updated_at,
-                         prev=props.get("prev"))
-        new.key = node.key
-        texts = [new.embed_text or ""]
-        if props.get("pair_hash") and content == node.content and new.title == node.title:
-            new.props["pair_hash"] = props["pair_hash"]
-        elif props.get("prev"):
-            before = self.db.get_node(props["prev"])
-            if before is not None:
-                pair = memory_text(before.title, before.content) + "\n" + (new.embed_text or "")
-                new.props["pair_hash"] = content_hash(pair)
-                texts.append(pair)
+        new, texts = rewritten(self.db, self.namespace, node, content, metadata, updated_at)
         embed_texts(self.db, self.workspace.embedder, texts)
         self.db.put_nodes([new], actor=self.actor)
         self.retention.touch([node.id])
@@ -331,27 +315,8 @@ class AgentMemory:
         wanted = dict(filters or {})
         if type is not None:
             wanted["type"] = type
-        pool = max(max_results, reranking.POOL) if self.rerank else max_results
-        if Capability.VECTOR_SEARCH in self.db.capabilities:  # candidates from the server, nothing mirrored here
-            hits = server_search.search(self.workspace, self.namespace, query, pool, conversation_id, user_id,
-                                        metadata_filter(wanted), wanted, self.weights)
-        else:
-            index = self._index()
-            rows = candidate_rows(index, conversation_id, user_id, metadata_filter(wanted))
-            hits = search(self.workspace, index, self.namespace, query, pool, rows, self.weights)
-        nodes = self.db.get_nodes([h.id for h in hits])
-        if self.rerank:
-            hits = reranked(self.workspace, query, hits, nodes)[:max_results]
-        hits = [h for h in hits if h.score >= min_score]
-        out = []
-        for h in hits:
-            node = nodes.get(h.id)
-            if node is None:  # removed since the index was built
-                continue
-            item = to_memory(node, h.score)
-            item["signals"] = h.signals
-            item["source"] = "memory"
-            out.append(item)
+        out = recall(self.workspace, self.namespace, self._index, query, max_results, min_score, conversation_id,
+                     user_id, wanted, metadata_filter(wanted), self.weights, self.rerank)
         if count_use:
             self.used([r["id"] for r in out])
         return out
@@ -377,14 +342,7 @@ class AgentMemory:
 
     def _nodes(self, conversation_id: str | None = None, user_id: str | None = None,
                type: str | None = None) -> list[Node]:
-        tags = []
-        if conversation_id is not None:
-            tags.append(CONV + str(conversation_id))
-        if user_id is not None:
-            tags.append(USER + str(user_id))
-        if type is not None:
-            tags.append(TYPE + str(type))
-        return self.db.find_nodes(namespace=self.namespace, kind=KIND, tags=tags or None, order="key")
+        return tagged(self.db, self.namespace, conversation_id, user_id, type)
 
     def count(self) -> int:
         self.check("read", "memory.read")
@@ -440,22 +398,9 @@ class AgentMemory:
                                   "use clear_memory() to delete everything")
         given = {k: v for k, v in (("memory_id", memory_id), ("conversation_id", conversation_id),
                                    ("user_id", user_id), ("days_old", days_old)) if v is not None}
-        if memory_id is not None:
-            node = self.db.get_node(memory_id)
-            if node is None or node.kind != KIND or node.namespace != self.namespace:
-                return 0
-            props = node.props or {}
-            if conversation_id is not None and props.get("conversation_id") != str(conversation_id):
-                candidates = []
-            elif user_id is not None and props.get("user_id") != str(user_id):
-                candidates = []
-            else:
-                candidates = [node]
-        else:
-            candidates = self._nodes(conversation_id, user_id)
-        if days_old is not None:
-            cutoff = time_key((datetime.now(timezone.utc) - timedelta(days=float(days_old))).isoformat())
-            candidates = [n for n in candidates if n.key < cutoff]
+        candidates = to_forget(self.db, self.namespace, memory_id, conversation_id, user_id, days_old)
+        if candidates is None:
+            return 0
         return self._forget([n.id for n in candidates], "forget", given)
 
     # --- reports ---------------------------------------------------------------------------
