@@ -32,7 +32,7 @@ def sub_queries(provider: Any, query: str, max_queries: int = 3) -> tuple[list[s
     """(the provider's sub-queries, at most ``max_queries``, deduplicated, without the question itself;
     what happened: ``fallback`` is None or the ProviderError's reason, ``seconds`` the round trip)."""
     started = time.perf_counter()
-    info: dict[str, Any] = {"fallback": None, "model": getattr(provider, "model", None)}
+    info: dict[str, Any] = {"fallback": None, "model": provider.model}
     try:
         data = provider.complete(query, system=SYSTEM.format(n=max_queries), json_schema=SCHEMA, temperature=0.0,
                                  max_tokens=200).data
@@ -56,7 +56,8 @@ def retrieve_rewritten(memory: Any, provider: Any, query: str, max_results: int 
     """``memory.retrieve`` for ``query`` and each of the provider's sub-queries, merged by best score, best first.
 
     ``retrieve_options`` are ``retrieve``'s (``min_score``, ``conversation_id``, ``filters``, ``count_use`` ...).
-    Each result's ``signals["rewrite"]``: the ``queries`` searched, the ``query`` that found it best, ``fallback``."""
+    Each result's ``signals["rewrite"]``: the ``queries`` searched, the ``query`` that found it best,
+    ``fallback`` and ``provider_ms`` (the provider's round trip)."""
     memory.check("read", "memory.retrieve")  # before the provider sees the question
     if not isinstance(query, str) or not query.strip():
         raise ValidationError("retrieve_rewritten needs a non-empty query text")
@@ -65,6 +66,7 @@ def retrieve_rewritten(memory: Any, provider: Any, query: str, max_results: int 
     count_use = retrieve_options.pop("count_use", True)
     extra, info = sub_queries(provider, query, max_queries) if max_queries else ([], {"fallback": None})
     queries = [query, *extra]
+    provider_ms = round(1000 * info.get("seconds", 0.0), 2)
     best: dict[str, dict[str, Any]] = {}
     for q in queries:
         for r in memory.retrieve(q, max_results=max_results, count_use=False, **retrieve_options):
@@ -72,7 +74,7 @@ def retrieve_rewritten(memory: Any, provider: Any, query: str, max_results: int 
                 best[r["id"]] = {**r, "signals": {**r.get("signals", {}), "rewrite": {"query": q}}}
     merged = sorted(best.values(), key=lambda r: -r["score"])[:max_results]
     for r in merged:
-        r["signals"]["rewrite"].update(queries=queries, fallback=info["fallback"])
+        r["signals"]["rewrite"].update(queries=queries, fallback=info["fallback"], provider_ms=provider_ms)
     if count_use:
         memory.used([r["id"] for r in merged])
     return merged
