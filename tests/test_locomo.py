@@ -89,3 +89,28 @@ def test_recall_on_a_real_dev_conversation(tmp_path):
     assert result["questions"] == 81
     assert result["recall"]["5"] >= 0.68, result
     assert result["recall"]["10"] >= 0.72, result
+
+
+def test_cli_eval_locomo_rewrite_row(tmp_path):
+    """--rewrite (issue 29, opt-in): a separate row scored through the provider's sub-queries (the scripted
+    server here: behaviour, not quality); without a provider configured it says what to set."""
+    import os
+
+    from .llm_server import ScriptedServer, openai_reply
+
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_sample()))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCONTEXT_LLM_")}
+    cmd = [sys.executable, "-m", "agentcontext.cli", "eval", "locomo", str(path), "--k", "1,3", "--rewrite", "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode != 0 and "AGENTCONTEXT_LLM_BASE_URL" in proc.stdout + proc.stderr
+    with ScriptedServer(lambda rec: openai_reply(json.dumps({"queries": ["kitten", "cello recital"]}))) as server:
+        env.update(AGENTCONTEXT_LLM_BASE_URL=server.url + "/v1", AGENTCONTEXT_LLM_MODEL="scripted")
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert len(server.requests) == 3  # one round trip per question asked
+    data = json.loads(proc.stdout)
+    row = data["rewrite"]
+    assert row["questions"] == 3 and row["fallbacks"] == {} and row["model"] == "scripted"
+    assert set(row["recall"]) == {"1", "3"} and row["provider_ms_p50"] > 0
+    assert data["recall"]["3"] == 1.0  # the plain row is still there, unchanged

@@ -73,10 +73,11 @@ def load(path: str | Path) -> list[dict[str, Any]]:
 
 def evaluate(path: str | Path, ks: Sequence[int] = (1, 5, 10), embedder: Embedder | None = None,
              progress: Progress | None = None, memory_options: dict[str, Any] | None = None,
-             model: str | None = None, rerank: bool = False) -> dict[str, Any]:
+             model: str | None = None, rerank: bool = False, rewrite: Any = None) -> dict[str, Any]:
     """Run the protocol over every sample of ``path``; returns recall at each k and per category. ``model``: a
     registered embedding model (embed/models.py) instead of the default; ``rerank``: memory search's reranker on
-    (engine/rerank.py)."""
+    (engine/rerank.py); ``rewrite``: a provider, and the result's ``rewrite`` row scores the same questions
+    through ``retrieve_rewritten`` (memory/rewrite.py) with the provider's round trip per question."""
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] <= 0:
         raise ValidationError("k values must be positive integers", k=list(ks))
@@ -88,6 +89,7 @@ def evaluate(path: str | Path, ks: Sequence[int] = (1, 5, 10), embedder: Embedde
     full = {k: 0 for k in ks}
     cats: dict[str, dict[str, Any]] = {}
     asked = skipped = 0
+    row = Rewritten(ks) if rewrite is not None else None
     total_q = sum(1 for s in samples for q in s["qa"] if q.get("category") != 5)
     for sample in samples:
         sid = str(sample.get("sample_id", "conv"))
@@ -117,13 +119,15 @@ def evaluate(path: str | Path, ks: Sequence[int] = (1, 5, 10), embedder: Embedde
                 partial[k] += hit / len(ev)
                 full[k] += hit == len(ev)
                 cat[f"recall@{k}"] += hit / len(ev)
+            if row is not None:
+                row.ask(memory, rewrite, str(qa["question"]), ev, str(qa.get("category")))
             if progress:
                 progress("questions", asked + skipped, total_q)
         memory.workspace.close()
     for cat in cats.values():
         for k in ks:
             cat[f"recall@{k}"] = round(cat[f"recall@{k}"] / max(cat["questions"], 1), 4)
-    return {
+    result = {
         "file": str(path), "model": embedder.name, "rerank": bool(memory_options.get("rerank")),
         "conversations": len(samples), "questions": asked, "skipped_no_evidence": skipped,
         "k": ks,
@@ -132,3 +136,54 @@ def evaluate(path: str | Path, ks: Sequence[int] = (1, 5, 10), embedder: Embedde
         "by_category": dict(sorted(cats.items())),
         "seconds": round(time.perf_counter() - start, 1),
     }
+    if row is not None:
+        result["rewrite"] = row.summary(rewrite.model)
+    return result
+
+
+class Rewritten:
+    """The ``--rewrite`` row: recall through ``retrieve_rewritten``, fallbacks, and the provider's cost."""
+
+    def __init__(self, ks: Sequence[int]) -> None:
+        self.ks = list(ks)
+        self.partial = {k: 0.0 for k in ks}
+        self.full = {k: 0 for k in ks}
+        self.cats: dict[str, dict[str, Any]] = {}
+        self.asked = 0
+        self.fallbacks: dict[str, int] = {}
+        self.seconds: list[float] = []
+        self.provider_ms: list[float] = []
+
+    def ask(self, memory: AgentMemory, provider: Any, question: str, ev: set[str], category: str) -> None:
+        from .memory.rewrite import retrieve_rewritten
+
+        started = time.perf_counter()
+        found = retrieve_rewritten(memory, provider, question, max_results=self.ks[-1], count_use=False)
+        self.seconds.append(time.perf_counter() - started)
+        self.asked += 1
+        fallback = found[0]["signals"]["rewrite"]["fallback"] if found else None
+        self.provider_ms.append(found[0]["signals"]["rewrite"]["provider_ms"] if found else 0.0)
+        if fallback:
+            self.fallbacks[fallback] = self.fallbacks.get(fallback, 0) + 1
+        ranked = [r["metadata"].get("dia_id") for r in found]
+        cat = self.cats.setdefault(category, {"questions": 0, **{f"recall@{k}": 0.0 for k in self.ks}})
+        cat["questions"] += 1
+        for k in self.ks:
+            hit = len(ev & set(ranked[:k]))
+            self.partial[k] += hit / len(ev)
+            self.full[k] += hit == len(ev)
+            cat[f"recall@{k}"] += hit / len(ev)
+
+    def summary(self, model: str | None) -> dict[str, Any]:
+        n = max(self.asked, 1)
+        for cat in self.cats.values():
+            for k in self.ks:
+                cat[f"recall@{k}"] = round(cat[f"recall@{k}"] / max(cat["questions"], 1), 4)
+        times, calls = sorted(self.seconds) or [0.0], sorted(self.provider_ms) or [0.0]
+        return {"model": model, "questions": self.asked, "fallbacks": dict(sorted(self.fallbacks.items())),
+                "recall": {str(k): round(self.partial[k] / n, 4) for k in self.ks},
+                "full_recall": {str(k): round(self.full[k] / n, 4) for k in self.ks},
+                "by_category": dict(sorted(self.cats.items())),
+                "ms_per_question_p50": round(1000 * times[len(times) // 2], 2),
+                "ms_per_question_max": round(1000 * times[-1], 2),
+                "provider_ms_p50": calls[len(calls) // 2], "provider_ms_max": calls[-1]}

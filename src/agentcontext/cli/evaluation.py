@@ -21,6 +21,9 @@ def locomo_cmd(file: Path = typer.Argument(..., help="A LoCoMo JSON file (list o
                model: Optional[str] = typer.Option(None, "--model", help="Embedding model: minilm (default), "
                                                    "mpnet or e5-small (embed/models.py)."),
                rerank: bool = typer.Option(False, "--rerank", help="Memory search's reranker on (engine/rerank.py)."),
+               rewrite: bool = typer.Option(False, "--rewrite", help="Also score each question through query "
+                                            "rewriting with the provider of AGENTCONTEXT_LLM_BASE_URL / _MODEL / "
+                                            "_API_KEY (memory/rewrite.py), printed as a separate row."),
                json_out: bool = JSON_OPTION) -> None:
     """Retrieval-only LoCoMo: evidence recall at each k (partial and full hits), category 5 left out; each retrieval
     option can be turned off to print the figures without it."""
@@ -32,9 +35,19 @@ def locomo_cmd(file: Path = typer.Argument(..., help="A LoCoMo JSON file (list o
     except ValueError as exc:
         raise ValidationError(f"--k expects comma-separated integers, got {k!r}") from exc
     must_exist(file)
+    llm = None
+    if rewrite:
+        from ..llms.env import ENV_BASE_URL, ENV_MODEL, provider_from_env
+
+        llm = provider_from_env(max_retries=1, deadline=30.0)
+        if llm is None:
+            raise ValidationError(f"--rewrite needs a provider: set {ENV_BASE_URL} (an OpenAI-compatible server, "
+                                  f"e.g. http://127.0.0.1:8000/v1), {ENV_MODEL} and, if the server needs one, "
+                                  "AGENTCONTEXT_LLM_API_KEY")
     with progress_bar(not json_out) as report:
         weights = FusionWeights() if answers else FusionWeights(answer=0.0)
-        result = evaluate(file, ks, progress=report, memory_options={"weights": weights}, model=model, rerank=rerank)
+        result = evaluate(file, ks, progress=report, memory_options={"weights": weights}, model=model, rerank=rerank,
+                          rewrite=llm)
     result["options"] = {"answers": answers}
 
     def human(d: dict[str, Any]) -> None:
@@ -47,5 +60,15 @@ def locomo_cmd(file: Path = typer.Argument(..., help="A LoCoMo JSON file (list o
         for cat, row in d["by_category"].items():
             parts = "  ".join(f"@{kk} {row[f'recall@{kk}']:.3f}" for kk in d["k"])
             out.print(f"  category {cat} ({row['questions']} q): {parts}")
+        rw = d.get("rewrite")
+        if rw:
+            out.print(f"with rewrite (provider model {rw['model']}; fallbacks {rw['fallbacks'] or 'none'}; provider "
+                      f"round trip p50 {rw['provider_ms_p50']} ms, max {rw['provider_ms_max']} ms; whole question p50 "
+                      f"{rw['ms_per_question_p50']} ms)")
+            for kk in d["k"]:
+                out.print(f"  recall@{kk}: {rw['recall'][str(kk)]:.3f}   full@{kk}: {rw['full_recall'][str(kk)]:.3f}")
+            for cat, row in rw["by_category"].items():
+                parts = "  ".join(f"@{kk} {row[f'recall@{kk}']:.3f}" for kk in d["k"])
+                out.print(f"  category {cat} ({row['questions']} q): {parts}")
 
     emit(result, json_out, human)

@@ -7,7 +7,6 @@ server needs one, ``AGENTCONTEXT_LLM_API_KEY``, read from the console's environm
 never reaches the page; the page names only the model and the server's address."""
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from starlette.requests import Request
@@ -15,29 +14,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...errors import ValidationError
+from ...llms.env import configured_model, provider_from_env
 from ...model import CONTEXT_KINDS
 from ...workspace_reasoning import workspace_reasoning
 from ..render import page
 from ..requests import console, principal
 from . import int_param, text_param
 
-ENV_BASE_URL, ENV_MODEL, ENV_KEY = "AGENTCONTEXT_LLM_BASE_URL", "AGENTCONTEXT_LLM_MODEL", "AGENTCONTEXT_LLM_API_KEY"
-
-
-def configured_model() -> dict[str, str] | None:
-    """The model named by the environment (base URL and model, never the key), or None."""
-    base, model = os.environ.get(ENV_BASE_URL), os.environ.get(ENV_MODEL)
-    return {"base_url": base, "model": model} if base and model else None
-
-
 def provider() -> Any:
-    from ...llms import OpenAICompatible
-
-    model = configured_model()
-    if model is None:
-        return None
-    return OpenAICompatible(model=model["model"], base_url=model["base_url"], api_key_env=ENV_KEY, max_retries=1,
-                            deadline=60.0)
+    return provider_from_env(max_retries=1, deadline=60.0)
 
 
 def settings(params: Any) -> dict[str, Any]:
