@@ -22,19 +22,11 @@ import click
 from ..operations import Caller, Operation, declared
 from ..operations import knowledge as kops
 from .output import emit, err, out, progress_bar, table
-
-HOME_HELP = "Workspace folder (default: .agentcontext/ found upward, or AGENTCONTEXT_HOME)."
-AS_HELP = "Act as this principal (or AGENTCONTEXT_PRINCIPAL)."
+from .root_options import AS_HELP, HOME_HELP, remember_on_root
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """``--home`` / ``--as`` given after the subcommand: the root's options, set later, so they win."""
-    if value is not None:
-        root = ctx.find_root()
-        if not isinstance(root.obj, dict):
-            root.obj = {}
-        root.obj[param.name] = value
-    return value
+    return remember_on_root(ctx, str(param.name), value)
 
 
 def _bare(annotation: Any) -> Any:

@@ -21,10 +21,9 @@ import click
 
 from .. import __version__
 from ..errors import AgentContextError
+from .root_options import AS_HELP, HOME_HELP
 
 HELP = "The context layer for AI agents: knowledge packs, flash, memory, decisions, the graph, erasure."
-HOME_HELP = "Workspace folder (default: .agentcontext/ found upward, or AGENTCONTEXT_HOME)."
-AS_HELP = "Act as this principal (or AGENTCONTEXT_PRINCIPAL)."
 # group path -> {command: its operation's title} for the commands derived from declared operations: what help lists
 # without importing the operations (pydantic); tests/test_operations.py checks it against the declarations
 DERIVED: dict[tuple[str, ...], dict[str, str]] = {

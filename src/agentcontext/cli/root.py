@@ -22,14 +22,13 @@ from . import access, checkpoints, context, decisions, doc, erasure, evaluation,
     mcp_config, memory, migrate, pack, params, policies, serve, store, token
 from .common import JSON_OPTION, emit, out
 from .helptext import conventional
+from .root_options import AS_HELP, HOME_HELP, remember_on_root
 
 params.install()  # Typer's coercion without pydantic where it gives the same values (params.py)
 
 app = typer.Typer(name="agentcontext", help="The context layer for AI agents: knowledge packs, flash, memory, "
                   "decisions, the graph, erasure.", no_args_is_help=True, pretty_exceptions_enable=False,
                   add_completion=False, context_settings={"help_option_names": ["-h", "--help"]})
-HOME_HELP = "Workspace folder (default: .agentcontext/ found upward, or AGENTCONTEXT_HOME)."
-AS_HELP = "Act as this principal (or AGENTCONTEXT_PRINCIPAL)."
 
 
 def _show_version(value: bool) -> None:
@@ -48,13 +47,7 @@ def _global(ctx: typer.Context,
 
 
 def _remember(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
-    """``--home`` / ``--as`` given after a subcommand: the root's options, set later, so they win."""
-    if value is not None:
-        root = ctx.find_root()
-        if not isinstance(root.obj, dict):
-            root.obj = {}
-        root.obj[param.name] = value
-    return value
+    return remember_on_root(ctx, str(param.name), value)
 
 
 def _after_the_subcommand(home: Optional[Path] = typer.Option(None, "--home", help=HOME_HELP, callback=_remember,

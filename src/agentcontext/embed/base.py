@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import DependencyMissingError
 from .artifact import FLOAT_BELOW, find_artifact, open_checked
 from .model_files import MODEL_SHA256, default_model, default_tokenizer
+from .shared import process_wide
 
 MINILM = "all-MiniLM-L6-v2-int8"
 
@@ -224,14 +225,9 @@ class Pending:
             future.cancel()
 
 
-_default: MiniLMEmbedder | None = None
-_default_lock = threading.Lock()
+_default = process_wide(MiniLMEmbedder)
 
 
 def default_embedder() -> MiniLMEmbedder:
     """The process-wide default embedder, loaded once on first use."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = MiniLMEmbedder()
-        return _default
+    return _default()

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import DependencyMissingError, ValidationError
 from .model_files import check_file
+from .shared import process_wide
 
 ENV = "AGENTCONTEXT_EMBED_MODEL"
 MINILM = "all-MiniLM-L6-v2-int8"
@@ -140,16 +141,7 @@ class E5SmallEmbedder:
         return self._run([text], True)[0]
 
 
-_e5: E5SmallEmbedder | None = None
-_e5_lock = threading.Lock()
-
-
-def _e5_small() -> object:
-    global _e5
-    with _e5_lock:
-        if _e5 is None:
-            _e5 = E5SmallEmbedder()
-        return _e5
+_e5_small = process_wide(E5SmallEmbedder)
 
 
 MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in (

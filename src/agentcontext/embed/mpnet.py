@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import DependencyMissingError, ValidationError
 from .model_files import file_sha256, model_cache_dir
+from .shared import process_wide
 
 NAME = "all-mpnet-base-v2"
 DIMENSION = 768
@@ -230,14 +231,9 @@ class MPNetEmbedder:
         return out
 
 
-_shared: MPNetEmbedder | None = None
-_shared_lock = threading.Lock()
+_shared = process_wide(MPNetEmbedder)
 
 
 def mpnet_embedder() -> MPNetEmbedder:
     """The process-wide 768-dimension embedder, loaded once on first use."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = MPNetEmbedder()
-        return _shared
+    return _shared()

@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import DependencyMissingError, ValidationError
 from . import mpnet
 from .base import available_cores
+from .shared import process_wide
 from .model_files import file_sha256
 
 GRAPH_VERSION = 1
@@ -204,14 +205,9 @@ class MPNetOnnxEmbedder:
 
 
 _checked: set[str] = set()
-_shared: MPNetOnnxEmbedder | None = None
-_shared_lock = threading.Lock()
+_shared = process_wide(MPNetOnnxEmbedder)
 
 
 def mpnet_onnx_embedder() -> MPNetOnnxEmbedder:
     """The process-wide onnxruntime all-mpnet-base-v2 embedder, loaded (and its graph built) on first use."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = MPNetOnnxEmbedder()
-        return _shared
+    return _shared()
