@@ -196,6 +196,9 @@ class PostgresStore(SQLStore):
                 copy.write_row(row)
 
     def _upsert_vectors(self, rows: list[tuple]) -> None:
+        """``put_vectors``' rows (checked finite by SQLStore.put_vectors) staged by binary COPY and upserted in one
+        statement (``pg_bulk.VectorLoader``): a new model's HNSW index is made before its rows, and a load large
+        beside what the model holds drops the index and builds it again when the transaction commits."""
         self._loader.load(rows, upsert=True)
 
     @property
@@ -439,13 +442,6 @@ class PostgresStore(SQLStore):
         return out
 
     # --- vectors ---------------------------------------------------------------------------
-    def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
-        """Vectors staged by binary COPY and upserted in one statement (``pg_bulk.VectorLoader``): a new model's
-        HNSW index is made before its rows, and a load large beside what the model holds drops the index and
-        builds it again when the transaction commits, after every row it wrote."""
-        pg_bulk.check_vectors(list(vectors.items()))
-        return super().put_vectors(vectors, model)
-
     def nearest(self, vector: np.ndarray, model: str, k: int, namespace=None, kind=None, tags=None,
                 valid_at: str | None = None, props: dict[str, Any] | None = None,
                 titles: Sequence[str] | None = None) -> list[tuple[str, float]]:
