@@ -485,6 +485,13 @@ def test_grants_tokens_and_audit_hold_across_shards_and_the_cli_shows_each_shard
         denied = [a for a in ws.store.audit(principal="bob") if a["outcome"] == "denied"]
         assert denied and held_on(servers["b"], schema, "SELECT count(*) FROM audit") == [(0,)]
         assert held_on(servers["b"], schema, "SELECT count(*) FROM records") == [(0,)]
+        # a writer of the tenant is not an admin: moving it between shards is refused, audited, and moves nothing
+        from agentcontext.migrate import move_tenant
+        with pytest.raises(AccessDeniedError, match="only the owner or an admin"):
+            move_tenant(ws, f"memory:{mine}", "a", principal="bob")
+        assert ws.store.shard_for(f"memory:{mine}") == "b"
+        assert [a for a in ws.store.audit(principal="bob") if a["action"] == "store.move_tenant"][0]["outcome"] == \
+            "denied"
     finally:
         ws.close()
     env = {**os.environ, "AGENTCONTEXT_SHARD_URLS": url, "PYTHONPATH": str(ROOT / "src")}
