@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 
 import jsonschema
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from agentcontext import access
 from agentcontext.cli import declared as cli_declared
 from agentcontext.cli.entry import DERIVED, command
-from agentcontext.errors import AccessDeniedError, ValidationError
+from agentcontext.errors import AccessDeniedError, ConflictError, ValidationError
 from agentcontext.knowledge import packs
 from agentcontext.mcp_server.registry import tool_specs
 from agentcontext.mcp_server.server import load_plugins
@@ -163,6 +164,36 @@ def test_edit_memory_needs_write_on_the_memory_store(home):
         assert AgentMemory(workspace=ws, max_memory_size=None).require(mid)["content"] == "Eve likes jazz"
         with pytest.raises(ValidationError, match="needs the new content or metadata"):
             op.run(Caller(ws), op.parse({"memory_id": mid}))
+    finally:
+        ws.close()
+
+
+def test_edit_memory_with_a_stale_version_is_refused_and_two_racing_edits_make_one_version(home):
+    """The version check and the write are one store transaction: of two editors who read version 1, exactly one
+    writes version 2 and the other gets ConflictError (the console's form posts the version it showed)."""
+    ws = Workspace.open(home=home)
+    try:
+        mid = AgentMemory(workspace=ws, max_memory_size=None).store("Fay likes tea")
+        proc = cli(home, "memory", "edit", mid, "Fay likes mate", "--expected-version", "3", "--json")
+        assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["type"] == "ConflictError"
+        assert "at version 1, not 3" in json.loads(proc.stdout)["error"]["message"]
+        op = operation("edit_memory")
+        outcomes: list[str] = []
+
+        def edit(text: str) -> None:
+            try:
+                op.run(Caller(ws), op.parse({"memory_id": mid, "content": text, "expected_version": 1}))
+                outcomes.append("written")
+            except ConflictError:
+                outcomes.append("conflict")
+
+        threads = [threading.Thread(target=edit, args=(f"Fay likes coffee {i}",)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(outcomes) == ["conflict", "conflict", "conflict", "written"]
+        assert [n.version for n in ws.store.node_versions(mid)] == [1, 2]
     finally:
         ws.close()
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import access, copies
 from ..embed.cache import embed_texts
-from ..errors import NotFoundError, ValidationError, refuse_unknown
+from ..errors import ConflictError, NotFoundError, ValidationError, refuse_unknown
 from ..engine import rerank as reranking
 from ..graph.protocol import GraphLike
 from ..engine.fusion import FusionWeights
@@ -255,17 +255,25 @@ class AgentMemory:
                progress: Callable[[int, int], None] | None) -> None:
         embed_missing(self.db, self.workspace.embedder, nodes, pair_texts, supplied, progress)
 
-    def update(self, memory_id: str, content: str | None = None, metadata: dict[str, Any] | None = None) -> bool:
+    def update(self, memory_id: str, content: str | None = None, metadata: dict[str, Any] | None = None,
+               expected_version: int | None = None) -> bool:
         """Change the text and/or merge metadata; the id stays, the store keeps the previous version.
 
-        Returns False when there is no such memory."""
+        ``expected_version``: write only if the memory is still at that version (read, compared and written in one
+        store transaction), else ``ConflictError``. Returns False when there is no such memory."""
         self.check("write", "memory.update")
-        node = self.db.get_node(memory_id)
-        if node is None or node.kind != KIND or node.namespace != self.namespace:
-            return False
-        meta = dict((node.props or {}).get("metadata") or {})
-        meta.update(metadata or {})
-        self._rewrite(node, content if content is not None else node.content, meta, now_iso())
+        with self.db.transaction():
+            node = self.db.get_node(memory_id)
+            if node is None or node.kind != KIND or node.namespace != self.namespace:
+                return False
+            if expected_version is not None and node.version != expected_version:
+                raise ConflictError(f"memory {memory_id} is at version {node.version}, not {expected_version}: it "
+                                    "changed since it was read; read it again and edit that version",
+                                    memory_id=memory_id, current_version=node.version,
+                                    expected_version=expected_version)
+            meta = dict((node.props or {}).get("metadata") or {})
+            meta.update(metadata or {})
+            self._rewrite(node, content if content is not None else node.content, meta, now_iso())
         if content is not None and content != node.content and self.entity_graph is not None:
             relink_text(self, self.entity_graph, memory_id, content)
         self._audit("memory.update", f"{self.namespace}/{memory_id}")

@@ -79,6 +79,8 @@ class EditArgs(Args):
                                    "version; the previous one stays in the memory's history).")
     metadata: Optional[free_json(100)] = Field(None, description="Metadata keys to set (merged into the memory's "
                                                "metadata).")
+    expected_version: Optional[int] = Field(None, ge=1, description="Write only if the memory is still at this "
+                                            "version (else a ConflictError: it changed since you read it).")
 
 
 class VersionsArgs(Args):
@@ -123,7 +125,8 @@ def _edit(ctx: Caller, a: EditArgs) -> dict[str, Any]:
         raise ValidationError("edit_memory needs the new content or metadata to set", fields=["content", "metadata"])
     mem = open_memory(ctx)
     node = ctx.ws.store.get_node(a.memory_id)  # the version edited; shown only once the write is allowed
-    if not mem.update(a.memory_id, content=a.content, metadata=a.metadata):  # write checked (and audited) first
+    if not mem.update(a.memory_id, content=a.content, metadata=a.metadata,  # write checked (and audited) first
+                      expected_version=a.expected_version):
         raise NotFoundError(f"no memory {a.memory_id!r} in {mem.namespace}; retrieve_memories lists ids",
                             memory_id=a.memory_id)
     return {**mem.require(a.memory_id), "previous_version": node.version if node is not None else None}

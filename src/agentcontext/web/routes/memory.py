@@ -134,12 +134,7 @@ async def edit_submit(request: Request) -> Response:
     page says which version it became."""
     form = await checked_form(request)
     mid = request.path_params["memory_id"]
-    before = str(form.get("version") or "")
-    current = run(request, ops.GET, form_input(ops.GET, {"memory_id": mid}))
-    if before and before != str(current["version"]):
-        raise ValidationError(f"memory {mid} changed while you edited it (now version {current['version']}, you "
-                              f"read {before}); reload its page and edit again", memory_id=mid)
-    edited = run(request, ops.EDIT, form_input(ops.EDIT, form, memory_id=mid))
+    edited = run(request, ops.EDIT, form_input(ops.EDIT, form, memory_id=mid))  # expected_version: the one read
     return page(request, "result.html", title="Memory edited", issued=None, back=f"/memory/edit/{mid}",
                 back_label="Back to the memory and its history", lines=[
                     f"{mid} is now version {edited['version']}; version {edited['previous_version']} stays in "
