@@ -22,14 +22,15 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 import numpy as np
 
 from ..errors import ValidationError
-from ..ids import check_id, id_problem
+from ..ids import check_id
 from ..model import Change, Edge, Node, utcnow
 from .base import Adjacency, Capability, EdgeColumns, Frontier, NodeBrief, TimedEdges
 from . import scrub, sql_info, sql_reads, transfer
 from .migrations import Migrations, applied, upgrade
+from .sql_edges import Edges
 from .sql_nodes import Nodes
 from .sql_part import CHANGE_INSERT, TOMBSTONE_UPSERT
-from .rows import EDGE_COLS, Where, as_list, plan_edges
+from .rows import Where, as_list
 
 T = TypeVar("T")
 
@@ -80,6 +81,7 @@ class SQLStore(ABC):
         self._tx_at = ""
         self._closed = False
         self._nodes = Nodes(self)
+        self._edges = Edges(self)
 
     # --- the dialect ---------------------------------------------------------------------------
     @abstractmethod
@@ -412,46 +414,10 @@ class SQLStore(ABC):
 
     # --- edges ---------------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
-        at = at or self._now()
-        with self.transaction():
-            keyed = {e.id: e for e in edges}
-            current: dict[str, tuple] = {}
-            for chunk in self._chunks(list(keyed)):
-                clause, params = self._in("eid", chunk)
-                for row in self._db.execute("SELECT eid, weight, props, valid_from, valid_until, position, namespace "
-                                            f"FROM edges WHERE retracted_at IS NULL AND {clause}", params):
-                    current[row[0]] = row
-            fresh = [e for eid, e in keyed.items() if eid not in current]
-            bad = [end for e in fresh for end in (e.src, e.dst) if id_problem(end) is not None]
-            if bad:  # a new edge's ends need good ids, unless they are nodes stored before the rule
-                self._refuse_new(bad, "edge endpoint")
-            for e in fresh:
-                check_id(e.type, "edge type")
-            inserts, retire, new = plan_edges(keyed, current, at)
-            for chunk in self._chunks(retire):
-                clause, params = self._in("eid", chunk)
-                self._exec(self._q(f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND {clause}"),
-                           [at, *params])
-            if inserts:
-                inserts.sort(key=lambda row: row[0])  # eid order: the live-eid index fills in order (~40% faster)
-                self._bulk_insert("edges", f"eid, {EDGE_COLS}", inserts)
-                namespaces = sorted({row[4] for row in inserts})
-                one = namespaces[0] if len(namespaces) == 1 else None
-                self._log(at, actor, "edges.put", one or "*", one or "",
-                          {"count": len(inserts), "new": new, "namespaces": namespaces[:20]})
-        return new
+        return self._edges.put_edges(edges, actor, at)
 
     def retract_edges(self, ids: Sequence[str], actor: str = "", at: str | None = None) -> int:
-        at = at or self._now()
-        count = 0
-        with self.transaction():
-            for chunk in self._chunks(list(ids)):
-                clause, params = self._in("eid", chunk)
-                count += self._exec(self._q(f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND "
-                                            f"{clause}"), [at, *params])
-            if count:
-                self._log(at, actor, "edges.retract", "*", "", {"count": count})
-        return count
+        return self._edges.retract_edges(ids, actor, at)
 
     def edges(self, src=None, dst=None, type=None, namespace=None, as_of=None, valid_at=None,
               min_weight=None, offset=0, limit=None, include_retracted: bool = False) -> list[Edge]:
