@@ -27,11 +27,12 @@ from .base import Adjacency, Capability, EdgeColumns, Frontier, NodeBrief, Timed
 from . import scrub, sql_info, sql_reads, transfer
 from .migrations import Migrations, applied, upgrade
 from .sql_edges import Edges
+from .sql_erasure import Erasure
 from .sql_nodes import Nodes
 from .sql_vectors import Vectors
 from .sql_records import Records
-from .sql_part import CHANGE_INSERT, TOMBSTONE_UPSERT
-from .rows import Where, as_list
+from .sql_part import CHANGE_INSERT
+from .rows import Where
 
 T = TypeVar("T")
 
@@ -71,6 +72,7 @@ class SQLStore(ABC):
         self._edges = Edges(self)
         self._vectors = Vectors(self)
         self._records = Records(self)
+        self._erasure = Erasure(self)
 
     # --- the dialect ---------------------------------------------------------------------------
     @abstractmethod
@@ -320,70 +322,22 @@ class SQLStore(ABC):
 
     def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "",
                     at: str | None = None, erasure: str | None = None) -> dict[str, int]:
-        at = at or self._now()
-        totals = {"nodes": 0, "versions": 0, "edges": 0, "vectors": 0}
-        with self.transaction():
-            for chunk in self._chunks(list(ids), per_statement=2):
-                clause, params = self._in("id", chunk)
-                rows = self._db.execute(f"SELECT id, rid, namespace, kind FROM nodes WHERE {clause} ORDER BY rid",
-                                        params).fetchall()
-                hashes = [h for (h,) in self._db.execute(
-                    f"SELECT DISTINCT embed_hash FROM {self.VERSIONS} WHERE {clause} AND embed_hash IS NOT NULL",
-                    params)]
-                self._unindex([r[1] for r in rows], purge=True)
-                totals["versions"] += self._exec(f"DELETE FROM node_versions WHERE {clause}", params)
-                src, src_params = self._in("src", chunk)
-                dst, dst_params = self._in("dst", chunk)
-                totals["edges"] += self._exec(f"DELETE FROM edges WHERE {src} OR {dst}", [*src_params, *dst_params])
-                purged = self._exec(f"DELETE FROM nodes WHERE {clause}", params)
-                totals["nodes"] += purged
-                if not self.CURRENT_IN_VERSIONS:
-                    totals["versions"] += purged  # each live row was its node's current version
-                for part in self._chunks(hashes):  # vectors no version of any other node still uses
-                    used, used_params = self._hash_in("hash", part)
-                    totals["vectors"] += self._exec(
-                        f"DELETE FROM vectors WHERE {used} AND {self._vectors_unused()}", used_params)
-                self._execmany(self._q(TOMBSTONE_UPSERT), [(r[0], r[2], r[3], at, reason, actor, erasure)
-                                                           for r in rows])
-                self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.purge", r[0], r[2],
-                                                         json.dumps({"reason": reason})) for r in rows])
-        return totals
+        return self._erasure.purge_nodes(ids, reason, actor, at, erasure)
 
     # --- tombstones ------------------------------------------------------------------------------
     def tombstone(self, id: str) -> dict[str, Any] | None:
-        found = self.tombstones(ids=[id])
-        return found[0] if found else None
+        return self._erasure.tombstone(id)
 
     def tombstones(self, namespace=None, ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        where = self._where()
-        where.eq_any("namespace", as_list(namespace))
-        where.eq_any("id", as_list(ids))
-        rows = self._read(f"SELECT id, namespace, kind, purged_at, reason, actor, erasure FROM tombstones"
-                          f"{where.sql()} ORDER BY purged_at, id", where.params)
-        return [{"id": r[0], "namespace": r[1], "kind": r[2], "purged_at": r[3], "reason": r[4], "actor": r[5],
-                 "erasure": r[6]} for r in rows]
+        return self._erasure.tombstones(namespace, ids)
 
     def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
-        for r in rows:
-            check_id(r["id"], "tombstone id")
-        with self.transaction():
-            self._execmany(self._q(TOMBSTONE_UPSERT), [
-                (r["id"], r.get("namespace"), r.get("kind"), r.get("purged_at"), r.get("reason"), r.get("actor"),
-                 r.get("erasure")) for r in rows])
-            if rows:
-                self._log(self._now(), "", "tombstones.put", "*", "", {"count": len(rows)})
-        return len(rows)
+        return self._erasure.put_tombstones(rows)
 
     # --- erasure (store/scrub.py holds the SQL both backends share) -------------------------------
     def find_by_props(self, path: Sequence[str], value: str, namespace=None, kind=None,
                       include_retracted: bool = False) -> list[str]:
-        where = self._where()
-        where.eq_any("n.namespace", as_list(namespace))
-        where.eq_any("n.kind", as_list(kind))
-        if not include_retracted:
-            where.add("n.retracted_at IS NULL")
-        self._props_hold(where, scrub.key_path(path), value)
-        return [r[0] for r in self._read(f"SELECT n.id FROM nodes n{where.sql()} ORDER BY n.rid", where.params)]
+        return self._erasure.find_by_props(path, value, namespace, kind, include_retracted)
 
     @abstractmethod
     def _props_hold(self, where: Where, path: list[str], value: str) -> None:
