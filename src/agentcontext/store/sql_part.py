@@ -14,15 +14,12 @@ The SQL every part shares is here too: the change-log and tombstone statements.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from ..model import Node
 from .rows import Where
-
-if TYPE_CHECKING:
-    from .sql_base import SQLStore
 
 CHANGE_COLS = "at, actor, op, target, namespace, detail"
 CHANGE_INSERT = f"INSERT INTO changes({CHANGE_COLS}) VALUES (?,?,?,?,?,?)"
@@ -38,8 +35,9 @@ class Part:
 
     __slots__ = ("store",)
 
-    def __init__(self, store: SQLStore) -> None:
-        self.store = store
+    def __init__(self, store: Any) -> None:
+        self.store = store  # the SQLStore holding this part (Any, as sql_reads.py takes it: naming the class here,
+        # even for typing alone, would make sql_base -> part -> sql_base a circle of imports)
 
     # --- the connection and the store's state ----------------------------------------------------
     @property
