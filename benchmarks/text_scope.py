@@ -65,7 +65,8 @@ def previous_ranking(store):
         terms = query_terms(query)
         if not terms or (ids is not None and not ids):
             return []
-        return store._table_search(store._informative_terms(terms, common), as_list(namespace), kind, limit, ids)
+        return store._text._table_search(store._text._informative_terms(terms, common), as_list(namespace), kind, limit,
+                                         ids)
     return text_search
 
 
