@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import threading
-from abc import abstractmethod
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -194,10 +193,6 @@ class SQLStore(SQLDialect):
     def find_by_props(self, path: Sequence[str], value: str, namespace=None, kind=None,
                       include_retracted: bool = False) -> list[str]:
         return self._erasure.find_by_props(path, value, namespace, kind, include_retracted)
-
-    @abstractmethod
-    def _props_hold(self, where: Where, path: list[str], value: str) -> None:
-        """Keep nodes whose props hold ``value`` at ``path`` (equal, or an element of a list)."""
 
     def erased(self, ids: Sequence[str]) -> set[str]:
         return scrub.erased(self, ids)

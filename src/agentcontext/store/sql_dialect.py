@@ -110,6 +110,10 @@ class SQLDialect(ABC):
         """Keep nodes ``n`` whose ``props[name]`` is one of ``values`` (at most ``CHUNK`` of them)."""
 
     @abstractmethod
+    def _props_hold(self, where: Where, path: list[str], value: str) -> None:
+        """Keep nodes whose props hold ``value`` at ``path`` (equal, or an element of a list)."""
+
+    @abstractmethod
     def _unindex(self, rids: Sequence[int], purge: bool) -> None:
         """Drop text-index (and, when purging, tag) rows the backend keeps beside the nodes."""
 
