@@ -67,3 +67,19 @@ def test_a_spy_on_the_store_sees_a_parts_statements(tmp_path, monkeypatch):
         assert any("FROM records" in s for s in seen) and any("WHERE id = ? ORDER BY version" in s for s in seen)
     finally:
         store.close()
+
+
+def test_a_method_built_on_another_public_method_calls_the_stores(tmp_path, monkeypatch):
+    """``tombstone`` reads through ``tombstones`` and ``put_record`` writes through ``put_records``: a backend that
+    overrides those (ReplicatedPostgresStore reads tombstones on the primary) must see the call."""
+    store = SQLiteStore(tmp_path / "s.db")
+    calls: list[str] = []
+    tombstones, put_records = store.tombstones, store.put_records
+    try:
+        monkeypatch.setattr(store, "tombstones", lambda *a, **k: calls.append("tombstones") or tombstones(*a, **k))
+        monkeypatch.setattr(store, "put_records", lambda *a, **k: calls.append("put_records") or put_records(*a, **k))
+        store.tombstone("gone")
+        store.put_record("k", "a", {"v": 1})
+        assert calls == ["tombstones", "put_records"]
+    finally:
+        store.close()

@@ -181,7 +181,8 @@ class SQLStore(SQLDialect):
 
     # --- tombstones ------------------------------------------------------------------------------
     def tombstone(self, id: str) -> dict[str, Any] | None:
-        return self._erasure.tombstone(id)
+        found = self.tombstones(ids=[id])
+        return found[0] if found else None
 
     def tombstones(self, namespace=None, ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
         return self._erasure.tombstones(namespace, ids)
@@ -261,7 +262,7 @@ class SQLStore(SQLDialect):
 
     # --- records, audit and the change log -------------------------------------------------------
     def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
-        self._records.put_record(kind, key, value, actor)
+        self.put_records(kind, {key: value}, actor)
 
     def put_records(self, kind: str, values: dict[str, dict[str, Any]], actor: str = "") -> None:
         self._records.put_records(kind, values, actor)

@@ -48,10 +48,6 @@ class Erasure(Part):
                                                          json.dumps({"reason": reason})) for r in rows])
         return totals
 
-    def tombstone(self, id: str) -> dict[str, Any] | None:
-        found = self.tombstones(ids=[id])
-        return found[0] if found else None
-
     def tombstones(self, namespace=None, ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
         where = self._where()
         where.eq_any("namespace", as_list(namespace))

@@ -13,9 +13,6 @@ class Records(Part):
 
     __slots__ = ()
 
-    def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None:
-        self.put_records(kind, {key: value}, actor)
-
     def put_records(self, kind: str, values: dict[str, dict[str, Any]], actor: str = "") -> None:
         at = self._now()
         with self.transaction():
