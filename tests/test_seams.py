@@ -114,9 +114,7 @@ def test_an_erasure_tells_a_callers_memory_from_ours_by_its_shape():
         "status"] == "unsupported"
 
 
-KNOWN_OVER: dict[str, str] = {  # a class over the size, with why
-    "store/postgres.py:PostgresStore": "its split waits for this session's PostgreSQL engineers' merges",
-}
+KNOWN_OVER: dict[str, str] = {}  # a class over the size, with why (none now)
 
 
 def test_rooms_under_their_size():
