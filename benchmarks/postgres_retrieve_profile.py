@@ -13,24 +13,23 @@ questions (k = 10) and prints, a query (mean over the questions):
 ``--explain FILE``: also EXPLAIN (ANALYZE, BUFFERS) of every statement one question runs, written to FILE.
 Run: nice -n 10 .venv/bin/python benchmarks/postgres_retrieve_profile.py [--queries 60] [--before-src DIR]
 
-Measured at 200,000 memories (60 questions, load 14-22 on 2 cores, December 2026), a query: server backend CPU
-83-90 ms, client CPU 80-85 ms (the query's embedding included), wall 450-900 ms (mostly waiting for a core). Server
-CPU by statement (the statements of 20 questions replayed on one connection): text search 36 ms (2.8 statements:
-the capped main search, then the BM25 scores of ~1,840 candidates and neighbours beyond the text pool, then of the
-second stage's few), nodes_linked 30 ms (2.7 statements; ~1,400 rows for 300 ids: ~2,000 index probes and one jsonb
-parse a row), nearest 19 ms (one HNSW walk at ef_search 1000 for 160 rows), similarities 19 ms (2 statements, ~2,800
-vector rows found by their 64-character hash: ~2,300 B-tree descents of vectors_pkey), the rest ~3 ms. In the main
-text search, unnesting each of the 1,200 prefiltered rows' whole tsvector was ~60% of its time (now only the query's
+Measured at 200,000 memories (60 questions, load 14-22 on 2 cores, December 2026), a query: server backend CPU 83-90
+ms, client CPU 80-85 ms (the query's embedding included), wall 450-900 ms (mostly waiting for a core). Server CPU by
+statement (the statements of 20 questions replayed on one connection): text search 36 ms (2.8 statements: the capped
+main search, then the BM25 scores of ~1,840 candidates and neighbours beyond the text pool, then of the second
+stage's few), nodes_linked 30 ms (2.7 statements; ~1,400 rows for 300 ids: ~2,000 index probes and one jsonb parse a
+row), nearest 19 ms (one HNSW walk at ef_search 1000 for 160 rows), similarities 19 ms (2 statements, ~2,800 vector
+rows found by their 64-character hash: ~2,300 B-tree descents of vectors_pkey), the rest ~3 ms. In the main text
+search, unnesting each of the 1,200 prefiltered rows' whole tsvector was ~60% of its time (now only the query's
 lexemes are: the text statements 158 -> 124 ms a query, server CPU 90 -> 83 ms; the main search alone, replayed,
 21-33 -> 14-20 ms of server CPU: finding and cheaply ranking the matches 5 ms, BM25 over the 1,200 kept 9 ms).
-Client: ~7 ms to decode a 300-id
-nodes_linked answer (1,400 rows into nodes), and ``_rank`` runs twice a query over ~1,250 candidates (again over
-all of them when the second stage adds a few replies). The first query of a new process is an ordinary query: EXPLAIN
-of every statement beforehand (the backend's catalog caches warmed) cost 10 ms and saved nothing measurable.
-Measured for the next step (not built): the same nodes_linked statements on a temporary copy of the nodes with the
-ranked props as columns (prev, pair_hash, created_at, conversation_id, user_id; no jsonb parse a row) took
-0.35-0.45 s of server CPU against 0.50-0.73 s for 20 questions (three alternations): ~8 ms a query, a third of
-that statement.
+Client: ~7 ms to decode a 300-id nodes_linked answer (1,400 rows into nodes), and ``_rank`` runs twice a query over
+~1,250 candidates (again over all of them when the second stage adds a few replies). The first query of a new
+process is an ordinary query: EXPLAIN of every statement beforehand (the backend's catalog caches warmed) cost 10 ms
+and saved nothing measurable. Measured for the next step (not built): the same nodes_linked statements on a
+temporary copy of the nodes with the ranked props as columns (prev, pair_hash, created_at, conversation_id, user_id;
+no jsonb parse a row) took 0.35-0.45 s of server CPU against 0.50-0.73 s for 20 questions (three alternations): ~8
+ms a query, a third of that statement.
 """
 from __future__ import annotations
 
