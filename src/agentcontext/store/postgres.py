@@ -82,6 +82,7 @@ class PostgresStore(SQLStore):
     backend = "postgresql"
     MIGRATIONS = MIGRATIONS
     PLACEHOLDER = "%s"
+    VECTOR_DTYPE = np.float16  # halfvec (migration 5; pg_vectors.py)
     # A node's current version is held once, as its live row (migration 4); node_versions keeps the superseded ones
     VERSIONS = "versions"
     CURRENT_IN_VERSIONS = False
@@ -199,6 +200,7 @@ class PostgresStore(SQLStore):
         """``put_vectors``' rows (checked finite by SQLStore.put_vectors) staged by binary COPY and upserted in one
         statement (``pg_bulk.VectorLoader``): a new model's HNSW index is made before its rows, and a load large
         beside what the model holds drops the index and builds it again when the transaction commits."""
+        pg_bulk.check_range([(r[0], r[3]) for r in rows])  # halfvec's range (finite: checked by put_vectors)
         self._loader.load(rows, upsert=True)
 
     @property

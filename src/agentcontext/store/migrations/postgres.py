@@ -108,8 +108,7 @@ VERSION_COLS = ("id, kind, namespace, key, title, summary, content, props, tags,
 def compact_layout(db) -> None:
     from ..pg_vectors import create_ann_index
 
-    # Vectors stay float32: halfvec (2 bytes a dimension) was measured and left out, its HNSW walk losing 0.03-0.05
-    # of recall@10 against a float32 graph over the same rows (pg_vectors.py). The HNSW indexes are partial indexes
+    # Vectors stayed float32 here (migration 5 holds them as halfvec). The HNSW indexes are partial indexes
     # whose predicate gains ``searched``: dropped first, built again after the column is filled.
     for (index,) in db.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND "
                                "tablename = 'vectors' AND indexname LIKE 'vectors\\_ann\\_%'").fetchall():
@@ -130,5 +129,28 @@ def compact_layout(db) -> None:
     db.execute("CREATE INDEX versions_embed ON node_versions(embed_hash)")
     db.execute(f"CREATE OR REPLACE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
                f"UNION ALL SELECT {VERSION_COLS}, NULL AS embed_text FROM nodes")
+    for model, dim in db.execute("SELECT DISTINCT model, dim FROM vectors ORDER BY model, dim").fetchall():
+        create_ann_index(db, model, dim)
+
+
+@MIGRATIONS.step(5, "vectors held as halfvec (float16: 2 bytes a dimension), their HNSW indexes over halfvec")
+def half_vectors(db) -> None:
+    """A 384-d float32 row (~1,690 bytes) fits 4 to a page, a halfvec one 8: the table and its HNSW index take about
+    half (issue 23 s2; recall and score figures in pg_vectors.py). The table is rewritten once, its indexes built
+    again; a value beyond float16's range refuses the step (the store stays at step 4)."""
+    import psycopg
+
+    from ...errors import StoreError
+    from ..pg_vectors import HALF_MAX, create_ann_index
+
+    for (index,) in db.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND "
+                               "tablename = 'vectors' AND indexname LIKE 'vectors\\_ann\\_%'").fetchall():
+        db.execute(f'DROP INDEX "{index}"')
+    try:  # the error is named here; the upgrade's transaction rolls back whole
+        db.execute("ALTER TABLE vectors ALTER COLUMN vector TYPE halfvec USING vector::halfvec")
+    except psycopg.errors.NumericValueOutOfRange as exc:
+        raise StoreError(f"this store holds a vector with a value beyond +-{HALF_MAX:.0f} ({exc}), which migration 5 "
+                         "cannot convert to halfvec; delete or rescale that vector (SELECT hash, model FROM vectors "
+                         "WHERE ...), then open the store again") from exc
     for model, dim in db.execute("SELECT DISTINCT model, dim FROM vectors ORDER BY model, dim").fetchall():
         create_ann_index(db, model, dim)
