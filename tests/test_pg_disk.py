@@ -102,7 +102,7 @@ def test_step_5_converts_a_step_4_stores_float32_vectors_and_rebuilds_their_inde
     old.close()
 
     store = open_store(pg_url)
-    assert store.schema_version() == 5 and column_type(store) == "halfvec"
+    assert store.schema_version() >= 5 and column_type(store) == "halfvec"
     assert "halfvec_ip_ops" in index_def(store, "m", 8) and "searched" in index_def(store, "m", 8)
     got = store.get_vectors(list(by_hash), "m")
     assert all(np.array_equal(got[h], half(v)) for h, v in by_hash.items())
@@ -122,3 +122,63 @@ def test_step_5_refuses_a_store_holding_a_value_float16_cannot_hold_and_leaves_i
     assert again.schema_version() == 4 and column_type(again) == "vector"
     assert again.get_vectors(["big"], "m")["big"].tolist() == [1.0, 1e6]
     again.close()
+
+
+TITLED = [Node(id="a", kind="memory", namespace="ns", title="Ann", content="hello there",
+               embed_text="Ann: hello there"),
+          Node(id="b", kind="doc", namespace="ns", title="Bob", content="plain body", embed_text="plain body"),
+          Node(id="c", kind="doc", namespace="ns", title="Cy", content="body", embed_text="Cy | body | tags"),
+          Node(id="d", kind="doc", namespace="ns", title="", content="untitled", embed_text="untitled"),
+          Node(id="e", kind="doc", namespace="ns", title="Eve", content="not embedded")]
+
+
+def embed_texts_of(store) -> dict[str, str | None]:
+    rows, _ = store.export_rows("nodes", None, 100)
+    return {r["id"]: r["embed_text"] for r in rows}
+
+
+def test_a_nodes_embed_text_is_held_once_when_it_is_its_content_or_its_title_and_content(pg_url, tmp_path):
+    from agentcontext.store import SQLiteStore
+
+    store = open_store(pg_url)
+    store.put_nodes(TITLED)
+    held = dict(store._read("SELECT id, embed_text FROM nodes"))
+    assert held == {"a": None, "b": None, "c": "Cy | body | tags", "d": None, "e": None}
+    want = {"a": "Ann: hello there", "b": "plain body", "c": "Cy | body | tags", "d": "untitled", "e": None}
+    assert embed_texts_of(store) == want  # read back whole (export, migrate)
+    assert sorted(t for _, t in store.missing_vectors("m")) == sorted(t for t in want.values() if t)  # reindex
+    store.put_nodes([Node(id="a", kind="memory", namespace="ns", title="Ann", content="hello again",
+                          embed_text="Ann: hello again")])  # an update: held once too
+    assert store._read("SELECT embed_text FROM nodes WHERE id = 'a'") == [(None,)]
+    assert embed_texts_of(store)["a"] == "Ann: hello again"
+    copy = SQLiteStore(tmp_path / "copy.db")  # out to SQLite and back into a new schema: the same texts
+    for table in ("nodes", "node_versions"):
+        copy.import_rows(table, [store.export_rows(table, None, 100)[0]])
+    back = open_store(pg_url.rsplit("=", 1)[0] + "=back_" + pg_url.rsplit("=", 1)[1])
+    for table in ("nodes", "node_versions"):
+        back.import_rows(table, [copy.export_rows(table, None, 100)[0]])
+    assert embed_texts_of(back) == embed_texts_of(store) == embed_texts_of(copy)
+    assert dict(back._read("SELECT id, embed_text FROM nodes"))["a"] is None
+    for s in (store, copy, back):
+        s.close()
+
+
+def test_step_6_holds_a_step_5_stores_embed_texts_once(pg_url):
+    from agentcontext.store.postgres import PostgresStore
+
+    class Step5(PostgresStore):
+        MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:5])
+
+    old = Step5(pg_url)
+    old.put_nodes(TITLED)
+    old._db.execute("UPDATE nodes SET embed_text = %s WHERE id = 'a'", ("Ann: hello there",))  # as step 5 wrote it
+    old._db.execute("UPDATE nodes SET embed_text = content WHERE id IN ('b', 'd')")
+    old.close()
+    store = open_store(pg_url)
+    assert store.schema_version() == 6
+    assert dict(store._read("SELECT id, embed_text FROM nodes")) == {
+        "a": None, "b": None, "c": "Cy | body | tags", "d": None, "e": None}
+    assert embed_texts_of(store) == {"a": "Ann: hello there", "b": "plain body", "c": "Cy | body | tags",
+                                     "d": "untitled", "e": None}
+    assert store.check_integrity() == "ok" and store.text_search("hello", namespace="ns")[0][0] == "a"
+    store.close()

@@ -154,3 +154,14 @@ def half_vectors(db) -> None:
                          "WHERE ...), then open the store again") from exc
     for model, dim in db.execute("SELECT DISTINCT model, dim FROM vectors ORDER BY model, dim").fetchall():
         create_ann_index(db, model, dim)
+
+
+@MIGRATIONS.step(6, "a node's text to embed held once: NULL when it is the content or the content after the title")
+def embed_text_once(db) -> None:
+    """A memory embeds ``title: content`` (its speaker, then what was said) and a document often its content: about
+    240 bytes a memory held twice (rows.held_embed_text; read back by rows.whole_embed_text and PostgresStore.
+    EMBED_TEXT). Rewritten by ALTER ... TYPE ... USING, one pass that leaves the table compact (an UPDATE of every row
+    would leave each old row version dead until a VACUUM FULL); its indexes are built again."""
+    db.execute(f"""ALTER TABLE nodes ALTER COLUMN embed_text TYPE {T} USING CASE WHEN embed_text <> '' AND
+        (embed_text = content OR (title <> '' AND embed_text = title || ': ' || content)) THEN NULL ELSE embed_text
+        END""")
