@@ -2,7 +2,7 @@
 statements, in the caller's transaction (versions, change log and the text index, a generated column, with them), so
 no row costs a round trip and a batch is all or nothing.
 
-Vectors are sent in binary (float32, pgvector's own form) and stored as they are. Their HNSW
+Vectors are sent in binary (float32, pgvector's own form) and stored as halfvec (migration 5). Their HNSW
 index is the costly part of a load: one row inserted into it costs about ten times its share of a bulk build
 (``REBUILD_RATIO``), so a load that is large beside what its model holds drops the index and builds it again after
 the rows, with more memory and a parallel worker for the build (``BUILD_MEMORY``, ``BUILD_WORKERS``), just before
@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from .migrations.postgres import NODE_FIELDS, T
-from .pg_vectors import MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index, has_ann_index
+from .pg_vectors import HALF_MAX, MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index, has_ann_index
 from .rows import NODE_COLS
 
 # The switch-over between inserting into the HNSW index and building it again after the rows. Measured on this
@@ -56,8 +56,9 @@ def stage(db: Any, name: str, cols: str, rows: Sequence[Sequence[Any]], types: l
 
 
 def check_vectors(items: Sequence[tuple[str, Any]]) -> None:
-    """ValidationError naming the first vector the store cannot hold (NaN or infinity: pgvector refuses them), before
-    anything of the batch is written. Shapes are checked by the caller."""
+    """ValidationError naming the first vector the store cannot hold (NaN or infinity: pgvector refuses them; a value
+    beyond float16's range: the column is halfvec), before anything of the batch is written. Shapes are checked by
+    the caller."""
     arrays = [np.asarray(v, dtype=np.float32) for _, v in items]
     if not arrays:
         return
@@ -71,6 +72,17 @@ def check_vectors(items: Sequence[tuple[str, Any]]) -> None:
         h = items[int(rows[0])][0]
         raise ValidationError(f"vector for {h} holds NaN or infinity, which the store cannot hold; nothing of this "
                               "batch was written: fix that vector (or leave it out, and the text is embedded)", hash=h)
+    check_range(items)
+
+
+def check_range(items: Sequence[tuple[str, Any]]) -> None:
+    """ValidationError naming the first (finite) vector holding a value beyond +-HALF_MAX, which halfvec cannot hold;
+    nothing of the batch is written."""
+    for h, v in items:
+        if np.abs(np.asarray(v, dtype=np.float32)).max(initial=0.0) > HALF_MAX:
+            raise ValidationError(f"vector for {h} holds a value beyond +-65504, which the store cannot hold (it keeps "
+                                  "vectors as float16, halfvec); nothing of this batch was written: scale that vector "
+                                  "(embeddings are usually unit length)", hash=h)
 
 
 class VectorLoader:

@@ -97,6 +97,7 @@ class ShardedStore(ShardReads, ShardWrites):
     backend = "postgresql"
     capabilities = PostgresStore.capabilities
     MIGRATIONS = PostgresStore.MIGRATIONS  # every shard's schema
+    VECTOR_DTYPE = PostgresStore.VECTOR_DTYPE
 
     def __init__(self, shards: str | Mapping[str, str] | Sequence[Any], timeout: float = 60.0) -> None:
         self._urls = parse_shards(shards)

@@ -31,7 +31,7 @@ from .migrations.postgres import MIGRATIONS, VERSION_COLS
 from . import pg_bulk, pg_prewarm, pg_text, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, linked_sql, redact, split_url
 from .pg_vectors import SESSION, STORED, nearest_sql
-from .rows import NODE_COLS, Where, as_list, check_prop, row_to_node
+from .rows import NODE_COLS, Where, as_list, check_prop, held_embed_text, row_to_node
 from .sql_base import SQLStore
 
 try:
@@ -82,6 +82,10 @@ class PostgresStore(SQLStore):
     backend = "postgresql"
     MIGRATIONS = MIGRATIONS
     PLACEHOLDER = "%s"
+    VECTOR_DTYPE = np.float16  # halfvec (migration 5; pg_vectors.py)
+    EMBED_TEXT = ("coalesce(n.embed_text, CASE WHEN n.title <> '' AND n.embed_hash = encode(sha256(convert_to(n.title "
+                  "|| ': ' || n.content || E'\\x1f', 'UTF8')), 'hex') THEN n.title || ': ' || n.content ELSE "
+                  "n.content END)")  # migration 6: rows.held_embed_text, read back as rows.whole_embed_text does
     # A node's current version is held once, as its live row (migration 4); node_versions keeps the superseded ones
     VERSIONS = "versions"
     CURRENT_IN_VERSIONS = False
@@ -199,6 +203,7 @@ class PostgresStore(SQLStore):
         """``put_vectors``' rows (checked finite by SQLStore.put_vectors) staged by binary COPY and upserted in one
         statement (``pg_bulk.VectorLoader``): a new model's HNSW index is made before its rows, and a load large
         beside what the model holds drops the index and builds it again when the transaction commits."""
+        pg_bulk.check_range([(r[0], r[3]) for r in rows])  # halfvec's range (finite: checked by put_vectors)
         self._loader.load(rows, upsert=True)
 
     @property
@@ -213,8 +218,10 @@ class PostgresStore(SQLStore):
         return tags
 
     def _import_nodes(self, rows: list[tuple]) -> None:
-        cols = ", ".join(transfer.TABLES["nodes"][1])
-        self._bulk_insert("nodes", f"{cols}, tag_text", [(*r, " ".join(r[8] or [])) for r in rows])
+        names = transfer.TABLES["nodes"][1]
+        title, content, text = names.index("title"), names.index("content"), names.index("embed_text")
+        rows = [(*r[:text], held_embed_text(r[title], r[content], r[text]), *r[text + 1:]) for r in rows]
+        self._bulk_insert("nodes", f"{', '.join(names)}, tag_text", [(*r, " ".join(r[8] or [])) for r in rows])
         embed = transfer.TABLES["nodes"][1].index("embed_hash")
         pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}))
         # a version row copied before its node is the live row now (migration 4: the current version is held once)
@@ -284,7 +291,7 @@ class PostgresStore(SQLStore):
             live = (node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
                     props_json, list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None,
                     node.version, node.content_hash, node.created_by, node.embed_hash, node.tokens,
-                    node.embed_text, " ".join(node.tags))
+                    held_embed_text(node.title, node.content, node.embed_text), " ".join(node.tags))
             (updates if old else inserts).append(live)
         if updates:
             pg_bulk.update_nodes(self._db, updates)

@@ -60,6 +60,8 @@ class SQLStore(ABC):
     backend: str
     MIGRATIONS: Migrations
     PLACEHOLDER = "?"
+    VECTOR_DTYPE: type = np.float32  # what a vector is held as (base.Store)
+    EMBED_TEXT = "coalesce(n.embed_text, n.content)"  # a node's whole text to embed (rows.held_embed_text)
     CHUNK: int | None = None  # the most values one ``IN`` list may hold (None: arrays, no limit)
     NO_LIMIT = "ALL"  # what LIMIT says for "no limit" before an OFFSET
     EDGE_SCAN = ""  # a hint that makes the one-pass edge scan a table scan
