@@ -207,7 +207,7 @@ def test_step_4_moves_a_step_3_store_to_the_compact_layout(pg_url):
     old.close()
 
     store = open_store(pg_url)
-    assert store.schema_version() == 4
+    assert store.schema_version() >= 4  # step 4 applied (later steps too)
     kinds = dict(store._read("SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
                              "'vectors'::regclass AND attname = 'vector'"))
     assert kinds == {"vector": "vector"}  # float32 kept (halfvec measured and left out: pg_vectors.py)

@@ -153,9 +153,9 @@ def update_nodes(db: Any, rows: Sequence[tuple]) -> None:
     stage(db, "stage_nodes", f"{NODE_COLS}, embed_text, tag_text", rows)
     old = ", ".join(f"n.{c}" for c in NODE_COLS.split(", "))
     db.execute(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {old}, NULL FROM nodes n "
-               "JOIN stage_nodes s ON s.id = n.id")
+               "JOIN stage_nodes s ON s.id = n.id AND s.namespace = n.namespace")
     sets = ", ".join(f"{c} = s.{c}" for c in [*NODE_COLS.split(", ")[1:], "embed_text", "tag_text"])
-    db.execute(f"UPDATE nodes n SET {sets} FROM stage_nodes s WHERE n.id = s.id")
+    db.execute(f"UPDATE nodes n SET {sets} FROM stage_nodes s WHERE n.id = s.id AND n.namespace = s.namespace")
 
 
 def import_versions(db: Any, rows: Sequence[tuple]) -> None:

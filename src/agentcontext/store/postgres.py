@@ -86,6 +86,8 @@ class PostgresStore(SQLStore):
     VERSIONS = "versions"
     CURRENT_IN_VERSIONS = False
     COPY_ARMS = {"node_versions": ("node_versions", "nodes")}  # export pages merge the two, each in key order
+    TOMBSTONE_KEY = "id, namespace"  # the tenant in every tenant table's key (migration 5; docs/SHARDING.md)
+    NO_NAMESPACE = ""
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED, Capability.VECTOR_SEARCH,
                               Capability.SERVER_QUERIES})
     CONNECT_TIMEOUT: float | None = None  # seconds a connection attempt may take (None: the store's timeout)
@@ -191,6 +193,8 @@ class PostgresStore(SQLStore):
         if table == "vectors":  # copied vectors (import_rows): staged, HNSW indexes dropped for a large load
             self._loader.load(rows, upsert=False)
             return
+        if table == "tombstones":  # keyed by (id, namespace) (migration 5): one naming no namespace has ''
+            rows = [(r[0], self.NO_NAMESPACE if r[1] is None else r[1], *r[2:]) for r in rows]
         with self._db.cursor() as cur, cur.copy(f"COPY {table}({cols}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)

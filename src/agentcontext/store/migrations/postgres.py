@@ -132,3 +132,30 @@ def compact_layout(db) -> None:
                f"UNION ALL SELECT {VERSION_COLS}, NULL AS embed_text FROM nodes")
     for model, dim in db.execute("SELECT DISTINCT model, dim FROM vectors ORDER BY model, dim").fetchall():
         create_ann_index(db, model, dim)
+
+
+# The tenant tables (the namespace is the tenant: docs/SHARDING.md) and their primary keys from step 5 on: each holds
+# the tenant column, so the same tables distribute on Citus by it (create_distributed_table(t, 'namespace')). The
+# namespace comes last where callers look rows up by id alone (a node, its versions, a tombstone), so those lookups
+# still seek the key's prefix; edges are never looked up by rid, so theirs leads with it.
+TENANT_KEYS = {"nodes": ("rid", "namespace"), "node_versions": ("id", "version", "namespace"),
+               "edges": ("namespace", "rid"), "tombstones": ("id", "namespace")}
+
+
+@MIGRATIONS.step(5, "the tenant (namespace) in every tenant table's primary key: nodes (rid, namespace), node_versions "
+                    "(id, version, namespace), edges (namespace, rid), tombstones (id, namespace) with a namespace "
+                    "never NULL")
+def tenant_keys(db) -> None:
+    # Citus requires the distribution column in every primary key and unique constraint of a distributed table,
+    # and an ON CONFLICT target must name a unique index: the tombstones' upsert now names (id, namespace)
+    # (PostgresStore.TOMBSTONE_KEY). Kept on one server and dropped by the Citus profile (docs/SHARDING.md): the
+    # unique ids across namespaces nodes_id_key UNIQUE(id) and the live-edge index edges_live (eid), which no
+    # ON CONFLICT names (a node never changes namespace: one server still refuses a second namespace for an id).
+    # A tombstone's namespace was NULL only when a restored one named none; '' says the same and can be a key.
+    db.execute("UPDATE tombstones SET namespace = '' WHERE namespace IS NULL")
+    db.execute("ALTER TABLE tombstones ALTER COLUMN namespace SET DEFAULT '', ALTER COLUMN namespace SET NOT NULL")
+    for table, key in TENANT_KEYS.items():
+        (name,) = db.execute("SELECT conname FROM pg_constraint WHERE conrelid = to_regclass(%s) AND contype = 'p'",
+                             (table,)).fetchone()
+        db.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}", ADD CONSTRAINT {table}_pkey PRIMARY KEY '
+                   f"({', '.join(key)})")
