@@ -165,4 +165,4 @@ def import_versions(db: Any, rows: Sequence[tuple]) -> None:
     cols = f"{NODE_COLS}, embed_text"
     stage(db, "stage_versions", cols, rows)
     db.execute(f"INSERT INTO node_versions({cols}) SELECT {cols} FROM stage_versions s WHERE NOT EXISTS "
-               "(SELECT 1 FROM nodes n WHERE n.id = s.id AND n.version = s.version)")
+               "(SELECT 1 FROM nodes n WHERE n.id = s.id AND n.namespace = s.namespace AND n.version = s.version)")

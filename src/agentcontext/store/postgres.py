@@ -223,7 +223,7 @@ class PostgresStore(SQLStore):
         pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}))
         # a version row copied before its node is the live row now (migration 4: the current version is held once)
         self._db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = ANY(%s) AND v.id = n.id AND "
-                         "v.version = n.version", ([r[0] for r in rows],))
+                         "v.namespace = n.namespace AND v.version = n.version", ([r[0] for r in rows],))
 
     def _import_versions(self, rows: list[tuple]) -> None:
         """Copied versions, but the current ones: a node's live row is its current version (migration 4)."""

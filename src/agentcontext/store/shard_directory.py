@@ -102,6 +102,20 @@ def unknown_shard(name: str, names: Sequence[str], tenant: str | None = None) ->
                            shard=name, tenant=tenant, shards=list(names))
 
 
+def connect(store: Any, autocommit: bool = False) -> Any:
+    """A new connection to the server and schema of ``store`` (a ``PostgresStore``)."""
+    import psycopg
+    from psycopg import sql as pgsql
+
+    conn = psycopg.connect(store._conninfo, autocommit=autocommit, connect_timeout=10)
+    conn.execute(f"SET lock_timeout = '{int(store._timeout * 1000)}ms'")
+    if store.schema:
+        conn.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(store.schema)))
+    if not autocommit:
+        conn.commit()
+    return conn
+
+
 class Directory:
     """The directory table on the directory shard (``store``, a ``PostgresStore``): tenant -> shard, remembered in
     this process for ``ttl`` seconds for reads (a move is seen that much later at most: a move waits as long before
@@ -119,16 +133,7 @@ class Directory:
 
     def connect(self, autocommit: bool = False) -> Any:
         """A new connection to the directory shard, in the store's schema."""
-        import psycopg
-        from psycopg import sql as pgsql
-
-        conn = psycopg.connect(self.store._conninfo, autocommit=autocommit, connect_timeout=10)
-        conn.execute(f"SET lock_timeout = '{int(self.store._timeout * 1000)}ms'")
-        if self.store.schema:
-            conn.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(self.store.schema)))
-        if not autocommit:
-            conn.commit()
-        return conn
+        return connect(self.store, autocommit)
 
     def rows(self, fresh: bool = False) -> dict[str, tuple[str, str, str | None]]:
         """tenant -> (shard, state, target) of every assigned tenant, read now (``info``, recovery, tests)."""
@@ -202,6 +207,18 @@ class Directory:
                 self._conn.commit()
             else:
                 self._conn.rollback()
+
+    def open(self) -> bool:
+        """Whether a write transaction's hold is open (its connection inside a transaction)."""
+        from psycopg.pq import TransactionStatus
+
+        return self._conn is not None and not self._conn.closed and \
+            self._conn.info.transaction_status == TransactionStatus.INTRANS
+
+    def prepare(self, gid: str) -> None:
+        """The hold as one prepared part of a commit across shards (``pg_shard_commit``): its tenants stay held and
+        its new assignments wait for the decision."""
+        self._conn.execute(f"PREPARE TRANSACTION '{gid}'")
 
     def close(self) -> None:
         if self._conn is not None:
