@@ -91,9 +91,10 @@ class Decider:
 
     def decide(self, txid: str, outcome: str, shards: Sequence[str]) -> str:
         """The decision for ``txid``: ``outcome`` unless one was logged first (the first one wins)."""
-        self.conn.execute(f"INSERT INTO {DECISIONS}(txid, outcome, shards) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                          (txid, outcome, list(shards)))
-        return self.conn.execute(f"SELECT outcome FROM {DECISIONS} WHERE txid = %s", (txid,)).fetchone()[0]
+        return self.conn.execute(  # one round trip: the row inserted, else the one there
+            f"WITH mine AS (INSERT INTO {DECISIONS}(txid, outcome, shards) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING "
+            f"RETURNING outcome) SELECT outcome FROM mine UNION ALL SELECT outcome FROM {DECISIONS} WHERE txid = %s "
+            "LIMIT 1", (txid, outcome, list(shards), txid)).fetchone()[0]
 
     def forget(self, txid: str) -> None:
         self.conn.execute(f"DELETE FROM {DECISIONS} WHERE txid = %s", (txid,))
@@ -109,6 +110,7 @@ class TwoPhase:
     names: list[str]
     directory: Any
     _decider: Decider | None
+    _workers: Any
     two_phase: bool
     two_phase_reason: str
 
@@ -173,17 +175,26 @@ class TwoPhase:
         """Commit or roll back each part (gid -> shard) as decided; the decision is forgotten once every part is
         resolved (a shard that does not answer keeps it, and the next open resolves its part: ``complete`` False)."""
         verb = "COMMIT" if outcome == "commit" else "ROLLBACK"
-        for part, name in parts.items():
+
+        def finish(part: str, name: str) -> psycopg.Error | None:
             store = self.shards[name].store
             try:
                 if store is None:
                     raise psycopg.OperationalError("not connected")
                 _finish(store, part, verb)
             except psycopg.Error as exc:
+                return exc
+            return None
+
+        pool = self._workers()  # the shards at once (a part of each shard: each its own connection)
+        jobs = [(name, pool.submit(finish, part, name)) for part, name in parts.items() if name != self.names[0]]
+        done = [(name, finish(part, name)) for part, name in parts.items() if name == self.names[0]]
+        for name, error in [*done, *((n, job.result()) for n, job in jobs)]:
+            if error is not None:
                 complete = False
                 log.warning("agentcontext sharded store: shard %s did not take the %s of a transaction across shards "
                             "(%s); the next open of the store finishes it (its decision is kept on the directory "
-                            "shard)", name, verb.lower(), str(exc).strip()[:200])
+                            "shard)", name, verb.lower(), str(error).strip()[:200])
         if complete:
             self._decider_conn().forget(txid)
 

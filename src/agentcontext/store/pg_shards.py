@@ -196,10 +196,14 @@ class ShardedStore(ShardReads, ShardWrites, TwoPhase):
         call = self._on_up if up_only else self.on
         if len(calls) < 2 or self._mine():
             return [call(name, fn, write) for name, fn in calls]
+        futures = [self._workers().submit(call, name, fn, write) for name, fn in calls]
+        return [f.result() for f in futures]  # the first failure, in shard order, is raised
+
+    def _workers(self) -> ThreadPoolExecutor:
+        """The threads that ask the shards at once (one per shard)."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=len(self.names), thread_name_prefix="agentcontext-shard")
-        futures = [self._pool.submit(call, name, fn, write) for name, fn in calls]
-        return [f.result() for f in futures]  # the first failure, in shard order, is raised
+        return self._pool
 
     def _on_up(self, name: str, fn: Callable[[PostgresStore], T], write: bool = False) -> T | None:
         try:
