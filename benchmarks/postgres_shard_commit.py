@@ -9,7 +9,7 @@ Measured, median of ``--calls`` calls per figure, the configurations interleaved
 - ``one shard``: a transaction writing 3 notes of one tenant (no second phase either way: the control);
 - ``vectors`` / ``updates``: ``--batch`` new 384-d vectors put, or ``--batch`` nodes changed, in one transaction on
   one server: a ``PostgresStore`` (COPY into a temporary stage, then one statement) against a shard's store
-  (``ShardStore``: plain statements, executemany).
+  (``ShardStore``: COPY into an unlogged stage of the schema, truncated before the commit).
 Run: nice -n 10 .venv/bin/python benchmarks/postgres_shard_commit.py [--calls 40 --runs 3 --batch 500]
 """
 from __future__ import annotations
@@ -96,9 +96,9 @@ def main() -> None:
             ("one shard", "two-phase"): lambda: one_shard(sharded, tenants["b"]),
             ("one shard", "shard by shard"): lambda: one_shard(sharded, tenants["b"]),
             ("vectors", "one server (temporary stage)"): lambda: vectors(plain, args.batch, rng),
-            ("vectors", "shard (plain statements)"): lambda: vectors(shard, args.batch, rng),
+            ("vectors", "shard (unlogged stage)"): lambda: vectors(shard, args.batch, rng),
             ("updates", "one server (temporary stage)"): lambda: updates(plain, args.batch),
-            ("updates", "shard (plain statements)"): lambda: updates(shard, args.batch),
+            ("updates", "shard (unlogged stage)"): lambda: updates(shard, args.batch),
         }
         runs: dict[tuple[str, str], list[float]] = {k: [] for k in kinds}
         for _ in range(args.runs):

@@ -19,8 +19,9 @@ logged, else roll back.
 
 The servers need ``max_prepared_transactions`` > 0 (PostgreSQL's default is 0). A store whose shards do not all allow
 it commits shard by shard as before, says so in ``two_phase`` (``info()["atomic"]``), and logs a warning once.
-PostgreSQL refuses to prepare a transaction that touched a temporary table, so a shard of a sharded store stages no
-rows in temporary tables (``NoTempStaging``): its bulk updates and vector loads use plain statements.
+PostgreSQL refuses to prepare a transaction that touched a temporary table, so a shard of a sharded store stages its
+bulk rows (``pg_bulk.stage``) in unlogged tables of its schema instead, truncated before every commit
+(``NoTempStaging``; one writer at a time holds a schema's writer lock, so no other sees them).
 """
 from __future__ import annotations
 
@@ -32,8 +33,6 @@ import psycopg
 
 from ..errors import StoreError
 from . import pg_bulk
-from .pg_vectors import MAX_INDEXED_DIM, STORED, create_ann_index, has_ann_index
-from .rows import NODE_COLS
 from .shard_directory import connect
 
 log = logging.getLogger("agentcontext.store.shards")
@@ -230,70 +229,37 @@ class TwoPhase:
 
 class NoTempStaging:
     """Mixin of a shard's ``PostgresStore``: ``PREPARE TRANSACTION`` instead of ``COMMIT`` when asked
-    (``_prepare_as``), and no temporary staging table (PostgreSQL cannot prepare a transaction that touched one): node
-    updates, vector loads and copied versions by plain statements."""
+    (``_prepare_as``), and no temporary table (PostgreSQL cannot prepare a transaction that touched one): the bulk
+    path (``pg_bulk``) stages its rows in unlogged tables of the schema, emptied before every commit."""
 
     _prepare_as: str | None = None
     _db: Any
     _vector_loader: Any
 
+    def _connect(self) -> None:
+        super()._connect()  # type: ignore[misc]
+        pg_bulk.SHARED_STAGES[self._db] = set()
+
     def _commit(self) -> None:
+        try:
+            pg_bulk.clear_stages(self._db)
+        except BaseException:
+            self._rollback()  # type: ignore[attr-defined]
+            raise
         if self._prepare_as is None:
             super()._commit()  # type: ignore[misc]
             return
+        loader, self._vector_loader = self._vector_loader, None
+        try:
+            if loader is not None:
+                loader.finish()  # HNSW indexes dropped for a large load, built before the prepare
+        except BaseException:
+            self._rollback()  # type: ignore[attr-defined]
+            raise
         self._db.execute(f"PREPARE TRANSACTION '{self._prepare_as}'")
 
-    def _upsert_vectors(self, rows: list[tuple]) -> None:
-        self._put_vectors(rows, upsert=True)
-
-    def _bulk_insert(self, table: str, cols: str, rows: Sequence[Sequence[Any]]) -> None:
-        if table == "vectors":
-            self._put_vectors(rows, upsert=False)
-            return
-        super()._bulk_insert(table, cols, rows)  # type: ignore[misc]
-
-    def _put_vectors(self, rows: Sequence[Sequence[Any]], upsert: bool) -> None:
-        """(hash, model, dim, float32 vector) rows, a new model's HNSW index first (as ``pg_bulk.VectorLoader`` does
-        for a small load); searched: a node's text has it."""
-        if not rows:
-            return
-        for model, dim in sorted({(r[1], int(r[2])) for r in rows}):
-            if 0 < dim <= MAX_INDEXED_DIM and not has_ann_index(self._db, model, dim):
-                create_ann_index(self._db, model, dim)
-        sql = (f"INSERT INTO vectors(hash, model, dim, vector, searched) VALUES (%s, %s, %s, %s::vector::{STORED}, "
-               "EXISTS (SELECT 1 FROM nodes n WHERE n.embed_hash = %s))")
-        if upsert:
-            sql += (" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
-                    "searched = vectors.searched OR excluded.searched WHERE vectors.dim <> excluded.dim OR "
-                    "vectors.vector <> excluded.vector OR (excluded.searched AND NOT vectors.searched)")
-        with self._db.cursor() as cur:
-            cur.executemany(sql, [(r[0], r[1], int(r[2]), r[3], r[0]) for r in sorted(rows, key=lambda r: r[:2])])
-
-    def _write_nodes(self, changed: list, existing: dict) -> None:
-        updates = [c for c in changed if c[1]]
-        if not updates:
-            super()._write_nodes(changed, existing)  # type: ignore[misc]
-            return
-        cols = NODE_COLS.split(", ")
-        rows = []
-        for node, _, props_json in updates:
-            rows.append((node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
-                         props_json, list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None,
-                         node.version, node.content_hash, node.created_by, node.embed_hash, node.tokens,
-                         node.embed_text, " ".join(node.tags)))
-        with self._db.cursor() as cur:  # the current versions move to node_versions, then the live rows change
-            cur.executemany(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {NODE_COLS}, NULL FROM nodes "
-                            "WHERE id = %s AND namespace = %s", [(r[0], r[2]) for r in rows])
-            sets = ", ".join(f"{c} = %s" for c in [*cols[1:], "embed_text", "tag_text"])
-            cur.executemany(f"UPDATE nodes SET {sets} WHERE id = %s AND namespace = %s",
-                            [(*r[1:], r[0], r[2]) for r in rows])
-        pg_bulk.mark_searched(self._db, sorted({r[16] for r in rows if r[16]}))
-        super()._write_nodes([c for c in changed if not c[1]], existing)  # type: ignore[misc]
-
-    def _import_versions(self, rows: list[tuple]) -> None:
-        if not rows:
-            return
-        cols = f"{NODE_COLS}, embed_text"
-        super()._bulk_insert("node_versions", cols, rows)  # type: ignore[misc]
-        self._db.execute("DELETE FROM node_versions v USING nodes n WHERE v.id = ANY(%s) AND n.id = v.id AND "
-                         "n.namespace = v.namespace AND n.version = v.version", (list({r[0] for r in rows}),))
+    def _rollback(self) -> None:
+        used = pg_bulk.SHARED_STAGES.get(self._db)
+        if used:
+            used.clear()  # what they held goes with the transaction
+        super()._rollback()  # type: ignore[misc]
