@@ -55,7 +55,7 @@ def gid(schema_key: int, txid: str, shard: str) -> str:
 
 def allows_prepare(store: Any) -> bool:
     """Whether the shard's server allows prepared transactions (``max_prepared_transactions`` > 0)."""
-    return int(store._read("SHOW max_prepared_transactions")[0][0]) > 0
+    return int(store._read_primary("SHOW max_prepared_transactions")[0][0]) > 0
 
 
 def _finish(store: Any, name: str, verb: str) -> bool:
@@ -63,6 +63,8 @@ def _finish(store: Any, name: str, verb: str) -> bool:
     try:
         with store._lock:
             store._db.execute(f"{verb} PREPARED '{name}'")
+            if verb == "COMMIT":
+                store._saw_commit()
         return True
     except GONE:
         return False
@@ -204,8 +206,8 @@ class TwoPhase:
         for shard in self.shards.values():
             if shard.store is None:
                 continue
-            for (part,) in shard.store._read("SELECT gid FROM pg_prepared_xacts WHERE database = current_database() "
-                                             "AND starts_with(gid, %s)", (prefix,)):
+            for (part,) in shard.store._read_primary("SELECT gid FROM pg_prepared_xacts WHERE database = "
+                                                     "current_database() AND starts_with(gid, %s)", (prefix,)):
                 found.setdefault(part[len(prefix):].split(":", 1)[0], {})[part] = shard.name
         if not found:
             return {}
@@ -249,14 +251,11 @@ class NoTempStaging:
         if self._prepare_as is None:
             super()._commit()  # type: ignore[misc]
             return
-        loader, self._vector_loader = self._vector_loader, None
-        try:
-            if loader is not None:
-                loader.finish()  # HNSW indexes dropped for a large load, built before the prepare
-        except BaseException:
-            self._rollback()  # type: ignore[attr-defined]
-            raise
+        self._finish_loads()  # type: ignore[attr-defined]  # a large load's HNSW index, before the prepare
         self._db.execute(f"PREPARE TRANSACTION '{self._prepare_as}'")
+
+    def _saw_commit(self) -> None:
+        """A prepared part of this shard was committed (a shard with replicas notes the position: ``pg_shards``)."""
 
     def _rollback(self) -> None:
         used = pg_bulk.SHARED_STAGES.get(self._db)

@@ -37,7 +37,7 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
@@ -49,10 +49,11 @@ from .base import COPY_TABLES
 from .pg_sql import redact
 from .postgres import PostgresStore
 from .rows import as_list
+from .pg_replicas import DEFAULT_MAX_LAG, ReplicatedPostgresStore
 from .pg_shard_commit import Decider, NoTempStaging, TwoPhase
 from .pg_shard_reads import ShardReads
 from .pg_shard_writes import ShardWrites
-from .shard_directory import Directory, parse_shards, unknown_shard
+from .shard_directory import Directory, parse_shard_replicas, parse_shards, unknown_shard
 
 T = TypeVar("T")
 RETRY_SECONDS = 2.0
@@ -65,6 +66,28 @@ class ShardStore(NoTempStaging, PostgresStore):
     transactions can end prepared (``pg_shard_commit``)."""
 
     CONNECT_TIMEOUT = CONNECT_TIMEOUT
+
+    def _read_primary(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """A read that must see the latest commit (the directory, recovery, a write's own look-ups): this server."""
+        return self._read(sql, params)
+
+    def primary(self) -> Any:
+        """Reads inside stay on the primary (this server: no replicas)."""
+        return nullcontext()
+
+
+class ShardReplicaStore(NoTempStaging, ReplicatedPostgresStore):
+    """A shard with read replicas: reads go to a replica that has replayed this store's writes (``pg_replicas``),
+    its writes and the reads of ``_read_primary``/``primary()`` to the shard's primary."""
+
+    CONNECT_TIMEOUT = CONNECT_TIMEOUT
+
+    def primary(self) -> Any:
+        return self._on_primary()
+
+    def _saw_commit(self) -> None:
+        """A prepared part committed (COMMIT PREPARED): reads wait for a replica that has replayed it."""
+        self.replicas.saw_primary(self._position())
 
 
 @dataclass
@@ -102,8 +125,12 @@ class ShardedStore(ShardReads, ShardWrites, TwoPhase):
     capabilities = PostgresStore.capabilities
     MIGRATIONS = PostgresStore.MIGRATIONS  # every shard's schema
 
-    def __init__(self, shards: str | Mapping[str, str] | Sequence[Any], timeout: float = 60.0) -> None:
+    def __init__(self, shards: str | Mapping[str, str] | Sequence[Any], timeout: float = 60.0,
+                 replicas: str | Mapping[str, Any] | None = None, max_lag: float | None = None,
+                 max_lag_bytes: int | None = None) -> None:
         self._urls = parse_shards(shards)
+        self._replicas = parse_shard_replicas(replicas, list(self._urls))  # shard -> its read replicas' URLs
+        self._lag = (DEFAULT_MAX_LAG if max_lag is None else max_lag, max_lag_bytes)
         self._timeout = timeout
         self.shards = {name: Shard(name, url, redact(url)) for name, url in self._urls.items()}
         self.names = list(self.shards)
@@ -140,7 +167,11 @@ class ShardedStore(ShardReads, ShardWrites, TwoPhase):
     # --- shards --------------------------------------------------------------------------------------
     def _connect(self, shard: Shard, raising: bool) -> None:
         try:
-            shard.store = ShardStore(shard.url, timeout=self._timeout)
+            if shard.name in self._replicas:
+                shard.store = ShardReplicaStore(shard.url, self._replicas[shard.name], *self._lag,
+                                                timeout=self._timeout)
+            else:
+                shard.store = ShardStore(shard.url, timeout=self._timeout)
             shard.reason = ""
         except StoreError as exc:
             if raising or not _lost(exc, None):
@@ -255,7 +286,7 @@ class ShardedStore(ShardReads, ShardWrites, TwoPhase):
     def _tenants_of(self, ids: Sequence[str], table: str = "nodes", column: str = "id") -> list[str]:
         """The namespaces of the rows of ``table`` with these ids (live or not), on whichever shard holds them."""
         sql = f"SELECT DISTINCT namespace FROM {table} WHERE {column} = ANY(%s)"
-        return sorted({r[0] for rows in self.by_ids(list(ids), lambda s, chunk: s._read(sql, (chunk,)))
+        return sorted({r[0] for rows in self.by_ids(list(ids), lambda s, chunk: s._read_primary(sql, (chunk,)))
                        for r in rows})
 
     def _by_tenant(self, items: Sequence[T], tenant: Callable[[T], str]) -> dict[str, list[T]]:
@@ -373,6 +404,8 @@ class ShardedStore(ShardReads, ShardWrites, TwoPhase):
                 entries.append(entry)
                 continue
             entry.update(state="up", counts=got["counts"], sizes=got.get("sizes"))
+            if "replicas" in got:  # a shard with read replicas: each one's state and lag
+                entry.update(replicas=got["replicas"], replica_reads=got["replica_reads"])
             entries.append(entry)
             if name == self.names[0]:
                 out.update(got)

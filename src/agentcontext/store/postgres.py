@@ -170,14 +170,19 @@ class PostgresStore(SQLStore):
                              url=self.url) from exc
 
     def _commit(self) -> None:
+        self._finish_loads()
+        self._db.execute("COMMIT")
+
+    def _finish_loads(self) -> None:
+        """Before the commit: the HNSW indexes dropped (or never made) for a large load, built over every row of the
+        transaction (on failure the transaction is rolled back)."""
         loader, self._vector_loader = self._vector_loader, None
         if loader is not None:
-            try:  # HNSW indexes dropped (or never made) for a large load: built over every row of the transaction
+            try:
                 loader.finish()
             except BaseException:
                 self._rollback()
                 raise
-        self._db.execute("COMMIT")
 
     def _rollback(self) -> None:
         self._vector_loader = None

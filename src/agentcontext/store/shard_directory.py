@@ -79,6 +79,28 @@ def parse_shards(value: str | Mapping[str, str] | Sequence[Any]) -> dict[str, st
     return shards
 
 
+def parse_shard_replicas(value: str | Mapping[str, Any] | None, names: Sequence[str]) -> dict[str, list[str]]:
+    """``{shard: [replica URL, ...]}`` from ``name=url|url,name=url`` (``AGENTCONTEXT_SHARD_REPLICA_URLS``) or a
+    mapping (a list, or ``|``-separated URLs, per shard); a shard the list does not name is refused."""
+    if not value:
+        return {}
+    pairs = value.items() if isinstance(value, Mapping) else parse_shards(value).items()
+    out: dict[str, list[str]] = {}
+    for name, urls in pairs:
+        if name not in names:
+            raise ValidationError(f"replicas are given for shard {name!r}, which the shard list does not name (its "
+                                  f"shards are {', '.join(names)}); name each replica's shard: "
+                                  "AGENTCONTEXT_SHARD_REPLICA_URLS=\"b=postgresql://replica1/db|postgresql://replica2/db\"",
+                                  shard=name, shards=list(names))
+        listed = [u.strip() for u in (urls.split("|") if isinstance(urls, str) else urls) if u.strip()]
+        for url in listed:
+            if not url.startswith(("postgresql://", "postgres://")):
+                raise ValidationError(f"replica {redact(url)!r} of shard {name!r} is not a PostgreSQL URL",
+                                      shard=name, url=redact(url))
+        out[name] = listed
+    return out
+
+
 def tenant_key(tenant: str) -> int:
     """The advisory lock key of ``tenant`` (with ``MOVE_LOCK``)."""
     return int.from_bytes(hashlib.sha256(tenant.encode()).digest()[:4], "big", signed=True)
@@ -137,7 +159,7 @@ class Directory:
 
     def rows(self, fresh: bool = False) -> dict[str, tuple[str, str, str | None]]:
         """tenant -> (shard, state, target) of every assigned tenant, read now (``info``, recovery, tests)."""
-        found = self.store._read(f"SELECT tenant, shard, state, target FROM {TABLE}")
+        found = self.store._read_primary(f"SELECT tenant, shard, state, target FROM {TABLE}")
         now = time.monotonic()
         rows = {t: (s, st, tg) for t, s, st, tg in found}
         self._seen = {t: (now, row) for t, row in rows.items()}
@@ -145,7 +167,7 @@ class Directory:
 
     def unsettled(self) -> bool:
         """Whether some tenant's move did not finish (``pg_shard_move.recover`` has work)."""
-        return bool(self.store._read(f"SELECT EXISTS (SELECT 1 FROM {TABLE} WHERE state <> 'home')")[0][0])
+        return bool(self.store._read_primary(f"SELECT EXISTS (SELECT 1 FROM {TABLE} WHERE state <> 'home')")[0][0])
 
     def shards_of(self, tenants: Sequence[str]) -> dict[str, str | None]:
         """Each tenant's shard (checked against the listed shards; None: not assigned yet), as read at most ``ttl``
@@ -153,7 +175,7 @@ class Directory:
         now = time.monotonic()
         stale = [t for t in dict.fromkeys(tenants) if now - self._seen.get(t, (-1e18, None))[0] > self.ttl]
         if stale:
-            found = {t: (s, st, tg) for t, s, st, tg in self.store._read(
+            found = {t: (s, st, tg) for t, s, st, tg in self.store._read_primary(
                 f"SELECT tenant, shard, state, target FROM {TABLE} WHERE tenant = ANY(%s)", (stale,))}
             if len(self._seen) > SEEN:
                 self._seen = {t: v for t, v in self._seen.items() if now - v[0] <= self.ttl}
