@@ -421,3 +421,16 @@ def test_replicas_of_shards_are_named_by_shard(pair, pg_server):
         open_store("shards:" + spec, replicas={"c": [replica.url(None)]})
     with pytest.raises(ValidationError, match="named by shard"):
         open_store("shards:" + spec, replicas=[replica.url(None)])
+
+
+def test_the_cli_reads_each_shards_replicas_from_the_environment(pair, pg_server):
+    primary, replica = pair
+    env = {**os.environ, "AGENTCONTEXT_SHARD_URLS": f"a={pg_server.url('shrep_3')},b={primary.url('shrep_3')}",
+           "AGENTCONTEXT_SHARD_REPLICA_URLS": f"b={replica.url(None)}", "PYTHONPATH": str(ROOT / "src")}
+    env.pop("AGENTCONTEXT_URL", None)
+    done = subprocess.run([sys.executable, "-m", "agentcontext.cli", "store", "info", "--json"], env=env, check=True,
+                          capture_output=True, text=True, cwd=ROOT)
+    info = json.loads(done.stdout)
+    shards = {s["name"]: s for s in info["shards"]}
+    assert "replicas" not in shards["a"] and [r["url"] for r in shards["b"]["replicas"]] == [replica.url(None)]
+    assert info["atomic"] == "two-phase commit across shards"

@@ -26,6 +26,9 @@ sharded store is one store to every service: it speaks the store protocol (``bas
   two-phase commit, its decision logged on the directory shard, so it is atomic across shards and a process killed
   between the phases is resolved by the next open (``pg_shard_commit.py``). Servers that do not allow prepared
   transactions (``max_prepared_transactions`` = 0) commit shard by shard instead, said in ``info()["atomic"]``.
+- A shard can have read replicas (``replicas={shard: [url, ...]}``, ``AGENTCONTEXT_SHARD_REPLICA_URLS``): its store is
+  then a ``ReplicatedPostgresStore`` (``ShardReplicaStore``) whose reads go to a replica that has replayed its writes;
+  what must see the latest commit (the directory, recovery, a write's own look-ups, a move's copy) reads the primary.
 - A shard that does not answer: the call that needed it fails fast with ``ShardUnavailableError`` naming the shard
   (it is tried again ``RETRY_SECONDS`` later, connecting for at most ``CONNECT_TIMEOUT``); calls that need only other
   shards go on. A fan-out across every tenant fails too (its answer would be incomplete); the change counter uses
