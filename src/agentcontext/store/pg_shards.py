@@ -345,6 +345,7 @@ class ShardedStore(ShardReads, ShardWrites, TwoPhase):
                     self._tx = None
                     if not stack.__exit__(type(exc), exc, exc.__traceback__):
                         raise
+                    self._release(commit=False)
                     return
                 self._tx = None
                 self._commit_all(stack, list(self._written))  # two phases when it wrote to several shards
