@@ -15,19 +15,22 @@ from agentcontext.migrate import content_digest
 from agentcontext.model import Edge, Node
 from agentcontext.store import open_store
 from agentcontext.store.migrations import Migrations
-from agentcontext.store.migrations.postgres import TENANT_KEYS
+from agentcontext.store.migrations.postgres import TENANT_KEYS, tenant_keys
 from agentcontext.store.postgres import PostgresStore
 
 from .conftest import ROOT
 
 pytestmark = pytest.mark.postgres
 TENANT_TABLES = ("nodes", "node_versions", "edges", "tombstones")
+# the step that puts the tenant in the keys (number 5 when written; whatever number the list gives it)
+STEP = next(m.version for m in PostgresStore.MIGRATIONS if m.apply is tenant_keys)
+BEFORE = STEP - 1
 
 
 class Step4(PostgresStore):
-    """The store as schema 4's code wrote it (tombstones keyed by id alone, a NULL namespace allowed)."""
+    """The store as the code before the step wrote it (tombstones keyed by id alone, a NULL namespace allowed)."""
 
-    MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:4])
+    MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:BEFORE])
     TOMBSTONE_KEY = "id"
     NO_NAMESPACE = None
 
@@ -100,7 +103,7 @@ def test_every_tenant_table_has_the_tenant_in_its_primary_key(pg_url):
 
 def test_a_schema_4_store_with_data_migrates_in_place_and_reads_back_equal(pg_url):
     old = Step4(pg_url)
-    assert old.schema_version() == 4
+    assert old.schema_version() == BEFORE
     fill(old)
     assert primary_keys(old)["nodes"] == ["rid"] and primary_keys(old)["tombstones"] == ["id"]
     before, digest = reads(old), content_digest(old)
@@ -108,7 +111,7 @@ def test_a_schema_4_store_with_data_migrates_in_place_and_reads_back_equal(pg_ur
     old.close()
 
     store = open_store(pg_url)
-    assert store.schema_version() == 5 == PostgresStore.MIGRATIONS.latest
+    assert store.schema_version() == PostgresStore.MIGRATIONS.latest >= STEP
     assert all("namespace" in primary_keys(store)[t] for t in TENANT_TABLES)
     assert reads(store) == before
     after = content_digest(store)
@@ -132,12 +135,13 @@ import os, sys, time
 from agentcontext.store.migrations import Migration, Migrations
 from agentcontext.store.postgres import PostgresStore
 steps = list(PostgresStore.MIGRATIONS)
-def step_5_then_wait(db):
-    steps[4].apply(db)  # the whole step ran, inside the upgrade's transaction, which has not committed
+before = int(sys.argv[2])
+def step_then_wait(db):
+    steps[before].apply(db)  # the whole step ran, inside the upgrade's transaction, which has not committed
     print("applied", flush=True)
     time.sleep(60)
 class Killed(PostgresStore):
-    MIGRATIONS = Migrations("postgresql", [*steps[:4], Migration(5, steps[4].name, step_5_then_wait)])
+    MIGRATIONS = Migrations("postgresql", [*steps[:before], Migration(before + 1, steps[before].name, step_then_wait)])
 Killed(sys.argv[1])
 """
 
@@ -148,19 +152,20 @@ def test_a_sigkill_mid_migration_leaves_schema_4_whole_and_usable(pg_url):
     before = reads(old)
     old.close()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-c", KILLED, pg_url], stdout=subprocess.PIPE, text=True, env=env,
-                            cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, pg_url, str(BEFORE)], stdout=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT)
     try:
         assert proc.stdout.readline().strip() == "applied"
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    again = Step4(pg_url)  # the code of schema 4 opens it as it was, its writes included
-    assert again.schema_version() == 4 and primary_keys(again)["nodes"] == ["rid"]
+    again = Step4(pg_url)  # the code before the step opens it as it was, its writes included
+    assert again.schema_version() == BEFORE and primary_keys(again)["nodes"] == ["rid"]
     assert reads(again) == before
     again.put_tombstones([{"id": "after-kill", "kind": "doc"}])
     again.close()
     store = open_store(pg_url)  # and today's code migrates it
-    assert store.schema_version() == 5 and primary_keys(store)["tombstones"] == ["id", "namespace"]
+    assert store.schema_version() == PostgresStore.MIGRATIONS.latest and primary_keys(store)["tombstones"] == [
+        "id", "namespace"]
     assert reads(store) == before and store.tombstone("after-kill")["namespace"] == ""
     store.close()
