@@ -10,6 +10,7 @@ the transaction commits: one build for however many batches a transaction loads.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -42,10 +43,22 @@ STAGES = {
 }
 
 
+# Connections whose transactions may end prepared (a shard's: pg_shard_commit), which PostgreSQL refuses after any use
+# of a temporary table: they stage in unlogged tables of the schema instead (one writer at a time holds the schema's
+# writer lock), emptied before the commit (``clear_stages``); the stages each used, by connection.
+SHARED_STAGES: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
+
+
 def stage(db: Any, name: str, cols: str, rows: Sequence[Sequence[Any]], types: list[str] | None = None) -> None:
     """Fill the session's temporary table ``name`` with ``rows`` by COPY (binary when ``types`` are given). It
-    lives as long as the connection and is emptied at every commit; rows staged earlier in this transaction go."""
-    db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} ({STAGES[name]}) ON COMMIT DELETE ROWS")
+    lives as long as the connection and is emptied at every commit; rows staged earlier in this transaction go.
+    (A connection in ``SHARED_STAGES``: an unlogged table of the schema, emptied by ``clear_stages``.)"""
+    used = SHARED_STAGES.get(db)
+    if used is None:
+        db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} ({STAGES[name]}) ON COMMIT DELETE ROWS")
+    else:
+        db.execute(f"CREATE UNLOGGED TABLE IF NOT EXISTS {name} ({STAGES[name]})")
+        used.add(name)
     db.execute(f"DELETE FROM {name}")
     binary = " (FORMAT BINARY)" if types else ""
     with db.cursor() as cur, cur.copy(f"COPY {name} ({cols}) FROM STDIN{binary}") as copy:
@@ -53,6 +66,15 @@ def stage(db: Any, name: str, cols: str, rows: Sequence[Sequence[Any]], types: l
             copy.set_types(types)
         for row in rows:
             copy.write_row(row)
+
+
+def clear_stages(db: Any) -> None:
+    """Empty the unlogged stages this connection's transaction used, before it commits (no other writer sees them):
+    TRUNCATE, so their files keep no staged text (an erased one included) as dead rows."""
+    used = SHARED_STAGES.get(db)
+    if used:
+        db.execute(f"TRUNCATE {', '.join(sorted(used))}")
+        used.clear()
 
 
 def check_vectors(items: Sequence[tuple[str, Any]]) -> None:
@@ -165,9 +187,9 @@ def update_nodes(db: Any, rows: Sequence[tuple]) -> None:
     stage(db, "stage_nodes", f"{NODE_COLS}, embed_text, tag_text", rows)
     old = ", ".join(f"n.{c}" for c in NODE_COLS.split(", "))
     db.execute(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {old}, NULL FROM nodes n "
-               "JOIN stage_nodes s ON s.id = n.id")
+               "JOIN stage_nodes s ON s.id = n.id AND s.namespace = n.namespace")
     sets = ", ".join(f"{c} = s.{c}" for c in [*NODE_COLS.split(", ")[1:], "embed_text", "tag_text"])
-    db.execute(f"UPDATE nodes n SET {sets} FROM stage_nodes s WHERE n.id = s.id")
+    db.execute(f"UPDATE nodes n SET {sets} FROM stage_nodes s WHERE n.id = s.id AND n.namespace = s.namespace")
 
 
 def import_versions(db: Any, rows: Sequence[tuple]) -> None:
@@ -177,4 +199,4 @@ def import_versions(db: Any, rows: Sequence[tuple]) -> None:
     cols = f"{NODE_COLS}, embed_text"
     stage(db, "stage_versions", cols, rows)
     db.execute(f"INSERT INTO node_versions({cols}) SELECT {cols} FROM stage_versions s WHERE NOT EXISTS "
-               "(SELECT 1 FROM nodes n WHERE n.id = s.id AND n.version = s.version)")
+               "(SELECT 1 FROM nodes n WHERE n.id = s.id AND n.namespace = s.namespace AND n.version = s.version)")

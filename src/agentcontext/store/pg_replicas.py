@@ -521,6 +521,7 @@ class ReplicatedPostgresStore(PostgresStore):
     def _commit(self) -> None:
         if self.replicas is None:
             return super()._commit()
+        self._finish_loads()  # a large load's HNSW index, built before the commit as on one server
         cur = self._db.execute(f"COMMIT; SELECT {PRIMARY_POSITION}")
         cur.nextset()
         self.replicas.saw_primary(int(cur.fetchone()[0]))

@@ -90,6 +90,8 @@ class PostgresStore(SQLStore):
     VERSIONS = "versions"
     CURRENT_IN_VERSIONS = False
     COPY_ARMS = {"node_versions": ("node_versions", "nodes")}  # export pages merge the two, each in key order
+    TOMBSTONE_KEY = "id, namespace"  # the tenant in every tenant table's key (migration 7; docs/SHARDING.md)
+    NO_NAMESPACE = ""
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED, Capability.VECTOR_SEARCH,
                               Capability.SERVER_QUERIES})
     CONNECT_TIMEOUT: float | None = None  # seconds a connection attempt may take (None: the store's timeout)
@@ -172,14 +174,19 @@ class PostgresStore(SQLStore):
                              url=self.url) from exc
 
     def _commit(self) -> None:
+        self._finish_loads()
+        self._db.execute("COMMIT")
+
+    def _finish_loads(self) -> None:
+        """Before the commit: the HNSW indexes dropped (or never made) for a large load, built over every row of the
+        transaction (on failure the transaction is rolled back)."""
         loader, self._vector_loader = self._vector_loader, None
         if loader is not None:
-            try:  # HNSW indexes dropped (or never made) for a large load: built over every row of the transaction
+            try:
                 loader.finish()
             except BaseException:
                 self._rollback()
                 raise
-        self._db.execute("COMMIT")
 
     def _rollback(self) -> None:
         self._vector_loader = None
@@ -195,6 +202,8 @@ class PostgresStore(SQLStore):
         if table == "vectors":  # copied vectors (import_rows): staged, HNSW indexes dropped for a large load
             self._loader.load(rows, upsert=False)
             return
+        if table == "tombstones":  # keyed by (id, namespace) (migration 7): one naming no namespace has ''
+            rows = [(r[0], self.NO_NAMESPACE if r[1] is None else r[1], *r[2:]) for r in rows]
         with self._db.cursor() as cur, cur.copy(f"COPY {table}({cols}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
@@ -226,7 +235,7 @@ class PostgresStore(SQLStore):
         pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}))
         # a version row copied before its node is the live row now (migration 4: the current version is held once)
         self._db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = ANY(%s) AND v.id = n.id AND "
-                         "v.version = n.version", ([r[0] for r in rows],))
+                         "v.namespace = n.namespace AND v.version = n.version", ([r[0] for r in rows],))
 
     def _import_versions(self, rows: list[tuple]) -> None:
         """Copied versions, but the current ones: a node's live row is its current version (migration 4)."""

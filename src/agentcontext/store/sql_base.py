@@ -35,9 +35,15 @@ CHANGE_COLS = "at, actor, op, target, namespace, detail"
 CHANGE_INSERT = f"INSERT INTO changes({CHANGE_COLS}) VALUES (?,?,?,?,?,?)"
 TOMBSTONE_UPSERT = (  # an erasure's mark survives a later purge of the same id (e.g. graph.clear)
     "INSERT INTO tombstones(id, namespace, kind, purged_at, reason, actor, erasure) VALUES (?,?,?,?,?,?,?) "
-    "ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, kind = excluded.kind, "
+    "ON CONFLICT ({key}) DO UPDATE SET {namespace}kind = excluded.kind, "
     "purged_at = excluded.purged_at, reason = excluded.reason, actor = excluded.actor, "
     "erasure = coalesce(excluded.erasure, tombstones.erasure)")
+
+
+def tombstone_upsert(key: str) -> str:
+    """TOMBSTONE_UPSERT for a table keyed by ``key`` (a key holding the namespace never updates it: Citus refuses
+    an update of the distribution column)."""
+    return TOMBSTONE_UPSERT.format(key=key, namespace="" if "namespace" in key else "namespace = excluded.namespace, ")
 
 
 def refuse_not_finite(hashes: Sequence[str], arrays: Sequence[np.ndarray]) -> None:
@@ -77,6 +83,10 @@ class SQLStore(ABC):
     CURRENT_IN_VERSIONS = True
     LIKE_ANY_CASE = "ILIKE"  # a pattern match that folds case (SQLite's LIKE folds ASCII letters by itself)
     COPY_ARMS: dict[str, tuple[str, ...]] = {}  # table: the tables its copy reads, merged in page order
+    # The tombstones' key (the upsert's ON CONFLICT target), and what a tombstone naming no namespace stores (PostgreSQL
+    # keys them by (id, namespace) from its migration 7, so the namespace cannot be NULL there)
+    TOMBSTONE_KEY = "id"
+    NO_NAMESPACE: str | None = None
     capabilities: frozenset[Capability] = frozenset({Capability.PERSISTENT, Capability.SHARED})
     _db: Any
 
@@ -200,6 +210,14 @@ class SQLStore(ABC):
         where = self._where()
         where.eq_any(column, list(values))
         return where.parts[0], where.params
+
+    def _tenant_rows(self, ids: Sequence[Any], namespaces: Sequence[str], column: str = "id") -> tuple[str, list[Any]]:
+        """``column IN ids AND namespace IN namespaces``: rows read before by id, named with their tenant as well (on
+        Citus a statement naming the tenant goes to its shard alone)."""
+        where = self._where()
+        where.eq_any(column, list(ids))
+        where.eq_any("namespace", sorted(set(namespaces)))
+        return " AND ".join(where.parts), where.params
 
     def _page(self, limit: int | None, offset: int) -> str:
         if limit is not None:
@@ -369,7 +387,7 @@ class SQLStore(ABC):
                                         "AND retracted_at IS NULL ORDER BY rid", params).fetchall()
                 if not rows:
                     continue
-                live, live_params = self._in("id", [r[0] for r in rows])
+                live, live_params = self._tenant_rows([r[0] for r in rows], [r[2] for r in rows])
                 self._unindex([r[1] for r in rows], purge=False)  # while the rows still hold what was indexed
                 if self.CURRENT_IN_VERSIONS:  # the retraction is a version row of its own
                     self._exec(self._q(
@@ -410,7 +428,8 @@ class SQLStore(ABC):
                 src, src_params = self._in("src", chunk)
                 dst, dst_params = self._in("dst", chunk)
                 totals["edges"] += self._exec(f"DELETE FROM edges WHERE {src} OR {dst}", [*src_params, *dst_params])
-                purged = self._exec(f"DELETE FROM nodes WHERE {clause}", params)
+                held, held_params = self._tenant_rows([r[0] for r in rows], [r[2] for r in rows])
+                purged = self._exec(f"DELETE FROM nodes WHERE {held}", held_params) if rows else 0
                 totals["nodes"] += purged
                 if not self.CURRENT_IN_VERSIONS:
                     totals["versions"] += purged  # each live row was its node's current version
@@ -418,8 +437,8 @@ class SQLStore(ABC):
                     used, used_params = self._hash_in("hash", part)
                     totals["vectors"] += self._exec(
                         f"DELETE FROM vectors WHERE {used} AND {self._vectors_unused()}", used_params)
-                self._execmany(self._q(TOMBSTONE_UPSERT), [(r[0], r[2], r[3], at, reason, actor, erasure)
-                                                           for r in rows])
+                self._execmany(self._q(tombstone_upsert(self.TOMBSTONE_KEY)),
+                               [(r[0], r[2], r[3], at, reason, actor, erasure) for r in rows])
                 self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.purge", r[0], r[2],
                                                          json.dumps({"reason": reason})) for r in rows])
         return totals
@@ -427,7 +446,7 @@ class SQLStore(ABC):
     # --- tombstones ------------------------------------------------------------------------------
     def tombstone(self, id: str) -> dict[str, Any] | None:
         found = self.tombstones(ids=[id])
-        return found[0] if found else None
+        return found[-1] if found else None  # the latest (PostgreSQL keeps one per namespace an id was purged in)
 
     def tombstones(self, namespace=None, ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
         where = self._where()
@@ -442,9 +461,9 @@ class SQLStore(ABC):
         for r in rows:
             check_id(r["id"], "tombstone id")
         with self.transaction():
-            self._execmany(self._q(TOMBSTONE_UPSERT), [
-                (r["id"], r.get("namespace"), r.get("kind"), r.get("purged_at"), r.get("reason"), r.get("actor"),
-                 r.get("erasure")) for r in rows])
+            self._execmany(self._q(tombstone_upsert(self.TOMBSTONE_KEY)), [
+                (r["id"], self.NO_NAMESPACE if r.get("namespace") is None else r["namespace"], r.get("kind"),
+                 r.get("purged_at"), r.get("reason"), r.get("actor"), r.get("erasure")) for r in rows])
             if rows:
                 self._log(self._now(), "", "tombstones.put", "*", "", {"count": len(rows)})
         return len(rows)
@@ -494,8 +513,8 @@ class SQLStore(ABC):
             for e in fresh:
                 check_id(e.type, "edge type")
             inserts, retire, new = plan_edges(keyed, current, at)
-            for chunk in self._chunks(retire):
-                clause, params = self._in("eid", chunk)
+            for chunk in self._chunks(retire, per_statement=2):  # eids and their namespaces
+                clause, params = self._tenant_rows(chunk, [current[eid][6] for eid in chunk], "eid")
                 self._exec(self._q(f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND {clause}"),
                            [at, *params])
             if inserts:

@@ -165,3 +165,30 @@ def embed_text_once(db) -> None:
     db.execute(f"""ALTER TABLE nodes ALTER COLUMN embed_text TYPE {T} USING CASE WHEN embed_text <> '' AND
         (embed_text = content OR (title <> '' AND embed_text = title || ': ' || content)) THEN NULL ELSE embed_text
         END""")
+
+
+# The tenant tables (the namespace is the tenant: docs/SHARDING.md) and their primary keys from step 7 on: each holds
+# the tenant column, so the same tables distribute on Citus by it (create_distributed_table(t, 'namespace')). The
+# namespace comes last where callers look rows up by id alone (a node, its versions, a tombstone), so those lookups
+# still seek the key's prefix; edges are never looked up by rid, so theirs leads with it.
+TENANT_KEYS = {"nodes": ("rid", "namespace"), "node_versions": ("id", "version", "namespace"),
+               "edges": ("namespace", "rid"), "tombstones": ("id", "namespace")}
+
+
+@MIGRATIONS.step(7, "the tenant (namespace) in every tenant table's primary key: nodes (rid, namespace), node_versions "
+                    "(id, version, namespace), edges (namespace, rid), tombstones (id, namespace) with a namespace "
+                    "never NULL")
+def tenant_keys(db) -> None:
+    # Citus requires the distribution column in every primary key and unique constraint of a distributed table,
+    # and an ON CONFLICT target must name a unique index: the tombstones' upsert now names (id, namespace)
+    # (PostgresStore.TOMBSTONE_KEY). Kept on one server and dropped by the Citus profile (docs/SHARDING.md): the
+    # unique ids across namespaces nodes_id_key UNIQUE(id) and the live-edge index edges_live (eid), which no
+    # ON CONFLICT names (a node never changes namespace: one server still refuses a second namespace for an id).
+    # A tombstone's namespace was NULL only when a restored one named none; '' says the same and can be a key.
+    db.execute("UPDATE tombstones SET namespace = '' WHERE namespace IS NULL")
+    db.execute("ALTER TABLE tombstones ALTER COLUMN namespace SET DEFAULT '', ALTER COLUMN namespace SET NOT NULL")
+    for table, key in TENANT_KEYS.items():
+        (name,) = db.execute("SELECT conname FROM pg_constraint WHERE conrelid = to_regclass(%s) AND contype = 'p'",
+                             (table,)).fetchone()
+        db.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}", ADD CONSTRAINT {table}_pkey PRIMARY KEY '
+                   f"({', '.join(key)})")
