@@ -18,7 +18,8 @@ import psycopg
 from .pg_server import PG_USER, PgServer, _free_port
 
 BASE_OPTIONS = ("-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories='' -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
+                "-c max_prepared_transactions=20")  # as tests/pg_server.py: two-phase commit across shards
 
 
 class ReplicaServer(PgServer):

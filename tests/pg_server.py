@@ -176,6 +176,7 @@ class PgServer:
             self.port = _free_port()
             options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories='' "
                        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
+                       "-c max_prepared_transactions=20 "
                        + self.options)
             try:
                 self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "60",

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -356,3 +357,80 @@ def test_the_cli_reads_the_replicas_from_the_environment_and_store_info_shows_th
     assert state["lag_bytes"] is not None and state["lag_seconds"] is not None and state["replayed"]
     text = subprocess.run([*cli, "store", "info"], env=env, check=True, capture_output=True, text=True, cwd=ROOT)
     assert f"replica {replica.url(None)}" in text.stdout and "lag" in text.stdout
+
+
+def test_a_large_load_through_a_replicated_store_builds_its_hnsw_index(pair):
+    """The bulk path drops (or never makes) a model's HNSW index for a load large beside what the model holds and
+    builds it before the commit: through the replicated store's commit too."""
+    from agentcontext.store.pg_bulk import REBUILD_MIN
+    from agentcontext.store.pg_vectors import has_ann_index
+
+    store = opened(pair)
+    try:
+        rng = np.random.default_rng(2)
+        store.put_vectors({f"h{i:05d}": v for i, v in enumerate(rng.standard_normal((REBUILD_MIN, 8)).astype(
+            np.float32))}, "big-model")
+        assert has_ann_index(store._db, "big-model", 8)
+    finally:
+        store.close()
+
+
+def _sharded_with_replica(pair, pg_server, schema: str):
+    primary, replica = pair
+    return open_store(f"shards:a={pg_server.url(schema)},b={primary.url(schema)}",
+                      replicas={"b": [replica.url(None)]})
+
+
+def test_shards_with_replicas_read_their_writes_and_are_served_by_the_replica(pair, pg_server):
+    from agentcontext.store.shard_directory import home_of
+
+    primary, replica = pair
+    schema = "shrep_1"
+    store = _sharded_with_replica(pair, pg_server, schema)
+    try:
+        on_b = next(f"memory:r{i}" for i in range(50) if home_of(f"memory:r{i}", ["a", "b"]) == "b")
+        on_a = next(f"memory:r{i}" for i in range(50) if home_of(f"memory:r{i}", ["a", "b"]) == "a")
+        assert store.two_phase
+        for round_ in range(5):  # a transaction over both shards (two phases), then a read at once: it sees it
+            with store.transaction():
+                store.put_nodes([Node(id=f"{on_b}-{round_}", kind="note", namespace=on_b, content=f"b {round_}")])
+                store.put_nodes([Node(id=f"{on_a}-{round_}", kind="note", namespace=on_a, content=f"a {round_}")])
+            assert [n.id for n in store.find_nodes(on_b)] == [f"{on_b}-{i}" for i in range(round_ + 1)]
+            assert store.get_node(f"{on_b}-{round_}").content == f"b {round_}"
+        caught_up(pair, primary.url(schema))
+        before = store.info()["shards"][1]["replica_reads"]["replicas"]
+        for _ in range(5):
+            assert store.count_nodes(on_b) == 5
+        shard_b = store.info()["shards"][1]
+        assert shard_b["name"] == "b" and shard_b["replica_reads"]["replicas"] >= before + 5
+        assert len(shard_b["replicas"]) == 1 and "lag_seconds" in shard_b["replicas"][0]
+        replica.sql("SELECT pg_wal_replay_pause()")
+        try:  # the replica stops replaying: a write is still read back at once (from the primary)
+            store.put_nodes([Node(id=f"{on_b}-late", kind="note", namespace=on_b, content="late")])
+            assert store.get_node(f"{on_b}-late").content == "late"
+        finally:
+            replica.sql("SELECT pg_wal_replay_resume()")
+    finally:
+        store.close()
+
+
+def test_replicas_of_shards_are_named_by_shard(pair, pg_server):
+    primary, replica = pair
+    spec = f"a={pg_server.url('shrep_2')},b={primary.url('shrep_2')}"
+    with pytest.raises(ValidationError, match="which the shard list does not name"):
+        open_store("shards:" + spec, replicas={"c": [replica.url(None)]})
+    with pytest.raises(ValidationError, match="named by shard"):
+        open_store("shards:" + spec, replicas=[replica.url(None)])
+
+
+def test_the_cli_reads_each_shards_replicas_from_the_environment(pair, pg_server):
+    primary, replica = pair
+    env = {**os.environ, "AGENTCONTEXT_SHARD_URLS": f"a={pg_server.url('shrep_3')},b={primary.url('shrep_3')}",
+           "AGENTCONTEXT_SHARD_REPLICA_URLS": f"b={replica.url(None)}", "PYTHONPATH": str(ROOT / "src")}
+    env.pop("AGENTCONTEXT_URL", None)
+    done = subprocess.run([sys.executable, "-m", "agentcontext.cli", "store", "info", "--json"], env=env, check=True,
+                          capture_output=True, text=True, cwd=ROOT)
+    info = json.loads(done.stdout)
+    shards = {s["name"]: s for s in info["shards"]}
+    assert "replicas" not in shards["a"] and [r["url"] for r in shards["b"]["replicas"]] == [replica.url(None)]
+    assert info["atomic"] == "two-phase commit across shards"

@@ -70,6 +70,38 @@ def test_text_search_on_a_large_table_finds_rows_through_the_rarest_words(pg, mo
     assert {h[0] for h in pg.text_search("walrus", limit=50, ids=["r7", "r20"])} == {"r7", "r20"}  # ids: no cap
 
 
+
+def test_bm25_scores_each_row_by_its_query_lexemes_weighted_by_field(pg):
+    """The ranking (pg_text.bm25_sql) reads only the query's lexemes of each row (issue 23): its scores are FTS5's
+    formula over every lexeme of the row, read here whole (unnest) and computed in Python."""
+    import math
+
+    from agentcontext.store import pg_text
+
+    words = "harbour lantern walrus kettle orchard meadow pebble violin".split()
+    pg.put_nodes([Node(id=f"w{i}", kind="doc", namespace="bm", key=f"k.{words[i % 8]}", title=words[(i + 1) % 8],
+                       summary=f"{words[(i + 2) % 8]} {words[i % 8]}", tags=[words[(i + 3) % 8]],
+                       content=" ".join(words[(i * j) % 8] for j in range(1, 4 + i)) + f" filler{i}")
+                  for i in range(12)])
+    rows = pg._read("SELECT id, length(tsv), (SELECT array_agg(u.lexeme || ':' || (SELECT sum(CASE w WHEN 'A' THEN "
+                    "4 WHEN 'B' THEN 3 WHEN 'C' THEN 2 ELSE 1 END) FROM unnest(u.weights) w)) FROM unnest(tsv) u) "
+                    "FROM nodes WHERE namespace = 'bm'", [])
+    tf = {i: dict((x.rsplit(":", 1)[0], int(x.rsplit(":", 1)[1])) for x in lexes) for i, _, lexes in rows}
+    length = {i: n for i, n, _ in rows}
+    avgdl = sum(length.values()) / len(length)
+    query = ["harbour", "walrus", "violin"]
+    lexes = {"harbour": "harbour", "walrus": "walrus", "violin": "violin"}
+    held = {x: sum(x in t for t in tf.values()) for x in lexes.values()}
+    expected = {}
+    for i, t in tf.items():
+        score = sum(pg_text.idf(len(tf), held[x]) * t[x] * (pg_text.K1 + 1)
+                    / (t[x] + pg_text.K1 * (1 - pg_text.B + pg_text.B * length[i] / avgdl)) for x in t if x in held)
+        if any(x in t for x in held):
+            expected[i] = score
+    got = dict(pg.text_search(" ".join(query), namespace="bm", limit=50))
+    assert set(got) == set(expected) and len(got) > 6
+    assert all(math.isclose(got[i], expected[i], rel_tol=1e-9) for i in got)
+
 WRITER = """
 import sys
 from agentcontext.model import Edge, Node

@@ -61,6 +61,17 @@ def replica_settings(url: str) -> tuple[str | None, float | None, int | None]:
             _number("AGENTCONTEXT_REPLICA_MAX_LAG_BYTES", int))
 
 
+def shard_replica_settings(max_lag: float | None = None,
+                           max_lag_bytes: int | None = None) -> tuple[str | None, float | None, int | None]:
+    """(``AGENTCONTEXT_SHARD_REPLICA_URLS``: ``SHARD=URL|URL,...``, max lag in seconds, in bytes) for a sharded store:
+    the lag bounds given, else ``AGENTCONTEXT_REPLICA_MAX_LAG`` and ``..._MAX_LAG_BYTES``."""
+    urls = os.environ.get("AGENTCONTEXT_SHARD_REPLICA_URLS") or None
+    if urls is None:
+        return None, max_lag, max_lag_bytes
+    return (urls, _number("AGENTCONTEXT_REPLICA_MAX_LAG", float) if max_lag is None else max_lag,
+            _number("AGENTCONTEXT_REPLICA_MAX_LAG_BYTES", int) if max_lag_bytes is None else max_lag_bytes)
+
+
 def replica_env(url: str) -> dict[str, str]:
     """The replica variables of the environment that go with ``url`` (for a server started elsewhere)."""
     if replica_settings(url)[0] is None:

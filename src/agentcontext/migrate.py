@@ -1,6 +1,8 @@
 """``migrate``: copy a whole workspace from one store to another (SQLite <-> PostgreSQL, or schema to schema),
 losslessly: nodes with every version, edges with every interval, vectors, tombstones, records (grants, tokens as
-their hashes, pack and chain records), the audit log and the change log, values and sequence numbers as they are.
+their hashes, pack and chain records), the audit log and the change log, values and sequence numbers as they are;
+vectors at the precision the destination holds them in (``VECTOR_DTYPE``: PostgreSQL keeps float16, halfvec, so a
+copy from SQLite rounds them, and both digests are taken at the coarser of the two precisions).
 
 The destination must be empty (a fresh file or schema); the copy is one transaction there, so a copy that fails
 or is killed leaves the destination as empty as it was. Both stores' content digests (``content_digest``: one
@@ -25,24 +27,32 @@ from .workspace import Workspace
 Progress = Callable[[str, int, int], None]
 
 
-def _canonical(row: dict[str, Any]) -> bytes:
+def _canonical(row: dict[str, Any], precision: type = np.float32) -> bytes:
     out = {}
     for k, v in row.items():
-        out[k] = np.asarray(v, dtype="<f4").tobytes().hex() if isinstance(v, np.ndarray) else v
+        if isinstance(v, np.ndarray):
+            v = np.asarray(v, dtype=np.float32).astype(precision).astype("<f4").tobytes().hex()
+        out[k] = v
     return json.dumps(out, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def content_digest(store: Store) -> dict[str, Any]:
+def coarser(a: Store, b: Store) -> type:
+    """The less precise of two stores' vector precisions (``VECTOR_DTYPE``): what a copy between them keeps."""
+    dtypes = [getattr(s, "VECTOR_DTYPE", np.float32) for s in (a, b)]
+    return min(dtypes, key=lambda d: np.finfo(d).bits)
+
+
+def content_digest(store: Store, precision: type = np.float32) -> dict[str, Any]:
     """{table: {"rows": n, "sha256": hex}} over every row a copy carries, whatever order a store pages them in (the
     SHA-256 of the rows' own digests, sorted: a sharded store pages shard by shard); equal for two stores holding the
-    same content whatever their backends."""
+    same content whatever their backends. Vectors are digested rounded to ``precision`` (``coarser``)."""
     out: dict[str, Any] = {}
     for table in COPY_TABLES:
         rows_seen: list[bytes] = []
         after = None
         while True:
             rows, after = store.export_rows(table, after)
-            rows_seen.extend(hashlib.sha256(_canonical(row)).digest() for row in rows)
+            rows_seen.extend(hashlib.sha256(_canonical(row, precision)).digest() for row in rows)
             if after is None:
                 break
         digest = hashlib.sha256()
@@ -83,7 +93,8 @@ def migrate(source: str, destination: str, principal: str | None = None,
             with dst.transaction():  # all or nothing
                 for table in COPY_TABLES:
                     copied[table] = dst.import_rows(table, _reported(src, table, totals[table], progress))
-            theirs, ours = content_digest(src), content_digest(dst)
+            precision = coarser(src, dst)
+            theirs, ours = content_digest(src, precision), content_digest(dst, precision)
             same = theirs == ours
             if not same:
                 bad = next(t for t in COPY_TABLES if theirs[t] != ours[t])

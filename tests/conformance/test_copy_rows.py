@@ -9,7 +9,7 @@ from agentcontext.errors import ValidationError
 from agentcontext.model import Edge, content_hash
 from agentcontext.store import COPY_TABLES, SQLiteStore
 
-from .data import node
+from .data import held, node
 
 
 def _fill(store) -> None:
@@ -61,10 +61,12 @@ def test_import_rows_into_this_backend_and_unknown_tables(store):
     try:
         _fill(source)
         _copy(source, store)  # this store is fresh: it takes the copy
-        assert _everything(store) == _everything(source)
+        theirs = _everything(source)
+        theirs["vectors"] = [{**r, "vector": held(store, r["vector"]).tolist()} for r in theirs["vectors"]]
+        assert _everything(store) == theirs
         assert store.text_search("second", namespace="ns:a") and store.check_integrity() == "ok"
         got = store.get_vectors([content_hash("alpha")], "m")[content_hash("alpha")]
-        assert np.array_equal(got, np.arange(4, dtype=np.float32) / 3)  # float32 bits as they were
+        assert np.array_equal(got, held(store, np.arange(4, dtype=np.float32) / 3))  # bits as held
         with pytest.raises(ValidationError, match="unknown table"):
             store.export_rows("sqlite_master")
     finally:

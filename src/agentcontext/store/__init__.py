@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from ..config import SHARDS_SCHEME, replica_settings
+from ..config import SHARDS_SCHEME, replica_settings, shard_replica_settings
 from ..errors import NotFoundError, ValidationError
 from .base import COPY_TABLES, Capability, Store, VectorSearch
 from .sqlite import SQLiteStore
@@ -12,7 +12,8 @@ from .sqlite import SQLiteStore
 __all__ = ["COPY_TABLES", "Capability", "Store", "SQLiteStore", "VectorSearch", "open_store", "require_existing"]
 
 
-def open_store(url: str | Path, replicas: str | Sequence[str] | None = None, max_lag: float | None = None,
+def open_store(url: str | Path, replicas: str | Sequence[str] | Mapping[str, Any] | None = None,
+               max_lag: float | None = None,
                max_lag_bytes: int | None = None, shards: str | Mapping[str, str] | None = None) -> Store:
     """Open ``sqlite:///path``, a plain file path, ``postgresql://...`` (upgrading an older schema), or tenants on
     several PostgreSQL servers: ``shards:a=postgresql://...,b=postgresql://...`` (``store/pg_shards.py``; the
@@ -24,12 +25,16 @@ def open_store(url: str | Path, replicas: str | Sequence[str] | None = None, max
     ``..._MAX_LAG_BYTES``) when ``url`` is the one ``AGENTCONTEXT_URL`` names; ``[]``: none."""
     text = str(url)
     if shards is not None or text.startswith(SHARDS_SCHEME):
-        if replicas:
-            raise ValidationError("read replicas and shards cannot be combined yet; give either replicas "
-                                  "(AGENTCONTEXT_REPLICA_URLS) or shards (AGENTCONTEXT_SHARD_URLS)", url=text)
+        if replicas is None:
+            replicas, max_lag, max_lag_bytes = shard_replica_settings(max_lag, max_lag_bytes)
+        if replicas and not isinstance(replicas, Mapping) and not (isinstance(replicas, str) and "=" in replicas):
+            raise ValidationError("read replicas of shards are named by shard: give them as SHARD=URL|URL,... "
+                                  "(AGENTCONTEXT_SHARD_REPLICA_URLS=\"b=postgresql://replica-of-b/db\") or a "
+                                  "{shard: [url, ...]} mapping, not a plain list", url=text)
         from .pg_shards import ShardedStore  # optional extra
 
-        return ShardedStore(shards if shards is not None else text[len(SHARDS_SCHEME):])
+        return ShardedStore(shards if shards is not None else text[len(SHARDS_SCHEME):], replicas=replicas or None,
+                            max_lag=max_lag, max_lag_bytes=max_lag_bytes)
     if replicas is None:
         replicas, env_lag, env_bytes = replica_settings(text)
         max_lag = env_lag if max_lag is None else max_lag

@@ -348,6 +348,9 @@ class Store(Lifecycle, NodeStore, EdgeStore, TextIndex, VectorRows, RecordLog, E
     backend: str
     """``sqlite`` or ``postgresql``."""
     capabilities: frozenset[Capability]
+    VECTOR_DTYPE: type
+    """The precision vectors are held in (``numpy.float32``; PostgreSQL ``float16``, halfvec): ``get_vectors`` gives
+    float32 arrays holding the put values rounded to it, and scores are computed from those."""
 
 
 @runtime_checkable

@@ -2,7 +2,7 @@
 statements, in the caller's transaction (versions, change log and the text index, a generated column, with them), so
 no row costs a round trip and a batch is all or nothing.
 
-Vectors are sent in binary (float32, pgvector's own form) and stored as they are. Their HNSW
+Vectors are sent in binary (float32, pgvector's own form) and stored as halfvec (migration 5). Their HNSW
 index is the costly part of a load: one row inserted into it costs about ten times its share of a bulk build
 (``REBUILD_RATIO``), so a load that is large beside what its model holds drops the index and builds it again after
 the rows, with more memory and a parallel worker for the build (``BUILD_MEMORY``, ``BUILD_WORKERS``), just before
@@ -10,13 +10,14 @@ the transaction commits: one build for however many batches a transaction loads.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..errors import ValidationError
 from .migrations.postgres import NODE_FIELDS, T
-from .pg_vectors import MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index, has_ann_index
+from .pg_vectors import HALF_MAX, MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index, has_ann_index
 from .rows import NODE_COLS
 
 # The switch-over between inserting into the HNSW index and building it again after the rows. Measured on this
@@ -42,10 +43,22 @@ STAGES = {
 }
 
 
+# Connections whose transactions may end prepared (a shard's: pg_shard_commit), which PostgreSQL refuses after any use
+# of a temporary table: they stage in unlogged tables of the schema instead (one writer at a time holds the schema's
+# writer lock), emptied before the commit (``clear_stages``); the stages each used, by connection.
+SHARED_STAGES: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
+
+
 def stage(db: Any, name: str, cols: str, rows: Sequence[Sequence[Any]], types: list[str] | None = None) -> None:
     """Fill the session's temporary table ``name`` with ``rows`` by COPY (binary when ``types`` are given). It
-    lives as long as the connection and is emptied at every commit; rows staged earlier in this transaction go."""
-    db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} ({STAGES[name]}) ON COMMIT DELETE ROWS")
+    lives as long as the connection and is emptied at every commit; rows staged earlier in this transaction go.
+    (A connection in ``SHARED_STAGES``: an unlogged table of the schema, emptied by ``clear_stages``.)"""
+    used = SHARED_STAGES.get(db)
+    if used is None:
+        db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} ({STAGES[name]}) ON COMMIT DELETE ROWS")
+    else:
+        db.execute(f"CREATE UNLOGGED TABLE IF NOT EXISTS {name} ({STAGES[name]})")
+        used.add(name)
     db.execute(f"DELETE FROM {name}")
     binary = " (FORMAT BINARY)" if types else ""
     with db.cursor() as cur, cur.copy(f"COPY {name} ({cols}) FROM STDIN{binary}") as copy:
@@ -55,9 +68,19 @@ def stage(db: Any, name: str, cols: str, rows: Sequence[Sequence[Any]], types: l
             copy.write_row(row)
 
 
+def clear_stages(db: Any) -> None:
+    """Empty the unlogged stages this connection's transaction used, before it commits (no other writer sees them):
+    TRUNCATE, so their files keep no staged text (an erased one included) as dead rows."""
+    used = SHARED_STAGES.get(db)
+    if used:
+        db.execute(f"TRUNCATE {', '.join(sorted(used))}")
+        used.clear()
+
+
 def check_vectors(items: Sequence[tuple[str, Any]]) -> None:
-    """ValidationError naming the first vector the store cannot hold (NaN or infinity: pgvector refuses them), before
-    anything of the batch is written. Shapes are checked by the caller."""
+    """ValidationError naming the first vector the store cannot hold (NaN or infinity: pgvector refuses them; a value
+    beyond float16's range: the column is halfvec), before anything of the batch is written. Shapes are checked by
+    the caller."""
     arrays = [np.asarray(v, dtype=np.float32) for _, v in items]
     if not arrays:
         return
@@ -71,6 +94,17 @@ def check_vectors(items: Sequence[tuple[str, Any]]) -> None:
         h = items[int(rows[0])][0]
         raise ValidationError(f"vector for {h} holds NaN or infinity, which the store cannot hold; nothing of this "
                               "batch was written: fix that vector (or leave it out, and the text is embedded)", hash=h)
+    check_range(items)
+
+
+def check_range(items: Sequence[tuple[str, Any]]) -> None:
+    """ValidationError naming the first (finite) vector holding a value beyond +-HALF_MAX, which halfvec cannot hold;
+    nothing of the batch is written."""
+    for h, v in items:
+        if np.abs(np.asarray(v, dtype=np.float32)).max(initial=0.0) > HALF_MAX:
+            raise ValidationError(f"vector for {h} holds a value beyond +-65504, which the store cannot hold (it keeps "
+                                  "vectors as float16, halfvec); nothing of this batch was written: scale that vector "
+                                  "(embeddings are usually unit length)", hash=h)
 
 
 class VectorLoader:
@@ -153,9 +187,9 @@ def update_nodes(db: Any, rows: Sequence[tuple]) -> None:
     stage(db, "stage_nodes", f"{NODE_COLS}, embed_text, tag_text", rows)
     old = ", ".join(f"n.{c}" for c in NODE_COLS.split(", "))
     db.execute(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {old}, NULL FROM nodes n "
-               "JOIN stage_nodes s ON s.id = n.id")
+               "JOIN stage_nodes s ON s.id = n.id AND s.namespace = n.namespace")
     sets = ", ".join(f"{c} = s.{c}" for c in [*NODE_COLS.split(", ")[1:], "embed_text", "tag_text"])
-    db.execute(f"UPDATE nodes n SET {sets} FROM stage_nodes s WHERE n.id = s.id")
+    db.execute(f"UPDATE nodes n SET {sets} FROM stage_nodes s WHERE n.id = s.id AND n.namespace = s.namespace")
 
 
 def import_versions(db: Any, rows: Sequence[tuple]) -> None:
@@ -165,4 +199,4 @@ def import_versions(db: Any, rows: Sequence[tuple]) -> None:
     cols = f"{NODE_COLS}, embed_text"
     stage(db, "stage_versions", cols, rows)
     db.execute(f"INSERT INTO node_versions({cols}) SELECT {cols} FROM stage_versions s WHERE NOT EXISTS "
-               "(SELECT 1 FROM nodes n WHERE n.id = s.id AND n.version = s.version)")
+               "(SELECT 1 FROM nodes n WHERE n.id = s.id AND n.namespace = s.namespace AND n.version = s.version)")

@@ -50,7 +50,7 @@ from pgvector.psycopg import register_vector
 
 from ..errors import ValidationError
 from .pg_sql import redact, split_url
-from .pg_vectors import SESSION
+from .pg_vectors import SESSION, STORED
 from .postgres import PostgresStore, RawVector
 
 T = TypeVar("T")
@@ -386,7 +386,8 @@ class ReplicaSet:
 
 def _binary_rows(db: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
     cur = db.cursor(binary=True)
-    cur.adapters.register_loader(db.adapters.types["vector"].oid, RawVector)
+    for name in ("vector", STORED):  # migration 5 holds halfvec
+        cur.adapters.register_loader(db.adapters.types[name].oid, RawVector)
     return cur.execute(sql, params).fetchall()
 
 
@@ -520,6 +521,7 @@ class ReplicatedPostgresStore(PostgresStore):
     def _commit(self) -> None:
         if self.replicas is None:
             return super()._commit()
+        self._finish_loads()  # a large load's HNSW index, built before the commit as on one server
         cur = self._db.execute(f"COMMIT; SELECT {PRIMARY_POSITION}")
         cur.nextset()
         self.replicas.saw_primary(int(cur.fetchone()[0]))

@@ -96,7 +96,8 @@ def move_tenant(sharded: Any, tenant: str, target: str, progress: Progress | Non
         with dst.transaction():
             _delete_tenant(dst, tenant, "a copy arriving")  # what an earlier move left (none after recover)
             for table in TENANT_TABLES:
-                copied[table] = import_rows(dst, table, pages(src, table, namespace=tenant))
+                with src.primary():  # every row written before the lock (a replica may not have replayed them yet)
+                    copied[table] = import_rows(dst, table, pages(src, table, namespace=tenant))
                 _notify(progress, f"copied {table}", copied[table])
             dst._log(dst._now(), "", "tenant.move", tenant, "", {"from": source, "rows": copied})
         side.execute(f"UPDATE {TABLE} SET shard = %s, state = 'cleanup', target = %s, moved_at = now() "

@@ -57,7 +57,7 @@ class ShardWrites:
             return
         sql = "SELECT id, namespace FROM nodes WHERE id = ANY(%s)"
         others = [name for name in self.names if any(home != name for home in wanted)]
-        found = self._fan([(name, lambda s: s._read(sql, (ids,))) for name in others], up_only=True)
+        found = self._fan([(name, lambda s: s._read_primary(sql, (ids,))) for name in others], up_only=True)
         for name, rows in zip(others, found):
             for id, namespace in rows or ():  # a shard that is down cannot be asked: its tenants' writes fail anyway
                 for home, part in wanted.items():
@@ -92,7 +92,7 @@ class ShardWrites:
         sql = "SELECT embed_hash FROM node_versions WHERE id = ANY(%s) AND embed_hash IS NOT NULL"
         if live:
             sql += " UNION SELECT embed_hash FROM nodes WHERE id = ANY(%s) AND embed_hash IS NOT NULL"
-        found = self.by_ids(list(ids), lambda s, chunk: s._read(sql, (chunk, chunk) if live else (chunk,)))
+        found = self.by_ids(list(ids), lambda s, chunk: s._read_primary(sql, (chunk, chunk) if live else (chunk,)))
         return sorted({r[0] for rows in found for r in rows})
 
     def _drop_unused(self, hashes: Sequence[str]) -> None:

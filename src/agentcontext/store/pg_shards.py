@@ -22,8 +22,13 @@ sharded store is one store to every service: it speaks the store protocol (``bas
 - The change log is each shard's own; ``change_counter()`` is the sum of theirs and ``changes_since`` merges them by
   time, numbered on the same scale. A position this process did not hand out reads as "everything changed" (a
   purge with no target, one more than ``limit``), which makes every cache that follows the log rebuild.
-- A transaction opens one on each shard it touches and commits them one after another: a transaction within one
-  tenant (or within the tenants of one shard) is atomic; one spanning shards is not (no two-phase commit).
+- A transaction opens one on each shard it touches; one that wrote to two or more shards commits with PostgreSQL's
+  two-phase commit, its decision logged on the directory shard, so it is atomic across shards and a process killed
+  between the phases is resolved by the next open (``pg_shard_commit.py``). Servers that do not allow prepared
+  transactions (``max_prepared_transactions`` = 0) commit shard by shard instead, said in ``info()["atomic"]``.
+- A shard can have read replicas (``replicas={shard: [url, ...]}``, ``AGENTCONTEXT_SHARD_REPLICA_URLS``): its store is
+  then a ``ReplicatedPostgresStore`` (``ShardReplicaStore``) whose reads go to a replica that has replayed its writes;
+  what must see the latest commit (the directory, recovery, a write's own look-ups, a move's copy) reads the primary.
 - A shard that does not answer: the call that needed it fails fast with ``ShardUnavailableError`` naming the shard
   (it is tried again ``RETRY_SECONDS`` later, connecting for at most ``CONNECT_TIMEOUT``); calls that need only other
   shards go on. A fan-out across every tenant fails too (its answer would be incomplete); the change counter uses
@@ -35,7 +40,7 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
@@ -47,9 +52,11 @@ from .base import COPY_TABLES
 from .pg_sql import redact
 from .postgres import PostgresStore
 from .rows import as_list
+from .pg_replicas import DEFAULT_MAX_LAG, ReplicatedPostgresStore
+from .pg_shard_commit import Decider, NoTempStaging, TwoPhase
 from .pg_shard_reads import ShardReads
 from .pg_shard_writes import ShardWrites
-from .shard_directory import Directory, parse_shards, unknown_shard
+from .shard_directory import Directory, parse_shard_replicas, parse_shards, unknown_shard
 
 T = TypeVar("T")
 RETRY_SECONDS = 2.0
@@ -57,10 +64,33 @@ CONNECT_TIMEOUT = 3
 MARKS = 4096  # change-log positions remembered (position -> each shard's)
 
 
-class ShardStore(PostgresStore):
-    """One shard: a ``PostgresStore`` that gives up connecting after ``CONNECT_TIMEOUT`` seconds."""
+class ShardStore(NoTempStaging, PostgresStore):
+    """One shard: a ``PostgresStore`` that gives up connecting after ``CONNECT_TIMEOUT`` seconds, and whose
+    transactions can end prepared (``pg_shard_commit``)."""
 
     CONNECT_TIMEOUT = CONNECT_TIMEOUT
+
+    def _read_primary(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """A read that must see the latest commit (the directory, recovery, a write's own look-ups): this server."""
+        return self._read(sql, params)
+
+    def primary(self) -> Any:
+        """Reads inside stay on the primary (this server: no replicas)."""
+        return nullcontext()
+
+
+class ShardReplicaStore(NoTempStaging, ReplicatedPostgresStore):
+    """A shard with read replicas: reads go to a replica that has replayed this store's writes (``pg_replicas``),
+    its writes and the reads of ``_read_primary``/``primary()`` to the shard's primary."""
+
+    CONNECT_TIMEOUT = CONNECT_TIMEOUT
+
+    def primary(self) -> Any:
+        return self._on_primary()
+
+    def _saw_commit(self) -> None:
+        """A prepared part committed (COMMIT PREPARED): reads wait for a replica that has replayed it."""
+        self.replicas.saw_primary(self._position())
 
 
 @dataclass
@@ -90,16 +120,21 @@ def _lost(exc: BaseException, store: PostgresStore | None) -> bool:
     return False
 
 
-class ShardedStore(ShardReads, ShardWrites):
+class ShardedStore(ShardReads, ShardWrites, TwoPhase):
     """The store protocol over several PostgreSQL servers (module doc). ``shards``: ``name=url,...``, a mapping or
     pairs; the first is the directory shard."""
 
     backend = "postgresql"
     capabilities = PostgresStore.capabilities
     MIGRATIONS = PostgresStore.MIGRATIONS  # every shard's schema
+    VECTOR_DTYPE = PostgresStore.VECTOR_DTYPE
 
-    def __init__(self, shards: str | Mapping[str, str] | Sequence[Any], timeout: float = 60.0) -> None:
+    def __init__(self, shards: str | Mapping[str, str] | Sequence[Any], timeout: float = 60.0,
+                 replicas: str | Mapping[str, Any] | None = None, max_lag: float | None = None,
+                 max_lag_bytes: int | None = None) -> None:
         self._urls = parse_shards(shards)
+        self._replicas = parse_shard_replicas(replicas, list(self._urls))  # shard -> its read replicas' URLs
+        self._lag = (DEFAULT_MAX_LAG if max_lag is None else max_lag, max_lag_bytes)
         self._timeout = timeout
         self.shards = {name: Shard(name, url, redact(url)) for name, url in self._urls.items()}
         self.names = list(self.shards)
@@ -113,12 +148,17 @@ class ShardedStore(ShardReads, ShardWrites):
         self._lock = threading.RLock()  # held by a transaction
         self._tx_owner = 0
         self.directory: Directory | None = None
+        self._decider: Decider | None = None
+        self._written: list[str] = []  # the shards the transaction under way wrote to, in order
+        self.two_phase, self.two_phase_reason = False, "not decided yet"
         home = self.shards[self.names[0]]
         try:
             self._connect(home, raising=True)
-            self.directory = Directory(home.store, self.names)
             for shard in list(self.shards.values())[1:]:
                 self._connect(shard, raising=False)  # one that is down is tried again when a call needs it
+            self._decide_mode()
+            self.recover_prepared()  # what a committer killed between the two phases left prepared (holding locks)
+            self.directory = Directory(home.store, self.names)
             if self.directory.unsettled():
                 from .pg_shard_move import recover
 
@@ -131,7 +171,11 @@ class ShardedStore(ShardReads, ShardWrites):
     # --- shards --------------------------------------------------------------------------------------
     def _connect(self, shard: Shard, raising: bool) -> None:
         try:
-            shard.store = ShardStore(shard.url, timeout=self._timeout)
+            if shard.name in self._replicas:
+                shard.store = ShardReplicaStore(shard.url, self._replicas[shard.name], *self._lag,
+                                                timeout=self._timeout)
+            else:
+                shard.store = ShardStore(shard.url, timeout=self._timeout)
             shard.reason = ""
         except StoreError as exc:
             if raising or not _lost(exc, None):
@@ -155,6 +199,7 @@ class ShardedStore(ShardReads, ShardWrites):
             raise shard.error()
         if write and self._mine() and not shard.store._depth:
             self._tx.enter_context(shard.store.transaction())
+            self._written.append(name)
             shard.store._tx_at = self._tx_at  # one transaction, one moment, on every shard it touches
         return shard.store
 
@@ -186,10 +231,14 @@ class ShardedStore(ShardReads, ShardWrites):
         call = self._on_up if up_only else self.on
         if len(calls) < 2 or self._mine():
             return [call(name, fn, write) for name, fn in calls]
+        futures = [self._workers().submit(call, name, fn, write) for name, fn in calls]
+        return [f.result() for f in futures]  # the first failure, in shard order, is raised
+
+    def _workers(self) -> ThreadPoolExecutor:
+        """The threads that ask the shards at once (one per shard)."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=len(self.names), thread_name_prefix="agentcontext-shard")
-        futures = [self._pool.submit(call, name, fn, write) for name, fn in calls]
-        return [f.result() for f in futures]  # the first failure, in shard order, is raised
+        return self._pool
 
     def _on_up(self, name: str, fn: Callable[[PostgresStore], T], write: bool = False) -> T | None:
         try:
@@ -224,8 +273,7 @@ class ShardedStore(ShardReads, ShardWrites):
         """The tenants' shards, held until this write transaction ends (a move of one waits for it, and it for a
         move under way); must run inside ``transaction()``."""
         assert self._tx is not None, "hold() runs inside a transaction"
-        if not self.directory.holding:
-            self._tx.push(lambda kind, exc, tb: self.directory.end(commit=kind is None))
+        # the tenants are released by transaction() once every shard has committed (both phases)
         try:
             return self.directory.hold(tenants)
         except psycopg.errors.LockNotAvailable as exc:
@@ -242,7 +290,7 @@ class ShardedStore(ShardReads, ShardWrites):
     def _tenants_of(self, ids: Sequence[str], table: str = "nodes", column: str = "id") -> list[str]:
         """The namespaces of the rows of ``table`` with these ids (live or not), on whichever shard holds them."""
         sql = f"SELECT DISTINCT namespace FROM {table} WHERE {column} = ANY(%s)"
-        return sorted({r[0] for rows in self.by_ids(list(ids), lambda s, chunk: s._read(sql, (chunk,)))
+        return sorted({r[0] for rows in self.by_ids(list(ids), lambda s, chunk: s._read_primary(sql, (chunk,)))
                        for r in rows})
 
     def _by_tenant(self, items: Sequence[T], tenant: Callable[[T], str]) -> dict[str, list[T]]:
@@ -290,16 +338,28 @@ class ShardedStore(ShardReads, ShardWrites):
                     self._tx_depth -= 1
                 return
             stack, self._tx_at, self._tx_owner = ExitStack(), utcnow(), threading.get_ident()
-            self._tx = stack
+            self._tx, self._written = stack, []
             try:
-                yield
-            except BaseException as exc:
+                try:
+                    yield
+                except BaseException as exc:
+                    self._tx = None
+                    if not stack.__exit__(type(exc), exc, exc.__traceback__):
+                        raise
+                    self._release(commit=False)
+                    return
                 self._tx = None
-                if not stack.__exit__(type(exc), exc, exc.__traceback__):
-                    raise
-                return
-            self._tx = None
-            stack.close()  # commits each shard's transaction, the last opened first
+                self._commit_all(stack, list(self._written))  # two phases when it wrote to several shards
+            except BaseException:
+                self._release(commit=False)
+                raise
+            self._release(commit=True)
+
+    def _release(self, commit: bool) -> None:
+        """The tenants the transaction held (``hold``) let go, their new assignments kept when it committed."""
+        self._written = []
+        if self.directory is not None:  # no round trip unless the directory's connection has a transaction open
+            self.directory.end(commit=commit)
 
     def _mine(self) -> bool:
         """Whether this thread has a transaction open (a shard call then joins it)."""
@@ -316,6 +376,9 @@ class ShardedStore(ShardReads, ShardWrites):
             self._pool = None
         if getattr(self, "directory", None) is not None:  # kept: close() also runs when __init__ failed before it
             self.directory.close()
+        if getattr(self, "_decider", None) is not None:  # as above
+            self._decider.close()
+            self._decider = None
         for shard in self.shards.values():
             if shard.store is not None:
                 shard.store.close()
@@ -346,6 +409,8 @@ class ShardedStore(ShardReads, ShardWrites):
                 entries.append(entry)
                 continue
             entry.update(state="up", counts=got["counts"], sizes=got.get("sizes"))
+            if "replicas" in got:  # a shard with read replicas: each one's state and lag
+                entry.update(replicas=got["replicas"], replica_reads=got["replica_reads"])
             entries.append(entry)
             if name == self.names[0]:
                 out.update(got)
@@ -356,6 +421,7 @@ class ShardedStore(ShardReads, ShardWrites):
                 namespaces[ns] = namespaces.get(ns, 0) + value
         out.update(url=self.url, counts=counts, namespaces=dict(sorted(namespaces.items())),
                    change_counter=self.change_counter(), shards=entries,
+                   atomic="two-phase commit across shards" if self.two_phase else self.two_phase_reason,
                    directory={"shard": self.names[0], "tenants": sum(tenants.values())})
         return out
 

@@ -231,14 +231,22 @@ def idf(rows: int, holding: int) -> float:
 def bm25_sql(lexes: list[str], where: str, prefilter: int, limit: int, scan: int | None = None) -> str:
     """(id, score, rid) of the best ``limit`` rows; parameters: the OR query, ``where``'s (conditions on ``n``,
     starting with `` AND ``), (idf, lexeme as a tsquery) per lexeme, avgdl, the lexemes, their idfs. ``scan``: rank
-    at most this many of the matching rows (the first found; None: every one)."""
+    at most this many of the matching rows (the first found; None: every one).
+
+    Each prefiltered row's tsvector is first cut down to the query's lexemes (``ts_delete`` of every other lexeme,
+    in C) and only those few entries are unnested: unnesting a whole row (~35 lexemes, a weights and a positions
+    array each) cost ~0.05 ms a row, ~60 ms of a 1,200-row ranking at 200,000 memories (issue 23). The terms are
+    summed in the tsvector's (sorted) lexeme order, as the join over the whole row summed them. The prefiltered rows
+    are materialized once (their tsvectors detoasted once, not at each use)."""
     cheap = " + ".join(f"%s * ts_rank('{WEIGHTS}', n.tsv, %s::tsquery, 0)" for _ in lexes)
     found = f"nodes n WHERE n.tsv @@ %s::tsquery{where}"
     if scan is not None:
         found = f"(SELECT n.rid, n.id, n.tsv FROM {found} LIMIT {int(scan)}) n"
-    return (f"WITH pre AS (SELECT n.rid, n.id, n.tsv FROM {found} "
-            f"ORDER BY {cheap} DESC, n.rid LIMIT {int(prefilter)}) "
-            f"SELECT pre.id, (SELECT sum(i.idf * t.tf * {K1 + 1} / (t.tf + {K1} * ({1 - B} + {B} * length(pre.tsv) "
-            f"/ %s))) FROM unnest(%s::text[], %s::float8[]) i(lexeme, idf) JOIN LATERAL (SELECT u.lexeme, "
-            f"(SELECT sum({TF}) FROM unnest(u.weights) w) AS tf FROM unnest(pre.tsv) u) t USING (lexeme)) AS score, "
-            f"pre.rid FROM pre ORDER BY score DESC, pre.rid LIMIT {int(limit)}")
+    only = "ts_delete(pre.tsv, tsvector_to_array(ts_delete(pre.tsv, q.lexes)))"  # the query's lexemes alone
+    return (f"WITH pre AS MATERIALIZED (SELECT n.rid, n.id, n.tsv FROM {found} "
+            f"ORDER BY {cheap} DESC, n.rid LIMIT {int(prefilter)}), "
+            "q AS (SELECT %s::float8 AS avgdl, %s::text[] AS lexes, %s::float8[] AS idfs) "
+            f"SELECT pre.id, (SELECT sum(q.idfs[array_position(q.lexes, u.lexeme)] * t.tf * {K1 + 1} / (t.tf + {K1} "
+            f"* ({1 - B} + {B} * length(pre.tsv) / q.avgdl))) FROM unnest({only}) u CROSS JOIN LATERAL (SELECT "
+            f"sum({TF}) AS tf FROM unnest(u.weights) w) t) AS score, pre.rid FROM pre CROSS JOIN q "
+            f"ORDER BY score DESC, pre.rid LIMIT {int(limit)}")

@@ -1,24 +1,28 @@
 """Dense search in PostgreSQL: one pgvector HNSW index per (model, dimension), and the SQL that uses it.
 
-Vectors live in one table keyed by (text hash, model) with an untyped ``vector`` column (float32), so each
-model's rows get a partial expression index ``USING hnsw ((vector::vector(dim)) vector_ip_ops) WHERE model =
-'<model>' AND dim = <dim> AND searched`` (only the vectors nodes' texts have, migration 4), made by the migration
-for the models a store already holds and by ``put_vectors`` for a new one (or, for a large load, after its rows:
-``pg_bulk``). A query names the same expression and predicate (the model as a literal, so the planner can match
-the partial index) and joins the nodes that use each vector, filtered; the session runs HNSW iterative scans
-(``hnsw.iterative_scan = relaxed_order``), so a filter that rejects most rows still fills ``k``, and results come
-back re-sorted. Vectors stay float32: ``halfvec`` (float16) storage was measured for issue 23 and left out, since
-its HNSW walk lost 0.03-0.05 of recall@10 against the float32 graph over the same rows (0.79-0.81 against 0.84 at
-70,000; 0.928 against 0.958 at 20,000), and the issue keeps recall as the condition for it. When the filter leaves
-few nodes (``EXACT_ROWS``) the index is skipped and every one of them is scored exactly.
+Vectors live in one table keyed by (text hash, model) with an untyped ``halfvec`` column (float16, 2 bytes a
+dimension: migration 5), so each model's rows get a partial expression index ``USING hnsw ((vector::halfvec(dim))
+halfvec_ip_ops) WHERE model = '<model>' AND dim = <dim> AND searched`` (only the vectors nodes' texts have,
+migration 4), made by the migration for the models a store already holds and by ``put_vectors`` for a new one (or,
+for a large load, after its rows: ``pg_bulk``). A query names the same expression and predicate (the model as a
+literal, so the planner can match the partial index) and joins the nodes that use each vector, filtered; the session
+runs HNSW iterative scans (``hnsw.iterative_scan = relaxed_order``), so a filter that rejects most rows still fills
+``k``, and results come back re-sorted. Scores are the stored values (cast to ``vector``) against the float32 query.
+Why halfvec (issue 23 s2, measured at 200,000 LoCoMo-like memories, ``benchmarks/postgres_halfvec.py``): a float32
+row of 384 dims (~1,690 bytes) fits 4 to a page, a halfvec one 8, so the table costs half; the HNSW index 1,170
+bytes a memory against 2,048; recall@10 against exact float32 search stays where it was (exact search over the
+float16 values: 0.9995; the halfvec HNSW walk 0.995 against the float32 one's 0.9965, ef_search 1000), scores move
+by at most 6e-5. A value beyond float16's range (``HALF_MAX``) is refused (ValidationError naming its vector).
+When the filter leaves few nodes (``EXACT_ROWS``) the index is skipped and every one of them is scored exactly.
 """
 from __future__ import annotations
 
 import hashlib
 from typing import Any
 
-MAX_INDEXED_DIM = 2000  # pgvector's HNSW limit for the vector type; larger vectors are searched exactly
-STORED = "vector"  # the column's type: what the HNSW expression casts to, and a query vector with it
+MAX_INDEXED_DIM = 4000  # pgvector's HNSW limit for halfvec; larger vectors are searched exactly
+STORED = "halfvec"  # the column's type: what the HNSW expression casts to, and a query vector with it
+HALF_MAX = 65504.0  # the largest magnitude float16 holds
 EXACT_ROWS = 2000  # at most this many filtered nodes: score them all (~5 us each) instead of walking the index
 # HNSW candidate list per scan (pgvector's default is 40, its largest 1000), extended by iterative scans; recall@10
 # against exact search (benchmarks/postgres_scale.py): at 200,000 memories 0.95 at 200, 0.99 at 400, 1.00 at 800;

@@ -27,7 +27,7 @@ from .migrations.postgres import MIGRATIONS, VERSION_COLS
 from . import pg_bulk, pg_prewarm, pg_text, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
-from .rows import NODE_COLS, Where
+from .rows import NODE_COLS, Where, held_embed_text
 from .pg_fts import PgText, TextStatsRow
 from .pg_search import PgSearch
 from .sql_base import SQLStore
@@ -61,10 +61,16 @@ class PostgresStore(SQLStore):
     backend = "postgresql"
     MIGRATIONS = MIGRATIONS
     PLACEHOLDER = "%s"
+    VECTOR_DTYPE = np.float16  # halfvec (migration 5; pg_vectors.py)
+    EMBED_TEXT = ("coalesce(n.embed_text, CASE WHEN n.title <> '' AND n.embed_hash = encode(sha256(convert_to(n.title "
+                  "|| ': ' || n.content || E'\\x1f', 'UTF8')), 'hex') THEN n.title || ': ' || n.content ELSE "
+                  "n.content END)")  # migration 6: rows.held_embed_text, read back as rows.whole_embed_text does
     # A node's current version is held once, as its live row (migration 4); node_versions keeps the superseded ones
     VERSIONS = "versions"
     CURRENT_IN_VERSIONS = False
     COPY_ARMS = {"node_versions": ("node_versions", "nodes")}  # export pages merge the two, each in key order
+    TOMBSTONE_KEY = "id, namespace"  # the tenant in every tenant table's key (migration 7; docs/SHARDING.md)
+    NO_NAMESPACE = ""
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED, Capability.VECTOR_SEARCH,
                               Capability.SERVER_QUERIES})
     CONNECT_TIMEOUT: float | None = None  # seconds a connection attempt may take (None: the store's timeout)
@@ -149,14 +155,19 @@ class PostgresStore(SQLStore):
                              url=self.url) from exc
 
     def _commit(self) -> None:
+        self._finish_loads()
+        self._db.execute("COMMIT")
+
+    def _finish_loads(self) -> None:
+        """Before the commit: the HNSW indexes dropped (or never made) for a large load, built over every row of the
+        transaction (on failure the transaction is rolled back)."""
         loader, self._vector_loader = self._vector_loader, None
         if loader is not None:
-            try:  # HNSW indexes dropped (or never made) for a large load: built over every row of the transaction
+            try:
                 loader.finish()
             except BaseException:
                 self._rollback()
                 raise
-        self._db.execute("COMMIT")
 
     def _rollback(self) -> None:
         self._vector_loader = None
@@ -172,6 +183,8 @@ class PostgresStore(SQLStore):
         if table == "vectors":  # copied vectors (import_rows): staged, HNSW indexes dropped for a large load
             self._loader.load(rows, upsert=False)
             return
+        if table == "tombstones":  # keyed by (id, namespace) (migration 7): one naming no namespace has ''
+            rows = [(r[0], self.NO_NAMESPACE if r[1] is None else r[1], *r[2:]) for r in rows]
         with self._db.cursor() as cur, cur.copy(f"COPY {table}({cols}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
@@ -180,6 +193,7 @@ class PostgresStore(SQLStore):
         """``put_vectors``' rows (checked finite by SQLStore.put_vectors) staged by binary COPY and upserted in one
         statement (``pg_bulk.VectorLoader``): a new model's HNSW index is made before its rows, and a load large
         beside what the model holds drops the index and builds it again when the transaction commits."""
+        pg_bulk.check_range([(r[0], r[3]) for r in rows])  # halfvec's range (finite: checked by put_vectors)
         self._loader.load(rows, upsert=True)
 
     @property
@@ -194,13 +208,15 @@ class PostgresStore(SQLStore):
         return tags
 
     def _import_nodes(self, rows: list[tuple]) -> None:
-        cols = ", ".join(transfer.TABLES["nodes"][1])
-        self._bulk_insert("nodes", f"{cols}, tag_text", [(*r, " ".join(r[8] or [])) for r in rows])
+        names = transfer.TABLES["nodes"][1]
+        title, content, text = names.index("title"), names.index("content"), names.index("embed_text")
+        rows = [(*r[:text], held_embed_text(r[title], r[content], r[text]), *r[text + 1:]) for r in rows]
+        self._bulk_insert("nodes", f"{', '.join(names)}, tag_text", [(*r, " ".join(r[8] or [])) for r in rows])
         embed = transfer.TABLES["nodes"][1].index("embed_hash")
         pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}))
         # a version row copied before its node is the live row now (migration 4: the current version is held once)
         self._db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = ANY(%s) AND v.id = n.id AND "
-                         "v.version = n.version", ([r[0] for r in rows],))
+                         "v.namespace = n.namespace AND v.version = n.version", ([r[0] for r in rows],))
 
     def _import_versions(self, rows: list[tuple]) -> None:
         """Copied versions, but the current ones: a node's live row is its current version (migration 4)."""
@@ -265,7 +281,7 @@ class PostgresStore(SQLStore):
             live = (node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
                     props_json, list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None,
                     node.version, node.content_hash, node.created_by, node.embed_hash, node.tokens,
-                    node.embed_text, " ".join(node.tags))
+                    held_embed_text(node.title, node.content, node.embed_text), " ".join(node.tags))
             (updates if old else inserts).append(live)
         if updates:
             pg_bulk.update_nodes(self._db, updates)

@@ -29,6 +29,24 @@ NODE_ORDERS = {
 }
 
 
+def held_embed_text(title: str, content: str, embed_text: str | None) -> str | None:
+    """What PostgreSQL keeps of a node's text to embed (migration 6): NULL when it is the content or the content
+    after the title (``title: content``, the text a memory embeds: its speaker, then what was said), else the text;
+    ``whole_embed_text`` reads it back (SQLite keeps NULL for the content alone: its migration 5)."""
+    if embed_text and (embed_text == content or (title and embed_text == f"{title}: {content}")):
+        return None
+    return embed_text
+
+
+def whole_embed_text(title: str, content: str, embed_text: str | None, embed_hash: str | None) -> str | None:
+    """A node's text to embed from what a store held of it (``held_embed_text``): a NULL one with an ``embed_hash``
+    is the content after the title when that is what the hash names, else the content."""
+    if embed_text is not None or embed_hash is None:
+        return embed_text
+    titled = f"{title}: {content}" if title else None
+    return titled if titled is not None and content_hash(titled) == embed_hash else content
+
+
 def as_list(value: str | Sequence[str] | None) -> list[str] | None:
     if value is None:
         return None

@@ -70,13 +70,13 @@ def purge_history(store: Any, ids: Sequence[str], actor: str = "") -> dict[str, 
         for chunk in store._chunks(list(dict.fromkeys(ids))):
             clause, params = store._in("v.id", chunk)
             old = (f"FROM node_versions v WHERE {clause} AND v.version < "
-                   "(SELECT n.version FROM nodes n WHERE n.id = v.id)")
+                   "(SELECT n.version FROM nodes n WHERE n.id = v.id AND n.namespace = v.namespace)")
             hashes = [h for (h,) in store._db.execute(
                 store._q(f"SELECT DISTINCT v.embed_hash {old} AND v.embed_hash IS NOT NULL"), params)]
             live, live_params = store._in("id", chunk)
             totals["versions"] += store._exec(store._q(
-                f"DELETE FROM node_versions WHERE {live} AND version < "
-                "(SELECT n.version FROM nodes n WHERE n.id = node_versions.id)"), live_params)
+                f"DELETE FROM node_versions WHERE {live} AND version < (SELECT n.version FROM nodes n WHERE "
+                "n.id = node_versions.id AND n.namespace = node_versions.namespace)"), live_params)
             for part in store._chunks(hashes):
                 used, used_params = store._hash_in("hash", part)
                 totals["vectors"] += store._exec(store._q(

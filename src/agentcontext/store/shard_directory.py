@@ -79,6 +79,28 @@ def parse_shards(value: str | Mapping[str, str] | Sequence[Any]) -> dict[str, st
     return shards
 
 
+def parse_shard_replicas(value: str | Mapping[str, Any] | None, names: Sequence[str]) -> dict[str, list[str]]:
+    """``{shard: [replica URL, ...]}`` from ``name=url|url,name=url`` (``AGENTCONTEXT_SHARD_REPLICA_URLS``) or a
+    mapping (a list, or ``|``-separated URLs, per shard); a shard the list does not name is refused."""
+    if not value:
+        return {}
+    pairs = value.items() if isinstance(value, Mapping) else parse_shards(value).items()
+    out: dict[str, list[str]] = {}
+    for name, urls in pairs:
+        if name not in names:
+            raise ValidationError(f"replicas are given for shard {name!r}, which the shard list does not name (its "
+                                  f"shards are {', '.join(names)}); name each replica's shard: "
+                                  "AGENTCONTEXT_SHARD_REPLICA_URLS=\"b=postgresql://replica1/db|postgresql://replica2/db\"",
+                                  shard=name, shards=list(names))
+        listed = [u.strip() for u in (urls.split("|") if isinstance(urls, str) else urls) if u.strip()]
+        for url in listed:
+            if not url.startswith(("postgresql://", "postgres://")):
+                raise ValidationError(f"replica {redact(url)!r} of shard {name!r} is not a PostgreSQL URL",
+                                      shard=name, url=redact(url))
+        out[name] = listed
+    return out
+
+
 def tenant_key(tenant: str) -> int:
     """The advisory lock key of ``tenant`` (with ``MOVE_LOCK``)."""
     return int.from_bytes(hashlib.sha256(tenant.encode()).digest()[:4], "big", signed=True)
@@ -102,6 +124,20 @@ def unknown_shard(name: str, names: Sequence[str], tenant: str | None = None) ->
                            shard=name, tenant=tenant, shards=list(names))
 
 
+def connect(store: Any, autocommit: bool = False) -> Any:
+    """A new connection to the server and schema of ``store`` (a ``PostgresStore``)."""
+    import psycopg
+    from psycopg import sql as pgsql
+
+    conn = psycopg.connect(store._conninfo, autocommit=autocommit, connect_timeout=10)
+    conn.execute(f"SET lock_timeout = '{int(store._timeout * 1000)}ms'")
+    if store.schema:
+        conn.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(store.schema)))
+    if not autocommit:
+        conn.commit()
+    return conn
+
+
 class Directory:
     """The directory table on the directory shard (``store``, a ``PostgresStore``): tenant -> shard, remembered in
     this process for ``ttl`` seconds for reads (a move is seen that much later at most: a move waits as long before
@@ -119,20 +155,11 @@ class Directory:
 
     def connect(self, autocommit: bool = False) -> Any:
         """A new connection to the directory shard, in the store's schema."""
-        import psycopg
-        from psycopg import sql as pgsql
-
-        conn = psycopg.connect(self.store._conninfo, autocommit=autocommit, connect_timeout=10)
-        conn.execute(f"SET lock_timeout = '{int(self.store._timeout * 1000)}ms'")
-        if self.store.schema:
-            conn.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(self.store.schema)))
-        if not autocommit:
-            conn.commit()
-        return conn
+        return connect(self.store, autocommit)
 
     def rows(self, fresh: bool = False) -> dict[str, tuple[str, str, str | None]]:
         """tenant -> (shard, state, target) of every assigned tenant, read now (``info``, recovery, tests)."""
-        found = self.store._read(f"SELECT tenant, shard, state, target FROM {TABLE}")
+        found = self.store._read_primary(f"SELECT tenant, shard, state, target FROM {TABLE}")
         now = time.monotonic()
         rows = {t: (s, st, tg) for t, s, st, tg in found}
         self._seen = {t: (now, row) for t, row in rows.items()}
@@ -140,7 +167,7 @@ class Directory:
 
     def unsettled(self) -> bool:
         """Whether some tenant's move did not finish (``pg_shard_move.recover`` has work)."""
-        return bool(self.store._read(f"SELECT EXISTS (SELECT 1 FROM {TABLE} WHERE state <> 'home')")[0][0])
+        return bool(self.store._read_primary(f"SELECT EXISTS (SELECT 1 FROM {TABLE} WHERE state <> 'home')")[0][0])
 
     def shards_of(self, tenants: Sequence[str]) -> dict[str, str | None]:
         """Each tenant's shard (checked against the listed shards; None: not assigned yet), as read at most ``ttl``
@@ -148,7 +175,7 @@ class Directory:
         now = time.monotonic()
         stale = [t for t in dict.fromkeys(tenants) if now - self._seen.get(t, (-1e18, None))[0] > self.ttl]
         if stale:
-            found = {t: (s, st, tg) for t, s, st, tg in self.store._read(
+            found = {t: (s, st, tg) for t, s, st, tg in self.store._read_primary(
                 f"SELECT tenant, shard, state, target FROM {TABLE} WHERE tenant = ANY(%s)", (stale,))}
             if len(self._seen) > SEEN:
                 self._seen = {t: v for t, v in self._seen.items() if now - v[0] <= self.ttl}
@@ -202,6 +229,18 @@ class Directory:
                 self._conn.commit()
             else:
                 self._conn.rollback()
+
+    def open(self) -> bool:
+        """Whether a write transaction's hold is open (its connection inside a transaction)."""
+        from psycopg.pq import TransactionStatus
+
+        return self._conn is not None and not self._conn.closed and \
+            self._conn.info.transaction_status == TransactionStatus.INTRANS
+
+    def prepare(self, gid: str) -> None:
+        """The hold as one prepared part of a commit across shards (``pg_shard_commit``): its tenants stay held and
+        its new assignments wait for the decision."""
+        self._conn.execute(f"PREPARE TRANSACTION '{gid}'")
 
     def close(self) -> None:
         if self._conn is not None:

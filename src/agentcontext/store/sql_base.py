@@ -39,6 +39,7 @@ class SQLStore(SQLDialect):
 
     backend: str
     MIGRATIONS: Migrations
+    VECTOR_DTYPE: type = np.float32  # what a vector is held as (base.Store)
     capabilities: frozenset[Capability] = frozenset({Capability.PERSISTENT, Capability.SHARED})
 
     def __init__(self, url: str, timeout: float) -> None:
@@ -182,7 +183,7 @@ class SQLStore(SQLDialect):
     # --- tombstones ------------------------------------------------------------------------------
     def tombstone(self, id: str) -> dict[str, Any] | None:
         found = self.tombstones(ids=[id])
-        return found[0] if found else None
+        return found[-1] if found else None  # the latest (PostgreSQL keeps one per namespace an id was purged in)
 
     def tombstones(self, namespace=None, ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
         return self._erasure.tombstones(namespace, ids)

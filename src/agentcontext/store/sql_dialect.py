@@ -25,6 +25,7 @@ class SQLDialect(ABC):
     """One connection ``_db`` and the dialect spoken over it (the base of ``sql_base.SQLStore``)."""
 
     PLACEHOLDER = "?"
+    EMBED_TEXT = "coalesce(n.embed_text, n.content)"  # a node's whole text to embed (rows.held_embed_text)
     CHUNK: int | None = None  # the most values one ``IN`` list may hold (None: arrays, no limit)
     NO_LIMIT = "ALL"  # what LIMIT says for "no limit" before an OFFSET
     EDGE_SCAN = ""  # a hint that makes the one-pass edge scan a table scan
@@ -40,6 +41,10 @@ class SQLDialect(ABC):
     CURRENT_IN_VERSIONS = True
     LIKE_ANY_CASE = "ILIKE"  # a pattern match that folds case (SQLite's LIKE folds ASCII letters by itself)
     COPY_ARMS: dict[str, tuple[str, ...]] = {}  # table: the tables its copy reads, merged in page order
+    # The tombstones' key (the upsert's ON CONFLICT target), and what a tombstone naming no namespace stores (PostgreSQL
+    # keys them by (id, namespace) from its migration 7, so the namespace cannot be NULL there)
+    TOMBSTONE_KEY = "id"
+    NO_NAMESPACE: str | None = None
     _db: Any
     _lock: threading.RLock
 
@@ -159,6 +164,14 @@ class SQLDialect(ABC):
         where = self._where()
         where.eq_any(column, list(values))
         return where.parts[0], where.params
+
+    def _tenant_rows(self, ids: Sequence[Any], namespaces: Sequence[str], column: str = "id") -> tuple[str, list[Any]]:
+        """``column IN ids AND namespace IN namespaces``: rows read before by id, named with their tenant as well (on
+        Citus a statement naming the tenant goes to its shard alone)."""
+        where = self._where()
+        where.eq_any(column, list(ids))
+        where.eq_any("namespace", sorted(set(namespaces)))
+        return " AND ".join(where.parts), where.params
 
     def _page(self, limit: int | None, offset: int) -> str:
         if limit is not None:

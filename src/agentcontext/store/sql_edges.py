@@ -32,8 +32,8 @@ class Edges(Part):
             for e in fresh:
                 check_id(e.type, "edge type")
             inserts, retire, new = plan_edges(keyed, current, at)
-            for chunk in self._chunks(retire):
-                clause, params = self._in("eid", chunk)
+            for chunk in self._chunks(retire, per_statement=2):  # eids and their namespaces
+                clause, params = self._tenant_rows(chunk, [current[eid][6] for eid in chunk], "eid")
                 self._exec(self._q(f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND {clause}"),
                            [at, *params])
             if inserts:

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from ..ids import check_id
 from . import scrub
 from .rows import as_list
-from .sql_part import CHANGE_INSERT, TOMBSTONE_UPSERT, Part
+from .sql_part import CHANGE_INSERT, Part, tombstone_upsert
 
 
 class Erasure(Part):
@@ -34,7 +34,8 @@ class Erasure(Part):
                 src, src_params = self._in("src", chunk)
                 dst, dst_params = self._in("dst", chunk)
                 totals["edges"] += self._exec(f"DELETE FROM edges WHERE {src} OR {dst}", [*src_params, *dst_params])
-                purged = self._exec(f"DELETE FROM nodes WHERE {clause}", params)
+                held, held_params = self._tenant_rows([r[0] for r in rows], [r[2] for r in rows])
+                purged = self._exec(f"DELETE FROM nodes WHERE {held}", held_params) if rows else 0
                 totals["nodes"] += purged
                 if not self.CURRENT_IN_VERSIONS:
                     totals["versions"] += purged  # each live row was its node's current version
@@ -42,8 +43,8 @@ class Erasure(Part):
                     used, used_params = self._hash_in("hash", part)
                     totals["vectors"] += self._exec(
                         f"DELETE FROM vectors WHERE {used} AND {self._vectors_unused()}", used_params)
-                self._execmany(self._q(TOMBSTONE_UPSERT), [(r[0], r[2], r[3], at, reason, actor, erasure)
-                                                           for r in rows])
+                self._execmany(self._q(tombstone_upsert(self.TOMBSTONE_KEY)),
+                               [(r[0], r[2], r[3], at, reason, actor, erasure) for r in rows])
                 self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.purge", r[0], r[2],
                                                          json.dumps({"reason": reason})) for r in rows])
         return totals
@@ -61,9 +62,9 @@ class Erasure(Part):
         for r in rows:
             check_id(r["id"], "tombstone id")
         with self.transaction():
-            self._execmany(self._q(TOMBSTONE_UPSERT), [
-                (r["id"], r.get("namespace"), r.get("kind"), r.get("purged_at"), r.get("reason"), r.get("actor"),
-                 r.get("erasure")) for r in rows])
+            self._execmany(self._q(tombstone_upsert(self.TOMBSTONE_KEY)), [
+                (r["id"], self.NO_NAMESPACE if r.get("namespace") is None else r["namespace"], r.get("kind"),
+                 r.get("purged_at"), r.get("reason"), r.get("actor"), r.get("erasure")) for r in rows])
             if rows:
                 self._log(self._now(), "", "tombstones.put", "*", "", {"count": len(rows)})
         return len(rows)

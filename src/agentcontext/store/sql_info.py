@@ -33,12 +33,12 @@ def check_integrity(store: Any) -> str:
     problems = store._physical_problems()
     if store.CURRENT_IN_VERSIONS:
         lost = store._read("SELECT count(*) FROM nodes n WHERE NOT EXISTS (SELECT 1 FROM node_versions v "
-                           "WHERE v.id = n.id AND v.version = n.version)")[0][0]
+                           "WHERE v.id = n.id AND v.namespace = n.namespace AND v.version = n.version)")[0][0]
         if lost:
             problems.append(f"{lost} nodes lack their current version row")
     else:  # the live row is the current version: a version row at or after it is one too many
-        twice = store._read("SELECT count(*) FROM node_versions v JOIN nodes n ON n.id = v.id "
-                            "WHERE v.version >= n.version")[0][0]
+        twice = store._read("SELECT count(*) FROM node_versions v JOIN nodes n ON n.id = v.id AND "
+                            "n.namespace = v.namespace WHERE v.version >= n.version")[0][0]
         if twice:
             problems.append(f"{twice} version rows are not older than their node's live row")
     return "; ".join(problems) or "ok"

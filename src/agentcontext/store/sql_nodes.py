@@ -70,7 +70,7 @@ class Nodes(Part):
                                         "AND retracted_at IS NULL ORDER BY rid", params).fetchall()
                 if not rows:
                     continue
-                live, live_params = self._in("id", [r[0] for r in rows])
+                live, live_params = self._tenant_rows([r[0] for r in rows], [r[2] for r in rows])
                 self._unindex([r[1] for r in rows], purge=False)  # while the rows still hold what was indexed
                 if self.CURRENT_IN_VERSIONS:  # the retraction is a version row of its own
                     self._exec(self._q(

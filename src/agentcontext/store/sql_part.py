@@ -25,9 +25,15 @@ CHANGE_COLS = "at, actor, op, target, namespace, detail"
 CHANGE_INSERT = f"INSERT INTO changes({CHANGE_COLS}) VALUES (?,?,?,?,?,?)"
 TOMBSTONE_UPSERT = (  # an erasure's mark survives a later purge of the same id (e.g. graph.clear)
     "INSERT INTO tombstones(id, namespace, kind, purged_at, reason, actor, erasure) VALUES (?,?,?,?,?,?,?) "
-    "ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, kind = excluded.kind, "
+    "ON CONFLICT ({key}) DO UPDATE SET {namespace}kind = excluded.kind, "
     "purged_at = excluded.purged_at, reason = excluded.reason, actor = excluded.actor, "
     "erasure = coalesce(excluded.erasure, tombstones.erasure)")
+
+
+def tombstone_upsert(key: str) -> str:
+    """TOMBSTONE_UPSERT for a table keyed by ``key`` (a key holding the namespace never updates it: Citus refuses
+    an update of the distribution column)."""
+    return TOMBSTONE_UPSERT.format(key=key, namespace="" if "namespace" in key else "namespace = excluded.namespace, ")
 
 
 class Part:
@@ -52,6 +58,14 @@ class Part:
     def CURRENT_IN_VERSIONS(self) -> bool:  # noqa: N802
         return self.store.CURRENT_IN_VERSIONS
 
+    @property
+    def TOMBSTONE_KEY(self) -> str:  # noqa: N802
+        return self.store.TOMBSTONE_KEY
+
+    @property
+    def NO_NAMESPACE(self) -> str | None:  # noqa: N802
+        return self.store.NO_NAMESPACE
+
     def transaction(self) -> AbstractContextManager[None]:
         return self.store.transaction()
 
@@ -67,6 +81,9 @@ class Part:
 
     def _in(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         return self.store._in(column, values)
+
+    def _tenant_rows(self, ids: Sequence[Any], namespaces: Sequence[str], column: str = "id") -> tuple[str, list[Any]]:
+        return self.store._tenant_rows(ids, namespaces, column)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         return self.store._read(sql, params)

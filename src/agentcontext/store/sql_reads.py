@@ -246,8 +246,8 @@ def missing_vectors(store: Any, model: str, namespace=None) -> list[tuple[str, s
     where.add("n.embed_hash IS NOT NULL AND n.retracted_at IS NULL")
     where.eq_any("n.namespace", as_list(namespace))
     where.add(f"NOT EXISTS (SELECT 1 FROM vectors v WHERE {store.VECTOR_JOIN} AND v.model = ?)", model)
-    # SQLite holds an embed text equal to the content once (NULL embed_text, embed_hash set)
-    rows = store._read(f"SELECT n.embed_hash, min(coalesce(n.embed_text, n.content)) FROM nodes n{where.sql()} "
+    # held once (NULL embed_text, embed_hash set): SQLite when it is the content, PostgreSQL ``title: content`` too
+    rows = store._read(f"SELECT n.embed_hash, min({store.EMBED_TEXT}) FROM nodes n{where.sql()} "
                        "GROUP BY n.embed_hash", where.params)
     return [(h, t) for h, t in rows]
 

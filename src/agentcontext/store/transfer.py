@@ -12,7 +12,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..errors import ValidationError
-from .rows import EDGE_COLS, NODE_COLS, as_tags
+from .rows import EDGE_COLS, NODE_COLS, as_tags, whole_embed_text
 
 TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # table: (page order, columns copied)
     "nodes": (("rid",), (*NODE_COLS.split(", "), "embed_text")),
@@ -74,7 +74,8 @@ def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int,
         if "tags" in row:
             row["tags"] = as_tags(row["tags"])
         if table == "nodes" and row["embed_text"] is None and row["embed_hash"] is not None:
-            row["embed_text"] = row["content"]  # SQLite holds an embed text equal to the content once
+            # held once: SQLite when it is the content, PostgreSQL when the content or ``title: content``
+            row["embed_text"] = whole_embed_text(row["title"], row["content"], None, row["embed_hash"])
         if table == "vectors":
             row["vector"] = store._decode_vectors([row["vector"]])[0]
         rows.append(row)

@@ -108,8 +108,7 @@ VERSION_COLS = ("id, kind, namespace, key, title, summary, content, props, tags,
 def compact_layout(db) -> None:
     from ..pg_vectors import create_ann_index
 
-    # Vectors stay float32: halfvec (2 bytes a dimension) was measured and left out, its HNSW walk losing 0.03-0.05
-    # of recall@10 against a float32 graph over the same rows (pg_vectors.py). The HNSW indexes are partial indexes
+    # Vectors stayed float32 here (migration 5 holds them as halfvec). The HNSW indexes are partial indexes
     # whose predicate gains ``searched``: dropped first, built again after the column is filled.
     for (index,) in db.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND "
                                "tablename = 'vectors' AND indexname LIKE 'vectors\\_ann\\_%'").fetchall():
@@ -132,3 +131,64 @@ def compact_layout(db) -> None:
                f"UNION ALL SELECT {VERSION_COLS}, NULL AS embed_text FROM nodes")
     for model, dim in db.execute("SELECT DISTINCT model, dim FROM vectors ORDER BY model, dim").fetchall():
         create_ann_index(db, model, dim)
+
+
+@MIGRATIONS.step(5, "vectors held as halfvec (float16: 2 bytes a dimension), their HNSW indexes over halfvec")
+def half_vectors(db) -> None:
+    """A 384-d float32 row (~1,690 bytes) fits 4 to a page, a halfvec one 8: the table and its HNSW index take about
+    half (issue 23 s2; recall and score figures in pg_vectors.py). The table is rewritten once, its indexes built
+    again; a value beyond float16's range refuses the step (the store stays at step 4)."""
+    import psycopg
+
+    from ...errors import StoreError
+    from ..pg_vectors import HALF_MAX, create_ann_index
+
+    for (index,) in db.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND "
+                               "tablename = 'vectors' AND indexname LIKE 'vectors\\_ann\\_%'").fetchall():
+        db.execute(f'DROP INDEX "{index}"')
+    try:  # the error is named here; the upgrade's transaction rolls back whole
+        db.execute("ALTER TABLE vectors ALTER COLUMN vector TYPE halfvec USING vector::halfvec")
+    except psycopg.errors.NumericValueOutOfRange as exc:
+        raise StoreError(f"this store holds a vector with a value beyond +-{HALF_MAX:.0f} ({exc}), which migration 5 "
+                         "cannot convert to halfvec; delete or rescale that vector (SELECT hash, model FROM vectors "
+                         "WHERE ...), then open the store again") from exc
+    for model, dim in db.execute("SELECT DISTINCT model, dim FROM vectors ORDER BY model, dim").fetchall():
+        create_ann_index(db, model, dim)
+
+
+@MIGRATIONS.step(6, "a node's text to embed held once: NULL when it is the content or the content after the title")
+def embed_text_once(db) -> None:
+    """A memory embeds ``title: content`` (its speaker, then what was said) and a document often its content: about
+    240 bytes a memory held twice (rows.held_embed_text; read back by rows.whole_embed_text and PostgresStore.
+    EMBED_TEXT). Rewritten by ALTER ... TYPE ... USING, one pass that leaves the table compact (an UPDATE of every row
+    would leave each old row version dead until a VACUUM FULL); its indexes are built again."""
+    db.execute(f"""ALTER TABLE nodes ALTER COLUMN embed_text TYPE {T} USING CASE WHEN embed_text <> '' AND
+        (embed_text = content OR (title <> '' AND embed_text = title || ': ' || content)) THEN NULL ELSE embed_text
+        END""")
+
+
+# The tenant tables (the namespace is the tenant: docs/SHARDING.md) and their primary keys from step 7 on: each holds
+# the tenant column, so the same tables distribute on Citus by it (create_distributed_table(t, 'namespace')). The
+# namespace comes last where callers look rows up by id alone (a node, its versions, a tombstone), so those lookups
+# still seek the key's prefix; edges are never looked up by rid, so theirs leads with it.
+TENANT_KEYS = {"nodes": ("rid", "namespace"), "node_versions": ("id", "version", "namespace"),
+               "edges": ("namespace", "rid"), "tombstones": ("id", "namespace")}
+
+
+@MIGRATIONS.step(7, "the tenant (namespace) in every tenant table's primary key: nodes (rid, namespace), node_versions "
+                    "(id, version, namespace), edges (namespace, rid), tombstones (id, namespace) with a namespace "
+                    "never NULL")
+def tenant_keys(db) -> None:
+    # Citus requires the distribution column in every primary key and unique constraint of a distributed table,
+    # and an ON CONFLICT target must name a unique index: the tombstones' upsert now names (id, namespace)
+    # (PostgresStore.TOMBSTONE_KEY). Kept on one server and dropped by the Citus profile (docs/SHARDING.md): the
+    # unique ids across namespaces nodes_id_key UNIQUE(id) and the live-edge index edges_live (eid), which no
+    # ON CONFLICT names (a node never changes namespace: one server still refuses a second namespace for an id).
+    # A tombstone's namespace was NULL only when a restored one named none; '' says the same and can be a key.
+    db.execute("UPDATE tombstones SET namespace = '' WHERE namespace IS NULL")
+    db.execute("ALTER TABLE tombstones ALTER COLUMN namespace SET DEFAULT '', ALTER COLUMN namespace SET NOT NULL")
+    for table, key in TENANT_KEYS.items():
+        (name,) = db.execute("SELECT conname FROM pg_constraint WHERE conrelid = to_regclass(%s) AND contype = 'p'",
+                             (table,)).fetchone()
+        db.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}", ADD CONSTRAINT {table}_pkey PRIMARY KEY '
+                   f"({', '.join(key)})")

@@ -1,0 +1,105 @@
+"""LoCoMo dev recall on PostgreSQL beside SQLite (issue 23 s2: holding vectors as halfvec keeps "the same LoCoMo dev
+recall"), in one run: every conversation stored in an SQLite store in memory (as ``agentcontext eval locomo`` does)
+and in a PostgreSQL schema with the same ids and the same vectors (embedded once, by the SQLite side, copied), every
+question (category 5 left out) asked of both; recall@1/5/10 with partial credit as ``eval_locomo`` counts it, and
+how many of the two top 10s agree.
+
+``--before-src DIR`` (a source tree of the code before, e.g. ``git archive <rev> | tar -x -C DIR``): the same run
+with that code in a subprocess (its PostgreSQL store held float32 vectors), printed beside this one.
+Run: nice -n 10 .venv/bin/python benchmarks/locomo_postgres.py [--before-src DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.pg_server import PgServer  # noqa: E402
+
+from agentcontext.eval_locomo import evidence, turn_text, turns  # noqa: E402
+
+LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")
+KS = (1, 5, 10)
+
+
+def run(url_of: Any) -> dict[str, Any]:
+    from agentcontext.embed.base import default_embedder
+    from agentcontext.memory import AgentMemory
+    from agentcontext.store import open_store
+    from agentcontext.vector_store import VectorStore
+    from agentcontext.workspace import Workspace
+
+    embedder = default_embedder()
+    recall = {b: {k: 0.0 for k in KS} for b in ("sqlite", "postgresql")}
+    same_top10 = asked = 0
+    start = time.perf_counter()
+    for n, sample in enumerate(json.loads(LOCOMO.read_text())):
+        sid = str(sample.get("sample_id", "conv"))
+        ts = turns(sample)
+        items = [{"content": turn_text(t), "conversation_id": sid, "created_at": t["created_at"],
+                  "metadata": {"speaker": t.get("speaker", ""), "dia_id": t["dia_id"], "session": t["session"],
+                               "session_date": t["session_date"]}} for t in ts]
+        lite = AgentMemory(VectorStore(backend="inmemory", embedder=embedder), max_memory_size=10**9)
+        ids = lite.batch_store(items)
+        nodes = lite.workspace.store.find_nodes(kind="memory")
+        hashes = [x.embed_hash for x in nodes] + [x.props["pair_hash"] for x in nodes if x.props.get("pair_hash")]
+        ws = Workspace(open_store(url_of(n)), embedder=embedder)
+        model = lite.workspace.model_name
+        ws.store.put_vectors(lite.workspace.store.get_vectors(hashes, model), model)
+        pg = AgentMemory(workspace=ws, max_memory_size=10**9)
+        pg.batch_store([{**item, "id": i} for item, i in zip(items, ids)])
+        known = {t["dia_id"] for t in ts}
+        for qa in sample["qa"]:
+            ev = evidence(qa.get("evidence") or [], known) if qa.get("category") != 5 else set()
+            if not ev:
+                continue
+            asked += 1
+            tops = {}
+            for backend, memory in (("sqlite", lite), ("postgresql", pg)):
+                ranked = [r["metadata"].get("dia_id") for r in memory.retrieve(str(qa["question"]), max_results=10)]
+                tops[backend] = ranked
+                for k in KS:
+                    recall[backend][k] += len(ev & set(ranked[:k])) / len(ev)
+            same_top10 += tops["sqlite"] == tops["postgresql"]
+        lite.workspace.close()
+        ws.close()
+    return {"questions": asked, "seconds": round(time.perf_counter() - start, 1),
+            **{f"{b} recall@k": {str(k): round(v / max(asked, 1), 4) for k, v in r.items()} for b, r in recall.items()},
+            "questions whose top 10s are the same (order too)": same_top10}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--before-src", type=Path, default=None)
+    parser.add_argument("--url", default=None, help=argparse.SUPPRESS)  # the subprocess: a server to use
+    args = parser.parse_args()
+    if args.url:  # the code before, in a subprocess: print its figures
+        print(json.dumps(run(lambda n: f"{args.url}?schema=before_{n}")))
+        return
+    server = PgServer().start()
+    try:
+        figures: dict[str, Any] = {"note": "busy shared 2-core machine"}
+        figures["this code (PostgreSQL vectors: halfvec)"] = run(lambda n: server.url(f"after_{n}"))
+        if args.before_src:
+            src = args.before_src.resolve()
+            env = {**os.environ, "PYTHONPATH": str(src / "src")}
+            out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--url", server.url(None)], env=env,
+                                 cwd=src, capture_output=True, text=True, check=True)
+            figures[f"the code before ({src}; float32)"] = json.loads(out.stdout.strip().splitlines()[-1])
+    finally:
+        server.stop()
+    from benchmarks._util import report
+
+    report("locomo_postgres", figures)
+
+
+if __name__ == "__main__":
+    main()
