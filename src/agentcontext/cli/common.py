@@ -1,7 +1,6 @@
 """What every CLI module shares: opening the workspace, the acting principal, JSON or Rich output, file reads."""
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -9,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ..errors import ValidationError
+from ..text import parse_pairs
 from .output import NARROWEST, emit, err, is_key, out, progress_bar, table
 
 __all__ = ["NARROWEST", "emit", "err", "is_key", "out", "progress_bar", "table", "JSON_OPTION", "GRAPH_OPTION",
@@ -56,20 +56,6 @@ def read_text(path: Path) -> str:
 
 GRAPH_OPTION = typer.Option(None, "--graph", "-g", help="Graph name (access name graph:NAME); default: the "
                             "workspace graph, graph:default, that the MCP decision tools use.")
-
-
-def parse_pairs(pairs: list[str] | None, flag: str) -> dict[str, Any]:
-    """``KEY=VALUE`` items as a dict; VALUE is read as JSON when it parses (true, 0.8, [..], "x"), else as text."""
-    found: dict[str, Any] = {}
-    for pair in pairs or []:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise ValidationError(f"{flag} expects KEY=VALUE, got {pair!r}", option=flag, value=pair)
-        try:
-            found[key] = json.loads(raw)
-        except ValueError:
-            found[key] = raw
-    return found
 
 
 def open_graph(ctx: typer.Context, name: str | None) -> ContextGraph:

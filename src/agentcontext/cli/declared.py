@@ -21,7 +21,7 @@ import click
 
 from ..operations import Caller, Operation, declared
 from ..operations import knowledge as kops
-from .output import emit, err, out, progress_bar, table
+from .output import emit, err, out, print_decisions, progress_bar, table
 from .root_options import AS_HELP, HOME_HELP, remember_on_root
 
 
@@ -58,7 +58,8 @@ def _params(op: Operation) -> list[click.Parameter]:
         many = get_origin(_bare(field.annotation)) is list
         required = field.is_required() and op.name not in ALTERNATES
         params.append(click.Argument([name], nargs=-1 if many else 1, required=required,
-                                     type=click.STRING if many else _click_type(field.annotation)))
+                                     type=click.STRING if many else _click_type(field.annotation),
+                                     metavar=shape.metavars.get(name)))
     for name, field in fields.items():
         if name in shape.args:
             continue
@@ -80,6 +81,10 @@ def _params(op: Operation) -> list[click.Parameter]:
     if shape.namespace:
         params.append(click.Option(["--namespace", "-n"], default="default",
                                    help="Memory store name (namespace memory:<name>)."))
+    if shape.graph:
+        from ..operations.graph import GRAPH_FLAG, GRAPH_HELP
+
+        params.append(click.Option([*GRAPH_FLAG, "graph_name"], help=GRAPH_HELP))
     params.append(click.Option(["--json", "json_out"], is_flag=True, help="Print only JSON on stdout (for scripts)."))
     params.append(click.Option(["--home"], type=click.Path(), callback=_remember, expose_value=False,
                                help=HOME_HELP))
@@ -93,14 +98,15 @@ def _given(values: dict[str, Any]) -> dict[str, Any]:
             if v is not None and v != ()}
 
 
-def _caller(ctx: click.Context, namespace: str | None, progress: Callable[[str, int, int], None] | None) -> Caller:
+def _caller(ctx: click.Context, namespace: str | None, graph: str | None,
+            progress: Callable[[str, int, int], None] | None) -> Caller:
     from ..workspace import Workspace
 
     obj = ctx.find_root().obj
     opts = obj if isinstance(obj, dict) else {}
     ws = Workspace.open(home=opts.get("home"))
     who = opts.get("principal") or os.environ.get("AGENTCONTEXT_PRINCIPAL") or None
-    return Caller(ws, who, namespace or "default", progress)
+    return Caller(ws, who, namespace or "default", graph, progress)
 
 
 def _switch(op: Operation, values: dict[str, Any]) -> tuple[Operation, dict[str, Any]]:
@@ -131,14 +137,18 @@ def click_command(op: Operation) -> click.Command:
         ctx = click.get_current_context()
         as_json = values.pop("json_out")
         namespace = values.pop("namespace", None)
+        graph = values.pop("graph_name", None)
         given = _given(values)
         chosen, given = _switch(op, given)
         prepared = chosen.cli.prepare(given) if chosen.cli and chosen.cli.prepare else given
         args = chosen.parse(prepared, strict=False)
         with progress_bar(not as_json and not chosen.read_only) as report:
-            result = chosen.run(_caller(ctx, namespace, report), args)
+            result = chosen.run(_caller(ctx, namespace, graph, report), args)
         data = chosen.cli.pick(result) if chosen.cli and chosen.cli.pick else result
         emit(data, as_json, lambda d: HUMAN[chosen.name](d, args))
+        code = chosen.cli.exit_code(result) if chosen.cli and chosen.cli.exit_code else 0
+        if code:
+            ctx.exit(code)
 
     command = click.Command(shape.path[-1], callback=run, params=_params(op), help=op.help,
                             context_settings={"help_option_names": ["-h", "--help"]})
@@ -219,6 +229,36 @@ def _versions(d: dict[str, Any], _: Any) -> None:
         out.print(f"v{v['version']}  {v['updated_at']}  {v['content']}", markup=False)
 
 
+def _compliance(r: dict[str, Any], _: Any) -> None:
+    verdict = "compliant" if r["compliant"] else ("excepted by " + r["exception_id"] if r.get("exception_id")
+                                                   else "VIOLATION")
+    out.print(f"{r['decision_id']} vs {r['policy_id']} v{r['policy_version']}: {verdict}", markup=False)
+    for v in r["violations"]:
+        out.print(f"  {v['rule']}: {v['message']}", markup=False)
+
+
+def _context(data: dict[str, Any], _: Any) -> None:
+    out.print(data["text"], markup=False)
+    out.print(f"\n{data['num_sources']} sources, {data['tokens']} tokens"
+              + (f" of {data['budget_tokens']}" if data["budget_tokens"] else "")
+              + (f"; left out: {', '.join(d['id'] for d in data['dropped'])}" if data["dropped"] else "")
+              + "".join(f"; {k}: {v}" for k, v in data["skipped"].items()), style="dim", markup=False)
+
+
+def _links(r: dict[str, Any], _: Any) -> None:
+    if not r["links"]:
+        out.print("no links to predict")
+        return
+    table(("source", "target", "score"), [{**x, "score": f"{x['score']:.4f}"} for x in r["links"]])
+
+
+def _paths(r: dict[str, Any], _: Any) -> None:
+    if not r["paths"]:
+        out.print(f"no path from {r['source']} to {r['target']}", markup=False)
+    for p in r["paths"]:
+        out.print(f"{p['length']:g}  " + " -> ".join(p["path"]), markup=False)
+
+
 HUMAN: dict[str, Callable[[Any, Any], None]] = {
     "list_knowledge_packs": _packs,
     "search_knowledge": _hits,
@@ -234,4 +274,11 @@ HUMAN: dict[str, Callable[[Any, Any], None]] = {
     "conversation_history": lambda d, _: [out.print(f"[{r['timestamp']}] {r['content']}", markup=False) for r in d],
     "edit_memory": lambda d, _: out.print(f"{d['id']} is now version {d['version']}", markup=False),
     "memory_versions": _versions,
+    "record_decision": lambda d, _: out.print(d["decision_id"]),
+    "find_precedents": lambda d, _: print_decisions(d["precedents"], "no precedents"),
+    "get_causal_chain": lambda d, _: print_decisions(d["chain"], f"no recorded {d['direction']} decisions"),
+    "check_compliance": _compliance,
+    "get_context": _context,
+    "predict_links": _links,
+    "find_paths": _paths,
 }

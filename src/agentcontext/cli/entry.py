@@ -28,11 +28,14 @@ HELP = "The context layer for AI agents: knowledge packs, flash, memory, decisio
 # without importing the operations (pydantic); tests/test_operations.py checks it against the declarations
 DERIVED: dict[tuple[str, ...], dict[str, str]] = {
     (): {"search": "Search knowledge", "neighbors": "List a doc's neighbours", "read": "Read a knowledge doc",
-         "flash": "Flash knowledge", "reindex": "Reindex packs"},
+         "flash": "Flash knowledge", "reindex": "Reindex packs", "context": "Get a cited context"},
     ("memory",): {"store": "Store a memory", "retrieve": "Retrieve memories", "forget": "Forget memories",
                   "get": "Get a memory", "conversation": "Conversation history", "edit": "Edit a memory",
                   "versions": "A memory's versions"},
     ("pack",): {"list": "List knowledge packs"},
+    ("decision",): {"record": "Record a decision", "precedents": "Find precedents", "chain": "Causal chain"},
+    ("policy",): {"check": "Check compliance"},
+    ("graph",): {"predict-links": "Predict missing graph links", "paths": "Find paths between graph nodes"},
 }
 SETTINGS = {"help_option_names": ["-h", "--help"]}
 

@@ -138,7 +138,5 @@ def analytics(ctx: typer.Context,
     emit(data, json_out, human)
 
 
-graph_app.command("predict-links")(graph_algorithms.predict_links)
-graph_app.command("paths")(graph_algorithms.paths)
 graph_app.command("similar")(graph_algorithms.similar)
 graph_app.command("link-mentions")(graph_algorithms.link_mentions)

@@ -17,49 +17,6 @@ METHOD_HELP = "adamic_adar, jaccard, resource_allocation or preferential_attachm
 DIRECTION_HELP = "out (follow edges forward), in (backward) or both."
 
 
-def predict_links(ctx: typer.Context,
-                  node_id: Optional[str] = typer.Argument(None, metavar="[NODE_ID]",
-                                                          help="Predict links of this node (default: the best "
-                                                               "pairs over the whole graph)."),
-                  method: str = typer.Option("adamic_adar", "--method", help=METHOD_HELP),
-                  top: int = typer.Option(10, "--top", min=1, max=10_000, help="At most this many links, best first."),
-                  rel: Optional[list[str]] = typer.Option(None, "--rel", help="Count only edges of this relationship "
-                                                          "type; repeat."),
-                  node_type: Optional[str] = typer.Option(None, "--node-type", help="Only links to nodes of this "
-                                                          "type."),
-                  graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
-    """The most likely missing links (source, target, score), from NODE_ID or over the whole graph."""
-    graph = open_graph(ctx, graph_name)
-    links = graph.predict_links(node_id, top_k=top, method=method, relationship_types=rel, node_type=node_type)
-    emit({"node_id": node_id, "method": method, "links": links}, json_out,
-         lambda r: table(("source", "target", "score"), [{**x, "score": f"{x['score']:.4f}"} for x in r["links"]])
-         if r["links"] else out.print("no links to predict"))
-
-
-def paths(ctx: typer.Context, source: str = typer.Argument(..., metavar="SOURCE"),
-          target: str = typer.Argument(..., metavar="TARGET"),
-          k: int = typer.Option(3, "--k", min=1, max=100, help="How many paths (1: the shortest only)."),
-          weighted: bool = typer.Option(False, "--weighted", help="Length = the summed edge weights (default: "
-                                        "the number of edges)."),
-          max_hops: Optional[int] = typer.Option(None, "--max-hops", min=0, help="No path longer than this many "
-                                                 "edges."),
-          direction: str = typer.Option("out", "--direction", help=DIRECTION_HELP),
-          rel: Optional[list[str]] = typer.Option(None, "--rel", help="Only this relationship type; repeat."),
-          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
-    """The K shortest loopless paths from SOURCE to TARGET, shortest first (Yen's algorithm)."""
-    graph = open_graph(ctx, graph_name)
-    found = graph.k_shortest_paths(source, target, k=k, weighted=weighted, max_hops=max_hops, direction=direction,
-                                   relationship_types=rel)
-
-    def human(r: dict[str, Any]) -> None:
-        if not r["paths"]:
-            out.print(f"no path from {source} to {target}", markup=False)
-        for p in r["paths"]:
-            out.print(f"{p['length']:g}  " + " -> ".join(p["path"]), markup=False)
-
-    emit({"source": source, "target": target, "paths": found}, json_out, human)
-
-
 def similar(ctx: typer.Context, node_id: str = typer.Argument(..., metavar="NODE_ID"),
             top: int = typer.Option(10, "--top", min=1, max=10_000, help="At most this many nodes, most alike first."),
             dimensions: int = typer.Option(32, "--dimensions", min=1, max=1024, help="Node2Vec vector size."),

@@ -76,28 +76,6 @@ def show(ctx: typer.Context, policy_id: str = typer.Argument(..., metavar="POLIC
          lambda _: _policies_table(rows))
 
 
-@policy_app.command("check")
-def check(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="DECISION_ID"),
-          policy_id: str = typer.Argument(..., metavar="POLICY_ID"),
-          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
-    """Check a recorded decision against a policy's current rules (as the MCP tool check_compliance).
-
-    Exits 1 when the decision violates the policy and no exception excuses it."""
-    result = _engine(ctx, graph_name).check_compliance(decision_id, policy_id)
-    data = result.to_dict()
-
-    def human(r: dict[str, Any]) -> None:
-        verdict = "compliant" if r["compliant"] else ("excepted by " + r["exception_id"] if r.get("exception_id")
-                                                       else "VIOLATION")
-        out.print(f"{r['decision_id']} vs {r['policy_id']} v{r['policy_version']}: {verdict}", markup=False)
-        for v in r["violations"]:
-            out.print(f"  {v['rule']}: {v['message']}", markup=False)
-
-    emit(data, json_out, human)
-    if not result:
-        raise typer.Exit(1)
-
-
 @policy_app.command("exceptions")
 def exceptions(ctx: typer.Context, decision_id: Optional[str] = typer.Option(None, "--decision", help="Only "
                                                                              "this decision's."),

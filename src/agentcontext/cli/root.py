@@ -18,7 +18,7 @@ from typer.main import get_command
 
 from .. import __version__
 from ..config import HOME_DIR
-from . import access, checkpoints, context, decisions, doc, erasure, evaluation, graph, history, knowledge, \
+from . import access, checkpoints, decisions, doc, erasure, evaluation, graph, history, knowledge, \
     mcp_config, memory, migrate, pack, params, policies, serve, store, token
 from .common import JSON_OPTION, emit, out
 from .helptext import conventional
@@ -99,7 +99,7 @@ app.add_typer(decisions.decision_app, name="decision")
 app.add_typer(policies.policy_app, name="policy")
 app.add_typer(graph.graph_app, name="graph")
 app.add_typer(checkpoints.checkpoint_app, name="checkpoint")
-for _command in (*erasure.COMMANDS, *context.COMMANDS):
+for _command in erasure.COMMANDS:
     app.command()(_command)
 app.add_typer(evaluation.eval_app, name="eval")
 app.add_typer(serve.serve_app, name="serve")
