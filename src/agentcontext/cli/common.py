@@ -5,8 +5,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
+from .build import Option
 from ..errors import ValidationError
 from ..text import parse_pairs
 from .output import NARROWEST, emit, err, is_key, out, progress_bar, table
@@ -18,21 +19,21 @@ if TYPE_CHECKING:  # the services load when a command runs, not for --help or --
     from ..graph.context_graph import ContextGraph
     from ..workspace import Workspace
 
-JSON_OPTION = typer.Option(False, "--json", help="Print only JSON on stdout (for scripts).")
+JSON_OPTION = Option(False, "--json", help="Print only JSON on stdout (for scripts).")
 
 
-def options(ctx: typer.Context | None) -> dict[str, Any]:
+def options(ctx: click.Context | None) -> dict[str, Any]:
     obj = ctx.find_root().obj if ctx is not None else None
     return obj if isinstance(obj, dict) else {}
 
 
-def open_workspace(ctx: typer.Context | None, create: bool = False) -> Workspace:
+def open_workspace(ctx: click.Context | None, create: bool = False) -> Workspace:
     from ..workspace import Workspace
 
     return Workspace.open(home=options(ctx).get("home"), create=create)
 
 
-def principal(ctx: typer.Context | None) -> str | None:
+def principal(ctx: click.Context | None) -> str | None:
     return options(ctx).get("principal") or os.environ.get("AGENTCONTEXT_PRINCIPAL") or None
 
 
@@ -54,11 +55,11 @@ def read_text(path: Path) -> str:
         raise ValidationError(f"cannot read {path} as UTF-8 text: {exc}", file=str(path)) from exc
 
 
-GRAPH_OPTION = typer.Option(None, "--graph", "-g", help="Graph name (access name graph:NAME); default: the "
+GRAPH_OPTION = Option(None, "--graph", "-g", help="Graph name (access name graph:NAME); default: the "
                             "workspace graph, graph:default, that the MCP decision tools use.")
 
 
-def open_graph(ctx: typer.Context, name: str | None) -> ContextGraph:
+def open_graph(ctx: click.Context, name: str | None) -> ContextGraph:
     """The workspace graph (or the graph ``name``) acting as the CLI's principal: the graph and the decision
     services bound to it check and audit every call, as they do for MCP."""
     from ..graph.context_graph import workspace_graph

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import typer
+import click
 
+from .build import Argument, Group, Option
 from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out
 from .output import print_decisions
 
-decision_app = typer.Typer(help="Decisions: record them, find precedents, walk causal chains, explain one.",
+decision_app = Group(help="Decisions: record them, find precedents, walk causal chains, explain one.",
                            no_args_is_help=True)
 
 
 @decision_app.command("show")
-def show(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="DECISION_ID"),
-         as_of: Optional[str] = typer.Option(None, "--as-of", help="The decision as it stood then (ISO time)."),
+def show(ctx: click.Context, decision_id: str = Argument(..., metavar="DECISION_ID"),
+         as_of: Optional[str] = Option(None, "--as-of", help="The decision as it stood then (ISO time)."),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """One decision: category, scenario, reasoning, outcome, confidence, metadata."""
     from ..decisions.models import decision_data
@@ -33,9 +34,9 @@ def show(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="DEC
 
 
 @decision_app.command("list")
-def list_cmd(ctx: typer.Context, category: Optional[str] = typer.Option(None, "--category", help="Only this "
+def list_cmd(ctx: click.Context, category: Optional[str] = Option(None, "--category", help="Only this "
                                                                         "category."),
-             limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many, oldest first."),
+             limit: Optional[int] = Option(None, "--limit", min=1, help="At most this many, oldest first."),
              graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Recorded decisions, oldest first."""
     from ..decisions.models import decision_data
@@ -47,8 +48,8 @@ def list_cmd(ctx: typer.Context, category: Optional[str] = typer.Option(None, "-
 
 
 @decision_app.command("explain")
-def explain(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="DECISION_ID"),
-            max_depth: int = typer.Option(10, "--max-depth", min=0, max=100, help="Causal depth to follow."),
+def explain(ctx: click.Context, decision_id: str = Argument(..., metavar="DECISION_ID"),
+            max_depth: int = Option(10, "--max-depth", min=0, max=100, help="Causal depth to follow."),
             graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Everything a decision is connected to: causes, effects, entities, policies, exceptions, approvals,
     precedents and its audit trail, each with its relationship path."""
