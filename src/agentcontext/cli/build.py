@@ -85,8 +85,7 @@ def _many(kind: Any) -> bool:
     return get_origin(kind) is list
 
 
-def _click_type(kind: Any, spec: Option | Argument) -> Any:
-    low, high = getattr(spec, "min", None), getattr(spec, "max", None)
+def _click_type(kind: Any, low: float | None = None, high: float | None = None) -> Any:
     if kind is int:
         return click.IntRange(low, high) if low is not None or high is not None else click.INT
     if kind is float:
@@ -101,7 +100,7 @@ def _param(name: str, kind: Any, spec: Option | Argument) -> click.Parameter:
     if isinstance(spec, Argument):
         return Arg([name], nargs=-1 if many else 1, required=spec.default is ... and not many,
                    default=None if spec.default is ... else spec.default, metavar=spec.metavar,
-                   type=click.STRING if many else _click_type(kind, spec), arg_help=spec.help)
+                   type=click.STRING if many else _click_type(kind), arg_help=spec.help)
     flags = list(spec.flags) or ["--" + name.replace("_", "-")]
     required = spec.default is ...
     default = None if required else spec.default
@@ -114,7 +113,7 @@ def _param(name: str, kind: Any, spec: Option | Argument) -> click.Parameter:
         return click.Option([*flags, name], is_flag=True, default=bool(default), **common)
     if many:
         return click.Option([*flags, name], multiple=True, default=default, metavar=spec.metavar or "TEXT", **common)
-    return click.Option([*flags, name], type=_click_type(kind, spec), default=default, show_default=shown,
+    return click.Option([*flags, name], type=_click_type(kind, spec.min, spec.max), default=default, show_default=shown,
                         metavar=spec.metavar or VALUE_NAMES.get(kind, "TEXT"), **common)
 
 
