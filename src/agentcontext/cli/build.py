@@ -97,23 +97,22 @@ def _click_type(kind: Any, low: float | None = None, high: float | None = None) 
 
 def _param(name: str, kind: Any, spec: Option | Argument) -> click.Parameter:
     many = _many(kind)
+    default = None if spec.default is ... else spec.default
+    given = {"default": default} if default is not None else {}  # click 8.5 takes an explicit None as a value
     if isinstance(spec, Argument):
-        return Arg([name], nargs=-1 if many else 1, required=spec.default is ... and not many,
-                   default=None if spec.default is ... else spec.default, metavar=spec.metavar,
-                   type=click.STRING if many else _click_type(kind), arg_help=spec.help)
+        return Arg([name], nargs=-1 if many else 1, required=spec.default is ... and not many, metavar=spec.metavar,
+                   type=click.STRING if many else _click_type(kind), arg_help=spec.help, **given)
     flags = list(spec.flags) or ["--" + name.replace("_", "-")]
-    required = spec.default is ...
-    default = None if required else spec.default
     shown = not many and default is not None and default is not False and default != ""
-    common: dict[str, Any] = {"help": spec.help, "required": required, "is_eager": spec.is_eager,
-                              "callback": spec.callback, "expose_value": spec.expose_value}
+    common: dict[str, Any] = {"help": spec.help, "required": spec.default is ..., "is_eager": spec.is_eager,
+                              "callback": spec.callback, "expose_value": spec.expose_value, **given}
     if kind is bool:
         if any("/" in f for f in flags):
-            return click.Option([*flags, name], default=default, show_default=shown, **common)
-        return click.Option([*flags, name], is_flag=True, default=bool(default), **common)
+            return click.Option([*flags, name], show_default=shown, **common)
+        return click.Option([*flags, name], is_flag=True, **{**common, "default": bool(default)})
     if many:
-        return click.Option([*flags, name], multiple=True, default=default, metavar=spec.metavar or "TEXT", **common)
-    return click.Option([*flags, name], type=_click_type(kind, spec.min, spec.max), default=default, show_default=shown,
+        return click.Option([*flags, name], multiple=True, metavar=spec.metavar or "TEXT", **common)
+    return click.Option([*flags, name], type=_click_type(kind, spec.min, spec.max), show_default=shown,
                         metavar=spec.metavar or VALUE_NAMES.get(kind, "TEXT"), **common)
 
 

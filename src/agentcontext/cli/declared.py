@@ -18,22 +18,21 @@ import typing
 from typing import Any, Callable, Literal, get_args, get_origin
 
 import click
+from pydantic_core import PydanticUndefined
 
 from ..operations import Caller, Operation, declared
 from ..operations import knowledge as kops
 from .output import emit, err, out, print_decisions, progress_bar, table
-from .root_options import AS_HELP, HOME_HELP, remember_on_root
-
-
-def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    return remember_on_root(ctx, str(param.name), value)
+from .build import VALUE_NAMES, Arg, Command, after_the_subcommand
 
 
 def _bare(annotation: Any) -> Any:
-    """``int`` for ``Optional[int]`` (and ``Annotated`` metadata already stripped by pydantic)."""
+    """``int`` for ``Optional[int]``, ``dict`` for ``Optional[Annotated[dict[...], ...]]``."""
     if get_origin(annotation) in (typing.Union, types.UnionType):
         rest = [a for a in get_args(annotation) if a is not type(None)]
-        return rest[0] if len(rest) == 1 else annotation
+        annotation = rest[0] if len(rest) == 1 else annotation
+    if get_origin(annotation) is typing.Annotated:
+        annotation = get_args(annotation)[0]
     return annotation
 
 
@@ -57,13 +56,13 @@ def _params(op: Operation) -> list[click.Parameter]:
         field = fields[name]
         many = get_origin(_bare(field.annotation)) is list
         required = field.is_required() and op.name not in ALTERNATES
-        params.append(click.Argument([name], nargs=-1 if many else 1, required=required,
-                                     type=click.STRING if many else _click_type(field.annotation),
-                                     metavar=shape.metavars.get(name)))
+        params.append(Arg([name], nargs=-1 if many else 1, required=required,
+                          type=click.STRING if many else _click_type(field.annotation),
+                          metavar=shape.metavars.get(name), arg_help=shape.help.get(name) or field.description))
     for name, field in fields.items():
-        if name in shape.args:
-            continue
         bare = _bare(field.annotation)
+        if name in shape.args or get_origin(bare) is dict or bare is dict:  # a JSON object: Cli.extra builds it
+            continue
         flags = shape.flags.get(name) or ("--" + name.replace("_", "-"),)
         help_ = shape.help.get(name) or field.description or name.replace("_", " ")
         if bare is bool:
@@ -72,7 +71,15 @@ def _params(op: Operation) -> list[click.Parameter]:
             params.append(click.Option([*flags, name], multiple=True, help=help_ + ("" if "repeat" in help_.lower()
                                                                                    else " Repeatable.")))
         else:
-            params.append(click.Option([*flags, name], type=_click_type(field.annotation), help=help_))
+            kind = _click_type(field.annotation)
+            default = shape.defaults.get(name, field.default)
+            default = None if default in (PydanticUndefined, "") else default
+            given_default = {"default": default} if default is not None else {}  # click 8.5: None counts as given
+            params.append(click.Option([*flags, name], type=kind, help=help_, **given_default,
+                                       required=field.is_required() and name not in shape.defaults,
+                                       show_default=default is not None,
+                                       metavar=None if isinstance(kind, click.Choice) else VALUE_NAMES.get(bare,
+                                                                                                           "TEXT")))
     for name, (flags, help_, many) in shape.extra.items():
         params.append(click.Option([*flags, name], multiple=many, help=help_))
     if op.name in ALTERNATES:
@@ -86,16 +93,16 @@ def _params(op: Operation) -> list[click.Parameter]:
 
         params.append(click.Option([*GRAPH_FLAG, "graph_name"], help=GRAPH_HELP))
     params.append(click.Option(["--json", "json_out"], is_flag=True, help="Print only JSON on stdout (for scripts)."))
-    params.append(click.Option(["--home"], type=click.Path(), callback=_remember, expose_value=False,
-                               help=HOME_HELP))
-    params.append(click.Option(["--as", "principal"], callback=_remember, expose_value=False, help=AS_HELP))
+    params.extend(after_the_subcommand())
     return params
 
 
-def _given(values: dict[str, Any]) -> dict[str, Any]:
-    """What the command line gave: absent options (None, an empty repeat) leave the operation's defaults."""
+def _given(op: Operation, values: dict[str, Any]) -> dict[str, Any]:
+    """What the command line gave: absent options (None, an empty repeat, the declared default that help shows)
+    leave the operation's defaults."""
+    fields = op.input.model_fields
     return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()
-            if v is not None and v != ()}
+            if v is not None and v != () and not (k in fields and v == fields[k].default)}
 
 
 def _caller(ctx: click.Context, namespace: str | None, graph: str | None,
@@ -138,8 +145,9 @@ def click_command(op: Operation) -> click.Command:
         as_json = values.pop("json_out")
         namespace = values.pop("namespace", None)
         graph = values.pop("graph_name", None)
-        given = _given(values)
+        given = _given(op, values)
         chosen, given = _switch(op, given)
+        given = {**(chosen.cli.defaults if chosen.cli else {}), **given}
         prepared = chosen.cli.prepare(given) if chosen.cli and chosen.cli.prepare else given
         args = chosen.parse(prepared, strict=False)
         with progress_bar(not as_json and not chosen.read_only) as report:
@@ -150,7 +158,7 @@ def click_command(op: Operation) -> click.Command:
         if code:
             ctx.exit(code)
 
-    command = click.Command(shape.path[-1], callback=run, params=_params(op), help=op.help,
+    command = Command(shape.path[-1], callback=run, params=_params(op), help=op.help,
                             context_settings={"help_option_names": ["-h", "--help"]})
     command.declared = op.name  # type: ignore[attr-defined]
     return command

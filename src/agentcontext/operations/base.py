@@ -66,6 +66,7 @@ class Cli:
     graph: bool = False  # takes --graph/-g (the graph the decision operations use)
     exit_code: Callable[[Any], int] | None = None
     metavars: Mapping[str, str] = field(default_factory=dict)  # an argument's name in help (NODE_ID)
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # a field the command line may leave out: its value
 
 
 @dataclass(frozen=True)

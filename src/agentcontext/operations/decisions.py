@@ -149,7 +149,7 @@ class ComplianceOut(TypedDict):
 
 def _record_cli(values: dict[str, Any]) -> dict[str, Any]:
     metadata = parse_pairs(values.pop("meta", None), "--meta")
-    return {"reasoning": "", **values, "metadata": metadata or None}
+    return {**values, "metadata": metadata or None}
 
 
 def _verdict(result: dict[str, Any]) -> int:
@@ -171,7 +171,7 @@ RECORD = Operation(
                   "entities": "An entity involved; repeat.",
                   "caused_by": "Id of an earlier decision that led to this one; repeat."},
             extra={"meta": (("--meta",), "Metadata KEY=VALUE (VALUE read as JSON when it parses); repeat.", True)},
-            prepare=_record_cli, graph=True),
+            prepare=_record_cli, defaults={"reasoning": ""}, graph=True),
     skips={"web": "the console shows and checks decisions; agents and people record them over MCP, the CLI or "
                   "Python"})
 PRECEDENTS = Operation(
