@@ -159,23 +159,34 @@ def command(fn: Callable[..., Any], name: str | None = None) -> click.Command:
                    context_settings=SETTINGS)
 
 
-class Ordered(click.Group):
-    """A click group that lists its commands in the order they were added (as they were always listed)."""
+class Lazy(click.Group):
+    """A click group that builds each command when it is first asked for (running ``policy list`` builds the
+    policy commands only) and lists them in the order they were added (as they were always listed)."""
+
+    def __init__(self, name: str, entries: list[tuple[str, Any]], **kwargs: Any) -> None:
+        super().__init__(name, **kwargs)
+        self.entries = dict(entries)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(self.commands)
+        return list(self.entries)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in self.entries:
+            entry = self.entries[name]
+            self.commands[name] = entry.click(name) if isinstance(entry, Group) else command(entry, name)
+        return self.commands.get(name)
 
 
 class Group:
-    """Commands and subgroups under one name, built into a ``click.Group`` by ``click()``."""
+    """Commands and subgroups under one name, built into a click group by ``click()``."""
 
     def __init__(self, help: str | None = None, no_args_is_help: bool = True) -> None:
         self.help, self.no_args_is_help = help, no_args_is_help
-        self.entries: list[tuple[str | None, Any]] = []
+        self.entries: list[tuple[str, Any]] = []
 
     def command(self, name: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def add(fn: Callable[..., Any]) -> Callable[..., Any]:
-            self.entries.append((name, fn))
+            self.entries.append((name or fn.__name__.replace("_", "-"), fn))
             return fn
 
         return add
@@ -184,11 +195,5 @@ class Group:
         self.entries.append((name, group))
 
     def click(self, name: str) -> click.Group:
-        built = Ordered(name, help=self.help, no_args_is_help=self.no_args_is_help, context_settings=SETTINGS)
-        for entry_name, entry in self.entries:
-            if isinstance(entry, Group):
-                built.add_command(entry.click(str(entry_name)))
-            else:
-                found = command(entry, entry_name)
-                built.add_command(found)
-        return built
+        return Lazy(name, self.entries, help=self.help, no_args_is_help=self.no_args_is_help,
+                    context_settings=SETTINGS)

@@ -66,17 +66,15 @@ class Doors(click.Group):
         super().__init__(name=path[-1] if path else "agentcontext", context_settings=SETTINGS, **kwargs)
         self.path = path
 
-    def _plain_group(self) -> Any:
-        group = plain_tree()
+    def _plain_group(self, ctx: click.Context) -> click.Group | None:
+        group: click.Command | None = plain_tree()
         for word in self.path:
-            group = group.commands.get(word)
-            if group is None:
-                return None
-        return group
+            group = group.get_command(ctx, word) if isinstance(group, click.Group) else None
+        return group if isinstance(group, click.Group) else None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        group = self._plain_group()
-        names = set(DERIVED.get(self.path, ())) | set(group.commands if group is not None else ())
+        group = self._plain_group(ctx)
+        names = set(DERIVED.get(self.path, ())) | set(group.list_commands(ctx) if group is not None else ())
         names |= {p[len(self.path)] for p in DERIVED if len(p) > len(self.path) and p[:len(self.path)] == self.path}
         return sorted(names)
 
@@ -86,9 +84,9 @@ class Doors(click.Group):
         if name in DERIVED.get(self.path, ()):
             return derived_command((*self.path, name))
         if (*self.path, name) in DERIVED:
-            return Doors((*self.path, name), help=_plain_help((*self.path, name)), no_args_is_help=True)
-        group = self._plain_group()
-        return group.commands.get(name) if group is not None else None
+            return Doors((*self.path, name), help=_plain_help(ctx, (*self.path, name)), no_args_is_help=True)
+        group = self._plain_group(ctx)
+        return group.get_command(ctx, name) if group is not None else None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Help's list of commands; a derived one is listed by its operation's title, without being built."""
@@ -107,9 +105,9 @@ class Doors(click.Group):
                 formatter.write_dl(rows)
 
 
-def _plain_help(path: tuple[str, ...]) -> str | None:
-    group = Doors(path[:-1])._plain_group()
-    found = group.commands.get(path[-1]) if group is not None else None
+def _plain_help(ctx: click.Context, path: tuple[str, ...]) -> str | None:
+    group = Doors(path[:-1])._plain_group(ctx)
+    found = group.get_command(ctx, path[-1]) if group is not None else None
     return found.help if found is not None else None
 
 
