@@ -40,7 +40,7 @@ def question(params: Any) -> Any:
 
 
 def settings(args: Any) -> dict[str, Any]:
-    return {k: getattr(args, k) for k in SETTINGS}
+    return args.model_dump(include=set(SETTINGS))
 
 
 async def ask_page(request: Request) -> Response:
