@@ -1,5 +1,6 @@
 """CLI start-up as whole processes (issue 27, section 2): ``agentcontext --version`` and ``agentcontext search``
-with this checkout's code beside main's (the baseline), measured in the same run, alternating before and after so
+(the targets), ``memory retrieve``, a plain command (``policy list``) and a newly declared one (``decision
+precedents``), with this checkout's code beside main's (the baseline), measured in the same run, alternating before and after so
 a drifting machine moves both alike.
 
     python benchmarks/cli_startup.py [--runs 15] [--before REF]
@@ -29,7 +30,9 @@ from _util import report  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = {"--version": ["--version"],
             "search": ["search", "lib:semdag", "account invitations", "--limit", "5", "--json"],
-            "memory retrieve": ["memory", "retrieve", "tea", "-k", "3", "--json"]}
+            "memory retrieve": ["memory", "retrieve", "tea", "-k", "3", "--json"],
+            "policy list": ["policy", "list", "--json"],  # a plain command (Typer before issue 27 s2)
+            "decision precedents": ["decision", "precedents", "refund", "--json"]}  # declared in issue 27 s2
 
 
 def unpack(ref: str, into: Path) -> Path:
@@ -79,7 +82,7 @@ def main() -> None:
                              "before_range": [round(min(times["before"]), 4), round(max(times["before"]), 4)],
                              "after_range": [round(min(times["after"]), 4), round(max(times["after"]), 4)],
                              "runs": opts.runs}
-            print(f"{name:>16}: before {b:.3f} s ({min(times['before']):.3f}-{max(times['before']):.3f}), after "
+            print(f"{name:>20}: before {b:.3f} s ({min(times['before']):.3f}-{max(times['before']):.3f}), after "
                   f"{a:.3f} s ({min(times['after']):.3f}-{max(times['after']):.3f}), after/before {a / b:.2f} "
                   f"(pairwise median {statistics.median(ratios):.2f}); target <= 1.00")
         report("cli_startup", {"baseline": f"git archive {opts.before}", **figures}, quiet=True)

@@ -68,11 +68,12 @@ def test_every_exported_name_resolves_to_its_defining_class():
 
 
 def test_a_command_coerces_its_options_without_pydantic(tmp_path):
-    """cli/params.py: Typer would import pydantic and build an adapter per option (~0.28 CPU s a process)."""
+    """A plain command (cli/build.py) coerces its values with click alone: no pydantic (Typer built an adapter per
+    option, ~0.28 CPU s a process), and no Typer at all."""
     stdout, modules = loaded_by("from agentcontext.cli import main; main()", "--home", str(tmp_path / "ws"), "init",
                                 "--json")
     assert json.loads(stdout)["store"].startswith("sqlite:")
-    assert "agentcontext.store" in modules and "pydantic" not in modules
+    assert "agentcontext.store" in modules and "pydantic" not in modules and "typer" not in modules
 
 
 def test_a_graph_and_the_memory_service_load_neither_igraph_nor_yaml():

@@ -9,7 +9,7 @@ from agentcontext.decisions.policy import PolicyEngine
 from agentcontext.decisions.recorder import DecisionRecorder
 from agentcontext.graph.context_graph import ContextGraph
 from agentcontext.mcp_server import build_server
-from agentcontext.mcp_server.decisions import decision_dict
+from agentcontext.decisions.models import decision_data as decision_dict
 
 from .test_mcp import call, run, walk_objects
 

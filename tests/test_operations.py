@@ -50,9 +50,9 @@ def cli_served() -> set[str]:
 
 def web_routes() -> list:
     """The console's routes of the modules that run declared operations (importing them registers what they serve)."""
-    from agentcontext.web.routes import docs, memory, packs as pack_routes
+    from agentcontext.web.routes import ask, decisions, docs, memory, packs as pack_routes
 
-    return [*docs.ROUTES, *memory.ROUTES, *pack_routes.ROUTES]
+    return [*docs.ROUTES, *memory.ROUTES, *pack_routes.ROUTES, *decisions.ROUTES, *ask.ROUTES]
 
 
 def web_served() -> dict[str, str]:
@@ -71,10 +71,13 @@ def test_every_declared_operation_reaches_every_door_or_says_why():
             elif name not in served[door] and not skipped:
                 problems.append(f"{name}: {door} does not serve it and the declaration says nothing of why")
     assert problems == []
-    # the knowledge and memory tools are all declared (nothing of theirs is hand-written per door any more)
+    # every MCP tool is declared (nothing of theirs is hand-written per door any more)
     assert {"list_knowledge_packs", "search_knowledge", "list_knowledge_neighbors", "read_knowledge_doc",
             "flash_knowledge", "store_memory", "retrieve_memories", "forget_memories", "get_memory",
             "conversation_history", "edit_memory", "memory_versions", "reindex_knowledge"} <= set(declared())
+    assert served["mcp"] <= set(declared())
+    assert {"record_decision", "find_precedents", "get_causal_chain", "check_compliance", "get_context",
+            "predict_links", "find_paths"} <= served["cli"]
 
 
 def test_the_console_routes_it_names_exist():

@@ -38,7 +38,7 @@ def _canonical(row: dict[str, Any], precision: type = np.float32) -> bytes:
 
 def coarser(a: Store, b: Store) -> type:
     """The less precise of two stores' vector precisions (``VECTOR_DTYPE``): what a copy between them keeps."""
-    dtypes = [getattr(s, "VECTOR_DTYPE", np.float32) for s in (a, b)]
+    dtypes = [s.VECTOR_DTYPE for s in (a, b)]  # every Store declares it (store.base.Store)
     return min(dtypes, key=lambda d: np.finfo(d).bits)
 
 

@@ -1,7 +1,10 @@
-"""Plain-text helpers shared by the store's text index and the services' scoring."""
+"""Plain-text helpers shared by the store's text index and the services' scoring, and ``parse_pairs`` (the
+``KEY=VALUE`` items of a command line)."""
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -134,3 +137,19 @@ def informative(terms: list[str], counts: dict[str, int], total: int, share: flo
     limit = (COMMON_SHARE if share is None else share) * total
     kept = [t for t in terms if counts[t] <= limit]
     return kept or [min(terms, key=counts.__getitem__)]
+
+
+def parse_pairs(pairs: list[str] | None, flag: str) -> dict[str, Any]:
+    """``KEY=VALUE`` items as a dict; VALUE is read as JSON when it parses (true, 0.8, [..], "x"), else as text."""
+    from .errors import ValidationError
+
+    found: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ValidationError(f"{flag} expects KEY=VALUE, got {pair!r}", option=flag, value=pair)
+        try:
+            found[key] = json.loads(raw)
+        except ValueError:
+            found[key] = raw
+    return found

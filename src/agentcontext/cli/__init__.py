@@ -10,7 +10,7 @@ from .entry import main
 
 
 def __getattr__(name: str) -> Any:
-    if name == "app":  # the Typer app of the commands not yet declared (loads Typer)
+    if name == "app":  # the commands that are not declared operations (cli/build.py's Group)
         from .root import app
 
         return app

@@ -5,8 +5,9 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Optional
 
-import typer
+import click
 
+from .build import Argument, Option
 from ..errors import ValidationError
 from .common import JSON_OPTION, emit, open_workspace, out, principal, table
 
@@ -14,10 +15,10 @@ _RELATIVE = re.compile(r"^(\d+)([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
-def grant(ctx: typer.Context, who: str = typer.Argument(..., metavar="PRINCIPAL"),
-          pattern: str = typer.Argument(..., help="Glob over pack names (lib:hr-*, pkg:acme.*, *) or doc ids "
+def grant(ctx: click.Context, who: str = Argument(..., metavar="PRINCIPAL"),
+          pattern: str = Argument(..., help="Glob over pack names (lib:hr-*, pkg:acme.*, *) or doc ids "
                                         "(lib:eng/api.*)."),
-          level: str = typer.Argument(..., help="read, write or admin."), json_out: bool = JSON_OPTION) -> None:
+          level: str = Argument(..., help="read, write or admin."), json_out: bool = JSON_OPTION) -> None:
     """Give PRINCIPAL read, write or admin on the packs (or docs) PATTERN matches."""
     from .. import access
 
@@ -26,8 +27,8 @@ def grant(ctx: typer.Context, who: str = typer.Argument(..., metavar="PRINCIPAL"
                                                markup=False))
 
 
-def revoke(ctx: typer.Context, who: str = typer.Argument(..., metavar="PRINCIPAL"),
-           pattern: str = typer.Argument(...), json_out: bool = JSON_OPTION) -> None:
+def revoke(ctx: click.Context, who: str = Argument(..., metavar="PRINCIPAL"),
+           pattern: str = Argument(...), json_out: bool = JSON_OPTION) -> None:
     """Remove PRINCIPAL's grant on exactly PATTERN."""
     from .. import access
 
@@ -37,7 +38,7 @@ def revoke(ctx: typer.Context, who: str = typer.Argument(..., metavar="PRINCIPAL
                              markup=False))
 
 
-def grants(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
+def grants(ctx: click.Context, json_out: bool = JSON_OPTION) -> None:
     """List the grants you may see."""
     from .. import access
 
@@ -46,9 +47,9 @@ def grants(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
          if rs else out.print("no grants: single-user mode, the owner holds admin on everything"))
 
 
-def audit(ctx: typer.Context, who: Optional[str] = typer.Option(None, "--principal", help="Only this principal."),
-          since: Optional[str] = typer.Option(None, "--since", help="ISO-8601 time or an age like 30m, 12h, 7d."),
-          limit: Optional[int] = typer.Option(None, "--limit", min=1,
+def audit(ctx: click.Context, who: Optional[str] = Option(None, "--principal", help="Only this principal."),
+          since: Optional[str] = Option(None, "--since", help="ISO-8601 time or an age like 30m, 12h, 7d."),
+          limit: Optional[int] = Option(None, "--limit", min=1,
                                               help="Only the latest N entries (shown oldest first)."),
           json_out: bool = JSON_OPTION) -> None:
     """The audit log: every write and every denied attempt (principal, action, target, time, outcome)."""

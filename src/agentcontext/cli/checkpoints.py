@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import typer
+import click
 
+from .build import Argument, Group
 from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out
 
-checkpoint_app = typer.Typer(help="Checkpoints: stored snapshots of the graph and what changed between two.",
+checkpoint_app = Group(help="Checkpoints: stored snapshots of the graph and what changed between two.",
                              no_args_is_help=True)
 
 
 @checkpoint_app.command("take")
-def take(ctx: typer.Context, label: str = typer.Argument(..., metavar="LABEL"),
+def take(ctx: click.Context, label: str = Argument(..., metavar="LABEL"),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Snapshot the graph now under LABEL and store it (taking LABEL again replaces it)."""
     from ..decisions.checkpoints import Checkpoints
@@ -30,7 +31,7 @@ def take(ctx: typer.Context, label: str = typer.Argument(..., metavar="LABEL"),
 
 
 @checkpoint_app.command("list")
-def list_cmd(ctx: typer.Context, graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
+def list_cmd(ctx: click.Context, graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """The stored checkpoints' labels."""
     from ..decisions.checkpoints import Checkpoints
 
@@ -41,7 +42,7 @@ def list_cmd(ctx: typer.Context, graph_name: Optional[str] = GRAPH_OPTION, json_
 
 
 @checkpoint_app.command("show")
-def show(ctx: typer.Context, label: str = typer.Argument(..., metavar="LABEL"),
+def show(ctx: click.Context, label: str = Argument(..., metavar="LABEL"),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """When a checkpoint was taken and how much it holds."""
     from ..decisions.checkpoints import Checkpoints, summary
@@ -53,8 +54,8 @@ def show(ctx: typer.Context, label: str = typer.Argument(..., metavar="LABEL"),
 
 
 @checkpoint_app.command("diff")
-def diff(ctx: typer.Context, label_a: str = typer.Argument(..., metavar="FROM"),
-         label_b: str = typer.Argument(..., metavar="TO"),
+def diff(ctx: click.Context, label_a: str = Argument(..., metavar="FROM"),
+         label_b: str = Argument(..., metavar="TO"),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Decisions, relationships and nodes added, removed and modified from FROM to TO."""
     from ..decisions.checkpoints import Checkpoints

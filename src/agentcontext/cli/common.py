@@ -1,14 +1,15 @@
 """What every CLI module shares: opening the workspace, the acting principal, JSON or Rich output, file reads."""
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
+from .build import Option
 from ..errors import ValidationError
+from ..text import parse_pairs
 from .output import NARROWEST, emit, err, is_key, out, progress_bar, table
 
 __all__ = ["NARROWEST", "emit", "err", "is_key", "out", "progress_bar", "table", "JSON_OPTION", "GRAPH_OPTION",
@@ -18,21 +19,21 @@ if TYPE_CHECKING:  # the services load when a command runs, not for --help or --
     from ..graph.context_graph import ContextGraph
     from ..workspace import Workspace
 
-JSON_OPTION = typer.Option(False, "--json", help="Print only JSON on stdout (for scripts).")
+JSON_OPTION = Option(False, "--json", help="Print only JSON on stdout (for scripts).")
 
 
-def options(ctx: typer.Context | None) -> dict[str, Any]:
+def options(ctx: click.Context | None) -> dict[str, Any]:
     obj = ctx.find_root().obj if ctx is not None else None
     return obj if isinstance(obj, dict) else {}
 
 
-def open_workspace(ctx: typer.Context | None, create: bool = False) -> Workspace:
+def open_workspace(ctx: click.Context | None, create: bool = False) -> Workspace:
     from ..workspace import Workspace
 
     return Workspace.open(home=options(ctx).get("home"), create=create)
 
 
-def principal(ctx: typer.Context | None) -> str | None:
+def principal(ctx: click.Context | None) -> str | None:
     return options(ctx).get("principal") or os.environ.get("AGENTCONTEXT_PRINCIPAL") or None
 
 
@@ -54,25 +55,11 @@ def read_text(path: Path) -> str:
         raise ValidationError(f"cannot read {path} as UTF-8 text: {exc}", file=str(path)) from exc
 
 
-GRAPH_OPTION = typer.Option(None, "--graph", "-g", help="Graph name (access name graph:NAME); default: the "
+GRAPH_OPTION = Option(None, "--graph", "-g", help="Graph name (access name graph:NAME); default: the "
                             "workspace graph, graph:default, that the MCP decision tools use.")
 
 
-def parse_pairs(pairs: list[str] | None, flag: str) -> dict[str, Any]:
-    """``KEY=VALUE`` items as a dict; VALUE is read as JSON when it parses (true, 0.8, [..], "x"), else as text."""
-    found: dict[str, Any] = {}
-    for pair in pairs or []:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise ValidationError(f"{flag} expects KEY=VALUE, got {pair!r}", option=flag, value=pair)
-        try:
-            found[key] = json.loads(raw)
-        except ValueError:
-            found[key] = raw
-    return found
-
-
-def open_graph(ctx: typer.Context, name: str | None) -> ContextGraph:
+def open_graph(ctx: click.Context, name: str | None) -> ContextGraph:
     """The workspace graph (or the graph ``name``) acting as the CLI's principal: the graph and the decision
     services bound to it check and audit every call, as they do for MCP."""
     from ..graph.context_graph import workspace_graph

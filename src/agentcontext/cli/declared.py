@@ -18,22 +18,21 @@ import typing
 from typing import Any, Callable, Literal, get_args, get_origin
 
 import click
+from pydantic_core import PydanticUndefined
 
 from ..operations import Caller, Operation, declared
 from ..operations import knowledge as kops
-from .output import emit, err, out, progress_bar, table
-from .root_options import AS_HELP, HOME_HELP, remember_on_root
-
-
-def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    return remember_on_root(ctx, str(param.name), value)
+from .output import emit, err, out, print_decisions, progress_bar, table
+from .build import VALUE_NAMES, Arg, Command, after_the_subcommand
 
 
 def _bare(annotation: Any) -> Any:
-    """``int`` for ``Optional[int]`` (and ``Annotated`` metadata already stripped by pydantic)."""
+    """``int`` for ``Optional[int]``, ``dict`` for ``Optional[Annotated[dict[...], ...]]``."""
     if get_origin(annotation) in (typing.Union, types.UnionType):
         rest = [a for a in get_args(annotation) if a is not type(None)]
-        return rest[0] if len(rest) == 1 else annotation
+        annotation = rest[0] if len(rest) == 1 else annotation
+    if get_origin(annotation) is typing.Annotated:
+        annotation = get_args(annotation)[0]
     return annotation
 
 
@@ -57,12 +56,13 @@ def _params(op: Operation) -> list[click.Parameter]:
         field = fields[name]
         many = get_origin(_bare(field.annotation)) is list
         required = field.is_required() and op.name not in ALTERNATES
-        params.append(click.Argument([name], nargs=-1 if many else 1, required=required,
-                                     type=click.STRING if many else _click_type(field.annotation)))
+        params.append(Arg([name], nargs=-1 if many else 1, required=required,
+                          type=click.STRING if many else _click_type(field.annotation),
+                          metavar=shape.metavars.get(name), arg_help=shape.help.get(name) or field.description))
     for name, field in fields.items():
-        if name in shape.args:
-            continue
         bare = _bare(field.annotation)
+        if name in shape.args or get_origin(bare) is dict or bare is dict:  # a JSON object: Cli.extra builds it
+            continue
         flags = shape.flags.get(name) or ("--" + name.replace("_", "-"),)
         help_ = shape.help.get(name) or field.description or name.replace("_", " ")
         if bare is bool:
@@ -71,7 +71,15 @@ def _params(op: Operation) -> list[click.Parameter]:
             params.append(click.Option([*flags, name], multiple=True, help=help_ + ("" if "repeat" in help_.lower()
                                                                                    else " Repeatable.")))
         else:
-            params.append(click.Option([*flags, name], type=_click_type(field.annotation), help=help_))
+            kind = _click_type(field.annotation)
+            default = shape.defaults.get(name, field.default)
+            default = None if default in (PydanticUndefined, "") else default
+            given_default = {"default": default} if default is not None else {}  # click 8.5: None counts as given
+            params.append(click.Option([*flags, name], type=kind, help=help_, **given_default,
+                                       required=field.is_required() and name not in shape.defaults,
+                                       show_default=default is not None,
+                                       metavar=None if isinstance(kind, click.Choice) else VALUE_NAMES.get(bare,
+                                                                                                           "TEXT")))
     for name, (flags, help_, many) in shape.extra.items():
         params.append(click.Option([*flags, name], multiple=many, help=help_))
     if op.name in ALTERNATES:
@@ -80,27 +88,32 @@ def _params(op: Operation) -> list[click.Parameter]:
     if shape.namespace:
         params.append(click.Option(["--namespace", "-n"], default="default",
                                    help="Memory store name (namespace memory:<name>)."))
+    if shape.graph:
+        from ..operations.graph import GRAPH_FLAG, GRAPH_HELP
+
+        params.append(click.Option([*GRAPH_FLAG, "graph_name"], help=GRAPH_HELP))
     params.append(click.Option(["--json", "json_out"], is_flag=True, help="Print only JSON on stdout (for scripts)."))
-    params.append(click.Option(["--home"], type=click.Path(), callback=_remember, expose_value=False,
-                               help=HOME_HELP))
-    params.append(click.Option(["--as", "principal"], callback=_remember, expose_value=False, help=AS_HELP))
+    params.extend(after_the_subcommand())
     return params
 
 
-def _given(values: dict[str, Any]) -> dict[str, Any]:
-    """What the command line gave: absent options (None, an empty repeat) leave the operation's defaults."""
+def _given(op: Operation, values: dict[str, Any]) -> dict[str, Any]:
+    """What the command line gave: absent options (None, an empty repeat, the declared default that help shows)
+    leave the operation's defaults."""
+    fields = op.input.model_fields
     return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()
-            if v is not None and v != ()}
+            if v is not None and v != () and not (k in fields and v == fields[k].default)}
 
 
-def _caller(ctx: click.Context, namespace: str | None, progress: Callable[[str, int, int], None] | None) -> Caller:
+def _caller(ctx: click.Context, namespace: str | None, graph: str | None,
+            progress: Callable[[str, int, int], None] | None) -> Caller:
     from ..workspace import Workspace
 
     obj = ctx.find_root().obj
     opts = obj if isinstance(obj, dict) else {}
     ws = Workspace.open(home=opts.get("home"))
     who = opts.get("principal") or os.environ.get("AGENTCONTEXT_PRINCIPAL") or None
-    return Caller(ws, who, namespace or "default", progress)
+    return Caller(ws, who, namespace or "default", graph, progress)
 
 
 def _switch(op: Operation, values: dict[str, Any]) -> tuple[Operation, dict[str, Any]]:
@@ -131,16 +144,21 @@ def click_command(op: Operation) -> click.Command:
         ctx = click.get_current_context()
         as_json = values.pop("json_out")
         namespace = values.pop("namespace", None)
-        given = _given(values)
+        graph = values.pop("graph_name", None)
+        given = _given(op, values)
         chosen, given = _switch(op, given)
+        given = {**(chosen.cli.defaults if chosen.cli else {}), **given}
         prepared = chosen.cli.prepare(given) if chosen.cli and chosen.cli.prepare else given
         args = chosen.parse(prepared, strict=False)
         with progress_bar(not as_json and not chosen.read_only) as report:
-            result = chosen.run(_caller(ctx, namespace, report), args)
+            result = chosen.run(_caller(ctx, namespace, graph, report), args)
         data = chosen.cli.pick(result) if chosen.cli and chosen.cli.pick else result
         emit(data, as_json, lambda d: HUMAN[chosen.name](d, args))
+        code = chosen.cli.exit_code(result) if chosen.cli and chosen.cli.exit_code else 0
+        if code:
+            ctx.exit(code)
 
-    command = click.Command(shape.path[-1], callback=run, params=_params(op), help=op.help,
+    command = Command(shape.path[-1], callback=run, params=_params(op), help=op.help,
                             context_settings={"help_option_names": ["-h", "--help"]})
     command.declared = op.name  # type: ignore[attr-defined]
     return command
@@ -219,6 +237,36 @@ def _versions(d: dict[str, Any], _: Any) -> None:
         out.print(f"v{v['version']}  {v['updated_at']}  {v['content']}", markup=False)
 
 
+def _compliance(r: dict[str, Any], _: Any) -> None:
+    verdict = "compliant" if r["compliant"] else ("excepted by " + r["exception_id"] if r.get("exception_id")
+                                                   else "VIOLATION")
+    out.print(f"{r['decision_id']} vs {r['policy_id']} v{r['policy_version']}: {verdict}", markup=False)
+    for v in r["violations"]:
+        out.print(f"  {v['rule']}: {v['message']}", markup=False)
+
+
+def _context(data: dict[str, Any], _: Any) -> None:
+    out.print(data["text"], markup=False)
+    out.print(f"\n{data['num_sources']} sources, {data['tokens']} tokens"
+              + (f" of {data['budget_tokens']}" if data["budget_tokens"] else "")
+              + (f"; left out: {', '.join(d['id'] for d in data['dropped'])}" if data["dropped"] else "")
+              + "".join(f"; {k}: {v}" for k, v in data["skipped"].items()), style="dim", markup=False)
+
+
+def _links(r: dict[str, Any], _: Any) -> None:
+    if not r["links"]:
+        out.print("no links to predict")
+        return
+    table(("source", "target", "score"), [{**x, "score": f"{x['score']:.4f}"} for x in r["links"]])
+
+
+def _paths(r: dict[str, Any], _: Any) -> None:
+    if not r["paths"]:
+        out.print(f"no path from {r['source']} to {r['target']}", markup=False)
+    for p in r["paths"]:
+        out.print(f"{p['length']:g}  " + " -> ".join(p["path"]), markup=False)
+
+
 HUMAN: dict[str, Callable[[Any, Any], None]] = {
     "list_knowledge_packs": _packs,
     "search_knowledge": _hits,
@@ -234,4 +282,11 @@ HUMAN: dict[str, Callable[[Any, Any], None]] = {
     "conversation_history": lambda d, _: [out.print(f"[{r['timestamp']}] {r['content']}", markup=False) for r in d],
     "edit_memory": lambda d, _: out.print(f"{d['id']} is now version {d['version']}", markup=False),
     "memory_versions": _versions,
+    "record_decision": lambda d, _: out.print(d["decision_id"]),
+    "find_precedents": lambda d, _: print_decisions(d["precedents"], "no precedents"),
+    "get_causal_chain": lambda d, _: print_decisions(d["chain"], f"no recorded {d['direction']} decisions"),
+    "check_compliance": _compliance,
+    "get_context": _context,
+    "predict_links": _links,
+    "find_paths": _paths,
 }

@@ -5,23 +5,24 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-import typer
+import click
 
+from .build import Group, Option
 from .common import JSON_OPTION, emit, open_workspace, out, principal, read_text
 
-doc_app = typer.Typer(help="Create, update and delete docs of lib: packs.", no_args_is_help=True)
+doc_app = Group(help="Create, update and delete docs of lib: packs.", no_args_is_help=True)
 
 
 @doc_app.command("put")
-def doc_put(ctx: typer.Context, pack: str, selector: str,
-            title: Optional[str] = typer.Option(None, "--title", help="The doc's title."),
-            summary: Optional[str] = typer.Option(None, "--summary", help="One or two sentences to judge "
+def doc_put(ctx: click.Context, pack: str, selector: str,
+            title: Optional[str] = Option(None, "--title", help="The doc's title."),
+            summary: Optional[str] = Option(None, "--summary", help="One or two sentences to judge "
                                                    "relevance from."),
-            kind: Optional[str] = typer.Option(None, "--kind", help="Its kind (default reference)."),
-            tag: Optional[list[str]] = typer.Option(None, "--tag", help="Repeat for several tags."),
-            depends_on: Optional[list[str]] = typer.Option(None, "--depends-on", help="Prerequisite selector; repeat."),
-            file: Optional[Path] = typer.Option(None, "--file", help="Body from a file ('-' for stdin)."),
-            expected_version: Optional[int] = typer.Option(None, "--expected-version",
+            kind: Optional[str] = Option(None, "--kind", help="Its kind (default reference)."),
+            tag: Optional[list[str]] = Option(None, "--tag", help="Repeat for several tags."),
+            depends_on: Optional[list[str]] = Option(None, "--depends-on", help="Prerequisite selector; repeat."),
+            file: Optional[Path] = Option(None, "--file", help="Body from a file ('-' for stdin)."),
+            expected_version: Optional[int] = Option(None, "--expected-version",
                                                            help="Fail with ConflictError if the doc moved on."),
             json_out: bool = JSON_OPTION) -> None:
     """Create or update a doc; options not given keep their current values."""
@@ -43,7 +44,7 @@ def doc_put(ctx: typer.Context, pack: str, selector: str,
 
 
 @doc_app.command("rm")
-def doc_rm(ctx: typer.Context, pack: str, selector: str, json_out: bool = JSON_OPTION) -> None:
+def doc_rm(ctx: click.Context, pack: str, selector: str, json_out: bool = JSON_OPTION) -> None:
     """Delete a doc (history stays: read --version and flash --as-of still see it)."""
     from ..knowledge import packs
 

@@ -1,10 +1,10 @@
 """The ``agentcontext`` (alias ``actx``) command line's root, in plain click, and ``main``.
 
 The root loads nothing it does not run: ``--version`` imports no command at all, a command derived from a declared
-operation (``declared.py``: ``search``, ``read``, ``flash``, ``memory retrieve``, ...) imports only the
-operations and click, and the commands not yet declared (Typer, ``root.py``) load when one of them runs or when help
-lists them. ``DERIVED`` names the derived commands without importing the operations (pydantic); a test checks it
-against the declarations (tests/test_operations.py).
+operation (``declared.py``: ``search``, ``read``, ``flash``, ``memory retrieve``, ``decision record``, ...) imports
+only the operations and click, and the other commands (plain click too, ``root.py``) load when one of them runs or
+when help lists them. ``DERIVED`` names the derived commands without importing the operations (pydantic); a test
+checks it against the declarations (tests/test_operations.py).
 
 Every command takes ``--json``. Any error exits non-zero with one clear line, or with
 ``{"error": {"type", "message", ...data}}`` on stdout under ``--json``; hints in it name CLI flags (hints.py).
@@ -28,18 +28,20 @@ HELP = "The context layer for AI agents: knowledge packs, flash, memory, decisio
 # without importing the operations (pydantic); tests/test_operations.py checks it against the declarations
 DERIVED: dict[tuple[str, ...], dict[str, str]] = {
     (): {"search": "Search knowledge", "neighbors": "List a doc's neighbours", "read": "Read a knowledge doc",
-         "flash": "Flash knowledge", "reindex": "Reindex packs"},
+         "flash": "Flash knowledge", "reindex": "Reindex packs", "context": "Get a cited context"},
     ("memory",): {"store": "Store a memory", "retrieve": "Retrieve memories", "forget": "Forget memories",
                   "get": "Get a memory", "conversation": "Conversation history", "edit": "Edit a memory",
                   "versions": "A memory's versions"},
     ("pack",): {"list": "List knowledge packs"},
+    ("decision",): {"record": "Record a decision", "precedents": "Find precedents", "chain": "Causal chain"},
+    ("policy",): {"check": "Check compliance"},
+    ("graph",): {"predict-links": "Predict missing graph links", "paths": "Find paths between graph nodes"},
 }
 SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 
-@lru_cache(maxsize=1)
-def typer_tree() -> Any:
-    """The commands not yet declared, as Typer builds them (loaded on first use)."""
+def plain_tree() -> click.Group:
+    """The commands that are not declared operations (loaded on first use, built once)."""
     from .root import command
 
     return command()
@@ -58,23 +60,21 @@ def derived_command(path: tuple[str, ...]) -> click.Command:
 
 class Doors(click.Group):
     """A command group whose declared commands are built from their operations and whose other commands come from
-    the Typer tree, each only when it is asked for."""
+    the plain tree (``root.py``), each only when it is asked for."""
 
     def __init__(self, path: tuple[str, ...], **kwargs: Any) -> None:
         super().__init__(name=path[-1] if path else "agentcontext", context_settings=SETTINGS, **kwargs)
         self.path = path
 
-    def _typer_group(self) -> Any:
-        group = typer_tree()
+    def _plain_group(self, ctx: click.Context) -> click.Group | None:
+        group: click.Command | None = plain_tree()
         for word in self.path:
-            group = group.commands.get(word)
-            if group is None:
-                return None
-        return group
+            group = group.get_command(ctx, word) if isinstance(group, click.Group) else None
+        return group if isinstance(group, click.Group) else None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        group = self._typer_group()
-        names = set(DERIVED.get(self.path, ())) | set(group.commands if group is not None else ())
+        group = self._plain_group(ctx)
+        names = set(DERIVED.get(self.path, ())) | set(group.list_commands(ctx) if group is not None else ())
         names |= {p[len(self.path)] for p in DERIVED if len(p) > len(self.path) and p[:len(self.path)] == self.path}
         return sorted(names)
 
@@ -84,9 +84,9 @@ class Doors(click.Group):
         if name in DERIVED.get(self.path, ()):
             return derived_command((*self.path, name))
         if (*self.path, name) in DERIVED:
-            return Doors((*self.path, name), help=_typer_help((*self.path, name)), no_args_is_help=True)
-        group = self._typer_group()
-        return group.commands.get(name) if group is not None else None
+            return Doors((*self.path, name), help=_plain_help(ctx, (*self.path, name)), no_args_is_help=True)
+        group = self._plain_group(ctx)
+        return group.get_command(ctx, name) if group is not None else None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Help's list of commands; a derived one is listed by its operation's title, without being built."""
@@ -105,9 +105,9 @@ class Doors(click.Group):
                 formatter.write_dl(rows)
 
 
-def _typer_help(path: tuple[str, ...]) -> str | None:
-    group = Doors(path[:-1])._typer_group()
-    found = group.commands.get(path[-1]) if group is not None else None
+def _plain_help(ctx: click.Context, path: tuple[str, ...]) -> str | None:
+    group = Doors(path[:-1])._plain_group(ctx)
+    found = group.get_command(ctx, path[-1]) if group is not None else None
     return found.help if found is not None else None
 
 
@@ -151,31 +151,6 @@ def command() -> click.Group:
     return top
 
 
-def _usage_errors() -> tuple[type[Exception], ...]:
-    """Click's ClickException, from click itself and from the copy Typer bundles (typer._click), unloaded."""
-    found: list[type[Exception]] = [click.exceptions.ClickException]
-    bundled = sys.modules.get("typer._click.exceptions")
-    if bundled is not None:
-        found.append(bundled.ClickException)
-    return tuple(found)
-
-
-def _exits() -> tuple[type[BaseException], ...]:
-    found: list[type[BaseException]] = [click.exceptions.Exit]
-    module = sys.modules.get("typer.exceptions")  # what typer.Exit and its bundled click raise
-    if module is not None:
-        found.append(module.Exit)
-    return tuple(found)
-
-
-def _aborts() -> tuple[type[BaseException], ...]:
-    found: list[type[BaseException]] = [click.exceptions.Abort]
-    module = sys.modules.get("typer._click.exceptions")
-    if module is not None:
-        found.append(module.Abort)
-    return tuple(found)
-
-
 def main() -> None:
     as_json = "--json" in sys.argv[1:]
     try:
@@ -194,19 +169,16 @@ def main() -> None:
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as exc:  # click's and Typer's exits, aborts and usage errors (their classes load lazily)
-        if isinstance(exc, _exits()):
-            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
-        if isinstance(exc, _aborts()):
-            from .output import err
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        from .output import err
 
-            err.print("aborted")
-            sys.exit(130)
-        if isinstance(exc, _usage_errors()):  # a bad command line: click's message, no traceback
-            if as_json:
-                sys.stdout.write(json.dumps({"error": {"type": "UsageError",
-                                                       "message": exc.format_message()}}) + "\n")  # type: ignore
-            else:
-                exc.show()  # type: ignore[attr-defined]
-            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
-        raise
+        err.print("aborted")
+        sys.exit(130)
+    except click.exceptions.ClickException as exc:  # a bad command line: click's message, no traceback
+        if as_json:
+            sys.stdout.write(json.dumps({"error": {"type": "UsageError", "message": exc.format_message()}}) + "\n")
+        else:
+            exc.show()
+        sys.exit(exc.exit_code)

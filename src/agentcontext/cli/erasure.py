@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import typer
+import click
 
+from .build import Argument, Option
 from .common import JSON_OPTION, emit, open_workspace, out, principal, table
 
 RECEIPT_OUTCOMES = ("complete", "incomplete")  # denied attempts are audited under the same action
 
-NS_OPTION = typer.Option("default", "--namespace", "-n", help="Memory store to erase from (access name "
+NS_OPTION = Option("default", "--namespace", "-n", help="Memory store to erase from (access name "
                          "memory:NAME).")
 
 
@@ -38,9 +39,9 @@ def _print_receipt(r: dict[str, Any]) -> None:
                   markup=False)
 
 
-def erase(ctx: typer.Context, entity_id: str = typer.Argument(..., metavar="ENTITY_ID"),
-          reason: Optional[str] = typer.Option(None, "--reason", help="Why (kept on the tombstone and receipt)."),
-          mentions: bool = typer.Option(False, "--mentions", help="Also erase the memories, lib: docs, decisions "
+def erase(ctx: click.Context, entity_id: str = Argument(..., metavar="ENTITY_ID"),
+          reason: Optional[str] = Option(None, "--reason", help="Why (kept on the tombstone and receipt)."),
+          mentions: bool = Option(False, "--mentions", help="Also erase the memories, lib: docs, decisions "
                                         "and graph nodes that name the entity (pkg: docs are only listed)."),
           namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Erase an entity: its graph node, the memories and decisions about it, every version, vector and text-index
@@ -54,10 +55,10 @@ def erase(ctx: typer.Context, entity_id: str = typer.Argument(..., metavar="ENTI
                                      namespace=namespace, erase_mentions=mentions)
     emit(receipt.to_dict(), json_out, _print_receipt)
     if not receipt.complete:
-        raise typer.Exit(1)
+        raise click.exceptions.Exit(1)
 
 
-def receipts(ctx: typer.Context, entity_id: Optional[str] = typer.Argument(None, metavar="[ENTITY_ID]",
+def receipts(ctx: click.Context, entity_id: Optional[str] = Argument(None, metavar="[ENTITY_ID]",
                                                                           help="Only this entity's."),
              json_out: bool = JSON_OPTION) -> None:
     """Erasure receipts recorded in the audit log, oldest first."""

@@ -4,24 +4,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-import typer
 
+from .build import Argument, Group, Option
 from ..errors import ValidationError
 from .common import JSON_OPTION, emit, must_exist, out, progress_bar
 
-eval_app = typer.Typer(help="Retrieval benchmarks.", no_args_is_help=True)
+eval_app = Group(help="Retrieval benchmarks.", no_args_is_help=True)
 
 
 @eval_app.command("locomo")
-def locomo_cmd(file: Path = typer.Argument(..., help="A LoCoMo JSON file (list of samples)."),
-               k: str = typer.Option("1,5,10", "--k", help="Comma-separated cut-offs."),
-               answers: bool = typer.Option(True, "--answers/--no-answers",
+def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samples)."),
+               k: str = Option("1,5,10", "--k", help="Comma-separated cut-offs."),
+               answers: bool = Option(True, "--answers/--no-answers",
                                             help="Memory search's answer stage: a reply to a question ranks at least "
                                                  "a share of the turn the question followed (on by default)."),
-               model: Optional[str] = typer.Option(None, "--model", help="Embedding model: minilm (default), "
+               model: Optional[str] = Option(None, "--model", help="Embedding model: minilm (default), "
                                                    "mpnet or e5-small (embed/models.py)."),
-               rerank: bool = typer.Option(False, "--rerank", help="Memory search's reranker on (engine/rerank.py)."),
-               rewrite: bool = typer.Option(False, "--rewrite", help="Also score each question through query "
+               rerank: bool = Option(False, "--rerank", help="Memory search's reranker on (engine/rerank.py)."),
+               rewrite: bool = Option(False, "--rewrite", help="Also score each question through query "
                                             "rewriting with the provider of AGENTCONTEXT_LLM_BASE_URL / _MODEL / "
                                             "_API_KEY (memory/rewrite.py), printed as a separate row."),
                json_out: bool = JSON_OPTION) -> None:

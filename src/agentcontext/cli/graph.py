@@ -9,31 +9,32 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import typer
+import click
 
+from .build import Argument, Group, Option
 from ..errors import NotFoundError
 from . import graph_algorithms
 from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out, parse_pairs, table
 
-graph_app = typer.Typer(help="The knowledge graph: add nodes and edges, walk neighbours and paths, analytics.",
+graph_app = Group(help="The knowledge graph: add nodes and edges, walk neighbours and paths, analytics.",
                         no_args_is_help=True)
-node_app = typer.Typer(help="Add and show graph nodes.", no_args_is_help=True)
-edge_app = typer.Typer(help="Add graph edges.", no_args_is_help=True)
-graph_app.add_typer(node_app, name="node")
-graph_app.add_typer(edge_app, name="edge")
+node_app = Group(help="Add and show graph nodes.", no_args_is_help=True)
+edge_app = Group(help="Add graph edges.", no_args_is_help=True)
+graph_app.add_group(node_app, "node")
+graph_app.add_group(edge_app, "edge")
 
 DIRECTION_HELP = "out (follow edges forward), in (backward) or both."
 
 
 @node_app.command("add")
-def node_add(ctx: typer.Context, node_id: str = typer.Argument(..., metavar="NODE_ID"),
-             node_type: str = typer.Option("entity", "--type", help="The node's type (kind)."),
-             content: Optional[str] = typer.Option(None, "--content", help="Its text (default: the id)."),
-             prop: Optional[list[str]] = typer.Option(None, "--prop", help="A property KEY=VALUE (VALUE read as "
+def node_add(ctx: click.Context, node_id: str = Argument(..., metavar="NODE_ID"),
+             node_type: str = Option("entity", "--type", help="The node's type (kind)."),
+             content: Optional[str] = Option(None, "--content", help="Its text (default: the id)."),
+             prop: Optional[list[str]] = Option(None, "--prop", help="A property KEY=VALUE (VALUE read as "
                                                       "JSON when it parses); repeat."),
-             tag: Optional[list[str]] = typer.Option(None, "--tag", help="A tag; repeat."),
-             valid_from: Optional[str] = typer.Option(None, "--valid-from", help="Valid in the world from (ISO)."),
-             valid_until: Optional[str] = typer.Option(None, "--valid-until", help="Valid until (ISO)."),
+             tag: Optional[list[str]] = Option(None, "--tag", help="A tag; repeat."),
+             valid_from: Optional[str] = Option(None, "--valid-from", help="Valid in the world from (ISO)."),
+             valid_until: Optional[str] = Option(None, "--valid-until", help="Valid until (ISO)."),
              graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Add a node, or update it (an update appends a version)."""
     graph = open_graph(ctx, graph_name)
@@ -44,8 +45,8 @@ def node_add(ctx: typer.Context, node_id: str = typer.Argument(..., metavar="NOD
 
 
 @node_app.command("show")
-def node_show(ctx: typer.Context, node_id: str = typer.Argument(..., metavar="NODE_ID"),
-              as_of: Optional[str] = typer.Option(None, "--as-of", help="The node as it stood then (ISO time)."),
+def node_show(ctx: click.Context, node_id: str = Argument(..., metavar="NODE_ID"),
+              as_of: Optional[str] = Option(None, "--as-of", help="The node as it stood then (ISO time)."),
               graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """One node: type, content, properties, validity, version."""
     graph = open_graph(ctx, graph_name)
@@ -58,14 +59,14 @@ def node_show(ctx: typer.Context, node_id: str = typer.Argument(..., metavar="NO
 
 
 @edge_app.command("add")
-def edge_add(ctx: typer.Context, source: str = typer.Argument(..., metavar="SOURCE"),
-             target: str = typer.Argument(..., metavar="TARGET"),
-             edge_type: str = typer.Option("related_to", "--type", help="The relationship type."),
-             weight: float = typer.Option(1.0, "--weight", help="Edge weight."),
-             prop: Optional[list[str]] = typer.Option(None, "--prop", help="A property KEY=VALUE (VALUE read as "
+def edge_add(ctx: click.Context, source: str = Argument(..., metavar="SOURCE"),
+             target: str = Argument(..., metavar="TARGET"),
+             edge_type: str = Option("related_to", "--type", help="The relationship type."),
+             weight: float = Option(1.0, "--weight", help="Edge weight."),
+             prop: Optional[list[str]] = Option(None, "--prop", help="A property KEY=VALUE (VALUE read as "
                                                       "JSON when it parses); repeat."),
-             valid_from: Optional[str] = typer.Option(None, "--valid-from", help="Valid in the world from (ISO)."),
-             valid_until: Optional[str] = typer.Option(None, "--valid-until", help="Valid until (ISO)."),
+             valid_from: Optional[str] = Option(None, "--valid-from", help="Valid in the world from (ISO)."),
+             valid_until: Optional[str] = Option(None, "--valid-until", help="Valid until (ISO)."),
              graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Add a directed edge SOURCE -> TARGET (missing endpoints are created; a repeat updates it)."""
     graph = open_graph(ctx, graph_name)
@@ -76,12 +77,12 @@ def edge_add(ctx: typer.Context, source: str = typer.Argument(..., metavar="SOUR
 
 
 @graph_app.command("neighbors")
-def neighbors(ctx: typer.Context, node_id: str = typer.Argument(..., metavar="NODE_ID"),
-              hops: int = typer.Option(1, "--hops", min=0, max=100, help="How many edges away."),
-              rel: Optional[list[str]] = typer.Option(None, "--rel", help="Only this relationship type; repeat."),
-              direction: str = typer.Option("out", "--direction", help=DIRECTION_HELP),
-              min_weight: Optional[float] = typer.Option(None, "--min-weight", help="Skip lighter edges."),
-              limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many, nearest first."),
+def neighbors(ctx: click.Context, node_id: str = Argument(..., metavar="NODE_ID"),
+              hops: int = Option(1, "--hops", min=0, max=100, help="How many edges away."),
+              rel: Optional[list[str]] = Option(None, "--rel", help="Only this relationship type; repeat."),
+              direction: str = Option("out", "--direction", help=DIRECTION_HELP),
+              min_weight: Optional[float] = Option(None, "--min-weight", help="Skip lighter edges."),
+              limit: Optional[int] = Option(None, "--limit", min=1, help="At most this many, nearest first."),
               graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Neighbours of a node up to --hops away, nearest first, with hop, relationship and path."""
     graph = open_graph(ctx, graph_name)
@@ -93,10 +94,10 @@ def neighbors(ctx: typer.Context, node_id: str = typer.Argument(..., metavar="NO
 
 
 @graph_app.command("path")
-def path(ctx: typer.Context, source: str = typer.Argument(..., metavar="SOURCE"),
-         target: str = typer.Argument(..., metavar="TARGET"),
-         max_hops: Optional[int] = typer.Option(None, "--max-hops", min=0, help="Give up beyond this many edges."),
-         direction: str = typer.Option("out", "--direction", help=DIRECTION_HELP),
+def path(ctx: click.Context, source: str = Argument(..., metavar="SOURCE"),
+         target: str = Argument(..., metavar="TARGET"),
+         max_hops: Optional[int] = Option(None, "--max-hops", min=0, help="Give up beyond this many edges."),
+         direction: str = Option("out", "--direction", help=DIRECTION_HELP),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """The fewest-edges path from SOURCE to TARGET (path is null when there is none)."""
     graph = open_graph(ctx, graph_name)
@@ -107,10 +108,10 @@ def path(ctx: typer.Context, source: str = typer.Argument(..., metavar="SOURCE")
 
 
 @graph_app.command("analytics")
-def analytics(ctx: typer.Context,
-              measure: str = typer.Option("pagerank", "--measure", help="pagerank, degree, in_degree, "
+def analytics(ctx: click.Context,
+              measure: str = Option("pagerank", "--measure", help="pagerank, degree, in_degree, "
                                           "out_degree, betweenness, closeness, or communities (Louvain)."),
-              top: int = typer.Option(10, "--top", min=1, help="The highest-scoring N nodes."),
+              top: int = Option(10, "--top", min=1, help="The highest-scoring N nodes."),
               graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Node importance (PageRank or a centrality measure) or communities, with the graph's counts."""
     graph = open_graph(ctx, graph_name)
@@ -138,7 +139,5 @@ def analytics(ctx: typer.Context,
     emit(data, json_out, human)
 
 
-graph_app.command("predict-links")(graph_algorithms.predict_links)
-graph_app.command("paths")(graph_algorithms.paths)
 graph_app.command("similar")(graph_algorithms.similar)
 graph_app.command("link-mentions")(graph_algorithms.link_mentions)

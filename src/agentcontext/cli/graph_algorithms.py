@@ -9,66 +9,24 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import typer
+import click
 
+from .build import Argument, Option
 from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out, progress_bar, table
 
 METHOD_HELP = "adamic_adar, jaccard, resource_allocation or preferential_attachment."
 DIRECTION_HELP = "out (follow edges forward), in (backward) or both."
 
 
-def predict_links(ctx: typer.Context,
-                  node_id: Optional[str] = typer.Argument(None, metavar="[NODE_ID]",
-                                                          help="Predict links of this node (default: the best "
-                                                               "pairs over the whole graph)."),
-                  method: str = typer.Option("adamic_adar", "--method", help=METHOD_HELP),
-                  top: int = typer.Option(10, "--top", min=1, max=10_000, help="At most this many links, best first."),
-                  rel: Optional[list[str]] = typer.Option(None, "--rel", help="Count only edges of this relationship "
-                                                          "type; repeat."),
-                  node_type: Optional[str] = typer.Option(None, "--node-type", help="Only links to nodes of this "
-                                                          "type."),
-                  graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
-    """The most likely missing links (source, target, score), from NODE_ID or over the whole graph."""
-    graph = open_graph(ctx, graph_name)
-    links = graph.predict_links(node_id, top_k=top, method=method, relationship_types=rel, node_type=node_type)
-    emit({"node_id": node_id, "method": method, "links": links}, json_out,
-         lambda r: table(("source", "target", "score"), [{**x, "score": f"{x['score']:.4f}"} for x in r["links"]])
-         if r["links"] else out.print("no links to predict"))
-
-
-def paths(ctx: typer.Context, source: str = typer.Argument(..., metavar="SOURCE"),
-          target: str = typer.Argument(..., metavar="TARGET"),
-          k: int = typer.Option(3, "--k", min=1, max=100, help="How many paths (1: the shortest only)."),
-          weighted: bool = typer.Option(False, "--weighted", help="Length = the summed edge weights (default: "
-                                        "the number of edges)."),
-          max_hops: Optional[int] = typer.Option(None, "--max-hops", min=0, help="No path longer than this many "
-                                                 "edges."),
-          direction: str = typer.Option("out", "--direction", help=DIRECTION_HELP),
-          rel: Optional[list[str]] = typer.Option(None, "--rel", help="Only this relationship type; repeat."),
-          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
-    """The K shortest loopless paths from SOURCE to TARGET, shortest first (Yen's algorithm)."""
-    graph = open_graph(ctx, graph_name)
-    found = graph.k_shortest_paths(source, target, k=k, weighted=weighted, max_hops=max_hops, direction=direction,
-                                   relationship_types=rel)
-
-    def human(r: dict[str, Any]) -> None:
-        if not r["paths"]:
-            out.print(f"no path from {source} to {target}", markup=False)
-        for p in r["paths"]:
-            out.print(f"{p['length']:g}  " + " -> ".join(p["path"]), markup=False)
-
-    emit({"source": source, "target": target, "paths": found}, json_out, human)
-
-
-def similar(ctx: typer.Context, node_id: str = typer.Argument(..., metavar="NODE_ID"),
-            top: int = typer.Option(10, "--top", min=1, max=10_000, help="At most this many nodes, most alike first."),
-            dimensions: int = typer.Option(32, "--dimensions", min=1, max=1024, help="Node2Vec vector size."),
-            walk_length: int = typer.Option(20, "--walk-length", min=2, max=1000, help="Nodes per random walk."),
-            num_walks: int = typer.Option(10, "--num-walks", min=1, max=1000, help="Walks started from each node."),
-            p: float = typer.Option(1.0, "--p", min=1e-6, help="Return parameter: higher, fewer steps back."),
-            q: float = typer.Option(1.0, "--q", min=1e-6, help="In-out parameter: below 1 walks outward (DFS-like), "
+def similar(ctx: click.Context, node_id: str = Argument(..., metavar="NODE_ID"),
+            top: int = Option(10, "--top", min=1, max=10_000, help="At most this many nodes, most alike first."),
+            dimensions: int = Option(32, "--dimensions", min=1, max=1024, help="Node2Vec vector size."),
+            walk_length: int = Option(20, "--walk-length", min=2, max=1000, help="Nodes per random walk."),
+            num_walks: int = Option(10, "--num-walks", min=1, max=1000, help="Walks started from each node."),
+            p: float = Option(1.0, "--p", min=1e-6, help="Return parameter: higher, fewer steps back."),
+            q: float = Option(1.0, "--q", min=1e-6, help="In-out parameter: below 1 walks outward (DFS-like), "
                                     "above 1 stays near (BFS-like)."),
-            seed: int = typer.Option(0, "--seed", min=0, help="Random seed (the same seed, the same vectors)."),
+            seed: int = Option(0, "--seed", min=0, help="Random seed (the same seed, the same vectors)."),
             graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """The nodes structurally most like NODE_ID: cosine of Node2Vec embeddings (random walks + skip-gram)."""
     graph = open_graph(ctx, graph_name)
@@ -79,11 +37,11 @@ def similar(ctx: typer.Context, node_id: str = typer.Argument(..., metavar="NODE
          if r["similar"] else out.print(f"{node_id} has no neighbours to compare by", markup=False))
 
 
-def link_mentions(ctx: typer.Context,
-                  namespace: Optional[list[str]] = typer.Option(None, "--namespace", help="Link the records of this "
+def link_mentions(ctx: click.Context,
+                  namespace: Optional[list[str]] = Option(None, "--namespace", help="Link the records of this "
                                                                 "namespace (memory:default, lib:handbook, ...); "
                                                                 "repeat. Default: every one the graph reads."),
-                  kind: Optional[list[str]] = typer.Option(None, "--kind", help="Only records of this kind "
+                  kind: Optional[list[str]] = Option(None, "--kind", help="Only records of this kind "
                                                            "(memory, doc, decision, ...); repeat."),
                   graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Link memories, docs and other records already stored to the known entities their text names (mentions

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import sys
 
-import typer
+import click
 
 from .common import JSON_OPTION, emit, open_workspace, principal, table
 
 
-def history(ctx: typer.Context, pack: str, selector: str, json_out: bool = JSON_OPTION) -> None:
+def history(ctx: click.Context, pack: str, selector: str, json_out: bool = JSON_OPTION) -> None:
     """Every version of a doc: when, by whom, its content hash, whether it was a delete."""
     from ..knowledge import history as history_mod
 
@@ -17,7 +17,7 @@ def history(ctx: typer.Context, pack: str, selector: str, json_out: bool = JSON_
                                            [{**r, "content_hash": r["content_hash"][:12]} for r in rs]))
 
 
-def diff(ctx: typer.Context, pack: str, selector: str, v1: int, v2: int, json_out: bool = JSON_OPTION) -> None:
+def diff(ctx: click.Context, pack: str, selector: str, v1: int, v2: int, json_out: bool = JSON_OPTION) -> None:
     """A unified diff of a doc between versions V1 and V2."""
     from ..knowledge import history as history_mod
 

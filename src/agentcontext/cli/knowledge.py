@@ -6,20 +6,21 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-import typer
+import click
 
+from .build import Argument, Option
 from ..model import MAX_DOCS_PAGE, OVERSIZE_TOKENS
 from .common import JSON_OPTION, emit, err, open_workspace, out, principal, read_text, table
 
 
 
 
-def docs(ctx: typer.Context, pack: str,
-         offset: int = typer.Option(0, "--offset", help="Skip this many docs (paging)."),
-         limit: int = typer.Option(50, "--limit", help=f"Docs per page (1-{MAX_DOCS_PAGE})."),
-         kind: Optional[str] = typer.Option(None, "--kind", help="Only docs of this kind."),
-         tag: Optional[str] = typer.Option(None, "--tag", help="Only docs with this tag."),
-         prefix: Optional[str] = typer.Option(None, "--prefix", help="Selectors starting with this."),
+def docs(ctx: click.Context, pack: str,
+         offset: int = Option(0, "--offset", help="Skip this many docs (paging)."),
+         limit: int = Option(50, "--limit", help=f"Docs per page (1-{MAX_DOCS_PAGE})."),
+         kind: Optional[str] = Option(None, "--kind", help="Only docs of this kind."),
+         tag: Optional[str] = Option(None, "--tag", help="Only docs with this tag."),
+         prefix: Optional[str] = Option(None, "--prefix", help="Selectors starting with this."),
          json_out: bool = JSON_OPTION) -> None:
     """List the docs of PACK you may read, by selector, a page at a time (the total says how many)."""
     from ..knowledge import catalog
@@ -47,7 +48,7 @@ def docs(ctx: typer.Context, pack: str,
 
 
 
-def lint(ctx: typer.Context, pack: str, max_tokens: int = typer.Option(OVERSIZE_TOKENS, "--max-tokens",
+def lint(ctx: click.Context, pack: str, max_tokens: int = Option(OVERSIZE_TOKENS, "--max-tokens",
                                                           help="Docs over this many tokens are reported oversize."),
          json_out: bool = JSON_OPTION) -> None:
     """Report cycles, unknown targets, redundant depends_on edges, orphans, oversize docs and unknown edge types.
@@ -75,11 +76,11 @@ def lint(ctx: typer.Context, pack: str, max_tokens: int = typer.Option(OVERSIZE_
 
     emit(report, json_out, human)
     if report["cycles"] or report["missing_targets"]:
-        raise typer.Exit(1)  # errors; redundant edges, orphans and oversize docs are warnings
+        raise click.exceptions.Exit(1)  # errors; redundant edges, orphans and oversize docs are warnings
 
 
-def why(ctx: typer.Context, pack: str, from_selector: str = typer.Argument(..., metavar="FROM"),
-        to_selector: str = typer.Argument(..., metavar="TO"), json_out: bool = JSON_OPTION) -> None:
+def why(ctx: click.Context, pack: str, from_selector: str = Argument(..., metavar="FROM"),
+        to_selector: str = Argument(..., metavar="TO"), json_out: bool = JSON_OPTION) -> None:
     """Show the dependency path by which FROM pulls TO into its flash."""
     from ..knowledge import lint as lint_mod
 
@@ -87,8 +88,8 @@ def why(ctx: typer.Context, pack: str, from_selector: str = typer.Argument(..., 
     emit({"path": path}, json_out, lambda d: out.print(" -> ".join(d["path"])))
 
 
-def render(ctx: typer.Context, file: str = typer.Argument(..., help="Template file, or - for stdin."),
-           strict: bool = typer.Option(False, "--strict", help="Fail on variables that are not pack references "
+def render(ctx: click.Context, file: str = Argument(..., help="Template file, or - for stdin."),
+           strict: bool = Option(False, "--strict", help="Fail on variables that are not pack references "
                                        "(by default {{ task.title }} and the like are left for the runtime)."),
            json_out: bool = JSON_OPTION) -> None:
     """Replace {{ lib.<slug>[.<selector>] }} and {{ pkg.<scope>.<repo>.<package>.<pack>[.<selector>] }} in a

@@ -14,13 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import typer
+import click
 
+from .build import Group, Option
 from ..config import replica_env, resolve_store_url
 from ..errors import ValidationError
 from .common import JSON_OPTION, emit, err, options, out, principal
 
-mcp_app = typer.Typer(help="MCP client set-up: the configuration snippet for Claude Desktop, Cursor, VS Code or "
+mcp_app = Group(help="MCP client set-up: the configuration snippet for Claude Desktop, Cursor, VS Code or "
                       "Claude Code.", no_args_is_help=True)
 
 CLIENTS: dict[str, dict[str, Any]] = {
@@ -61,7 +62,7 @@ def server_entry(home: Path | None, url: str | None, who: str | None, with_type:
     return entry
 
 
-def where_the_store_is(ctx: typer.Context) -> tuple[Path | None, str | None]:
+def where_the_store_is(ctx: click.Context) -> tuple[Path | None, str | None]:
     """(workspace folder, None) for a SQLite workspace, (None, store URL) for a server store."""
     url = resolve_store_url(options(ctx).get("home"))
     if url.startswith("sqlite:///"):
@@ -70,9 +71,9 @@ def where_the_store_is(ctx: typer.Context) -> tuple[Path | None, str | None]:
 
 
 @mcp_app.command("config")
-def config(ctx: typer.Context,
-           client: str = typer.Option(..., "--client", help="claude-desktop, cursor, vscode or claude-code."),
-           name: str = typer.Option(SERVER_NAME, "--name", help="The server's name in the client."),
+def config(ctx: click.Context,
+           client: str = Option(..., "--client", help="claude-desktop, cursor, vscode or claude-code."),
+           name: str = Option(SERVER_NAME, "--name", help="The server's name in the client."),
            json_out: bool = JSON_OPTION) -> None:
     """Print the configuration that makes CLIENT start this workspace's MCP server (stdio), with the absolute
     path of the agentcontext executable and --home filled in (GUI clients start servers with a bare

@@ -7,23 +7,24 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-import typer
+import click
 
+from .build import Argument, Group, Option
 from .common import JSON_OPTION, emit, must_exist, open_workspace, out, principal
 from ..errors import ValidationError
 
 if TYPE_CHECKING:
     from ..memory import AgentMemory
 
-memory_app = typer.Typer(help="Agent memory: store, retrieve, get, edit, versions, forget, export, import.",
+memory_app = Group(help="Agent memory: store, retrieve, get, edit, versions, forget, export, import.",
                          no_args_is_help=True)
 
-NS_OPTION = typer.Option("default", "--namespace", "-n", help="Memory store name (namespace memory:<name>).")
-CONVERSATION_OPTION = typer.Option(None, "--conversation", "-c", help="A conversation id.")
-USER_OPTION = typer.Option(None, "--user", "-u", help="A user id.")
+NS_OPTION = Option("default", "--namespace", "-n", help="Memory store name (namespace memory:<name>).")
+CONVERSATION_OPTION = Option(None, "--conversation", "-c", help="A conversation id.")
+USER_OPTION = Option(None, "--user", "-u", help="A user id.")
 
 
-def _memory(ctx: typer.Context, namespace: str) -> AgentMemory:
+def _memory(ctx: click.Context, namespace: str) -> AgentMemory:
     # The CLI never evicts or expires on its own.
     from ..memory.service import workspace_memory
 
@@ -31,12 +32,12 @@ def _memory(ctx: typer.Context, namespace: str) -> AgentMemory:
 
 
 @memory_app.command("export")
-def export_cmd(ctx: typer.Context,
-               destination: Optional[Path] = typer.Argument(None, help="Folder for one Markdown file per memory."),
-               format: Optional[str] = typer.Option(None, "--format", "-f", help="json (to stdout) or markdown."),
+def export_cmd(ctx: click.Context,
+               destination: Optional[Path] = Argument(None, help="Folder for one Markdown file per memory."),
+               format: Optional[str] = Option(None, "--format", "-f", help="json (to stdout) or markdown."),
                conversation: Optional[str] = CONVERSATION_OPTION,
                user: Optional[str] = USER_OPTION,
-               type: Optional[str] = typer.Option(None, "--type", help="Only memories of this type (metadata type)."),
+               type: Optional[str] = Option(None, "--type", help="Only memories of this type (metadata type)."),
                namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Export memories: a DIR of Markdown files, or --format json to stdout."""
     mem = _memory(ctx, namespace)
@@ -54,8 +55,8 @@ def export_cmd(ctx: typer.Context,
 
 
 @memory_app.command("import")
-def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="A Markdown folder/file or a JSON file."),
-               format: Optional[str] = typer.Option(None, "--format", "-f", help="json or markdown (default: guess)."),
+def import_cmd(ctx: click.Context, path: Path = Argument(..., help="A Markdown folder/file or a JSON file."),
+               format: Optional[str] = Option(None, "--format", "-f", help="json or markdown (default: guess)."),
                namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Import memories: new ids are created, existing ids updated, unchanged ones left alone."""
     must_exist(path, folders=True)
@@ -74,7 +75,7 @@ def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="A Mark
 
 
 @memory_app.command("stats")
-def stats_cmd(ctx: typer.Context, namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
+def stats_cmd(ctx: click.Context, namespace: str = NS_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Memory counts and evictions."""
     emit(_memory(ctx, namespace).stats(), json_out, _print_stats)
 

@@ -3,15 +3,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer
+import click
 
+from .build import Argument
 from .common import JSON_OPTION, emit, out, principal, progress_bar, table
 
 
-def migrate(ctx: typer.Context,
-            source: str = typer.Argument(..., metavar="SRC_URL",
+def migrate(ctx: click.Context,
+            source: str = Argument(..., metavar="SRC_URL",
                                          help="The store to copy: sqlite:///path, a file path or postgresql://..."),
-            destination: str = typer.Argument(..., metavar="DST_URL",
+            destination: str = Argument(..., metavar="DST_URL",
                                               help="An empty store to copy into (a new file, or a new "
                                                    "?schema=... on a PostgreSQL server)."),
             json_out: bool = JSON_OPTION) -> None:

@@ -80,3 +80,18 @@ def table(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
     for r in cells:
         grid.add_row(*(Text(cell) for cell in r))  # a str cell would be read as markup and emoji codes
     out.print(grid)
+
+
+def print_decisions(rows: list[dict[str, Any]], empty: str) -> None:
+    """Decisions one a line: id, category, scenario, outcome, confidence and the similarity or causal distance."""
+    if not rows:
+        out.print(empty)
+    for d in rows:
+        meta = d.get("metadata") or {}
+        extra = ""
+        if "similarity" in meta:
+            extra = f"  similarity {meta['similarity']:.3f}"
+        elif "causal_distance" in meta:
+            extra = f"  distance {meta['causal_distance']} ({meta.get('relationship')})"
+        out.print(f"{d['decision_id']}  [{d['category']}] {d['scenario']} -> {d['outcome']} "
+                  f"(confidence {d['confidence']:.2f}){extra}", markup=False)

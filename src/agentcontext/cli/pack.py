@@ -4,23 +4,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-import typer
+import click
 
+from .build import Argument, Group, Option
 from .common import JSON_OPTION, emit, err, must_exist, open_workspace, out, principal, progress_bar
 
-pack_app = typer.Typer(help="Install, create, list and export knowledge packs.", no_args_is_help=True)
+pack_app = Group(help="Install, create, list and export knowledge packs.", no_args_is_help=True)
 
 
 @pack_app.command("add")
-def pack_add(ctx: typer.Context,
-             path: Path = typer.Argument(..., help="Pack folder, manifest, package.yaml or packages.yaml (registry)."),
-             as_lib: Optional[str] = typer.Option(None, "--as-lib", help="Import as an editable lib:<SLUG> pack."),
-             defer_embeddings: bool = typer.Option(False, "--defer-embeddings",
+def pack_add(ctx: click.Context,
+             path: Path = Argument(..., help="Pack folder, manifest, package.yaml or packages.yaml (registry)."),
+             as_lib: Optional[str] = Option(None, "--as-lib", help="Import as an editable lib:<SLUG> pack."),
+             defer_embeddings: bool = Option(False, "--defer-embeddings",
                                                    help="Install now; embed later (reindex or first search)."),
-             scope: Optional[str] = typer.Option(None, "--scope", help="Where a Nenjo package comes from: the "
+             scope: Optional[str] = Option(None, "--scope", help="Where a Nenjo package comes from: the "
                                                  "GitHub owner (e.g. nenjo-ai); read from the git remote if unset."),
-             repo: Optional[str] = typer.Option(None, "--repo", help="...and the repository (e.g. packages)."),
-             skip_unsupported: bool = typer.Option(False, "--skip-unsupported", help="Install a package's knowledge "
+             repo: Optional[str] = Option(None, "--repo", help="...and the repository (e.g. packages)."),
+             skip_unsupported: bool = Option(False, "--skip-unsupported", help="Install a package's knowledge "
                                                    "and skip its agents, abilities, commands, MCP servers (listed)."),
              json_out: bool = JSON_OPTION) -> None:
     """Install the packs in PATH (pkg: packs are read-only; re-adding replaces them in one transaction)."""
@@ -48,8 +49,8 @@ def pack_add(ctx: typer.Context,
 
 
 @pack_app.command("new")
-def pack_new(ctx: typer.Context, slug: str,
-             name: Optional[str] = typer.Option(None, "--name", help="A human name (default: SLUG)."),
+def pack_new(ctx: click.Context, slug: str,
+             name: Optional[str] = Option(None, "--name", help="A human name (default: SLUG)."),
              json_out: bool = JSON_OPTION) -> None:
     """Create an empty, editable lib:SLUG pack."""
     from ..knowledge import packs
@@ -59,8 +60,8 @@ def pack_new(ctx: typer.Context, slug: str,
 
 
 @pack_app.command("export")
-def pack_export(ctx: typer.Context, pack: str = typer.Argument(..., help="The pack, e.g. lib:notes."),
-                folder: Path = typer.Argument(..., metavar="DIR", help="A new (or empty) folder to write."),
+def pack_export(ctx: click.Context, pack: str = Argument(..., help="The pack, e.g. lib:notes."),
+                folder: Path = Argument(..., metavar="DIR", help="A new (or empty) folder to write."),
                 json_out: bool = JSON_OPTION) -> None:
     """Write PACK out as a nenjo.knowledge.v1 folder (manifest.yaml + docs/) that `pack add` installs back."""
     from ..knowledge.export import export_pack

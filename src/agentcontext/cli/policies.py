@@ -8,18 +8,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-import typer
+import click
 
+from .build import Argument, Group, Option
 from .common import GRAPH_OPTION, JSON_OPTION, emit, open_graph, out, parse_pairs, table
 
 if TYPE_CHECKING:
     from ..decisions.policy import PolicyEngine
 
-policy_app = typer.Typer(help="Policies: add and list them, check decisions against them, record exceptions.",
+policy_app = Group(help="Policies: add and list them, check decisions against them, record exceptions.",
                          no_args_is_help=True)
 
 
-def _engine(ctx: typer.Context, graph_name: str | None) -> PolicyEngine:
+def _engine(ctx: click.Context, graph_name: str | None) -> PolicyEngine:
     from ..decisions.policy import PolicyEngine
 
     return PolicyEngine(graph_store=open_graph(ctx, graph_name))
@@ -34,14 +35,14 @@ def _policies_table(rows: list[dict[str, Any]]) -> None:
 
 
 @policy_app.command("add")
-def add(ctx: typer.Context, policy_id: str = typer.Argument(..., metavar="POLICY_ID"),
-        name: str = typer.Option(..., "--name", help="A human name for the policy."),
-        category: str = typer.Option(..., "--category", help="The decision category it applies to (* for all)."),
-        rule: Optional[list[str]] = typer.Option(None, "--rule", help="A rule KEY=VALUE, VALUE read as JSON "
+def add(ctx: click.Context, policy_id: str = Argument(..., metavar="POLICY_ID"),
+        name: str = Option(..., "--name", help="A human name for the policy."),
+        category: str = Option(..., "--category", help="The decision category it applies to (* for all)."),
+        rule: Optional[list[str]] = Option(None, "--rule", help="A rule KEY=VALUE, VALUE read as JSON "
                                                  "(min_confidence=0.8, requires_reasoning=true, "
                                                  "allowed_outcomes='[\"approved\"]'); repeat."),
-        description: str = typer.Option("", "--description", help="What the policy is for."),
-        version: str = typer.Option("1.0", "--version", help="Its version label."),
+        description: str = Option("", "--description", help="What the policy is for."),
+        version: str = Option("1.0", "--version", help="Its version label."),
         graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Add a policy; unknown rule keys and badly typed values are refused."""
     from ..decisions.models import Policy
@@ -55,7 +56,7 @@ def add(ctx: typer.Context, policy_id: str = typer.Argument(..., metavar="POLICY
 
 
 @policy_app.command("list")
-def list_cmd(ctx: typer.Context, category: Optional[str] = typer.Option(None, "--category", help="Only the "
+def list_cmd(ctx: click.Context, category: Optional[str] = Option(None, "--category", help="Only the "
                                                                         "policies that apply to this category."),
              graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Current policies (the latest version of each)."""
@@ -65,8 +66,8 @@ def list_cmd(ctx: typer.Context, category: Optional[str] = typer.Option(None, "-
 
 
 @policy_app.command("show")
-def show(ctx: typer.Context, policy_id: str = typer.Argument(..., metavar="POLICY_ID"),
-         history: bool = typer.Option(False, "--history", help="Every version, oldest first."),
+def show(ctx: click.Context, policy_id: str = Argument(..., metavar="POLICY_ID"),
+         history: bool = Option(False, "--history", help="Every version, oldest first."),
          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """One policy's current version (or its whole history)."""
     engine = _engine(ctx, graph_name)
@@ -76,32 +77,10 @@ def show(ctx: typer.Context, policy_id: str = typer.Argument(..., metavar="POLIC
          lambda _: _policies_table(rows))
 
 
-@policy_app.command("check")
-def check(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="DECISION_ID"),
-          policy_id: str = typer.Argument(..., metavar="POLICY_ID"),
-          graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
-    """Check a recorded decision against a policy's current rules (as the MCP tool check_compliance).
-
-    Exits 1 when the decision violates the policy and no exception excuses it."""
-    result = _engine(ctx, graph_name).check_compliance(decision_id, policy_id)
-    data = result.to_dict()
-
-    def human(r: dict[str, Any]) -> None:
-        verdict = "compliant" if r["compliant"] else ("excepted by " + r["exception_id"] if r.get("exception_id")
-                                                       else "VIOLATION")
-        out.print(f"{r['decision_id']} vs {r['policy_id']} v{r['policy_version']}: {verdict}", markup=False)
-        for v in r["violations"]:
-            out.print(f"  {v['rule']}: {v['message']}", markup=False)
-
-    emit(data, json_out, human)
-    if not result:
-        raise typer.Exit(1)
-
-
 @policy_app.command("exceptions")
-def exceptions(ctx: typer.Context, decision_id: Optional[str] = typer.Option(None, "--decision", help="Only "
+def exceptions(ctx: click.Context, decision_id: Optional[str] = Option(None, "--decision", help="Only "
                                                                              "this decision's."),
-               policy_id: Optional[str] = typer.Option(None, "--policy", help="Only exceptions to this policy."),
+               policy_id: Optional[str] = Option(None, "--policy", help="Only exceptions to this policy."),
                graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Recorded policy exceptions (approved deviations), oldest first."""
     engine = _engine(ctx, graph_name)
@@ -112,11 +91,11 @@ def exceptions(ctx: typer.Context, decision_id: Optional[str] = typer.Option(Non
 
 
 @policy_app.command("except")
-def record_exception(ctx: typer.Context, decision_id: str = typer.Argument(..., metavar="DECISION_ID"),
-                     policy_id: str = typer.Argument(..., metavar="POLICY_ID"),
-                     reason: str = typer.Option(..., "--reason", help="Why the deviation is allowed."),
-                     approver: str = typer.Option(..., "--approver", help="Who approved it."),
-                     justification: str = typer.Option("", "--justification", help="Longer justification."),
+def record_exception(ctx: click.Context, decision_id: str = Argument(..., metavar="DECISION_ID"),
+                     policy_id: str = Argument(..., metavar="POLICY_ID"),
+                     reason: str = Option(..., "--reason", help="Why the deviation is allowed."),
+                     approver: str = Option(..., "--approver", help="Who approved it."),
+                     justification: str = Option("", "--justification", help="Longer justification."),
                      graph_name: Optional[str] = GRAPH_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Record an approved exception to POLICY_ID for one decision (later checks report it)."""
     engine = _engine(ctx, graph_name)

@@ -1,21 +1,22 @@
 """``agentcontext serve mcp`` (the MCP server over stdio or HTTP) and ``serve web`` (the web console)."""
 from __future__ import annotations
 
-import typer
+import click
 
+from .build import Group, Option
 from .common import JSON_OPTION, err, open_workspace, principal
 
 WEB_PORT = 8766
 
-serve_app = typer.Typer(help="Serve agentcontext to agents.", no_args_is_help=True)
+serve_app = Group(help="Serve agentcontext to agents.", no_args_is_help=True)
 DEFAULT_PORT = 8765
 
 
 @serve_app.command("mcp")
-def serve_mcp(ctx: typer.Context,
-              http: bool = typer.Option(False, "--http", help="Streamable HTTP on 127.0.0.1 instead of stdio; "
+def serve_mcp(ctx: click.Context,
+              http: bool = Option(False, "--http", help="Streamable HTTP on 127.0.0.1 instead of stdio; "
                                         "clients need `Authorization: Bearer <token>`."),
-              port: int = typer.Option(DEFAULT_PORT, "--port", min=1, max=65535, help="Port for --http."),
+              port: int = Option(DEFAULT_PORT, "--port", min=1, max=65535, help="Port for --http."),
               json_out: bool = JSON_OPTION) -> None:
     """Speak MCP over stdio (default) or HTTP: the knowledge tools, resource and prompt."""
     from ..mcp_server import serve_http, serve_stdio
@@ -30,11 +31,11 @@ def serve_mcp(ctx: typer.Context,
 
 
 @serve_app.command("web")
-def serve_web(ctx: typer.Context,
-              port: int = typer.Option(WEB_PORT, "--port", min=1, max=65535, help="Port to listen on."),
-              host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; other than loopback "
+def serve_web(ctx: click.Context,
+              port: int = Option(WEB_PORT, "--port", min=1, max=65535, help="Port to listen on."),
+              host: str = Option("127.0.0.1", "--host", help="Address to listen on; other than loopback "
                                        "only once tokens exist (`agentcontext token create PRINCIPAL`)."),
-              open_browser: bool = typer.Option(False, "--open", help="Open the console in the default browser."),
+              open_browser: bool = Option(False, "--open", help="Open the console in the default browser."),
               json_out: bool = JSON_OPTION) -> None:
     """Serve the web console: packs, docs, graph, lint, flash, memory, decisions and the audit log.
 

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer
+import click
 
+from .build import Argument, Group
 from .common import JSON_OPTION, emit, open_workspace, out, principal, table
 
-store_app = typer.Typer(help="The store of record: where it lives, its schema version, what it holds.",
+store_app = Group(help="The store of record: where it lives, its schema version, what it holds.",
                         no_args_is_help=True)
 
 
@@ -47,7 +48,7 @@ def _print(info: dict[str, Any]) -> None:
 
 
 @store_app.command("info")
-def store_info(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
+def store_info(ctx: click.Context, json_out: bool = JSON_OPTION) -> None:
     """Print the store's URL, schema version and migrations, counts of what it holds, and sizes on disk.
 
     Opening an older store upgrades its schema first; a store written by a newer agentcontext is refused."""
@@ -61,9 +62,9 @@ def store_info(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
 
 
 @store_app.command("move-tenant")
-def store_move_tenant(ctx: typer.Context,
-                      tenant: str = typer.Argument(..., metavar="TENANT", help="The namespace, e.g. memory:alice."),
-                      shard: str = typer.Argument(..., metavar="SHARD", help="The shard's name in the store URL."),
+def store_move_tenant(ctx: click.Context,
+                      tenant: str = Argument(..., metavar="TENANT", help="The namespace, e.g. memory:alice."),
+                      shard: str = Argument(..., metavar="SHARD", help="The shard's name in the store URL."),
                       json_out: bool = JSON_OPTION) -> None:
     """Move one tenant (a namespace) of a sharded store to another shard: writes to it wait while it moves, reads go
     on; a move that is killed leaves the tenant whole on one shard (the next open finishes the cleanup)."""

@@ -1,16 +1,17 @@
 """``agentcontext token ...``: bearer tokens for the MCP HTTP server."""
 from __future__ import annotations
 
-import typer
+import click
 
+from .build import Argument, Group, Option
 from .common import JSON_OPTION, emit, err, open_workspace, out, principal, table
 
-token_app = typer.Typer(help="Issue, list and revoke bearer tokens for the MCP HTTP server.", no_args_is_help=True)
+token_app = Group(help="Issue, list and revoke bearer tokens for the MCP HTTP server.", no_args_is_help=True)
 
 
 @token_app.command("create")
-def token_create(ctx: typer.Context, who: str = typer.Argument(..., metavar="PRINCIPAL"),
-                 note: str = typer.Option("", "--note", help="What the token is for."),
+def token_create(ctx: click.Context, who: str = Argument(..., metavar="PRINCIPAL"),
+                 note: str = Option("", "--note", help="What the token is for."),
                  json_out: bool = JSON_OPTION) -> None:
     """Issue a token for PRINCIPAL; it is shown once and stored only as a hash."""
     from .. import access
@@ -22,7 +23,7 @@ def token_create(ctx: typer.Context, who: str = typer.Argument(..., metavar="PRI
 
 
 @token_app.command("list")
-def token_list(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
+def token_list(ctx: click.Context, json_out: bool = JSON_OPTION) -> None:
     """List issued tokens (ids and principals, never the secrets)."""
     from .. import access
 
@@ -31,7 +32,7 @@ def token_list(ctx: typer.Context, json_out: bool = JSON_OPTION) -> None:
 
 
 @token_app.command("revoke")
-def token_revoke(ctx: typer.Context, token_id: str = typer.Argument(..., metavar="ID"),
+def token_revoke(ctx: click.Context, token_id: str = Argument(..., metavar="ID"),
                  json_out: bool = JSON_OPTION) -> None:
     """Revoke the token with this id (see `token list`)."""
     from .. import access

@@ -1,11 +1,12 @@
 """Each operation declared once (issue 27, section 2); the doors derive their forms from the declarations.
 
-``declared()`` is the whole catalogue; ``operation(name)`` one of them. Declared so far: the knowledge tools
-(``knowledge.py``) and the memory tools (``memory.py``).
+``declared()`` is the whole catalogue; ``operation(name)`` one of them. Declared: the knowledge tools
+(``knowledge.py``), the memory tools (``memory.py``), the decision tools (``decisions.py``), ``get_context``
+(``context.py``) and the graph algorithms (``graph.py``): every MCP tool.
 """
 from __future__ import annotations
 
-from . import knowledge, memory
+from . import context, decisions, graph, knowledge, memory
 from .base import DOORS, Args, Caller, Cli, NoArgs, Operation, declare, describe_validation, registered
 from ..errors import ValidationError
 
@@ -23,4 +24,4 @@ def operation(name: str) -> Operation:
 
 
 __all__ = ["DOORS", "Args", "Caller", "Cli", "NoArgs", "Operation", "declare", "declared", "describe_validation",
-           "operation", "knowledge", "memory"]
+           "operation", "context", "decisions", "graph", "knowledge", "memory"]

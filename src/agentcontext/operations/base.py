@@ -36,11 +36,13 @@ class NoArgs(Args):
 @dataclass(frozen=True)
 class Caller:
     """Who runs an operation, against what: the workspace, the acting principal (None = the owner) and the memory
-    store the memory operations use (the CLI's ``--namespace``; MCP and the console use ``default``)."""
+    store the memory operations use (the CLI's ``--namespace``; MCP and the console use ``default``) and the graph
+    the decision operations use (the CLI's ``--graph``; None = the workspace graph, ``graph:default``)."""
 
     ws: Workspace
     principal: str | None = None
     namespace: str = "default"
+    graph: str | None = None
     progress: Callable[[str, int, int], None] | None = None  # long work reports (label, done, total) here
 
 
@@ -50,7 +52,8 @@ class Cli:
     taken as positional arguments (in order), option names for fields whose flag is not ``--field-name``,
     door-only options (``extra``: name -> (flags, help, multiple)) that ``prepare`` folds into the input, and
     ``pick``: what the command prints under ``--json`` out of the operation's result (the CLI printed bare lists
-    before operations were declared; kept so scripts keep working)."""
+    before operations were declared; kept so scripts keep working), and ``exit_code``: the command's exit status
+    for a result (``policy check`` exits 1 on a violation)."""
 
     path: tuple[str, ...]
     args: tuple[str, ...] = ()
@@ -60,6 +63,10 @@ class Cli:
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     pick: Callable[[Any], Any] | None = None
     namespace: bool = False  # takes --namespace/-n (the memory store)
+    graph: bool = False  # takes --graph/-g (the graph the decision operations use)
+    exit_code: Callable[[Any], int] | None = None
+    metavars: Mapping[str, str] = field(default_factory=dict)  # an argument's name in help (NODE_ID)
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # a field the command line may leave out: its value
 
 
 @dataclass(frozen=True)

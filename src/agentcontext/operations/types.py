@@ -17,6 +17,7 @@ JSON_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": 
                                       "description": "Free-form JSON object."}
 
 JsonObject = Annotated[dict[str, Any], WithJsonSchema(JSON_OBJECT_SCHEMA)]
+AnyJson = Annotated[Any, WithJsonSchema(ANY_JSON_SCHEMA)]
 Signals = Annotated[dict[str, float], Field(description="Each signal that matched and its value.")]
 
 

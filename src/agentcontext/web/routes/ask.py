@@ -13,40 +13,42 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ...errors import ValidationError
 from ...llms.env import configured_model, provider_from_env
 from ...model import CONTEXT_KINDS
+from ...operations import context as ops
 from ...workspace_reasoning import workspace_reasoning
+from ..operations import form_input, run, serves
 from ..render import page
 from ..requests import console, principal
-from . import int_param, text_param
+from . import text_param
+
+SETTINGS = ("include", "max_results", "max_hops", "budget_tokens", "min_score")
+serves(ops.CONTEXT, "/ask")
+
 
 def provider() -> Any:
     return provider_from_env(max_retries=1, deadline=60.0)
 
 
-def settings(params: Any) -> dict[str, Any]:
-    """The retrieval settings of the form (defaults as get_context's), checked."""
+def question(params: Any) -> Any:
+    """The form as get_context's input (its constraints and defaults): the question (a placeholder while there is
+    none, so the settings are still checked) and the searches ticked (all when none is)."""
     chosen = [k for k in CONTEXT_KINDS if params.get(k)]
-    raw_score = text_param(params, "min_score")
-    try:
-        min_score = float(raw_score) if raw_score is not None else 0.0
-    except ValueError:
-        raise ValidationError(f"min_score must be a number from 0 to 1, got {raw_score[:40]!r}") from None
-    if not 0.0 <= min_score <= 1.0:
-        raise ValidationError(f"min_score must be from 0 to 1, got {min_score}")
-    return {"include": chosen if text_param(params, "q") and chosen else list(CONTEXT_KINDS),
-            "max_results": int_param(params, "max_results", 10, 1, 100),
-            "max_hops": int_param(params, "max_hops", 2, 0, 5),
-            "budget_tokens": int_param(params, "budget_tokens", 4000, 1, 1_000_000),
-            "min_score": min_score}
+    query = text_param(params, "q")
+    return form_input(ops.CONTEXT, params, {"query": "q"}, query=query or "?",
+                      include=chosen if query and chosen else list(CONTEXT_KINDS))
+
+
+def settings(args: Any) -> dict[str, Any]:
+    return args.model_dump(include=set(SETTINGS))
 
 
 async def ask_page(request: Request) -> Response:
     ws, who = console(request).ws, principal(request)
     q = request.query_params
     query = text_param(q, "q")
-    chosen = settings(q)
+    args = question(q)
+    chosen = settings(args)
     ctx: dict[str, Any] = {"query": query, "settings": chosen, "kinds": CONTEXT_KINDS, "model": configured_model(),
                            "bundle": None, "answer": None, "paths": {}}
     if query:
@@ -61,7 +63,7 @@ async def ask_page(request: Request) -> Response:
             bundle = {k: answer[k] for k in ("sources", "reasoning_path", "dropped", "skipped", "num_sources")}
             bundle["tokens"] = answer["context_tokens"]
         else:
-            bundle = service.context_for(query, **chosen).to_dict()
+            bundle = run(request, ops.CONTEXT, args)
         ctx["bundle"] = bundle
         ctx["paths"] = {p["label"]: p for p in bundle["reasoning_path"]}
     return page(request, "ask.html", **ctx)

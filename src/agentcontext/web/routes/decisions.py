@@ -1,6 +1,8 @@
 """Decision pages: list and search, precedents for a scenario, one decision with its causal chain drawn
 upstream and downstream, compliance checks, exceptions and approvals; policies with versions and results.
-They work on the workspace graph (``graph:default``), as the MCP decision tools do."""
+They work on the workspace graph (``graph:default``), as the MCP decision tools do. Precedents, causal chains and
+compliance checks run the declared operations (``agentcontext.operations.decisions``), their forms parsed by the
+operations' own input models."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,12 +11,13 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from ...decisions.causal import CausalChainAnalyzer
 from ...decisions.models import Decision
 from ...decisions.policy import APPROVAL_METHODS, PolicyEngine
 from ...decisions.recorder import DecisionRecorder
 from ...errors import ValidationError
 from ...graph.context_graph import workspace_graph
+from ...operations import decisions as ops
+from ..operations import form_input, run, serves
 from ..requests import checked_form, console, principal
 from ..layout import layered
 from ..render import page, with_query
@@ -22,6 +25,9 @@ from . import int_param, text_param
 
 PAGE_SIZE = 50
 CHAIN_DEPTH = 10
+serves(ops.PRECEDENTS, "/decisions")
+serves(ops.CHAIN, "/decisions/{decision_id}")
+serves(ops.COMPLIANCE, "/decisions/{decision_id}/check")
 
 
 def _row(d: Decision) -> dict[str, Any]:
@@ -47,7 +53,7 @@ async def decisions_page(request: Request) -> Response:
     everything = recorder.list_decisions(category=category)[::-1]  # newest first
     categories = sorted({d.category for d in recorder.list_decisions()})
     found = [_row(d) for d in recorder.query_decisions(query, category=category, limit=30)] if query else None
-    precedents = [_row(d) for d in recorder.find_precedents(scenario, category=category, limit=10)] \
+    precedents = run(request, ops.PRECEDENTS, form_input(ops.PRECEDENTS, q, limit=10))["precedents"] \
         if scenario else None
     return page(request, "decisions.html", decisions=[_row(d) for d in everything[offset: offset + PAGE_SIZE]],
                 total=len(everything), offset=offset, page_size=PAGE_SIZE, categories=categories,
@@ -55,20 +61,22 @@ async def decisions_page(request: Request) -> Response:
                 decision_url=decision_url)
 
 
-def chain_drawing(start: Decision, upstream: list[Decision], downstream: list[Decision]) -> dict[str, Any]:
+def chain_drawing(start: dict[str, Any], upstream: list[dict[str, Any]],
+                  downstream: list[dict[str, Any]]) -> dict[str, Any]:
     """Nodes and edges (cause -> effect) of a decision's causal neighbourhood, placed in layers."""
-    nodes = {start.decision_id: start}
+    nodes = {start["decision_id"]: start}
     edges: dict[tuple[str, str], str] = {}
     for chain, up in ((upstream, True), (downstream, False)):
         for d in chain:
-            nodes[d.decision_id] = d
-            path, rels = d.metadata.get("path", []), d.metadata.get("relationships", [])
+            nodes[d["decision_id"]] = d
+            path, rels = d["metadata"].get("path", []), d["metadata"].get("relationships", [])
             for (a, b), rel in zip(zip(path, path[1:]), rels):
                 edges[(b, a) if up else (a, b)] = rel
     ids = list(nodes)
     positions = layered(ids, [(effect, cause) for cause, effect in edges])  # causes above their effects
-    return {"nodes": [{"id": i, "label": f"{nodes[i].category}: {nodes[i].outcome}", "kind": nodes[i].category,
-                       "cycle": False, "missing": False, "focus": i == start.decision_id, "x": positions[i][0],
+    return {"nodes": [{"id": i, "label": f"{nodes[i]['category']}: {nodes[i]['outcome']}",
+                       "kind": nodes[i]["category"], "cycle": False, "missing": False,
+                       "focus": i == start["decision_id"], "x": positions[i][0],
                        "y": positions[i][1], "url": decision_url(i)} for i in ids],
             "edges": [{"from": a, "to": b, "type": rel} for (a, b), rel in edges.items()]}
 
@@ -77,13 +85,13 @@ async def decision_page(request: Request) -> Response:
     ws, who = console(request).ws, principal(request)
     did = request.path_params["decision_id"]
     graph = workspace_graph(ws, who)
-    decision = DecisionRecorder(graph).get_decision(did)
-    analyzer = CausalChainAnalyzer(graph)
-    upstream = analyzer.get_causal_chain(did, "upstream", CHAIN_DEPTH)
-    downstream = analyzer.get_causal_chain(did, "downstream", CHAIN_DEPTH)
+    decision = _row(DecisionRecorder(graph).get_decision(did))
+    upstream, downstream = (run(request, ops.CHAIN, ops.CHAIN.parse({"decision_id": did, "direction": direction,
+                                                                     "max_depth": CHAIN_DEPTH}))["chain"]
+                            for direction in ("upstream", "downstream"))
     engine = PolicyEngine(graph_store=graph)
-    return page(request, "decision.html", decision=_row(decision), upstream=[_row(d) for d in upstream],
-                downstream=[_row(d) for d in downstream], drawing=chain_drawing(decision, upstream, downstream),
+    return page(request, "decision.html", decision=decision, upstream=upstream,
+                downstream=downstream, drawing=chain_drawing(decision, upstream, downstream),
                 policies=[p.to_dict() for p in engine.list_policies()],
                 exceptions=[e.to_dict() for e in engine.get_exceptions(decision_id=did)],
                 approvals=[a.to_dict() for a in engine.get_approvals(did)], methods=APPROVAL_METHODS,
@@ -92,16 +100,13 @@ async def decision_page(request: Request) -> Response:
 
 async def check(request: Request) -> Response:
     form = await checked_form(request)
-    ws, who = console(request).ws, principal(request)
     did = request.path_params["decision_id"]
-    policy_id = text_param(form, "policy_id")
-    if not policy_id:
+    if not text_param(form, "policy_id"):
         raise ValidationError("choose a policy to check against")
-    graph = workspace_graph(ws, who)
-    result = PolicyEngine(graph_store=graph).check_compliance(did, policy_id)
-    outcome = "compliant" if result.compliant else ("excepted" if result.exception_id else "not compliant")
-    reasons = "; ".join(v.message for v in result.violations)
-    return RedirectResponse(decision_url(did, done=f"{policy_id} v{result.policy_version}: {outcome}"
+    result = run(request, ops.COMPLIANCE, form_input(ops.COMPLIANCE, form, decision_id=did))
+    outcome = "compliant" if result["compliant"] else ("excepted" if result["exception_id"] else "not compliant")
+    reasons = "; ".join(v["message"] for v in result["violations"])
+    return RedirectResponse(decision_url(did, done=f"{result['policy_id']} v{result['policy_version']}: {outcome}"
                                          + (f" ({reasons})" if reasons else "")), status_code=303)
 
 
