@@ -413,6 +413,10 @@ class Sharded(Protocol):
     def by_ids(self, ids: Sequence[str], fn: Callable[[Any, list[str]], Any], write: bool = False) -> list[Any]:
         """``fn(store, its ids)`` on each shard that may hold some of ``ids``."""
 
+    def recover_prepared(self) -> dict[str, str]:
+        """Resolve what killed committers left prepared on the shards that answer (two-phase commit,
+        ``pg_shard_commit.py``); txid -> outcome."""
+
 
 OPTIONAL_METHODS: dict[Capability, type] = {Capability.VECTOR_SEARCH: VectorSearch}
 """The protocol holding each optional capability's methods (a store has them exactly when it declares it)."""
