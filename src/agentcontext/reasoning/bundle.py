@@ -39,6 +39,7 @@ class ContextBundle:
     dropped: list[dict[str, Any]] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     instructions: str = INSTRUCTIONS
+    config: dict[str, Any] = field(default_factory=dict)  # the echo of the RetrievalConfig that ran
 
     @property
     def num_sources(self) -> int:
