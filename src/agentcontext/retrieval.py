@@ -245,12 +245,14 @@ class ContextRetriever:
             c.extra.setdefault("via", via)
             if g > c.score:
                 c.score = blend(c.score, g, alpha)
+        nodes: dict[str, Any] = {}
+        for store in stores:  # one batched read per store, the first store holding a node giving it
+            missing = [nid for nid in best if nid not in nodes]
+            if not missing:
+                break
+            nodes.update(store.get_nodes(missing))
         for nid, (g, hop, via) in best.items():
-            node = None
-            for store in stores:
-                node = store.get_node(nid)
-                if node is not None:
-                    break
+            node = nodes.get(nid)
             if node is None:
                 continue
             props = node.props or {}
