@@ -27,7 +27,9 @@ import hashlib
 import numbers
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Any, Iterable, Optional, Protocol, runtime_checkable
+
+from typing_extensions import TypedDict  # pydantic reads it (the doors' output schemas) on Python < 3.12
 
 from ..errors import ValidationError
 from .fusion import FusionWeights
@@ -45,6 +47,19 @@ class _FromConfig:
 
 FROM_CONFIG: Any = _FromConfig()
 RETRIEVER_SOURCES = ("memory", "vector", "graph")
+
+
+class ConfigEcho(TypedDict):
+    """The echo each result carries (``RetrievalConfig.echo``); the doors' output types declare it with this."""
+
+    sources: list[str]
+    hybrid_alpha: float
+    proximity_weight: float
+    hops: int  # expansion hops that ran (0: no expansion)
+    min_score: float
+    rerank: bool
+    weights: str  # "default", or a short digest of the fusion weights
+    truth_filter: Optional[str]  # the truth filter's session id, or None
 
 
 @runtime_checkable

@@ -13,6 +13,7 @@ from typing_extensions import TypedDict
 
 from pydantic import Field
 
+from ..engine.retrieval_config import ConfigEcho
 from ..errors import NotFoundError, ValidationError
 from .base import Args, Caller, Cli, Operation, declare
 from .types import JsonObject, Signals, free_json
@@ -159,6 +160,7 @@ class Recalled(Memory):
     score: float
     signals: Signals
     source: str
+    config: ConfigEcho  # the retrieval configuration that ran (engine/retrieval_config.py)
 
 
 class StoreOut(TypedDict):
