@@ -27,7 +27,7 @@ import hashlib
 import numbers
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Iterable, Optional, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Optional, Protocol, runtime_checkable
 
 from typing_extensions import TypedDict  # pydantic reads it (the doors' output schemas) on Python < 3.12
 
@@ -122,35 +122,9 @@ class RetrievalConfig:
     answer_temperature: float | None = None
 
     def __post_init__(self) -> None:
-        sources = self.sources
-        if isinstance(sources, str) or not isinstance(sources, Iterable):
-            raise ValidationError(f"sources must be a list of {', '.join(SOURCES)}, got {sources!r}", field="sources",
-                                  allowed=list(SOURCES))
-        sources = tuple(sources)
-        unknown = [s for s in sources if s not in SOURCES]
-        if unknown:
-            raise ValidationError(f"sources: unknown {', '.join(map(repr, unknown))}; use any of {', '.join(SOURCES)}",
-                                  field="sources", allowed=list(SOURCES))
-        setter = object.__setattr__  # frozen: normalised values are set once, here
-        setter(self, "sources", tuple(dict.fromkeys(sources)))
-        setter(self, "hybrid_alpha", _number("hybrid_alpha", self.hybrid_alpha, 0.0, 1.0))
-        setter(self, "proximity_weight", _number("proximity_weight", self.proximity_weight, 0.0, 1.0))
-        if self.weights is not None and not isinstance(self.weights, FusionWeights):
-            raise ValidationError(f"weights must be a FusionWeights (engine/fusion.py) or None, got "
-                                  f"{type(self.weights).__name__}", field="weights", allowed="FusionWeights or None")
-        _flag("graph_expansion", self.graph_expansion)
-        setter(self, "max_expansion_hops", _integer("max_expansion_hops", self.max_expansion_hops, 0))
-        setter(self, "min_score", _number("min_score", self.min_score, 0.0, 1.0))
-        setter(self, "budget_tokens", _integer("budget_tokens", self.budget_tokens, 1, optional=True))
-        tf = self.truth_filter
-        if tf is not None and not isinstance(tf, TruthFilterLike):
-            raise ValidationError("truth_filter must be a TruthMaintenanceContextFilter (session_id, begin, filter, "
-                                  f"finish) or None, got {type(tf).__name__}", field="truth_filter",
-                                  allowed="TruthMaintenanceContextFilter or None")
-        _flag("rerank", self.rerank)
-        setter(self, "answer_max_tokens", _integer("answer_max_tokens", self.answer_max_tokens, 1, optional=True))
-        if self.answer_temperature is not None:
-            setter(self, "answer_temperature", _number("answer_temperature", self.answer_temperature, 0.0, 2.0))
+        now = vars(self)
+        for name, check in CHECKS.items():  # frozen: the normalised values are set once, here
+            object.__setattr__(self, name, check(now[name]))
 
     # --- one call's copy ---------------------------------------------------------------------
     def override(self, **given: Any) -> "RetrievalConfig":
@@ -166,7 +140,11 @@ class RetrievalConfig:
                    if v is not FROM_CONFIG and (v is not None or k in NONE_MEANS) and now[k] != v}
         if not changed:
             return self
-        return dataclasses.replace(self, **changed)
+        new = object.__new__(RetrievalConfig)  # a copy with only the changed fields checked (a call's cost)
+        fields = {name: now[name] for name in FIELDS}
+        fields.update({name: CHECKS[name](value) for name, value in changed.items()})
+        vars(new).update(fields)
+        return new
 
     def uses(self, source: str) -> bool:
         return source in self.sources
@@ -210,7 +188,50 @@ def above(results: Iterable[Any], min_score: float) -> list[Any]:
     return [r for r in results if (r["score"] if isinstance(r, dict) else r.score) >= min_score]
 
 
+def _sources(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ValidationError(f"sources must be a list of {', '.join(SOURCES)}, got {value!r}", field="sources",
+                              allowed=list(SOURCES))
+    sources = tuple(value)
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown:
+        raise ValidationError(f"sources: unknown {', '.join(map(repr, unknown))}; use any of {', '.join(SOURCES)}",
+                              field="sources", allowed=list(SOURCES))
+    return tuple(dict.fromkeys(sources))
+
+
+def _weights(value: Any) -> FusionWeights | None:
+    if value is not None and not isinstance(value, FusionWeights):
+        raise ValidationError(f"weights must be a FusionWeights (engine/fusion.py) or None, got "
+                              f"{type(value).__name__}", field="weights", allowed="FusionWeights or None")
+    return value
+
+
+def _truth_filter(value: Any) -> Any:
+    if value is not None and not isinstance(value, TruthFilterLike):
+        raise ValidationError("truth_filter must be a TruthMaintenanceContextFilter (session_id, begin, filter, "
+                              f"finish) or None, got {type(value).__name__}", field="truth_filter",
+                              allowed="TruthMaintenanceContextFilter or None")
+    return value
+
+
+# Each field's check, returning the normalised value (a ValidationError names the field and what it takes).
+CHECKS: dict[str, Callable[[Any], Any]] = {
+    "sources": _sources,
+    "hybrid_alpha": lambda v: _number("hybrid_alpha", v, 0.0, 1.0),
+    "proximity_weight": lambda v: _number("proximity_weight", v, 0.0, 1.0),
+    "weights": _weights,
+    "graph_expansion": lambda v: _flag("graph_expansion", v),
+    "max_expansion_hops": lambda v: _integer("max_expansion_hops", v, 0),
+    "min_score": lambda v: _number("min_score", v, 0.0, 1.0),
+    "budget_tokens": lambda v: _integer("budget_tokens", v, 1, optional=True),
+    "truth_filter": _truth_filter,
+    "rerank": lambda v: _flag("rerank", v),
+    "answer_max_tokens": lambda v: _integer("answer_max_tokens", v, 1, optional=True),
+    "answer_temperature": lambda v: None if v is None else _number("answer_temperature", v, 0.0, 2.0),
+}
 FIELDS = tuple(f.name for f in dataclasses.fields(RetrievalConfig))
+assert set(CHECKS) == set(FIELDS), "every field of RetrievalConfig has its check"
 NONE_MEANS = frozenset({"budget_tokens", "answer_max_tokens", "answer_temperature"})  # None: no budget, no cap
 
 
