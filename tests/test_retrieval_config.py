@@ -192,6 +192,20 @@ def test_one_result_type_from_candidate_to_output(ctx):
     assert memory_hit.extra["conversation_id"] is None and memory_hit.to_dict()["created_at"]
 
 
+def test_the_echo_names_the_memory_weights_that_ran():
+    from dataclasses import replace
+
+    from agentcontext.engine.fusion import FusionWeights
+
+    c = AgentContext(vector_store=VectorStore(backend="inmemory", dimension=384))
+    c.store("FastAPI is a Python web framework")
+    assert c.retrieve("python framework")[0]["config"]["weights"] == "default"
+    c.memory.weights = replace(FusionWeights(), mention=0.0)
+    (hit,) = c.retrieve("python framework")
+    ran = c.memory.retrieve("python framework")[0]["config"]["weights"]
+    assert hit["config"]["weights"] == ran != "default"
+
+
 def test_a_retriever_without_a_facade_builds_its_own_configuration(tmp_path):
     memory = AgentMemory(vector_store=VectorStore(backend="inmemory", dimension=384))
     memory.store("FastAPI is a Python web framework")

@@ -28,6 +28,7 @@ from . import state
 from .decisions import Decision, PolicyEngine
 from .decisions.service import DecisionService
 from .engine import rerank as reranking
+from .engine.fusion import FusionWeights
 from .engine.retrieval_config import FROM_CONFIG, RetrievalConfig
 from .errors import ValidationError
 from .graph import ContextGraph
@@ -107,7 +108,7 @@ class AgentContext:
                                   got=type(retrieval_config).__name__)
         self.config = retrieval_config or RetrievalConfig(
             graph_expansion=graph_expansion, max_expansion_hops=max_expansion_hops, hybrid_alpha=hybrid_alpha,
-            proximity_weight=proximity_weight, rerank=reranking.enabled(None))
+            proximity_weight=proximity_weight, rerank=reranking.enabled(None), weights=FusionWeights())
         self.decision_tracking = decision_tracking
         self.retention_days = retention_days
         self.max_memories = max_memories

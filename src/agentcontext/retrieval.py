@@ -34,7 +34,7 @@ from .graph import ContextGraph
 from .graph.node_search import search_nodes
 from .graph.protocol import GraphLike
 from .model import MEMORY_KIND
-from .seams import MemoryLike, Scope, SearchableVectors
+from .seams import Configured, MemoryLike, Scope, SearchableVectors
 from .store import Store
 from .vector_store import VectorStore
 
@@ -263,6 +263,17 @@ class ContextRetriever:
                                                                                         "kind": node.kind}))
         return out
 
+    def _echo(self, config: RetrievalConfig) -> dict[str, Any]:
+        """What ran: ``config``'s echo, with the memory's own fusion weights and reranker when they are not the
+        configuration's (a memory given its own, or changed since)."""
+        memory = self.memory_store
+        if not isinstance(memory, Configured) or not config.uses("memory"):
+            return config.echo
+        ran = memory.config
+        if ran.weights is config.weights and ran.rerank == config.rerank:
+            return config.echo
+        return dict(config.echo, weights=ran.echo["weights"], rerank=ran.rerank)
+
     @property
     def _counts_use(self) -> bool:
         """Whether the memory store keeps an LRU order (AgentMemory.used; a memory service ranks above this one)."""
@@ -308,7 +319,7 @@ class ContextRetriever:
         else:
             out = self._ranked(query, max_results, **local)
         out = config.keep(out)[:max_results]  # min_score, once, on the final scores
-        echo = config.echo
+        echo = self._echo(config)
         for r in out:
             r.config = echo
         self._count_use(out)
@@ -399,7 +410,7 @@ class ContextRetriever:
         if graph is not None and out:  # with a graph, each result says its semantic and proximity scores
             out = proximity.blend_results(graph, out, query, w, hops=self.max_expansion_hops)
         out = config.keep(out)[:max_results]  # min_score, once, on the blended scores
-        echo = config.echo
+        echo = self._echo(config)
         for r in out:
             r.config = echo
         self._count_use(out)
