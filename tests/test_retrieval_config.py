@@ -106,6 +106,8 @@ def test_each_result_echoes_the_configuration_that_ran(ctx):
     precedents = ctx.find_precedents("web framework for the API", proximity_weight=0.3, max_hops=1)
     assert precedents and all(p.metadata["config"]["proximity_weight"] == 0.3 for p in precedents)
     assert precedents[0].metadata["config"]["hops"] == 1
+    queried = ctx.query_decisions("web framework", max_hops=0)
+    assert queried and queried[0].metadata["config"]["proximity_weight"] == 0.2
     assert ctx.config.min_score == 0.0 and ctx.config.proximity_weight == 0.2  # a call's override stays its own
 
 

@@ -95,14 +95,12 @@ class DecisionService:
         found = self.recorder("find_precedents").find_precedents(
             scenario, category, limit, use_hybrid_search, max_hops, as_of,
             proximity_weight=config.proximity_weight or None, **kwargs)
-        echo = dict(config.echo, hops=max_hops)  # the causal hops this search walked
-        for d in found:
-            d.metadata["config"] = echo
-        return found
+        return _echoed(found, config, max_hops)
 
     def query_decisions(self, query: str, max_hops: int = 2, use_hybrid_search: bool = True,
                         **kwargs: Any) -> list[Decision]:
-        return self.recorder("query_decisions").query_decisions(query, max_hops, use_hybrid_search, **kwargs)
+        found = self.recorder("query_decisions").query_decisions(query, max_hops, use_hybrid_search, **kwargs)
+        return _echoed(found, self.config, max_hops)
 
     def get_causal_chain(self, decision_id: str, direction: str = "upstream", max_depth: int = 10) -> list[Decision]:
         graph = self.graph_for("get_causal_chain")
@@ -131,3 +129,12 @@ class DecisionService:
 
     def list_checkpoints(self) -> list[str]:
         return self.checkpoints.labels(self.graph_for("list_checkpoints"))
+
+
+def _echoed(found: list[Decision], config: RetrievalConfig, hops: int) -> list[Decision]:
+    """``found`` with the configuration that ran in each one's ``metadata["config"]`` (``hops``: the causal hops
+    the search walked)."""
+    echo = dict(config.echo, hops=hops)
+    for d in found:
+        d.metadata["config"] = echo
+    return found
