@@ -208,6 +208,29 @@ def test_the_echo_names_the_memory_weights_that_ran():
     assert hit["config"]["weights"] == ran != "default"
 
 
+class CallersMemory:
+    """A caller's own memory object: seed 003's memory shape (retrieve returns dicts), no ``results``."""
+
+    def __init__(self, memory: AgentMemory) -> None:
+        self.inner = memory
+        self.namespace, self.workspace, self.principal = memory.namespace, memory.workspace, memory.principal
+        self.retention, self.db = memory.retention, memory.db
+
+    def retrieve(self, query, max_results=5, **filters):
+        return self.inner.retrieve(query, max_results=max_results, **filters)
+
+    def used(self, memory_ids):
+        self.inner.used(memory_ids)
+
+
+def test_a_callers_memory_object_still_feeds_the_retriever():
+    memory = AgentMemory(vector_store=VectorStore(backend="inmemory", dimension=384))
+    memory.store("FastAPI is a Python web framework", conversation_id="c1")
+    (hit,) = ContextRetriever(memory_store=CallersMemory(memory)).retrieve("python framework", max_results=1)
+    assert isinstance(hit, RetrievedContext) and hit.source == "memory" and hit.extra["conversation_id"] == "c1"
+    assert hit.config["min_score"] == 0.0
+
+
 def test_a_retriever_without_a_facade_builds_its_own_configuration(tmp_path):
     memory = AgentMemory(vector_store=VectorStore(backend="inmemory", dimension=384))
     memory.store("FastAPI is a Python web framework")

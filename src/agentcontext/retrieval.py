@@ -34,7 +34,7 @@ from .graph import ContextGraph
 from .graph.node_search import search_nodes
 from .graph.protocol import GraphLike
 from .model import MEMORY_KIND
-from .seams import Configured, MemoryLike, Scope, SearchableVectors
+from .seams import Configured, MemoryLike, RecallsResults, Scope, SearchableVectors, conforms
 from .store import Store
 from .vector_store import VectorStore
 
@@ -142,7 +142,10 @@ class ContextRetriever:
             return []
         if self._counts_use:  # what this retriever returns counts as used, not the whole pool
             filters["count_use"] = False
-        return self.memory_store.results(query, max_results=pool, min_score=0.0, **filters)
+        if conforms(self.memory_store, RecallsResults):  # ours: the one result type straight from recall
+            return self.memory_store.results(query, max_results=pool, min_score=0.0, **filters)
+        return [RetrievedContext.from_memory(item)  # a caller's own memory object: its dicts, read once here
+                for item in self.memory_store.retrieve(query, max_results=pool, **filters)]
 
     def _vector_candidates(self, query: str, pool: int, skip_ids: set[str]) -> list[RetrievedContext]:
         vs = self.vector_store
@@ -267,7 +270,7 @@ class ContextRetriever:
         """What ran: ``config``'s echo, with the memory's own fusion weights and reranker when they are not the
         configuration's (a memory given its own, or changed since)."""
         memory = self.memory_store
-        if not isinstance(memory, Configured) or not config.uses("memory"):
+        if not conforms(memory, Configured) or not config.uses("memory"):
             return config.echo
         ran = memory.config
         if ran.weights is config.weights and ran.rerank == config.rerank:

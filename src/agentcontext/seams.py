@@ -12,7 +12,7 @@ A service is handed what it needs, typed by what it uses of it:
 - ``ErasableMemory``: a caller's own memory object an erasure can still drive (``find_by_entity``,
   ``batch_delete``).
 - ``RetrieverLike``: what reasoning uses of a ``ContextRetriever``; ``Configured``: one that carries its
-  ``RetrievalConfig``.
+  ``RetrievalConfig``; ``RecallsResults``: a memory that returns ``RetrievedContext`` (ours), not dicts.
 - ``SearchableVectors`` / ``ErasableVectors``: a caller's vector backend (``search(query=, limit=)``;
   ``delete(ids)`` or ``delete_vectors(ids)`` for an erasure).
 - ``GraphHandle``: what the decision layer uses of a ``ContextGraph`` (decisions/ ranks below graph/);
@@ -115,14 +115,20 @@ class MemoryLike(Protocol):
     def retrieve(self, query: str, max_results: int = 5, min_score: float | None = None,
                  **filters: Any) -> list[dict]: ...
 
-    def results(self, query: str, max_results: int = 5, min_score: float | None = None,
-                **filters: Any) -> list[Any]: ...  # retrieve as engine/retrieved.py's RetrievedContext
-
     def used(self, memory_ids: Sequence[str]) -> None: ...
 
     def find_by_entity(self, entity_id: str) -> list[str]: ...
 
     def batch_delete(self, memory_ids: Sequence[str]) -> int: ...
+
+
+@runtime_checkable
+class RecallsResults(Protocol):
+    """A memory that returns its retrieval as engine/retrieved.py's ``RetrievedContext`` (``AgentMemory``); a
+    caller's own memory object gives ``retrieve``'s dicts, which the retriever reads as its candidates."""
+
+    def results(self, query: str, max_results: int = 5, min_score: float | None = None,
+                **filters: Any) -> list[Any]: ...
 
 
 @runtime_checkable

@@ -41,6 +41,13 @@ class RetrievedContext:
         out.update(_copied(self.extra))
         return out
 
+    @classmethod
+    def from_memory(cls, item: dict[str, Any]) -> "RetrievedContext":
+        """A memory dict (``AgentMemory.retrieve``'s shape, from a caller's own memory object) as a result."""
+        return cls(content=item["content"], score=float(item["score"]), source="memory",
+                   metadata=dict(item.get("metadata") or {}), id=item["id"], signals=dict(item.get("signals") or {}),
+                   extra={k: item[k] for k in MEMORY_FIELDS if k in item})
+
     def as_memory(self) -> dict[str, Any]:
         """The memory dict seed 003's ``AgentMemory.retrieve`` returns (id, memory fields, score, signals, source,
         and the config echo when there is one)."""

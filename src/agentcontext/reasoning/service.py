@@ -20,7 +20,7 @@ from ..engine.retrieval_config import FROM_CONFIG, RetrievalConfig
 from ..errors import ValidationError
 from ..graph.protocol import GraphLike
 from ..model import CONTEXT_KINDS as KINDS
-from ..seams import Completes, Configured, Generates, MemoryLike, NamesModel, RetrieverLike, Scope
+from ..seams import Completes, Configured, Generates, MemoryLike, NamesModel, RetrieverLike, Scope, conforms
 from ..workspace import Workspace
 from .answer import result
 from .bundle import ContextBundle, assemble
@@ -85,7 +85,7 @@ class ReasoningService:
         self.decisions = decisions
         self.principal = scope.principal if scope is not None else principal
         if config is None:
-            config = retriever.config if isinstance(retriever, Configured) else RetrievalConfig()
+            config = retriever.config if conforms(retriever, Configured) else RetrievalConfig()
         self.config = config
 
     @classmethod
