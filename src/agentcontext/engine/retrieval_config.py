@@ -17,6 +17,8 @@ call (``override``), validated the same way. A bad value is a ``ValidationError`
 - ``rerank``: the second stage over the memory's first candidates (engine/rerank.py);
 - answer stage: ``answer_max_tokens`` and ``answer_temperature`` for ``query_with_reasoning``'s model call.
 
+The echo's shape is declared for the doors' output types as ``operations/types.py``'s ``ConfigEcho``.
+
 ``summary()`` is the small, stable echo each result carries beside its signals (``config``): what ran, not the
 whole object (the weights by a short fingerprint, the truth filter by its session).
 """
@@ -27,9 +29,7 @@ import hashlib
 import numbers
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Iterable, Optional, Protocol, runtime_checkable
-
-from typing_extensions import TypedDict  # pydantic reads it (the doors' output schemas) on Python < 3.12
+from typing import Any, Callable, Iterable, Protocol, runtime_checkable
 
 from ..errors import ValidationError
 from .fusion import FusionWeights
@@ -47,19 +47,6 @@ class _FromConfig:
 
 FROM_CONFIG: Any = _FromConfig()
 RETRIEVER_SOURCES = ("memory", "vector", "graph")
-
-
-class ConfigEcho(TypedDict):
-    """The echo each result carries (``RetrievalConfig.echo``); the doors' output types declare it with this."""
-
-    sources: list[str]
-    hybrid_alpha: float
-    proximity_weight: float
-    hops: int  # expansion hops that ran (0: no expansion)
-    min_score: float
-    rerank: bool
-    weights: str  # "default", or a short digest of the fusion weights
-    truth_filter: Optional[str]  # the truth filter's session id, or None
 
 
 @runtime_checkable

@@ -13,10 +13,9 @@ from typing_extensions import TypedDict
 
 from pydantic import Field
 
-from ..engine.retrieval_config import ConfigEcho
 from ..errors import NotFoundError, ValidationError
 from .base import Args, Caller, Cli, Operation, declare
-from .types import JsonObject, Signals, free_json
+from .types import ConfigEcho, JsonObject, Signals, free_json
 
 if TYPE_CHECKING:  # the memory service loads when an operation runs, not when a door lists them
     from ..memory import AgentMemory
