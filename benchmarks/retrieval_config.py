@@ -3,16 +3,26 @@ keywords make (``RetrievalConfig.override`` and its ``echo``), and the per-resul
 ``AgentContext.retrieve`` returns with the ``config`` echo (``RetrievedContext.to_dict``) beside the baseline's
 conversion (``dataclasses.asdict`` of the same result without the echo, what main's ``to_dict`` did).
 
-Run: nice -n 10 .venv/bin/python benchmarks/retrieval_config.py [--rounds 5] [--number 20000]
+Run: nice -n 10 .venv/bin/python benchmarks/retrieval_config.py [--rounds 5] [--number 20000] [--baseline REV]
 Prints the median over rounds of each figure in microseconds and the ratio this / baseline (< 1 is cheaper).
 Taken on a shared 2-core machine: expect noise; the two are interleaved round by round so load slows both alike.
+
+With ``--baseline REV`` it also counts the Python function calls one ``AgentContext.retrieve`` makes (with and without
+the graph) on benchmarks/seams.py's workload, on this checkout's code and on REV's, in fresh processes: a figure the
+machine's load does not move, beside the profiled seconds (which it does).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import timeit
+from pathlib import Path
 
 from agentcontext.engine.retrieval_config import RetrievalConfig
 from agentcontext.engine.retrieved import RetrievedContext
@@ -37,10 +47,48 @@ def baseline_to_dict(r: RetrievedContext) -> dict:
     return out
 
 
+PROFILE = r'''
+import cProfile, pstats
+for use_graph in (None, False):
+    for q in queries:
+        ctx.retrieve(q, max_results=10, use_graph=use_graph)  # warm
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(3):
+        for q in queries:
+            ctx.retrieve(q, max_results=10, use_graph=use_graph)
+    pr.disable()
+    st = pstats.Stats(pr)
+    name = "retrieve" if use_graph is None else "retrieve_no_graph"
+    print(json.dumps({name: [st.total_calls / (3 * len(queries)), st.total_tt / (3 * len(queries)) * 1000]}))
+'''
+
+
+def counted(rev: str, memories: int = 2000, decisions: int = 50) -> None:
+    """Function calls per retrieve (and profiled ms) on this code and on ``rev``'s, same workload."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from seams import CHILD, ROOT, baseline_src  # noqa: E402 (benchmarks/seams.py: its workload)
+
+    setup = CHILD.split("figures = {")[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        codes = {"this": ROOT / "src", rev: baseline_src(rev, Path(tmp))}
+        got: dict[str, dict[str, list[float]]] = {}
+        for label, src in codes.items():
+            env = {**os.environ, "PYTHONPATH": str(src), "AGENTCONTEXT_HOME": tempfile.mkdtemp(prefix="rconfig-")}
+            out = subprocess.run([sys.executable, "-c", setup + PROFILE, str(memories), str(decisions)], env=env,
+                                 check=True, capture_output=True, text=True, cwd=tempfile.gettempdir()).stdout
+            got[label] = {k: v for line in out.strip().splitlines() for k, v in json.loads(line).items()}
+    print(f"function calls per AgentContext.retrieve ({memories} memories; profiled ms in brackets, load-dependent)")
+    for name in ("retrieve", "retrieve_no_graph"):
+        (a, ta), (b, tb) = got["this"][name], got[rev][name]
+        print(f"  {name:18s} this {a:9.0f} ({ta:7.1f} ms)   {rev} {b:9.0f} ({tb:7.1f} ms)   ratio {a / b:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--number", type=int, default=20000)
+    ap.add_argument("--baseline", default=None, help="also count function calls per retrieve against this revision")
     args = ap.parse_args()
     n = args.number
     base = RetrievalConfig()
@@ -61,6 +109,8 @@ def main() -> None:
     print(f"per result: to_dict with the config echo / baseline asdict without it = "
           f"{med['to_dict_this'] / med['to_dict_baseline']:.2f}")
     print("per call: one override (a call's keywords) with its echo, once per call, not per result")
+    if args.baseline:
+        counted(args.baseline)
 
 
 if __name__ == "__main__":
