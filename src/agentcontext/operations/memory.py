@@ -15,7 +15,7 @@ from pydantic import Field
 
 from ..errors import NotFoundError, ValidationError
 from .base import Args, Caller, Cli, Operation, declare
-from .types import JsonObject, Signals, free_json
+from .types import ConfigEcho, JsonObject, Signals, free_json
 
 if TYPE_CHECKING:  # the memory service loads when an operation runs, not when a door lists them
     from ..memory import AgentMemory
@@ -159,6 +159,7 @@ class Recalled(Memory):
     score: float
     signals: Signals
     source: str
+    config: ConfigEcho  # the retrieval configuration that ran (engine/retrieval_config.py)
 
 
 class StoreOut(TypedDict):
