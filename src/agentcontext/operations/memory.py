@@ -79,8 +79,8 @@ class EditArgs(Args):
                                    "version; the previous one stays in the memory's history).")
     metadata: Optional[free_json(100)] = Field(None, description="Metadata keys to set (merged into the memory's "
                                                "metadata).")
-    expected_version: Optional[int] = Field(None, ge=1, le=10**9, description="Write only if the memory is still at this "
-                                            "version (else a ConflictError: it changed since you read it).")
+    expected_version: Optional[int] = Field(None, ge=1, le=10**9, description="Write only if the memory is still "
+                                            "at this version (else a ConflictError: it changed since you read it).")
 
 
 class VersionsArgs(Args):
