@@ -66,17 +66,32 @@ def has_ann_index(db: Any, model: str, dim: int) -> bool:
                       (ann_index_name(model, dim),)).fetchone() is not None
 
 
+def held_predicate(model: str, dim: int, alias: str = "") -> str:
+    """A vector a node's text has, indexed or in the delta (``searched OR pending``; ``pg_delta``)."""
+    col = f"{alias}." if alias else ""
+    return f"{col}model = {text_literal(model)} AND {col}dim = {int(dim)} AND ({col}searched OR {col}pending)"
+
+
+def delta_predicate(model: str, dim: int, alias: str = "") -> str:
+    """The delta's rows of one model (the partial index ``vectors_pending`` lists them)."""
+    col = f"{alias}." if alias else ""
+    return f"{col}model = {text_literal(model)} AND {col}dim = {int(dim)} AND {col}pending"
+
+
 def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_where: str | None = None) -> str:
     """(id, rid, inner product) of the ``k`` nearest filtered nodes, in one statement: when at most ``EXACT_ROWS``
     nodes pass the filter, every one of them is scored (its vector found by primary key; ``OFFSET 0`` keeps that a
     lookup, not a join over every vector), else the HNSW index is walked (iterative scan) and rows are filtered
-    as they come. ``node_where`` holds conditions on ``n`` starting with `` WHERE ``. Whether the nodes are few is
+    as they come, and beside it the delta (``pg_delta``: vectors not in the index yet) is scored exactly, best
+    first, its nodes filtered until ``k`` pass (``WITH TIES``: rows as good as the k-th stay, so the caller's
+    order by (score, rid) cuts them as one list would); the caller keeps the best ``k`` of both. ``node_where``
+    holds conditions on ``n`` starting with `` WHERE ``. Whether the nodes are few is
     judged by reading up to ``EXACT_ROWS + 1`` of them (their rows), or, given ``count_where`` (the part of the
     filter an index of ``nodes`` answers alone: namespace, kind, title), by counting that many entries of the index
     (no row is read; at 1,000,000 memories the rows cost 2-19 ms a query): the nodes it counts hold every filtered
     one, so a count within ``EXACT_ROWS`` means few; the rest of the filter (not retracted) is left to the walk.
     Parameters: ``count_where``'s (when given), ``node_where``'s, the query vector three times, ``node_where``'s
-    again, the query vector."""
+    again, the query vector twice, ``node_where``'s a third time."""
     typed, pred = f"v.vector::{STORED}({int(dim)})", ann_predicate(db, model, dim, "v")
     exact = f"v.vector::vector({int(dim)})"  # scores: the stored values against the query
     conditions = node_where.replace(" WHERE ", " AND ", 1)
@@ -89,8 +104,12 @@ def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_wh
                 f"{node_where}) ")
     return (head +
             f"(SELECT f.id, f.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM f CROSS JOIN LATERAL (SELECT "
-            f"vector FROM vectors v WHERE v.hash = f.embed_hash AND {pred} OFFSET 0) v WHERE (SELECT yes FROM few) "
-            f"ORDER BY {exact} <#> %s::vector({int(dim)}), f.rid LIMIT {int(k)}) "
+            f"vector FROM vectors v WHERE v.hash = f.embed_hash AND {held_predicate(model, dim, 'v')} OFFSET 0) v "
+            f"WHERE (SELECT yes FROM few) ORDER BY {exact} <#> %s::vector({int(dim)}), f.rid LIMIT {int(k)}) "
             f"UNION ALL (SELECT n.id, n.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM vectors v "
             f"JOIN nodes n ON n.embed_hash = v.hash WHERE {pred}{conditions} AND NOT (SELECT yes FROM "
-            f"few) ORDER BY {typed} <#> %s::{STORED}({int(dim)}) LIMIT {int(k)})")
+            f"few) ORDER BY {typed} <#> %s::{STORED}({int(dim)}) LIMIT {int(k)}) "
+            f"UNION ALL (SELECT n.id, n.rid, d.score FROM (SELECT v.hash, -({exact} <#> %s::vector({int(dim)})) AS "
+            f"score FROM vectors v WHERE {delta_predicate(model, dim, 'v')} AND NOT (SELECT yes FROM few) "
+            f"ORDER BY 2 DESC OFFSET 0) d CROSS JOIN LATERAL (SELECT n.id, n.rid FROM nodes n WHERE "
+            f"n.embed_hash = d.hash{conditions}) n ORDER BY d.score DESC FETCH FIRST {int(k)} ROWS WITH TIES)")
