@@ -111,8 +111,9 @@ class VectorLoader:
     """Vectors of one transaction: staged, then inserted (or upserted) in one statement each; decides per (model,
     dim) whether to keep the HNSW index or drop it and build it after the rows (``finish``)."""
 
-    def __init__(self, db: Any) -> None:
+    def __init__(self, db: Any, delta: bool = True) -> None:
         self.db = db
+        self.delta = delta  # the schema has the delta (migration 8); False: a store pinned to an older schema
         self.new: dict[tuple[str, int], int] = {}  # rows this transaction added, by (model, dim)
         self.build: set[tuple[str, int]] = set()  # indexes to build in ``finish``
         self.pending = 0  # rows this transaction staged into the delta (``pg_delta``)
@@ -134,18 +135,26 @@ class VectorLoader:
         self.pending += sum(n for (m, d), n in staged.items() if f"{m}\x1f{d}" not in direct)
         # wanted: a node's text has it (put_nodes marks the vectors put before their nodes: mark_searched); LIMIT 1
         # keeps it a lookup a row (else the planner hashes every embed hash of nodes: 200,000+ index entries)
-        insert = ("INSERT INTO vectors(hash, model, dim, vector, searched, pending) SELECT hash, model, dim, vector, "
-                  "wanted AND direct, wanted AND NOT direct FROM (SELECT s.hash, s.model, s.dim, "
+        if not self.delta:  # an older schema (tests pin one): every row searched as it comes, as before the delta
+            direct = sorted(f"{m}\x1f{d}" for m, d in staged)
+            self.pending = 0
+        flags = "wanted AND direct, wanted AND NOT direct" if self.delta else "wanted"
+        insert = (f"INSERT INTO vectors(hash, model, dim, vector, searched{', pending' if self.delta else ''}) SELECT "
+                  f"hash, model, dim, vector, {flags} FROM (SELECT s.hash, s.model, s.dim, "
                   f"s.vector::{STORED} AS vector, EXISTS (SELECT 1 FROM nodes n WHERE n.embed_hash = s.hash LIMIT 1) "
                   "AS wanted, (s.model || E'\\x1f' || s.dim) = ANY(%s) AS direct FROM stage_vectors s) s "
                   "ORDER BY hash, model")
-        if upsert:  # a vector put again unchanged is left alone (no new row version); a changed one leaves the index
-            same = "vectors.dim = excluded.dim AND vectors.vector = excluded.vector"
+        same = "vectors.dim = excluded.dim AND vectors.vector = excluded.vector"
+        if upsert and self.delta:  # a vector put again unchanged is left alone; a changed one leaves the index
             kept = f"((vectors.searched AND {same}) OR excluded.searched)"
             insert += (f" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
                        f"searched = {kept}, pending = NOT {kept} AND (vectors.pending OR vectors.searched OR "
                        f"excluded.pending) WHERE NOT ({same}) OR (excluded.searched AND NOT vectors.searched) OR "
                        "(excluded.pending AND NOT vectors.searched AND NOT vectors.pending)")
+        elif upsert:
+            insert += (" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
+                       f"searched = vectors.searched OR excluded.searched WHERE NOT ({same}) OR (excluded.searched "
+                       "AND NOT vectors.searched)")
         # the rows new to the store (xmax 0: inserted, not updated), by model: what the next batch's plan counts
         counted = db.execute(f"WITH put AS ({insert} RETURNING model, dim, xmax = 0 AS fresh) SELECT model, dim, "
                              "count(*) FILTER (WHERE fresh) FROM put GROUP BY model, dim", (direct,)).fetchall()
@@ -194,18 +203,22 @@ class VectorLoader:
                             "'max_parallel_maintenance_workers')::int, %s)::text, true)",
                             (BUILD_MEMORY, BUILD_WORKERS))
             for model, dim in sorted(self.build):  # the delta's rows of the model go into the build too
-                self.db.execute("UPDATE vectors SET searched = true, pending = false WHERE pending AND model = %s "
-                                "AND dim = %s", (model, dim))
+                if self.delta:
+                    self.db.execute("UPDATE vectors SET searched = true, pending = false WHERE pending AND model = "
+                                    "%s AND dim = %s", (model, dim))
                 create_ann_index(self.db, model, dim)
         self.build = set()
 
 
-def mark_searched(db: Any, hashes: Sequence[str], building: Sequence[tuple[str, int]] = ()) -> None:
+def mark_searched(db: Any, hashes: Sequence[str], building: Sequence[tuple[str, int]] = (),
+                  delta: bool = True) -> None:
     """Vectors of these embed hashes (nodes just written) join the delta (``pending``; a fold puts them in the HNSW
     index), if they were put before any node had their text (a context vector's text that became a node's, or
     vectors copied before the nodes); those of a model whose index this transaction builds (``building``) are
     marked ``searched`` at once (the build takes them)."""
-    if hashes:
+    if hashes and not delta:  # an older schema (tests pin one): into the index at once, as before the delta
+        db.execute("UPDATE vectors SET searched = true WHERE hash = ANY(%s) AND NOT searched", (list(hashes),))
+    elif hashes:
         direct = [f"{m}\x1f{d}" for m, d in building]
         db.execute("UPDATE vectors SET searched = (model || E'\\x1f' || dim) = ANY(%s), pending = NOT ((model || "
                    "E'\\x1f' || dim) = ANY(%s)) WHERE hash = ANY(%s) AND NOT searched AND NOT pending",

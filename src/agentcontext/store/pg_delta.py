@@ -48,6 +48,13 @@ FOLD_AT = 10_000
 FOLD_CHUNK = 500  # rows a fold transaction moves (~2 s of HNSW inserts at 200,000 rows: the writer lock is short)
 
 
+def has_delta(db: Any) -> bool:
+    """Whether the schema has the delta's column (migration 8): a store whose migrations stop before it (tests pin an
+    older schema to build its data) writes and searches as before the delta."""
+    return db.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
+                      "table_name = 'vectors' AND column_name = 'pending'").fetchone() is not None
+
+
 def pending_count(db: Any, limit: int | None = None) -> int:
     """Rows in the delta (every model), counted up to ``limit`` (an index-only count of ``vectors_pending``)."""
     if limit is None:
@@ -94,13 +101,18 @@ class DeltaRole:
 
     fold_at: int | None
     folder: Folder
+    _delta: bool
 
     def fold(self, chunk: int = FOLD_CHUNK, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """Move the delta of unindexed vectors into the HNSW indexes now (``fold``)."""
+        if not self._delta:
+            return {"folded": 0, "chunks": 0, "pending": 0, "seconds": 0.0}
         return fold(self, chunk, progress)
 
     def pending_vectors(self) -> int:
         """Vectors in the delta: written, scored exactly by ``nearest``, not in an HNSW index yet."""
+        if not self._delta:
+            return 0
         return self._read("SELECT count(*) FROM vectors WHERE pending")[0][0]  # type: ignore[attr-defined]
 
     def info(self) -> dict[str, Any]:

@@ -78,7 +78,8 @@ def delta_predicate(model: str, dim: int, alias: str = "") -> str:
     return f"{col}model = {text_literal(model)} AND {col}dim = {int(dim)} AND {col}pending"
 
 
-def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_where: str | None = None) -> str:
+def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_where: str | None = None,
+                delta: bool = True) -> str:
     """(id, rid, inner product) of the ``k`` nearest filtered nodes, in one statement: when at most ``EXACT_ROWS``
     nodes pass the filter, every one of them is scored (its vector found by primary key; ``OFFSET 0`` keeps that a
     lookup, not a join over every vector), else the HNSW index is walked (iterative scan) and rows are filtered
@@ -91,7 +92,8 @@ def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_wh
     (no row is read; at 1,000,000 memories the rows cost 2-19 ms a query): the nodes it counts hold every filtered
     one, so a count within ``EXACT_ROWS`` means few; the rest of the filter (not retracted) is left to the walk.
     Parameters: ``count_where``'s (when given), ``node_where``'s, the query vector three times, ``node_where``'s
-    again, the query vector twice, ``node_where``'s a third time."""
+    again, the query vector twice, ``node_where``'s a third time (without ``delta``, a store pinned to a schema
+    before the delta, the last three are left out with the delta's branch)."""
     typed, pred = f"v.vector::{STORED}({int(dim)})", ann_predicate(db, model, dim, "v")
     exact = f"v.vector::vector({int(dim)})"  # scores: the stored values against the query
     conditions = node_where.replace(" WHERE ", " AND ", 1)
@@ -102,14 +104,18 @@ def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_wh
         head = (f"WITH few AS MATERIALIZED (SELECT count(*) <= {EXACT_ROWS} AS yes FROM (SELECT 1 FROM nodes n"
                 f"{count_where} LIMIT {EXACT_ROWS + 1}) c), f AS (SELECT n.id, n.rid, n.embed_hash FROM nodes n"
                 f"{node_where}) ")
-    return (head +
-            f"(SELECT f.id, f.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM f CROSS JOIN LATERAL (SELECT "
-            f"vector FROM vectors v WHERE v.hash = f.embed_hash AND {held_predicate(model, dim, 'v')} OFFSET 0) v "
+    walked = (
+        head + f"(SELECT f.id, f.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM f CROSS JOIN LATERAL (SELECT "
+            f"vector FROM vectors v WHERE v.hash = f.embed_hash AND "
+            f"{held_predicate(model, dim, 'v') if delta else pred} OFFSET 0) v "
             f"WHERE (SELECT yes FROM few) ORDER BY {exact} <#> %s::vector({int(dim)}), f.rid LIMIT {int(k)}) "
             f"UNION ALL (SELECT n.id, n.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM vectors v "
             f"JOIN nodes n ON n.embed_hash = v.hash WHERE {pred}{conditions} AND NOT (SELECT yes FROM "
-            f"few) ORDER BY {typed} <#> %s::{STORED}({int(dim)}) LIMIT {int(k)}) "
-            f"UNION ALL (SELECT n.id, n.rid, d.score FROM (SELECT v.hash, -({exact} <#> %s::vector({int(dim)})) AS "
-            f"score FROM vectors v WHERE {delta_predicate(model, dim, 'v')} AND NOT (SELECT yes FROM few) "
-            f"ORDER BY 2 DESC OFFSET 0) d CROSS JOIN LATERAL (SELECT n.id, n.rid FROM nodes n WHERE "
+            f"few) ORDER BY {typed} <#> %s::{STORED}({int(dim)}) LIMIT {int(k)})")
+    if not delta:
+        return walked
+    return (walked + " UNION ALL (SELECT n.id, n.rid, d.score FROM (SELECT v.hash, "
+            f"-({exact} <#> %s::vector({int(dim)})) AS score FROM vectors v WHERE "
+            f"{delta_predicate(model, dim, 'v')} AND NOT (SELECT yes FROM few) ORDER BY 2 DESC OFFSET 0) d "
+            "CROSS JOIN LATERAL (SELECT n.id, n.rid FROM nodes n WHERE "
             f"n.embed_hash = d.hash{conditions}) n ORDER BY d.score DESC FETCH FIRST {int(k)} ROWS WITH TIES)")

@@ -116,6 +116,7 @@ class PostgresStore(pg_delta.DeltaRole, SQLStore):
         self._ensure_vector_extension()
         register_vector(db)
         self._open()
+        self._delta = pg_delta.has_delta(db)  # False only for a store pinned to an older schema (tests pin one)
         # the search indexes loaded into the server's buffers where they are cold (pg_prewarm.py)
         self.prewarmed = pg_prewarm.prewarm(db) if prewarm else pg_prewarm.PrewarmReport(skipped="not asked")
 
@@ -230,7 +231,7 @@ class PostgresStore(pg_delta.DeltaRole, SQLStore):
         """The vector loader of the open transaction (it remembers the indexes to build before its commit: one
         build however many batches the transaction loads)."""
         if self._vector_loader is None:
-            self._vector_loader = pg_bulk.VectorLoader(self._db)
+            self._vector_loader = pg_bulk.VectorLoader(self._db, self._delta)
         return self._vector_loader
 
     def _tags_value(self, tags: list[str]) -> list[str]:
@@ -242,7 +243,8 @@ class PostgresStore(pg_delta.DeltaRole, SQLStore):
         rows = [(*r[:text], held_embed_text(r[title], r[content], r[text]), *r[text + 1:]) for r in rows]
         self._bulk_insert("nodes", f"{', '.join(names)}, tag_text", [(*r, " ".join(r[8] or [])) for r in rows])
         embed = transfer.TABLES["nodes"][1].index("embed_hash")
-        pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}), self._building())
+        pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}), self._building(),
+                              self._delta)
         # a version row copied before its node is the live row now (migration 4: the current version is held once)
         self._db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = ANY(%s) AND v.id = n.id AND "
                          "v.namespace = n.namespace AND v.version = n.version", ([r[0] for r in rows],))
@@ -317,7 +319,7 @@ class PostgresStore(pg_delta.DeltaRole, SQLStore):
         if inserts:
             self._bulk_insert("nodes", f"{NODE_COLS}, embed_text, tag_text", inserts)
         pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}),
-                              self._building())
+                              self._building(), self._delta)
 
     # --- text index ------------------------------------------------------------------------
     def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
@@ -492,9 +494,9 @@ class PostgresStore(pg_delta.DeltaRole, SQLStore):
             if titles is not None:
                 count.eq_any("n.title", list(titles) or [""])
             count_where, counted = count.sql(), count.params
-        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where)
-        rows = self._read(sql, [*counted, *where.params, query, query, query, *where.params, query, query,
-                                *where.params])
+        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where, self._delta)
+        delta = [query, *where.params] if self._delta else []  # the delta's branch (pg_delta)
+        rows = self._read(sql, [*counted, *where.params, query, query, query, *where.params, query, *delta])
         rows.sort(key=lambda r: (-r[2], r[1]))  # iterative index scans return them in relaxed order
         return [(r[0], float(r[2])) for r in rows[:k]]  # the index's best k and the delta's (pg_delta), merged
 
