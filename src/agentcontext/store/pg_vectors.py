@@ -14,6 +14,8 @@ bytes a memory against 2,048; recall@10 against exact float32 search stays where
 float16 values: 0.9995; the halfvec HNSW walk 0.995 against the float32 one's 0.9965, ef_search 1000), scores move
 by at most 6e-5. A value beyond float16's range (``HALF_MAX``) is refused (ValidationError naming its vector).
 When the filter leaves few nodes (``EXACT_ROWS``) the index is skipped and every one of them is scored exactly.
+Vectors written since the last fold are not in the index (``pending``, migration 8, ``pg_delta``): ``nearest_sql``
+scores them exactly beside the walk, and the caller keeps the best ``k`` of both.
 """
 from __future__ import annotations
 
