@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from enum import Enum
-from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Iterable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -44,6 +44,9 @@ class Capability(str, Enum):
     VECTOR_SEARCH = "vector_search"
     """The store ranks vectors itself (``VectorSearch``: an ANN index in the server, exact when a filter is
     selective): services ask it for dense candidates instead of loading every vector into the process."""
+    VECTOR_DELTA = "vector_delta"
+    """New vectors land outside the ANN index (a delta that searches score exactly) and ``fold(chunk, progress)``
+    moves them into it (``pending_vectors()`` counts them): PostgreSQL, ``store/pg_delta.py``."""
     SERVER_QUERIES = "server_queries"
     """The store is a server shared by processes and machines, and may hold more than one process should mirror:
     services ask it for what a query needs (candidates, a walk's frontier with ``edges_touching``) instead of
@@ -351,5 +354,19 @@ class VectorSearch(Protocol):
         index keeps nothing of (a stopword) is left out."""
 
 
-OPTIONAL_METHODS: dict[Capability, type] = {Capability.VECTOR_SEARCH: VectorSearch}
+@runtime_checkable
+class VectorDelta(Protocol):
+    """The methods of ``Capability.VECTOR_DELTA``: vectors written outside the ANN index, folded into it later."""
+
+    def fold(self, chunk: int = 500, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Move every vector of the delta into its model's ANN index, ``chunk`` rows a transaction (a fold cut
+        short leaves each row folded or still in the delta, findable either way); ``progress(done, total)``.
+        Returns {"folded", "chunks", "pending" (left), "seconds"}; a second fold moves nothing."""
+
+    def pending_vectors(self) -> int:
+        """Vectors in the delta: written and found by ``nearest`` (scored exactly), not in an ANN index yet."""
+
+
+OPTIONAL_METHODS: dict[Capability, type] = {Capability.VECTOR_SEARCH: VectorSearch,
+                                            Capability.VECTOR_DELTA: VectorDelta}
 """The protocol holding each optional capability's methods (a store has them exactly when it declares it)."""
