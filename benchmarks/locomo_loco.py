@@ -271,6 +271,9 @@ class Question:
     prev: np.ndarray  # each turn's previous / next turn (the memory index's links; -1: none)
     next: np.ndarray
     reply: np.ndarray  # the turn answering the question that follows each turn (memory/answers.py; -1: none)
+    own: np.ndarray | None = None  # each turn's own vector, its session and speaker (benchmarks/locomo_levers.py)
+    session: np.ndarray | None = None
+    speaker: np.ndarray | None = None
 
 
 def gather_questions(path: str, model: str | None = None) -> list[Question]:
@@ -290,6 +293,9 @@ def gather_questions(path: str, model: str | None = None) -> list[Question]:
         dia = np.array([(p.get("metadata") or {}).get("dia_id") for p in index.props], dtype=object)
         prev, nxt = index.prev.copy(), index.next.copy()
         reply = np.array([replies(nxt, index.asks, r) for r in range(len(index))], dtype=np.int64)
+        own = index.own.copy()
+        session = np.array([(p.get("metadata") or {}).get("session", 0) for p in index.props], dtype=np.int64)
+        speaker = index.title_codes.copy()
         known = {t["dia_id"] for t in ts}
         for qa in sample["qa"]:
             if qa.get("category") == 5:
@@ -305,7 +311,7 @@ def gather_questions(path: str, model: str | None = None) -> list[Question]:
                        (((0, 0), kept), ((1, 1), v), ((1, 0), flat))}
             out.append(Question(sid, int(qa["category"]), content,
                                 {name: v[name] for name in SIGNALS if name in v}, np.isin(dia, list(ev)), asks_when(q),
-                                prev, nxt, reply))
+                                prev, nxt, reply, own, session, speaker))
             if len(out) % 10 == 0:  # what is tuned here ranks as memory search does
                 hits = search(memory.workspace, index, memory.namespace, str(qa["question"]), 10, None)
                 assert [index.row[h.id] for h in hits] == top(out[-1], weights_of(SHIPPED, 1), 10).tolist()
@@ -317,6 +323,11 @@ _FUSED: dict[tuple[int, int, int, float], np.ndarray] = {}  # (question, strip, 
 
 
 def top(q: Question, w: dict[str, float], k: int) -> np.ndarray:
+    return np.argsort(-values(q, w, k), kind="stable")[:k]
+
+
+def values(q: Question, w: dict[str, float], k: int) -> np.ndarray:
+    """Every turn's value for these weights, as memory search ranks them (its k best: ``top``)."""
     key = (id(q), int(w["strip"]), int(w["idf"]), w["keyword"])
     content = _FUSED.get(key)
     if content is None:
@@ -343,7 +354,7 @@ def top(q: Question, w: dict[str, float], k: int) -> np.ndarray:
         if distance:
             around = list(distance)
             value[around] = np.maximum(value[around], near_shares(w["near"], list(distance.values())) * value[best])
-    return np.argsort(-value, kind="stable")[:k]
+    return value
 
 
 def recalls(qs: list[Question], w: dict[str, float]) -> dict[str, dict[int, float]]:
