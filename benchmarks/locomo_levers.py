@@ -12,6 +12,7 @@ the shipped weights with the answer stage).
   fact told again in another session (multi-hop evidence spans sessions in 26 of 27 misses) comes up. Unlike session
   5's Rocchio (the hits' mean added to the query vector, every turn), only other sessions gain, and by the hit's own
   vector, not the query's.
+- ``prf_q``: ``prf``'s gain times the turn's own dense similarity to the question (a turn must relate to both).
 
 For each conversation held out, each lever's parameters are chosen on the other four (objective: R@5 + R@10 there,
 among the choices that lower no category's R@10 there; the first in grid order among equals, so "off" wins ties)
@@ -33,7 +34,8 @@ from _util import report  # noqa: E402
 from locomo_loco import DEFAULT, K, SHIPPED, Question, gather_questions, values, weights_of  # noqa: E402
 
 LEVERS = {"reply": {"reply": (0.0, 0.5, 0.6, 0.7, 0.8, 0.9)},
-          "prf": {"prf": (0.0, 0.05, 0.1, 0.15, 0.2, 0.3), "seeds": (1, 2, 3)}}
+          "prf": {"prf": (0.0, 0.05, 0.1, 0.15, 0.2, 0.3), "seeds": (1, 2, 3)},
+          "prf_q": {"prf_q": (0.0, 0.1, 0.2, 0.3, 0.5), "seeds": (1, 2, 3)}}
 SHIPPED_W = weights_of(SHIPPED, 1)
 
 
@@ -52,6 +54,12 @@ def lever_top(q: Question, lever: dict, k: int = max(K)) -> np.ndarray:
         sims = np.clip(q.own @ q.own[seeds].T, 0.0, None)  # turns x seeds
         other = q.session[:, None] != q.session[seeds][None, :]
         value = value + lever["prf"] * (sims * other).max(axis=1)
+    if lever.get("prf_q"):  # the same second round, times the turn's own similarity to the question
+        seeds = np.argsort(-value, kind="stable")[: int(lever["seeds"])]
+        sims = np.clip(q.own @ q.own[seeds].T, 0.0, None)
+        other = q.session[:, None] != q.session[seeds][None, :]
+        dense = np.clip(q.content[(1, 1)][0], 0.0, None)
+        value = value + lever["prf_q"] * (sims * other).max(axis=1) * dense
     return np.argsort(-value, kind="stable")[:k]
 
 
@@ -104,6 +112,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("file", nargs="?", default=str(DEFAULT))
     ap.add_argument("--cache", default="", help="a pickle of the gathered questions (read if it exists, else written)")
+    ap.add_argument("--only", default="", help="only these levers (comma-separated)")
     args = ap.parse_args()
     cache = Path(args.cache) if args.cache else None
     if cache is not None and cache.exists():
@@ -114,6 +123,8 @@ def main() -> None:
             cache.write_bytes(pickle.dumps(qs))
     out: dict = {"file": args.file, "questions": len(qs), "levers": {}}
     for name, grid in LEVERS.items():
+        if args.only and name not in args.only.split(","):
+            continue
         print(f"lever {name}: grid {grid}", flush=True)
         held, info, off = loco(qs, grid)
         before, after = table(qs, off), table(qs, held)
@@ -124,7 +135,7 @@ def main() -> None:
         kept = after["all"]["10"] > before["all"]["10"] and all(after[c]["10"] >= before[c]["10"] for c in before)
         print(f"  {name}: {'kept' if kept else 'left out'}", flush=True)
         out["levers"][name] = {"grid": grid, **info, "shipped": before, "held_out": after, "kept": kept}
-    report("locomo_levers", out, quiet=True)
+    report("locomo_levers" + (f"_{args.only.replace(',', '_')}" if args.only else ""), out, quiet=True)
 
 
 if __name__ == "__main__":

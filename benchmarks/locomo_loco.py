@@ -2,6 +2,10 @@
 leave-one-conversation-out over the dev conversations.
 
 Run: .venv/bin/python benchmarks/locomo_loco.py [FILE] [--answer-only]  (--answer-only: issue 29's protocol alone)
+     .venv/bin/python benchmarks/locomo_loco.py [FILE] --models minilm,e5-small,mpnet  (issue 29's protocol with each
+     registered embedding model as memory search's model, MiniLM first, one run; benchmarks/results/
+     locomo_loco_models.json: the full pipeline, every signal and the answer stage, the share chosen per fold, every
+     other weight as shipped, so chosen with MiniLM)
 Gathers memory search's signals (memory/search.py ``gather``, engine/fusion.py) for every question but category
 5's over every turn of its conversation, stored as ``agentcontext eval locomo`` stores them, and chooses the
 weights of four of them (and, since session 6, the keyword weight; dense 1 and neighbours 0.36 stay as shipped):
