@@ -18,6 +18,19 @@ For each conversation held out, each lever's parameters are chosen on the other 
 among the choices that lower no category's R@10 there; the first in grid order among equals, so "off" wins ties)
 and applied to the held-out one; pooled over the five folds, printed per category beside memory search as shipped
 (the same questions, the same run). A lever is kept only if it raises held-out R@10 without lowering any category.
+
+Measured (760 questions; the shipped search on all five: R@5 0.738, R@10 0.829; multi-hop 0.402 / 0.573, temporal
+0.885 / 0.935, open-domain 0.445 / 0.587, single-hop 0.829 / 0.901; benchmarks/results/locomo_levers*.json), all
+three left out:
+- ``reply``: one fold (conv-26) chose 0.5, the others off; held out R@10 0.829 -> 0.828, open-domain 0.587 -> 0.576.
+  On all five: 0.5 changes nothing, 0.6-0.9 lower R@5 to 0.737-0.710 and R@10 to 0.828-0.804.
+- ``prf``: no fold chose it (every setting lowers a category's R@10 or R@5 + R@10 on the training folds). On all
+  five: R@5 0.729-0.740, R@10 0.801-0.827 (best R@5 0.740 at 0.1 with one seed, R@10 0.822 there).
+- ``prf_q``: no fold chose it. On all five: R@5 0.733-0.741, R@10 0.817-0.829 (0.1 with one seed: 0.740 / 0.829,
+  +0.002 / +0.0002, not a gain the folds confirm).
+A turn told again in another session is seldom near the best hit's own vector: the evidence the misses need is
+another fact (a second activity, another trip), not a repetition of the first, so a second round from the best hit
+brings up more of the same.
 """
 from __future__ import annotations
 
