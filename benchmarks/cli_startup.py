@@ -1,7 +1,7 @@
 """CLI start-up as whole processes (issue 27, section 2): ``agentcontext --version`` and ``agentcontext search``
 (the targets), ``memory retrieve``, a plain command (``policy list``) and a newly declared one (``decision
-precedents``), with this checkout's code beside main's (the baseline), measured in the same run, alternating before and after so
-a drifting machine moves both alike.
+precedents``), with this checkout's code beside main's (the baseline), measured in the same run, alternating before
+and after so a drifting machine moves both alike.
 
     python benchmarks/cli_startup.py [--runs 15] [--before REF]
 

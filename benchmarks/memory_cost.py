@@ -5,6 +5,11 @@ benchmarks/writes.py ``single_stores``, whose figure the issue quotes: 3.95 ms) 
 store so a busy machine slows both alike.
 
 Run: nice -n 10 .venv/bin/python benchmarks/memory_cost.py [--stores 200] [--queries 60] [--repeats 3]
+                                                            [--models minilm,e5-small,mpnet]
+With ``--models``, each registered embedding model (embed/models.py; MiniLM first, the baseline) as the workspaces'
+model (``AGENTCONTEXT_EMBED_MODEL`` for the new stores), its figures beside MiniLM's, as ratios, one run: store()
+p50 by the loop below (writes.py ``single_stores``' own part, without its other engines), retrieve at 10,000 with
+supplied vectors of the model's dimension.
 The retrieve store: 10,000 facts with supplied vectors (benchmarks/memory.py ``facts``), distinct queries, each
 embedded in the measured call. Each figure is the median over ``--repeats`` runs (each run's printed too).
 """
@@ -22,18 +27,20 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memory import OBJECTS, PLACES, RELATIONS, facts, fresh, unit_vectors  # noqa: E402
+from memory import OBJECTS, PLACES, RELATIONS, facts, fresh  # noqa: E402
+
+from agentcontext.embed.models import ENV, MINILM, load_model, spec_of  # noqa: E402
 from writes import single_stores  # noqa: E402
 
 STORE_TARGET_MS, RETRIEVE_TARGET_MS = 12.0, 50.0
 
 
-def retrieves(folder: Path, n: int, queries: int) -> dict[str, float]:
+def retrieves(folder: Path, n: int, queries: int, dim: int = 384) -> dict[str, float]:
     """p50 ms of ``retrieve`` (k 10) at ``n`` memories, shipped and without the answer stage, interleaved."""
     mem = fresh(folder, "retrieve")
     for start in range(0, n, 20000):
         m = min(20000, n - start)
-        mem.batch_store([{"content": t, "vector": v} for t, v in zip(facts(m, 100 + start), unit_vectors(m, start))])
+        mem.batch_store([{"content": t, "vector": v} for t, v in zip(facts(m, 100 + start), plain_dim(m, start, dim))])
     mem.retrieve("warm up the index", max_results=5)
     shipped, before = mem.weights, replace(mem.weights, answer=0.0)
     lat: dict[str, list[float]] = {"shipped": [], "before": []}
@@ -49,12 +56,66 @@ def retrieves(folder: Path, n: int, queries: int) -> dict[str, float]:
     return {name: statistics.median(v) for name, v in lat.items()}
 
 
+def store_p50(folder: Path, count: int) -> float:
+    """p50 ms of one ``store()`` with its embedding (distinct texts, the model warm), as writes.py measures it."""
+    texts = [f"{t} (entry {i})" for i, t in enumerate(facts(count + 10, 77))]
+    mem = fresh(folder, "single")
+    for t in texts[:10]:
+        mem.store(t)
+    lat = []
+    for t in texts[10:]:
+        started = time.perf_counter()
+        mem.store(t)
+        lat.append((time.perf_counter() - started) * 1000)
+    mem.workspace.close()
+    return statistics.median(lat)
+
+
+def by_model(models: list[str], args: argparse.Namespace) -> None:
+    """store() p50 and retrieve p50 at 10,000 with each model as the workspaces' model, medians of the repeats."""
+    rows: dict[str, tuple[float, float, list[float], list[float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in models:
+            os.environ[ENV] = name
+            dim = spec_of(name).dimension
+            load_model(name)  # loaded once, outside the timings
+            stores, gets = [], []
+            for r in range(args.repeats):
+                folder = Path(tmp) / f"{name}-{r}"
+                folder.mkdir()
+                stores.append(store_p50(folder, args.stores))
+                gets.append(retrieves(folder, 10000, args.queries, dim)["shipped"])
+                print(f"{name} run {r + 1}: store() p50 {stores[-1]:.2f} ms, retrieve p50 at 10,000 {gets[-1]:.1f} ms",
+                      flush=True)
+            rows[name] = (statistics.median(stores), statistics.median(gets), stores, gets)
+    os.environ.pop(ENV, None)
+    base = rows[models[0]]
+    print(f"\n{'model':28} {'store p50 ms':>14} {'(runs)':>14} {'x':>6} {'retrieve@10k ms':>16} {'(runs)':>14} "
+          f"{'x':>6}")
+    for name, (s, q, ss, qq) in rows.items():
+        print(f"{name:28} {s:>14.2f} {min(ss):>6.1f}-{max(ss):<7.1f} {s / base[0]:>6.2f} {q:>16.1f} "
+              f"{min(qq):>6.1f}-{max(qq):<7.1f} {q / base[1]:>6.2f}")
+    print(f"targets: store <= {STORE_TARGET_MS:.0f} ms, retrieve <= {RETRIEVE_TARGET_MS:.0f} ms; figures on a shared "
+          f"2-core machine (load average {np.round(os.getloadavg(), 1).tolist()})")
+
+
+def plain_dim(n: int, seed: int, dim: int) -> np.ndarray:
+    """Random unit vectors (benchmarks/memory.py ``unit_vectors`` at 384 dims: the same ones)."""
+    v = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--stores", type=int, default=200)
     ap.add_argument("--queries", type=int, default=60)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--models", default="", help="compare these registered embedding models (comma-separated)")
     args = ap.parse_args()
+    if args.models:
+        names = [spec_of(m).name for m in args.models.split(",") if m.strip()]
+        by_model([MINILM, *[n for n in names if n != MINILM]], args)
+        return
     stores, embeds, shipped, before = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):

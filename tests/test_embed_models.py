@@ -167,3 +167,35 @@ def test_a_workspace_made_on_a_store_directly_reads_its_model(tmp_path):
     ws = Workspace.open(home=tmp_path, create=True, embedding_model="e5-small")
     assert Workspace(ws.store).model_name == E5_SMALL  # as ContextGraph(store=...) and the decisions service make it
     ws.close()
+
+
+def test_cli_reindex_model_moves_the_workspace(tmp_path):
+    """``agentcontext reindex --model NAME`` (the declared reindex_knowledge operation's ``model`` field): every
+    active text embedded with NAME, which the workspace then records and uses; a pack with a model is refused."""
+    env = {**os.environ, "PYTHONPATH": str(SRC), "AGENTCONTEXT_HOME": str(tmp_path / ".agentcontext")}
+    env.pop("AGENTCONTEXT_URL", None)
+    env.pop("AGENTCONTEXT_EMBED_MODEL", None)
+
+    def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run([sys.executable, "-m", "agentcontext.cli", *args], capture_output=True, text=True,
+                              timeout=300, env=env)
+        assert (proc.returncode == 0) == ok, proc.stderr + proc.stdout
+        return proc
+
+    cli("init")
+    cli("memory", "store", "Ben adopted a dog named Rex.")
+    cli("memory", "store", "Paris had a rainy weekend.")
+    moved = json.loads(cli("reindex", "--model", "e5-small", "--json").stdout)
+    assert moved["model"] == E5_SMALL and moved["embedded"] >= 2
+    assert json.loads(cli("reindex", "--model", "e5-small", "--json").stdout)["embedded"] == 0  # nothing left
+    found = json.loads(cli("memory", "retrieve", "Which dog did Ben adopt?", "--json").stdout)
+    assert found[0]["content"] == "Ben adopted a dog named Rex."
+    ws = Workspace.open(home=tmp_path / ".agentcontext")
+    assert ws.model_name == E5_SMALL and recorded_model(ws.store) == E5_SMALL and ws.store.count_vectors(E5_SMALL) >= 2
+    ws.close()
+    bad = cli("reindex", "--model", "bge", ok=False)
+    assert bad.returncode == 1 and "unknown embedding model 'bge'" in bad.stderr + bad.stdout
+    both = cli("reindex", "lib:nothing", "--model", "e5-small", ok=False)
+    assert "moves the whole workspace" in both.stderr + both.stdout
+    back = json.loads(cli("reindex", "--model", "minilm", "--json").stdout)
+    assert back["model"] == MINILM and back["embedded"] == 0  # its vectors stayed: a move back costs nothing

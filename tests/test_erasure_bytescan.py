@@ -150,17 +150,28 @@ def test_postgres_heap_files_hold_no_byte_of_the_secret_after_a_strict_erasure(p
 
     ws = Workspace.open(url=pg_url)
     secret = new_secret()
-    fill(ws, secret, tmp_path / "exports")
+    made = fill(ws, secret, tmp_path / "exports")
     base = pg_server.data / "base"
     ws.store._db.execute("CHECKPOINT")  # the rows reach the heap files
     assert hits(folder_files(base), secret), "the secret is in the heap before the erasure"
+    # the erased memory's vector, written into the delta (store/pg_delta.py: outside the HNSW index), as stored
+    linked = ws.store.get_node(made["linked"]).embed_hash
+    assert ws.store._read("SELECT pending FROM vectors WHERE hash = %s", [linked]) == [(True,)]
+    held = ws.store.get_vectors([linked], ws.model_name)[linked]  # as stored: float16 (halfvec, schema 5)
+    vector = held.astype("<f2").tobytes()[:32]
+    assert vector_hits(folder_files(base), vector), "the vector is in the heap before the erasure"
     receipt = erase_workspace_entity(ws, ENTITY, reason="GDPR", erase_mentions=True)
     d = receipt.to_dict()
     assert d["complete"] is True and d["physical"]["status"] == "clean" and d["physical"]["vacuum"] == "full"
     assert any("WAL" in line for line in d["physical"]["may_remain"])
     ws.store._db.execute("CHECKPOINT")
     assert hits(folder_files(base), secret) == {}
+    assert vector_hits(folder_files(base), vector) == []
     ws.close()
+
+
+def vector_hits(paths: list[Path], needle: bytes) -> list[str]:
+    return [str(p) for p in paths if p.is_file() and needle in p.read_bytes()]
 
 
 def test_a_secret_is_one_word_the_stemmer_keeps_whole():

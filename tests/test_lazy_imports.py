@@ -54,7 +54,7 @@ def test_every_exported_name_resolves_to_its_defining_class():
     from agentcontext.context import AgentContext as defined
 
     assert AgentContext is defined
-    assert len(set(agentcontext.__all__)) == len(agentcontext.__all__) == 27
+    assert len(set(agentcontext.__all__)) == len(agentcontext.__all__) == 28  # + RetrievalConfig (issue 27 s5)
     for name in agentcontext.__all__:
         value = getattr(agentcontext, name)
         assert value.__name__ == name and value.__module__.startswith("agentcontext.")

@@ -133,8 +133,9 @@ def test_a_copy_carries_every_column_but_what_a_backend_derives(pg_url, tmp_path
     """A column a migration adds must be added to store/transfer.TABLES too, or this fails (and copies lose it)."""
     from agentcontext.store.transfer import TABLES
 
-    # vectors.searched (PostgreSQL): whether a node's text has the vector, derived from the nodes on import
-    derived = {"nodes": {"rid", "tag_text", "tsv"}, "edges": {"rid"}, "vectors": {"searched"}}
+    # vectors.searched / pending (PostgreSQL): whether a node's text has the vector and it is in the HNSW index or
+    # the delta (store/pg_delta.py), derived from the nodes and the load on import
+    derived = {"nodes": {"rid", "tag_text", "tsv"}, "edges": {"rid"}, "vectors": {"searched", "pending"}}
     lite, pg = open_store(tmp_path / "x.db"), open_store(pg_url)
     try:
         for table in COPY_TABLES:

@@ -26,7 +26,8 @@ def column_type(store) -> str:
 
 
 def index_def(store, model: str, dim: int) -> str:
-    return store._read("SELECT indexdef FROM pg_indexes WHERE indexname = %s", (ann_index_name(model, dim),))[0][0]
+    return store._read("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s",
+                       (ann_index_name(model, dim),))[0][0]  # index names repeat in other tests' schemas
 
 
 def half(v: np.ndarray) -> np.ndarray:

@@ -291,7 +291,7 @@ def test_nearest_judges_few_nodes_through_the_index_and_walks_hnsw_past_them(pg,
     q = np.asarray(query, dtype=np.float32)
     pg._db.execute("SET enable_seqscan = off")  # 90 rows: the planner would rather read them all
     plan = "\n".join(r[0] for r in pg._read("EXPLAIN (ANALYZE, COSTS OFF) " + sql,
-                                            ["ns:a", "ns:a", q, q, q, "ns:a", q]))
+                                            ["ns:a", "ns:a", q, q, q, "ns:a", q, q, "ns:a"]))
     assert "Index Only Scan" in plan, plan  # (reading no row once VACUUM has set the visibility map)
     assert "never executed" in plan, plan  # 60 nodes counted: the exact branch is not run
     pg._db.execute("RESET enable_seqscan")

@@ -20,14 +20,15 @@ _LAZY = {
     "AgentContext": "context", "AgentMemory": "memory", "CausalChainAnalyzer": "decisions", "ContextGraph": "graph",
     "ContextRetriever": "retrieval", "DecisionRecorder": "decisions", "EntityLink": "entities",
     "EntityLinker": "entities", "ErasureCoordinator": "erasure", "ErasureReceipt": "erasure",
-    "LinkedEntity": "entities", "PolicyEngine": "decisions", "RetrievedContext": "retrieval",
+    "LinkedEntity": "entities", "PolicyEngine": "decisions", "RetrievalConfig": "retrieval",
+    "RetrievedContext": "retrieval",
     "TruthMaintenanceContextFilter": "truth", "VectorStore": "vector_store", "Workspace": "workspace",
 }
 
 __all__ = [
     "AgentContext", "AgentMemory", "CausalChainAnalyzer", "ContextGraph", "ContextRetriever", "DecisionRecorder",
     "EntityLink", "EntityLinker", "ErasureCoordinator", "ErasureReceipt", "LinkedEntity", "PolicyEngine",
-    "RetrievedContext", "TruthMaintenanceContextFilter", "VectorStore", "Workspace",
+    "RetrievalConfig", "RetrievedContext", "TruthMaintenanceContextFilter", "VectorStore", "Workspace",
     "AgentContextError", "AccessDeniedError", "BudgetExceededError", "ConflictError", "CycleError",
     "MissingModuleError", "NotFoundError", "ProcessingError", "ProviderError", "ReadOnlyError", "ValidationError",
 ]
@@ -55,7 +56,7 @@ if TYPE_CHECKING:  # type checkers and IDEs see the same names as plain imports
     from .erasure import ErasureCoordinator, ErasureReceipt
     from .graph import ContextGraph
     from .memory import AgentMemory
-    from .retrieval import ContextRetriever, RetrievedContext
+    from .retrieval import ContextRetriever, RetrievalConfig, RetrievedContext
     from .truth import TruthMaintenanceContextFilter
     from .vector_store import VectorStore
     from .workspace import Workspace

@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .errors import AccessDeniedError, NotFoundError, ReadOnlyError, ValidationError
 from .model import to_utc_iso, utcnow
+from .store import Capability
 from .workspace import Workspace
 
 LEVELS = {"read": 1, "write": 2, "admin": 3}
@@ -485,6 +486,21 @@ def audit_log(ws: Workspace, actor: str | None = None, principal: str | None = N
     if end is not None:
         rows = [r for r in rows if r["at"] < end]
     return rows[-limit:] if limit else rows
+
+
+def store_fold(ws: Workspace, actor: str | None = None,
+               progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Move the store's delta of unindexed vectors into its ANN indexes now (``Capability.VECTOR_DELTA``;
+    PostgreSQL, store/pg_delta.py): writes to the whole store's indexes, so the owner or an admin of ``*`` only.
+    A store without a delta (SQLite) has nothing to fold."""
+    if not is_superadmin(ws, actor):
+        raise deny(ws, actor, "store.fold", "store", "admin", "*",
+                   hint="only the owner or an admin of `*` may fold the store's vectors into its indexes")
+    store = ws.store
+    if Capability.VECTOR_DELTA not in store.capabilities:
+        return {"backend": store.backend, "folded": 0, "chunks": 0, "pending": 0, "seconds": 0.0,
+                "note": "this store keeps no delta: its vectors are searched as they are written"}
+    return {"backend": store.backend, **store.fold(progress=progress)}
 
 
 def store_info(ws: Workspace, actor: str | None = None) -> dict[str, Any]:

@@ -9,6 +9,10 @@
 Setting ``knowledge_graph`` (``load`` and ``load_graph`` do when there is none) hands the graph to
 every service. Reports and persistence of memory + graph are plain functions in ``state.py``.
 
+``config``: the one ``RetrievalConfig`` (engine/retrieval_config.py) built here from the constructor's retrieval
+arguments (or given whole as ``retrieval_config=``) and handed to memory, the retriever, decisions and reasoning;
+a call's keywords override it for that call, and each result echoes what ran (``config``).
+
 ``principal``: who the context acts for. Every service it holds acts as that principal, so each read and
 write is checked and audited exactly as the CLI and MCP check them (access.py); without one, the context
 acts as the workspace's owner. In a single-user workspace (no grant or token was ever issued) every
@@ -23,6 +27,9 @@ from typing import Any, Iterable, Sequence
 from . import state
 from .decisions import Decision, PolicyEngine
 from .decisions.service import DecisionService
+from .engine import rerank as reranking
+from .engine.fusion import FusionWeights
+from .engine.retrieval_config import FROM_CONFIG, RetrievalConfig
 from .errors import ValidationError
 from .graph import ContextGraph
 from .graph.protocol import GraphLike
@@ -93,13 +100,21 @@ class AgentContext:
         llm_provider: Completes | None = None,
         infer: bool = False,
         node_embeddings: bool | None = None,
+        retrieval_config: RetrievalConfig | None = None,
     ) -> None:
+        # What retrieval reads, validated once: the given configuration, else one from the arguments above.
+        if retrieval_config is not None and not isinstance(retrieval_config, RetrievalConfig):
+            raise ValidationError("retrieval_config must be an agentcontext RetrievalConfig",
+                                  got=type(retrieval_config).__name__)
+        self.config = retrieval_config or RetrievalConfig(
+            graph_expansion=graph_expansion, max_expansion_hops=max_expansion_hops, hybrid_alpha=hybrid_alpha,
+            proximity_weight=proximity_weight, rerank=reranking.enabled(None), weights=FusionWeights())
         self.decision_tracking = decision_tracking
         self.retention_days = retention_days
         self.max_memories = max_memories
-        self.graph_expansion = graph_expansion
-        self.max_expansion_hops = max_expansion_hops
-        self.hybrid_alpha = hybrid_alpha
+        self.graph_expansion = self.config.graph_expansion
+        self.max_expansion_hops = self.config.max_expansion_hops
+        self.hybrid_alpha = self.config.hybrid_alpha
         # The graph flags (default True) go to the graph this context builds; a given graph keeps its own,
         # and a flag given here that contradicts it is refused rather than silently ignored.
         self.graph_flags = graph_flags(knowledge_graph, advanced_analytics=advanced_analytics,
@@ -107,7 +122,7 @@ class AgentContext:
         self.advanced_analytics = self.graph_flags["advanced_analytics"]
         self.kg_algorithms = self.graph_flags["kg_algorithms"]
         self.node_embeddings = self.graph_flags["node_embeddings"]
-        self.proximity_weight = proximity_weight
+        self.proximity_weight = self.config.proximity_weight
         self.principal = principal
         self.llm_provider = check_provider(llm_provider)
         self.infer = check_infer(infer, llm_provider)
@@ -115,14 +130,12 @@ class AgentContext:
         # One scope (where and for whom), handed to every service with the collaborators it needs.
         self.scope = Scope(self.vector_store.workspace, principal)
         self.memory = AgentMemory(self.vector_store, max_memory_size=max_memories, retention_policy=retention_days,
-                                  scope=self.scope)
-        self.retriever = ContextRetriever(memory_store=self.memory, use_graph_expansion=graph_expansion,
-                                          max_expansion_hops=max_expansion_hops, hybrid_alpha=hybrid_alpha,
-                                          proximity_weight=proximity_weight, scope=self.scope)
+                                  scope=self.scope, config=self.config)
+        self.retriever = ContextRetriever(memory_store=self.memory, scope=self.scope, config=self.config)
         self.retriever.llm_provider = self.llm_provider
-        self.decisions = DecisionService(tracking=decision_tracking, proximity_weight=proximity_weight,
-                                         scope=self.scope)
-        self.reasoning = ReasoningService(self.retriever, decisions=self.decisions, scope=self.scope)
+        self.decisions = DecisionService(tracking=decision_tracking, scope=self.scope, config=self.config)
+        self.reasoning = ReasoningService(self.retriever, decisions=self.decisions, scope=self.scope,
+                                          config=self.config)
         self.knowledge_graph = knowledge_graph
 
     # --- the graph every service works on ----------------------------------------------------
@@ -162,7 +175,8 @@ class AgentContext:
     def batch_store(self, items: Sequence[Any], **kwargs: Any) -> list[str]:
         return self.memory.batch_store(items, **kwargs)
 
-    def retrieve(self, query: str, max_results: int = 5, min_score: float = 0.0, use_graph: bool | None = None,
+    def retrieve(self, query: str, max_results: int = 5, min_score: float | None = None,
+                 use_graph: bool | None = None,
                  conversation_id: str | None = None, user_id: str | None = None,
                  filters: dict[str, Any] | None = None, **kwargs: Any) -> list[dict[str, Any]]:
         """Hybrid retrieval; GraphRAG expansion when a knowledge_graph is set (or ``use_graph=True``)."""
@@ -170,7 +184,7 @@ class AgentContext:
                                                conversation_id=conversation_id, user_id=user_id, filters=filters,
                                                **kwargs)
 
-    def context_for(self, query: str, max_results: int = 10, max_hops: int = 2, budget_tokens: int | None = 4000,
+    def context_for(self, query: str, max_results: int = 10, max_hops: int = 2, budget_tokens: Any = FROM_CONFIG,
                     **kwargs: Any) -> ContextBundle:
         """The cited context query_with_reasoning would send a model (include=, conversation_id=, user_id=,
         min_score=; see reasoning/service.py)."""

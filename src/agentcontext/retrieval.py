@@ -12,22 +12,29 @@ graph alone ranks what it reaches). Every result names the signals that produced
 
 Acting as a principal (given, else the memory store's), it returns only records the principal sees and
 expands only through them (access.py); the memory store checks its own reads.
+
+What it reads is one ``RetrievalConfig`` (engine/retrieval_config.py: sources, hybrid_alpha, proximity_weight,
+expansion, min_score, truth filter): the facade's, else one built from the constructor's arguments; a call's
+keywords override it for that call. Results are ``RetrievedContext`` from candidate to output (engine/retrieved.py;
+``retrieve_blended`` makes dicts at the end), each with ``config``, the echo of the configuration that ran, beside
+its ``signals``; ``min_score`` is applied once, to the final scores (``RetrievalConfig.keep``).
 """
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from . import access, retrieval_modes
 from .engine import proximity
 from .engine.fusion import RELEVANCE, blend
+from .engine.retrieval_config import RetrievalConfig
+from .engine.retrieved import RetrievedContext, as_dicts
 from .errors import ValidationError, refuse_unknown
 from .graph import ContextGraph
 from .graph.node_search import search_nodes
 from .graph.protocol import GraphLike
 from .model import MEMORY_KIND
-from .seams import MemoryLike, Scope, SearchableVectors
+from .seams import Configured, MemoryLike, RecallsResults, Scope, SearchableVectors, conforms
 from .store import Store
 from .vector_store import VectorStore
 
@@ -35,22 +42,7 @@ MODES = ("local", "global", "drift", "hybrid")
 HOP_DECAY = 0.5
 
 
-@dataclass
-class RetrievedContext:
-    content: str
-    score: float
-    source: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-    id: str | None = None
-    signals: dict[str, float] = field(default_factory=dict)
-    related_entities: list[dict[str, Any]] = field(default_factory=list)
-    related_relationships: list[dict[str, Any]] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.update(out.pop("extra"))
-        return out
+__all__ = ["ContextRetriever", "RetrievedContext", "RetrievalConfig", "as_dicts"]
 
 
 def _stores_of(memory: MemoryLike | None, graph: GraphLike | None, vectors: Any) -> list[Store]:
@@ -75,22 +67,52 @@ class ContextRetriever:
     def __init__(self, memory_store: MemoryLike | None = None, knowledge_graph: GraphLike | None = None,
                  vector_store: VectorStore | SearchableVectors | None = None,
                  use_graph_expansion: bool = True, max_expansion_hops: int = 2, hybrid_alpha: float = 0.5,
-                 proximity_weight: float = 0.0, principal: str | None = None, scope: Scope | None = None) -> None:
-        if not 0.0 <= float(hybrid_alpha) <= 1.0:
-            raise ValidationError(f"hybrid_alpha must be in [0, 1], got {hybrid_alpha}", hybrid_alpha=hybrid_alpha)
-        if int(max_expansion_hops) < 0:
-            raise ValidationError("max_expansion_hops must be >= 0", max_expansion_hops=max_expansion_hops)
-        proximity.check_weight(proximity_weight)
+                 proximity_weight: float = 0.0, principal: str | None = None, scope: Scope | None = None,
+                 config: RetrievalConfig | None = None) -> None:
+        """``config`` (the facade's) says everything retrieval reads; without one it is built from the keywords."""
+        if config is None:
+            config = RetrievalConfig(graph_expansion=bool(use_graph_expansion), hybrid_alpha=hybrid_alpha,
+                                     max_expansion_hops=max_expansion_hops, proximity_weight=proximity_weight)
+        self.config = config
         self.memory_store = memory_store
         self.knowledge_graph = knowledge_graph
         self.vector_store = vector_store
-        self.use_graph_expansion = use_graph_expansion
-        self.max_expansion_hops = int(max_expansion_hops)
-        self.hybrid_alpha = float(hybrid_alpha)
-        self.proximity_weight = float(proximity_weight)
         self._principal = scope.principal if scope is not None else principal  # None: the memory store's
         self.result_type = RetrievedContext
         self.llm_provider: Any = None  # writes community summaries (global, drift, hybrid); AgentContext sets it
+
+    # The configuration's fields under the names of seed 003's constructor (read and set).
+    @property
+    def use_graph_expansion(self) -> bool:
+        return self.config.graph_expansion
+
+    @use_graph_expansion.setter
+    def use_graph_expansion(self, on: bool) -> None:
+        self.config = self.config.override(graph_expansion=bool(on))
+
+    @property
+    def max_expansion_hops(self) -> int:
+        return self.config.max_expansion_hops
+
+    @max_expansion_hops.setter
+    def max_expansion_hops(self, hops: int) -> None:
+        self.config = self.config.override(max_expansion_hops=hops)
+
+    @property
+    def hybrid_alpha(self) -> float:
+        return self.config.hybrid_alpha
+
+    @hybrid_alpha.setter
+    def hybrid_alpha(self, alpha: float) -> None:
+        self.config = self.config.override(hybrid_alpha=alpha)
+
+    @property
+    def proximity_weight(self) -> float:
+        return self.config.proximity_weight
+
+    @proximity_weight.setter
+    def proximity_weight(self, weight: float) -> None:
+        self.config = self.config.override(proximity_weight=weight)
 
     @property
     def principal(self) -> str | None:
@@ -115,18 +137,15 @@ class ContextRetriever:
 
     # --- candidates ------------------------------------------------------------------------
     def _memory_candidates(self, query: str, pool: int, **filters: Any) -> list[RetrievedContext]:
+        """The memory store's own results (min_score 0: the retriever applies it once, to the final scores)."""
         if self.memory_store is None:
             return []
-        out = []
         if self._counts_use:  # what this retriever returns counts as used, not the whole pool
             filters["count_use"] = False
-        for item in self.memory_store.retrieve(query, max_results=pool, **filters):
-            extra = {k: item[k] for k in ("conversation_id", "user_id", "timestamp", "created_at", "updated_at")
-                     if k in item}
-            out.append(RetrievedContext(content=item["content"], score=float(item["score"]), source="memory",
-                                        metadata=dict(item.get("metadata") or {}), id=item["id"],
-                                        signals=dict(item.get("signals") or {}), extra=extra))
-        return out
+        if conforms(self.memory_store, RecallsResults):  # ours: the one result type straight from recall
+            return self.memory_store.results(query, max_results=pool, min_score=0.0, **filters)
+        return [RetrievedContext.from_memory(item)  # a caller's own memory object: its dicts, read once here
+                for item in self.memory_store.retrieve(query, max_results=pool, **filters)]
 
     def _vector_candidates(self, query: str, pool: int, skip_ids: set[str]) -> list[RetrievedContext]:
         vs = self.vector_store
@@ -179,7 +198,7 @@ class ContextRetriever:
         return out
 
     # --- graph expansion -------------------------------------------------------------------
-    def _expand(self, seeds: list[RetrievedContext], hops: int) -> list[RetrievedContext]:
+    def _expand(self, seeds: list[RetrievedContext], hops: int, alpha: float) -> list[RetrievedContext]:
         stores = _stores_of(self.memory_store, self.knowledge_graph, self.vector_store)
         if not stores or hops <= 0:
             return []
@@ -228,13 +247,15 @@ class ContextRetriever:
             c.signals.update({"graph": g, "hops": float(hop)})
             c.extra.setdefault("via", via)
             if g > c.score:
-                c.score = blend(c.score, g, self.hybrid_alpha)
+                c.score = blend(c.score, g, alpha)
+        nodes: dict[str, Any] = {}
+        for store in stores:  # one batched read per store, the first store holding a node giving it
+            missing = [nid for nid in best if nid not in nodes]
+            if not missing:
+                break
+            nodes.update(store.get_nodes(missing))
         for nid, (g, hop, via) in best.items():
-            node = None
-            for store in stores:
-                node = store.get_node(nid)
-                if node is not None:
-                    break
+            node = nodes.get(nid)
             if node is None:
                 continue
             props = node.props or {}
@@ -244,6 +265,17 @@ class ContextRetriever:
                                         signals={"graph": g, "hops": float(hop)}, extra={"via": via,
                                                                                         "kind": node.kind}))
         return out
+
+    def _echo(self, config: RetrievalConfig) -> dict[str, Any]:
+        """What ran: ``config``'s echo, with the memory's own fusion weights and reranker when they are not the
+        configuration's (a memory given its own, or changed since)."""
+        memory = self.memory_store
+        if not conforms(memory, Configured) or not config.uses("memory"):
+            return config.echo
+        ran = memory.config
+        if ran.weights is config.weights and ran.rerank == config.rerank:
+            return config.echo
+        return dict(config.echo, weights=ran.echo["weights"], rerank=ran.rerank)
 
     @property
     def _counts_use(self) -> bool:
@@ -258,61 +290,64 @@ class ContextRetriever:
 
     # --- the entry point -------------------------------------------------------------------
     def retrieve(self, query: str, max_results: int = 5, use_graph_expansion: bool | None = None,
-                 min_relevance_score: float = 0.0, conversation_id: str | None = None, user_id: str | None = None,
-                 filters: dict[str, Any] | None = None, truth_filter: Any = None, mode: str = "local",
-                 max_hops: int | None = None, **kwargs: Any) -> list[RetrievedContext]:
+                 min_relevance_score: float | None = None, conversation_id: str | None = None,
+                 user_id: str | None = None, filters: dict[str, Any] | None = None, truth_filter: Any = None,
+                 mode: str = "local", max_hops: int | None = None, **kwargs: Any) -> list[RetrievedContext]:
         """Context for ``query``, best first. ``mode``: ``local`` (the default: memory, vectors and the graph's
         nodes, expanded over the graph), ``global`` (community reports), ``drift`` (the best communities, then
         local follow-ups inside them) or ``hybrid`` (local and global fused); retrieval_modes.py says what each
         returns. ``truth_filter`` is accepted with ``local`` only. ``llm_provider`` writes community summaries
-        (global, drift, hybrid; else they are extractive)."""
+        (global, drift, hybrid; else they are extractive). ``min_relevance_score`` is the configuration's
+        ``min_score`` for this call (given, else the configuration's), applied once to the final scores."""
         refuse_unknown("retrieve", set(kwargs) - {"type", "llm_provider"}, RETRIEVE_KEYWORDS, FILTER_HINT)
         if mode not in MODES:
             raise ValidationError(f"unknown retrieval mode {mode!r}; use one of {', '.join(MODES)}", mode=mode)
         if truth_filter is not None and mode != "local":
             raise ValidationError(f"truth_filter is supported only with mode='local', not {mode!r}; those modes are "
                                   "outside the dependency-validation guarantee", mode=mode)
+        config = self.config.override(graph_expansion=use_graph_expansion, max_expansion_hops=max_hops,
+                                      min_score=min_relevance_score, truth_filter=truth_filter)
         provider = kwargs.pop("llm_provider", None) or self.llm_provider
-        if mode != "local":
-            if not isinstance(query, str) or not query.strip():
-                raise ValidationError("retrieve needs a non-empty query text")
-            local = dict(use_graph_expansion=use_graph_expansion, conversation_id=conversation_id, user_id=user_id,
-                         filters=filters, max_hops=max_hops, **kwargs)
-            if mode == "global":
-                out = retrieval_modes.global_results(self, query, max_results, provider, min_relevance_score)
-            elif mode == "drift":
-                out = retrieval_modes.drift_results(self, query, max_results, provider, min_relevance_score, **local)
-            else:
-                out = retrieval_modes.hybrid_results(self, query, max_results, provider, min_relevance_score,
-                                                     **local)
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("retrieve needs a non-empty query text")
+        if max_results <= 0:
+            return []
+        local = dict(config=config, conversation_id=conversation_id, user_id=user_id, filters=filters, **kwargs)
+        if mode == "global":
+            out = retrieval_modes.global_results(self, query, provider)
+        elif mode == "drift":
+            out = retrieval_modes.drift_results(self, query, max_results, provider, **local)
+        elif mode == "hybrid":
+            out = retrieval_modes.hybrid_results(self, query, max_results, provider, **local)
         else:
-            out = self._retrieve(query, max_results, use_graph_expansion, min_relevance_score, conversation_id,
-                                 user_id, filters, truth_filter, mode, max_hops, **kwargs)
+            out = self._ranked(query, max_results, **local)
+        out = config.keep(out)[:max_results]  # min_score, once, on the final scores
+        echo = self._echo(config)
+        for r in out:
+            r.config = echo
         self._count_use(out)
         return out
 
     def retrieve_global(self, query: str, max_results: int = 5, llm_provider: Any = None,
-                        min_relevance_score: float = 0.0) -> list[RetrievedContext]:
+                        min_relevance_score: float | None = None) -> list[RetrievedContext]:
         """``retrieve(mode="global")``: the graph's community reports best matching ``query``."""
         return self.retrieve(query, max_results, min_relevance_score=min_relevance_score, mode="global",
                              llm_provider=llm_provider)
 
     def retrieve_drift(self, query: str, max_results: int = 5, llm_provider: Any = None,
-                       min_relevance_score: float = 0.0, **kwargs: Any) -> list[RetrievedContext]:
+                       min_relevance_score: float | None = None, **kwargs: Any) -> list[RetrievedContext]:
         """``retrieve(mode="drift")``: the best communities, then local follow-ups inside them."""
         return self.retrieve(query, max_results, min_relevance_score=min_relevance_score, mode="drift",
                              llm_provider=llm_provider, **kwargs)
 
-    def _retrieve(self, query: str, max_results: int = 5, use_graph_expansion: bool | None = None,
-                 min_relevance_score: float = 0.0, conversation_id: str | None = None, user_id: str | None = None,
-                 filters: dict[str, Any] | None = None, truth_filter: Any = None, mode: str = "local",
-                 max_hops: int | None = None, **kwargs: Any) -> list[RetrievedContext]:
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("retrieve needs a non-empty query text")
+    def _ranked(self, query: str, max_results: int, config: RetrievalConfig, conversation_id: str | None = None,
+                user_id: str | None = None, filters: dict[str, Any] | None = None,
+                **kwargs: Any) -> list[RetrievedContext]:
+        """The local candidates of ``config``'s sources, truth-filtered, expanded over the graph and ranked: the
+        best ``max_results`` (``min_score`` is the caller's to apply, once, after any rescaling)."""
         if max_results <= 0:
             return []
-        expand = self.use_graph_expansion if use_graph_expansion is None else use_graph_expansion
-        hops = self.max_expansion_hops if max_hops is None else int(max_hops)
+        expand, hops, truth_filter = config.graph_expansion, config.max_expansion_hops, config.truth_filter
         # With a truth filter, fetch deeper: stale records must not crowd valid ones out of the pool.
         pool = max(max_results * 3, 20) if truth_filter is None else max(max_results * 10, 100)
         snapshot = truth_filter.begin() if truth_filter is not None else None
@@ -320,35 +355,35 @@ class ContextRetriever:
         if filters:
             mem_filters["filters"] = filters
         mem_filters.update(kwargs)
-        candidates = self._memory_candidates(query, pool, **mem_filters)
-        if conversation_id is None and user_id is None and not filters:
+        scoped = conversation_id is not None or user_id is not None or bool(filters)
+        candidates = self._memory_candidates(query, pool, **mem_filters) if config.uses("memory") else []
+        if not scoped and config.uses("vector"):
             candidates += self._vector_candidates(query, pool, {c.id for c in candidates if c.id})
-        if expand and self.knowledge_graph is not None and conversation_id is None and user_id is None \
-                and not filters:  # GraphRAG: the graph's nodes in their own right
+        if expand and self.knowledge_graph is not None and not scoped and config.uses("graph"):
+            # GraphRAG: the graph's nodes in their own right
             candidates += self._node_candidates(query, pool, {c.id for c in candidates if c.id})
         if truth_filter is not None:
             candidates = truth_filter.filter(candidates, snapshot)
         for c in candidates:
             c.signals.setdefault("retrieval", c.score)
-        if expand and hops > 0 and self.hybrid_alpha > 0 and candidates:
-            graph_hits = self._expand(candidates, hops)
+        a = config.hybrid_alpha
+        if expand and hops > 0 and a > 0 and candidates:
+            graph_hits = self._expand(candidates, hops, a)
             if truth_filter is not None:
                 graph_hits = truth_filter.filter(graph_hits, snapshot)
-            a = self.hybrid_alpha
             for c in graph_hits:
                 c.score = a * c.signals["graph"]
             candidates += graph_hits
         if truth_filter is not None:
             truth_filter.finish(snapshot)
-        ranked = sorted((c for c in candidates if c.score >= min_relevance_score),
-                        key=lambda c: (-c.score, c.id or ""))
-        return ranked[:max_results]
+        return sorted(candidates, key=lambda c: (-c.score, c.id or ""))[:max_results]
 
-    def retrieve_blended(self, query: str, max_results: int = 5, min_score: float = 0.0,
+    def retrieve_blended(self, query: str, max_results: int = 5, min_score: float | None = None,
                          use_graph: bool | None = None, proximity_weight: float | None = None,
                          **kwargs: Any) -> list[dict[str, Any]]:
         """``AgentContext.retrieve``: results as dicts, graph expansion by default when a knowledge graph is set, and
         graph proximity (``engine/proximity.py``) blended in with ``proximity_weight`` (default: the retriever's).
+        ``min_score`` (default: the configuration's) applies once, to the blended score.
 
         ``truth_filter`` is refused here (seed 003): use ``retrieve(..., truth_filter=...)`` for checked context."""
         if "truth_filter" in kwargs:
@@ -367,16 +402,22 @@ class ContextRetriever:
                                   "knowledge_graph=ContextGraph()) or call load_graph(path) first; use_graph=False "
                                   "(or leave it unset) searches memory alone", use_graph=use_graph)
         expand = (graph is not None) if use_graph is None else bool(use_graph)
-        w = self.proximity_weight if proximity_weight is None else float(proximity_weight)
+        config = self.config.override(graph_expansion=expand, min_score=min_score, proximity_weight=proximity_weight,
+                                      max_expansion_hops=kwargs.pop("max_hops", None))
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("retrieve needs a non-empty query text")
+        w = config.proximity_weight
         blending = graph is not None and w > 0
         pool = max_results * 3 if blending else max_results  # room to re-rank
-        out = as_dicts(self._retrieve(query, max_results=pool, use_graph_expansion=expand,
-                                      min_relevance_score=0.0 if blending else min_score, **kwargs))
-        if graph is not None and out:
-            out = proximity.blend_proximity(graph, out, query, w, hops=self.max_expansion_hops)
-        out = [r for r in out if r["score"] >= min_score][:max_results]
+        out = self._ranked(query, pool, config, **kwargs)
+        if graph is not None and out:  # with a graph, each result says its semantic and proximity scores
+            out = proximity.blend_results(graph, out, query, w, hops=self.max_expansion_hops)
+        out = config.keep(out)[:max_results]  # min_score, once, on the blended scores
+        echo = self._echo(config)
+        for r in out:
+            r.config = echo
         self._count_use(out)
-        return out
+        return as_dicts(out)
 
     # --- delegates -------------------------------------------------------------------------
     def search(self, query: str, max_results: int = 5, **kwargs: Any) -> list[RetrievedContext]:
@@ -407,7 +448,3 @@ class ContextRetriever:
 
 def _source(result: Any) -> str:
     return result.source if isinstance(result, RetrievedContext) else str(result.get("source", ""))
-
-
-def as_dicts(results: Iterable[RetrievedContext]) -> list[dict[str, Any]]:
-    return [r.to_dict() for r in results]

@@ -12,12 +12,15 @@
   already an absolute relevance in [0, 1], engine/fusion.py's curve, so they compare without re-weighting).
 
 ``truth_filter`` is refused outside ``local`` (retrieval.py): these modes are outside the dependency-validation
-guarantee. Every score is absolute in [0, 1] and names its signals.
+guarantee. Every score is absolute in [0, 1] and names its signals. Each mode returns its results ranked and
+unbounded: ``ContextRetriever.retrieve`` applies ``min_score`` once (engine/retrieval_config.py ``above``) and cuts to
+``max_results`` after it.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from .engine.retrieved import RetrievedContext
 from .errors import ValidationError
 from .graph import ContextGraph
 from .graph.communities import community_reports, rank_reports
@@ -34,15 +37,11 @@ def _graph(retriever: Any, mode: str) -> ContextGraph:
     return graph
 
 
-def global_results(retriever: Any, query: str, max_results: int, llm_provider: Any = None,
-                   min_relevance_score: float = 0.0) -> list[Any]:
-    make = retriever.result_type  # RetrievedContext (retrieval.py, which imports this module)
+def global_results(retriever: Any, query: str, llm_provider: Any = None) -> list[Any]:
     graph = _graph(retriever, "global")
     out = []
     for report, score, signals in rank_reports(graph, query, community_reports(graph, llm_provider)):
-        if score < min_relevance_score or len(out) >= max_results:
-            continue
-        out.append(make(
+        out.append(RetrievedContext(
             content=report.summary, score=score, source="community", id=report.id, signals=dict(signals),
             metadata={"title": report.title, "members": [graph.user_id(m) for m in report.members],
                       "size": len(report.members), "summarised_by": report.summarised_by}))
@@ -50,10 +49,9 @@ def global_results(retriever: Any, query: str, max_results: int, llm_provider: A
 
 
 def drift_results(retriever: Any, query: str, max_results: int, llm_provider: Any = None,
-                  min_relevance_score: float = 0.0, communities: int = DRIFT_COMMUNITIES,
-                  **local: Any) -> list[Any]:
+                  communities: int = DRIFT_COMMUNITIES, **local: Any) -> list[Any]:
     graph = _graph(retriever, "drift")
-    starts = global_results(retriever, query, max(1, int(communities)), llm_provider)
+    starts = global_results(retriever, query, llm_provider)[:max(1, int(communities))]
     member_of: dict[str, tuple[str, float]] = {}
     reports = {r.id: r for r in community_reports(graph, llm_provider)}
     for start in starts:
@@ -61,7 +59,7 @@ def drift_results(retriever: Any, query: str, max_results: int, llm_provider: An
             if m not in member_of:
                 member_of[m] = (start.id, start.score)
     follow = []
-    for hit in retriever._retrieve(query, max_results=max(max_results * 3, 20), **local):
+    for hit in retriever._ranked(query, max(max_results * 3, 20), **local):
         home = member_of.get(hit.id or "") or member_of.get(str(hit.extra.get("via", "")))
         if home is None:
             continue
@@ -70,17 +68,15 @@ def drift_results(retriever: Any, query: str, max_results: int, llm_provider: An
         hit.score = (hit.score + home[1]) / 2
         follow.append(hit)
     follow.sort(key=lambda c: (-c.score, c.id or ""))
-    out = starts + follow
-    return [c for c in out if c.score >= min_relevance_score][:max_results]
+    return starts + follow
 
 
-def hybrid_results(retriever: Any, query: str, max_results: int, llm_provider: Any = None,
-                   min_relevance_score: float = 0.0, **local: Any) -> list[Any]:
-    found = retriever._retrieve(query, max_results=max_results, min_relevance_score=min_relevance_score, **local)
-    found += global_results(retriever, query, max_results, llm_provider, min_relevance_score)
+def hybrid_results(retriever: Any, query: str, max_results: int, llm_provider: Any = None, **local: Any) -> list[Any]:
+    found = retriever._ranked(query, max_results, **local)
+    found += global_results(retriever, query, llm_provider)
     best: dict[str, Any] = {}
     for c in found:
         key = c.id or f"{c.source}:{c.content}"
         if key not in best or c.score > best[key].score:
             best[key] = c
-    return sorted(best.values(), key=lambda c: (-c.score, c.id or ""))[:max_results]
+    return sorted(best.values(), key=lambda c: (-c.score, c.id or ""))

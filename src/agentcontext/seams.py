@@ -11,7 +11,8 @@ A service is handed what it needs, typed by what it uses of it:
   above them, so they type it with this protocol and never import it).
 - ``ErasableMemory``: a caller's own memory object an erasure can still drive (``find_by_entity``,
   ``batch_delete``).
-- ``RetrieverLike``: what reasoning uses of a ``ContextRetriever``.
+- ``RetrieverLike``: what reasoning uses of a ``ContextRetriever``; ``Configured``: one that carries its
+  ``RetrievalConfig``; ``RecallsResults``: a memory that returns ``RetrievedContext`` (ours), not dicts.
 - ``SearchableVectors`` / ``ErasableVectors``: a caller's vector backend (``search(query=, limit=)``;
   ``delete(ids)`` or ``delete_vectors(ids)`` for an erasure).
 - ``GraphHandle``: what the decision layer uses of a ``ContextGraph`` (decisions/ ranks below graph/);
@@ -111,7 +112,8 @@ class MemoryLike(Protocol):
 
     def check(self, level: str, action: str, target: str = "") -> None: ...
 
-    def retrieve(self, query: str, max_results: int = 5, min_score: float = 0.0, **filters: Any) -> list[dict]: ...
+    def retrieve(self, query: str, max_results: int = 5, min_score: float | None = None,
+                 **filters: Any) -> list[dict]: ...
 
     def used(self, memory_ids: Sequence[str]) -> None: ...
 
@@ -121,12 +123,29 @@ class MemoryLike(Protocol):
 
 
 @runtime_checkable
+class RecallsResults(Protocol):
+    """A memory that returns its retrieval as engine/retrieved.py's ``RetrievedContext`` (``AgentMemory``); a
+    caller's own memory object gives ``retrieve``'s dicts, which the retriever reads as its candidates."""
+
+    def results(self, query: str, max_results: int = 5, min_score: float | None = None,
+                **filters: Any) -> list[Any]: ...
+
+
+@runtime_checkable
 class ErasableMemory(Protocol):
     """A caller's own memory object an erasure drives: the ids about an entity, then their deletion."""
 
     def find_by_entity(self, entity_id: str) -> Iterable[Any]: ...
 
     def batch_delete(self, memory_ids: Sequence[str]) -> Any: ...
+
+
+@runtime_checkable
+class Configured(Protocol):
+    """A collaborator that carries the retrieval configuration it runs with (engine/retrieval_config.py's
+    ``RetrievalConfig``): a ``ContextRetriever`` a service is built over hands its configuration on."""
+
+    config: Any
 
 
 @runtime_checkable

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from . import access
 from .decisions.recorder import DecisionRecorder
+from .engine import rerank as reranking
+from .engine.retrieval_config import RetrievalConfig
 from .graph.context_graph import workspace_graph
 from .memory import AgentMemory
 from .reasoning.service import ReasoningService
@@ -19,9 +21,11 @@ from .workspace import Workspace
 
 def workspace_reasoning(ws: Workspace, principal: str | None) -> ReasoningService:
     """The reasoning service over a workspace's default memory, its graph (with its decisions) and its packs,
-    acting as ``principal``: what ``get_context`` and ``agentcontext context`` read."""
+    acting as ``principal``: what ``get_context`` and ``agentcontext context`` read. One ``RetrievalConfig``
+    (the retriever does not expand: the cited context walks the graph itself) is handed to all three."""
+    config = RetrievalConfig(graph_expansion=False, rerank=reranking.enabled(None))
     memory = AgentMemory(workspace=ws, namespace="default", max_memory_size=None, retention_policy="unlimited",
-                         actor=access.effective_principal(ws, principal))
+                         actor=access.effective_principal(ws, principal), config=config)
     graph = workspace_graph(ws)
-    return ReasoningService(ContextRetriever(memory_store=memory, use_graph_expansion=False), graph=graph,
-                            workspace=ws, decisions=DecisionRecorder(graph), principal=principal)
+    return ReasoningService(ContextRetriever(memory_store=memory, config=config), graph=graph, workspace=ws,
+                            decisions=DecisionRecorder(graph), principal=principal, config=config)

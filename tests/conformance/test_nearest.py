@@ -130,3 +130,15 @@ def test_term_counts_count_the_rows_holding_each_word_as_the_text_search_does(st
     assert counts == {"billing": 3, "records": 12, "invoice": 1, "zebra": 0}  # stemmed as it searches; "the" has none
     assert store.term_counts("the and")[1] == {}
     assert store.term_counts("") == (0, {})
+
+
+@needs(Capability.VECTOR_DELTA)
+def test_vectors_in_the_delta_are_found_and_a_fold_moves_them_once(store):
+    vectors = fill(store, n=30)
+    pending = store.pending_vectors()
+    assert 0 <= pending <= 30
+    before = [h[0] for h in store.nearest(vectors[9], "m", 5)]
+    receipt = store.fold(chunk=7)
+    assert receipt["folded"] == pending and receipt["pending"] == 0 and store.pending_vectors() == 0
+    assert store.fold()["folded"] == 0
+    assert [h[0] for h in store.nearest(vectors[9], "m", 5)] == before == exact(vectors, vectors[9], lambda i: True, 5)

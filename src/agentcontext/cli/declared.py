@@ -274,7 +274,8 @@ HUMAN: dict[str, Callable[[Any, Any], None]] = {
     "list_knowledge_neighbors": _neighbors,
     "read_knowledge_doc": _doc,
     "flash_knowledge": _flash,
-    "reindex_knowledge": lambda d, _: out.print(f"embedded {d['embedded']} texts"),
+    "reindex_knowledge": lambda d, _: out.print(f"embedded {d['embedded']} texts"
+                                                + (f"; the workspace now uses {d['model']}" if d.get("model") else "")),
     "store_memory": lambda d, _: out.print(d["id"]),
     "retrieve_memories": _recalled,
     "forget_memories": lambda d, _: out.print(f"forgot {d['forgotten']} memories"),

@@ -6,7 +6,7 @@ from typing import Any
 import click
 
 from .build import Argument, Group
-from .common import JSON_OPTION, emit, open_workspace, out, principal, table
+from .common import JSON_OPTION, emit, open_workspace, out, principal, progress_bar, table
 
 store_app = Group(help="The store of record: where it lives, its schema version, what it holds.",
                         no_args_is_help=True)
@@ -28,6 +28,8 @@ def _print(info: dict[str, Any]) -> None:
     for step in info["migrations"]:
         out.print(f"  {step['version']}. {step['name']} (applied {step['applied_at']})", markup=False)
     out.print(f"size: {_size(info['sizes']['total'])}; change counter {info['change_counter']}")
+    if info.get("pending_vectors"):  # PostgreSQL's delta (store/pg_delta.py)
+        out.print(f"vectors pending (not in the HNSW index yet; `agentcontext store fold`): {info['pending_vectors']}")
     table(("count", "rows"), [{"count": k, "rows": v} for k, v in info["counts"].items()])
     if info["namespaces"]:
         table(("namespace", "nodes"), [{"namespace": k, "nodes": v} for k, v in info["namespaces"].items()])
@@ -78,5 +80,26 @@ def store_move_tenant(ctx: click.Context,
             f"{d['tenant']}: {'moved' if d['moved'] else 'already'} on {d['to']}"
             + (f" (from {d['from']}, {sum(d['rows'].values())} rows, {d['seconds']} s)" if d["moved"] else ""),
             markup=False))
+    finally:
+        ws.close()
+
+
+@store_app.command("fold")
+def store_fold(ctx: click.Context, json_out: bool = JSON_OPTION) -> None:
+    """Move the vectors written since the last fold (the delta, searched exactly) into the HNSW indexes now.
+
+    PostgreSQL lands new vectors outside its HNSW indexes so a write pays no index insert; a store folds them by
+    itself, in the background of the writing process, once the delta passes 10,000 rows. Safe to stop: a fold cut
+    short leaves every vector findable."""
+    from .. import access
+
+    ws = open_workspace(ctx)
+    try:
+        with progress_bar(not json_out) as report:
+            done = access.store_fold(ws, principal(ctx), progress=lambda n, total: report("folding vectors", n, total))
+        emit(done, json_out, lambda d: out.print(
+            f"folded {d['folded']} vectors into the index in {d['chunks']} chunks ({d['seconds']} s); "
+            f"{d['pending']} pending" if d["folded"] else f"nothing to fold ({d['pending']} pending)"
+            + (f": {d['note']}" if d.get("note") else ""), markup=False))
     finally:
         ws.close()

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, Iterable, Sequence
 
 from ..engine.proximity import check_weight
+from ..engine.retrieval_config import RetrievalConfig
 from ..errors import ProcessingError, refuse_unknown
 from .causal import CausalChainAnalyzer
 from .checkpoints import Checkpoints
@@ -35,13 +36,19 @@ class DecisionService:
         return self.principal or ""
 
     def __init__(self, graph: Target | None = None, tracking: bool = False, actor: str = "",
-                 proximity_weight: float = 0.0, principal: str | None = None, scope: Scope | None = None) -> None:
+                 proximity_weight: float = 0.0, principal: str | None = None, scope: Scope | None = None,
+                 config: RetrievalConfig | None = None) -> None:
+        """``config`` (the facade's ``RetrievalConfig``) gives the proximity weight; else ``proximity_weight``."""
         self.graph = graph
         self.tracking = tracking
         self.principal = scope.principal if scope is not None else principal_of(principal, actor)
-        self.proximity_weight = check_weight(proximity_weight)
+        self.config = config if config is not None else RetrievalConfig(proximity_weight=check_weight(proximity_weight))
         self.checkpoints = Checkpoints()
         self._policy_engine: PolicyEngine | None = None
+
+    @property
+    def proximity_weight(self) -> float:
+        return self.config.proximity_weight
 
     def graph_for(self, action: str, recording: bool = False) -> Any:
         """The graph ``action`` works on, or a ProcessingError saying how to construct the context for it."""
@@ -84,15 +91,16 @@ class DecisionService:
         refuse_unknown("find_precedents", set(kwargs) - set(PRECEDENT_EXTRAS),
                        ("scenario", "category", "limit", "use_hybrid_search", "max_hops", "as_of", "proximity_weight",
                         *PRECEDENT_EXTRAS))
-        if proximity_weight is None and self.proximity_weight:
-            proximity_weight = self.proximity_weight
-        return self.recorder("find_precedents").find_precedents(
-            scenario, category, limit, use_hybrid_search, max_hops, as_of, proximity_weight=proximity_weight,
-            **kwargs)
+        config = self.config.override(proximity_weight=proximity_weight)
+        found = self.recorder("find_precedents").find_precedents(
+            scenario, category, limit, use_hybrid_search, max_hops, as_of,
+            proximity_weight=config.proximity_weight or None, **kwargs)
+        return _echoed(found, config, max_hops)
 
     def query_decisions(self, query: str, max_hops: int = 2, use_hybrid_search: bool = True,
                         **kwargs: Any) -> list[Decision]:
-        return self.recorder("query_decisions").query_decisions(query, max_hops, use_hybrid_search, **kwargs)
+        found = self.recorder("query_decisions").query_decisions(query, max_hops, use_hybrid_search, **kwargs)
+        return _echoed(found, self.config, max_hops)
 
     def get_causal_chain(self, decision_id: str, direction: str = "upstream", max_depth: int = 10) -> list[Decision]:
         graph = self.graph_for("get_causal_chain")
@@ -121,3 +129,12 @@ class DecisionService:
 
     def list_checkpoints(self) -> list[str]:
         return self.checkpoints.labels(self.graph_for("list_checkpoints"))
+
+
+def _echoed(found: list[Decision], config: RetrievalConfig, hops: int) -> list[Decision]:
+    """``found`` with the configuration that ran in each one's ``metadata["config"]`` (``hops``: the causal hops
+    the search walked)."""
+    echo = dict(config.echo, hops=hops)
+    for d in found:
+        d.metadata["config"] = echo
+    return found

@@ -54,8 +54,9 @@ def choose(store: Store, embedding_model: str | None = None) -> str | None:
     if asked is not None and built is not None and asked != built:
         raise ValidationError(
             f"this workspace was built with the embedding model {built}, not {asked}: open it without a model (it "
-            f"keeps {built}), or move it to {asked} with agentcontext.embed.choice.move_model(workspace, {asked!r}) "
-            "(every text is embedded again)", model=asked, built_with=built)
+            f"keeps {built}), or move it to {asked} with `agentcontext reindex --model {asked}` or "
+            f"agentcontext.embed.choice.move_model(workspace, {asked!r}) (every text is embedded again)",
+            model=asked, built_with=built)
     name = asked or built or spec_of(os.environ[ENV].strip()).name
     if built is None and name != MINILM:
         record_model(store, name)

@@ -2,7 +2,7 @@
 pip, never fetched at run time, and each file is checked by its sha256 before it is used.
 
 Choose one with ``embedding_model=`` (``Workspace.open``, ``VectorStore``, ``AgentMemory``), the environment variable
-``AGENTCONTEXT_EMBED_MODEL`` or the CLI's ``--model`` (``agentcontext eval locomo``, ``agentcontext memory reindex``).
+``AGENTCONTEXT_EMBED_MODEL`` or the CLI's ``--model`` (``agentcontext eval locomo``, ``agentcontext reindex --model``).
 A workspace records the model it was built with (``embed/choice.py``) and keeps it; ``choice.move_model`` moves it.
 
 | name (aliases) | dims | packages | notes |

@@ -21,6 +21,7 @@ from ..store.base import Store
 from ..text import query_terms, stem
 from .fusion import blend
 from .name_index import Holder, NodeNames, node_names
+from .retrieved import RetrievedContext
 
 T = TypeVar("T")
 
@@ -149,6 +150,22 @@ def blend_proximity(graph: ProximityGraph, results: Sequence[dict[str, Any]], qu
                     score_key: combined})
     out.sort(key=lambda r: -r["combined_score"])
     return out
+
+
+def blend_results(graph: ProximityGraph, results: Sequence[RetrievedContext], query: str, proximity_weight: float,
+                  hops: int = 2) -> list[RetrievedContext]:
+    """``blend_proximity`` over ``RetrievedContext`` (engine/retrieved.py), in place: ``semantic_score``,
+    ``proximity_score`` and ``combined_score`` go to each result's ``extra`` (its dict's keys), ``score`` becomes
+    the combined score, and the results come re-ranked by it."""
+    w = check_weight(proximity_weight)
+    texts = {str(r.id): str(r.content or "") for r in results}
+    prox = proximity_scores(graph, query, list(texts), hops, texts=texts) if w > 0 else {}
+    for r in results:
+        sem = float(r.extra.get("semantic_score", r.score))
+        p = prox.get(str(r.id), 0.0)
+        r.score = blend(sem, p, w)
+        r.extra.update(semantic_score=sem, proximity_score=p, combined_score=r.score)
+    return sorted(results, key=lambda r: -r.score)
 
 
 def store_proximity(store: Store, anchors: dict[str, float], targets: Iterable[str], hops: int = 2,

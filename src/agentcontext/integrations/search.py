@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..engine.retrieval_config import above
 from ..errors import ValidationError
 from ..knowledge import tools
 from ..memory.service import workspace_memory
@@ -64,7 +65,7 @@ def retrieve(ws: Workspace, query: str, k: int = 4, *, principal: str | None = N
         hits += _memory_hits(ws, principal, memory_namespace, query, k, filters)
     chosen = [p["pack"] for p in tools.list_knowledge_packs(ws, principal)] if packs is None else list(packs)
     hits += _doc_hits(ws, principal, chosen, query, k)
-    hits = [h for h in hits if h.score >= min_score]
+    hits = above(hits, min_score)  # the one min_score filter (engine/retrieval_config.py)
     hits.sort(key=lambda h: (-h.score, h.source != "memory", h.id))
     hits = hits[:k]
     for h in hits:

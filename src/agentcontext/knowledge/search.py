@@ -21,6 +21,7 @@ from ..embed import embed_missing
 from ..engine.fusion import Calibration
 from ..engine.live import LiveIndex, NodeVectors
 from ..engine.persist import persisted
+from ..engine.retrieval_config import above, check_min_score
 from ..errors import ValidationError
 from ..model import Node
 from ..store.base import Capability
@@ -90,8 +91,7 @@ def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[s
     """Docs of ``pack`` best first, each scored in [0, 1] (absolute, see the module docstring; ``min_score``
     drops weaker hits). ``tags`` is all-of; ``related_to`` keeps docs joined to that selector by an edge in
     either direction (of ``edge_type`` if given)."""
-    if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0.0 <= min_score <= 1.0:
-        raise ValidationError(f"min_score must be a number from 0 to 1, got {min_score!r}")
+    check_min_score(min_score)
     check_pack_name(pack)
     if not isinstance(query, str):
         raise ValidationError("query must be text")
@@ -153,11 +153,10 @@ def search_knowledge(ws: Workspace, pack: str, query: str = "", tags: Sequence[s
             signals["related"] = related_signal[nid]
         points = sum(signals.values())
         score = float(SCORE_CALIBRATION(points)) if q else min(1.0, points)
-        if score < min_score:
-            continue
         share = score / points if points > 0 else 0.0
         hits.append(SearchHit(node.key, node.title, node.kind, node.summary, node.tags, score,
                               {k: v * share for k, v in signals.items()}, points))
+    hits = above(hits, min_score)  # the one min_score filter (engine/retrieval_config.py)
     hits.sort(key=lambda h: (-h.points, h.selector))
     return hits[:limit]
 

@@ -1,17 +1,19 @@
 """The ranking behind ``AgentMemory.retrieve``: the candidates (the server's on a store that searches, else the
-in-process index's), the reranker over a wider pool when it is on, ``min_score``, and the hits as memory dicts
-with their signals. Access checks and the LRU use count stay with the caller."""
+in-process index's), the reranker over a wider pool when it is on, ``min_score`` (engine/retrieval_config.py
+``above``, its one filter), and the hits as ``RetrievedContext`` with their signals (engine/retrieved.py: the one
+result type; the memory dict is made at the door). Access checks and the LRU use count stay with the caller."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from ..engine import rerank as reranking
 from ..engine.fusion import FusionWeights
+from ..engine.retrieval_config import above
+from ..engine.retrieved import RetrievedContext
 from ..store.base import Capability
 from ..workspace import Workspace
 from . import server_search
 from .index import MemoryIndex
-from .records import to_memory
 from .rerank import reranked
 from .search import candidate_rows, search
 
@@ -20,9 +22,11 @@ Keep = Callable[[dict[str, Any]], bool]
 
 def recall(ws: Workspace, namespace: str, index: Callable[[], MemoryIndex], query: str, max_results: int,
            min_score: float, conversation_id: str | None, user_id: str | None, wanted: dict[str, Any],
-           keep: Keep | None, weights: FusionWeights, rerank: bool) -> list[dict[str, Any]]:
+           keep: Keep | None, weights: FusionWeights, rerank: bool,
+           config: dict[str, Any] | None = None) -> list[RetrievedContext]:
     """The best memories of ``namespace`` for ``query`` under the filters (``wanted`` the metadata equalities,
-    ``keep`` their check), best first, each with ``score``, ``signals`` and ``source``."""
+    ``keep`` their check), best first, each with ``score``, ``signals``, ``source`` and ``config`` (the echo of
+    the configuration that ran, shared by the results of the call)."""
     pool = max(max_results, reranking.POOL) if rerank else max_results
     if Capability.VECTOR_SEARCH in ws.store.capabilities:  # candidates from the server, nothing mirrored here
         hits = server_search.search(ws, namespace, query, pool, conversation_id, user_id, keep, wanted, weights)
@@ -33,12 +37,17 @@ def recall(ws: Workspace, namespace: str, index: Callable[[], MemoryIndex], quer
     if rerank:
         hits = reranked(ws, query, hits, nodes)[:max_results]
     out = []
-    for h in hits:
+    for h in above(hits, min_score):
         node = nodes.get(h.id)
-        if h.score < min_score or node is None:  # below the caller's bound, or removed since the index was built
+        if node is None:  # removed since the index was built
             continue
-        item = to_memory(node, h.score)
-        item["signals"] = h.signals
-        item["source"] = "memory"
-        out.append(item)
+        props = node.props or {}
+        extra = {"memory_id": node.id, "conversation_id": props.get("conversation_id"),
+                 "user_id": props.get("user_id"), "timestamp": props.get("created_at"),
+                 "created_at": props.get("created_at"), "updated_at": props.get("updated_at"),
+                 "version": node.version}
+        out.append(RetrievedContext(content=node.content, score=h.score, source="memory",
+                                    metadata=dict(props.get("metadata") or {}), id=node.id, signals=h.signals,
+                                    extra=extra, config=config or {}))
     return out
+

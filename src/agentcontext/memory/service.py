@@ -21,6 +21,7 @@ from ..errors import ConflictError, NotFoundError, ValidationError, refuse_unkno
 from ..engine import rerank as reranking
 from ..graph.protocol import GraphLike
 from ..engine.fusion import FusionWeights
+from ..engine.retrieval_config import RetrievalConfig
 from ..ids import check_id
 from ..model import Node
 from ..seams import Scope, principal_of
@@ -35,7 +36,7 @@ from .links import entity_ids, graph_view, link_memories, link_stored, link_text
 from .purge import about, purge_memories
 from .records import (CONV, KIND, now_iso, to_memory)
 from .retention import Retention
-from .recall import recall
+from .configured import ConfiguredRecall
 from .select import tagged, to_forget
 
 _RETENTION = re.compile(r"^(\d+)_days?$")
@@ -56,18 +57,6 @@ def parse_retention(policy: str | int | None) -> int | None:
     return int(match.group(1))
 
 
-def metadata_filter(filters: dict[str, Any] | None) -> Callable[[dict[str, Any]], bool] | None:
-    if not filters:
-        return None
-    items = list(filters.items())
-
-    def keep(props: dict[str, Any]) -> bool:
-        meta = props.get("metadata") or {}
-        return all(meta.get(k) == v for k, v in items)
-
-    return keep
-
-
 # What one stored item may hold (batch_store's documented keys); anything else is refused, never dropped.
 ITEM_KEYS = ("content", "text", "metadata", "conversation_id", "user_id", "id", "created_at", "updated_at", "vector",
              "embedding", "context_vector")
@@ -78,7 +67,7 @@ EXTRA_FACTS = "put extra facts in metadata={...}"
 FILTER_HINT = "filter on metadata with filters={key: value}"
 
 
-class AgentMemory:
+class AgentMemory(ConfiguredRecall):
     """Vector-backed persistent memory (seed 003): store, retrieve, forget, conversations, export."""
 
     def __init__(self, vector_store: VectorStore | None = None, max_memory_size: int = 10000,
@@ -86,7 +75,8 @@ class AgentMemory:
                  workspace: Workspace | None = None, context_turns: bool = True,
                  weights: FusionWeights | None = None, actor: str = "", entity_graph: GraphLike | None = None,
                  principal: str | None = None, rerank: bool | None = None,
-                 embedding_model: str | None = None, scope: Scope | None = None) -> None:
+                 embedding_model: str | None = None, scope: Scope | None = None,
+                 config: RetrievalConfig | None = None) -> None:
         """``scope`` (the facade's) is the workspace and the principal at once; ``workspace=`` and ``principal=``
         (or its older name ``actor=``) say them one at a time."""
         if scope is not None:
@@ -102,13 +92,11 @@ class AgentMemory:
         self.retention = Retention(workspace.store, self.namespace, parse_retention(retention_policy),
                                    int(max_memory_size) if max_memory_size is not None else None, self._purge, actor)
         self.context_turns = context_turns
-        self.weights = weights or FusionWeights()
         # Who acts: checked on every call (``actor`` is the older name of the same thing).
         self.principal = principal_of(principal, actor)
         # With a graph, a stored memory whose metadata lists ``entities`` is linked to those entity nodes (links.py).
         self.entity_graph = entity_graph
-        # A second stage over the first candidates (engine/rerank.py): AgentMemory(rerank=True) or AGENTCONTEXT_RERANK
-        self.rerank = reranking.enabled(rerank)
+        self.configure(config, weights, rerank)  # what retrieval reads (memory/configured.py)
 
     # --- plumbing --------------------------------------------------------------------------
     @property
@@ -295,7 +283,7 @@ class AgentMemory:
         self.retention.touch([memory_id])
         return to_memory(node)
 
-    def retrieve(self, query: str, max_results: int = 5, min_score: float = 0.0,
+    def retrieve(self, query: str, max_results: int = 5, min_score: float | None = None,
                  conversation_id: str | None = None, user_id: str | None = None,
                  filters: dict[str, Any] | None = None, type: str | None = None, count_use: bool = True,
                  **unexpected: Any) -> list[dict[str, Any]]:
@@ -303,7 +291,7 @@ class AgentMemory:
 
         ``conversation_id``/``user_id`` restrict exactly; ``filters`` (a mapping) and ``type`` are metadata
         equality filters (any other keyword is a ``ValidationError``, never a filter). Each result carries
-        ``score`` and the ``signals`` behind it.
+        ``score``, the ``signals`` behind it and ``config``, the echo of the retrieval configuration that ran.
         ``count_use``: the results count as used (the LRU order of the ``max_memory_size`` cap), the best one
         most recently; a caller that re-ranks a larger pool (``ContextRetriever``) passes False and calls
         ``used`` on what it returns.
@@ -311,23 +299,10 @@ class AgentMemory:
         (fitted on the LoCoMo development split) of dense cosine + keyword coverage + neighbouring turns'
         keywords + speaker mention, each absolute (engine/fusion.py). 0.5 means the signals are as typical
         of a memory that answers the query as of one that does not; an unrelated memory scores near 0.
-        ``min_score`` applies to it."""
-        self.check("read", "memory.retrieve")
+        ``min_score`` (default: the configuration's) applies to it."""
         refuse_unknown("retrieve", unexpected, RETRIEVE_KEYWORDS, FILTER_HINT)
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("retrieve needs a non-empty query text")
-        if max_results <= 0:
-            return []
-        if self.retention.sweep_due():
-            self.retention.expire()
-        wanted = dict(filters or {})
-        if type is not None:
-            wanted["type"] = type
-        out = recall(self.workspace, self.namespace, self._index, query, max_results, min_score, conversation_id,
-                     user_id, wanted, metadata_filter(wanted), self.weights, self.rerank)
-        if count_use:
-            self.used([r["id"] for r in out])
-        return out
+        return [r.as_memory() for r in self.results(query, max_results, min_score, conversation_id, user_id,
+                                                     filters, type, count_use)]
 
     def used(self, memory_ids: Sequence[str]) -> None:
         """Count ``memory_ids`` (best first) as used now for the LRU cap: the first is the most recently used."""

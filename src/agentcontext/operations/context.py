@@ -15,7 +15,7 @@ from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
 from .base import Args, Caller, Cli, Operation, declare
-from .types import JsonObject
+from .types import ConfigEcho, JsonObject
 
 Kind = Literal["memories", "docs", "decisions", "graph"]
 KINDS = ("memories", "docs", "decisions", "graph")  # model.CONTEXT_KINDS, without importing the model here
@@ -94,6 +94,7 @@ class ContextOut(TypedDict):
                                                          "and why.")]
     instructions: str
     text: str
+    config: ConfigEcho  # the retrieval configuration that ran (engine/retrieval_config.py)
 
 
 CONTEXT = Operation(

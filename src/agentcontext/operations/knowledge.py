@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional
 
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from pydantic import Field
 
-from ..errors import ConflictError, NotFoundError
+from ..errors import ConflictError, NotFoundError, ValidationError
 from ..knowledge.manifest import EDGE_TYPES
 from .base import Args, Caller, Cli, NoArgs, Operation, declare
 from .types import MAX_INT, Signals
@@ -199,6 +199,9 @@ class SearchAllArgs(Args):
 class ReindexArgs(Args):
     pack: Optional[str] = Field(None, min_length=1, max_length=300, description="Only this pack (default: every "
                                 "pack with texts left to embed).")
+    model: Optional[str] = Field(None, min_length=1, max_length=100, description="Move the workspace to this "
+                                 "embedding model (minilm, e5-small, mpnet): every text is embedded with it, and the "
+                                 "workspace uses it from then on. Owner only; not with a pack.")
 
 
 def _search_all(ctx: Caller, a: SearchAllArgs) -> dict[str, Any]:
@@ -214,6 +217,8 @@ def _reindex(ctx: Caller, a: ReindexArgs) -> dict[str, Any]:
     from .. import access
     from ..knowledge import packs
 
+    if a.model is not None:
+        return _move_model(ctx, a.model, a.pack)
     if a.pack is not None:
         access.require(ctx.ws, ctx.principal, a.pack, "write", "pack.reindex", a.pack)
         packs.get_pack(ctx.ws, a.pack, ctx.principal)  # NotFoundError for a pack that is not there
@@ -223,6 +228,26 @@ def _reindex(ctx: Caller, a: ReindexArgs) -> dict[str, Any]:
     embedded = packs.embed_pack(ctx.ws, a.pack, ctx.progress)
     access.record(ctx.ws, ctx.principal, "pack.reindex", a.pack or "*", {"embedded": embedded})
     return {"pack": a.pack, "embedded": embedded}
+
+
+def _move_model(ctx: Caller, model: str, pack: str | None) -> dict[str, Any]:
+    """The workspace's embedding model moved (embed/choice.py ``move_model``): every text of every namespace, so the
+    owner's to do, audited."""
+    from .. import access
+    from ..embed.choice import move_model
+    from ..embed.models import spec_of
+
+    name = spec_of(model).name  # ValidationError listing the models
+    if pack is not None:
+        raise ValidationError(f"a model moves the whole workspace, not one pack: run reindex --model {model} "
+                              "without a pack", pack=pack, model=model)
+    if not access.is_superadmin(ctx.ws, ctx.principal):
+        raise access.deny(ctx.ws, ctx.principal, "workspace.model", "*", "admin", "*",
+                          hint="ask the workspace's owner to move its embedding model")
+    report = ctx.progress
+    embedded = move_model(ctx.ws, name, (lambda done, total: report("embedding", done, total)) if report else None)
+    access.record(ctx.ws, ctx.principal, "workspace.model", name, {"embedded": embedded})
+    return {"pack": None, "embedded": embedded, "model": name}
 
 
 # --- outputs ----------------------------------------------------------------------------------------------------
@@ -337,6 +362,7 @@ class DeleteOut(TypedDict):
 class ReindexOut(TypedDict):
     pack: Optional[str]
     embedded: int
+    model: NotRequired[str]  # with --model: the model the workspace moved to
 
 
 NO_WEB_WRITES = "the console edits docs on the pack's page through the lib: pack forms, not this operation yet"
@@ -403,9 +429,10 @@ DELETE = Operation(
 REINDEX = Operation(
     "reindex_knowledge", "Reindex packs",
     "Compute the embeddings that deferred installs left out (one pack, or every pack); returns how many texts "
-    "were embedded. Needs write access to the pack (the owner for every pack).",
+    "were embedded. Needs write access to the pack (the owner for every pack). With a model, moves the workspace "
+    "to that embedding model (every text embedded with it; the owner only).",
     ReindexArgs, ReindexOut, _reindex, read_only=False,
-    cli=Cli(("reindex",), args=("pack",), pick=lambda r: {"embedded": r["embedded"]}),
+    cli=Cli(("reindex",), args=("pack",), pick=lambda r: {k: r[k] for k in ("embedded", "model") if k in r}),
     skips={"mcp": "embedding a pack is long-running maintenance for the workspace's owner, not an agent's tool"})
 
 MCP_TOOLS = [LIST_PACKS, SEARCH, NEIGHBORS, READ, FLASH, CREATE, UPDATE, DELETE]  # in the order clients list them

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from ..errors import NotFoundError, ValidationError
 from .base import Args, Caller, Cli, Operation, declare
-from .types import JsonObject, Signals, free_json
+from .types import ConfigEcho, JsonObject, Signals, free_json
 
 if TYPE_CHECKING:  # the memory service loads when an operation runs, not when a door lists them
     from ..memory import AgentMemory
@@ -79,8 +79,8 @@ class EditArgs(Args):
                                    "version; the previous one stays in the memory's history).")
     metadata: Optional[free_json(100)] = Field(None, description="Metadata keys to set (merged into the memory's "
                                                "metadata).")
-    expected_version: Optional[int] = Field(None, ge=1, description="Write only if the memory is still at this "
-                                            "version (else a ConflictError: it changed since you read it).")
+    expected_version: Optional[int] = Field(None, ge=1, le=10**9, description="Write only if the memory is still "
+                                            "at this version (else a ConflictError: it changed since you read it).")
 
 
 class VersionsArgs(Args):
@@ -159,6 +159,7 @@ class Recalled(Memory):
     score: float
     signals: Signals
     source: str
+    config: ConfigEcho  # the retrieval configuration that ran (engine/retrieval_config.py)
 
 
 class StoreOut(TypedDict):

@@ -3,9 +3,10 @@ validation keyword and a single ``type`` (unions are ``anyOf``), which is what t
 check asks for, and every integer is bounded to what every JSON client reads exactly."""
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 from pydantic import Field, JsonValue, WithJsonSchema
+from typing_extensions import TypedDict
 
 # The largest integer every JSON client reads exactly (JavaScript's Number.MAX_SAFE_INTEGER); also far below
 # SQLite's and PostgreSQL's 64-bit limits, so a bounded argument never overflows a store.
@@ -19,6 +20,20 @@ JSON_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": 
 JsonObject = Annotated[dict[str, Any], WithJsonSchema(JSON_OBJECT_SCHEMA)]
 AnyJson = Annotated[Any, WithJsonSchema(ANY_JSON_SCHEMA)]
 Signals = Annotated[dict[str, float], Field(description="Each signal that matched and its value.")]
+
+
+class ConfigEcho(TypedDict):
+    """The retrieval configuration a result ran with: engine/retrieval_config.py's ``RetrievalConfig.echo`` (declared
+    here so the doors' output types need not import the engine)."""
+
+    sources: list[str]
+    hybrid_alpha: float
+    proximity_weight: float
+    hops: int  # expansion hops that ran (0: no expansion)
+    min_score: float
+    rerank: bool
+    weights: str  # "default", or a short digest of the fusion weights
+    truth_filter: Optional[str]  # the truth filter's session id, or None
 
 
 def free_json(max_properties: int) -> Any:

@@ -172,4 +172,5 @@ def result(bundle: ContextBundle, response: str, completion: Completion | None =
         "provider": completion.provider if completion is not None else None,
         "model": completion.model if completion is not None else None,
         "query": bundle.query,
+        "config": bundle.config,
     }

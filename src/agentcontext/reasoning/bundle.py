@@ -39,6 +39,7 @@ class ContextBundle:
     dropped: list[dict[str, Any]] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     instructions: str = INSTRUCTIONS
+    config: dict[str, Any] = field(default_factory=dict)  # the echo of the RetrievalConfig that ran
 
     @property
     def num_sources(self) -> int:
@@ -72,7 +73,7 @@ class ContextBundle:
                 "sources": [s.to_dict(i) for i, s in enumerate(self.sources, 1)],
                 "reasoning_path": self.reasoning_path, "tokens": self.tokens, "budget_tokens": self.budget_tokens,
                 "dropped": self.dropped, "skipped": self.skipped, "instructions": self.instructions,
-                "text": self.text}
+                "text": self.text, "config": self.config}
 
 
 def _path_text(source: Source, labels: dict[str, int]) -> str:

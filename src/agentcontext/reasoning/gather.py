@@ -14,9 +14,10 @@ from .sources import DECISION, DOC_FULL_SCORE, MEMORY, Source, clamp, decision_t
 
 
 def memory_sources(retriever: RetrieverLike, query: str, limit: int, *, conversation_id: str | None = None,
-                   user_id: str | None = None, min_score: float = 0.0) -> list[Source]:
-    """The retriever's own hits (no graph expansion here: expand.py walks from every kind of seed)."""
-    hits = retriever.retrieve(query, max_results=limit, use_graph_expansion=False, min_relevance_score=min_score,
+                   user_id: str | None = None) -> list[Source]:
+    """The retriever's own hits (no graph expansion here: expand.py walks from every kind of seed; min_score 0:
+    the cited context applies it once, to every kind of seed)."""
+    hits = retriever.retrieve(query, max_results=limit, use_graph_expansion=False, min_relevance_score=0.0,
                               conversation_id=conversation_id, user_id=user_id)
     memory = retriever.memory_store
     store = memory.db if memory is not None else None

@@ -16,10 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence, Union
 
 from .. import access
+from ..engine.retrieval_config import FROM_CONFIG, RetrievalConfig
 from ..errors import ValidationError
 from ..graph.protocol import GraphLike
 from ..model import CONTEXT_KINDS as KINDS
-from ..seams import Completes, Generates, MemoryLike, NamesModel, RetrieverLike, Scope
+from ..seams import Completes, Configured, Generates, MemoryLike, NamesModel, RetrieverLike, Scope, conforms
 from ..workspace import Workspace
 from .answer import result
 from .bundle import ContextBundle, assemble
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from ..decisions.service import DecisionService
     from ..llms.base import Completion
 
+SOURCE_OF_KIND = {"memories": "memory", "docs": "docs", "decisions": "decisions", "graph": "graph"}
 Decisions = Union["DecisionRecorder", "DecisionService"]  # what reasoning reads decisions through
 NO_SOURCES = "I found nothing in the stored context about this question, so I cannot answer it from there."
 TRUTH_FILTER = ("truth_filter is not accepted by {where}; assemble support-checked context with "
@@ -72,14 +74,19 @@ class ReasoningService:
 
     def __init__(self, retriever: RetrieverLike | None = None, *, graph: GraphLike | None = None,
                  workspace: Workspace | None = None, decisions: Decisions | None = None,
-                 principal: str | None = None, scope: Scope | None = None) -> None:
+                 principal: str | None = None, scope: Scope | None = None,
+                 config: RetrievalConfig | None = None) -> None:
         """``scope`` (the facade's) gives the workspace (for packs) and the principal at once; ``workspace=`` and
-        ``principal=`` say the same one at a time."""
+        ``principal=`` say the same one at a time. ``config`` (the facade's ``RetrievalConfig``, else the
+        retriever's) gives the sources, ``min_score``, the token budget and the answer stage a call does not name."""
         self.retriever = retriever
         self.graph = graph
         self.workspace = scope.workspace if scope is not None else workspace
         self.decisions = decisions
         self.principal = scope.principal if scope is not None else principal
+        if config is None:
+            config = retriever.config if conforms(retriever, Configured) else RetrievalConfig()
+        self.config = config
 
     @classmethod
     def for_retriever(cls, retriever: RetrieverLike, principal: str | None = None) -> "ReasoningService":
@@ -101,15 +108,17 @@ class ReasoningService:
         return self.retriever.memory_store if self.retriever is not None else None
 
     # --- the cited context -----------------------------------------------------------------
-    def context_for(self, query: str, max_results: int = 10, max_hops: int = 2, budget_tokens: int | None = 4000,
+    def context_for(self, query: str, max_results: int = 10, max_hops: int = 2, budget_tokens: Any = FROM_CONFIG,
                     include: Sequence[str] | None = None, conversation_id: str | None = None,
-                    user_id: str | None = None, min_score: float = 0.0, **unexpected: Any) -> ContextBundle:
-        """The numbered, cited sources for ``query`` within ``budget_tokens`` (see the module docstring)."""
+                    user_id: str | None = None, min_score: float | None = None, **unexpected: Any) -> ContextBundle:
+        """The numbered, cited sources for ``query`` within ``budget_tokens`` (see the module docstring); what the
+        call does not name (``budget_tokens``, ``include``, ``min_score``) is the configuration's."""
         refuse_truth_filter("context_for", unexpected)
         if unexpected:
             raise ValidationError(f"context_for got unknown arguments: {', '.join(sorted(unexpected))}",
                                   arguments=sorted(unexpected))
-        kinds = _check(query, max_results, max_hops, budget_tokens, include, min_score)
+        config = self.config.override(budget_tokens=budget_tokens, min_score=min_score)
+        kinds = _check(query, max_results, max_hops, include, config)
         stores, ws_of = self._stores()
         readable = Readable(ws_of, self.principal, conversation_id, user_id)
         seeds: list[Source] = []
@@ -120,7 +129,7 @@ class ReasoningService:
                 skipped["memories"] = f"no read access to {memory.namespace}"
             else:
                 seeds += memory_sources(self.retriever, query, max_results, conversation_id=conversation_id,
-                                        user_id=user_id, min_score=min_score)
+                                        user_id=user_id)
         if "docs" in kinds and self.workspace is not None:
             seeds += doc_sources(self.workspace, query, max_results, self.principal)
         graph_ok = self.graph is not None and access.can(self.graph.workspace, self.principal,
@@ -133,19 +142,23 @@ class ReasoningService:
             seeds += decision_sources(self.decisions, query, max_results)
         if "graph" in kinds and graph_ok:
             seeds += graph_sources(self.graph, query, max_results, readable.for_store(self.graph.store))
-        seeds = _best_by_id(s for s in seeds if s.score >= min_score)
+        seeds = config.keep(_best_by_id(seeds))  # min_score, once for each source: the seeds here,
         reached = expand(seeds, stores, max_hops, readable, max_results)
         ids = {s.id for s in seeds}
-        pool = seeds + [s for s in reached if s.id not in ids and s.score >= min_score]
+        pool = seeds + config.keep(s for s in reached if s.id not in ids)  # what expansion adds, here
         ranked = sorted(pool, key=lambda s: (-s.score, s.hops, s.id))[:max_results]
-        return assemble(query, ranked, budget_tokens, skipped)
+        bundle = assemble(query, ranked, config.budget_tokens, skipped)
+        bundle.config = config.summary()
+        return bundle
 
     # --- the grounded answer ---------------------------------------------------------------
     def query_with_reasoning(self, query: str, llm_provider: Any = None, max_hops: int = 2, max_results: int = 10,
-                             budget_tokens: int | None = 4000, max_tokens: int | None = 1024,
-                             temperature: float | None = None, **context: Any) -> dict[str, Any]:
+                             budget_tokens: Any = FROM_CONFIG, max_tokens: Any = FROM_CONFIG,
+                             temperature: Any = FROM_CONFIG, **context: Any) -> dict[str, Any]:
         """Answer ``query`` from its cited context with ``llm_provider``; returns ``response``, ``confidence``,
-        ``num_sources``, ``sources``, ``citations``, ``reasoning_path``, ``usage`` and more (answer.py)."""
+        ``num_sources``, ``sources``, ``citations``, ``reasoning_path``, ``usage``, ``config`` (the echo of the
+        retrieval configuration that ran) and more (answer.py). ``max_tokens`` and ``temperature`` (the answer
+        stage; None: the provider's default) are the configuration's unless the call names them."""
         refuse_truth_filter("query_with_reasoning", context)
         if llm_provider is None:
             raise ValidationError("query_with_reasoning needs llm_provider=..., e.g. agentcontext.llms.Groq(model=...)"
@@ -158,7 +171,8 @@ class ReasoningService:
                                   **context)
         if not bundle.num_sources:
             return result(bundle, NO_SOURCES)
-        completion = _ask(llm_provider, bundle, max_tokens, temperature)
+        answer = self.config.override(answer_max_tokens=max_tokens, answer_temperature=temperature)
+        completion = _ask(llm_provider, bundle, answer.answer_max_tokens, answer.answer_temperature)
         return result(bundle, completion.text.strip(), completion)
 
     # --- facts from text --------------------------------------------------------------------
@@ -216,19 +230,17 @@ def _ask(llm: Completes | Generates, bundle: ContextBundle, max_tokens: int | No
                       model=model_name(llm))
 
 
-def _check(query: Any, max_results: Any, max_hops: Any, budget_tokens: Any, include: Any,
-           min_score: Any) -> tuple[str, ...]:
+def _check(query: Any, max_results: Any, max_hops: Any, include: Any, config: RetrievalConfig) -> tuple[str, ...]:
+    """The kinds of source to gather (``include``, else the configuration's sources), once the arguments are
+    checked (``budget_tokens`` and ``min_score`` are, in the configuration)."""
     if not isinstance(query, str) or not query.strip():
         raise ValidationError("the query must be non-empty text")
     for name, value, low, high in (("max_results", max_results, 1, 100), ("max_hops", max_hops, 0, 5)):
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
             raise ValidationError(f"{name} must be an integer from {low} to {high}, got {value!r}", **{name: value})
-    if budget_tokens is not None and (not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool)
-                                      or budget_tokens < 1):
-        raise ValidationError(f"budget_tokens must be a positive integer or None, got {budget_tokens!r}")
-    if not isinstance(min_score, (int, float)) or not 0.0 <= float(min_score) <= 1.0:
-        raise ValidationError(f"min_score must be in [0, 1], got {min_score!r}")
-    kinds = tuple(include) if include is not None else KINDS
+    if include is None:
+        return tuple(k for k in KINDS if config.uses(SOURCE_OF_KIND[k]))
+    kinds = tuple(include)
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or isinstance(include, str):
         raise ValidationError(f"include takes a list of {', '.join(KINDS)}; got {include!r}")

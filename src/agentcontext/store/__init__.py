@@ -6,10 +6,11 @@ from typing import Any, Mapping, Sequence
 
 from ..config import SHARDS_SCHEME, replica_settings, shard_replica_settings
 from ..errors import NotFoundError, ValidationError
-from .base import COPY_TABLES, Capability, Store, VectorSearch
+from .base import COPY_TABLES, Capability, Store, VectorDelta, VectorSearch
 from .sqlite import SQLiteStore
 
-__all__ = ["COPY_TABLES", "Capability", "Store", "SQLiteStore", "VectorSearch", "open_store", "require_existing"]
+__all__ = ["COPY_TABLES", "Capability", "Store", "SQLiteStore", "VectorDelta", "VectorSearch", "open_store",
+           "require_existing"]
 
 
 def open_store(url: str | Path, replicas: str | Sequence[str] | Mapping[str, Any] | None = None,

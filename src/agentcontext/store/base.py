@@ -49,6 +49,9 @@ class Capability(str, Enum):
     VECTOR_SEARCH = "vector_search"
     """The store ranks vectors itself (``VectorSearch``: an ANN index in the server, exact when a filter is
     selective): services ask it for dense candidates instead of loading every vector into the process."""
+    VECTOR_DELTA = "vector_delta"
+    """New vectors land outside the ANN index (a delta that searches score exactly) and ``fold(chunk, progress)``
+    moves them into it (``pending_vectors()`` counts them): PostgreSQL, ``store/pg_delta.py``."""
     SERVER_QUERIES = "server_queries"
     """The store is a server shared by processes and machines, and may hold more than one process should mirror:
     services ask it for what a query needs (candidates, a walk's frontier with ``edges_touching``) instead of
@@ -418,5 +421,19 @@ class Sharded(Protocol):
         ``pg_shard_commit.py``); txid -> outcome."""
 
 
-OPTIONAL_METHODS: dict[Capability, type] = {Capability.VECTOR_SEARCH: VectorSearch}
+@runtime_checkable
+class VectorDelta(Protocol):
+    """The methods of ``Capability.VECTOR_DELTA``: vectors written outside the ANN index, folded into it later."""
+
+    def fold(self, chunk: int = 500, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Move every vector of the delta into its model's ANN index, ``chunk`` rows a transaction (a fold cut
+        short leaves each row folded or still in the delta, findable either way); ``progress(done, total)``.
+        Returns {"folded", "chunks", "pending" (left), "seconds"}; a second fold moves nothing."""
+
+    def pending_vectors(self) -> int:
+        """Vectors in the delta: written and found by ``nearest`` (scored exactly), not in an ANN index yet."""
+
+
+OPTIONAL_METHODS: dict[Capability, type] = {Capability.VECTOR_SEARCH: VectorSearch,
+                                            Capability.VECTOR_DELTA: VectorDelta}
 """The protocol holding each optional capability's methods (a store has them exactly when it declares it)."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from .migrations.postgres import NODE_FIELDS, T
-from .pg_vectors import HALF_MAX, MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index, has_ann_index
+from .pg_vectors import HALF_MAX, MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index
 from .rows import NODE_COLS
 
 # The switch-over between inserting into the HNSW index and building it again after the rows. Measured on this
@@ -111,53 +111,86 @@ class VectorLoader:
     """Vectors of one transaction: staged, then inserted (or upserted) in one statement each; decides per (model,
     dim) whether to keep the HNSW index or drop it and build it after the rows (``finish``)."""
 
-    def __init__(self, db: Any) -> None:
+    def __init__(self, db: Any, delta: bool = True) -> None:
         self.db = db
+        self.delta = delta  # the schema has the delta (migration 8); False: a store pinned to an older schema
         self.new: dict[tuple[str, int], int] = {}  # rows this transaction added, by (model, dim)
         self.build: set[tuple[str, int]] = set()  # indexes to build in ``finish``
+        self.pending = 0  # rows this transaction staged into the delta (``pg_delta``)
 
     def load(self, rows: Sequence[tuple], upsert: bool) -> None:
-        """``rows``: (hash, model, dim, float32 vector)."""
+        """``rows``: (hash, model, dim, float32 vector). A row a node's text has lands ``searched`` (in the HNSW
+        index) when its model's index is built after the rows or cannot be made (too many dimensions), else
+        ``pending``: in the delta, outside the index (``pg_delta``), so no write pays for an HNSW insert."""
         if not rows:
             return
         db = self.db
         stage(db, "stage_vectors", "hash, model, dim, vector", rows, ["text", "text", "int4", "vector"])
-        for model, dim in sorted({(r[1], int(r[2])) for r in rows}):
-            self._plan(model, dim)
-        # searched: a node's text has it (its HNSW index holds only such rows; put_nodes marks those put before)
-        insert = (f"INSERT INTO vectors(hash, model, dim, vector, searched) SELECT s.hash, s.model, s.dim, "
-                  f"s.vector::{STORED}, EXISTS (SELECT 1 FROM nodes n WHERE n.embed_hash = s.hash) FROM "
-                  "stage_vectors s ORDER BY s.hash, s.model")
-        if upsert:  # a vector put again unchanged is left alone (no new row version, no index entry)
+        staged: dict[tuple[str, int], int] = {}
+        for r in rows:
+            staged[(r[1], int(r[2]))] = staged.get((r[1], int(r[2])), 0) + 1
+        for key in sorted(staged):
+            self._plan(*key, staged[key])
+        direct = sorted(f"{m}\x1f{d}" for m, d in staged if (m, d) in self.build or not 0 < d <= MAX_INDEXED_DIM)
+        self.pending += sum(n for (m, d), n in staged.items() if f"{m}\x1f{d}" not in direct)
+        # wanted: a node's text has it (put_nodes marks the vectors put before their nodes: mark_searched); LIMIT 1
+        # keeps it a lookup a row (else the planner hashes every embed hash of nodes: 200,000+ index entries)
+        if not self.delta:  # an older schema (tests pin one): every row searched as it comes, as before the delta
+            direct = sorted(f"{m}\x1f{d}" for m, d in staged)
+            self.pending = 0
+        flags = "wanted AND direct, wanted AND NOT direct" if self.delta else "wanted"
+        insert = (f"INSERT INTO vectors(hash, model, dim, vector, searched{', pending' if self.delta else ''}) SELECT "
+                  f"hash, model, dim, vector, {flags} FROM (SELECT s.hash, s.model, s.dim, "
+                  f"s.vector::{STORED} AS vector, EXISTS (SELECT 1 FROM nodes n WHERE n.embed_hash = s.hash LIMIT 1) "
+                  "AS wanted, (s.model || E'\\x1f' || s.dim) = ANY(%s) AS direct FROM stage_vectors s) s "
+                  "ORDER BY hash, model")
+        same = "vectors.dim = excluded.dim AND vectors.vector = excluded.vector"
+        if upsert and self.delta:  # a vector put again unchanged is left alone; a changed one leaves the index
+            kept = f"((vectors.searched AND {same}) OR excluded.searched)"
+            insert += (f" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
+                       f"searched = {kept}, pending = NOT {kept} AND (vectors.pending OR vectors.searched OR "
+                       f"excluded.pending) WHERE NOT ({same}) OR (excluded.searched AND NOT vectors.searched) OR "
+                       "(excluded.pending AND NOT vectors.searched AND NOT vectors.pending)")
+        elif upsert:
             insert += (" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
-                       "searched = vectors.searched OR excluded.searched WHERE vectors.dim <> excluded.dim OR "
-                       "vectors.vector <> excluded.vector OR (excluded.searched AND NOT vectors.searched)")
-        db.execute(insert)
+                       f"searched = vectors.searched OR excluded.searched WHERE NOT ({same}) OR (excluded.searched "
+                       "AND NOT vectors.searched)")
+        # the rows new to the store (xmax 0: inserted, not updated), by model: what the next batch's plan counts
+        counted = db.execute(f"WITH put AS ({insert} RETURNING model, dim, xmax = 0 AS fresh) SELECT model, dim, "
+                             "count(*) FILTER (WHERE fresh) FROM put GROUP BY model, dim", (direct,)).fetchall()
+        for model, dim, fresh in counted:
+            self.new[(model, dim)] = self.new.get((model, dim), 0) + fresh
 
-    def _plan(self, model: str, dim: int) -> None:
+    def _plan(self, model: str, dim: int, staged: int) -> None:
+        """Keep the HNSW index of (model, dim) (the rows go into the delta) or drop it and build it after the rows
+        (``finish``), by ``REBUILD_RATIO``: ``staged`` rows are about to be put, ``self.new`` were this
+        transaction's so far."""
         key = (model, dim)
         if not 0 < dim <= MAX_INDEXED_DIM or key in self.build:
             return
         db = self.db
-        staged = db.execute("SELECT count(*) FROM stage_vectors WHERE model = %s AND dim = %s", key).fetchone()[0]
-        fresh = staged
-        if staged >= REBUILD_MIN:  # only rows not held yet cost an index insert
-            fresh = db.execute("SELECT count(*) FROM stage_vectors s WHERE s.model = %s AND s.dim = %s AND NOT EXISTS "
-                               "(SELECT 1 FROM vectors v WHERE v.hash = s.hash AND v.model = s.model)",
-                               key).fetchone()[0]
         loaded = self.new.get(key, 0)
-        self.new[key] = loaded + fresh
-        exists = has_ann_index(db, model, dim)
-        if self.new[key] >= REBUILD_MIN:
-            cap = REBUILD_RATIO * self.new[key]  # rows held before this transaction, counted up to the cap
-            held = db.execute("SELECT count(*) FROM (SELECT 1 FROM vectors WHERE model = %s AND dim = %s LIMIT %s) "
-                              "c", (model, dim, cap + loaded)).fetchone()[0] - loaded
-            if held < cap:
-                if exists:
-                    db.execute(f"DROP INDEX {ann_index_name(model, dim)}")
-                self.build.add(key)
-                return
-        if not exists:  # a new model's small load: its index first, then its rows
+        found = db.execute("SELECT c.reltuples FROM pg_class c WHERE c.relname = %s AND c.relnamespace = "
+                           "current_schema()::regnamespace", (ann_index_name(model, dim),)).fetchone()
+        exists = found is not None
+        if loaded + staged >= REBUILD_MIN and not (exists and found[0] >= REBUILD_RATIO * (loaded + staged) + loaded):
+            # (the index's row estimate, from its build or the last VACUUM/ANALYZE, spares the counts when the rows
+            # it held were already far more than the load, new or not: a load into a large store)
+            fresh = staged  # only rows not held yet cost an index insert
+            if staged >= REBUILD_MIN:
+                fresh = db.execute("SELECT count(*) FROM stage_vectors s WHERE s.model = %s AND s.dim = %s AND NOT "
+                                   "EXISTS (SELECT 1 FROM vectors v WHERE v.hash = s.hash AND v.model = s.model)",
+                                   key).fetchone()[0]
+            if loaded + fresh >= REBUILD_MIN:
+                cap = REBUILD_RATIO * (loaded + fresh)  # rows held before this transaction, counted up to the cap
+                held = db.execute("SELECT count(*) FROM (SELECT 1 FROM vectors WHERE model = %s AND dim = %s LIMIT "
+                                  "%s) c", (model, dim, cap + loaded)).fetchone()[0] - loaded
+                if held < cap:
+                    if exists:
+                        db.execute(f"DROP INDEX {ann_index_name(model, dim)}")
+                    self.build.add(key)
+                    return
+        if not exists:  # a new model's small load: its index first (empty), then its rows (into the delta)
             create_ann_index(db, model, dim)
 
     def finish(self) -> None:
@@ -169,16 +202,27 @@ class VectorLoader:
                             "set_config('max_parallel_maintenance_workers', greatest(current_setting("
                             "'max_parallel_maintenance_workers')::int, %s)::text, true)",
                             (BUILD_MEMORY, BUILD_WORKERS))
-            for model, dim in sorted(self.build):
+            for model, dim in sorted(self.build):  # the delta's rows of the model go into the build too
+                if self.delta:
+                    self.db.execute("UPDATE vectors SET searched = true, pending = false WHERE pending AND model = "
+                                    "%s AND dim = %s", (model, dim))
                 create_ann_index(self.db, model, dim)
         self.build = set()
 
 
-def mark_searched(db: Any, hashes: Sequence[str]) -> None:
-    """Vectors of these embed hashes (nodes just written) join their model's HNSW index, if they were put before
-    any node had their text (a context vector's text that became a node's, or vectors embedded before the nodes)."""
-    if hashes:
+def mark_searched(db: Any, hashes: Sequence[str], building: Sequence[tuple[str, int]] = (),
+                  delta: bool = True) -> None:
+    """Vectors of these embed hashes (nodes just written) join the delta (``pending``; a fold puts them in the HNSW
+    index), if they were put before any node had their text (a context vector's text that became a node's, or
+    vectors copied before the nodes); those of a model whose index this transaction builds (``building``) are
+    marked ``searched`` at once (the build takes them)."""
+    if hashes and not delta:  # an older schema (tests pin one): into the index at once, as before the delta
         db.execute("UPDATE vectors SET searched = true WHERE hash = ANY(%s) AND NOT searched", (list(hashes),))
+    elif hashes:
+        direct = [f"{m}\x1f{d}" for m, d in building]
+        db.execute("UPDATE vectors SET searched = (model || E'\\x1f' || dim) = ANY(%s), pending = NOT ((model || "
+                   "E'\\x1f' || dim) = ANY(%s)) WHERE hash = ANY(%s) AND NOT searched AND NOT pending",
+                   (direct, direct, list(hashes)))
 
 
 def update_nodes(db: Any, rows: Sequence[tuple]) -> None:

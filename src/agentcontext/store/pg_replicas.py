@@ -521,10 +521,13 @@ class ReplicatedPostgresStore(PostgresStore):
     def _commit(self) -> None:
         if self.replicas is None:
             return super()._commit()
+        grew = self._vector_loader is not None and self._vector_loader.pending
         self._finish_loads()  # a large load's HNSW index, built before the commit as on one server
         cur = self._db.execute(f"COMMIT; SELECT {PRIMARY_POSITION}")
         cur.nextset()
         self.replicas.saw_primary(int(cur.fetchone()[0]))
+        if grew:
+            self._delta_grew()  # as on one server: a background fold once the delta outgrew its bound
 
     def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
         out = super().scrub(tables, strict)

@@ -41,6 +41,10 @@ class PgSearch(Part):
 
     __slots__ = ()
 
+    @property
+    def _delta(self) -> bool:
+        return self.store._delta
+
     def _node_where(self, namespace, kind, key_prefix, keys, tags, valid_at, as_of=None) -> Where:
         return self.store._node_where(namespace, kind, key_prefix, keys, tags, valid_at, as_of)
 
@@ -67,10 +71,11 @@ class PgSearch(Part):
             if titles is not None:
                 count.eq_any("n.title", list(titles) or [""])
             count_where, counted = count.sql(), count.params
-        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where)
-        rows = self._read(sql, [*counted, *where.params, query, query, query, *where.params, query])
+        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where, self._delta)
+        delta = [query, *where.params] if self._delta else []  # the delta's branch (pg_delta)
+        rows = self._read(sql, [*counted, *where.params, query, query, query, *where.params, query, *delta])
         rows.sort(key=lambda r: (-r[2], r[1]))  # iterative index scans return them in relaxed order
-        return [(r[0], float(r[2])) for r in rows]
+        return [(r[0], float(r[2])) for r in rows[:k]]  # the index's best k and the delta's (pg_delta), merged
 
     def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str, kind: str,
                      fields: Sequence[str] | None = None) -> tuple[dict[str, Node], list[Node]]:

@@ -2,7 +2,7 @@
 every shard that may hold the id, records and the audit log to the directory shard (see the module doc there)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -137,6 +137,16 @@ class ShardWrites:
             return sum(self._each(lambda s: s.retract_edges(ids, actor, at), write=True))
 
     # --- vectors: keyed by text hash, a copy on every shard (Citus: a reference table) ----------------------
+    def fold(self, chunk: int = 500, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Every shard's delta folded into its HNSW indexes (store/pg_delta.py), one shard after another."""
+        parts = {name: self.on(name, lambda s: s.fold(chunk, progress), write=True) for name in self.names}
+        return {"folded": sum(p["folded"] for p in parts.values()), "chunks": sum(p["chunks"] for p in parts.values()),
+                "pending": sum(p["pending"] for p in parts.values()),
+                "seconds": round(sum(p["seconds"] for p in parts.values()), 3), "shards": parts}
+
+    def pending_vectors(self) -> int:
+        return sum(self.on(name, lambda s: s.pending_vectors()) for name in self.names)
+
     def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
         """On the directory shard (checked and logged there), then a copy on every other shard that answers (one
         that does not lists its nodes' vectors as missing when it is back)."""

@@ -14,6 +14,8 @@ bytes a memory against 2,048; recall@10 against exact float32 search stays where
 float16 values: 0.9995; the halfvec HNSW walk 0.995 against the float32 one's 0.9965, ef_search 1000), scores move
 by at most 6e-5. A value beyond float16's range (``HALF_MAX``) is refused (ValidationError naming its vector).
 When the filter leaves few nodes (``EXACT_ROWS``) the index is skipped and every one of them is scored exactly.
+Vectors written since the last fold are not in the index (``pending``, migration 8, ``pg_delta``): ``nearest_sql``
+scores them exactly beside the walk, and the caller keeps the best ``k`` of both.
 """
 from __future__ import annotations
 
@@ -66,17 +68,34 @@ def has_ann_index(db: Any, model: str, dim: int) -> bool:
                       (ann_index_name(model, dim),)).fetchone() is not None
 
 
-def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_where: str | None = None) -> str:
+def held_predicate(model: str, dim: int, alias: str = "") -> str:
+    """A vector a node's text has, indexed or in the delta (``searched OR pending``; ``pg_delta``)."""
+    col = f"{alias}." if alias else ""
+    return f"{col}model = {text_literal(model)} AND {col}dim = {int(dim)} AND ({col}searched OR {col}pending)"
+
+
+def delta_predicate(model: str, dim: int, alias: str = "") -> str:
+    """The delta's rows of one model (the partial index ``vectors_pending`` lists them)."""
+    col = f"{alias}." if alias else ""
+    return f"{col}model = {text_literal(model)} AND {col}dim = {int(dim)} AND {col}pending"
+
+
+def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_where: str | None = None,
+                delta: bool = True) -> str:
     """(id, rid, inner product) of the ``k`` nearest filtered nodes, in one statement: when at most ``EXACT_ROWS``
     nodes pass the filter, every one of them is scored (its vector found by primary key; ``OFFSET 0`` keeps that a
     lookup, not a join over every vector), else the HNSW index is walked (iterative scan) and rows are filtered
-    as they come. ``node_where`` holds conditions on ``n`` starting with `` WHERE ``. Whether the nodes are few is
+    as they come, and beside it the delta (``pg_delta``: vectors not in the index yet) is scored exactly, best
+    first, its nodes filtered until ``k`` pass (``WITH TIES``: rows as good as the k-th stay, so the caller's
+    order by (score, rid) cuts them as one list would); the caller keeps the best ``k`` of both. ``node_where``
+    holds conditions on ``n`` starting with `` WHERE ``. Whether the nodes are few is
     judged by reading up to ``EXACT_ROWS + 1`` of them (their rows), or, given ``count_where`` (the part of the
     filter an index of ``nodes`` answers alone: namespace, kind, title), by counting that many entries of the index
     (no row is read; at 1,000,000 memories the rows cost 2-19 ms a query): the nodes it counts hold every filtered
     one, so a count within ``EXACT_ROWS`` means few; the rest of the filter (not retracted) is left to the walk.
     Parameters: ``count_where``'s (when given), ``node_where``'s, the query vector three times, ``node_where``'s
-    again, the query vector."""
+    again, the query vector twice, ``node_where``'s a third time (without ``delta``, a store pinned to a schema
+    before the delta, the last three are left out with the delta's branch)."""
     typed, pred = f"v.vector::{STORED}({int(dim)})", ann_predicate(db, model, dim, "v")
     exact = f"v.vector::vector({int(dim)})"  # scores: the stored values against the query
     conditions = node_where.replace(" WHERE ", " AND ", 1)
@@ -87,10 +106,18 @@ def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_wh
         head = (f"WITH few AS MATERIALIZED (SELECT count(*) <= {EXACT_ROWS} AS yes FROM (SELECT 1 FROM nodes n"
                 f"{count_where} LIMIT {EXACT_ROWS + 1}) c), f AS (SELECT n.id, n.rid, n.embed_hash FROM nodes n"
                 f"{node_where}) ")
-    return (head +
-            f"(SELECT f.id, f.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM f CROSS JOIN LATERAL (SELECT "
-            f"vector FROM vectors v WHERE v.hash = f.embed_hash AND {pred} OFFSET 0) v WHERE (SELECT yes FROM few) "
-            f"ORDER BY {exact} <#> %s::vector({int(dim)}), f.rid LIMIT {int(k)}) "
+    walked = (
+        head + f"(SELECT f.id, f.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM f CROSS JOIN LATERAL (SELECT "
+            f"vector FROM vectors v WHERE v.hash = f.embed_hash AND "
+            f"{held_predicate(model, dim, 'v') if delta else pred} OFFSET 0) v "
+            f"WHERE (SELECT yes FROM few) ORDER BY {exact} <#> %s::vector({int(dim)}), f.rid LIMIT {int(k)}) "
             f"UNION ALL (SELECT n.id, n.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM vectors v "
             f"JOIN nodes n ON n.embed_hash = v.hash WHERE {pred}{conditions} AND NOT (SELECT yes FROM "
             f"few) ORDER BY {typed} <#> %s::{STORED}({int(dim)}) LIMIT {int(k)})")
+    if not delta:
+        return walked
+    return (walked + " UNION ALL (SELECT n.id, n.rid, d.score FROM (SELECT v.hash, "
+            f"-({exact} <#> %s::vector({int(dim)})) AS score FROM vectors v WHERE "
+            f"{delta_predicate(model, dim, 'v')} AND NOT (SELECT yes FROM few) ORDER BY 2 DESC OFFSET 0) d "
+            "CROSS JOIN LATERAL (SELECT n.id, n.rid FROM nodes n WHERE "
+            f"n.embed_hash = d.hash{conditions}) n ORDER BY d.score DESC FETCH FIRST {int(k)} ROWS WITH TIES)")

@@ -24,7 +24,7 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import pg_bulk, pg_prewarm, pg_text, scrub, transfer
+from . import pg_bulk, pg_delta, pg_prewarm, pg_text, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import NODE_COLS, Where, held_embed_text
@@ -55,7 +55,7 @@ class RawVector(Loader):
         return bytes(data)
 
 
-class PostgresStore(SQLStore):
+class PostgresStore(pg_delta.DeltaRole, SQLStore):
     """PostgreSQL store. One connection per instance (thread-safe by a lock); processes share the database."""
 
     backend = "postgresql"
@@ -72,15 +72,18 @@ class PostgresStore(SQLStore):
     TOMBSTONE_KEY = "id, namespace"  # the tenant in every tenant table's key (migration 7; docs/SHARDING.md)
     NO_NAMESPACE = ""
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED, Capability.VECTOR_SEARCH,
-                              Capability.SERVER_QUERIES})
+                              Capability.SERVER_QUERIES, Capability.VECTOR_DELTA})
     CONNECT_TIMEOUT: float | None = None  # seconds a connection attempt may take (None: the store's timeout)
 
-    def __init__(self, url: str, schema: str | None = None, timeout: float = 60.0, prewarm: bool = True) -> None:
+    def __init__(self, url: str, schema: str | None = None, timeout: float = 60.0, prewarm: bool = True,
+                 fold_at: int | None = pg_delta.FOLD_AT) -> None:
         super().__init__(redact(url), timeout)  # the URL is shown by the CLI and in receipts: never the password
         conninfo, url_schema = split_url(url)
         self.schema = schema or url_schema
         self._conninfo = conninfo
         self._vector_loader: pg_bulk.VectorLoader | None = None
+        self.fold_at = fold_at  # a commit leaving more vectors pending starts a background fold (None: never)
+        self.folder = pg_delta.Folder(lambda: PostgresStore(conninfo, self.schema, timeout, False, None))
         self._text_stats = pg_text.TextStats()
         self._lexemes = pg_text.LexemeCache()
         self._alone: dict[tuple[str, ...] | None, tuple[float, tuple[str, ...] | None]] = {}  # _scoped_stats
@@ -94,6 +97,7 @@ class PostgresStore(SQLStore):
         self._ensure_vector_extension()
         register_vector(db)
         self._open()
+        self._delta = pg_delta.has_delta(db)  # False only for a store pinned to an older schema (tests pin one)
         # the search indexes loaded into the server's buffers where they are cold (pg_prewarm.py)
         self.prewarmed = pg_prewarm.prewarm(db) if prewarm else pg_prewarm.PrewarmReport(skipped="not asked")
 
@@ -155,8 +159,11 @@ class PostgresStore(SQLStore):
                              url=self.url) from exc
 
     def _commit(self) -> None:
+        grew = self._vector_loader is not None and self._vector_loader.pending
         self._finish_loads()
         self._db.execute("COMMIT")
+        if grew:
+            self._delta_grew()  # a background fold when the delta outgrew its bound (pg_delta.DeltaRole)
 
     def _finish_loads(self) -> None:
         """Before the commit: the HNSW indexes dropped (or never made) for a large load, built over every row of the
@@ -196,12 +203,16 @@ class PostgresStore(SQLStore):
         pg_bulk.check_range([(r[0], r[3]) for r in rows])  # halfvec's range (finite: checked by put_vectors)
         self._loader.load(rows, upsert=True)
 
+    def _building(self) -> list[tuple[str, int]]:
+        """The (model, dim) whose HNSW index this transaction builds after its rows (none: the rows join the delta)."""
+        return sorted(self._vector_loader.build) if self._vector_loader is not None else []
+
     @property
     def _loader(self) -> pg_bulk.VectorLoader:
         """The vector loader of the open transaction (it remembers the indexes to build before its commit: one
         build however many batches the transaction loads)."""
         if self._vector_loader is None:
-            self._vector_loader = pg_bulk.VectorLoader(self._db)
+            self._vector_loader = pg_bulk.VectorLoader(self._db, self._delta)
         return self._vector_loader
 
     def _tags_value(self, tags: list[str]) -> list[str]:
@@ -213,7 +224,8 @@ class PostgresStore(SQLStore):
         rows = [(*r[:text], held_embed_text(r[title], r[content], r[text]), *r[text + 1:]) for r in rows]
         self._bulk_insert("nodes", f"{', '.join(names)}, tag_text", [(*r, " ".join(r[8] or [])) for r in rows])
         embed = transfer.TABLES["nodes"][1].index("embed_hash")
-        pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}))
+        pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}), self._building(),
+                              self._delta)
         # a version row copied before its node is the live row now (migration 4: the current version is held once)
         self._db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = ANY(%s) AND v.id = n.id AND "
                          "v.namespace = n.namespace AND v.version = n.version", ([r[0] for r in rows],))
@@ -287,7 +299,8 @@ class PostgresStore(SQLStore):
             pg_bulk.update_nodes(self._db, updates)
         if inserts:
             self._bulk_insert("nodes", f"{NODE_COLS}, embed_text, tag_text", inserts)
-        pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}))
+        pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}),
+                              self._building(), self._delta)
 
     # --- text index ------------------------------------------------------------------------
     def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
