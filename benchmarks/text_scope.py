@@ -65,7 +65,8 @@ def previous_ranking(store):
         terms = query_terms(query)
         if not terms or (ids is not None and not ids):
             return []
-        return store._table_search(store._informative_terms(terms, common), as_list(namespace), kind, limit, ids)
+        return store._text._table_search(store._text._informative_terms(terms, common), as_list(namespace), kind, limit,
+                                         ids)
     return text_search
 
 
@@ -115,12 +116,12 @@ def postgres(args) -> None:
         def with_scope(flag):
             def run(q):
                 if not flag:  # the previous ranking: the whole table's statistics
-                    store._text_scope = lambda namespace: None
+                    store._text._text_scope = lambda namespace: None
                 try:
                     search(q, namespace="memory:default", kind="memory", limit=200)
                 finally:
                     if not flag:
-                        del store._text_scope
+                        del store._text._text_scope
             return run
         new, old = timings([with_scope(True), with_scope(False)], queries(args.queries, 1000))
         out["beside_text_search"], out["beside_text_search_baseline"] = new, old

@@ -99,3 +99,51 @@ def test_no_service_probes_a_store():
 def test_spec_modules_are_not_collected_on_their_own():
     assert (CONFORMANCE / "conftest.py").read_text().count('collect_ignore_glob = ["test_*.py"]') == 1
     assert Path(CONFORMANCE / "__init__.py").exists()
+
+
+def test_the_protocol_is_its_roles_each_method_in_one():
+    from agentcontext.store import base
+
+    roles = [base.Lifecycle, base.NodeStore, base.EdgeStore, base.TextIndex, base.VectorRows, base.RecordLog,
+             base.Erasable, base.Copyable]
+    assert [c for c in Store.__mro__ if c in roles] == roles  # Store is all of them
+    seen: dict[str, str] = {}
+    for role in roles:
+        for name in _public(role):
+            assert name not in seen, f"{name} is in {seen[name]} and {role.__name__}"
+            seen[name] = role.__name__
+    assert sorted(seen) == sorted(_public(Store))
+    store = SQLiteStore(":memory:")
+    try:
+        assert all(isinstance(store, role) for role in roles)
+        assert not isinstance(store, base.Sharded)  # an optional role, told by isinstance
+    finally:
+        store.close()
+
+
+def test_a_sharded_store_has_its_optional_role_and_only_it_has_it():
+    from agentcontext.store.base import Sharded
+    from agentcontext.store.pg_shards import ShardedStore
+    from agentcontext.store.postgres import PostgresStore
+
+    ours, role = _public(ShardedStore), _public(Sharded)
+    optional = {name for protocol in OPTIONAL_METHODS.values() for name in _public(protocol)}
+    assert sorted(set(ours) - set(_public(Store)) - optional) == sorted(role)
+    for name, sig in role.items():
+        assert list(ours[name].parameters) == list(sig.parameters), f"ShardedStore.{name} differs from Sharded"
+    assert not set(role) & set(_public(PostgresStore))
+
+
+def test_move_tenant_tells_a_sharded_store_by_its_role(tmp_path):
+    import pytest
+
+    from agentcontext.errors import ValidationError
+    from agentcontext.migrate import move_tenant
+    from agentcontext.workspace import Workspace
+
+    ws = Workspace.open(url=f"sqlite:///{tmp_path / 'one.db'}", create=True)
+    try:
+        with pytest.raises(ValidationError, match="is not sharded"):
+            move_tenant(ws, "acme", "b")
+    finally:
+        ws.store.close()

@@ -21,7 +21,7 @@ import numpy as np
 from . import access
 from .errors import ValidationError
 from .store import Store, open_store, require_existing
-from .store.base import COPY_TABLES
+from .store.base import COPY_TABLES, Sharded
 from .workspace import Workspace
 
 Progress = Callable[[str, int, int], None]
@@ -137,9 +137,8 @@ def move_tenant(ws: Workspace, tenant: str, shard: str, principal: str | None = 
     it wait while it moves, a killed move is undone or finished by the next one); audited. Only the owner or an
     admin of ``*`` may move tenants."""
     from .store.pg_shard_move import move_tenant as move
-    from .store.pg_shards import ShardedStore
 
-    if not isinstance(ws.store, ShardedStore):
+    if not isinstance(ws.store, Sharded):
         raise ValidationError(f"the store {ws.store.url} is not sharded; move-tenant needs a store URL naming shards "
                               "(AGENTCONTEXT_SHARD_URLS=\"a=postgresql://...,b=postgresql://...\")", url=ws.store.url)
     if not access.is_superadmin(ws, principal):

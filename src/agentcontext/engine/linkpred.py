@@ -29,7 +29,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from ..errors import ValidationError
-from ..store.base import Store
+from ..store.base import EdgeStore
 from .traversal import CSR, usable
 
 METHODS = ("adamic_adar", "jaccard", "resource_allocation", "preferential_attachment")
@@ -164,7 +164,7 @@ def _preferential(nbrs: list[np.ndarray], degree: np.ndarray, top_k: int, node: 
     return out
 
 
-def undirected_sets(store: Store, namespace: str | None, ids: Sequence[str], types: Sequence[str] | None,
+def undirected_sets(store: EdgeStore, namespace: str | None, ids: Sequence[str], types: Sequence[str] | None,
                     now: str) -> dict[str, list[str]]:
     """For each of ``ids``, the sorted store ids of its undirected neighbours (as ``neighbour_sets`` counts
     them: usable edges of ``types`` in ``namespace``, either way, no self loops), asked of the store."""
@@ -181,7 +181,7 @@ def undirected_sets(store: Store, namespace: str | None, ids: Sequence[str], typ
     return {i: sorted(nb) for i, nb in found.items()}
 
 
-def predict_near(store: Store, namespace: str | None, node: str, method: str, top_k: int,
+def predict_near(store: EdgeStore, namespace: str | None, node: str, method: str, top_k: int,
                  types: Sequence[str] | None, now: str,
                  allowed: Callable[[list[str]], set[str]] | None = None) -> list[tuple[str, float]]:
     """The ``top_k`` best (candidate store id, score) for ``node`` by a neighbourhood index (not preferential

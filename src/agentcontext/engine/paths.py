@@ -15,7 +15,7 @@ from collections import deque
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
 from ..errors import ValidationError
-from ..store.base import Store
+from ..store.base import EdgeStore
 from .traversal import CSR, _steps, check_direction, usable
 
 Neighbours = Callable[[Any], dict[Any, float]]
@@ -50,7 +50,7 @@ class StoreNeighbours:
     and with the weights ``neighbours`` gives over the CSR (out-edges, then in-edges, each in declared order;
     expired edges, self loops and edges outside ``namespace`` left out)."""
 
-    def __init__(self, store: Store, namespace: str | None, direction: str, types: Sequence[str] | None,
+    def __init__(self, store: EdgeStore, namespace: str | None, direction: str, types: Sequence[str] | None,
                  now: str) -> None:
         check_direction(direction)
         self.store, self.namespace, self.direction, self.now = store, namespace, direction, now

@@ -12,7 +12,7 @@ from typing import Container, Iterator, Sequence
 
 import numpy as np
 
-from ..store.base import Store
+from ..store.base import EdgeStore
 
 
 @dataclass
@@ -58,7 +58,7 @@ class CSR:
         return self._reverse, self._rev_pos
 
 
-def load_adjacency(store: Store, namespace: str | Sequence[str] | None = None, as_of: str | None = None,
+def load_adjacency(store: EdgeStore, namespace: str | Sequence[str] | None = None, as_of: str | None = None,
                    node_ids: Sequence[str] | None = None, only: Container[str] | None = None) -> CSR:
     """Build the CSR from the store: every edge active now (or as it stood ``as_of``, valid then).
 
@@ -248,7 +248,7 @@ def csr_steps(csr: CSR, reached: list[Reached]) -> list[Step]:
                  r.decay) for r in reached]
 
 
-def sql_bfs(store: Store, namespace: str | None, start: str, hops: int, direction: str,
+def sql_bfs(store: EdgeStore, namespace: str | None, start: str, hops: int, direction: str,
             relationship_types: Sequence[str] | None, min_weight: float | None, now: str) -> list[Step]:
     """BFS that asks the store for each frontier's edges: cost follows the neighbourhood, not the graph.
 
@@ -268,7 +268,7 @@ def sql_bfs(store: Store, namespace: str | None, start: str, hops: int, directio
     return order
 
 
-def sql_shortest_path(store: Store, namespace: str | None, source: str, target: str, max_hops: int | None,
+def sql_shortest_path(store: EdgeStore, namespace: str | None, source: str, target: str, max_hops: int | None,
                       direction: str, now: str) -> list[str] | None:
     """``shortest_path`` by frontier queries (store ids): the first path found breadth-first, as the CSR finds it."""
     check_direction(direction)
@@ -295,7 +295,7 @@ def check_direction(direction: str) -> None:
         raise ValidationError(f"unknown direction {direction!r}; use out, in or both", direction=direction)
 
 
-def frontier_walk(store: Store, namespace: str | None, start: str, direction: str,
+def frontier_walk(store: EdgeStore, namespace: str | None, start: str, direction: str,
                   relationship_types: Sequence[str] | None, min_weight: float | None, now: str) -> Iterator[list[Step]]:
     """Breadth-first from ``start``, one store query per direction and level (``edges_touching``): yields the nodes
     first reached at each depth, each by its first edge in declared order; stops when nothing new is reached."""

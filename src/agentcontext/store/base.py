@@ -5,11 +5,16 @@ A store holds nodes (with every version), edges (as validity intervals), embeddi
 append-only change log. Derived structures elsewhere (vector matrices, adjacency caches) are
 rebuilt from it and invalidated by ``change_counter()``.
 
-Both backends (``SQLiteStore``, ``PostgresStore``) subclass one SQL base (``sql_base.SQLStore``);
-the conformance suite (tests/conformance/) runs each of them against this protocol. What only some
-backends can do is declared in ``capabilities`` (see ``Capability``) and detected by the suite; the methods
-of an optional capability are declared in their own protocol (``VectorSearch``) and only stores that declare
-the capability have them.
+The protocol is made of roles, each its own protocol: the required ones every store has (``Lifecycle``,
+``NodeStore``, ``EdgeStore``, ``TextIndex``, ``VectorRows``, ``RecordLog``, ``Erasable``, ``Copyable``; ``Store``
+is all of them), so a function needing one role types its store by it; and the optional ones only some stores
+have. What only some backends can do is declared in ``capabilities`` (see ``Capability``) and detected there
+(the conformance suite, tests/conformance/, does the same): the methods of an optional capability are declared
+in their own protocol (``VectorSearch``, ``OPTIONAL_METHODS``) and only stores that declare the capability have
+them. A sharded store (``Sharded``: tenants on several servers) is a store of its own class, told by its role.
+
+Both backends (``SQLiteStore``, ``PostgresStore``) subclass one SQL base (``sql_base.SQLStore``), composed of a
+part per role (``sql_part.Part``); the conformance suite runs each of them against this protocol.
 """
 from __future__ import annotations
 
@@ -54,17 +59,9 @@ class Capability(str, Enum):
 
 
 @runtime_checkable
-class Store(Protocol):
-    url: str
-    """Where the store lives, without any password (shown by the CLI and in receipts)."""
-    backend: str
-    """``sqlite`` or ``postgresql``."""
-    capabilities: frozenset[Capability]
-    VECTOR_DTYPE: type
-    """The precision vectors are held in (``numpy.float32``; PostgreSQL ``float16``, halfvec): ``get_vectors`` gives
-    float32 arrays holding the put values rounded to it, and scores are computed from those."""
+class Lifecycle(Protocol):
+    """Transactions, the schema and the store's health."""
 
-    # --- lifecycle and schema ---------------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]:
         """Everything inside lands whole or not at all; nested calls join the outer one (no savepoints), and
         every write inside is stamped with one moment, so ``as_of`` sees all of it or none."""
@@ -80,7 +77,11 @@ class Store(Protocol):
     def info(self) -> dict[str, Any]:
         """URL, backend, schema version and migrations, counts of every kind of row, and sizes in bytes."""
 
-    # --- nodes -----------------------------------------------------------------------------
+
+@runtime_checkable
+class NodeStore(Protocol):
+    """Nodes and their versions."""
+
     def put_nodes(self, nodes: Sequence[Node], actor: str = "", at: str | None = None) -> list[int]:
         """Insert or update; an unchanged node keeps its version. Returns each node's version."""
 
@@ -134,47 +135,6 @@ class Store(Protocol):
         """Withdraw nodes (history stays; ``as_of`` still sees them) and their edges: ``both`` directions, or
         only ``outbound`` ones (a deleted doc must not silently vanish from its dependents' declarations)."""
 
-    def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "",
-                    at: str | None = None, erasure: str | None = None) -> dict[str, int]:
-        """Remove content, versions, text-index rows, edges and orphaned embeddings; leave a tombstone (marked
-        with ``erasure``, the entity an erasure was asked for, when it is one). Returns how many nodes, versions,
-        edges and vectors went."""
-
-    def tombstone(self, id: str) -> dict[str, Any] | None: ...
-
-    def tombstones(self, namespace: str | Sequence[str] | None = None,
-                   ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        """Tombstones (id, namespace, kind, purged_at, reason, actor, erasure) in the order they were made."""
-
-    def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
-        """Restore tombstones (from a saved graph); existing ones with the same id are replaced (an erasure's
-        mark stays)."""
-
-    # --- erasure ---------------------------------------------------------------------------
-    def erased(self, ids: Sequence[str]) -> set[str]:
-        """Which of ``ids`` (node ids, or entity ids erasures were asked for) an erasure removed: what imports
-        must not bring back."""
-
-    def nodes_holding(self, needles: Sequence[str]) -> list[str]:
-        """Ids of nodes, live or retracted, any version of which holds one of ``needles`` (its words in order,
-        anything between them; case folded) in its key, title, summary, content or props text, in the order the
-        store recorded the first version holding one: candidates for a closer look at what the text index does not
-        see (retracted records, superseded versions, metadata values). A scan of every version."""
-
-    def purge_history(self, ids: Sequence[str], actor: str = "") -> dict[str, int]:
-        """Delete every version of these nodes but the live one, and embeddings no remaining version uses.
-        Returns how many versions and vectors went."""
-
-    def redact_audit(self, targets: Sequence[str], note: dict[str, Any]) -> int:
-        """Replace the detail of audit entries about ``targets`` with ``note`` (who, what, when and the target
-        stay; erasure receipts are never changed). Returns how many entries changed."""
-
-    def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
-        """After deletes: make the deleted rows' bytes unreadable from the store's files as far as the backend
-        can (SQLite: a TRUNCATE checkpoint; PostgreSQL: VACUUM FULL of ``tables`` when ``strict``). Returns what
-        was done, ``status`` (``clean``, ``deferred`` or ``incomplete``) and ``may_remain``: what may still
-        hold the bytes outside the library's reach."""
-
     def namespaces(self) -> list[str]:
         """Namespaces that hold at least one active node."""
 
@@ -183,7 +143,11 @@ class Store(Protocol):
         """Active nodes (without content) whose ``props[prop]`` is one of ``values`` (text), in insertion order: the
         reverse of a link kept in props (the turns that follow a memory name it in ``prev``)."""
 
-    # --- edges -----------------------------------------------------------------------------
+
+@runtime_checkable
+class EdgeStore(Protocol):
+    """Edges, as validity intervals."""
+
     def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
         """Insert or update (same src, type, dst = same edge; a change closes the old interval and opens a new
         one). Returns how many were new."""
@@ -232,7 +196,11 @@ class Store(Protocol):
     def edge_history(self, namespace: str | Sequence[str] | None = None) -> list[Edge]:
         """Every edge interval, retracted ones included, in the order the store recorded them."""
 
-    # --- text index ------------------------------------------------------------------------
+
+@runtime_checkable
+class TextIndex(Protocol):
+    """The text index over nodes."""
+
     def text_search(
         self,
         query: str,
@@ -250,18 +218,16 @@ class Store(Protocol):
         when None), never of rows outside it, so what other namespaces hold moves no score; ``within``: only these
         nodes are searched and their statistics alone rank (what a principal reads of a pack, doc by doc)."""
 
-    def find_by_props(self, path: Sequence[str], value: str, namespace: str | Sequence[str] | None = None,
-                      kind: str | Sequence[str] | None = None, include_retracted: bool = False) -> list[str]:
-        """Ids of active nodes (retracted ones too with ``include_retracted``) whose ``props`` hold ``value`` at the
-        key ``path`` (equal to it, or an element of the list there), in insertion order: a scan the backend does
-        without decoding every row in Python."""
-
     def phrase_search(self, phrase: str, namespace: str | Sequence[str] | None = None,
                       kind: str | Sequence[str] | None = None, limit: int | None = None) -> list[str]:
         """Ids of active nodes whose indexed text holds the words of ``phrase`` in a row (as the text index
         splits and stems them), in insertion order: candidates for a closer look, e.g. mentions of a name."""
 
-    # --- vectors ---------------------------------------------------------------------------
+
+@runtime_checkable
+class VectorRows(Protocol):
+    """Embeddings keyed by (text hash, model)."""
+
     def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int: ...
 
     def get_vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]: ...
@@ -281,7 +247,11 @@ class Store(Protocol):
                       kind: str | Sequence[str] | None = None) -> int:
         """How many active nodes have a vector for ``model`` (what ``load_vectors`` would return, counted)."""
 
-    # --- records, audit and change log -----------------------------------------------------
+
+@runtime_checkable
+class RecordLog(Protocol):
+    """Small keyed records, the audit log and the append-only change log."""
+
     def put_record(self, kind: str, key: str, value: dict[str, Any], actor: str = "") -> None: ...
 
     def put_records(self, kind: str, values: dict[str, dict[str, Any]], actor: str = "") -> None:
@@ -301,7 +271,65 @@ class Store(Protocol):
 
     def change_counter(self) -> int: ...
 
-    # --- copying a whole store ------------------------------------------------------------------
+    def changes_since(self, seq: int, limit: int | None = None) -> list[Change]: ...
+
+
+@runtime_checkable
+class Erasable(Protocol):
+    """What an erasure uses: purges and their tombstones, the scans that find a subject's records, history and
+    audit redaction, and the store's files."""
+
+    def purge_nodes(self, ids: Sequence[str], reason: str = "", actor: str = "",
+                    at: str | None = None, erasure: str | None = None) -> dict[str, int]:
+        """Remove content, versions, text-index rows, edges and orphaned embeddings; leave a tombstone (marked
+        with ``erasure``, the entity an erasure was asked for, when it is one). Returns how many nodes, versions,
+        edges and vectors went."""
+
+    def tombstone(self, id: str) -> dict[str, Any] | None: ...
+
+    def tombstones(self, namespace: str | Sequence[str] | None = None,
+                   ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Tombstones (id, namespace, kind, purged_at, reason, actor, erasure) in the order they were made."""
+
+    def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Restore tombstones (from a saved graph); existing ones with the same id are replaced (an erasure's
+        mark stays)."""
+
+    def find_by_props(self, path: Sequence[str], value: str, namespace: str | Sequence[str] | None = None,
+                      kind: str | Sequence[str] | None = None, include_retracted: bool = False) -> list[str]:
+        """Ids of active nodes (retracted ones too with ``include_retracted``) whose ``props`` hold ``value`` at the
+        key ``path`` (equal to it, or an element of the list there), in insertion order: a scan the backend does
+        without decoding every row in Python."""
+
+    def erased(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` (node ids, or entity ids erasures were asked for) an erasure removed: what imports
+        must not bring back."""
+
+    def nodes_holding(self, needles: Sequence[str]) -> list[str]:
+        """Ids of nodes, live or retracted, any version of which holds one of ``needles`` (its words in order,
+        anything between them; case folded) in its key, title, summary, content or props text, in the order the
+        store recorded the first version holding one: candidates for a closer look at what the text index does not
+        see (retracted records, superseded versions, metadata values). A scan of every version."""
+
+    def purge_history(self, ids: Sequence[str], actor: str = "") -> dict[str, int]:
+        """Delete every version of these nodes but the live one, and embeddings no remaining version uses.
+        Returns how many versions and vectors went."""
+
+    def redact_audit(self, targets: Sequence[str], note: dict[str, Any]) -> int:
+        """Replace the detail of audit entries about ``targets`` with ``note`` (who, what, when and the target
+        stay; erasure receipts are never changed). Returns how many entries changed."""
+
+    def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
+        """After deletes: make the deleted rows' bytes unreadable from the store's files as far as the backend
+        can (SQLite: a TRUNCATE checkpoint; PostgreSQL: VACUUM FULL of ``tables`` when ``strict``). Returns what
+        was done, ``status`` (``clean``, ``deferred`` or ``incomplete``) and ``may_remain``: what may still
+        hold the bytes outside the library's reach."""
+
+
+@runtime_checkable
+class Copyable(Protocol):
+    """Whole-store copies (``migrate``): every ``COPY_TABLES`` table page by page, and back."""
+
     def export_rows(self, table: str, after: Sequence[Any] | None = None,
                     limit: int = 5000) -> tuple[list[dict[str, Any]], list[Any] | None]:
         """One page of a ``COPY_TABLES`` table as stored (every column but what the backend derives itself; tags a
@@ -312,7 +340,20 @@ class Store(Protocol):
         """Insert exported rows exactly as they are (versions, times, sequence numbers; no change-log entries of
         its own), in one transaction; the backend indexes what it derives. Returns how many rows went in."""
 
-    def changes_since(self, seq: int, limit: int | None = None) -> list[Change]: ...
+
+@runtime_checkable
+class Store(Lifecycle, NodeStore, EdgeStore, TextIndex, VectorRows, RecordLog, Erasable, Copyable, Protocol):
+    """The whole protocol every store implements: the required roles above (a function needing only one types its
+    store by that role), and the attributes every store has."""
+
+    url: str
+    """Where the store lives, without any password (shown by the CLI and in receipts)."""
+    backend: str
+    """``sqlite`` or ``postgresql``."""
+    capabilities: frozenset[Capability]
+    VECTOR_DTYPE: type
+    """The precision vectors are held in (``numpy.float32``; PostgreSQL ``float16``, halfvec): ``get_vectors`` gives
+    float32 arrays holding the put values rounded to it, and scores are computed from those."""
 
 
 @runtime_checkable
@@ -352,6 +393,32 @@ class VectorSearch(Protocol):
         of ``namespace`` counts them when it ranks: the parts of BM25's idf, from those namespaces' rows only), so a
         ranking in the store can weigh the query's words by their idf. Estimates on a large table; a word the text
         index keeps nothing of (a stopword) is left out."""
+
+
+@runtime_checkable
+class Sharded(Protocol):
+    """Tenants (namespaces) on several servers, each call routed to the shard holding its tenant
+    (``pg_shards.ShardedStore``; ``pg_shard_move.move_tenant`` moves one). Told by ``isinstance``: no capability."""
+
+    def shard_for(self, tenant: str) -> str:
+        """The shard that holds (or will hold) ``tenant``, assigning it when new."""
+
+    def hold(self, tenants: Sequence[str]) -> dict[str, str]:
+        """The tenants' shards, held until this write transaction ends (a move of one waits for it, and it for a
+        move under way); must run inside ``transaction()``."""
+
+    def on(self, name: str, fn: Callable[[Any], Any], write: bool = False) -> Any:
+        """``fn(store of shard name)`` (``write``: it writes)."""
+
+    def routed(self, namespace: Any, fn: Callable[[Any, Any], Any]) -> list[Any]:
+        """``fn(store, its namespaces)`` on each shard holding some of ``namespace``."""
+
+    def by_ids(self, ids: Sequence[str], fn: Callable[[Any, list[str]], Any], write: bool = False) -> list[Any]:
+        """``fn(store, its ids)`` on each shard that may hold some of ``ids``."""
+
+    def recover_prepared(self) -> dict[str, str]:
+        """Resolve what killed committers left prepared on the shards that answer (two-phase commit,
+        ``pg_shard_commit.py``); txid -> outcome."""
 
 
 @runtime_checkable

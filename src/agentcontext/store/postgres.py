@@ -15,23 +15,21 @@ rewrites the touched tables with VACUUM FULL, and the WAL keeps them until the s
 """
 from __future__ import annotations
 
-import copy
 import hashlib
-import json
-import time
 from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
 from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
-from ..text import informative, query_terms
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
 from . import pg_bulk, pg_delta, pg_prewarm, pg_text, scrub, transfer
-from .pg_sql import PgWhere, decode_vectors, linked_sql, redact, split_url
-from .pg_vectors import SESSION, STORED, nearest_sql
-from .rows import NODE_COLS, Where, as_list, check_prop, held_embed_text, row_to_node
+from .pg_sql import PgWhere, decode_vectors, redact, split_url
+from .pg_vectors import SESSION, STORED
+from .rows import NODE_COLS, Where, held_embed_text
+from .pg_fts import PgText, TextStatsRow
+from .pg_search import PgSearch
 from .sql_base import SQLStore
 
 try:
@@ -45,26 +43,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
                                  extra="postgres") from exc
 
 _LOCK_CLASS = 0x61637478  # 'actx'
-SEPARATOR = "\x1f"  # joins a long list of hashes into one parameter (a hash holding it is sent as a list)
 T = TypeVar("T")
-TextStatsRow = tuple[int, float, bool, list[tuple[str, str, int | None, float | None]]]
-
-
-def _without_content(node: Node) -> Node:
-    """A copy of ``node`` without its content (its props a copy too): what ``dataclasses.replace`` gives, at a
-    tenth of its cost (it runs ``__init__`` through the fields' introspection; a ranking makes ~300 a query)."""
-    light = copy.copy(node)
-    light.content, light.props = "", dict(node.props)
-    return light
-
-
-def _with_fields(row: Sequence[Any], keys: list[str], values: Sequence[Any]) -> Node:
-    """A node from its columns and the props ``keys`` read in the server (``values``, text; NULL: absent or null),
-    or, when its props column came (a field neither a string nor null), from those whole."""
-    node = row_to_node(row)
-    if row[7] is None:
-        node.props = {k: v for k, v in zip(keys, values) if v is not None}
-    return node
 
 
 class RawVector(Loader):
@@ -108,6 +87,8 @@ class PostgresStore(pg_delta.DeltaRole, SQLStore):
         self._text_stats = pg_text.TextStats()
         self._lexemes = pg_text.LexemeCache()
         self._alone: dict[tuple[str, ...] | None, tuple[float, tuple[str, ...] | None]] = {}  # _scoped_stats
+        self._search = PgSearch(self)
+        self._text = PgText(self)
         self._connect()
         db = self._db
         self._lock_key = int.from_bytes(
@@ -323,102 +304,20 @@ class PostgresStore(pg_delta.DeltaRole, SQLStore):
 
     # --- text index ------------------------------------------------------------------------
     def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
-        """What ``text_search`` ranks with: (rows, average lexemes per row, whether counted exactly, (term, lexeme,
-        rows holding it, share of rows by the planner's statistics) per query lexeme); a sharded store adds up those
-        of its shards, so each shard ranks with the statistics one server holding every row would use."""
-        terms = query_terms(query)
-        if within is not None:  # counted exactly, every time
-            within = list(dict.fromkeys(within))
-            (rows, avgdl), small = pg_text.rows_of_ids(self._read, within), True
-            return rows, avgdl, small, pg_text.lexemes(self._read, terms, True, ids=within)
-        scope, rows, avgdl, small = self._scoped_stats(namespace)
-        return rows, avgdl, small, self._lexemes.get(self._read, terms, small, scope)
+        return self._text._bm25_stats(query, namespace, within)
 
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
                     ids: Sequence[str] | None = None,
                     within: Sequence[str] | None = None) -> list[tuple[str, float]]:
-        """(id, BM25 as FTS5 computes it, over the weighted tsvector) best first, with the statistics of the
-        namespaces searched, or of the ``within`` rows alone (searched alone too); see ``pg_text``."""
-        return self._ranked(query, namespace, kind, limit, common, ids, within)
+        return self._text.text_search(query, namespace, kind, limit, common, ids, within)
 
     def _ranked(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
                 ids: Sequence[str] | None = None, within: Sequence[str] | None = None,
                 stats: TextStatsRow | None = None) -> list[tuple[str, float]]:
-        """``text_search``; ``stats``: the statistics to rank with, given (``_bm25_stats`` of several shards added
-        up), else this store's own."""
-        terms = query_terms(query)
-        if not terms or limit <= 0 or (ids is not None and not ids) or (within is not None and not within):
-            return []
-        if within is not None:
-            within = list(dict.fromkeys(within))
-        rows, avgdl, small, found = stats if stats is not None else self._bm25_stats(query, namespace, within)
-        if not found:
-            return []
-        held = {lex: n if n is not None else int((share or 0.0) * rows) for _, lex, n, share in found}
-        by_term: dict[str, list[str]] = {}
-        for term, lex, _, _ in found:
-            by_term.setdefault(term, []).append(lex)
-        kept_terms = informative(list(by_term), {t: max(held[x] for x in xs) for t, xs in by_term.items()}, rows,
-                                 common)
-        lexes = list(dict.fromkeys(x for t in kept_terms for x in by_term[t]))
-        idfs = [pg_text.idf(rows, held[x]) for x in lexes]
-        where = PgWhere()
-        where.eq_any("n.namespace", as_list(namespace))
-        where.eq_any("n.kind", as_list(kind))
-        where.eq_any("n.id", None if ids is None else list(dict.fromkeys(ids)))
-        where.eq_any("n.id", within)
-        where.add("n.retracted_at IS NULL")
-        conditions = where.sql().replace(" WHERE ", " AND ", 1)
-        capped = not small and ids is None  # a large table: found through the rarest lexemes, ranked up to a cap
-        match = pg_text.rarest(lexes, held, pg_text.MATCH_ROWS) if capped else lexes
-        sql = pg_text.bm25_sql(lexes, conditions, max(4 * int(limit), 200), limit,
-                               pg_text.MATCH_ROWS if capped and sum(held[x] for x in match) > pg_text.MATCH_ROWS
-                               else None)
-        pairs = [v for x, f in zip(lexes, idfs) for v in (f, pg_text.quote_lexeme(x))]
-        params = [" | ".join(pg_text.quote_lexeme(x) for x in match), *where.params, *pairs, avgdl or 1.0, lexes, idfs]
-        return [(r[0], float(r[1])) for r in self._read(sql, params)]
-
-    def _scoped_stats(self, namespace) -> tuple[tuple[str, ...] | None, int, float, bool]:
-        """(``_text_scope``, rows, avgdl, whether few) of a search of ``namespace``. Whether the namespaces are
-        alone is remembered for ``pg_text.ALONE_SECONDS`` when their statistics are estimates (many rows): a
-        ranking asks three to five times a query, each a round trip."""
-        key = pg_text.scope_key(as_list(namespace))
-        kept = self._alone.get(key)
-        if kept is not None and time.monotonic() - kept[0] <= pg_text.ALONE_SECONDS:
-            scope = kept[1]
-        else:
-            scope = self._text_scope(namespace)
-        rows, avgdl, small = self._text_stats.get(self._read, scope)
-        if small:
-            self._alone.pop(key, None)
-        elif kept is None or kept[1] != scope or time.monotonic() - kept[0] > pg_text.ALONE_SECONDS:
-            if len(self._alone) >= pg_text.LEXEME_CACHE:
-                self._alone.clear()
-            self._alone[key] = (time.monotonic(), scope)
-        return scope, rows, avgdl, small
-
-    def _text_scope(self, namespace) -> tuple[str, ...] | None:
-        """The namespaces whose statistics rank a search of ``namespace``: None (the whole table's) when no node
-        lies outside them, which spares counting them."""
-        names = as_list(namespace)
-        if names is None or self._read(pg_text.ALONE, [names])[0][0]:
-            return None
-        return pg_text.scope_key(names)
+        return self._text._ranked(query, namespace, kind, limit, common, ids, within, stats)
 
     def term_counts(self, query: str, namespace=None) -> tuple[int, dict[str, int]]:
-        """(rows of the text index, rows holding each query word's lexemes): the counts ``text_search`` ranks
-        with (``pg_text.TextStats``, ``LexemeCache``: estimates on a large table, remembered as there, so asking
-        after a search of the same words costs no round trip), for weighting a query's words by their idf (issue
-        11 s5 (b), memory/server_search.py); of the rows of ``namespace`` as ``text_search`` counts them. A word
-        with no lexeme (a stopword) is left out."""
-        terms = query_terms(query)
-        if not terms:
-            return 0, {}
-        scope, rows, _, small = self._scoped_stats(namespace)
-        counts: dict[str, int] = {}
-        for term, _, n, share in self._lexemes.get(self._read, terms, small, scope):
-            counts[term] = max(counts.get(term, 0), n if n is not None else int((share or 0.0) * rows))
-        return rows, counts
+        return self._text.term_counts(query, namespace)
 
     def _prop_in(self, where: Where, name: str, values: list[str]) -> None:
         where.add(f"((n.props::jsonb) ->> '{name}') = ANY(?)", list(values))  # index nodes_prev answers prev
@@ -428,15 +327,7 @@ class PostgresStore(pg_delta.DeltaRole, SQLStore):
         where.add("(n.props::jsonb #> ?::text[]) @> to_jsonb(?::text)", path, value)
 
     def phrase_search(self, phrase: str, namespace=None, kind=None, limit: int | None = None) -> list[str]:
-        if not query_terms(phrase):
-            return []
-        where = PgWhere()
-        where.add("n.tsv @@ phraseto_tsquery('english', translate(%s, '._/:@-', '      '))", phrase)
-        where.eq_any("n.namespace", as_list(namespace))
-        where.eq_any("n.kind", as_list(kind))
-        where.add("n.retracted_at IS NULL")
-        page = f" LIMIT {int(limit)}" if limit is not None else ""
-        return [r[0] for r in self._read(f"SELECT n.id FROM nodes n{where.sql()} ORDER BY n.rid{page}", where.params)]
+        return self._text.phrase_search(phrase, namespace, kind, limit)
 
     # --- erasure ---------------------------------------------------------------------------
     def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
@@ -474,72 +365,17 @@ class PostgresStore(pg_delta.DeltaRole, SQLStore):
     def nearest(self, vector: np.ndarray, model: str, k: int, namespace=None, kind=None, tags=None,
                 valid_at: str | None = None, props: dict[str, Any] | None = None,
                 titles: Sequence[str] | None = None) -> list[tuple[str, float]]:
-        query = np.asarray(vector, dtype=np.float32)
-        if query.ndim != 1 or not query.size:
-            raise ValidationError(f"nearest needs one query vector, got shape {query.shape}")
-        if k <= 0:
-            return []
-        where = self._node_where(namespace, kind, None, None, tags, valid_at)
-        where.add("n.retracted_at IS NULL")
-        if props:
-            where.add("(n.props::jsonb) @> ?::jsonb", json.dumps(props))
-        if titles is not None:
-            where.eq_any("n.title", list(titles) or [""])
-        counted: list[Any] = []
-        count_where = None
-        if not tags and not valid_at and not props:  # the filter an index answers, but for retracted_at
-            count = PgWhere()
-            count.eq_any("n.namespace", as_list(namespace))
-            count.eq_any("n.kind", as_list(kind))
-            if titles is not None:
-                count.eq_any("n.title", list(titles) or [""])
-            count_where, counted = count.sql(), count.params
-        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where, self._delta)
-        delta = [query, *where.params] if self._delta else []  # the delta's branch (pg_delta)
-        rows = self._read(sql, [*counted, *where.params, query, query, query, *where.params, query, *delta])
-        rows.sort(key=lambda r: (-r[2], r[1]))  # iterative index scans return them in relaxed order
-        return [(r[0], float(r[2])) for r in rows[:k]]  # the index's best k and the delta's (pg_delta), merged
+        return self._search.nearest(vector, model, k, namespace, kind, tags, valid_at, props, titles)
 
     def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str, kind: str,
                      fields: Sequence[str] | None = None) -> tuple[dict[str, Node], list[Node]]:
-        name = check_prop(prop)
-        wanted = list(dict.fromkeys(i for i in ids if i))
-        if not wanted:
-            return {}, []
-        keys = None if fields is None else list(dict.fromkeys([name, *(check_prop(f) for f in fields)]))
-        rows = self._read(linked_sql(name, keys), {"ids": wanted, "ns": namespace, "kind": kind})
-        width = 2 + len(NODE_COLS.split(", "))
-        make = row_to_node if keys is None else lambda r: _with_fields(r[:width - 2], keys, r[width - 2:])
-        named = {r[2]: make(r[2:]) for r in rows if r[0] == 0}
-        followers: dict[str, Node] = {}
-        for r in sorted((r for r in rows if r[0] == 1), key=lambda r: r[1]):
-            if r[2] in followers:
-                continue  # a follower of two levels: parsed once
-            known = named.get(r[2])  # a follower also asked for: only its id came again (pg_sql.linked_sql)
-            followers[r[2]] = make(r[2:]) if known is None else _without_content(known)
-        return named, list(followers.values())
+        return self._search.nodes_linked(ids, prop, namespace, kind, fields)
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
-        if n <= 0:
-            return True
-        sql = ("SELECT count(*) FROM (SELECT 1 FROM nodes WHERE namespace = %s AND kind = %s "
-               f"LIMIT {int(n)}) f")  # an index-only scan of (namespace, kind, ...): no row is read
-        return self._read(sql, [namespace, kind])[0][0] >= n
+        return self._search.holds_at_least(n, namespace, kind)
 
     def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
-        query = np.asarray(vector, dtype=np.float32)
-        if query.ndim != 1 or not query.size:
-            raise ValidationError(f"similarities needs one query vector, got shape {query.shape}")
-        wanted = list(dict.fromkeys(hashes))
-        if not wanted:
-            return {}
-        if any(SEPARATOR in h for h in wanted):
-            hashes, among = wanted, "%s"
-        else:  # one text, split in the server: dumping a list of thousands of strings costs the client more
-            hashes, among = SEPARATOR.join(wanted), "string_to_array(%s, E'\\x1f')"
-        rows = self._read(f"SELECT hash, -(vector::vector <#> %s) FROM vectors WHERE model = %s AND dim = %s AND "
-                          f"hash = ANY({among})", [query, model, int(query.size), hashes])
-        return {h: float(s) for h, s in rows}
+        return self._search.similarities(vector, model, hashes)
 
     def _vector_value(self, vector: np.ndarray) -> np.ndarray:
         return vector  # pgvector's adapter sends it

@@ -1,0 +1,141 @@
+"""The text-index part of ``PostgresStore`` (``sql_part.Part``): BM25 over the weighted tsvector with the statistics
+of the namespaces searched (``pg_text``), the counts a ranking weighs a query's words by, and phrase search. A
+sharded store ranks on each shard with every shard's statistics added up (``_bm25_stats``, ``_ranked``)."""
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+from ..text import informative, query_terms
+from . import pg_text
+from .pg_sql import PgWhere
+from .rows import as_list
+from .sql_part import Part
+
+TextStatsRow = tuple[int, float, bool, list[tuple[str, str, int | None, float | None]]]
+
+
+class PgText(Part):
+    """Text search in the server; what it remembers between searches is the store's (``_text_stats``, ``_lexemes``,
+    ``_alone``). No ``__slots__``: a benchmark swaps ``_text_scope`` on it (benchmarks/text_scope.py)."""
+
+    @property
+    def _text_stats(self) -> pg_text.TextStats:
+        return self.store._text_stats
+
+    @property
+    def _lexemes(self) -> pg_text.LexemeCache:
+        return self.store._lexemes
+
+    @property
+    def _alone(self) -> dict[tuple[str, ...] | None, tuple[float, tuple[str, ...] | None]]:
+        return self.store._alone
+
+    def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
+        """What ``text_search`` ranks with: (rows, average lexemes per row, whether counted exactly, (term, lexeme,
+        rows holding it, share of rows by the planner's statistics) per query lexeme); a sharded store adds up those
+        of its shards, so each shard ranks with the statistics one server holding every row would use."""
+        terms = query_terms(query)
+        if within is not None:  # counted exactly, every time
+            within = list(dict.fromkeys(within))
+            (rows, avgdl), small = pg_text.rows_of_ids(self._read, within), True
+            return rows, avgdl, small, pg_text.lexemes(self._read, terms, True, ids=within)
+        scope, rows, avgdl, small = self._scoped_stats(namespace)
+        return rows, avgdl, small, self._lexemes.get(self._read, terms, small, scope)
+
+    def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
+                    ids: Sequence[str] | None = None,
+                    within: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """(id, BM25 as FTS5 computes it, over the weighted tsvector) best first, with the statistics of the
+        namespaces searched, or of the ``within`` rows alone (searched alone too); see ``pg_text``."""
+        return self._ranked(query, namespace, kind, limit, common, ids, within)
+
+    def _ranked(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
+                ids: Sequence[str] | None = None, within: Sequence[str] | None = None,
+                stats: TextStatsRow | None = None) -> list[tuple[str, float]]:
+        """``text_search``; ``stats``: the statistics to rank with, given (``_bm25_stats`` of several shards added
+        up), else this store's own."""
+        terms = query_terms(query)
+        if not terms or limit <= 0 or (ids is not None and not ids) or (within is not None and not within):
+            return []
+        if within is not None:
+            within = list(dict.fromkeys(within))
+        rows, avgdl, small, found = stats if stats is not None else self._bm25_stats(query, namespace, within)
+        if not found:
+            return []
+        held = {lex: n if n is not None else int((share or 0.0) * rows) for _, lex, n, share in found}
+        by_term: dict[str, list[str]] = {}
+        for term, lex, _, _ in found:
+            by_term.setdefault(term, []).append(lex)
+        kept_terms = informative(list(by_term), {t: max(held[x] for x in xs) for t, xs in by_term.items()}, rows,
+                                 common)
+        lexes = list(dict.fromkeys(x for t in kept_terms for x in by_term[t]))
+        idfs = [pg_text.idf(rows, held[x]) for x in lexes]
+        where = PgWhere()
+        where.eq_any("n.namespace", as_list(namespace))
+        where.eq_any("n.kind", as_list(kind))
+        where.eq_any("n.id", None if ids is None else list(dict.fromkeys(ids)))
+        where.eq_any("n.id", within)
+        where.add("n.retracted_at IS NULL")
+        conditions = where.sql().replace(" WHERE ", " AND ", 1)
+        capped = not small and ids is None  # a large table: found through the rarest lexemes, ranked up to a cap
+        match = pg_text.rarest(lexes, held, pg_text.MATCH_ROWS) if capped else lexes
+        sql = pg_text.bm25_sql(lexes, conditions, max(4 * int(limit), 200), limit,
+                               pg_text.MATCH_ROWS if capped and sum(held[x] for x in match) > pg_text.MATCH_ROWS
+                               else None)
+        pairs = [v for x, f in zip(lexes, idfs) for v in (f, pg_text.quote_lexeme(x))]
+        params = [" | ".join(pg_text.quote_lexeme(x) for x in match), *where.params, *pairs, avgdl or 1.0, lexes, idfs]
+        return [(r[0], float(r[1])) for r in self._read(sql, params)]
+
+    def _scoped_stats(self, namespace) -> tuple[tuple[str, ...] | None, int, float, bool]:
+        """(``_text_scope``, rows, avgdl, whether few) of a search of ``namespace``. Whether the namespaces are
+        alone is remembered for ``pg_text.ALONE_SECONDS`` when their statistics are estimates (many rows): a
+        ranking asks three to five times a query, each a round trip."""
+        key = pg_text.scope_key(as_list(namespace))
+        kept = self._alone.get(key)
+        if kept is not None and time.monotonic() - kept[0] <= pg_text.ALONE_SECONDS:
+            scope = kept[1]
+        else:
+            scope = self._text_scope(namespace)
+        rows, avgdl, small = self._text_stats.get(self._read, scope)
+        if small:
+            self._alone.pop(key, None)
+        elif kept is None or kept[1] != scope or time.monotonic() - kept[0] > pg_text.ALONE_SECONDS:
+            if len(self._alone) >= pg_text.LEXEME_CACHE:
+                self._alone.clear()
+            self._alone[key] = (time.monotonic(), scope)
+        return scope, rows, avgdl, small
+
+    def _text_scope(self, namespace) -> tuple[str, ...] | None:
+        """The namespaces whose statistics rank a search of ``namespace``: None (the whole table's) when no node
+        lies outside them, which spares counting them."""
+        names = as_list(namespace)
+        if names is None or self._read(pg_text.ALONE, [names])[0][0]:
+            return None
+        return pg_text.scope_key(names)
+
+    def term_counts(self, query: str, namespace=None) -> tuple[int, dict[str, int]]:
+        """(rows of the text index, rows holding each query word's lexemes): the counts ``text_search`` ranks
+        with (``pg_text.TextStats``, ``LexemeCache``: estimates on a large table, remembered as there, so asking
+        after a search of the same words costs no round trip), for weighting a query's words by their idf (issue
+        11 s5 (b), memory/server_search.py); of the rows of ``namespace`` as ``text_search`` counts them. A word
+        with no lexeme (a stopword) is left out."""
+        terms = query_terms(query)
+        if not terms:
+            return 0, {}
+        scope, rows, _, small = self._scoped_stats(namespace)
+        counts: dict[str, int] = {}
+        for term, _, n, share in self._lexemes.get(self._read, terms, small, scope):
+            counts[term] = max(counts.get(term, 0), n if n is not None else int((share or 0.0) * rows))
+        return rows, counts
+
+    def phrase_search(self, phrase: str, namespace=None, kind=None, limit: int | None = None) -> list[str]:
+        if not query_terms(phrase):
+            return []
+        where = PgWhere()
+        where.add("n.tsv @@ phraseto_tsquery('english', translate(%s, '._/:@-', '      '))", phrase)
+        where.eq_any("n.namespace", as_list(namespace))
+        where.eq_any("n.kind", as_list(kind))
+        where.add("n.retracted_at IS NULL")
+        page = f" LIMIT {int(limit)}" if limit is not None else ""
+        return [r[0] for r in self._read(f"SELECT n.id FROM nodes n{where.sql()} ORDER BY n.rid{page}", where.params)]
