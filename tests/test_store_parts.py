@@ -83,3 +83,15 @@ def test_a_method_built_on_another_public_method_calls_the_stores(tmp_path, monk
         assert calls == ["tombstones", "put_records"]
     finally:
         store.close()
+
+
+def test_sqlite_seeks_rows_read_before_by_their_ids_not_by_their_namespace(tmp_path):
+    """Statements that follow a read by id (retract, purge, edge updates) name the tenant too on PostgreSQL (Citus);
+    on SQLite naming ``namespace = ?`` beside ``id IN (10 ids)`` made the planner walk the namespace's index (a
+    retraction of 10 ids in a 20,000-node store took 8.6 ms instead of 0.9)."""
+    store = SQLiteStore(str(tmp_path / "s.db"))
+    store.put_nodes([node(i, ns="ns") for i in range(200)])
+    live, params = store._tenant_rows([f"n{i}" for i in range(10)], ["ns"] * 10)
+    plan = " ".join(row[3] for row in store._db.execute(f"EXPLAIN QUERY PLAN SELECT * FROM nodes WHERE {live}", params))
+    assert "(id=?)" in plan, plan
+    store.close()

@@ -155,6 +155,11 @@ class SQLiteStore(SQLStore):
     def _execmany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._db.executemany(sql, rows)
 
+    def _tenant_rows(self, ids: Sequence[Any], namespaces: Sequence[str], column: str = "id") -> tuple[str, list[Any]]:
+        """By id alone: one file has no tenant shards to route to, and naming the namespaces as well let SQLite's
+        planner walk the namespace's index instead of seeking each id (a retraction of 10 ids took 6-8x as long)."""
+        return self._in(column, ids)
+
     def _where(self) -> SqlWhere:
         return SqlWhere()
 
