@@ -19,7 +19,7 @@ from agentcontext.ids import MAX_ID_BYTES
 from agentcontext.knowledge import packs
 from agentcontext.memory import AgentMemory
 from agentcontext.model import Edge, Node
-from agentcontext.store import sql_base
+from agentcontext.store import sql_nodes
 
 from .conftest import CLI
 
@@ -106,7 +106,7 @@ def test_a_store_holding_ids_from_before_the_rule_still_reads_changes_and_erases
     ws = backend_ws
     old = ["legacy\nid", "w" * 3000] + (["nul\x00id"] if ws.store.backend == "sqlite" else [])
     with monkeypatch.context() as m:  # the write path as it was before the rule
-        m.setattr(sql_base, "id_problem", lambda value: None)
+        m.setattr(sql_nodes, "id_problem", lambda value: None)  # the check moved with the nodes part
         ws.store.put_nodes([Node(id=i, kind="entity", namespace="graph:default", content="old") for i in old])
     assert set(ws.store.get_nodes(old)) == set(old)  # reads
     ws.store.put_nodes([Node(id=i, kind="entity", namespace="graph:default", content="updated") for i in old])
