@@ -50,9 +50,9 @@ def cli_served() -> set[str]:
 
 def web_routes() -> list:
     """The console's routes of the modules that run declared operations (importing them registers what they serve)."""
-    from agentcontext.web.routes import ask, decisions, docs, memory, packs as pack_routes
+    from agentcontext.web.routes import ask, decisions, docs, memory, packs as pack_routes, rights
 
-    return [*docs.ROUTES, *memory.ROUTES, *pack_routes.ROUTES, *decisions.ROUTES, *ask.ROUTES]
+    return [*docs.ROUTES, *memory.ROUTES, *pack_routes.ROUTES, *decisions.ROUTES, *ask.ROUTES, *rights.ROUTES]
 
 
 def web_served() -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""Access commands: ``grant``, ``revoke``, ``grants`` and the ``audit`` log."""
+"""The ``audit`` log command. ``grant``, ``revoke`` and ``grants`` are derived from their declared operations
+(``agentcontext.operations.access``)."""
 from __future__ import annotations
 
 import re
@@ -7,44 +8,12 @@ from typing import Optional
 
 import click
 
-from .build import Argument, Option
+from .build import Option
 from ..errors import ValidationError
-from .common import JSON_OPTION, emit, open_workspace, out, principal, table
+from .common import JSON_OPTION, emit, open_workspace, principal, table
 
 _RELATIVE = re.compile(r"^(\d+)([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def grant(ctx: click.Context, who: str = Argument(..., metavar="PRINCIPAL"),
-          pattern: str = Argument(..., help="Glob over pack names (lib:hr-*, pkg:acme.*, *) or doc ids "
-                                        "(lib:eng/api.*)."),
-          level: str = Argument(..., help="read, write or admin."), json_out: bool = JSON_OPTION) -> None:
-    """Give PRINCIPAL read, write or admin on the packs (or docs) PATTERN matches."""
-    from .. import access
-
-    record = access.grant(open_workspace(ctx), who, pattern, level, principal(ctx))
-    emit(record, json_out, lambda r: out.print(f"granted {r['level']} on {r['pattern']} to {r['principal']}",
-                                               markup=False))
-
-
-def revoke(ctx: click.Context, who: str = Argument(..., metavar="PRINCIPAL"),
-           pattern: str = Argument(...), json_out: bool = JSON_OPTION) -> None:
-    """Remove PRINCIPAL's grant on exactly PATTERN."""
-    from .. import access
-
-    removed = access.revoke(open_workspace(ctx), who, pattern, principal(ctx))
-    emit({"principal": who, "pattern": pattern, "revoked": removed}, json_out,
-         lambda r: out.print(("revoked" if r["revoked"] else "no grant to revoke:") + f" {who} {pattern}",
-                             markup=False))
-
-
-def grants(ctx: click.Context, json_out: bool = JSON_OPTION) -> None:
-    """List the grants you may see."""
-    from .. import access
-
-    rows = access.grants(open_workspace(ctx), principal(ctx))
-    emit(rows, json_out, lambda rs: table(("principal", "pattern", "level", "granted_by", "granted_at"), rs)
-         if rs else out.print("no grants: single-user mode, the owner holds admin on everything"))
 
 
 def audit(ctx: click.Context, who: Optional[str] = Option(None, "--principal", help="Only this principal."),
@@ -72,4 +41,4 @@ def parse_since(value: str | None) -> str | None:
     return value
 
 
-COMMANDS = [grant, revoke, grants, audit]
+COMMANDS = [audit]

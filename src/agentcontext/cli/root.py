@@ -64,5 +64,5 @@ app.add_group(token.token_app, "token")
 app.add_group(store.store_app, "store")
 for _command in migrate.COMMANDS:
     app.command()(_command)
-for _command in (access.grant, access.revoke, access.grants, *history.COMMANDS, access.audit):
+for _command in (*history.COMMANDS, access.audit):
     app.command()(_command)
