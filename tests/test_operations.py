@@ -50,9 +50,10 @@ def cli_served() -> set[str]:
 
 def web_routes() -> list:
     """The console's routes of the modules that run declared operations (importing them registers what they serve)."""
-    from agentcontext.web.routes import ask, decisions, docs, memory, packs as pack_routes, rights
+    from agentcontext.web.routes import ask, audit, decisions, docs, memory, packs as pack_routes, rights
 
-    return [*docs.ROUTES, *memory.ROUTES, *pack_routes.ROUTES, *decisions.ROUTES, *ask.ROUTES, *rights.ROUTES]
+    return [*docs.ROUTES, *memory.ROUTES, *pack_routes.ROUTES, *decisions.ROUTES, *ask.ROUTES, *rights.ROUTES,
+            *audit.ROUTES]
 
 
 def web_served() -> dict[str, str]:
@@ -219,7 +220,8 @@ def test_reindex_needs_write_on_the_pack_or_the_owner_for_every_pack(home):
         ws.close()
 
 
-RIGHTS = ("grant_access", "revoke_access", "list_grants", "create_token", "list_tokens", "revoke_token")
+RIGHTS = ("grant_access", "revoke_access", "list_grants", "create_token", "list_tokens", "revoke_token",
+          "read_audit_log")
 
 
 def test_tokens_and_grants_are_declared_once_for_the_cli_and_the_console_and_never_reach_mcp(home):
@@ -248,3 +250,7 @@ def test_tokens_and_grants_are_declared_once_for_the_cli_and_the_console_and_nev
     assert json.loads(cli(home, "revoke", "bob", "lib:semdag", "--json").stdout)["revoked"] is True
     assert json.loads(cli(home, "token", "revoke", issued["id"], "--json").stdout) == {"id": issued["id"],
                                                                                        "revoked": True}
+    log = json.loads(cli(home, "audit", "--action", "token.*", "--json").stdout)  # --action: the console's filter
+    assert [r["action"] for r in log[-2:]] == ["token.create", "token.revoke"]
+    assert issued["token"] not in json.dumps(log)
+    jsonschema.validate({"entries": log}, operation("read_audit_log").output_schema())

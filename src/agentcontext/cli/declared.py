@@ -311,4 +311,5 @@ HUMAN: dict[str, Callable[[Any, Any], None]] = {
     "create_token": _issued,
     "list_tokens": lambda rows, _: table(("id", "principal", "created_at", "created_by", "note"), rows),
     "revoke_token": lambda r, _: out.print(f"revoked token {r['id']}", markup=False),
+    "read_audit_log": lambda rows, _: table(("at", "principal", "action", "target", "outcome"), rows),
 }

@@ -29,7 +29,8 @@ HELP = "The context layer for AI agents: knowledge packs, flash, memory, decisio
 DERIVED: dict[tuple[str, ...], dict[str, str]] = {
     (): {"search": "Search knowledge", "neighbors": "List a doc's neighbours", "read": "Read a knowledge doc",
          "flash": "Flash knowledge", "reindex": "Reindex packs", "context": "Get a cited context",
-         "grant": "Grant access", "revoke": "Revoke access", "grants": "List grants"},
+         "grant": "Grant access", "revoke": "Revoke access", "grants": "List grants",
+         "audit": "The audit log"},
     ("token",): {"create": "Create a token", "list": "List tokens", "revoke": "Revoke a token"},
     ("memory",): {"store": "Store a memory", "retrieve": "Retrieve memories", "forget": "Forget memories",
                   "get": "Get a memory", "conversation": "Conversation history", "edit": "Edit a memory",

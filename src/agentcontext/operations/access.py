@@ -1,23 +1,25 @@
-"""Tokens and grants, declared once for the CLI (``grant``, ``revoke``, ``grants``, ``token create|list|revoke``)
-and the console's rights page (``/rights``). They call ``agentcontext.access``, whose rules hold at every door: only
-an admin of a pattern covering it grants or revokes on it; only the owner or an admin of ``*`` issues, lists and
-revokes tokens; everything is in the audit log.
+"""Tokens, grants and the audit log, declared once for the CLI (``grant``, ``revoke``, ``grants``,
+``token create|list|revoke``, ``audit``) and the console's rights and audit pages (``/rights``, ``/audit``). They
+call ``agentcontext.access``, whose rules hold at every door: only an admin of a pattern covering it grants or
+revokes on it; only the owner or an admin of ``*`` issues, lists and revokes tokens and reads everyone's audit
+entries; everything is in the audit log.
 
-MCP does not serve them (``skips``): tokens and grants are not handed to agents. A token is shown once, in the
-result of ``create_token`` (the CLI prints it, the console shows it on its own page); only its hash is stored and
-``list_tokens`` never returns it.
+MCP does not serve them (``skips``): tokens, grants and the audit log are not handed to agents. A token is shown
+once, in the result of ``create_token`` (the CLI prints it, the console shows it on its own page); only its hash is
+stored and ``list_tokens`` never returns it.
 
 The principal a grant or a token is for is the field ``who`` (a click argument named ``principal`` would share its
 name with ``--as``'s).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from pydantic import Field
 from typing_extensions import TypedDict
 
 from .base import Args, Caller, Cli, NoArgs, Operation, declare
+from .types import MAX_INT, AnyJson
 
 NOT_FOR_AGENTS = "tokens and grants are not handed to agents over MCP: an admin manages them (CLI, console)"
 LEVELS = ("read", "write", "admin")
@@ -45,6 +47,21 @@ class TokenArgs(Args):
 
 class TokenIdArgs(Args):
     token_id: str = Field(min_length=1, max_length=100, description="The token's id (see `token list`).")
+
+
+TIME = "ISO-8601 time or an age like 30m, 12h, 7d."
+
+
+class AuditArgs(Args):
+    who: Optional[str] = Field(None, min_length=1, max_length=100, description="Only this principal.")
+    since: Optional[str] = Field(None, min_length=1, max_length=100, description="From this time on: " + TIME)
+    until: Optional[str] = Field(None, min_length=1, max_length=100, description="Before this time: " + TIME)
+    action: Optional[str] = Field(None, min_length=1, max_length=100, description="Only this action (doc.put), or "
+                                  "actions starting so (doc.*).")
+    outcome: Optional[str] = Field(None, min_length=1, max_length=40, description="Only this outcome (ok, denied, "
+                                   "absent, ...).")
+    limit: Optional[int] = Field(None, ge=1, le=MAX_INT, description="Only the latest N entries (shown oldest "
+                                 "first).")
 
 
 class Grant(TypedDict):
@@ -86,6 +103,20 @@ class TokenRevoked(TypedDict):
     revoked: bool
 
 
+class Entry(TypedDict):
+    seq: int
+    at: str
+    principal: str
+    action: str
+    target: str
+    outcome: str
+    detail: AnyJson  # what the action recorded (an object, or null)
+
+
+class AuditOut(TypedDict):
+    entries: list[Entry]
+
+
 def _grant(ctx: Caller, a: GrantArgs) -> dict[str, Any]:
     from .. import access
 
@@ -123,6 +154,13 @@ def _revoke_token(ctx: Caller, a: TokenIdArgs) -> dict[str, Any]:
     return {"id": a.token_id, "revoked": access.revoke_token(ctx.ws, a.token_id, ctx.principal)}
 
 
+def _audit(ctx: Caller, a: AuditArgs) -> dict[str, Any]:
+    from .. import access
+
+    return {"entries": access.audit_log(ctx.ws, ctx.principal, a.who, a.since, a.limit, action=a.action,
+                                        outcome=a.outcome, until=a.until)}
+
+
 SKIP = {"mcp": NOT_FOR_AGENTS}
 GRANT = Operation(
     "grant_access", "Grant access", "Give PRINCIPAL read, write or admin on the packs (or docs) PATTERN matches.",
@@ -146,6 +184,13 @@ REVOKE_TOKEN = Operation(
     "revoke_token", "Revoke a token", "Revoke the token with this id (see `token list`).",
     TokenIdArgs, TokenRevoked, _revoke_token, read_only=False, destructive=True,
     cli=Cli(("token", "revoke"), args=("token_id",), metavars={"token_id": "ID"}), skips=SKIP)
+AUDIT = Operation(
+    "read_audit_log", "The audit log",
+    "The audit log: every write and every denied attempt (principal, action, target, time, outcome). The owner or "
+    "an admin of `*` reads everyone's entries; anyone else only their own.",
+    AuditArgs, AuditOut, _audit,
+    cli=Cli(("audit",), flags={"who": ("--principal",)}, pick=lambda r: r["entries"]),
+    skips={"mcp": "the audit log names every principal and target: an admin reads it (CLI, console), agents do not"})
 
-OPERATIONS = [GRANT, REVOKE, GRANTS, CREATE_TOKEN, LIST_TOKENS, REVOKE_TOKEN]
+OPERATIONS = [GRANT, REVOKE, GRANTS, CREATE_TOKEN, LIST_TOKENS, REVOKE_TOKEN, AUDIT]
 declare(*OPERATIONS)
