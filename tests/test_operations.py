@@ -50,9 +50,10 @@ def cli_served() -> set[str]:
 
 def web_routes() -> list:
     """The console's routes of the modules that run declared operations (importing them registers what they serve)."""
-    from agentcontext.web.routes import ask, decisions, docs, memory, packs as pack_routes
+    from agentcontext.web.routes import ask, audit, decisions, docs, memory, packs as pack_routes, rights
 
-    return [*docs.ROUTES, *memory.ROUTES, *pack_routes.ROUTES, *decisions.ROUTES, *ask.ROUTES]
+    return [*docs.ROUTES, *memory.ROUTES, *pack_routes.ROUTES, *decisions.ROUTES, *ask.ROUTES, *rights.ROUTES,
+            *audit.ROUTES]
 
 
 def web_served() -> dict[str, str]:
@@ -217,3 +218,39 @@ def test_reindex_needs_write_on_the_pack_or_the_owner_for_every_pack(home):
         assert op.run(Caller(ws), op.parse({"pack": "lib:semdag"}))["embedded"] == 0  # nothing left to embed
     finally:
         ws.close()
+
+
+RIGHTS = ("grant_access", "revoke_access", "list_grants", "create_token", "list_tokens", "revoke_token",
+          "read_audit_log")
+
+
+def test_tokens_and_grants_are_declared_once_for_the_cli_and_the_console_and_never_reach_mcp(home):
+    """The access commands run their declared operations; MCP skips them (they are not for agents) and says so;
+    the same bad principal is refused alike by the command line and a console form; the token is shown once."""
+    assert set(RIGHTS) <= set(declared())
+    served = {"mcp": mcp_served(), "cli": cli_served(), "web": set(web_served())}
+    for name in RIGHTS:
+        assert name in served["cli"] and name in served["web"] and name not in served["mcp"]
+        assert "agents" in operation(name).skips["mcp"]
+    too_long = "p" * 101
+    proc = cli(home, "grant", too_long, "lib:semdag", "read", "--json")
+    assert proc.returncode == 1 and "argument 'who'" in json.loads(proc.stdout)["error"]["message"]
+    with pytest.raises(ValidationError, match="argument 'who'"):
+        web_operations.form_input(operation("grant_access"), {"principal": too_long, "pattern": "lib:semdag",
+                                                              "level": "read"}, {"who": "principal"})
+    granted = json.loads(cli(home, "grant", "bob", "lib:semdag", "read", "--json").stdout)
+    assert granted["principal"] == "bob" and granted["granted_by"] == "owner"  # the argument is not --as
+    jsonschema.validate(granted, operation("grant_access").output_schema())
+    issued = json.loads(cli(home, "token", "create", "bot", "--note", "ci", "--json").stdout)
+    jsonschema.validate(issued, operation("create_token").output_schema())
+    assert issued["token"].startswith("actx_")
+    listed = cli(home, "token", "list", "--json").stdout
+    assert issued["id"] in listed and issued["token"] not in listed  # shown once, never listed
+    assert "token" not in operation("list_tokens").output_schema()["properties"]["tokens"]["items"]["properties"]
+    assert json.loads(cli(home, "revoke", "bob", "lib:semdag", "--json").stdout)["revoked"] is True
+    assert json.loads(cli(home, "token", "revoke", issued["id"], "--json").stdout) == {"id": issued["id"],
+                                                                                       "revoked": True}
+    log = json.loads(cli(home, "audit", "--action", "token.*", "--json").stdout)  # --action: the console's filter
+    assert [r["action"] for r in log[-2:]] == ["token.create", "token.revoke"]
+    assert issued["token"] not in json.dumps(log)
+    jsonschema.validate({"entries": log}, operation("read_audit_log").output_schema())

@@ -267,6 +267,19 @@ def _paths(r: dict[str, Any], _: Any) -> None:
         out.print(f"{p['length']:g}  " + " -> ".join(p["path"]), markup=False)
 
 
+def _grants(rows: list[dict[str, Any]], _: Any) -> None:
+    if not rows:
+        out.print("no grants: single-user mode, the owner holds admin on everything")
+        return
+    table(("principal", "pattern", "level", "granted_by", "granted_at"), rows)
+
+
+def _issued(r: dict[str, Any], _: Any) -> None:
+    """The token on stdout (shown this once), what to do with it on stderr."""
+    out.print(r["token"], markup=False)
+    err.print(f"token {r['id']} for {r['principal']}: store it now, it is not shown again", markup=False)
+
+
 HUMAN: dict[str, Callable[[Any, Any], None]] = {
     "list_knowledge_packs": _packs,
     "search_knowledge": _hits,
@@ -290,4 +303,13 @@ HUMAN: dict[str, Callable[[Any, Any], None]] = {
     "get_context": _context,
     "predict_links": _links,
     "find_paths": _paths,
+    "grant_access": lambda r, _: out.print(f"granted {r['level']} on {r['pattern']} to {r['principal']}",
+                                           markup=False),
+    "revoke_access": lambda r, _: out.print(("revoked" if r["revoked"] else "no grant to revoke:")
+                                            + f" {r['principal']} {r['pattern']}", markup=False),
+    "list_grants": _grants,
+    "create_token": _issued,
+    "list_tokens": lambda rows, _: table(("id", "principal", "created_at", "created_by", "note"), rows),
+    "revoke_token": lambda r, _: out.print(f"revoked token {r['id']}", markup=False),
+    "read_audit_log": lambda rows, _: table(("at", "principal", "action", "target", "outcome"), rows),
 }

@@ -28,7 +28,10 @@ HELP = "The context layer for AI agents: knowledge packs, flash, memory, decisio
 # without importing the operations (pydantic); tests/test_operations.py checks it against the declarations
 DERIVED: dict[tuple[str, ...], dict[str, str]] = {
     (): {"search": "Search knowledge", "neighbors": "List a doc's neighbours", "read": "Read a knowledge doc",
-         "flash": "Flash knowledge", "reindex": "Reindex packs", "context": "Get a cited context"},
+         "flash": "Flash knowledge", "reindex": "Reindex packs", "context": "Get a cited context",
+         "grant": "Grant access", "revoke": "Revoke access", "grants": "List grants",
+         "audit": "The audit log"},
+    ("token",): {"create": "Create a token", "list": "List tokens", "revoke": "Revoke a token"},
     ("memory",): {"store": "Store a memory", "retrieve": "Retrieve memories", "forget": "Forget memories",
                   "get": "Get a memory", "conversation": "Conversation history", "edit": "Edit a memory",
                   "versions": "A memory's versions"},

@@ -16,7 +16,7 @@ from typing import Optional
 import click
 
 from ..config import HOME_DIR
-from . import access, checkpoints, decisions, doc, erasure, evaluation, graph, history, knowledge, mcp_config, \
+from . import checkpoints, decisions, doc, erasure, evaluation, graph, history, knowledge, mcp_config, \
     memory, migrate, pack, policies, serve, store, token
 from .build import Argument, Group
 from .common import JSON_OPTION, emit, out
@@ -64,5 +64,5 @@ app.add_group(token.token_app, "token")
 app.add_group(store.store_app, "store")
 for _command in migrate.COMMANDS:
     app.command()(_command)
-for _command in (access.grant, access.revoke, access.grants, *history.COMMANDS, access.audit):
+for _command in history.COMMANDS:
     app.command()(_command)

@@ -2,11 +2,12 @@
 
 ``declared()`` is the whole catalogue; ``operation(name)`` one of them. Declared: the knowledge tools
 (``knowledge.py``), the memory tools (``memory.py``), the decision tools (``decisions.py``), ``get_context``
-(``context.py``) and the graph algorithms (``graph.py``): every MCP tool.
+(``context.py``) and the graph algorithms (``graph.py``): every MCP tool; and the tokens and grants (``access.py``),
+which MCP skips.
 """
 from __future__ import annotations
 
-from . import context, decisions, graph, knowledge, memory
+from . import access, context, decisions, graph, knowledge, memory
 from .base import DOORS, Args, Caller, Cli, NoArgs, Operation, declare, describe_validation, registered
 from ..errors import ValidationError
 
@@ -24,4 +25,4 @@ def operation(name: str) -> Operation:
 
 
 __all__ = ["DOORS", "Args", "Caller", "Cli", "NoArgs", "Operation", "declare", "declared", "describe_validation",
-           "operation", "context", "decisions", "graph", "knowledge", "memory"]
+           "operation", "access", "context", "decisions", "graph", "knowledge", "memory"]
