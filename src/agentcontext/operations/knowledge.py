@@ -420,7 +420,7 @@ UPDATE = Operation(
     "update_knowledge_doc", "Update a knowledge doc",
     "Change fields of an existing doc in a lib: pack; fields you omit keep their values. Pass the version you "
     "read as expected_version so a concurrent change is not overwritten.",
-    UpdateArgs, WriteOut, _update, read_only=False, skips={"cli": CLI_WRITES, "web": NO_WEB_WRITES})
+    UpdateArgs, WriteOut, _update, read_only=False, skips={"cli": CLI_WRITES})
 DELETE = Operation(
     "delete_knowledge_doc", "Delete a knowledge doc",
     "Delete a doc from a lib: pack (its history stays readable by version).",

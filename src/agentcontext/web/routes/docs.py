@@ -10,7 +10,7 @@ from starlette.routing import Route
 
 from ... import access
 from ...errors import ConflictError, ReadOnlyError, ValidationError
-from ...knowledge import catalog, history, packs, tools
+from ...knowledge import catalog, history, tools
 from ...operations import knowledge as ops
 from ..operations import form_input, run, serves
 from ..requests import checked_form, console, principal
@@ -19,6 +19,7 @@ from . import int_param
 
 
 serves(ops.READ, "/packs/{pack}/docs/{selector}")
+serves(ops.UPDATE, "/packs/{pack}/docs/{selector}/edit")
 
 
 def _edit_block(ws: Any, pack: str, selector: str, who: str) -> str | None:
@@ -94,12 +95,15 @@ async def edit_submit(request: Request) -> Response:
     values = {k: str(form.get(k, "")) for k in ("title", "summary", "kind", "tags", "related", "content",
                                                  "expected_version")}
     values["content"] = values["content"].replace("\r\n", "\n")
-    try:
-        expected = int_param(values, "expected_version", None, 0, 10**9)
-        result = packs.put_doc(
-            ws, pack, selector, title=values["title"], summary=values["summary"], kind=values["kind"] or None,
-            tags=[t for t in values["tags"].replace(",", " ").split() if t], content=values["content"],
-            related=parse_related(values["related"]), expected_version=expected, principal=who)
+    try:  # the declared update_knowledge_doc, every field given (a cleared summary is cleared; a blank title or
+        # kind keeps the doc's, as neither may be empty)
+        args = ops.UPDATE.parse({
+            "pack": pack, "selector": selector, "title": values["title"].strip() or None,
+            "summary": values["summary"], "kind": values["kind"].strip() or None,
+            "tags": [t for t in values["tags"].replace(",", " ").split() if t], "content": values["content"],
+            "related": parse_related(values["related"]),
+            "expected_version": int_param(values, "expected_version", None, 0, 10**9)}, strict=False)
+        result = run(request, ops.UPDATE, args)
     except ConflictError as exc:  # someone saved first: show both, keep the user's text in the form
         current = tools.read_knowledge_doc(ws, pack, selector, principal=who)
         values["expected_version"] = current["version"]
