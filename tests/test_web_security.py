@@ -155,3 +155,35 @@ def test_serve_web_refuses_other_hosts_until_tokens_exist(ws):
     access.create_token(ws, "someone")
     check_host(ws, "192.0.2.10")
     assert "127.0.0.1:8766" in allowed_hosts("127.0.0.1", 8766) and "localhost:8766" in allowed_hosts("localhost", 8766)
+
+
+def test_the_consoles_doc_forms_run_the_declared_create_and_update_operations(console):
+    """New doc, lint's stub and the edit form run create_knowledge_doc / update_knowledge_doc (parsed by their
+    input models): a doc created twice is a conflict, a field the model refuses is a 400 naming it, nothing
+    written; a reader is refused and audited."""
+    ws, app, reader = console
+    writer = access.create_token(ws, "writer")["token"]
+    access.grant(ws, "writer", "lib:secret", "write")
+    client, _ = login(app, writer)
+    token = csrf_of(client)
+    made = client.post("/packs/lib:secret/new", data={"csrf": token, "selector": "bonuses", "title": " "},
+                       follow_redirects=False)
+    assert made.status_code == 303 and ws.store.get_node("lib:secret/bonuses").title == "bonuses"
+    assert client.post("/packs/lib:secret/new", data={"csrf": token, "selector": "bonuses"}).status_code == 409
+    stub = client.post("/packs/lib:secret/lint/stub", data={"csrf": token, "target": "perks", "needed_by": "bonuses"},
+                       follow_redirects=False)
+    assert stub.status_code == 303 and ws.store.get_node("lib:secret/perks").kind == "stub"
+    bad = client.post("/packs/lib:secret/docs/bonuses/edit", data={
+        "csrf": token, "title": "Bonuses", "summary": "", "kind": "", "tags": "", "content": "paid in May",
+        "related": "t" * 600 + " depends_on", "expected_version": "1"})
+    assert bad.status_code == 400 and ws.store.get_node("lib:secret/bonuses").version == 1
+    saved = client.post("/packs/lib:secret/docs/bonuses/edit", data={
+        "csrf": token, "title": "Bonuses", "summary": "", "kind": "", "tags": "pay", "content": "paid in May",
+        "related": "", "expected_version": "1"}, follow_redirects=False)
+    doc = ws.store.get_node("lib:secret/bonuses")
+    assert saved.status_code == 303 and (doc.title, doc.content, doc.tags, doc.version) == (
+        "Bonuses", "paid in May", ["pay"], 2)
+    reading, _ = login(app, reader)
+    refused = reading.post("/packs/lib:semdag/new", data={"csrf": csrf_of(reading), "selector": "x"})
+    assert refused.status_code == 403 and ws.store.get_node("lib:semdag/x") is None
+    assert ws.store.audit(principal="reader")[-1]["outcome"] == "denied"

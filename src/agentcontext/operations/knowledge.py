@@ -365,7 +365,7 @@ class ReindexOut(TypedDict):
     model: NotRequired[str]  # with --model: the model the workspace moved to
 
 
-NO_WEB_WRITES = "the console edits docs on the pack's page through the lib: pack forms, not this operation yet"
+NO_WEB_DELETE = "the console does not delete docs (the CLI's `doc delete` and MCP do)"
 CLI_WRITES = "the CLI writes docs from files (`doc put`, `doc delete`), not field by field"
 
 LIST_PACKS = Operation(
@@ -415,7 +415,7 @@ CREATE = Operation(
     "create_knowledge_doc", "Create a knowledge doc",
     "Create a new doc in an editable lib: pack (pkg: packs are read-only). Fails with ConflictError if the "
     "selector exists; then use update_knowledge_doc.",
-    CreateArgs, WriteOut, _create, read_only=False, skips={"cli": CLI_WRITES, "web": NO_WEB_WRITES})
+    CreateArgs, WriteOut, _create, read_only=False, skips={"cli": CLI_WRITES})
 UPDATE = Operation(
     "update_knowledge_doc", "Update a knowledge doc",
     "Change fields of an existing doc in a lib: pack; fields you omit keep their values. Pass the version you "
@@ -425,7 +425,7 @@ DELETE = Operation(
     "delete_knowledge_doc", "Delete a knowledge doc",
     "Delete a doc from a lib: pack (its history stays readable by version).",
     DeleteArgs, DeleteOut, _delete, read_only=False, destructive=True,
-    skips={"cli": CLI_WRITES, "web": NO_WEB_WRITES})
+    skips={"cli": CLI_WRITES, "web": NO_WEB_DELETE})
 REINDEX = Operation(
     "reindex_knowledge", "Reindex packs",
     "Compute the embeddings that deferred installs left out (one pack, or every pack); returns how many texts "

@@ -21,6 +21,7 @@ serves(ops.SEARCH_ALL, "/packs")
 serves(ops.SEARCH, "/packs/{pack}")
 serves(ops.REINDEX, "/reindex")
 serves(ops.FLASH, "/packs/{pack}/flash")
+serves(ops.CREATE, "/packs/{pack}/new")
 GRAPH_MAX_NODES = 3000
 
 
@@ -101,11 +102,10 @@ async def fix_stub(request: Request) -> Response:
     form = await checked_form(request)
     pack = request.path_params["pack"]
     target, needed_by = str(form.get("target", "")), str(form.get("needed_by", ""))
-    ws = console(request).ws
-    packs.put_doc(ws, pack, target, title=target.rsplit(".", 1)[-1].replace("_", " ").title(),
-                  summary=f"Stub created from lint: {needed_by} refers to it. Write what it should say.",
-                  kind="stub", content=f"(A stub: {needed_by} needs this doc. Replace this text.)\n",
-                  expected_version=0, principal=principal(request))
+    run(request, ops.CREATE, ops.CREATE.parse({
+        "pack": pack, "selector": target, "title": target.rsplit(".", 1)[-1].replace("_", " ").title(),
+        "summary": f"Stub created from lint: {needed_by} refers to it. Write what it should say.", "kind": "stub",
+        "content": f"(A stub: {needed_by} needs this doc. Replace this text.)\n"}, strict=False))
     return RedirectResponse(pack_url(pack, "lint", done=f"created stub {target}"), status_code=303)
 
 
@@ -113,8 +113,9 @@ async def new_doc(request: Request) -> Response:
     form = await checked_form(request)
     pack = request.path_params["pack"]
     selector = str(form.get("selector", "")).strip()
-    packs.put_doc(console(request).ws, pack, selector, title=str(form.get("title") or selector),
-                  expected_version=0, principal=principal(request))
+    run(request, ops.CREATE, ops.CREATE.parse({"pack": pack, "selector": selector,
+                                               "title": str(form.get("title") or "").strip() or selector},
+                                              strict=False))
     return RedirectResponse(doc_url(pack, selector, "edit"), status_code=303)
 
 
