@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 from ..errors import StoreError
 from .pg_vectors import MAX_INDEXED_DIM, create_ann_index, has_ann_index
+from .sql_part import Part
 
 # A commit that leaves more than this many vectors pending starts a background fold. Measured at 200,000 memories
 # (benchmarks/postgres_delta_query.py on the 2-core machine): a delta of 10,000 rows took nearest from 30 to 46 ms
@@ -94,41 +95,30 @@ def fold(store: Any, chunk: int = FOLD_CHUNK, progress: Callable[[int, int], Non
             "seconds": round(time.perf_counter() - started, 3)}
 
 
-class DeltaRole:
-    """PostgresStore's part in the delta (``Capability.VECTOR_DELTA``): fold now, count what is pending, say it in
-    ``info``, start a background fold when a commit leaves more than ``fold_at`` rows pending, stop it at close.
-    Needs ``_read``, ``_db``, ``fold_at`` and ``folder`` (a ``Folder``) from the store."""
+class Delta(Part):
+    """PostgresStore's part in the delta (``Capability.VECTOR_DELTA``): fold now, count what is pending, start a
+    background fold when a commit leaves more than the store's ``fold_at`` rows pending (its ``folder``)."""
 
-    fold_at: int | None
-    folder: Folder
-    _delta: bool
+    __slots__ = ()
 
     def fold(self, chunk: int = FOLD_CHUNK, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """Move the delta of unindexed vectors into the HNSW indexes now (``fold``)."""
-        if not self._delta:
+        if not self.store._delta:
             return {"folded": 0, "chunks": 0, "pending": 0, "seconds": 0.0}
-        return fold(self, chunk, progress)
+        return fold(self.store, chunk, progress)
 
     def pending_vectors(self) -> int:
         """Vectors in the delta: written, scored exactly by ``nearest``, not in an HNSW index yet."""
-        if not self._delta:
+        if not self.store._delta:
             return 0
-        return self._read("SELECT count(*) FROM vectors WHERE pending")[0][0]  # type: ignore[attr-defined]
+        return self._read("SELECT count(*) FROM vectors WHERE pending")[0][0]
 
-    def info(self) -> dict[str, Any]:
-        out = super().info()  # type: ignore[misc]
-        out["pending_vectors"] = self.pending_vectors()  # folded by `agentcontext store fold`
-        return out
-
-    def close(self) -> None:
-        self.folder.stop()  # a background fold ends after its chunk (which commits or rolls back whole)
-        super().close()  # type: ignore[misc]
-
-    def _delta_grew(self) -> None:
+    def grew(self) -> None:
         """After a commit that put rows into the delta: fold in the background past the bound."""
-        if self.fold_at is not None and not self.folder.running and \
-                pending_count(self._db, self.fold_at + 1) > self.fold_at:  # type: ignore[attr-defined]
-            self.folder.start()
+        store = self.store
+        if store.fold_at is not None and not store.folder.running and \
+                pending_count(self._db, store.fold_at + 1) > store.fold_at:
+            store.folder.start()
 
 
 class Folder:

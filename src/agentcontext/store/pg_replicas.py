@@ -527,7 +527,7 @@ class ReplicatedPostgresStore(PostgresStore):
         cur.nextset()
         self.replicas.saw_primary(int(cur.fetchone()[0]))
         if grew:
-            self._delta_grew()  # as on one server: a background fold once the delta outgrew its bound
+            self._deltas.grew()  # as on one server: a background fold once the delta outgrew its bound
 
     def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
         out = super().scrub(tables, strict)

@@ -55,7 +55,7 @@ class RawVector(Loader):
         return bytes(data)
 
 
-class PostgresStore(pg_delta.DeltaRole, SQLStore):
+class PostgresStore(SQLStore):
     """PostgreSQL store. One connection per instance (thread-safe by a lock); processes share the database."""
 
     backend = "postgresql"
@@ -89,6 +89,7 @@ class PostgresStore(pg_delta.DeltaRole, SQLStore):
         self._alone: dict[tuple[str, ...] | None, tuple[float, tuple[str, ...] | None]] = {}  # _scoped_stats
         self._search = PgSearch(self)
         self._text = PgText(self)
+        self._deltas = pg_delta.Delta(self)
         self._connect()
         db = self._db
         self._lock_key = int.from_bytes(
@@ -163,7 +164,7 @@ class PostgresStore(pg_delta.DeltaRole, SQLStore):
         self._finish_loads()
         self._db.execute("COMMIT")
         if grew:
-            self._delta_grew()  # a background fold when the delta outgrew its bound (pg_delta.DeltaRole)
+            self._deltas.grew()  # a background fold when the delta outgrew its bound (pg_delta.Delta)
 
     def _finish_loads(self) -> None:
         """Before the commit: the HNSW indexes dropped (or never made) for a large load, built over every row of the
@@ -376,6 +377,21 @@ class PostgresStore(pg_delta.DeltaRole, SQLStore):
 
     def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
         return self._search.similarities(vector, model, hashes)
+
+    # --- the delta of unindexed vectors (pg_delta.Delta) -------------------------------------------------
+    def fold(self, chunk: int = pg_delta.FOLD_CHUNK, progress: Callable[[int, int], None] | None = None
+             ) -> dict[str, Any]:
+        return self._deltas.fold(chunk, progress)
+
+    def pending_vectors(self) -> int:
+        return self._deltas.pending_vectors()
+
+    def info(self) -> dict[str, Any]:
+        return {**super().info(), "pending_vectors": self.pending_vectors()}  # folded by `agentcontext store fold`
+
+    def close(self) -> None:
+        self.folder.stop()  # a background fold ends after its chunk (which commits or rolls back whole)
+        super().close()
 
     def _vector_value(self, vector: np.ndarray) -> np.ndarray:
         return vector  # pgvector's adapter sends it
