@@ -14,9 +14,11 @@ import time
 import numpy as np
 import pytest
 
+from agentcontext import access
 from agentcontext.errors import ValidationError
 from agentcontext.model import Node, content_hash
 from agentcontext.store import open_store, pg_vectors
+from agentcontext.workspace import Workspace
 
 from .conftest import ROOT
 
@@ -198,6 +200,16 @@ def test_store_fold_on_the_command_line(pg_url, tmp_path):
     store.close()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "AGENTCONTEXT_URL": pg_url}
     env.pop("AGENTCONTEXT_HOME", None)
+    ws = Workspace.open(url=pg_url)
+    access.grant(ws, "reader", "memory:*", "read")  # from now on every call is checked
+    ws.close()
+    denied = subprocess.run([sys.executable, "-m", "agentcontext.cli", "--as", "reader", "store", "fold", "--json"],
+                            capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert denied.returncode == 1 and json.loads(denied.stdout)["error"]["type"] == "AccessDeniedError"
+    store = open_store(pg_url)
+    assert store.pending_vectors() == 30  # nothing folded for a principal without admin on *
+    assert store.audit(principal="reader")[-1]["outcome"] == "denied"
+    store.close()
     done = subprocess.run([sys.executable, "-m", "agentcontext.cli", "store", "fold", "--json"], capture_output=True,
                           text=True, env=env, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
