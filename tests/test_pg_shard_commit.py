@@ -237,3 +237,36 @@ def test_a_decision_another_process_logged_first_wins(servers):
         assert all(not prepared(servers[n]) for n in NAMES)
     finally:
         store.close()
+
+
+def test_a_commit_across_shards_that_outgrows_the_delta_folds_each_shard_in_the_background(servers):
+    """The fold past the bound (store/pg_delta.py) starts after a two-phase commit as after a one-shard commit."""
+    import time
+
+    import numpy as np
+
+    from agentcontext.model import content_hash
+
+    schema = "tpc_fold"
+    store = open_store("shards:" + spec(servers, NAMES, schema))
+    try:
+        for shard in store.shards.values():
+            shard.store.fold_at = 5
+        tenants = one_tenant_per_shard()
+        rng = np.random.default_rng(5)
+        with store.transaction():
+            for tenant in tenants.values():
+                store.put_nodes([Node(id=f"{tenant}-{i}", kind="note", namespace=tenant, key=f"k{i:03d}",
+                                      content=f"{tenant} words {i}", embed_text=f"{tenant} text {i}")
+                                 for i in range(8)])
+                store.put_vectors({content_hash(f"{tenant} text {i}"): v / np.linalg.norm(v)
+                                   for i, v in enumerate(rng.standard_normal((8, 8)).astype(np.float32))}, "m")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (
+                any(s.store.folder.running for s in store.shards.values())
+                or any(count_on(servers, schema, "SELECT count(*) FROM vectors WHERE pending").values())):
+            time.sleep(0.1)
+        assert count_on(servers, schema, "SELECT count(*) FROM vectors WHERE pending") == {"a": 0, "b": 0, "c": 0}
+        assert all(s.store.folder.last and s.store.folder.last["folded"] >= 8 for s in store.shards.values())
+    finally:
+        store.close()

@@ -65,6 +65,7 @@ def _finish(store: Any, name: str, verb: str) -> bool:
             store._db.execute(f"{verb} PREPARED '{name}'")
             if verb == "COMMIT":
                 store._saw_commit()
+            store._prepared_ended(committed=verb == "COMMIT")
         return True
     except GONE:
         return False
@@ -235,8 +236,10 @@ class NoTempStaging:
     path (``pg_bulk``) stages its rows in unlogged tables of the schema, emptied before every commit."""
 
     _prepare_as: str | None = None
+    _prepared_grew = False  # whether the part this store prepared put vectors into its delta
     _db: Any
     _vector_loader: Any
+    _deltas: Any
 
     def _connect(self) -> None:
         super()._connect()  # type: ignore[misc]
@@ -251,8 +254,17 @@ class NoTempStaging:
         if self._prepare_as is None:
             super()._commit()  # type: ignore[misc]
             return
+        grew = self._vector_loader is not None and self._vector_loader.pending
         self._finish_loads()  # type: ignore[attr-defined]  # a large load's HNSW index, before the prepare
         self._db.execute(f"PREPARE TRANSACTION '{self._prepare_as}'")
+        self._prepared_grew = bool(grew)
+
+    def _prepared_ended(self, committed: bool) -> None:
+        """A part of this shard was committed or rolled back: once a part this store prepared committed vectors
+        into the delta, the background fold past its bound starts, as after a one-shard commit (pg_delta.Delta)."""
+        grew, self._prepared_grew = self._prepared_grew, False
+        if committed and grew:
+            self._deltas.grew()
 
     def _saw_commit(self) -> None:
         """A prepared part of this shard was committed (a shard with replicas notes the position: ``pg_shards``)."""
