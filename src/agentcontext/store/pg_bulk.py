@@ -197,11 +197,7 @@ class VectorLoader:
         """Build the indexes dropped (or never made) for large loads, with more memory and a parallel worker for
         the build alone (``SET LOCAL``)."""
         if self.build:
-            self.db.execute("SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
-                            "'maintenance_work_mem')), pg_size_bytes(%s)) / 1024 || 'kB', true), "
-                            "set_config('max_parallel_maintenance_workers', greatest(current_setting("
-                            "'max_parallel_maintenance_workers')::int, %s)::text, true)",
-                            (BUILD_MEMORY, BUILD_WORKERS))
+            raise_build_settings(self.db)
             for model, dim in sorted(self.build):  # the delta's rows of the model go into the build too
                 if self.delta:
                     self.db.execute("UPDATE vectors SET searched = true, pending = false WHERE pending AND model = "
@@ -244,3 +240,44 @@ def import_versions(db: Any, rows: Sequence[tuple]) -> None:
     stage(db, "stage_versions", cols, rows)
     db.execute(f"INSERT INTO node_versions({cols}) SELECT {cols} FROM stage_versions s WHERE NOT EXISTS "
                "(SELECT 1 FROM nodes n WHERE n.id = s.id AND n.namespace = s.namespace AND n.version = s.version)")
+
+
+def drop_indexes(db: Any, table: str) -> list[str]:
+    """For an import into an empty ``table`` (``Store.import_rows``: a whole store copied, a large load): drop its
+    indexes and return their definitions, so ``rebuild_indexes`` builds each once over every row instead of every row
+    being inserted into each (the nodes' three GIN indexes, the text index's above all, cost more a row inserted than
+    the row itself). Kept: the indexes of keys and unique constraints (the load's statements look rows up by them and
+    uniqueness is checked as rows come) and the HNSW ones (``VectorLoader`` decides on those). Nothing is dropped
+    when the table holds a row. The drop holds the table's lock until the commit, as a rebuilt HNSW index does:
+    readers of that table wait for the load (of an empty table: no reader has anything to read in it yet)."""
+    if db.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]:
+        return []
+    found = db.execute("SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+                       "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
+                       "WHERE i.indrelid = %s::regclass AND NOT i.indisunique AND a.amname <> 'hnsw' AND NOT EXISTS "
+                       "(SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid) ORDER BY 1",
+                       (table,)).fetchall()
+    for name, _ in found:
+        db.execute(f"DROP INDEX {name}")
+    return [definition for _, definition in found]
+
+
+def rebuild_indexes(db: Any, table: str, definitions: Sequence[str]) -> None:
+    """The indexes ``drop_indexes`` dropped, built over the loaded rows (with ``BUILD_MEMORY`` and ``BUILD_WORKERS``
+    for this transaction), then the table analyzed: the planner last saw it empty (the statistics take effect at the
+    commit)."""
+    if not definitions:
+        return
+    raise_build_settings(db)
+    for definition in definitions:
+        db.execute(definition)
+    db.execute(f"ANALYZE {table}")
+
+
+def raise_build_settings(db: Any) -> None:
+    """``maintenance_work_mem`` and ``max_parallel_maintenance_workers`` raised (never lowered) to ``BUILD_MEMORY``
+    and ``BUILD_WORKERS`` until the transaction ends (``SET LOCAL``): index builds sort and hold their graph in it."""
+    db.execute("SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
+               "'maintenance_work_mem')), pg_size_bytes(%s)) / 1024 || 'kB', true), "
+               "set_config('max_parallel_maintenance_workers', greatest(current_setting("
+               "'max_parallel_maintenance_workers')::int, %s)::text, true)", (BUILD_MEMORY, BUILD_WORKERS))
