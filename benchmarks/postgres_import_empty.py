@@ -33,10 +33,10 @@ from agentcontext.embed.base import MINILM  # noqa: E402
 WORKER = """
 import json, pickle, sys, time
 from agentcontext.store import open_store
-url, folder, batches = sys.argv[1], sys.argv[2], int(sys.argv[3])
+url, folder, batches, tables = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(",")
 store = open_store(url)
 spent = {}
-for table in ("nodes", "node_versions", "changes", "vectors"):
+for table in tables:
     def each():
         for i in range(batches):
             made = pickle.load(open(f"{folder}/{i:05d}-{table}.pkl", "rb"))
@@ -70,6 +70,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--before-src", type=Path, required=True)
     parser.add_argument("--memories", type=int, default=50_000)
+    parser.add_argument("--tables", default="nodes,node_versions,changes,vectors", help="tables, in order")
     parser.add_argument("--data", type=Path, default=Path("/work/pgdata-pgmillion/200k"),
                         help="a folder holding (or to hold) postgres_scale.py's locomo-vectors.npz")
     args = parser.parse_args()
@@ -83,7 +84,8 @@ def main() -> None:
     load_before = os.getloadavg()
     try:
         for k, (name, src) in enumerate(order):
-            proc = subprocess.run([sys.executable, "-c", WORKER, server.url(f"run{k}"), str(folder), str(n // BATCH)],
+            proc = subprocess.run([sys.executable, "-c", WORKER, server.url(f"run{k}"), str(folder), str(n // BATCH),
+                                   args.tables],
                                   capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(src)},
                                   timeout=7200)
             if proc.returncode:
@@ -107,7 +109,7 @@ def main() -> None:
     figures["ratios (this / before, medians)"] = {
         t: round(figures["this"][t]["median s"] / max(figures["before"][t]["median s"], 1e-9), 3) for t in runs[0][1]}
     figures["measured at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    report(f"postgres_import_empty_{n}", figures)
+    report(f"postgres_import_empty_{n}" + ("" if args.tables.count(",") == 3 else f"_{args.tables}"), figures)
 
 
 if __name__ == "__main__":
