@@ -82,6 +82,7 @@ class PostgresStore(SQLStore):
         self.schema = schema or url_schema
         self._conninfo = conninfo
         self._vector_loader: pg_bulk.VectorLoader | None = None
+        self._dropped: dict[str, list[str]] = {}  # an import's table: the indexes it dropped (pg_bulk.drop_indexes)
         self.fold_at = fold_at  # a commit leaving more vectors pending starts a background fold (None: never)
         self.folder = pg_delta.Folder(lambda: PostgresStore(conninfo, self.schema, timeout, False, None))
         self._text_stats = pg_text.TextStats()
@@ -179,6 +180,7 @@ class PostgresStore(SQLStore):
 
     def _rollback(self) -> None:
         self._vector_loader = None
+        self._dropped.clear()
         if not (self._db.broken or self._db.closed):
             self._db.execute("ROLLBACK")
 
@@ -243,7 +245,12 @@ class PostgresStore(SQLStore):
                 raise ValidationError(f"a {table} row ({row[0]!r}) holds a NUL character, which PostgreSQL text cannot "
                                       "store; remove it from the source first", table=table, row=str(row[0]))
 
+    def _importing(self, table: str) -> None:
+        """Into an empty table: its indexes dropped, built again once after the rows (``pg_bulk.drop_indexes``)."""
+        self._dropped[table] = pg_bulk.drop_indexes(self._db, table)
+
     def _imported(self, table: str) -> None:
+        pg_bulk.rebuild_indexes(self._db, table, self._dropped.pop(table, []))
         if table in ("audit", "changes"):  # copied sequence numbers: the next one follows the largest
             self._exec(f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'), coalesce(max(seq), 1), "
                        f"max(seq) IS NOT NULL) FROM {table}")

@@ -307,6 +307,10 @@ class SQLStore(SQLDialect):
         """Refuse copied values the backend cannot store (as ``_check_text`` refuses them on writes)."""
         return None
 
+    def _importing(self, table: str) -> None:
+        """Before the first copied row of ``table`` goes in: nothing, unless the backend prepares a large load."""
+        return None
+
     def _imported(self, table: str) -> None:
         """After a table's copied rows went in (sequences, indexes): nothing, unless the backend keeps such."""
         return None

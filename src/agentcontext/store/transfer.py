@@ -102,6 +102,8 @@ def import_rows(store: Any, table: str, batches: Iterable[Sequence[dict]]) -> in
         for batch in batches:
             rows = [tuple(_encode(store, table, row, c) for c in cols) for row in batch]
             store._check_import(table, rows)
+            if rows and not count:
+                store._importing(table)  # before the first row: e.g. an empty table's indexes built after the rows
             if table == "nodes":
                 store._import_nodes(rows)
             elif table == "node_versions":
