@@ -146,3 +146,21 @@ def test_one_batch_stores_what_small_batches_and_single_stores_store(tmp_path):
     assert len(rows["one"]) == 120 and len(vectors["one"]) == 120 + 120 - 5  # a first turn has no pair vector
     for m in stores.values():
         m.workspace.close()
+
+
+def test_null_and_bytes_bind_through_a_registered_adapter_and_read_back_the_same(tmp_path):
+    """The driver offers a None or bytes value to the adapter protocol before binding it, about 2 microseconds a
+    value when no adapter is registered (a memory's row binds several NULLs and its vector's bytes): the store
+    registers each as itself, so the value binds as before (NULL, BLOB) after one dictionary lookup."""
+    import sqlean
+
+    store = SQLiteStore(tmp_path / "store.db")
+    for kind in (type(None), bytes):
+        assert (kind, sqlean.PrepareProtocol) in sqlean.adapters, kind
+    vec = np.arange(4, dtype=np.float32)
+    store._db.execute("CREATE TEMP TABLE t(a, b)")
+    store._db.executemany("INSERT INTO t VALUES (?, ?)", [(None, vec.tobytes()), (b"", None)])
+    assert store._db.execute("SELECT typeof(a), typeof(b) FROM t ORDER BY rowid").fetchall() == [
+        ("null", "blob"), ("blob", "null")]
+    assert np.array_equal(np.frombuffer(store._db.execute("SELECT b FROM t LIMIT 1").fetchone()[0], np.float32), vec)
+    store.close()
