@@ -140,9 +140,22 @@ def test_one_batch_stores_what_small_batches_and_single_stores_store(tmp_path):
                for name, m in stores.items()}
     heads = {name: m.db.list_records("memory.chain_head") for name, m in stores.items()}
     answers = {name: [r["id"] for r in m.retrieve("turn 17 on topic 3", max_results=10)] for name, m in stores.items()}
+    # The other tables a memory writes, by node id: its change row, its tag rows, its versions and what the text index
+    # holds of it (the tokens of each column, and the rows a term finds)
+    tables = {name: (
+        m.db._read("SELECT op, target, namespace, detail FROM changes WHERE op LIKE 'node.%' ORDER BY target"),
+        m.db._read("SELECT n.id, t.tag FROM node_tags t JOIN nodes n ON n.rid = t.rid ORDER BY 1, 2"),
+        m.db._read("SELECT count(*) FROM node_versions"),
+        m.db._read("SELECT n.id, d.sz FROM fts_docsize d JOIN nodes n ON n.rid = d.id ORDER BY 1"),
+        [m.db._read("SELECT n.id FROM fts f JOIN nodes n ON n.rid = f.rowid WHERE fts MATCH ? ORDER BY 1", (term,))
+         for term in ("turn", "topic 3", "tags:conversation", "c2")])
+        for name, m in stores.items()}
     for name in ("sevens", "singles"):
         assert rows[name] == rows["one"] and vectors[name] == vectors["one"], name
         assert heads[name] == heads["one"] and answers[name] == answers["one"], name
+        assert tables[name] == tables["one"], name
+    assert len(tables["one"][0]) == 120 and len(tables["one"][1]) == 120 and len(tables["one"][3]) == 120
+    assert all(tables["one"][4]) and tables["one"][2] == [(0,)]
     assert len(rows["one"]) == 120 and len(vectors["one"]) == 120 + 120 - 5  # a first turn has no pair vector
     for m in stores.values():
         m.workspace.close()
