@@ -177,3 +177,32 @@ def test_null_and_bytes_bind_through_a_registered_adapter_and_read_back_the_same
         ("null", "blob"), ("blob", "null")]
     assert np.array_equal(np.frombuffer(store._db.execute("SELECT b FROM t LIMIT 1").fetchone()[0], np.float32), vec)
     store.close()
+
+
+def test_a_large_batch_is_written_without_collections_and_the_collector_is_left_as_it_was(memory):
+    """The cycle collector is paused while a batch of 1,000 or more is planned and written (tens of objects a memory,
+    none in a cycle, set off collections, one a full pass over the process's objects); it runs again after, and a
+    collector the caller had turned off stays off."""
+    import gc
+
+    collections = []
+
+    def seen(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    rng = np.random.default_rng(6)
+    first, second = items(rng, 3000, conv_every=30), [{**x, "id": f"n{i}"} for i, x in enumerate(items(rng, 1000))]
+    gc.collect()
+    gc.callbacks.append(seen)
+    try:
+        memory.batch_store(first)
+        during = list(collections)
+        assert gc.isenabled()
+        gc.disable()
+        memory.batch_store(second)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.callbacks.remove(seen)
+    assert len(during) <= 3 and memory.count() == 4000  # before: about 50 (the caller's work around the write remains)
