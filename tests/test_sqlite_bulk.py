@@ -206,3 +206,16 @@ def test_a_large_batch_is_written_without_collections_and_the_collector_is_left_
         gc.enable()
         gc.callbacks.remove(seen)
     assert len(during) <= 3 and memory.count() == 4000  # before: about 50 (the caller's work around the write remains)
+
+
+def test_rows_land_in_order_through_whole_multi_row_statements_and_the_rest(tmp_path):
+    store = SQLiteStore(tmp_path / "store.db")
+    store._db.execute("CREATE TABLE t(seq INTEGER PRIMARY KEY AUTOINCREMENT, a, b, c)")
+    per = store.MULTI_ROW_PARAMS // 3
+    rows = [(i, None if i % 3 else f"x{i}", bytes([i % 256]) * 3) for i in range(2 * per + 7)]
+    with store.transaction():
+        store._insert_rows("INSERT INTO t(a, b, c)", rows)
+        store._bulk_insert("t", "a, b, c", iter(rows[:5]))
+    got = store._db.execute("SELECT seq, a, b, c FROM t ORDER BY seq").fetchall()
+    assert got == [(i + 1, *r) for i, r in enumerate(rows + rows[:5])]
+    store.close()
