@@ -219,3 +219,38 @@ def test_rows_land_in_order_through_whole_multi_row_statements_and_the_rest(tmp_
     got = store._db.execute("SELECT seq, a, b, c FROM t ORDER BY seq").fetchall()
     assert got == [(i + 1, *r) for i, r in enumerate(rows + rows[:5])]
     store.close()
+
+
+def test_json_text_makes_its_encoder_once_a_thread_and_writes_what_json_dumps_writes(monkeypatch):
+    """A node's props and hash head are encoded by one C encoder a thread (making one per call cost a quarter of
+    encoding a memory's props): the same text as json.dumps, and a circular value fails as json.dumps fails, every
+    time (the encoder's markers are emptied after a failed call)."""
+    import datetime
+    import json
+    import threading
+    from json import encoder
+
+    from agentcontext.model import json_text
+
+    values = [{"b": 1, "a": [1, {"z": None, "y": 1.5}], "d": datetime.date(2020, 1, 1), "u": "é\u2028"}, [], "x", 3]
+    dumped = [json.dumps(v, sort_keys=True, default=str) for v in values]
+    made = []
+    make = encoder.c_make_encoder
+
+    def counted(*args):
+        made.append(args)
+        return make(*args)
+
+    monkeypatch.setattr(encoder, "c_make_encoder", counted)
+    encode = json_text(sort_keys=True)
+    circular: dict = {}
+    circular["self"] = circular
+    for _ in range(2):
+        assert [encode(v) for v in values] == dumped
+        with pytest.raises(ValueError, match="Circular"):
+            encode({"ok": 1, "x": circular})
+    assert len(made) == 1
+    other = threading.Thread(target=encode, args=({"a": 1},))
+    other.start()
+    other.join()
+    assert len(made) == 2
