@@ -8,7 +8,9 @@ Three workers, each a process of its own (the code on its path), each growing on
   ``src/`` extracted with ``git archive`` into a temporary folder, first on the worker's path);
 - ``raw``: the same rows written by plain ``executemany`` statements: each batch is stored once through this tree's
   ``batch_store`` into a scratch store whose connection records every write statement and its rows (untimed), and
-  those statements and rows are replayed, timed, into a second store of the same schema, one transaction a batch.
+  those statements and rows are replayed, timed, into a second store of the same schema, one transaction a batch,
+  each table's rows by plain ``executemany`` of a one-row statement (a multi-row INSERT batch_store runs is replayed
+  as its rows).
   This is what SQLite itself costs for what a memory is (its node row, its text index row, its vector and its change
   log row): what ``batch_store`` adds on top of it is the library's work.
 Each prints memories/s (wall clock, and per CPU second of the process: the machine is shared, and CPU time follows
@@ -71,7 +73,13 @@ class Recorder:
         self.db, self.log = db, []
 
     def execute(self, sql: str, params: Any = ()) -> Any:
-        if sql.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE", "BEGIN", "COMMIT", "ROLLBACK")):
+        head, _, values = sql.partition(" VALUES ")
+        if values.startswith("(") and "),(" in values:  # a multi-row INSERT: replayed as executemany of its rows
+            one = values[: values.index(")") + 1]
+            width = one.count("?")
+            self.log.append((True, f"{head} VALUES {one}",
+                             [tuple(params[i: i + width]) for i in range(0, len(params), width)]))
+        elif sql.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE", "BEGIN", "COMMIT", "ROLLBACK")):
             self.log.append((False, sql, tuple(params)))
         return self.db.execute(sql, params)
 

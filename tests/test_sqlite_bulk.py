@@ -140,9 +140,117 @@ def test_one_batch_stores_what_small_batches_and_single_stores_store(tmp_path):
                for name, m in stores.items()}
     heads = {name: m.db.list_records("memory.chain_head") for name, m in stores.items()}
     answers = {name: [r["id"] for r in m.retrieve("turn 17 on topic 3", max_results=10)] for name, m in stores.items()}
+    # The other tables a memory writes, by node id: its change row, its tag rows, its versions and what the text index
+    # holds of it (the tokens of each column, and the rows a term finds)
+    tables = {name: (
+        m.db._read("SELECT op, target, namespace, detail FROM changes WHERE op LIKE 'node.%' ORDER BY target"),
+        m.db._read("SELECT n.id, t.tag FROM node_tags t JOIN nodes n ON n.rid = t.rid ORDER BY 1, 2"),
+        m.db._read("SELECT count(*) FROM node_versions"),
+        m.db._read("SELECT n.id, d.sz FROM fts_docsize d JOIN nodes n ON n.rid = d.id ORDER BY 1"),
+        [m.db._read("SELECT n.id FROM fts f JOIN nodes n ON n.rid = f.rowid WHERE fts MATCH ? ORDER BY 1", (term,))
+         for term in ("turn", "topic 3", "tags:conversation", "c2")])
+        for name, m in stores.items()}
     for name in ("sevens", "singles"):
         assert rows[name] == rows["one"] and vectors[name] == vectors["one"], name
         assert heads[name] == heads["one"] and answers[name] == answers["one"], name
+        assert tables[name] == tables["one"], name
+    assert len(tables["one"][0]) == 120 and len(tables["one"][1]) == 120 and len(tables["one"][3]) == 120
+    assert all(tables["one"][4]) and tables["one"][2] == [(0,)]
     assert len(rows["one"]) == 120 and len(vectors["one"]) == 120 + 120 - 5  # a first turn has no pair vector
     for m in stores.values():
         m.workspace.close()
+
+
+def test_null_and_bytes_bind_through_a_registered_adapter_and_read_back_the_same(tmp_path):
+    """The driver offers a None or bytes value to the adapter protocol before binding it, about 2 microseconds a
+    value when no adapter is registered (a memory's row binds several NULLs and its vector's bytes): the store
+    registers each as itself, so the value binds as before (NULL, BLOB) after one dictionary lookup."""
+    import sqlean
+
+    store = SQLiteStore(tmp_path / "store.db")
+    for kind in (type(None), bytes):
+        assert (kind, sqlean.PrepareProtocol) in sqlean.adapters, kind
+    vec = np.arange(4, dtype=np.float32)
+    store._db.execute("CREATE TEMP TABLE t(a, b)")
+    store._db.executemany("INSERT INTO t VALUES (?, ?)", [(None, vec.tobytes()), (b"", None)])
+    assert store._db.execute("SELECT typeof(a), typeof(b) FROM t ORDER BY rowid").fetchall() == [
+        ("null", "blob"), ("blob", "null")]
+    assert np.array_equal(np.frombuffer(store._db.execute("SELECT b FROM t LIMIT 1").fetchone()[0], np.float32), vec)
+    store.close()
+
+
+def test_a_large_batch_is_written_without_collections_and_the_collector_is_left_as_it_was(memory):
+    """The cycle collector is paused while a batch of 1,000 or more is planned and written (tens of objects a memory,
+    none in a cycle, set off collections, one a full pass over the process's objects); it runs again after, and a
+    collector the caller had turned off stays off."""
+    import gc
+
+    collections = []
+
+    def seen(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    rng = np.random.default_rng(6)
+    first, second = items(rng, 3000, conv_every=30), [{**x, "id": f"n{i}"} for i, x in enumerate(items(rng, 1000))]
+    gc.collect()
+    gc.callbacks.append(seen)
+    try:
+        memory.batch_store(first)
+        during = list(collections)
+        assert gc.isenabled()
+        gc.disable()
+        memory.batch_store(second)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.callbacks.remove(seen)
+    assert len(during) <= 3 and memory.count() == 4000  # before: about 50 (the caller's work around the write remains)
+
+
+def test_rows_land_in_order_through_whole_multi_row_statements_and_the_rest(tmp_path):
+    store = SQLiteStore(tmp_path / "store.db")
+    store._db.execute("CREATE TABLE t(seq INTEGER PRIMARY KEY AUTOINCREMENT, a, b, c)")
+    per = store.MULTI_ROW_PARAMS // 3
+    rows = [(i, None if i % 3 else f"x{i}", bytes([i % 256]) * 3) for i in range(2 * per + 7)]
+    with store.transaction():
+        store._insert_rows("INSERT INTO t(a, b, c)", rows)
+        store._bulk_insert("t", "a, b, c", iter(rows[:5]))
+    got = store._db.execute("SELECT seq, a, b, c FROM t ORDER BY seq").fetchall()
+    assert got == [(i + 1, *r) for i, r in enumerate(rows + rows[:5])]
+    store.close()
+
+
+def test_json_text_makes_its_encoder_once_a_thread_and_writes_what_json_dumps_writes(monkeypatch):
+    """A node's props and hash head are encoded by one C encoder a thread (making one per call cost a quarter of
+    encoding a memory's props): the same text as json.dumps, and a circular value fails as json.dumps fails, every
+    time (the encoder's markers are emptied after a failed call)."""
+    import datetime
+    import json
+    import threading
+    from json import encoder
+
+    from agentcontext.model import json_text
+
+    values = [{"b": 1, "a": [1, {"z": None, "y": 1.5}], "d": datetime.date(2020, 1, 1), "u": "é\u2028"}, [], "x", 3]
+    dumped = [json.dumps(v, sort_keys=True, default=str) for v in values]
+    made = []
+    make = encoder.c_make_encoder
+
+    def counted(*args):
+        made.append(args)
+        return make(*args)
+
+    monkeypatch.setattr(encoder, "c_make_encoder", counted)
+    encode = json_text(sort_keys=True)
+    circular: dict = {}
+    circular["self"] = circular
+    for _ in range(2):
+        assert [encode(v) for v in values] == dumped
+        with pytest.raises(ValueError, match="Circular"):
+            encode({"ok": 1, "x": circular})
+    assert len(made) == 1
+    other = threading.Thread(target=encode, args=({"a": 1},))
+    other.start()
+    other.join()
+    assert len(made) == 2

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -62,9 +63,22 @@ def json_text(sort_keys: bool = False, separators: tuple[str, str] = (", ", ": "
     if make is None:
         return json.JSONEncoder(sort_keys=sort_keys, default=str, separators=separators).encode
     escape = json_encoder.encode_basestring_ascii
+    # One encoder a thread, made once (making one cost a quarter of encoding a memory's props): its marker dict, which
+    # makes a circular value fail as json.dumps fails, holds only the containers being encoded, so it is empty
+    # between calls, and is emptied after a call that failed midway.
+    mine = threading.local()
 
-    def encode(value: Any) -> str:  # a new marker dict per call: circular values fail as json.dumps fails
-        return "".join(make({}, str, escape, None, key_sep, item_sep, sort_keys, False, True)(value, 0))
+    def encode(value: Any) -> str:
+        try:
+            run, markers = mine.run, mine.markers
+        except AttributeError:
+            markers = mine.markers = {}
+            run = mine.run = make(markers, str, escape, None, key_sep, item_sep, sort_keys, False, True)
+        try:
+            return "".join(run(value, 0))
+        except BaseException:
+            markers.clear()
+            raise
 
     return encode
 

@@ -31,7 +31,7 @@ from . import io as memory_io
 from . import chain
 from .index import MemoryIndex, memory_index
 from .items import supplied_in_full
-from .plan import embed_missing, plan_items, rewritten
+from .plan import collector_paused, embed_missing, plan_items, rewritten
 from .links import entity_ids, graph_view, link_memories, link_stored, link_texts, relink_text
 from .purge import about, purge_memories
 from .records import (CONV, KIND, now_iso, to_memory)
@@ -171,7 +171,8 @@ class AgentMemory(ConfiguredRecall):
         With an ``entity_graph``, memories whose metadata lists ``entities`` are linked to those entities, and
         every memory to the graph's known entities its text names (memory/links.py)."""
         self.check("write", "memory.store")
-        items = [self._item(x, None, None, None, i) for i, x in enumerate(items)]
+        with collector_paused(len(items)):
+            items = [self._item(x, None, None, None, i) for i, x in enumerate(items)]
         access.require_chosen_ids(self.workspace, self.principal, [str(x["id"]) for x in items if x.get("id")],
                                   "memory.store", "a memory id", "leave id out: the store assigns one")
         linking = self.entity_graph is not None and any(entity_ids(x.get("metadata")) for x in items)
@@ -205,13 +206,14 @@ class AgentMemory(ConfiguredRecall):
         if all(supplied_in_full(item) for item in items) or not self.context_turns and all(
                 item.get("vector", item.get("embedding")) is not None for item in items):
             # Nothing to embed: the conversations' heads are read once, under the write lock (no relink)
-            with self.db.transaction():
+            with collector_paused(len(items)), self.db.transaction():
                 nodes, last, first, _, supplied, _ = self._plan(items)
                 self._land(nodes, last, first, supplied, audit)
         else:
-            nodes, last, first, pair_texts, supplied, assumed = self._plan(items)
+            with collector_paused(len(items)):
+                nodes, last, first, pair_texts, supplied, assumed = self._plan(items)
             self._embed(nodes, pair_texts, supplied, progress)
-            with self.db.transaction():  # supplied vectors and the memories land together, in one commit
+            with collector_paused(len(items)), self.db.transaction():  # the vectors and memories: one commit
                 # The heads are read again under the write lock: a writer that appended meanwhile is linked to.
                 chain.relink(self.db, lambda: self.workspace.embedder, self.namespace, first, assumed)
                 self._land(nodes, last, first, supplied, audit)

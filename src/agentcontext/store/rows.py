@@ -184,9 +184,10 @@ def plan_edges(keyed: dict[str, Edge], current: dict[str, tuple], at: str) -> tu
 
 def put_detail(node: Node) -> str:
     """The change-log detail of a ``node.put``."""
-    return f'{{"version": {node.version}, "kind": {_kind_json(node.kind)}}}'
+    return _put_detail(node.version, node.kind)
 
 
-@functools.lru_cache(maxsize=256)
-def _kind_json(kind: str) -> str:
-    return json.dumps(kind)
+@functools.lru_cache(maxsize=1024)  # a batch of new memories shares one: version 1 of kind memory
+def _put_detail(version: int, kind: str) -> str:
+    return f'{{"version": {version}, "kind": {json.dumps(kind)}}}'
+
