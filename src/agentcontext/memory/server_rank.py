@@ -137,12 +137,14 @@ class Table:
         self._cols = None
 
     def dense_parts(self) -> tuple[np.ndarray, ...]:
-        """(own, pair, next pair: float32 as a fresh ranking holds them, how many of the three exist), by row."""
+        """(own, pair, next pair: float32 as a fresh ranking holds them, how many of the three exist, the speaker,
+        the previous and the next turn's id), by row."""
         if self._cols is None:
             sims = np.array(self._sims, dtype=np.float64).reshape(-1, 4)
             self._cols = (sims[:, 0].astype(np.float32), sims[:, 1].astype(np.float32),
                           sims[:, 2].astype(np.float32), sims[:, 3].astype(np.int64),
-                          np.array(self.title, dtype=np.int64))
+                          np.array(self.title, dtype=np.int64), np.array(self.prev, dtype=object),
+                          np.array(self.next, dtype=object))
         return self._cols
 
     def timing(self, query: str, rows: np.ndarray, candidates: list[Node], at: np.ndarray, links: Links,
@@ -172,22 +174,21 @@ def rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: Links, ra
     table = Table() if table is None else table
     n = len(candidates)
     rows = table.rows(ws, qv, candidates, links, known)
-    own_all, pair_all, follow_all, count_all, title_all = table.dense_parts()
+    own_all, pair_all, follow_all, count_all, title_all, prev_all, next_all = table.dense_parts()
     own, pair, follow, count = own_all[rows], pair_all[rows], follow_all[rows], count_all[rows]
     # dense = the mean of the own, pair and next pair inner products that exist (float32, summed in that order)
     dense = ((own + pair + follow) / count).astype(np.float32)
     # keyword scores: the candidates' (rows [0, n)), then their previous turns' and their next turns' (a turn's
     # keyword score is its own whether it is a candidate or not)
-    prev_ids = [table.prev[r] for r in rows.tolist()]
-    next_ids = [table.next[r] for r in rows.tolist()]
+    prev_ids, next_ids = prev_all[rows].tolist(), next_all[rows].tolist()
     bm25_raw = np.array([raw.get(c.id, 0.0) for c in candidates], dtype=np.float32)
     around = np.array([raw.get(i, 0.0) for i in prev_ids] + [raw.get(i, 0.0) for i in next_ids], dtype=np.float32)
     keyword = (np.clip(np.concatenate((bm25_raw, around)), 0.0, None) * scale).astype(np.float32)
     at = np.arange(n, dtype=np.int64)
     prev = np.full(3 * n, -1, dtype=np.int64)
     nxt_rows = np.full(3 * n, -1, dtype=np.int64)
-    prev[:n] = np.where(np.array([bool(i) for i in prev_ids], dtype=bool), n + at, -1)
-    nxt_rows[:n] = np.where(np.array([bool(i) for i in next_ids], dtype=bool), 2 * n + at, -1)
+    prev[:n] = np.where(prev_all[rows] != "", n + at, -1)
+    nxt_rows[:n] = np.where(next_all[rows] != "", 2 * n + at, -1)
     values = {"dense": dense, "keyword": keyword[:n], "neighbour": neighbour_sum(keyword, prev, nxt_rows)[:n]}
     if named:
         speaks = np.array([t in named for t in table.titles], dtype=bool)
@@ -217,8 +218,7 @@ def rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: Links, ra
         for name in names:
             values[name] = np.zeros(n, dtype=np.float32)
             values[name][pool] = timing[name]
-    row = {c.id: j for j, c in enumerate(candidates)}
-    stage = _Stage(query, candidates, rows, table, links, row, fused, values, gate, weights, timed, kept)
+    stage = _Stage(query, candidates, rows, table, links, fused, values, gate, weights, timed, kept)
     answered = _answers(stage, k)
     raised = _near(stage)
     ghost_values = {"dense": np.array([d for d, _, _ in ghosts], dtype=np.float32),
@@ -253,14 +253,21 @@ def rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: Links, ra
 
 class _Stage:
     """What the second stages read and lift: the candidates, their fused values (lifted in place), signals and
-    gates, which of them have their time lifts (``timed``) and where each candidate id stands (``row``)."""
+    gates, which of them have their time lifts (``timed``) and where each candidate id stands (``position``)."""
 
     def __init__(self, query: str, candidates: list[Node], rows: np.ndarray, table: Table, links: Links,
-                 row: dict[str, int], fused: np.ndarray, values: dict[str, np.ndarray], gate: np.ndarray,
+                 fused: np.ndarray, values: dict[str, np.ndarray], gate: np.ndarray,
                  weights: FusionWeights, timed: np.ndarray, kept: dict[Any, Any]) -> None:
         self.query, self.candidates, self.rows, self.table, self.links = query, candidates, rows, table, links
-        self.row, self.fused, self.values, self.gate, self.weights = row, fused, values, gate, weights
+        self.fused, self.values, self.gate, self.weights = fused, values, gate, weights
         self.timed, self.kept = timed, kept
+        self._at = np.full(len(table.prev), len(candidates), dtype=np.int64)  # by table row: the position
+        self._at[rows] = np.arange(len(candidates))
+
+    def position(self, node_id: str) -> int:
+        """Where this candidate stands (the number of candidates when it is none)."""
+        r = self.table.slot.get(node_id)
+        return len(self.candidates) if r is None else int(self._at[r])
 
     def add_time(self, at: list[int]) -> None:
         """Add their time lifts to the candidates at ``at`` where ``rank`` had not (``timed``), so a turn a second
@@ -280,14 +287,15 @@ def _answers(stage: _Stage, k: int) -> set[int]:
     """The replies to the questions that follow the ``k`` best candidates rank at least ``weights.answer`` times
     their source's value, in ``fused`` (memory/answers.py ``answer_best``; the candidate side made them candidates),
     their time lifts added first: the positions so raised."""
-    candidates, fused, row, weights = stage.candidates, stage.fused, stage.row, stage.weights
+    candidates, fused, weights = stage.candidates, stage.fused, stage.weights
     n = len(candidates)
     if not weights.answer or n == 0:
         return set()
     best = [int(j) for j in top_k(fused, k)]
     source: dict[int, float] = {}
-    for turn, reply in stage.links.replies([candidates[j].id for j in best]).items():
-        j, value = row.get(reply, n), float(fused[row[turn]])
+    at = {candidates[j].id: j for j in best}
+    for turn, reply in stage.links.replies(list(at)).items():
+        j, value = stage.position(reply), float(fused[at[turn]])
         if j < n and value > 0:
             source[j] = max(source.get(j, 0.0), value)
     if not source:
@@ -307,13 +315,13 @@ def _near(stage: _Stage) -> set[int]:
     ``weights.near ** d`` times its value, ``d`` links away, in ``fused`` (memory/search.py ``near_best``; the
     candidate side made them candidates), their time lifts added first where ``rank`` had not: the positions so
     raised."""
-    candidates, fused, row, weights = stage.candidates, stage.fused, stage.row, stage.weights
+    candidates, fused, weights = stage.candidates, stage.fused, stage.weights
     n = len(candidates)
     if not weights.near or n == 0 or not asks_when(stage.query):
         return set()
     best = int(top_k(fused, 1)[0])
     around = stage.links.within(candidates[best].id, weights.near_turns)
-    distance = {j: d for i, d in around.items() if (j := row.get(i, n)) < n}
+    distance = {j: d for i, d in around.items() if (j := stage.position(i)) < n}
     at = list(distance)
     if not at:
         return set()
