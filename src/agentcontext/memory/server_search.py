@@ -15,7 +15,7 @@ namespace: here from the speakers of the first text hits (the text index holds e
 none of whose memories is among them keeps the name in both), read before the dense pool so the ranking stays one
 round; a query that names a speaker then asks the text search once more, without the names. The second stages
 run as in process: the replies to the questions that follow the k best (memory/answers.py) and, for a query that
-asks when, the turns around the best hit become candidates and are lifted (``_answers``, ``_near``).
+asks when, the turns around the best hit become candidates and are lifted (memory/server_rank.py).
 
 A memory outside the candidates has its own vector's score below the dense pool's last and its text score below the
 text pool's last; a "ghost" candidate with both scores is fused with the others, and while it would still rank among
@@ -53,7 +53,7 @@ LARGE_DENSE_POOL, LARGE_TEXT_POOL = 160, 300  # a large namespace (``_large``): 
 # scan walk about 40 times the rows it returns (1M memories: about 1 s for 160, 0.1 s for 40)
 LARGE_NAMED_POOL = 40
 Keep = Callable[[dict[str, Any]], bool]
-# the props of a candidate the ranking reads (``_Query.passes``, ``prev_of``, ``_rank``, ``timing_of``): the linked
+# the props of a candidate the ranking reads (``_Query.passes``, ``prev_of``, ``server_rank``): the linked
 # nodes bring only these (no JSON decoded in the client: at 200,000 memories ~2,000 rows a query, 98 ms of 169)
 FIELDS = ("prev", "pair_hash", "created_at", "conversation_id", "user_id")
 
@@ -181,7 +181,7 @@ class _Query:
         table = Table()  # what the ranking read of each candidate, read once a round (memory/server_rank.py)
         hits, fused, ghost_scores = rank_candidates(self.ws, self.qv, candidates, links, raw, named, k, self.weights,
                                                     ghosts, self.sims, scale, self.text, table)
-        for _ in range(3):  # the second stages' turns are candidates (_rank lifts them): the replies to the questions
+        for _ in range(3):  # the second stages' turns are candidates (ranked and lifted): the replies to the questions
             # that follow the k best (memory/answers.py) and, for a question that asks when, the turns around the best
             wanted: list[str] = []
             if self.weights.answer and hits:
