@@ -83,12 +83,13 @@ class Table:
 
     def __init__(self) -> None:
         self.slot: dict[str, int] = {}  # node id: its row in the columns
-        self.prev: list[str] = []  # "" for none
-        self.next: list[str] = []
-        self.title: list[int] = []  # an index into ``titles``
-        self.titles: dict[str, int] = {}
-        self._sims: list[tuple[float, float, float, int]] = []  # own, pair, next pair (0.0 when absent), how many
-        self._cols: tuple[np.ndarray, ...] | None = None
+        self.titles: dict[str, int] = {}  # a speaker: its number (the ``title`` column)
+        # own, pair, next pair inner products (float32 as a fresh ranking holds them; 0 where absent), how many of
+        # the three exist, the speaker, the previous and the next turn's id ("" for none)
+        self._cols: tuple[np.ndarray, ...] = (
+            np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32),
+            np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object),
+            np.zeros(0, dtype=object))
         self.refs = np.zeros(0, dtype=np.uint8)  # time bits, read for the rows where ``timed``
         self.months = np.zeros((0, 2), dtype=np.int64)
         self.timed = np.zeros(0, dtype=bool)
@@ -105,46 +106,38 @@ class Table:
 
     def _add(self, ws: Workspace, qv: np.ndarray, new: list[Node], links: Links, known: dict[str, float]) -> None:
         nodes, following = links.nodes, links.next
-        read = []
-        for c in new:
-            props = c.props or {}
-            after = following.get(c.id)
-            nxt = nodes.get(after) if after else None
-            read.append((c, c.embed_hash, props.get("pair_hash"),
-                         (nxt.props or {}).get("pair_hash") if nxt is not None else None, props.get("prev"), after))
-        todo = [h for h in dict.fromkeys(h for r in read for h in r[1:4] if h) if h not in known]
+        ids = [c.id for c in new]
+        props = [c.props or {} for c in new]
+        after = [following.get(i) or "" for i in ids]
+        owns = [c.embed_hash for c in new]
+        pairs = [p.get("pair_hash") for p in props]
+        follows = [(nodes[a].props or {}).get("pair_hash") if a in nodes else None for a in after]
+        todo = [h for h in dict.fromkeys([*owns, *pairs, *follows]) if h and h not in known]
         if todo:
             found = ws.store.similarities(qv, ws.model_name, todo)
             known.update({h: found.get(h, np.nan) for h in todo})
+
+        def sims(hashes: list[str | None]) -> np.ndarray:  # NaN: no hash, or no such vector
+            return np.array([known[h] if h else np.nan for h in hashes], dtype=np.float64)
+
+        own, pair, follow = sims(owns), sims(pairs), sims(follows)
+        has_pair, has_follow = pair == pair, follow == follow
+        count = 1 + has_pair.astype(np.int64) + has_follow.astype(np.int64)
         titles = self.titles
-        for c, own, pair, follow, before, after in read:
-            self.slot[c.id] = len(self.prev)
-            self.prev.append(before or "")
-            self.next.append(after or "")
-            self.title.append(titles.setdefault(c.title or "", len(titles)))
-            count = 1
-            own_v = v if own and (v := known[own]) == v else 0.0
-            pair_v = follow_v = 0.0
-            if pair and (v := known[pair]) == v:
-                pair_v, count = v, count + 1
-            if follow and (v := known[follow]) == v:
-                follow_v, count = v, count + 1
-            self._sims.append((own_v, pair_v, follow_v, count))
-        grown = len(self.prev) - self.timed.size
+        added = (np.where(own == own, own, 0.0).astype(np.float32), np.where(has_pair, pair, 0.0).astype(np.float32),
+                 np.where(has_follow, follow, 0.0).astype(np.float32), count,
+                 np.array([titles.setdefault(c.title or "", len(titles)) for c in new], dtype=np.int64),
+                 np.array([p.get("prev") or "" for p in props], dtype=object), np.array(after, dtype=object))
+        self.slot.update(zip(ids, range(len(self.slot), len(self.slot) + len(ids))))
+        self._cols = tuple(np.concatenate((col, more)) for col, more in zip(self._cols, added))
+        grown = len(ids)
         self.refs = np.concatenate((self.refs, np.zeros(grown, dtype=np.uint8)))
         self.months = np.concatenate((self.months, np.zeros((grown, 2), dtype=np.int64)))
         self.timed = np.concatenate((self.timed, np.zeros(grown, dtype=bool)))
-        self._cols = None
 
     def dense_parts(self) -> tuple[np.ndarray, ...]:
         """(own, pair, next pair: float32 as a fresh ranking holds them, how many of the three exist, the speaker,
         the previous and the next turn's id), by row."""
-        if self._cols is None:
-            sims = np.array(self._sims, dtype=np.float64).reshape(-1, 4)
-            self._cols = (sims[:, 0].astype(np.float32), sims[:, 1].astype(np.float32),
-                          sims[:, 2].astype(np.float32), sims[:, 3].astype(np.int64),
-                          np.array(self.title, dtype=np.int64), np.array(self.prev, dtype=object),
-                          np.array(self.next, dtype=object))
         return self._cols
 
     def timing(self, query: str, rows: np.ndarray, candidates: list[Node], at: np.ndarray, links: Links,
@@ -261,7 +254,7 @@ class _Stage:
         self.query, self.candidates, self.rows, self.table, self.links = query, candidates, rows, table, links
         self.fused, self.values, self.gate, self.weights = fused, values, gate, weights
         self.timed, self.kept = timed, kept
-        self._at = np.full(len(table.prev), len(candidates), dtype=np.int64)  # by table row: the position
+        self._at = np.full(len(table.slot), len(candidates), dtype=np.int64)  # by table row: the position
         self._at[rows] = np.arange(len(candidates))
 
     def position(self, node_id: str) -> int:
