@@ -92,7 +92,7 @@ for a later stop).
 
 Session 8 (issue 11 s5 (a), temporal): a second stage for a question that asks when (``asks_when``): the turns within
 ``near_turns`` previous / next links of the best hit rank at least ``near`` times its fused value (FusionWeights.near /
-near_turns; memory/search.py ``near_best``, and the same in the server, memory/server_search.py ``_near``). The temporal
+near_turns; memory/search.py ``near_best``, and the same in the server, memory/server_rank.py ``_near``). The temporal
 misses at session 7's main were listed first (15 of 156 questions): 7 had their evidence on a turn next to the best hit
 or one turn further, in the same exchange (a greeting, "Is that your third one?", the turn before a "Yeah, I painted
 that lake sunrise last year!"); the rest were a duration ("I've had them for 3 years now", rank 39 / 132), "see you

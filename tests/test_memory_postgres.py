@@ -179,7 +179,7 @@ def test_the_turns_around_a_when_questions_best_hit_are_read_and_lifted_as_in_pr
 
 
 def test_time_signals_kept_per_text_and_date_are_the_ones_computed_afresh():
-    from agentcontext.memory import server_search
+    from agentcontext.memory import server_rank
     from agentcontext.model import Node
 
     nodes = [Node(id=f"m{i}", kind="memory", namespace="ns", content=text, props={"created_at": date})
@@ -189,9 +189,9 @@ def test_time_signals_kept_per_text_and_date_are_the_ones_computed_afresh():
                                                 ("I went there yesterday", "2023-05-08T10:00:00")])]
     kept: dict = {}
     for query in ("When did she go?", "What happened in May 2023?"):
-        fresh = server_search.timing_of(query, nodes)
+        fresh = server_rank.timing_of(query, nodes)
         for _ in range(2):  # the first call fills ``kept``, the second reads it
-            again = server_search.timing_of(query, nodes, kept)
+            again = server_rank.timing_of(query, nodes, kept)
             assert fresh.keys() == again.keys() and all((fresh[k] == again[k]).all() for k in fresh)
     assert "I went there yesterday" in kept and ("month", None) in kept
 
@@ -200,19 +200,19 @@ def test_the_time_signals_read_every_candidates_text_even_a_turn_read_only_as_a_
     """A candidate the server read only as the turn after another (``nodes_linked`` sends followers without their
     content) has its text read before its time expressions are (at 1,000,000 memories ~30 of ~240 a query, ~6 of
     them timed): as in process, where every memory's time bits are kept."""
-    from agentcontext.memory import server_search
+    from agentcontext.memory import server_rank, server_search
 
     lite, pg, questions = pair
     stored = {n.id: n.content for n in lite.db.find_nodes(kind="memory")}
     monkeypatch.setattr(server_search, "DENSE_POOL", 3)
     monkeypatch.setattr(server_search, "TEXT_POOL", 3)
     seen: list[tuple[str, str]] = []
-    real = server_search.timing_of
+    real = server_rank.time_bits
 
-    def spy(query, nodes, kept=None):
+    def spy(nodes, kept=None):
         seen.extend((n.id, n.content) for n in nodes)
-        return real(query, nodes, kept)
-    monkeypatch.setattr(server_search, "timing_of", spy)
+        return real(nodes, kept)
+    monkeypatch.setattr(server_rank, "time_bits", spy)
     for question, _ in questions[:8]:
         pg.retrieve(question, max_results=5)
     assert len(seen) > 20 and all(content == stored[i] for i, content in seen)

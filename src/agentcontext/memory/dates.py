@@ -50,18 +50,30 @@ _ASKS_WHEN = re.compile(r"^\s*(?:when|how long|what (?:year|month|date|day)|whic
                         re.IGNORECASE)
 
 
+# The same patterns matched case-sensitively on an ASCII text lowered (every literal in them is lower case): for
+# ASCII, IGNORECASE is ASCII case folding and lowering keeps every position and word boundary, so they match where
+# the others do, at half the cost (a case-insensitive pattern that starts with ``\b`` is tried at every position)
+_ASCII = tuple(re.compile(p.pattern) for p in (_TIMED, _RECENT, _LAST_MONTH, _NEXT_MONTH, _LAST_YEAR))
+
+
 def time_refs(text: str | None) -> int:
     """The bit set of time expressions in ``text`` (module doc); 0 when it holds none."""
-    if not text or not _TIMED.search(text):
+    if not text:
+        return 0
+    timed, recent, last_month, next_month, last_year = (_TIMED, _RECENT, _LAST_MONTH, _NEXT_MONTH, _LAST_YEAR)
+    if text.isascii():  # (Unicode case folding has other equivalents: "ſ" is an "s", "K" (Kelvin) a "k")
+        text = text.lower()
+        timed, recent, last_month, next_month, last_year = _ASCII
+    if not timed.search(text):
         return 0
     bits = TIMED
-    if _RECENT.search(text):
+    if recent.search(text):
         bits |= RECENT
-    if _LAST_MONTH.search(text):
+    if last_month.search(text):
         bits |= LAST_MONTH
-    if _NEXT_MONTH.search(text):
+    if next_month.search(text):
         bits |= NEXT_MONTH
-    if _LAST_YEAR.search(text):
+    if last_year.search(text):
         bits |= LAST_YEAR
     return bits
 

@@ -15,7 +15,7 @@ namespace: here from the speakers of the first text hits (the text index holds e
 none of whose memories is among them keeps the name in both), read before the dense pool so the ranking stays one
 round; a query that names a speaker then asks the text search once more, without the names. The second stages
 run as in process: the replies to the questions that follow the k best (memory/answers.py) and, for a query that
-asks when, the turns around the best hit become candidates and are lifted (``_answers``, ``_near``).
+asks when, the turns around the best hit become candidates and are lifted (memory/server_rank.py).
 
 A memory outside the candidates has its own vector's score below the dense pool's last and its text score below the
 text pool's last; a "ghost" candidate with both scores is fused with the others, and while it would still rank among
@@ -35,16 +35,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..engine.fusion import (COMMON_MIN_DOCS, COMMON_SHARE, FusionWeights, fuse, fused_value, keyword_coverage,
-                             keyword_query, meaning_keywords, mentioned, neighbour_sum,
-                             stemmed, without_names)
-from ..engine.vectors import top_k
+from ..engine.fusion import (COMMON_MIN_DOCS, COMMON_SHARE, FusionWeights, keyword_coverage,
+                             keyword_query, meaning_keywords, mentioned, stemmed, without_names)
 from ..model import Node
 from ..workspace import Workspace
 from .records import CONV, KIND, USER
-from .dates import asks_when, month_numbers, time_refs
-from .answers import asks, lifted
-from .search import BM25_LIMIT, Hit, near_shares, time_values
+from .dates import asks_when
+from .answers import asks
+from .search import BM25_LIMIT, Hit
+from .server_rank import Table, prev_of, rank as rank_candidates
 
 DENSE_POOL = 120  # nearest memories asked of the server at first (at least 4 x k)
 TEXT_POOL = 200  # best text hits asked at first (at least 10 x k); BM25_LIMIT at most, as in process
@@ -54,7 +53,7 @@ LARGE_DENSE_POOL, LARGE_TEXT_POOL = 160, 300  # a large namespace (``_large``): 
 # scan walk about 40 times the rows it returns (1M memories: about 1 s for 160, 0.1 s for 40)
 LARGE_NAMED_POOL = 40
 Keep = Callable[[dict[str, Any]], bool]
-# the props of a candidate the ranking reads (``_Query.passes``, ``prev_of``, ``_rank``, ``timing_of``): the linked
+# the props of a candidate the ranking reads (``_Query.passes``, ``prev_of``, ``server_rank``): the linked
 # nodes bring only these (no JSON decoded in the client: at 200,000 memories ~2,000 rows a query, 98 ms of 169)
 FIELDS = ("prev", "pair_hash", "created_at", "conversation_id", "user_id")
 
@@ -179,9 +178,10 @@ class _Query:
             text = " ".join((best.title or "", best.summary or "", best.content or ""))
             coverage = keyword_coverage(searched, text, {stemmed(t): n for t, n in counts.items()}, rows)
         scale = coverage / text_hits[0][1] if text_hits and text_hits[0][1] > 0 else 0.0
-        hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights, ghosts,
-                                          self.sims, scale, self.text)
-        for _ in range(3):  # the second stages' turns are candidates (_rank lifts them): the replies to the questions
+        table = Table()  # what the ranking read of each candidate, read once a round (memory/server_rank.py)
+        hits, fused, ghost_scores = rank_candidates(self.ws, self.qv, candidates, links, raw, named, k, self.weights,
+                                                    ghosts, self.sims, scale, self.text, table)
+        for _ in range(3):  # the second stages' turns are candidates (ranked and lifted): the replies to the questions
             # that follow the k best (memory/answers.py) and, for a question that asks when, the turns around the best
             wanted: list[str] = []
             if self.weights.answer and hits:
@@ -195,8 +195,8 @@ class _Query:
             candidates = sorted([*candidates, *extra], key=lambda n: (n.key, n.id))
             self._complete(candidates, raw, len(text_hits) >= text_pool)
             named = _named(self.text, [*nodes.values(), *candidates], self.weights)
-            hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights,
-                                              ghosts, self.sims, scale, self.text)
+            hits, fused, ghost_scores = rank_candidates(self.ws, self.qv, candidates, links, raw, named, k,
+                                                        self.weights, ghosts, self.sims, scale, self.text, table)
         open_ended = len(nearest) >= pool or len(named_nearest) >= named_pool or len(text_hits) >= text_pool
         if not open_ended:
             return hits, True
@@ -319,194 +319,3 @@ class _Links:
             if at != node_id:
                 out[at] = min(out.get(at, distance), distance)
         return out
-
-
-TIME_CACHE = 65536  # texts and dates whose time bits a workspace keeps (``timing_of``), then it starts again
-
-
-def timing_of(query: str, nodes: list[Node], kept: dict[Any, Any] | None = None) -> dict[str, np.ndarray]:
-    """The time signals of ``nodes`` for ``query`` (search.time_values, from each text and created_at). ``kept``
-    remembers ``time_refs`` by text and ``month_numbers`` by date (both pure), as the in-process index keeps them
-    per memory: a memory that is a candidate again costs two lookups, not its regexes."""
-    kept = {} if kept is None else kept
-    if len(kept) > TIME_CACHE:
-        kept.clear()
-    refs = np.empty(len(nodes), dtype=np.uint8)
-    months = np.empty((len(nodes), 2), dtype=np.int64)
-    for j, c in enumerate(nodes):
-        text, date = c.content, (c.props or {}).get("created_at")
-        if (bits := kept.get(text)) is None:
-            bits = kept[text] = time_refs(text)
-        if (month := kept.get(("month", date))) is None:
-            month = kept[("month", date)] = month_numbers(date)
-        refs[j], months[j] = bits, month
-    return time_values(query, refs, months[:, 0], months[:, 1])
-
-
-def prev_of(node: Node) -> str | None:
-    return (node.props or {}).get("prev")
-
-
-def _rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: _Links, raw: dict[str, float],
-          named: set[str], k: int, weights: FusionWeights, ghosts: list[tuple[float, float, bool]],
-          known: dict[str, float], scale: float, query: str) -> tuple[list[Hit], np.ndarray, list[float]]:
-    """(the k best candidates, every candidate's fused value, each ghost's); ``known`` holds the inner products
-    read so far (by vector hash, absent: no such vector) and gains the new ones; ``scale`` turns a BM25 score into
-    a keyword score (the best hit's coverage over its BM25, as in process). The time signals (``timing_of``; a ghost
-    is bounded as if it had each of them) add at most their weights' sum to a candidate, so, as in process
-    (search.top_with_time), they are read only for the candidates within that sum of the k-th best without them; a
-    candidate outside keeps its value without them (below the k-th best either way)."""
-    nexts = [links.nodes.get(links.next.get(n.id, "")) for n in candidates]
-    hashes = [n.embed_hash for n in candidates if n.embed_hash]
-    hashes += [h for n in [*candidates, *nexts] if n is not None and (h := (n.props or {}).get("pair_hash"))]
-    todo = [h for h in dict.fromkeys(hashes) if h not in known]
-    if todo:
-        found = ws.store.similarities(qv, ws.model_name, todo)
-        known.update({h: found.get(h, np.nan) for h in todo})
-    sims = {h: v for h in hashes if (v := known[h]) == v}  # NaN: no such vector
-    own = np.array([sims.get(n.embed_hash or "", 0.0) for n in candidates], dtype=np.float32)
-    # dense = the mean of the own, pair and next pair inner products that exist (float32, summed in that order)
-    pair = np.zeros(len(candidates), dtype=np.float32)
-    follow = np.zeros(len(candidates), dtype=np.float32)
-    count = np.ones(len(candidates), dtype=np.int64)
-    for j, (node, nxt) in enumerate(zip(candidates, nexts)):
-        if (h := (node.props or {}).get("pair_hash")) in sims:
-            pair[j], count[j] = sims[h], count[j] + 1
-        if nxt is not None and (h := (nxt.props or {}).get("pair_hash")) in sims:
-            follow[j], count[j] = sims[h], count[j] + 1
-    dense = ((own + pair + follow) / count).astype(np.float32)
-    # keyword scores and their neighbours': rows [0, n) are the candidates, then neighbours that are not candidates
-    n = len(candidates)
-    row = {c.id: j for j, c in enumerate(candidates)}
-    pairs = [(prev_of(c), links.next.get(c.id)) for c in candidates]
-    for neighbours in pairs:
-        for other in neighbours:
-            if other and other not in row:
-                row[other] = len(row)
-    every = sorted(row, key=row.__getitem__)
-    bm25_raw = np.array([raw.get(i, 0.0) for i in every], dtype=np.float32)
-    keyword = (np.clip(bm25_raw, 0.0, None) * scale).astype(np.float32)
-    prev = np.full(len(every), -1, dtype=np.int64)
-    nxt_rows = np.full(len(every), -1, dtype=np.int64)
-    prev[:n] = [row.get(p or "", -1) for p, _ in pairs]
-    nxt_rows[:n] = [row.get(q or "", -1) for _, q in pairs]
-    values = {"dense": dense, "keyword": keyword[:n], "neighbour": neighbour_sum(keyword, prev, nxt_rows)[:n]}
-    if named:
-        values["mention"] = np.array([1.0 if (c.title or "") in named else 0.0 for c in candidates], dtype=np.float32)
-    content = fuse(values, weights.content())
-    gate = weights.gate(content)  # the mention and time lifts count as much as the content is relevant (fusion.py)
-    fused = content + fuse(values, {"mention": weights.mention}) * gate
-    names = list(timing_of(query, []))
-    lifts = weights.lifts()
-    time_w = {name: lifts[name] for name in names}
-    first = top_k(fused, k)
-    timed = np.zeros(n, dtype=bool)  # the candidates whose time lifts are in ``fused``
-    kept = ws.held("memory:time-bits", dict)  # time bits by text and date (``timing_of``), per workspace
-    if any(time_w.values()) and first.size:
-        if min(time_w.values()) < 0:
-            pool = np.arange(n)
-        else:  # the time lifts add at most their weights' sum (times a gate of at most 1)
-            pool = np.flatnonzero(fused >= float(fused[first].min()) - sum(time_w.values()))
-        timing = timing_of(query, links.whole([candidates[int(j)] for j in pool]), kept)
-        fused[pool] = fused[pool] + fuse(timing, time_w) * gate[pool]
-        timed[pool] = True
-        for name in names:
-            values[name] = np.zeros(n, dtype=np.float32)
-            values[name][pool] = timing[name]
-    answered = _answers(query, candidates, links, row, fused, values, gate, weights, timed, kept, k)
-    raised = _near(query, candidates, links, row, fused, values, gate, weights, timed, kept)
-    ghost_values = {"dense": np.array([d for d, _, _ in ghosts], dtype=np.float32),
-                    "keyword": np.array([b * scale for _, b, _ in ghosts], dtype=np.float32),
-                    "mention": np.array([float(m) for _, _, m in ghosts], dtype=np.float32),
-                    **{name: np.ones(len(ghosts), dtype=np.float32) for name in names}}
-    ghost_scores = [float(x) for x in fused_value(ghost_values, weights)]  # grows with every signal: a bound
-    out: list[Hit] = []
-    best = top_k(fused, k)
-    scores = np.atleast_1d(weights.calibration(fused[best])).tolist() if best.size else []
-    for j, score in zip(best.tolist(), scores):
-        signals: dict[str, float] = {"dense": float(own[j])}
-        if abs(float(dense[j]) - signals["dense"]) > 1e-6:
-            signals["dense_context"] = float(dense[j])
-        if bm25_raw[j] > 0:
-            signals["bm25"] = float(bm25_raw[j])
-            signals["keyword"] = float(values["keyword"][j])
-        if values["neighbour"][j] > 0:
-            signals["neighbours"] = float(values["neighbour"][j])
-        if "mention" in values and values["mention"][j]:
-            signals["mention"] = 1.0
-        for name in ("timed", "date"):
-            if name in values and values[name][j]:
-                signals[name] = 1.0
-        if j in raised:
-            signals["near"] = 1.0
-        if j in answered:
-            signals["answer"] = 1.0
-        out.append(Hit(candidates[int(j)].id, float(score), signals))
-    return out, fused, ghost_scores
-
-
-def _timed(query: str, at: list[int], candidates: list[Node], links: _Links, fused: np.ndarray,
-           values: dict[str, np.ndarray], gate: np.ndarray, weights: FusionWeights, timed: np.ndarray,
-           kept: dict[Any, Any]) -> None:
-    """Add their time lifts to the candidates at ``at`` where ``_rank`` had not (``timed``; ``kept``: the time bits
-    ``timing_of`` remembers), so a turn a second stage lifts keeps its own value with them, as in process."""
-    names = list(timing_of(query, []))
-    time_w = {name: weights.lifts()[name] for name in names}
-    todo = np.array([j for j in at if not timed[j]], dtype=np.int64)
-    if todo.size and any(time_w.values()):
-        timing = timing_of(query, links.whole([candidates[int(j)] for j in todo]), kept)
-        fused[todo] = fused[todo] + fuse(timing, time_w) * gate[todo]
-        for name in names:
-            values.setdefault(name, np.zeros(len(candidates), dtype=np.float32))[todo] = timing[name]
-        timed[todo] = True
-
-
-def _answers(query: str, candidates: list[Node], links: _Links, row: dict[str, int], fused: np.ndarray,
-             values: dict[str, np.ndarray], gate: np.ndarray, weights: FusionWeights, timed: np.ndarray,
-             kept: dict[Any, Any], k: int) -> set[int]:
-    """The replies to the questions that follow the ``k`` best candidates rank at least ``weights.answer`` times
-    their source's value, in ``fused`` (memory/answers.py ``answer_best``; ``rank`` made them candidates), their time
-    lifts added first: the positions so raised."""
-    n = len(candidates)
-    if not weights.answer or n == 0:
-        return set()
-    best = [int(j) for j in top_k(fused, k)]
-    source: dict[int, float] = {}
-    for turn, reply in links.replies([candidates[j].id for j in best]).items():
-        j, value = row.get(reply, n), float(fused[row[turn]])
-        if j < n and value > 0:
-            source[j] = max(source.get(j, 0.0), value)
-    if not source:
-        return set()
-    _timed(query, list(source), candidates, links, fused, values, gate, weights, timed, kept)
-    raised = set()
-    for j, value in source.items():
-        got = lifted(weights.answer, float(fused[j]), value)
-        if got > fused[j]:
-            fused[j] = got
-            raised.add(j)
-    return raised
-
-
-def _near(query: str, candidates: list[Node], links: _Links, row: dict[str, int], fused: np.ndarray,
-          values: dict[str, np.ndarray], gate: np.ndarray, weights: FusionWeights, timed: np.ndarray,
-          kept: dict[Any, Any]) -> set[int]:
-    """For a question that asks when, the candidates within ``weights.near_turns`` of the best rank at least
-    ``weights.near ** d`` times its value, ``d`` links away, in ``fused`` (memory/search.py ``near_best``; ``rank``
-    made them candidates), their time lifts added first where ``_rank`` had not (``timed``; ``kept``: the time bits
-    ``timing_of`` remembers): the positions so raised."""
-    n = len(candidates)
-    if not weights.near or n == 0 or not asks_when(query):
-        return set()
-    best = int(top_k(fused, 1)[0])
-    around = links.within(candidates[best].id, weights.near_turns)
-    distance = {j: d for i, d in around.items() if (j := row.get(i, n)) < n}
-    at = list(distance)
-    if not at:
-        return set()
-    _timed(query, at, candidates, links, fused, values, gate, weights, timed, kept)
-    idx = np.array(at, dtype=np.int64)
-    floor = near_shares(weights.near, [distance[j] for j in at]) * float(fused[best])
-    raised = {int(j) for j, f in zip(idx.tolist(), floor.tolist()) if fused[j] < f}
-    fused[idx] = np.maximum(fused[idx], floor)
-    return raised
