@@ -53,6 +53,9 @@ LARGE_DENSE_POOL, LARGE_TEXT_POOL = 160, 300  # a large namespace (``_large``): 
 # and this many nearest turns of each named speaker (at least 4 x k): a filter one row in 40 passes makes the HNSW
 # scan walk about 40 times the rows it returns (1M memories: about 1 s for 160, 0.1 s for 40)
 LARGE_NAMED_POOL = 40
+# and this many of the seeds (the nearest, the text hits, the named speakers' nearest) that rank best on what the first
+# stage reads (``_Query._seeds``) become candidates with their neighbours (None: every seed)
+LARGE_EXPAND: int | None = None
 Keep = Callable[[dict[str, Any]], bool]
 # the props of a candidate the ranking reads (``_Query.passes``, ``prev_of``, ``_rank``, ``timing_of``): the linked
 # nodes bring only these (no JSON decoded in the client: at 200,000 memories ~2,000 rows a query, 98 ms of 169)
@@ -97,8 +100,9 @@ def search(ws: Workspace, namespace: str, query: str, k: int, conversation_id: s
     else:
         pool, text_pool = max(DENSE_POOL, 4 * k), max(TEXT_POOL, 10 * k)
     named_pool = max(LARGE_NAMED_POOL, 4 * k) if large else None
+    expand = max(LARGE_EXPAND, 4 * k) if large and LARGE_EXPAND is not None else None
     while True:
-        hits, complete = query_.rank(k, pool, text_pool, named_pool or pool)
+        hits, complete = query_.rank(k, pool, text_pool, named_pool or pool, expand)
         if complete or large or (pool >= MAX_POOL and text_pool >= BM25_LIMIT):
             return hits
         pool, text_pool = min(pool * GROWTH, MAX_POOL), min(text_pool * GROWTH, BM25_LIMIT)
@@ -130,8 +134,11 @@ class _Query:
         return self.store.nearest(self.qv, self.model, pool, namespace=self.namespace, kind=KIND, tags=self.tags,
                                   props=self.contains, titles=titles)
 
-    def rank(self, k: int, pool: int, text_pool: int, named_pool: int) -> tuple[list[Hit], bool]:
-        """(the k best hits among this round's candidates, whether nothing outside them can outrank those)."""
+    def rank(self, k: int, pool: int, text_pool: int, named_pool: int,
+             expand: int | None = None) -> tuple[list[Hit], bool]:
+        """(the k best hits among this round's candidates, whether nothing outside them can outrank those);
+        ``expand``: how many of the nearest and text hits (the seeds) become candidates with their neighbours, the
+        best on the signals read with them (``_seeds``; None: every one)."""
         store, namespace = self.store, self.namespace
         text_hits = store.text_search(self.keywords, namespace=namespace, kind=KIND, limit=text_pool,
                                       common=self.common) if self.keywords else []
@@ -159,7 +166,19 @@ class _Query:
         for i, score in [*nearest, *named_nearest]:  # the server scored these own vectors already (the same product)
             if (own := links.nodes.get(i)) is not None and own.embed_hash:
                 self.sims.setdefault(own.embed_hash, score)
-        candidates = [n for n in links.around([i for i, n in nodes.items() if self.passes(n)]) if self.passes(n)]
+        best = nodes.get(text_hits[0][0]) if text_hits else None
+        coverage = 0.0
+        if best is not None:  # each keyword weighted by its idf (engine/fusion.py keyword_coverage) from the counts
+            # the counts the server ranks with, of this namespace (the in-process index: its own)
+            rows, counts = store.term_counts(self.keywords, namespace=namespace)
+            searched = " ".join(t for t in self.keywords.split() if t in counts)  # a word with no lexeme finds nothing
+            text = " ".join((best.title or "", best.summary or "", best.content or ""))
+            coverage = keyword_coverage(searched, text, {stemmed(t): n for t, n in counts.items()}, rows)
+        scale = coverage / text_hits[0][1] if text_hits and text_hits[0][1] > 0 else 0.0
+        seeds = [i for i, n in nodes.items() if self.passes(n)]
+        if expand is not None and len(seeds) > expand:  # a large namespace: the best seeds on what is known so far
+            seeds = self._seeds(seeds, raw, named, scale, expand)
+        candidates = [n for n in links.around(seeds) if self.passes(n)]
         if not candidates:
             return [], len(nearest) < pool and len(text_hits) < text_pool
         candidates.sort(key=lambda n: (n.key, n.id))  # the in-process order (insertion), for ties
@@ -170,15 +189,6 @@ class _Query:
         ghosts = [(nearest[-1][1] if len(nearest) >= pool else 0.0, text_bound, False)]
         if named:
             ghosts.append((named_nearest[-1][1] if len(named_nearest) >= named_pool else 0.0, text_bound, True))
-        best = nodes.get(text_hits[0][0]) if text_hits else None
-        coverage = 0.0
-        if best is not None:  # each keyword weighted by its idf (engine/fusion.py keyword_coverage) from the counts
-            # the counts the server ranks with, of this namespace (the in-process index: its own)
-            rows, counts = store.term_counts(self.keywords, namespace=namespace)
-            searched = " ".join(t for t in self.keywords.split() if t in counts)  # a word with no lexeme finds nothing
-            text = " ".join((best.title or "", best.summary or "", best.content or ""))
-            coverage = keyword_coverage(searched, text, {stemmed(t): n for t, n in counts.items()}, rows)
-        scale = coverage / text_hits[0][1] if text_hits and text_hits[0][1] > 0 else 0.0
         hits, fused, ghost_scores = _rank(self.ws, self.qv, candidates, links, raw, named, k, self.weights, ghosts,
                                           self.sims, scale, self.text)
         for _ in range(3):  # the second stages' turns are candidates (_rank lifts them): the replies to the questions
@@ -202,6 +212,25 @@ class _Query:
             return hits, True
         kth = float(np.sort(fused)[-k]) if fused.size >= k else -np.inf
         return hits, all(g < kth for g in ghost_scores)
+
+    def _seeds(self, ids: list[str], raw: dict[str, float], named: set[str], scale: float, n: int) -> list[str]:
+        """The ``n`` of these seeds that rank best on what the first stage read: their own vector's score (asked of
+        the server for the text hits the dense pools missed), their keyword score, their neighbours' (those among
+        the text hits) and the mention; the pair vectors, the time signals and the second stages are left for the
+        candidates (a large namespace only: the ranking is approximate there anyway)."""
+        nodes, nexts, w = self.links.nodes, self.links.next, self.weights
+        todo = list(dict.fromkeys(h for i in ids if (h := nodes[i].embed_hash) and h not in self.sims))
+        if todo:
+            found = self.store.similarities(self.qv, self.model, todo)
+            self.sims.update({h: found.get(h, np.nan) for h in todo})
+        own = np.nan_to_num(np.array([self.sims.get(nodes[i].embed_hash or "", 0.0) for i in ids], dtype=np.float64))
+        keyword = np.array([max(raw.get(i, 0.0), 0.0) for i in ids]) * scale
+        around = np.array([max(raw.get(prev_of(nodes[i]) or "", 0.0), 0.0) + max(raw.get(nexts.get(i, ""), 0.0), 0.0)
+                           for i in ids]) * scale
+        content = w.dense * own + w.keyword * keyword + w.neighbour * around
+        mention = np.array([1.0 if (nodes[i].title or "") in named else 0.0 for i in ids])
+        value = content + w.mention * mention * w.gate(content)
+        return [ids[j] for j in sorted(top_k(value, n).tolist())]
 
     def _complete(self, candidates: list[Node], raw: dict[str, float], beyond: bool) -> None:
         """Read each candidate's next turn and, when the text pool was full (``beyond``), the text scores of the
