@@ -214,20 +214,28 @@ class _Query:
         return hits, all(g < kth for g in ghost_scores)
 
     def _seeds(self, ids: list[str], raw: dict[str, float], named: set[str], scale: float, n: int) -> list[str]:
-        """The ``n`` of these seeds that rank best on what the first stage read: their own vector's score (asked of
-        the server for the text hits the dense pools missed), their keyword score, their neighbours' (those among
-        the text hits) and the mention; the pair vectors, the time signals and the second stages are left for the
-        candidates (a large namespace only: the ranking is approximate there anyway)."""
+        """The ``n`` of these seeds that rank best on what the first stage read: their dense score (the mean of their
+        own, pair and next turn's pair vectors' scores, as ``_rank`` computes it; the turns were read with the seeds),
+        their keyword score, their neighbours' (those among the text hits) and the mention; the time signals and
+        the second stages are left for the candidates (a large namespace only: the ranking is approximate there)."""
         nodes, nexts, w = self.links.nodes, self.links.next, self.weights
-        todo = list(dict.fromkeys(h for i in ids if (h := nodes[i].embed_hash) and h not in self.sims))
+        after = [nodes.get(nexts.get(i, "")) for i in ids]
+        own = [nodes[i].embed_hash or "" for i in ids]
+        pair = [(nodes[i].props or {}).get("pair_hash") or "" for i in ids]
+        follow = [((x.props or {}).get("pair_hash") or "") if x is not None else "" for x in after]
+        todo = list(dict.fromkeys(h for h in [*own, *pair, *follow] if h and h not in self.sims))
         if todo:
             found = self.store.similarities(self.qv, self.model, todo)
             self.sims.update({h: found.get(h, np.nan) for h in todo})
-        own = np.nan_to_num(np.array([self.sims.get(nodes[i].embed_hash or "", 0.0) for i in ids], dtype=np.float64))
+        scores = np.array([[self.sims.get(h, np.nan) if h else np.nan for h in hs] for hs in zip(own, pair, follow)],
+                          dtype=np.float64).reshape(len(ids), 3)
+        held = ~np.isnan(scores)
+        held[:, 0] = True  # no own vector: 0, as in ``_rank``
+        dense = np.where(held, np.nan_to_num(scores), 0.0).sum(axis=1) / held.sum(axis=1)
         keyword = np.array([max(raw.get(i, 0.0), 0.0) for i in ids]) * scale
         around = np.array([max(raw.get(prev_of(nodes[i]) or "", 0.0), 0.0) + max(raw.get(nexts.get(i, ""), 0.0), 0.0)
                            for i in ids]) * scale
-        content = w.dense * own + w.keyword * keyword + w.neighbour * around
+        content = w.dense * dense + w.keyword * keyword + w.neighbour * around
         mention = np.array([1.0 if (nodes[i].title or "") in named else 0.0 for i in ids])
         value = content + w.mention * mention * w.gate(content)
         return [ids[j] for j in sorted(top_k(value, n).tolist())]
