@@ -49,7 +49,7 @@ from .search import BM25_LIMIT, Hit, near_shares, time_values
 DENSE_POOL = 120  # nearest memories asked of the server at first (at least 4 x k)
 TEXT_POOL = 200  # best text hits asked at first (at least 10 x k); BM25_LIMIT at most, as in process
 GROWTH, MAX_POOL = 2, 480  # while a memory outside the pools could still rank, ask for this many times more
-LARGE_DENSE_POOL, LARGE_TEXT_POOL = 160, 300  # a large namespace (``_large``): one round with these pools
+LARGE_DENSE_POOL, LARGE_TEXT_POOL = 100, 150  # a large namespace (``_large``): one round with these pools
 # and this many nearest turns of each named speaker (at least 4 x k): a filter one row in 40 passes makes the HNSW
 # scan walk about 40 times the rows it returns (1M memories: about 1 s for 160, 0.1 s for 40)
 LARGE_NAMED_POOL = 40
