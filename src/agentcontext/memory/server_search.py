@@ -26,7 +26,11 @@ to their largest for almost every query (its memories are near ties, and a ghost
 signal), each round costing a full query: there one round runs, with pools of ``LARGE_DENSE_POOL`` and
 ``LARGE_TEXT_POOL``, and the ranking is approximate. Measured on the 200,000-memory benchmark store (99 labelled
 LoCoMo questions, benchmarks/postgres_scale.py): hit@10 0.414 and precision@10 0.234, against 0.414 and 0.232 with the
-pools grown to their largest, at a fifth of the time. tests/test_memory_postgres.py compares the rankings on a LoCoMo
+pools grown to their largest, at a fifth of the time. The pools were 160 / 300 until issue 23 s3: 100 / 150 keep
+hit@10 0.414 on 198 labelled questions (top-10 overlap with 160 / 300: 0.82) at 0.56x the time
+(benchmarks/postgres_pools.py). ``LARGE_EXPAND`` (off): only the best seeds on the first stage's signals become
+candidates with their neighbours (``_Query._seeds``); measured, it cost hit@10 (0.38-0.40 at 120 of ~400 seeds), the
+neighbours of seeds ranked low carry the answers. tests/test_memory_postgres.py compares the rankings on a LoCoMo
 conversation; benchmarks/postgres_scale.py on a million memories.
 """
 from __future__ import annotations
