@@ -121,7 +121,7 @@ def main() -> None:
         server.stop()
     from benchmarks._util import report
 
-    report("locomo_postgres", figures)
+    report("locomo_postgres_large" if args.large else "locomo_postgres", figures)
 
 
 if __name__ == "__main__":
