@@ -6,7 +6,9 @@ how many of the two top 10s agree.
 
 ``--before-src DIR`` (a source tree of the code before, e.g. ``git archive <rev> | tar -x -C DIR``): the same run
 with that code in a subprocess (its PostgreSQL store held float32 vectors), printed beside this one.
-Run: nice -n 10 .venv/bin/python benchmarks/locomo_postgres.py [--before-src DIR]
+``--large 160,300,none 100,150,none``: PostgreSQL's one-round path of a large namespace forced (LoCoMo's are
+small), each question asked under each setting of its pools (dense, text, expand: memory/server_search.py).
+Run: nice -n 10 .venv/bin/python benchmarks/locomo_postgres.py [--before-src DIR] [--large SETTING ...]
 """
 from __future__ import annotations
 
@@ -30,16 +32,23 @@ LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")
 KS = (1, 5, 10)
 
 
-def run(url_of: Any) -> dict[str, Any]:
+def run(url_of: Any, large: list[tuple[int, int, int | None]] | None = None) -> dict[str, Any]:
+    """Recall of both backends; ``large``: PostgreSQL's large-namespace path forced (one round, memory/server_search.py
+    ``_large``), once per setting of its pools (dense, text, expand), each question asked under each."""
     from agentcontext.embed.base import default_embedder
+    from agentcontext.memory import server_search
     from agentcontext.memory import AgentMemory
     from agentcontext.store import open_store
     from agentcontext.vector_store import VectorStore
     from agentcontext.workspace import Workspace
 
     embedder = default_embedder()
-    recall = {b: {k: 0.0 for k in KS} for b in ("sqlite", "postgresql")}
+    settings = {f"postgresql, large path, dense {d}, text {t}, expand {e}": (d, t, e) for d, t, e in large or []}
+    recall = {b: {k: 0.0 for k in KS} for b in ("sqlite", "postgresql", *settings)}
+    if settings:
+        server_search.COMMON_MIN_DOCS = 1  # every namespace is large
     same_top10 = asked = 0
+    agree = dict.fromkeys(settings, 0)
     start = time.perf_counter()
     for n, sample in enumerate(json.loads(LOCOMO.read_text())):
         sid = str(sample.get("sample_id", "conv"))
@@ -63,22 +72,34 @@ def run(url_of: Any) -> dict[str, Any]:
                 continue
             asked += 1
             tops = {}
-            for backend, memory in (("sqlite", lite), ("postgresql", pg)):
+            asks = [("sqlite", lite, None)] + ([("postgresql", pg, None)] if not settings else
+                                               [(name, pg, pools) for name, pools in settings.items()])
+            for backend, memory, pools in asks:
+                if pools is not None:
+                    server_search.LARGE_DENSE_POOL, server_search.LARGE_TEXT_POOL, server_search.LARGE_EXPAND = pools
                 ranked = [r["metadata"].get("dia_id") for r in memory.retrieve(str(qa["question"]), max_results=10)]
                 tops[backend] = ranked
                 for k in KS:
                     recall[backend][k] += len(ev & set(ranked[:k])) / len(ev)
-            same_top10 += tops["sqlite"] == tops["postgresql"]
+            same_top10 += tops["sqlite"] == tops.get("postgresql")
+            if settings:
+                first = tops[next(iter(settings))]
+                for name in settings:
+                    agree[name] += tops[name] == first
         lite.workspace.close()
         ws.close()
     return {"questions": asked, "seconds": round(time.perf_counter() - start, 1),
             **{f"{b} recall@k": {str(k): round(v / max(asked, 1), 4) for k, v in r.items()} for b, r in recall.items()},
-            "questions whose top 10s are the same (order too)": same_top10}
+            "questions whose top 10s are the same (order too)": same_top10,
+            **({"questions whose top 10 is the first setting's (order too)": agree} if settings else {})}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--before-src", type=Path, default=None)
+    parser.add_argument("--large", nargs="+", default=None, metavar="DENSE,TEXT,EXPAND",
+                        help="force PostgreSQL's large-namespace path and ask under each of these pools (e.g. "
+                             "160,300,none 100,150,none)")
     parser.add_argument("--url", default=None, help=argparse.SUPPRESS)  # the subprocess: a server to use
     args = parser.parse_args()
     if args.url:  # the code before, in a subprocess: print its figures
@@ -87,7 +108,9 @@ def main() -> None:
     server = PgServer().start()
     try:
         figures: dict[str, Any] = {"note": "busy shared 2-core machine"}
-        figures["this code (PostgreSQL vectors: halfvec)"] = run(lambda n: server.url(f"after_{n}"))
+        large = [(int(d), int(t), None if e.lower() == "none" else int(e))
+                 for d, t, e in (x.split(",") for x in args.large)] if args.large else None
+        figures["this code (PostgreSQL vectors: halfvec)"] = run(lambda n: server.url(f"after_{n}"), large)
         if args.before_src:
             src = args.before_src.resolve()
             env = {**os.environ, "PYTHONPATH": str(src / "src")}
@@ -98,7 +121,7 @@ def main() -> None:
         server.stop()
     from benchmarks._util import report
 
-    report("locomo_postgres", figures)
+    report("locomo_postgres_large" if args.large else "locomo_postgres", figures)
 
 
 if __name__ == "__main__":

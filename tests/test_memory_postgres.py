@@ -145,6 +145,41 @@ def test_a_large_namespace_is_ranked_in_one_round(pair, monkeypatch):
     assert overlap >= 3.5, overlap  # of 5: one round keeps most of the exact ranking on this small set
 
 
+def test_a_large_namespace_reads_the_neighbours_of_its_best_seeds_only(pair, monkeypatch):
+    """Issue 23 s3: with ``LARGE_EXPAND`` set, a large namespace's nearest and text hits (the seeds) are ranked on
+    what the first stage read (``_Query._seeds``) and only the best of them become candidates with their neighbours;
+    the ranking keeps most of the one-round ranking with every seed a candidate."""
+    from agentcontext.memory import server_search
+
+    lite, pg, questions = pair
+    large = pg.workspace.held("memory:large-namespaces", set)
+    monkeypatch.setattr(server_search, "COMMON_MIN_DOCS", 20)  # 80 memories: a large namespace
+    monkeypatch.setattr(server_search, "LARGE_DENSE_POOL", 24)
+    monkeypatch.setattr(server_search, "LARGE_TEXT_POOL", 30)
+    monkeypatch.setattr(server_search, "LARGE_NAMED_POOL", 12)
+    seeds: list[int] = []
+    real = server_search._Links.around
+
+    def spy(self, ids):
+        seeds.append(len(ids))
+        return real(self, ids)
+    monkeypatch.setattr(server_search._Links, "around", spy)
+    asked = [q for q, _ in questions[:12]]
+    try:
+        monkeypatch.setattr(server_search, "LARGE_EXPAND", None)
+        every = [ranked(pg, q, 5) for q in asked]
+        assert max(seeds) > 20, seeds  # every seed a candidate
+        seeds.clear()
+        monkeypatch.setattr(server_search, "LARGE_EXPAND", 8)  # at least 4 x k: 20
+        best = [ranked(pg, q, 5) for q in asked]
+    finally:
+        large.clear()  # the other tests see a small namespace again
+    assert seeds and max(seeds) <= 20, seeds
+    assert all(len(r) == 5 for r in best)
+    overlap = sum(len(set(a) & set(b)) for a, b in zip(every, best)) / len(best)
+    assert overlap >= 3.5, overlap  # of 5
+
+
 def test_the_turns_around_a_when_questions_best_hit_are_read_and_lifted_as_in_process(pair, monkeypatch):
     """Issue 11 s5 (a): for a question that asks when, the turns within ``near_turns`` of the best hit rank at least
     ``near`` times its value (memory/search.py ``near_best``). In the server they may lie outside every pool: with

@@ -26,7 +26,11 @@ to their largest for almost every query (its memories are near ties, and a ghost
 signal), each round costing a full query: there one round runs, with pools of ``LARGE_DENSE_POOL`` and
 ``LARGE_TEXT_POOL``, and the ranking is approximate. Measured on the 200,000-memory benchmark store (99 labelled
 LoCoMo questions, benchmarks/postgres_scale.py): hit@10 0.414 and precision@10 0.234, against 0.414 and 0.232 with the
-pools grown to their largest, at a fifth of the time. tests/test_memory_postgres.py compares the rankings on a LoCoMo
+pools grown to their largest, at a fifth of the time. The pools were 160 / 300 until issue 23 s3: 100 / 150 keep
+hit@10 0.414 on 198 labelled questions (top-10 overlap with 160 / 300: 0.82) at 0.56x the time
+(benchmarks/postgres_pools.py). ``LARGE_EXPAND`` (off): only the best seeds on the first stage's signals become
+candidates with their neighbours (``_Query._seeds``); measured, it cost hit@10 (0.38-0.40 at 120 of ~400 seeds), the
+neighbours of seeds ranked low carry the answers. tests/test_memory_postgres.py compares the rankings on a LoCoMo
 conversation; benchmarks/postgres_scale.py on a million memories.
 """
 from __future__ import annotations
@@ -37,6 +41,7 @@ import numpy as np
 
 from ..engine.fusion import (COMMON_MIN_DOCS, COMMON_SHARE, FusionWeights, keyword_coverage,
                              keyword_query, meaning_keywords, mentioned, stemmed, without_names)
+from ..engine.vectors import top_k
 from ..model import Node
 from ..workspace import Workspace
 from .records import CONV, KIND, USER
@@ -48,10 +53,13 @@ from .server_rank import Table, prev_of, rank as rank_candidates
 DENSE_POOL = 120  # nearest memories asked of the server at first (at least 4 x k)
 TEXT_POOL = 200  # best text hits asked at first (at least 10 x k); BM25_LIMIT at most, as in process
 GROWTH, MAX_POOL = 2, 480  # while a memory outside the pools could still rank, ask for this many times more
-LARGE_DENSE_POOL, LARGE_TEXT_POOL = 160, 300  # a large namespace (``_large``): one round with these pools
+LARGE_DENSE_POOL, LARGE_TEXT_POOL = 100, 150  # a large namespace (``_large``): one round with these pools
 # and this many nearest turns of each named speaker (at least 4 x k): a filter one row in 40 passes makes the HNSW
 # scan walk about 40 times the rows it returns (1M memories: about 1 s for 160, 0.1 s for 40)
 LARGE_NAMED_POOL = 40
+# and this many of the seeds (the nearest, the text hits, the named speakers' nearest) that rank best on what the first
+# stage reads (``_Query._seeds``) become candidates with their neighbours (None: every seed)
+LARGE_EXPAND: int | None = None
 Keep = Callable[[dict[str, Any]], bool]
 # the props of a candidate the ranking reads (``_Query.passes``, ``prev_of``, ``server_rank``): the linked
 # nodes bring only these (no JSON decoded in the client: at 200,000 memories ~2,000 rows a query, 98 ms of 169)
@@ -96,8 +104,9 @@ def search(ws: Workspace, namespace: str, query: str, k: int, conversation_id: s
     else:
         pool, text_pool = max(DENSE_POOL, 4 * k), max(TEXT_POOL, 10 * k)
     named_pool = max(LARGE_NAMED_POOL, 4 * k) if large else None
+    expand = max(LARGE_EXPAND, 4 * k) if large and LARGE_EXPAND is not None else None
     while True:
-        hits, complete = query_.rank(k, pool, text_pool, named_pool or pool)
+        hits, complete = query_.rank(k, pool, text_pool, named_pool or pool, expand)
         if complete or large or (pool >= MAX_POOL and text_pool >= BM25_LIMIT):
             return hits
         pool, text_pool = min(pool * GROWTH, MAX_POOL), min(text_pool * GROWTH, BM25_LIMIT)
@@ -129,8 +138,11 @@ class _Query:
         return self.store.nearest(self.qv, self.model, pool, namespace=self.namespace, kind=KIND, tags=self.tags,
                                   props=self.contains, titles=titles)
 
-    def rank(self, k: int, pool: int, text_pool: int, named_pool: int) -> tuple[list[Hit], bool]:
-        """(the k best hits among this round's candidates, whether nothing outside them can outrank those)."""
+    def rank(self, k: int, pool: int, text_pool: int, named_pool: int,
+             expand: int | None = None) -> tuple[list[Hit], bool]:
+        """(the k best hits among this round's candidates, whether nothing outside them can outrank those);
+        ``expand``: how many of the nearest and text hits (the seeds) become candidates with their neighbours, the
+        best on the signals read with them (``_seeds``; None: every one)."""
         store, namespace = self.store, self.namespace
         text_hits = store.text_search(self.keywords, namespace=namespace, kind=KIND, limit=text_pool,
                                       common=self.common) if self.keywords else []
@@ -158,7 +170,19 @@ class _Query:
         for i, score in [*nearest, *named_nearest]:  # the server scored these own vectors already (the same product)
             if (own := links.nodes.get(i)) is not None and own.embed_hash:
                 self.sims.setdefault(own.embed_hash, score)
-        candidates = [n for n in links.around([i for i, n in nodes.items() if self.passes(n)]) if self.passes(n)]
+        best = nodes.get(text_hits[0][0]) if text_hits else None
+        coverage = 0.0
+        if best is not None:  # each keyword weighted by its idf (engine/fusion.py keyword_coverage) from the counts
+            # the counts the server ranks with, of this namespace (the in-process index: its own)
+            rows, counts = store.term_counts(self.keywords, namespace=namespace)
+            searched = " ".join(t for t in self.keywords.split() if t in counts)  # a word with no lexeme finds nothing
+            text = " ".join((best.title or "", best.summary or "", best.content or ""))
+            coverage = keyword_coverage(searched, text, {stemmed(t): n for t, n in counts.items()}, rows)
+        scale = coverage / text_hits[0][1] if text_hits and text_hits[0][1] > 0 else 0.0
+        seeds = [i for i, n in nodes.items() if self.passes(n)]
+        if expand is not None and len(seeds) > expand:  # a large namespace: the best seeds on what is known so far
+            seeds = self._seeds(seeds, raw, named, scale, expand)
+        candidates = [n for n in links.around(seeds) if self.passes(n)]
         if not candidates:
             return [], len(nearest) < pool and len(text_hits) < text_pool
         candidates.sort(key=lambda n: (n.key, n.id))  # the in-process order (insertion), for ties
@@ -169,15 +193,6 @@ class _Query:
         ghosts = [(nearest[-1][1] if len(nearest) >= pool else 0.0, text_bound, False)]
         if named:
             ghosts.append((named_nearest[-1][1] if len(named_nearest) >= named_pool else 0.0, text_bound, True))
-        best = nodes.get(text_hits[0][0]) if text_hits else None
-        coverage = 0.0
-        if best is not None:  # each keyword weighted by its idf (engine/fusion.py keyword_coverage) from the counts
-            # the counts the server ranks with, of this namespace (the in-process index: its own)
-            rows, counts = store.term_counts(self.keywords, namespace=namespace)
-            searched = " ".join(t for t in self.keywords.split() if t in counts)  # a word with no lexeme finds nothing
-            text = " ".join((best.title or "", best.summary or "", best.content or ""))
-            coverage = keyword_coverage(searched, text, {stemmed(t): n for t, n in counts.items()}, rows)
-        scale = coverage / text_hits[0][1] if text_hits and text_hits[0][1] > 0 else 0.0
         table = Table()  # what the ranking read of each candidate, read once a round (memory/server_rank.py)
         hits, fused, ghost_scores = rank_candidates(self.ws, self.qv, candidates, links, raw, named, k, self.weights,
                                                     ghosts, self.sims, scale, self.text, table)
@@ -202,6 +217,33 @@ class _Query:
             return hits, True
         kth = float(np.sort(fused)[-k]) if fused.size >= k else -np.inf
         return hits, all(g < kth for g in ghost_scores)
+
+    def _seeds(self, ids: list[str], raw: dict[str, float], named: set[str], scale: float, n: int) -> list[str]:
+        """The ``n`` of these seeds that rank best on what the first stage read: their dense score (the mean of their
+        own, pair and next turn's pair vectors' scores, as ``_rank`` computes it; the turns were read with the seeds),
+        their keyword score, their neighbours' (those among the text hits) and the mention; the time signals and
+        the second stages are left for the candidates (a large namespace only: the ranking is approximate there)."""
+        nodes, nexts, w = self.links.nodes, self.links.next, self.weights
+        after = [nodes.get(nexts.get(i, "")) for i in ids]
+        own = [nodes[i].embed_hash or "" for i in ids]
+        pair = [(nodes[i].props or {}).get("pair_hash") or "" for i in ids]
+        follow = [((x.props or {}).get("pair_hash") or "") if x is not None else "" for x in after]
+        todo = list(dict.fromkeys(h for h in [*own, *pair, *follow] if h and h not in self.sims))
+        if todo:
+            found = self.store.similarities(self.qv, self.model, todo)
+            self.sims.update({h: found.get(h, np.nan) for h in todo})
+        scores = np.array([[self.sims.get(h, np.nan) if h else np.nan for h in hs] for hs in zip(own, pair, follow)],
+                          dtype=np.float64).reshape(len(ids), 3)
+        held = ~np.isnan(scores)
+        held[:, 0] = True  # no own vector: 0, as in ``_rank``
+        dense = np.where(held, np.nan_to_num(scores), 0.0).sum(axis=1) / held.sum(axis=1)
+        keyword = np.array([max(raw.get(i, 0.0), 0.0) for i in ids]) * scale
+        around = np.array([max(raw.get(prev_of(nodes[i]) or "", 0.0), 0.0) + max(raw.get(nexts.get(i, ""), 0.0), 0.0)
+                           for i in ids]) * scale
+        content = w.dense * dense + w.keyword * keyword + w.neighbour * around
+        mention = np.array([1.0 if (nodes[i].title or "") in named else 0.0 for i in ids])
+        value = content + w.mention * mention * w.gate(content)
+        return [ids[j] for j in sorted(top_k(value, n).tolist())]
 
     def _complete(self, candidates: list[Node], raw: dict[str, float], beyond: bool) -> None:
         """Read each candidate's next turn and, when the text pool was full (``beyond``), the text scores of the
