@@ -207,3 +207,25 @@ def vector_delta(db) -> None:
     # scores the delta by a parallel scan of the whole table (measured at 200,000 memories: 440-640 ms where the
     # partial index takes 25 ms); ANALYZE samples 30,000 rows, a second or two at 1,000,000 memories.
     db.execute("ANALYZE vectors")
+
+
+@MIGRATIONS.step(9, "a conversation turn's context vector held as int8 (vectors.q8, q8_scale): the rows no index "
+                    "walks, one byte a dimension instead of two (store/pg_q8.py)")
+def int8_context_vectors(db) -> None:
+    """One rewrite of ``vectors`` (every ALTER COLUMN ... USING of one statement reads the old row, so the rows in
+    neither index state lose their halfvec and gain their bytes in the same pass, and no dead row version is left);
+    its indexes, the HNSW ones included, are built again (time at 200,000 memories: docs/POSTGRES_SCALE.md)."""
+    from ..pg_q8 import MAX_ABS, NEITHER, UNPACKED_INDEX, bytes_sql, scale_sql
+
+    db.execute(MAX_ABS)
+    neither = NEITHER.format(a="")
+    db.execute('ALTER TABLE vectors ADD COLUMN IF NOT EXISTS q8 "char"[], ADD COLUMN IF NOT EXISTS q8_scale real, '
+               "ALTER COLUMN vector DROP NOT NULL")
+    db.execute(f"""ALTER TABLE vectors
+        ALTER COLUMN q8 TYPE "char"[] USING CASE WHEN {neither} THEN {bytes_sql()} END,
+        ALTER COLUMN q8_scale TYPE real USING CASE WHEN {neither} THEN {scale_sql()} END,
+        ALTER COLUMN vector TYPE halfvec USING CASE WHEN {neither} THEN NULL ELSE vector END""")
+    db.execute("ALTER TABLE vectors ADD CONSTRAINT vectors_held CHECK (CASE WHEN vector IS NULL THEN q8 IS NOT NULL "
+               "AND q8_scale IS NOT NULL AND NOT searched AND NOT pending ELSE q8 IS NULL END)")
+    db.execute(UNPACKED_INDEX)  # empty now: the context rows written from here on, until a fold packs them
+    db.execute("ANALYZE vectors")
