@@ -218,13 +218,14 @@ def int8_context_vectors(db) -> None:
     from ..pg_q8 import MAX_ABS, NEITHER, UNPACKED_INDEX, bytes_sql, scale_sql
 
     db.execute(MAX_ABS)
-    neither = NEITHER.format(a="")
+    neither = NEITHER.format(a="") + " AND vector IS NOT NULL"  # run again (a schema adopted): no row changes
     db.execute('ALTER TABLE vectors ADD COLUMN IF NOT EXISTS q8 "char"[], ADD COLUMN IF NOT EXISTS q8_scale real, '
                "ALTER COLUMN vector DROP NOT NULL")
     db.execute(f"""ALTER TABLE vectors
-        ALTER COLUMN q8 TYPE "char"[] USING CASE WHEN {neither} THEN {bytes_sql()} END,
-        ALTER COLUMN q8_scale TYPE real USING CASE WHEN {neither} THEN {scale_sql()} END,
+        ALTER COLUMN q8 TYPE "char"[] USING CASE WHEN {neither} THEN {bytes_sql()} ELSE q8 END,
+        ALTER COLUMN q8_scale TYPE real USING CASE WHEN {neither} THEN {scale_sql()} ELSE q8_scale END,
         ALTER COLUMN vector TYPE halfvec USING CASE WHEN {neither} THEN NULL ELSE vector END""")
+    db.execute("ALTER TABLE vectors DROP CONSTRAINT IF EXISTS vectors_held")
     db.execute("ALTER TABLE vectors ADD CONSTRAINT vectors_held CHECK (CASE WHEN vector IS NULL THEN q8 IS NOT NULL "
                "AND q8_scale IS NOT NULL AND NOT searched AND NOT pending ELSE q8 IS NULL END)")
     db.execute(UNPACKED_INDEX)  # empty now: the context rows written from here on, until a fold packs them
