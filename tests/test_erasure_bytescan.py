@@ -16,7 +16,6 @@ from agentcontext.erasure import erase_workspace_entity
 from agentcontext.knowledge.export import export_pack
 from agentcontext.knowledge.packs import create_pack, put_doc
 from agentcontext.knowledge.search import search_knowledge
-from agentcontext.store import pg_q8
 
 from .bytescan import folder_files, hits, new_secret
 
@@ -166,8 +165,8 @@ def test_postgres_heap_files_hold_no_byte_of_the_secret_after_a_strict_erasure(p
     ws.store.pack()
     (props,) = ws.store._read("SELECT props FROM nodes WHERE content = 'And what did the bank say?'")[0]
     pair = json.loads(props)["pair_hash"]
-    (raw,) = ws.store._read("SELECT array_send(q8) FROM vectors WHERE hash = %s AND q8 IS NOT NULL", [pair])[0]
-    packed = pg_q8.unpack(raw)[:32].tobytes()
+    (raw,) = ws.store._read("SELECT q8 FROM vectors WHERE hash = %s AND q8 IS NOT NULL", [pair])[0]
+    packed = bytes(raw)[:32]
     ws.store._db.execute("CHECKPOINT")
     assert vector_hits(folder_files(base), packed), "the packed context vector is in the heap before the erasure"
     receipt = erase_workspace_entity(ws, ENTITY, reason="GDPR", erase_mentions=True)

@@ -138,7 +138,7 @@ def test_scores_read_the_bytes_as_the_server_rebuilds_them(pg_url):
     _, context = fill(store, rng)
     store.pack()
     q = unit(rng, 1)[0]
-    raw = store._read("SELECT hash, array_send(q8), q8_scale FROM vectors WHERE q8 IS NOT NULL")
+    raw = store._vector_rows("SELECT hash, q8, q8_scale FROM vectors WHERE q8 IS NOT NULL", [])
     mine = pg_q8.scores(q, raw)
     server = dict(store._read(f"SELECT hash, -({pg_q8.value_sql()}::vector <#> %s::vector) FROM vectors WHERE q8 "
                               "IS NOT NULL", [q]))

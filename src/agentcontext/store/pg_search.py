@@ -120,8 +120,9 @@ class PgSearch(Part):
                               f"AND hash = ANY({among})", [query, model, int(query.size), hashes])
             return {h: float(s) for h, s in rows}
         # a context vector held as int8 (pg_q8, migration 9) comes as its bytes and is scored here
-        rows = self._read(f"SELECT hash, -(vector::vector <#> %s), array_send(q8), q8_scale FROM vectors WHERE "
-                          f"model = %s AND dim = %s AND hash = ANY({among})", [query, model, int(query.size), hashes])
+        rows = self.store._vector_rows(f"SELECT hash, -(vector::vector <#> %s), q8, q8_scale FROM vectors WHERE "
+                                       f"model = %s AND dim = %s AND hash = ANY({among})",
+                                       [query, model, int(query.size), hashes])  # binary: q8 as its bytes
         out = {h: float(s) for h, s, _, _ in rows if s is not None}
         out.update(pg_q8.scores(query, [(h, raw, scale) for h, s, raw, scale in rows if s is None]))
         return out

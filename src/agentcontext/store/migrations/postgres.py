@@ -212,21 +212,20 @@ def vector_delta(db) -> None:
 @MIGRATIONS.step(9, "a conversation turn's context vector held as int8 (vectors.q8, q8_scale): the rows no index "
                     "walks, one byte a dimension instead of two (store/pg_q8.py)")
 def int8_context_vectors(db) -> None:
-    """One rewrite of ``vectors`` (every ALTER COLUMN ... USING of one statement reads the old row, so the rows in
-    neither index state lose their halfvec and gain their bytes in the same pass, and no dead row version is left);
-    its indexes, the HNSW ones included, are built again (time at 200,000 memories: docs/POSTGRES_SCALE.md)."""
-    from ..pg_q8 import MAX_ABS, NEITHER, UNPACKED_INDEX, bytes_sql, scale_sql
+    """The context rows (neither searched nor pending) read, quantized in the client and written back (pg_q8.
+    pack_rows, 20,000 rows a statement), then ``vectors`` rewritten once (an ALTER ... USING that is no plain column
+    reference rewrites the table: only the live row versions are copied, so the table is as compact as a fresh
+    load) and its indexes, the HNSW ones included, built again (time at 200,000 memories: docs/POSTGRES_SCALE.md).
+    Run again on a schema it already changed (an adopted one), it changes no row."""
+    from ..pg_q8 import UNPACKED, UNPACKED_INDEX, pack_rows
 
-    db.execute(MAX_ABS)
-    neither = NEITHER.format(a="") + " AND vector IS NOT NULL"  # run again (a schema adopted): no row changes
-    db.execute('ALTER TABLE vectors ADD COLUMN IF NOT EXISTS q8 "char"[], ADD COLUMN IF NOT EXISTS q8_scale real, '
+    db.execute("ALTER TABLE vectors ADD COLUMN IF NOT EXISTS q8 BYTEA, ADD COLUMN IF NOT EXISTS q8_scale REAL, "
                "ALTER COLUMN vector DROP NOT NULL")
-    db.execute(f"""ALTER TABLE vectors
-        ALTER COLUMN q8 TYPE "char"[] USING CASE WHEN {neither} THEN {bytes_sql()} ELSE q8 END,
-        ALTER COLUMN q8_scale TYPE real USING CASE WHEN {neither} THEN {scale_sql()} ELSE q8_scale END,
-        ALTER COLUMN vector TYPE halfvec USING CASE WHEN {neither} THEN NULL ELSE vector END""")
+    while pack_rows(db, f"(hash, model) IN (SELECT hash, model FROM vectors WHERE {UNPACKED} LIMIT 20000)", ()):
+        pass
+    db.execute("ALTER TABLE vectors ALTER COLUMN q8_scale TYPE REAL USING q8_scale + 0")  # the rewrite
     db.execute("ALTER TABLE vectors DROP CONSTRAINT IF EXISTS vectors_held")
     db.execute("ALTER TABLE vectors ADD CONSTRAINT vectors_held CHECK (CASE WHEN vector IS NULL THEN q8 IS NOT NULL "
                "AND q8_scale IS NOT NULL AND NOT searched AND NOT pending ELSE q8 IS NULL END)")
-    db.execute(UNPACKED_INDEX)  # empty now: the context rows written from here on, until a fold packs them
+    db.execute(UNPACKED_INDEX)  # empty now: the context rows written from here on, until a pack
     db.execute("ANALYZE vectors")
