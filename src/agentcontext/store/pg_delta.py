@@ -98,8 +98,8 @@ def fold(store: Any, chunk: int = FOLD_CHUNK, progress: Callable[[int, int], Non
 
 def pack(store: Any, chunk: int = 10 * FOLD_CHUNK, stop: threading.Event | None = None) -> dict[str, Any]:
     """Hold the context vectors written since the last pack as int8 (``pg_q8``, migration 9), ``chunk`` rows a
-    transaction (no index is walked: ~0.3 ms a row). A changed precision changes their scores (by ~3e-4), so this
-    is apart from ``fold``, whose results are the delta's."""
+    transaction (read, quantized in the client, written back; no index is walked). A changed precision changes their
+    scores (by ~3e-4), so this is apart from ``fold``, whose results are the delta's."""
     started, packed = time.perf_counter(), 0
     for model, dim in (store._read(pg_q8.UNPACKED_MODELS) if store._q8 else []):
         while not (stop is not None and stop.is_set()):
