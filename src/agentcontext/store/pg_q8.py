@@ -78,16 +78,25 @@ def scores(query: np.ndarray, rows: Sequence[tuple[str, bytes, float]]) -> dict[
 
 
 def halfvec_rows(db: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
-    """Rows whose last column is a halfvec, read in the binary protocol, the vectors as one float32 matrix."""
-    from .pg_sql import decode_vectors
-    from .postgres import RawVector
+    """Rows whose last column is a halfvec of one dimension, read in the binary protocol (pgvector's form: uint16
+    dimension, uint16 unused, big-endian float16s), the vectors as float32 rows. (Decoded here, not by pg_sql or the
+    store: the migration that imports this module is imported by them.)"""
+    from psycopg.adapt import Loader
+    from psycopg.pq import Format
+
+    class Raw(Loader):
+        format = Format.BINARY
+
+        def load(self, data: Any) -> bytes:
+            return bytes(data)
 
     cur = db.cursor(binary=True)
-    cur.adapters.register_loader(db.adapters.types["halfvec"].oid, RawVector)
+    cur.adapters.register_loader(db.adapters.types["halfvec"].oid, Raw)
     rows = cur.execute(sql, params).fetchall()
     if not rows:
         return []
-    values = decode_vectors([r[-1] for r in rows])
+    joined = b"".join(memoryview(r[-1])[4:] for r in rows)
+    values = np.frombuffer(joined, dtype=">f2").reshape(len(rows), -1).astype(np.float32)
     return [(*r[:-1], v) for r, v in zip(rows, values)]
 
 
