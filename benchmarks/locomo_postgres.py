@@ -2,7 +2,9 @@
 recall"), in one run: every conversation stored in an SQLite store in memory (as ``agentcontext eval locomo`` does)
 and in a PostgreSQL schema with the same ids and the same vectors (embedded once, by the SQLite side, copied), every
 question (category 5 left out) asked of both; recall@1/5/10 with partial credit as ``eval_locomo`` counts it, and
-how many of the two top 10s agree.
+how many of the two top 10s agree. With int8 context vectors (migration 9, ``store/pg_q8.py``): each conversation's
+questions are asked of PostgreSQL first with its context vectors as written (halfvec), then once ``pack`` held them
+as int8, and the two rankings compared (recall both ways, the same top 10, the share of the top 10 kept).
 
 ``--before-src DIR`` (a source tree of the code before, e.g. ``git archive <rev> | tar -x -C DIR``): the same run
 with that code in a subprocess (its PostgreSQL store held float32 vectors), printed beside this one.
@@ -43,11 +45,16 @@ def run(url_of: Any, large: list[tuple[int, int, int | None]] | None = None) -> 
     from agentcontext.workspace import Workspace
 
     embedder = default_embedder()
+    from agentcontext.store.postgres import PostgresStore
+
     settings = {f"postgresql, large path, dense {d}, text {t}, expand {e}": (d, t, e) for d, t, e in large or []}
-    recall = {b: {k: 0.0 for k in KS} for b in ("sqlite", "postgresql", *settings)}
+    packs = hasattr(PostgresStore, "pack") and not settings  # the code before has no int8 context vectors
+    recall = {b: {k: 0.0 for k in KS} for b in ("sqlite", "postgresql", *settings) +
+              (("postgresql, context vectors halfvec",) if packs else ())}
     if settings:
         server_search.COMMON_MIN_DOCS = 1  # every namespace is large
-    same_top10 = asked = 0
+    same_top10 = asked = packed = same_int8 = 0
+    shared_int8 = 0.0
     agree = dict.fromkeys(settings, 0)
     start = time.perf_counter()
     for n, sample in enumerate(json.loads(LOCOMO.read_text())):
@@ -66,10 +73,17 @@ def run(url_of: Any, large: list[tuple[int, int, int | None]] | None = None) -> 
         pg = AgentMemory(workspace=ws, max_memory_size=10**9)
         pg.batch_store([{**item, "id": i} for item, i in zip(items, ids)])
         known = {t["dia_id"] for t in ts}
-        for qa in sample["qa"]:
-            ev = evidence(qa.get("evidence") or [], known) if qa.get("category") != 5 else set()
-            if not ev:
-                continue
+        asked_here = [(qa, ev) for qa in sample["qa"] if qa.get("category") != 5 and
+                      (ev := evidence(qa.get("evidence") or [], known))]
+        whole = []  # issue 23 s2 (migration 9): the context vectors as written (halfvec), then held as int8
+        if packs:
+            for qa, ev in asked_here:
+                ranked = [r["metadata"].get("dia_id") for r in pg.retrieve(str(qa["question"]), max_results=10)]
+                whole.append(ranked)
+                for k in KS:
+                    recall["postgresql, context vectors halfvec"][k] += len(ev & set(ranked[:k])) / len(ev)
+            packed += ws.store.pack()["packed"]
+        for j, (qa, ev) in enumerate(asked_here):
             asked += 1
             tops = {}
             asks = [("sqlite", lite, None)] + ([("postgresql", pg, None)] if not settings else
@@ -86,12 +100,19 @@ def run(url_of: Any, large: list[tuple[int, int, int | None]] | None = None) -> 
                 first = tops[next(iter(settings))]
                 for name in settings:
                     agree[name] += tops[name] == first
+            if packs:
+                same_int8 += whole[j] == tops["postgresql"]
+                shared_int8 += len(set(whole[j]) & set(tops["postgresql"])) / max(len(whole[j]), 1)
         lite.workspace.close()
         ws.close()
     return {"questions": asked, "seconds": round(time.perf_counter() - start, 1),
             **{f"{b} recall@k": {str(k): round(v / max(asked, 1), 4) for k, v in r.items()} for b, r in recall.items()},
             "questions whose top 10s are the same (order too)": same_top10,
-            **({"questions whose top 10 is the first setting's (order too)": agree} if settings else {})}
+            **({"questions whose top 10 is the first setting's (order too)": agree} if settings else {}),
+            **({"context vectors packed as int8": packed,
+                "PostgreSQL top 10 the same (order too) with halfvec and int8 context vectors": same_int8,
+                "PostgreSQL top 10 shared, halfvec against int8 context vectors (mean share)": round(
+                    shared_int8 / max(asked, 1), 4)} if packs else {})}
 
 
 def main() -> None:
@@ -110,7 +131,8 @@ def main() -> None:
         figures: dict[str, Any] = {"note": "busy shared 2-core machine"}
         large = [(int(d), int(t), None if e.lower() == "none" else int(e))
                  for d, t, e in (x.split(",") for x in args.large)] if args.large else None
-        figures["this code (PostgreSQL vectors: halfvec)"] = run(lambda n: server.url(f"after_{n}"), large)
+        this = "this code (PostgreSQL vectors: halfvec, context vectors int8 once packed)"
+        figures[this] = run(lambda n: server.url(f"after_{n}"), large)
         if args.before_src:
             src = args.before_src.resolve()
             env = {**os.environ, "PYTHONPATH": str(src / "src")}

@@ -5,6 +5,7 @@ test_erasure_checkpoints_load.py).
 The same on PostgreSQL: no heap file of the test server's database holds it after a strict erasure."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,14 @@ def test_postgres_heap_files_hold_no_byte_of_the_secret_after_a_strict_erasure(p
     held = ws.store.get_vectors([linked], ws.model_name)[linked]  # as stored: float16 (halfvec, schema 5)
     vector = held.astype("<f2").tobytes()[:32]
     assert vector_hits(folder_files(base), vector), "the vector is in the heap before the erasure"
+    # the reply's context vector (its pair with the secret's turn), held as int8 once packed (store/pg_q8.py)
+    ws.store.pack()
+    (props,) = ws.store._read("SELECT props FROM nodes WHERE content = 'And what did the bank say?'")[0]
+    pair = json.loads(props)["pair_hash"]
+    (raw,) = ws.store._read("SELECT q8 FROM vectors WHERE hash = %s AND q8 IS NOT NULL", [pair])[0]
+    packed = bytes(raw)[:32]
+    ws.store._db.execute("CHECKPOINT")
+    assert vector_hits(folder_files(base), packed), "the packed context vector is in the heap before the erasure"
     receipt = erase_workspace_entity(ws, ENTITY, reason="GDPR", erase_mentions=True)
     d = receipt.to_dict()
     assert d["complete"] is True and d["physical"]["status"] == "clean" and d["physical"]["vacuum"] == "full"
@@ -167,6 +176,7 @@ def test_postgres_heap_files_hold_no_byte_of_the_secret_after_a_strict_erasure(p
     ws.store._db.execute("CHECKPOINT")
     assert hits(folder_files(base), secret) == {}
     assert vector_hits(folder_files(base), vector) == []
+    assert vector_hits(folder_files(base), packed) == []
     ws.close()
 
 

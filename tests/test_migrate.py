@@ -134,8 +134,10 @@ def test_a_copy_carries_every_column_but_what_a_backend_derives(pg_url, tmp_path
     from agentcontext.store.transfer import TABLES
 
     # vectors.searched / pending (PostgreSQL): whether a node's text has the vector and it is in the HNSW index or
-    # the delta (store/pg_delta.py), derived from the nodes and the load on import
-    derived = {"nodes": {"rid", "tag_text", "tsv"}, "edges": {"rid"}, "vectors": {"searched", "pending"}}
+    # the delta (store/pg_delta.py), derived from the nodes and the load on import; q8 / q8_scale: a context vector's
+    # values held as int8 (store/pg_q8.py), copied as its ``vector``
+    derived = {"nodes": {"rid", "tag_text", "tsv"}, "edges": {"rid"}, "vectors": {"searched", "pending", "q8",
+                                                                                  "q8_scale"}}
     lite, pg = open_store(tmp_path / "x.db"), open_store(pg_url)
     try:
         for table in COPY_TABLES:

@@ -500,7 +500,10 @@ def store_fold(ws: Workspace, actor: str | None = None,
     if Capability.VECTOR_DELTA not in store.capabilities:
         return {"backend": store.backend, "folded": 0, "chunks": 0, "pending": 0, "seconds": 0.0,
                 "note": "this store keeps no delta: its vectors are searched as they are written"}
-    return {"backend": store.backend, **store.fold(progress=progress)}
+    done = {"backend": store.backend, **store.fold(progress=progress)}
+    if hasattr(store, "pack"):  # then the context vectors written since, held as int8 (store/pg_q8.py)
+        done["packed"] = store.pack()["packed"]
+    return done
 
 
 def store_info(ws: Workspace, actor: str | None = None) -> dict[str, Any]:

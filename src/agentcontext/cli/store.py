@@ -100,6 +100,7 @@ def store_fold(ctx: click.Context, json_out: bool = JSON_OPTION) -> None:
         emit(done, json_out, lambda d: out.print(
             f"folded {d['folded']} vectors into the index in {d['chunks']} chunks ({d['seconds']} s); "
             f"{d['pending']} pending" if d["folded"] else f"nothing to fold ({d['pending']} pending)"
-            + (f": {d['note']}" if d.get("note") else ""), markup=False))
+            + (f": {d['note']}" if d.get("note") else "")
+            + (f"; {d['packed']} context vectors held as int8" if d.get("packed") else ""), markup=False))
     finally:
         ws.close()

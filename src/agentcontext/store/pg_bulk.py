@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from .migrations.postgres import NODE_FIELDS, T
+from . import pg_q8
 from .pg_vectors import HALF_MAX, MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index
 from .rows import NODE_COLS
 
@@ -130,9 +131,10 @@ class VectorLoader:
     """Vectors of one transaction: staged, then inserted (or upserted) in one statement each; decides per (model,
     dim) whether to keep the HNSW index or drop it and build it after the rows (``finish``)."""
 
-    def __init__(self, db: Any, delta: bool = True) -> None:
+    def __init__(self, db: Any, delta: bool = True, q8: bool = False) -> None:
         self.db = db
         self.delta = delta  # the schema has the delta (migration 8); False: a store pinned to an older schema
+        self.q8 = q8  # context vectors may be held as int8 (migration 9, pg_q8): a row put again holds a vector
         self.new: dict[tuple[str, int], int] = {}  # rows this transaction added, by (model, dim)
         self.build: set[tuple[str, int]] = set()  # indexes to build in ``finish``
         self.pending = 0  # rows this transaction staged into the delta (``pg_delta``)
@@ -169,10 +171,12 @@ class VectorLoader:
         same = "vectors.dim = excluded.dim AND vectors.vector = excluded.vector"
         if upsert and self.delta:  # a vector put again unchanged is left alone; a changed one leaves the index
             kept = f"((vectors.searched AND {same}) OR excluded.searched)"
-            insert += (f" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
-                       f"searched = {kept}, pending = NOT {kept} AND (vectors.pending OR vectors.searched OR "
-                       f"excluded.pending) WHERE NOT ({same}) OR (excluded.searched AND NOT vectors.searched) OR "
-                       "(excluded.pending AND NOT vectors.searched AND NOT vectors.pending)")
+            cleared = ", q8 = NULL, q8_scale = NULL" if self.q8 else ""  # a q8 row's ``same`` is NULL: updated
+            # only when a node has its text now (excluded searched or pending), which needs the whole values
+            insert += (f" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector"
+                       f"{cleared}, searched = {kept}, pending = NOT {kept} AND (vectors.pending OR "
+                       f"vectors.searched OR excluded.pending) WHERE NOT ({same}) OR (excluded.searched AND NOT "
+                       "vectors.searched) OR (excluded.pending AND NOT vectors.searched AND NOT vectors.pending)")
         elif upsert:
             insert += (" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
                        f"searched = vectors.searched OR excluded.searched WHERE NOT ({same}) OR (excluded.searched "
@@ -229,17 +233,19 @@ class VectorLoader:
 
 
 def mark_searched(db: Any, hashes: Sequence[str], building: Sequence[tuple[str, int]] = (),
-                  delta: bool = True) -> None:
+                  delta: bool = True, q8: bool = False) -> None:
     """Vectors of these embed hashes (nodes just written) join the delta (``pending``; a fold puts them in the HNSW
     index), if they were put before any node had their text (a context vector's text that became a node's, or
     vectors copied before the nodes); those of a model whose index this transaction builds (``building``) are
-    marked ``searched`` at once (the build takes them)."""
+    marked ``searched`` at once (the build takes them). A context vector held as int8 (``q8``: migration 9) gets
+    its values back from its bytes (``pg_q8``: within 1.2e-3 of each value)."""
     if hashes and not delta:  # an older schema (tests pin one): into the index at once, as before the delta
         db.execute("UPDATE vectors SET searched = true WHERE hash = ANY(%s) AND NOT searched", (list(hashes),))
     elif hashes:
         direct = [f"{m}\x1f{d}" for m, d in building]
+        held = f", vector = {pg_q8.value_sql()}, q8 = NULL, q8_scale = NULL" if q8 else ""
         db.execute("UPDATE vectors SET searched = (model || E'\\x1f' || dim) = ANY(%s), pending = NOT ((model || "
-                   "E'\\x1f' || dim) = ANY(%s)) WHERE hash = ANY(%s) AND NOT searched AND NOT pending",
+                   f"E'\\x1f' || dim) = ANY(%s)){held} WHERE hash = ANY(%s) AND NOT searched AND NOT pending",
                    (direct, direct, list(hashes)))
 
 

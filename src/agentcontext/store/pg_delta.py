@@ -34,6 +34,7 @@ import time
 from typing import Any, Callable
 
 from ..errors import StoreError
+from . import pg_q8
 from .pg_vectors import MAX_INDEXED_DIM, create_ann_index, has_ann_index
 from .sql_part import Part
 
@@ -95,6 +96,21 @@ def fold(store: Any, chunk: int = FOLD_CHUNK, progress: Callable[[int, int], Non
             "seconds": round(time.perf_counter() - started, 3)}
 
 
+def pack(store: Any, chunk: int = 10 * FOLD_CHUNK, stop: threading.Event | None = None) -> dict[str, Any]:
+    """Hold the context vectors written since the last pack as int8 (``pg_q8``, migration 9), ``chunk`` rows a
+    transaction (read, quantized in the client, written back; no index is walked). A changed precision changes their
+    scores (by ~3e-4), so this is apart from ``fold``, whose results are the delta's."""
+    started, packed = time.perf_counter(), 0
+    for model, dim in (store._read(pg_q8.UNPACKED_MODELS) if store._q8 else []):
+        while not (stop is not None and stop.is_set()):
+            with store.transaction():
+                moved = pg_q8.compact(store._db, model, dim, chunk)
+            packed += moved
+            if moved < chunk:
+                break
+    return {"packed": packed, "seconds": round(time.perf_counter() - started, 3)}
+
+
 class Delta(Part):
     """PostgresStore's part in the delta (``Capability.VECTOR_DELTA``): fold now, count what is pending, start a
     background fold when a commit leaves more than the store's ``fold_at`` rows pending (its ``folder``)."""
@@ -106,6 +122,10 @@ class Delta(Part):
         if not self.store._delta:
             return {"folded": 0, "chunks": 0, "pending": 0, "seconds": 0.0}
         return fold(self.store, chunk, progress)
+
+    def pack(self) -> dict[str, Any]:
+        """Hold the context vectors written since as int8 now (``pack``)."""
+        return pack(self.store)
 
     def pending_vectors(self) -> int:
         """Vectors in the delta: written, scored exactly by ``nearest``, not in an HNSW index yet."""
@@ -152,6 +172,7 @@ class Folder:
             return
         try:
             self.last = fold(store, stop=self._stop)
+            self.last.update(pack(store, stop=self._stop))  # then the context vectors written meanwhile, as int8
         except StoreError as exc:  # the writer lock held too long by a load, a lost server: the next commit retries
             self.last = {"error": str(exc)}
         finally:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..model import Node
+from . import pg_q8
 from .pg_sql import PgWhere, linked_sql
 from .pg_vectors import nearest_sql
 from .rows import NODE_COLS, Where, as_list, check_prop, row_to_node
@@ -114,6 +115,14 @@ class PgSearch(Part):
             hashes, among = wanted, "%s"
         else:  # one text, split in the server: dumping a list of thousands of strings costs the client more
             hashes, among = SEPARATOR.join(wanted), "string_to_array(%s, E'\\x1f')"
-        rows = self._read(f"SELECT hash, -(vector::vector <#> %s) FROM vectors WHERE model = %s AND dim = %s AND "
-                          f"hash = ANY({among})", [query, model, int(query.size), hashes])
-        return {h: float(s) for h, s in rows}
+        if not self.store._q8:
+            rows = self._read(f"SELECT hash, -(vector::vector <#> %s) FROM vectors WHERE model = %s AND dim = %s "
+                              f"AND hash = ANY({among})", [query, model, int(query.size), hashes])
+            return {h: float(s) for h, s in rows}
+        # a context vector held as int8 (pg_q8, migration 9) comes as its bytes and is scored here
+        rows = self.store._vector_rows(f"SELECT hash, -(vector::vector <#> %s), q8, q8_scale FROM vectors WHERE "
+                                       f"model = %s AND dim = %s AND hash = ANY({among})",
+                                       [query, model, int(query.size), hashes])  # binary: q8 as its bytes
+        out = {h: float(s) for h, s, _, _ in rows if s is not None}
+        out.update(pg_q8.scores(query, [(h, raw, scale) for h, s, raw, scale in rows if s is None]))
+        return out

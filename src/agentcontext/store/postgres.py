@@ -24,7 +24,7 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import pg_bulk, pg_delta, pg_prewarm, pg_text, scrub, transfer
+from . import pg_bulk, pg_delta, pg_prewarm, pg_q8, pg_text, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import NODE_COLS, Where, held_embed_text
@@ -100,6 +100,7 @@ class PostgresStore(SQLStore):
         register_vector(db)
         self._open()
         self._delta = pg_delta.has_delta(db)  # False only for a store pinned to an older schema (tests pin one)
+        self._q8 = pg_q8.has_q8(db)  # context vectors held as int8 (migration 9)
         # the search indexes loaded into the server's buffers where they are cold (pg_prewarm.py)
         self.prewarmed = pg_prewarm.prewarm(db) if prewarm else pg_prewarm.PrewarmReport(skipped="not asked")
 
@@ -215,7 +216,7 @@ class PostgresStore(SQLStore):
         """The vector loader of the open transaction (it remembers the indexes to build before its commit: one
         build however many batches the transaction loads)."""
         if self._vector_loader is None:
-            self._vector_loader = pg_bulk.VectorLoader(self._db, self._delta)
+            self._vector_loader = pg_bulk.VectorLoader(self._db, self._delta, self._q8)
         return self._vector_loader
 
     def _tags_value(self, tags: list[str]) -> list[str]:
@@ -228,7 +229,7 @@ class PostgresStore(SQLStore):
         self._bulk_insert("nodes", f"{', '.join(names)}, tag_text", [(*r, " ".join(r[8] or [])) for r in rows])
         embed = transfer.TABLES["nodes"][1].index("embed_hash")
         pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}), self._building(),
-                              self._delta)
+                              self._delta, self._q8)
         # a version row copied before its node is the live row now (migration 4: the current version is held once)
         self._db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = ANY(%s) AND v.id = n.id AND "
                          "v.namespace = n.namespace AND v.version = n.version", ([r[0] for r in rows],))
@@ -308,7 +309,7 @@ class PostgresStore(SQLStore):
         if inserts:
             self._bulk_insert("nodes", f"{NODE_COLS}, embed_text, tag_text", inserts)
         pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}),
-                              self._building(), self._delta)
+                              self._building(), self._delta, self._q8)
 
     # --- text index ------------------------------------------------------------------------
     def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
@@ -393,6 +394,10 @@ class PostgresStore(SQLStore):
     def pending_vectors(self) -> int:
         return self._deltas.pending_vectors()
 
+    def pack(self) -> dict[str, Any]:
+        """Hold the context vectors written since the last pack as int8 (pg_q8; the background fold packs too)."""
+        return self._deltas.pack()
+
     def info(self) -> dict[str, Any]:
         return {**super().info(), "pending_vectors": self.pending_vectors()}  # folded by `agentcontext store fold`
 
@@ -402,6 +407,10 @@ class PostgresStore(SQLStore):
 
     def _vector_value(self, vector: np.ndarray) -> np.ndarray:
         return vector  # pgvector's adapter sends it
+
+    def _vector_sql(self, alias: str = "") -> str:
+        """A ``vectors`` row's values whichever form holds them (a context vector as int8: ``pg_q8``)."""
+        return pg_q8.value_sql(alias) if self._q8 else f"{alias}vector"
 
     def _vector_rows(self, sql: str, params: Sequence[Any]) -> list[tuple]:
         """Rows with vector columns as raw bytes (binary protocol, no per-row numpy objects)."""

@@ -142,6 +142,10 @@ class SQLDialect(ABC):
         marks = ",".join("?" * len(cols.split(",")))
         self._execmany(self._q(f"INSERT INTO {table}({cols}) VALUES ({marks})"), rows)
 
+    def _vector_sql(self, alias: str = "") -> str:
+        """A ``vectors`` row's values as SQL (``alias``: ``v.`` or empty); PostgreSQL rebuilds an int8 one."""
+        return f"{alias}vector"
+
     def _vector_rows(self, sql: str, params: Sequence[Any]) -> list[tuple]:
         """Rows with a vector column, read the fastest way the driver allows."""
         return self._read(sql, params)

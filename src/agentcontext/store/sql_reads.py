@@ -236,7 +236,7 @@ def get_vectors(store: Any, hashes: Sequence[str], model: str) -> dict[str, np.n
         where.add("model = ?", model)
         clause, params = store._hash_in("hash", list(chunk))
         where.add(clause, *params)
-        for h, raw in store._vector_rows(f"SELECT hash, vector FROM vectors{where.sql()}", where.params):
+        for h, raw in store._vector_rows(f"SELECT hash, {store._vector_sql()} FROM vectors{where.sql()}", where.params):
             out[h] = store._decode_vectors([raw])[0]
     return out
 
@@ -266,8 +266,8 @@ def load_vectors(store: Any, model: str, namespace=None, kind=None) -> tuple[lis
     where.add("n.retracted_at IS NULL AND v.model = ?", model)
     where.eq_any("n.namespace", as_list(namespace))
     where.eq_any("n.kind", as_list(kind))
-    rows = store._vector_rows(f"SELECT n.id, v.dim, v.vector FROM nodes n JOIN vectors v ON {store.VECTOR_JOIN}"
-                              f"{where.sql()} ORDER BY n.rid", where.params)
+    rows = store._vector_rows(f"SELECT n.id, v.dim, {store._vector_sql('v.')} FROM nodes n JOIN vectors v ON "
+                              f"{store.VECTOR_JOIN}{where.sql()} ORDER BY n.rid", where.params)
     if not rows:
         return [], np.zeros((0, 0), dtype=np.float32)
     dims = {r[1] for r in rows}

@@ -63,6 +63,8 @@ def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int,
     selects = []
     for i, source in enumerate(arms):  # a version row never holds the live row's text to embed: NULL, as before
         picked = cols if i == 0 else [("NULL AS embed_text" if c == "embed_text" else c) for c in cols]
+        if table == "vectors":  # PostgreSQL holds a context vector as int8 (pg_q8): its values rebuilt
+            picked = [(f"{store._vector_sql()} AS vector" if c == "vector" else c) for c in picked]
         selects.append(f"SELECT {', '.join(order)}, {', '.join(picked)} FROM {source}{where}")
     sql = store._q(f"{' UNION ALL '.join(selects)} ORDER BY {ordering} LIMIT {int(limit)}")
     params = params * len(arms)

@@ -207,3 +207,25 @@ def vector_delta(db) -> None:
     # scores the delta by a parallel scan of the whole table (measured at 200,000 memories: 440-640 ms where the
     # partial index takes 25 ms); ANALYZE samples 30,000 rows, a second or two at 1,000,000 memories.
     db.execute("ANALYZE vectors")
+
+
+@MIGRATIONS.step(9, "a conversation turn's context vector held as int8 (vectors.q8, q8_scale): the rows no index "
+                    "walks, one byte a dimension instead of two (store/pg_q8.py)")
+def int8_context_vectors(db) -> None:
+    """The context rows (neither searched nor pending) read, quantized in the client and written back (pg_q8.
+    pack_rows, 20,000 rows a statement), then ``vectors`` rewritten once (an ALTER ... USING that is no plain column
+    reference rewrites the table: only the live row versions are copied, so the table is as compact as a fresh
+    load) and its indexes, the HNSW ones included, built again (time at 200,000 memories: docs/POSTGRES_SCALE.md).
+    Run again on a schema it already changed (an adopted one), it changes no row."""
+    from ..pg_q8 import UNPACKED, UNPACKED_INDEX, pack_rows
+
+    db.execute("ALTER TABLE vectors ADD COLUMN IF NOT EXISTS q8 BYTEA, ADD COLUMN IF NOT EXISTS q8_scale REAL, "
+               "ALTER COLUMN vector DROP NOT NULL")
+    while pack_rows(db, f"(hash, model) IN (SELECT hash, model FROM vectors WHERE {UNPACKED} LIMIT 20000)", ()):
+        pass
+    db.execute("ALTER TABLE vectors ALTER COLUMN q8_scale TYPE REAL USING q8_scale + 0")  # the rewrite
+    db.execute("ALTER TABLE vectors DROP CONSTRAINT IF EXISTS vectors_held")
+    db.execute("ALTER TABLE vectors ADD CONSTRAINT vectors_held CHECK (CASE WHEN vector IS NULL THEN q8 IS NOT NULL "
+               "AND q8_scale IS NOT NULL AND NOT searched AND NOT pending ELSE q8 IS NULL END)")
+    db.execute(UNPACKED_INDEX)  # empty now: the context rows written from here on, until a pack
+    db.execute("ANALYZE vectors")
