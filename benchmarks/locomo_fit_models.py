@@ -57,11 +57,24 @@ def dense_of(qs: list[Question]) -> list[np.ndarray]:
     return [q.content[STRIP_IDF][0].astype(np.float64) for q in qs]
 
 
-def standardised(dense: list[np.ndarray], like: list[np.ndarray]) -> list[np.ndarray]:
-    """``dense`` moved to the mean and spread of ``like`` (every (question, turn) cosine pooled; no labels)."""
+def affine(dense: list[np.ndarray], like: list[np.ndarray]) -> tuple[float, float]:
+    """(scale, offset) moving ``dense`` to the mean and spread of ``like`` (every (question, turn) cosine pooled; no
+    labels): ``scale * d + offset``."""
     d, ref = np.concatenate(dense), np.concatenate(like)
-    mu, sd, mu_ref, sd_ref = d.mean(), d.std(), ref.mean(), ref.std()
-    return [mu_ref + (x - mu) * (sd_ref / sd) for x in dense]
+    scale = float(ref.std() / d.std())
+    return scale, float(ref.mean() - d.mean() * scale)
+
+
+def standardised(dense: list[np.ndarray], like: list[np.ndarray]) -> list[np.ndarray]:
+    scale, offset = affine(dense, like)
+    return [scale * x + offset for x in dense]
+
+
+def as_shipped(first: list[np.ndarray], second: list[np.ndarray], mix: float, scale: float,
+               offset: float) -> list[np.ndarray]:
+    """The dense signal embed/pair.py's vectors give: the mix over the unit length's square."""
+    norm2 = (1 - mix) + mix * scale - mix * offset
+    return [((1 - mix) * a + mix * (scale * b + offset)) / norm2 for a, b in zip(first, second)]
 
 
 def value(q: Question, dense: np.ndarray, w: dict[str, float], k: int) -> np.ndarray:
@@ -176,6 +189,15 @@ def main() -> None:
             mixed = [(1 - mix) * a + mix * b for a, b in zip(dense[first], dense[second])]
             for w in grid:
                 combos.append({**w, "mix": mix})
+                per.append(per_question(base, mixed, w))
+        rows[label] = chosen(base, combos, per, floor, label)
+        scale, offset = affine(raw[second], raw[first])
+        label = f"{first}+{second} as shipped (embed/pair.py, shipped weights)"
+        combos, per = [], []
+        for mix in MIX:
+            mixed = as_shipped(raw[first], raw[second], mix, scale, offset)
+            for w in answer_combos:
+                combos.append({**w, "mix": mix, "pair_scale": round(scale, 4), "pair_offset": round(offset, 4)})
                 per.append(per_question(base, mixed, w))
         rows[label] = chosen(base, combos, per, floor, label)
         print(f"  ({time.perf_counter() - started:.0f} s)", flush=True)
