@@ -2,7 +2,7 @@
 processes the wall time of a call measures the queue as much as the model, the process's CPU time (every thread's)
 much less so.
 
-    nice -n 10 .venv/bin/python benchmarks/embed_cpu.py [--models minilm,e5-small,minilm+e5-small] [--runs 15]
+    nice -n 10 .venv/bin/python benchmarks/embed_cpu.py [--models minilm,e5-small,mpnet] [--runs 15]
 
 Prints, per model, the median CPU ms and wall ms of one stored text's and one query's embedding (distinct texts, the
 model loaded and warmed first) beside MiniLM's, as ratios.
@@ -24,7 +24,7 @@ def one(fn, text: str) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", default="minilm,e5-small,minilm+e5-small")
+    ap.add_argument("--models", default="minilm,e5-small")
     ap.add_argument("--runs", type=int, default=15)
     args = ap.parse_args()
     names = [MINILM] + [n for n in (spec_of(m).name for m in args.models.split(",") if m.strip()) if n != MINILM]

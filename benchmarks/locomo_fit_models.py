@@ -46,7 +46,7 @@ from agentcontext.engine.fusion import RELEVANCE  # noqa: E402
 from agentcontext.engine.vectors import top_k  # noqa: E402
 from agentcontext.memory.search import near_shares, turns_around  # noqa: E402
 
-GRID = {"scale": (0.8, 1.0, 1.25, 1.5), "keyword": (0.4, 0.5, 0.6, 0.7), "mention": (0.3, 0.4, 0.5),
+GRID = {"scale": (0.8, 1.0, 1.25, 1.5, 2.0, 2.5), "keyword": (0.4, 0.5, 0.6, 0.7), "mention": (0.3, 0.4, 0.5),
         "answer": (0.7, 0.75, 0.8)}
 MIX = (0.3, 0.4, 0.5, 0.6, 0.7)
 ANSWER_GRID = (0.0, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
@@ -72,7 +72,10 @@ def standardised(dense: list[np.ndarray], like: list[np.ndarray]) -> list[np.nda
 
 def as_shipped(first: list[np.ndarray], second: list[np.ndarray], mix: float, scale: float,
                offset: float) -> list[np.ndarray]:
-    """The dense signal embed/pair.py's vectors give: the mix over the unit length's square."""
+    """The dense signal of the pair as one vector a store could hold (tried this session, not kept): for stored
+    texts ``[sqrt(1 - mix) a, sqrt(mix scale) b, sqrt(-mix offset)] / n``, for queries the same with the last value
+    negated, so the dot product is the standardised mix over ``n ** 2 = (1 - mix) + mix scale - mix offset`` (every
+    vector of unit length, 769 dimensions): a dense weight of ``1 / n ** 2`` under the shipped weights."""
     norm2 = (1 - mix) + mix * scale - mix * offset
     return [((1 - mix) * a + mix * (scale * b + offset)) / norm2 for a, b in zip(first, second)]
 
@@ -192,7 +195,7 @@ def main() -> None:
                 per.append(per_question(base, mixed, w))
         rows[label] = chosen(base, combos, per, floor, label)
         scale, offset = affine(raw[second], raw[first])
-        label = f"{first}+{second} as shipped (embed/pair.py, shipped weights)"
+        label = f"{first}+{second} as one vector (shipped weights)"
         combos, per = [], []
         for mix in MIX:
             mixed = as_shipped(raw[first], raw[second], mix, scale, offset)

@@ -29,14 +29,17 @@ def questions(path: str, model: str, cache: Path = CACHE) -> list:
     if pickled.exists():
         with open(pickled, "rb") as f:
             return pickle.load(f)
-    embedder = cached(load_model(name), cache)
+    parts = [cached(load_model(name), cache)]
+    embedder = parts[0]
     started = time.perf_counter()
     try:
         qs = gather_questions(path, name, embedder=embedder)
     finally:
-        embedder.save()
+        for part in parts:
+            part.save()
     print(f"{name}: gathered {len(qs)} questions in {time.perf_counter() - started:.0f} s "
-          f"({embedder.loaded} vectors from the cache, {embedder.embedded} embedded)", flush=True)
+          f"({sum(p.loaded for p in parts)} vectors from the cache, {sum(p.embedded for p in parts)} embedded)",
+          flush=True)
     with open(pickled, "wb") as f:
         pickle.dump(qs, f)
     return qs

