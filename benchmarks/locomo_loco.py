@@ -284,10 +284,11 @@ class Question:
     speaker: np.ndarray | None = None
 
 
-def gather_questions(path: str, model: str | None = None) -> list[Question]:
+def gather_questions(path: str, model: str | None = None, embedder: object | None = None) -> list[Question]:
     """Every question's signals, memory search as shipped with the registered embedding model ``model``
-    (embed/models.py; None: the default)."""
-    embedder = load_model(model) if model else default_embedder()
+    (embed/models.py; None: the default) or with ``embedder`` (benchmarks/embed_disk_cache.py's, say)."""
+    if embedder is None:
+        embedder = load_model(model) if model else default_embedder()
     out: list[Question] = []
     for sample in load(path):
         sid = str(sample.get("sample_id", "conv"))
