@@ -501,8 +501,7 @@ def store_fold(ws: Workspace, actor: str | None = None,
         return {"backend": store.backend, "folded": 0, "chunks": 0, "pending": 0, "seconds": 0.0,
                 "note": "this store keeps no delta: its vectors are searched as they are written"}
     done = {"backend": store.backend, **store.fold(progress=progress)}
-    if hasattr(store, "pack"):  # then the context vectors written since, held as int8 (store/pg_q8.py)
-        done["packed"] = store.pack()["packed"]
+    done["packed"] = store.pack()["packed"]  # then the context vectors written since, as int8 (store/pg_q8.py)
     return done
 
 

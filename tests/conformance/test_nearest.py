@@ -142,3 +142,19 @@ def test_vectors_in_the_delta_are_found_and_a_fold_moves_them_once(store):
     assert receipt["folded"] == pending and receipt["pending"] == 0 and store.pending_vectors() == 0
     assert store.fold()["folded"] == 0
     assert [h[0] for h in store.nearest(vectors[9], "m", 5)] == before == exact(vectors, vectors[9], lambda i: True, 5)
+
+
+@needs(Capability.VECTOR_DELTA)
+def test_a_pack_keeps_what_is_searched_and_scores_the_rest_nearly_the_same(store):
+    vectors = fill(store, n=20)
+    rng = np.random.default_rng(11)
+    scored = {f"ctx{i}": v / np.linalg.norm(v) for i, v in enumerate(rng.standard_normal((6, 16)).astype(np.float32))}
+    store.put_vectors(scored, "m")  # no node's text: only ever scored (a turn's context vector), never searched
+    before = [h[0] for h in store.nearest(vectors[4], "m", 5)]
+    receipt = store.pack()
+    assert receipt["packed"] >= len(scored) and store.pack()["packed"] == 0  # each copy once; then nothing left
+    assert [h[0] for h in store.nearest(vectors[4], "m", 5)] == before
+    q = vectors[4]
+    got = store.similarities(q, "m", list(scored))
+    assert set(got) == set(scored)
+    assert all(abs(got[h] - float(v @ q)) < 0.02 for h, v in scored.items())

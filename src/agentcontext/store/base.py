@@ -433,6 +433,11 @@ class VectorDelta(Protocol):
     def pending_vectors(self) -> int:
         """Vectors in the delta: written and found by ``nearest`` (scored exactly), not in an ANN index yet."""
 
+    def pack(self) -> dict[str, Any]:
+        """Hold the vectors that are only scored (not searched) written since the last pack in their compact form
+        (PostgreSQL: context vectors as int8, store/pg_q8.py). Returns {"packed", "seconds"}; apart from ``fold``
+        because a coarser precision moves their scores slightly."""
+
 
 OPTIONAL_METHODS: dict[Capability, type] = {Capability.VECTOR_SEARCH: VectorSearch,
                                             Capability.VECTOR_DELTA: VectorDelta}

@@ -147,6 +147,12 @@ class ShardWrites:
     def pending_vectors(self) -> int:
         return sum(self.on(name, lambda s: s.pending_vectors()) for name in self.names)
 
+    def pack(self) -> dict[str, Any]:
+        """Every shard's context vectors written since held as int8 (store/pg_q8.py), one shard after another."""
+        parts = {name: self.on(name, lambda s: s.pack(), write=True) for name in self.names}
+        return {"packed": sum(p["packed"] for p in parts.values()),
+                "seconds": round(sum(p["seconds"] for p in parts.values()), 3), "shards": parts}
+
     def put_vectors(self, vectors: dict[str, np.ndarray], model: str) -> int:
         """On the directory shard (checked and logged there), then a copy on every other shard that answers (one
         that does not lists its nodes' vectors as missing when it is back)."""
