@@ -90,7 +90,7 @@ def store_fold(ctx: click.Context, json_out: bool = JSON_OPTION) -> None:
 
     PostgreSQL lands new vectors outside its HNSW indexes so a write pays no index insert; a store folds them by
     itself, in the background of the writing process, once the delta passes 10,000 rows. Safe to stop: a fold cut
-    short leaves every vector findable."""
+    short leaves every vector findable. Then the context vectors written since are held as int8 (schema 9)."""
     from .. import access
 
     ws = open_workspace(ctx)
