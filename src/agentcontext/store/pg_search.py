@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import ValidationError
 from ..model import Node
 from . import pg_q8
+from .pg_hash import out as hash_out
 from .pg_sql import PgWhere, linked_sql
 from .pg_vectors import nearest_sql
 from .rows import NODE_COLS, Where, as_list, check_prop, row_to_node
@@ -72,7 +73,7 @@ class PgSearch(Part):
             if titles is not None:
                 count.eq_any("n.title", list(titles) or [""])
             count_where, counted = count.sql(), count.params
-        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where, self._delta)
+        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where, self._delta, self.store._hb)
         delta = [query, *where.params] if self._delta else []  # the delta's branch (pg_delta)
         rows = self._read(sql, [*counted, *where.params, query, query, query, *where.params, query, *delta])
         rows.sort(key=lambda r: (-r[2], r[1]))  # iterative index scans return them in relaxed order
@@ -115,13 +116,15 @@ class PgSearch(Part):
             hashes, among = wanted, "%s"
         else:  # one text, split in the server: dumping a list of thousands of strings costs the client more
             hashes, among = SEPARATOR.join(wanted), "string_to_array(%s, E'\\x1f')"
+        hb = self.store._hb  # vectors keyed by the hash's bytes (migration 10): the texts turned in the server
+        keyed = f"ARRAY(SELECT actx_hash(x) FROM unnest({among}) x)" if hb else among
         if not self.store._q8:
-            rows = self._read(f"SELECT hash, -(vector::vector <#> %s) FROM vectors WHERE model = %s AND dim = %s "
-                              f"AND hash = ANY({among})", [query, model, int(query.size), hashes])
+            rows = self._read(f"SELECT {hash_out('hash', hb)}, -(vector::vector <#> %s) FROM vectors WHERE model = %s "
+                              f"AND dim = %s AND hash = ANY({keyed})", [query, model, int(query.size), hashes])
             return {h: float(s) for h, s in rows}
         # a context vector held as int8 (pg_q8, migration 9) comes as its bytes and is scored here
-        rows = self.store._vector_rows(f"SELECT hash, -(vector::vector <#> %s), q8, q8_scale FROM vectors WHERE "
-                                       f"model = %s AND dim = %s AND hash = ANY({among})",
+        rows = self.store._vector_rows(f"SELECT {hash_out('hash', hb)}, -(vector::vector <#> %s), q8, q8_scale FROM "
+                                       f"vectors WHERE model = %s AND dim = %s AND hash = ANY({keyed})",
                                        [query, model, int(query.size), hashes])  # binary: q8 as its bytes
         out = {h: float(s) for h, s, _, _ in rows if s is not None}
         out.update(pg_q8.scores(query, [(h, raw, scale) for h, s, raw, scale in rows if s is None]))

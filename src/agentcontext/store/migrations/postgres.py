@@ -229,3 +229,22 @@ def int8_context_vectors(db) -> None:
                "AND q8_scale IS NOT NULL AND NOT searched AND NOT pending ELSE q8 IS NULL END)")
     db.execute(UNPACKED_INDEX)  # empty now: the context rows written from here on, until a pack
     db.execute("ANALYZE vectors")
+
+
+@MIGRATIONS.step(10, "vectors keyed by the hash's bytes: vectors.hash bytea (a SHA-256 digest's 32 bytes, not 64 hex "
+                     "characters), through actx_hash / actx_hex (store/pg_hash.py)")
+def hash_bytes(db) -> None:
+    """One rewrite of ``vectors`` (ALTER ... TYPE ... USING: only the live row versions are copied) and every index
+    of it built again, the key and the HNSW ones included (``maintenance_work_mem`` raised for the builds, as a bulk
+    load does). The API keeps text hashes (pg_hash: lossless for any text). Run again on a schema it already changed
+    (an adopted one), it changes no row."""
+    from ..pg_bulk import raise_build_settings
+    from ..pg_hash import FUNCTIONS, has_bytes
+
+    for statement in FUNCTIONS:
+        db.execute(statement)
+    if has_bytes(db):
+        return
+    raise_build_settings(db)
+    db.execute("ALTER TABLE vectors ALTER COLUMN hash TYPE bytea USING actx_hash(hash)")
+    db.execute("ANALYZE vectors")
