@@ -55,7 +55,8 @@ def measure(db: Any, schema: str) -> dict[str, Any]:
     widths = {c: round(float(db.execute(f'SELECT avg(pg_column_size({c})) FROM (SELECT {c} FROM "{schema}".nodes '
                                         "TABLESAMPLE SYSTEM (2) REPEATABLE (1)) s").fetchone()[0] or 0), 1)
               for c in COLUMNS}
-    vector = db.execute(f'SELECT avg(pg_column_size(vector)), count(*) FROM (SELECT vector FROM "{schema}".vectors '
+    vector = db.execute(f'SELECT avg(pg_column_size(vector)), count(*), avg(pg_column_size(hash)), '
+                        f'avg(pg_column_size(model)) FROM (SELECT vector, hash, model FROM "{schema}".vectors '
                         "TABLESAMPLE SYSTEM (1) REPEATABLE (1)) s").fetchone()
     vectors = db.execute(f'SELECT count(*), count(*) FILTER (WHERE searched) FROM "{schema}".vectors').fetchone()
     return {"memories": memories, "bytes": total, "bytes per memory": round(total / max(memories, 1)),
@@ -65,7 +66,9 @@ def measure(db: Any, schema: str) -> dict[str, Any]:
                 memories, 1)) for name, k, size, _ in rows if size >= 1 << 16},
             "toast, free space and visibility maps (bytes per memory)": round(int(other) / max(memories, 1)),
             "nodes column widths (average bytes)": widths,
-            "vector width (average bytes)": round(float(vector[0] or 0), 1)}
+            "vector width (average bytes)": round(float(vector[0] or 0), 1),
+            "vectors' hash and model widths (average bytes)": [round(float(vector[2] or 0), 1),
+                                                               round(float(vector[3] or 0), 1)]}
 
 
 def exact_top10(data: Path, queries: np.ndarray) -> np.ndarray:
@@ -99,7 +102,10 @@ def recall_index(url: str, queries: np.ndarray, exact: np.ndarray) -> tuple[floa
     stored = db.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
                         "'vectors'::regclass AND attname = 'vector'").fetchone()[0]
     pred = ann_predicate(db, MINILM, dim, "v")
-    sql = (f"SELECT n.id FROM vectors v JOIN nodes n ON n.embed_hash = v.hash WHERE {pred}"
+    hashed = db.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+                        "'vectors'::regclass AND attname = 'hash'").fetchone()[0] == "bytea"
+    key = "actx_hex(v.hash)" if hashed else "v.hash"  # migration 10 keys vectors by the hash's bytes (pg_hash)
+    sql = (f"SELECT n.id FROM vectors v JOIN nodes n ON n.embed_hash = {key} WHERE {pred}"
            f" AND n.namespace = %s AND n.kind = 'memory' AND n.retracted_at IS NULL ORDER BY v.vector::{stored}({dim}) "
            f"<#> %s::{stored}({dim}) LIMIT 10")
     for _ in range(2):  # the second pass is timed (the first warms the caches, as for store.nearest)

@@ -113,7 +113,7 @@ class PgSearch(Part):
         if not wanted:
             return {}
         if any(SEPARATOR in h for h in wanted):
-            hashes, among = wanted, "%s"
+            hashes, among = wanted, "%s::text[]"
         else:  # one text, split in the server: dumping a list of thousands of strings costs the client more
             hashes, among = SEPARATOR.join(wanted), "string_to_array(%s, E'\\x1f')"
         hb = self.store._hb  # vectors keyed by the hash's bytes (migration 10): the texts turned in the server
