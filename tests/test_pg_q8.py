@@ -37,7 +37,8 @@ def hexed(store) -> str:
 
 
 def forms(store) -> dict[str, str]:
-    return {h: ("q8" if q else "halfvec") for h, q in store._read(f"SELECT {hexed(store)}, q8 IS NOT NULL FROM vectors")}
+    rows = store._read(f"SELECT {hexed(store)}, q8 IS NOT NULL FROM vectors")
+    return {h: ("q8" if q else "halfvec") for h, q in rows}
 
 
 def step8_store(pg_url):
@@ -145,8 +146,8 @@ def test_scores_read_the_bytes_as_the_server_rebuilds_them(pg_url):
     q = unit(rng, 1)[0]
     raw = store._vector_rows(f"SELECT {hexed(store)}, q8, q8_scale FROM vectors WHERE q8 IS NOT NULL", [])
     mine = pg_q8.scores(q, raw)
-    server = dict(store._read(f"SELECT {hexed(store)}, -({pg_q8.value_sql()}::vector <#> %s::vector) FROM vectors WHERE q8 "
-                              "IS NOT NULL", [q]))
+    server = dict(store._read(f"SELECT {hexed(store)}, -({pg_q8.value_sql()}::vector <#> %s::vector) FROM vectors "
+                              "WHERE q8 IS NOT NULL", [q]))
     assert mine.keys() == server.keys() == context.keys()
     assert max(abs(mine[h] - server[h]) for h in mine) < 1e-3  # the server's rebuilt values are float16
     assert all(abs(mine[h] - float(v @ q)) <= score_bound(v) for h, v in context.items())

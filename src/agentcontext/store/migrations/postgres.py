@@ -240,13 +240,15 @@ def hash_bytes(db) -> None:
     of it built again, the key and the HNSW ones included (``maintenance_work_mem`` raised for the builds, as a bulk
     load does). The API keeps text hashes (pg_hash: lossless for any text). Run again on a schema it already changed
     (an adopted one), it changes no row."""
-    from ..pg_bulk import raise_build_settings
     from ..pg_hash import FUNCTIONS, has_bytes
 
     for statement in FUNCTIONS:
         db.execute(statement)
     if has_bytes(db):
         return
-    raise_build_settings(db)
+    # the builds' memory raised (never lowered) until the upgrade commits, as pg_bulk.raise_build_settings does for
+    # a load (imported from there, pg_bulk and this module would import each other)
+    db.execute("SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
+               "'maintenance_work_mem')), pg_size_bytes('2GB')) / 1024 || 'kB', true)")
     db.execute("ALTER TABLE vectors ALTER COLUMN hash TYPE bytea USING actx_hash(hash)")
     db.execute("ANALYZE vectors")
