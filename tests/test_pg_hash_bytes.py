@@ -83,6 +83,8 @@ def test_an_upgrade_from_step_9_keeps_every_vector_readable_and_identical(pg_url
     assert widths.keys() == set(every) and all(widths[h] == 32 for h in list(own) + list(other)[:10])
     assert [store.nearest(q, "m", 5, namespace="ns") for q in queries] == near
     assert [store.similarities(q, "m", every) for q in queries] == sims
+    digests = list(own) + list(other)[:10]  # only digests: sent as one text, sliced in the server
+    assert [store.similarities(q, "m", digests) for q in queries] == [{h: s[h] for h in digests} for s in sims]
     again = store.get_vectors(every, "m")
     assert again.keys() == got.keys() and all(np.array_equal(again[h], got[h]) for h in got)
     ids2, loaded2 = store.load_vectors("m", "ns")
