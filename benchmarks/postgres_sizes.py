@@ -8,7 +8,8 @@ again: minutes), so a store migrated in place (migration 4's UPDATE of ``vectors
 version dead) is measured as a fresh load lays it out.
 ``--migrate`` (a cluster built by older code): measures it as it is (after ``--vacuum-full``, if given), then opens
 it with this code, which runs the pending migrations (5: vectors to halfvec, their HNSW indexes rebuilt over halfvec;
-6: a node's text to embed held once), and measures it again: each table and index before and after side by side,
+6: a node's text to embed held once; 9: context vectors as int8; 10: vectors keyed by the hash's bytes, the HNSW
+index built again), and measures it again: each table and index before and after side by side,
 with the ratio, and the recall@10 of the server's dense search against exact float32 search (the vectors
 ``postgres_scale.py`` kept in ``own.npy``) before and after, over the same questions: one statement walking the
 HNSW index as ``nearest`` does for a large namespace (float32 before, halfvec after), and ``store.nearest`` after.
