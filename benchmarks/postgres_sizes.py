@@ -8,7 +8,8 @@ again: minutes), so a store migrated in place (migration 4's UPDATE of ``vectors
 version dead) is measured as a fresh load lays it out.
 ``--migrate`` (a cluster built by older code): measures it as it is (after ``--vacuum-full``, if given), then opens
 it with this code, which runs the pending migrations (5: vectors to halfvec, their HNSW indexes rebuilt over halfvec;
-6: a node's text to embed held once), and measures it again: each table and index before and after side by side,
+6: a node's text to embed held once; 9: context vectors as int8; 10: vectors keyed by the hash's bytes, the HNSW
+index built again), and measures it again: each table and index before and after side by side,
 with the ratio, and the recall@10 of the server's dense search against exact float32 search (the vectors
 ``postgres_scale.py`` kept in ``own.npy``) before and after, over the same questions: one statement walking the
 HNSW index as ``nearest`` does for a large namespace (float32 before, halfvec after), and ``store.nearest`` after.
@@ -55,7 +56,8 @@ def measure(db: Any, schema: str) -> dict[str, Any]:
     widths = {c: round(float(db.execute(f'SELECT avg(pg_column_size({c})) FROM (SELECT {c} FROM "{schema}".nodes '
                                         "TABLESAMPLE SYSTEM (2) REPEATABLE (1)) s").fetchone()[0] or 0), 1)
               for c in COLUMNS}
-    vector = db.execute(f'SELECT avg(pg_column_size(vector)), count(*) FROM (SELECT vector FROM "{schema}".vectors '
+    vector = db.execute(f'SELECT avg(pg_column_size(vector)), count(*), avg(pg_column_size(hash)), '
+                        f'avg(pg_column_size(model)) FROM (SELECT vector, hash, model FROM "{schema}".vectors '
                         "TABLESAMPLE SYSTEM (1) REPEATABLE (1)) s").fetchone()
     vectors = db.execute(f'SELECT count(*), count(*) FILTER (WHERE searched) FROM "{schema}".vectors').fetchone()
     return {"memories": memories, "bytes": total, "bytes per memory": round(total / max(memories, 1)),
@@ -65,7 +67,9 @@ def measure(db: Any, schema: str) -> dict[str, Any]:
                 memories, 1)) for name, k, size, _ in rows if size >= 1 << 16},
             "toast, free space and visibility maps (bytes per memory)": round(int(other) / max(memories, 1)),
             "nodes column widths (average bytes)": widths,
-            "vector width (average bytes)": round(float(vector[0] or 0), 1)}
+            "vector width (average bytes)": round(float(vector[0] or 0), 1),
+            "vectors' hash and model widths (average bytes)": [round(float(vector[2] or 0), 1),
+                                                               round(float(vector[3] or 0), 1)]}
 
 
 def exact_top10(data: Path, queries: np.ndarray) -> np.ndarray:
@@ -99,7 +103,10 @@ def recall_index(url: str, queries: np.ndarray, exact: np.ndarray) -> tuple[floa
     stored = db.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
                         "'vectors'::regclass AND attname = 'vector'").fetchone()[0]
     pred = ann_predicate(db, MINILM, dim, "v")
-    sql = (f"SELECT n.id FROM vectors v JOIN nodes n ON n.embed_hash = v.hash WHERE {pred}"
+    hashed = db.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+                        "'vectors'::regclass AND attname = 'hash'").fetchone()[0] == "bytea"
+    key = "actx_hex(v.hash)" if hashed else "v.hash"  # migration 10 keys vectors by the hash's bytes (pg_hash)
+    sql = (f"SELECT n.id FROM vectors v JOIN nodes n ON n.embed_hash = {key} WHERE {pred}"
            f" AND n.namespace = %s AND n.kind = 'memory' AND n.retracted_at IS NULL ORDER BY v.vector::{stored}({dim}) "
            f"<#> %s::{stored}({dim}) LIMIT 10")
     for _ in range(2):  # the second pass is timed (the first warms the caches, as for store.nearest)

@@ -157,7 +157,9 @@ def test_postgres_heap_files_hold_no_byte_of_the_secret_after_a_strict_erasure(p
     assert hits(folder_files(base), secret), "the secret is in the heap before the erasure"
     # the erased memory's vector, written into the delta (store/pg_delta.py: outside the HNSW index), as stored
     linked = ws.store.get_node(made["linked"]).embed_hash
-    assert ws.store._read("SELECT pending FROM vectors WHERE hash = %s", [linked]) == [(True,)]
+    assert ws.store._read("SELECT pending FROM vectors WHERE hash = actx_hash(%s)", [linked]) == [(True,)]
+    key = bytes.fromhex(linked)  # its key as stored: the hash's 32 bytes (migration 10, store/pg_hash.py)
+    assert vector_hits(folder_files(base), key), "the vector's key bytes are in the heap before the erasure"
     held = ws.store.get_vectors([linked], ws.model_name)[linked]  # as stored: float16 (halfvec, schema 5)
     vector = held.astype("<f2").tobytes()[:32]
     assert vector_hits(folder_files(base), vector), "the vector is in the heap before the erasure"
@@ -165,7 +167,7 @@ def test_postgres_heap_files_hold_no_byte_of_the_secret_after_a_strict_erasure(p
     ws.store.pack()
     (props,) = ws.store._read("SELECT props FROM nodes WHERE content = 'And what did the bank say?'")[0]
     pair = json.loads(props)["pair_hash"]
-    (raw,) = ws.store._read("SELECT q8 FROM vectors WHERE hash = %s AND q8 IS NOT NULL", [pair])[0]
+    (raw,) = ws.store._read("SELECT q8 FROM vectors WHERE hash = actx_hash(%s) AND q8 IS NOT NULL", [pair])[0]
     packed = bytes(raw)[:32]
     ws.store._db.execute("CHECKPOINT")
     assert vector_hits(folder_files(base), packed), "the packed context vector is in the heap before the erasure"
@@ -177,6 +179,7 @@ def test_postgres_heap_files_hold_no_byte_of_the_secret_after_a_strict_erasure(p
     assert hits(folder_files(base), secret) == {}
     assert vector_hits(folder_files(base), vector) == []
     assert vector_hits(folder_files(base), packed) == []
+    assert vector_hits(folder_files(base), key) == []  # nor its key's bytes (vectors and their index rewritten)
     ws.close()
 
 

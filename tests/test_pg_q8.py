@@ -31,8 +31,14 @@ def score_bound(v: np.ndarray) -> float:
     return float(np.sqrt(v.size) * np.abs(v).max() / 127 / 2 + 1e-3)
 
 
+def hexed(store) -> str:
+    """``vectors.hash`` as its text (bytes from migration 10 on: pg_hash)."""
+    return store._hash_sql("hash")
+
+
 def forms(store) -> dict[str, str]:
-    return {h: ("q8" if q else "halfvec") for h, q in store._read("SELECT hash, q8 IS NOT NULL FROM vectors")}
+    rows = store._read(f"SELECT {hexed(store)}, q8 IS NOT NULL FROM vectors")
+    return {h: ("q8" if q else "halfvec") for h, q in rows}
 
 
 def step8_store(pg_url):
@@ -67,7 +73,7 @@ def test_an_upgrade_from_step_8_keeps_every_row_and_search_result_and_holds_cont
     old.close()
 
     store = open_store(pg_url)
-    assert store.schema_version() == 9
+    assert store.schema_version() == 10  # 9, then 10 (vectors keyed by bytes: test_pg_hash_bytes.py)
     assert store._read("SELECT count(*) FROM vectors")[0][0] == rows == 50
     assert forms(store) == {**{h: "halfvec" for h in own}, **{h: "q8" for h in context}}
     assert [store.nearest(q, "m", 5, namespace="ns") for q in queries] == near  # own vectors untouched
@@ -138,10 +144,10 @@ def test_scores_read_the_bytes_as_the_server_rebuilds_them(pg_url):
     _, context = fill(store, rng)
     store.pack()
     q = unit(rng, 1)[0]
-    raw = store._vector_rows("SELECT hash, q8, q8_scale FROM vectors WHERE q8 IS NOT NULL", [])
+    raw = store._vector_rows(f"SELECT {hexed(store)}, q8, q8_scale FROM vectors WHERE q8 IS NOT NULL", [])
     mine = pg_q8.scores(q, raw)
-    server = dict(store._read(f"SELECT hash, -({pg_q8.value_sql()}::vector <#> %s::vector) FROM vectors WHERE q8 "
-                              "IS NOT NULL", [q]))
+    server = dict(store._read(f"SELECT {hexed(store)}, -({pg_q8.value_sql()}::vector <#> %s::vector) FROM vectors "
+                              "WHERE q8 IS NOT NULL", [q]))
     assert mine.keys() == server.keys() == context.keys()
     assert max(abs(mine[h] - server[h]) for h in mine) < 1e-3  # the server's rebuilt values are float16
     assert all(abs(mine[h] - float(v @ q)) <= score_bound(v) for h, v in context.items())

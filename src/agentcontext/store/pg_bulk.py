@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from .migrations.postgres import NODE_FIELDS, T
-from . import pg_q8
+from . import pg_hash, pg_q8
 from .pg_vectors import HALF_MAX, MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index
 from .rows import NODE_COLS
 
@@ -131,8 +131,9 @@ class VectorLoader:
     """Vectors of one transaction: staged, then inserted (or upserted) in one statement each; decides per (model,
     dim) whether to keep the HNSW index or drop it and build it after the rows (``finish``)."""
 
-    def __init__(self, db: Any, delta: bool = True, q8: bool = False) -> None:
+    def __init__(self, db: Any, delta: bool = True, q8: bool = False, hb: bool = False) -> None:
         self.db = db
+        self.hb = hb  # vectors keyed by the hash's bytes (migration 10, pg_hash); the stage holds text hashes
         self.delta = delta  # the schema has the delta (migration 8); False: a store pinned to an older schema
         self.q8 = q8  # context vectors may be held as int8 (migration 9, pg_q8): a row put again holds a vector
         self.new: dict[tuple[str, int], int] = {}  # rows this transaction added, by (model, dim)
@@ -162,8 +163,9 @@ class VectorLoader:
             direct = sorted(f"{m}\x1f{d}" for m, d in staged)
             self.pending = 0
         flags = "wanted AND direct, wanted AND NOT direct" if self.delta else "wanted"
+        held_key = pg_hash.into("s.hash", self.hb)  # the stage's text hash as vectors holds it
         insert = (f"INSERT INTO vectors(hash, model, dim, vector, searched{', pending' if self.delta else ''}) SELECT "
-                  f"hash, model, dim, vector, {flags} FROM (SELECT s.hash, s.model, s.dim, "
+                  f"hash, model, dim, vector, {flags} FROM (SELECT {held_key} AS hash, s.model, s.dim, "
                   f"s.vector::{STORED} AS vector, l.wanted IS NOT NULL AS wanted, (s.model || E'\\x1f' || s.dim) = "
                   "ANY(%s) AS direct FROM stage_vectors s LEFT JOIN LATERAL (SELECT true AS wanted FROM nodes n "
                   "WHERE n.embed_hash = s.hash LIMIT 1) l ON true) s "
@@ -205,7 +207,8 @@ class VectorLoader:
             fresh = staged  # only rows not held yet cost an index insert
             if staged >= REBUILD_MIN:
                 fresh = db.execute("SELECT count(*) FROM stage_vectors s WHERE s.model = %s AND s.dim = %s AND NOT "
-                                   "EXISTS (SELECT 1 FROM vectors v WHERE v.hash = s.hash AND v.model = s.model)",
+                                   f"EXISTS (SELECT 1 FROM vectors v WHERE v.hash = {pg_hash.into('s.hash', self.hb)} "
+                                   "AND v.model = s.model)",
                                    key).fetchone()[0]
             if loaded + fresh >= REBUILD_MIN:
                 cap = REBUILD_RATIO * (loaded + fresh)  # rows held before this transaction, counted up to the cap
@@ -233,20 +236,22 @@ class VectorLoader:
 
 
 def mark_searched(db: Any, hashes: Sequence[str], building: Sequence[tuple[str, int]] = (),
-                  delta: bool = True, q8: bool = False) -> None:
+                  delta: bool = True, q8: bool = False, hb: bool = False) -> None:
     """Vectors of these embed hashes (nodes just written) join the delta (``pending``; a fold puts them in the HNSW
     index), if they were put before any node had their text (a context vector's text that became a node's, or
     vectors copied before the nodes); those of a model whose index this transaction builds (``building``) are
     marked ``searched`` at once (the build takes them). A context vector held as int8 (``q8``: migration 9) gets
-    its values back from its bytes (``pg_q8``: within 1.2e-3 of each value)."""
+    its values back from its bytes (``pg_q8``: within 1.2e-3 of each value). ``hb``: vectors keyed by the hash's
+    bytes (migration 10, ``pg_hash``)."""
+    keys = pg_hash.params(hashes, hb)
     if hashes and not delta:  # an older schema (tests pin one): into the index at once, as before the delta
-        db.execute("UPDATE vectors SET searched = true WHERE hash = ANY(%s) AND NOT searched", (list(hashes),))
+        db.execute("UPDATE vectors SET searched = true WHERE hash = ANY(%s) AND NOT searched", (keys,))
     elif hashes:
         direct = [f"{m}\x1f{d}" for m, d in building]
         held = f", vector = {pg_q8.value_sql()}, q8 = NULL, q8_scale = NULL" if q8 else ""
         db.execute("UPDATE vectors SET searched = (model || E'\\x1f' || dim) = ANY(%s), pending = NOT ((model || "
                    f"E'\\x1f' || dim) = ANY(%s)){held} WHERE hash = ANY(%s) AND NOT searched AND NOT pending",
-                   (direct, direct, list(hashes)))
+                   (direct, direct, keys))
 
 
 def update_nodes(db: Any, rows: Sequence[tuple]) -> None:

@@ -32,7 +32,7 @@ NEITHER = "NOT {a}searched AND NOT {a}pending"
 UNPACKED = "vector IS NOT NULL AND NOT searched AND NOT pending"
 UNPACKED_INDEX = f"CREATE INDEX IF NOT EXISTS vectors_unpacked ON vectors (model, dim) WHERE {UNPACKED}"
 UNPACKED_MODELS = f"SELECT DISTINCT model, dim FROM vectors WHERE {UNPACKED} ORDER BY 1, 2"
-STAGE = ("CREATE TEMP TABLE IF NOT EXISTS stage_q8 (hash TEXT, model TEXT, q8 BYTEA, q8_scale REAL) ON COMMIT "
+STAGE = ("CREATE TEMP TABLE IF NOT EXISTS {name} (hash {hash}, model TEXT, q8 BYTEA, q8_scale REAL) ON COMMIT "
          "DELETE ROWS")
 
 
@@ -107,15 +107,17 @@ def pack_rows(db: Any, where: str, params: Sequence[Any]) -> int:
     if not rows:
         return 0
     packed, scale = quantize(np.stack([r[2] for r in rows]))
-    db.execute(STAGE)
-    db.execute("DELETE FROM stage_q8")
-    with db.cursor() as cur, cur.copy("COPY stage_q8 (hash, model, q8, q8_scale) FROM STDIN (FORMAT BINARY)") as cp:
-        cp.set_types(["text", "text", "bytea", "float4"])
+    # the stage's hash as vectors holds it: text, or bytes from migration 10 on (pg_hash)
+    name, kind = ("stage_q8", "text") if isinstance(rows[0][0], str) else ("stage_q8b", "bytea")
+    db.execute(STAGE.format(name=name, hash=kind))
+    db.execute(f"DELETE FROM {name}")
+    with db.cursor() as cur, cur.copy(f"COPY {name} (hash, model, q8, q8_scale) FROM STDIN (FORMAT BINARY)") as cp:
+        cp.set_types([kind, "text", "bytea", "float4"])
         for (h, model, _), b, sc in zip(rows, packed, scale):
             cp.write_row((h, model, b, float(sc)))
-    moved = db.execute("UPDATE vectors v SET q8 = s.q8, q8_scale = s.q8_scale, vector = NULL FROM stage_q8 s WHERE "
+    moved = db.execute(f"UPDATE vectors v SET q8 = s.q8, q8_scale = s.q8_scale, vector = NULL FROM {name} s WHERE "
                        "v.hash = s.hash AND v.model = s.model").rowcount
-    db.execute("DELETE FROM stage_q8")  # no staged value outlives the statement (erasure's byte scan)
+    db.execute(f"DELETE FROM {name}")  # no staged value outlives the statement (erasure's byte scan)
     return moved
 
 

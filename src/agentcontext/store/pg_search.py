@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..model import Node
-from . import pg_q8
+from . import pg_hash, pg_q8
 from .pg_sql import PgWhere, linked_sql
 from .pg_vectors import nearest_sql
 from .rows import NODE_COLS, Where, as_list, check_prop, row_to_node
@@ -72,7 +72,7 @@ class PgSearch(Part):
             if titles is not None:
                 count.eq_any("n.title", list(titles) or [""])
             count_where, counted = count.sql(), count.params
-        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where, self._delta)
+        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where, self._delta, self.store._hb)
         delta = [query, *where.params] if self._delta else []  # the delta's branch (pg_delta)
         rows = self._read(sql, [*counted, *where.params, query, query, query, *where.params, query, *delta])
         rows.sort(key=lambda r: (-r[2], r[1]))  # iterative index scans return them in relaxed order
@@ -111,18 +111,25 @@ class PgSearch(Part):
         wanted = list(dict.fromkeys(hashes))
         if not wanted:
             return {}
-        if any(SEPARATOR in h for h in wanted):
-            hashes, among = wanted, "%s"
+        hb = self.store._hb  # vectors keyed by the hash's bytes (migration 10, pg_hash)
+        if hb and pg_hash.all_digests(wanted):  # one text of the digests' hex, decoded and sliced in the server
+            hashes, among = "".join(wanted), pg_hash.digests_sql("%s")
+        elif any(SEPARATOR in h for h in wanted):
+            hashes, among = wanted, "%s::text[]"
         else:  # one text, split in the server: dumping a list of thousands of strings costs the client more
             hashes, among = SEPARATOR.join(wanted), "string_to_array(%s, E'\\x1f')"
+        if hb and not pg_hash.all_digests(wanted):
+            among = f"ARRAY(SELECT actx_hash(x) FROM unnest({among}) x)"
+        text = pg_hash.from_bytes if hb else str  # the keys come as bytes: their text made here (~0.2 us each)
         if not self.store._q8:
             rows = self._read(f"SELECT hash, -(vector::vector <#> %s) FROM vectors WHERE model = %s AND dim = %s "
                               f"AND hash = ANY({among})", [query, model, int(query.size), hashes])
-            return {h: float(s) for h, s in rows}
+            return {text(h): float(s) for h, s in rows}
         # a context vector held as int8 (pg_q8, migration 9) comes as its bytes and is scored here
         rows = self.store._vector_rows(f"SELECT hash, -(vector::vector <#> %s), q8, q8_scale FROM vectors WHERE "
                                        f"model = %s AND dim = %s AND hash = ANY({among})",
                                        [query, model, int(query.size), hashes])  # binary: q8 as its bytes
+        rows = [(text(h), s, raw, scale) for h, s, raw, scale in rows]
         out = {h: float(s) for h, s, _, _ in rows if s is not None}
         out.update(pg_q8.scores(query, [(h, raw, scale) for h, s, raw, scale in rows if s is None]))
         return out

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import ShardUnavailableError
 from ..model import Edge, Node, reserved_namespace
+from . import pg_hash
 
 
 def _add(totals: dict[str, int], part: dict[str, int]) -> dict[str, int]:
@@ -98,7 +99,7 @@ class ShardWrites:
     def _drop_unused(self, hashes: Sequence[str]) -> None:
         if hashes:
             self._each(lambda s: s._exec(f"DELETE FROM vectors WHERE hash = ANY(%s) AND {s._vectors_unused()}",
-                                         (list(hashes),)), write=True)
+                                         (pg_hash.params(hashes, s._hb),)), write=True)
 
     def put_tombstones(self, rows: Sequence[dict[str, Any]]) -> int:
         with self.transaction():
@@ -173,7 +174,7 @@ class ShardWrites:
             count = self.on(self.names[0], lambda s: s.delete_vectors(hashes), write=True)
             for name in self.names[1:]:
                 self.on(name, lambda s: s._exec("DELETE FROM vectors WHERE hash = ANY(%s)",
-                                                (list(dict.fromkeys(hashes)),)), write=True)
+                                                (pg_hash.params(list(dict.fromkeys(hashes)), s._hb),)), write=True)
         return count
 
     # --- records and audit: the directory shard's ------------------------------------------------------

@@ -22,6 +22,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from .pg_hash import into, out
+
 MAX_INDEXED_DIM = 4000  # pgvector's HNSW limit for halfvec; larger vectors are searched exactly
 STORED = "halfvec"  # the column's type: what the HNSW expression casts to, and a query vector with it
 HALF_MAX = 65504.0  # the largest magnitude float16 holds
@@ -81,7 +83,7 @@ def delta_predicate(model: str, dim: int, alias: str = "") -> str:
 
 
 def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_where: str | None = None,
-                delta: bool = True) -> str:
+                delta: bool = True, hb: bool = False) -> str:
     """(id, rid, inner product) of the ``k`` nearest filtered nodes, in one statement: when at most ``EXACT_ROWS``
     nodes pass the filter, every one of them is scored (its vector found by primary key; ``OFFSET 0`` keeps that a
     lookup, not a join over every vector), else the HNSW index is walked (iterative scan) and rows are filtered
@@ -95,7 +97,9 @@ def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_wh
     one, so a count within ``EXACT_ROWS`` means few; the rest of the filter (not retracted) is left to the walk.
     Parameters: ``count_where``'s (when given), ``node_where``'s, the query vector three times, ``node_where``'s
     again, the query vector twice, ``node_where``'s a third time (without ``delta``, a store pinned to a schema
-    before the delta, the last three are left out with the delta's branch)."""
+    before the delta, the last three are left out with the delta's branch). ``hb``: vectors keyed by the hash's
+    bytes (migration 10): a node's text hash read through ``actx_hash``, a vector's through ``actx_hex``
+    (``pg_hash``), so each side is still found by its index."""
     typed, pred = f"v.vector::{STORED}({int(dim)})", ann_predicate(db, model, dim, "v")
     exact = f"v.vector::vector({int(dim)})"  # scores: the stored values against the query
     conditions = node_where.replace(" WHERE ", " AND ", 1)
@@ -108,11 +112,11 @@ def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_wh
                 f"{node_where}) ")
     walked = (
         head + f"(SELECT f.id, f.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM f CROSS JOIN LATERAL (SELECT "
-            f"vector FROM vectors v WHERE v.hash = f.embed_hash AND "
+            f"vector FROM vectors v WHERE v.hash = {into('f.embed_hash', hb)} AND "
             f"{held_predicate(model, dim, 'v') if delta else pred} OFFSET 0) v "
             f"WHERE (SELECT yes FROM few) ORDER BY {exact} <#> %s::vector({int(dim)}), f.rid LIMIT {int(k)}) "
             f"UNION ALL (SELECT n.id, n.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM vectors v "
-            f"JOIN nodes n ON n.embed_hash = v.hash WHERE {pred}{conditions} AND NOT (SELECT yes FROM "
+            f"JOIN nodes n ON n.embed_hash = {out('v.hash', hb)} WHERE {pred}{conditions} AND NOT (SELECT yes FROM "
             f"few) ORDER BY {typed} <#> %s::{STORED}({int(dim)}) LIMIT {int(k)})")
     if not delta:
         return walked
@@ -120,4 +124,5 @@ def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_wh
             f"-({exact} <#> %s::vector({int(dim)})) AS score FROM vectors v WHERE "
             f"{delta_predicate(model, dim, 'v')} AND NOT (SELECT yes FROM few) ORDER BY 2 DESC OFFSET 0) d "
             "CROSS JOIN LATERAL (SELECT n.id, n.rid FROM nodes n WHERE "
-            f"n.embed_hash = d.hash{conditions}) n ORDER BY d.score DESC FETCH FIRST {int(k)} ROWS WITH TIES)")
+            f"n.embed_hash = {out('d.hash', hb)}{conditions}) n ORDER BY d.score DESC FETCH FIRST {int(k)} ROWS WITH "
+            "TIES)")

@@ -24,7 +24,7 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import pg_bulk, pg_delta, pg_prewarm, pg_q8, pg_text, scrub, transfer
+from . import pg_bulk, pg_delta, pg_hash, pg_prewarm, pg_q8, pg_text, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import NODE_COLS, Where, held_embed_text
@@ -101,6 +101,10 @@ class PostgresStore(SQLStore):
         self._open()
         self._delta = pg_delta.has_delta(db)  # False only for a store pinned to an older schema (tests pin one)
         self._q8 = pg_q8.has_q8(db)  # context vectors held as int8 (migration 9)
+        self._hb = pg_hash.has_bytes(db)  # vectors keyed by the hash's bytes (migration 10)
+        if self._hb:  # a vector found from a node or a version (sql_reads, _vectors_unused) through pg_hash
+            self.VECTOR_JOIN = "v.hash = actx_hash(n.embed_hash)"
+            self.VERSION_USES = self.LIVE_USES = "w.embed_hash = actx_hex(vectors.hash)"
         # the search indexes loaded into the server's buffers where they are cold (pg_prewarm.py)
         self.prewarmed = pg_prewarm.prewarm(db) if prewarm else pg_prewarm.PrewarmReport(skipped="not asked")
 
@@ -216,7 +220,7 @@ class PostgresStore(SQLStore):
         """The vector loader of the open transaction (it remembers the indexes to build before its commit: one
         build however many batches the transaction loads)."""
         if self._vector_loader is None:
-            self._vector_loader = pg_bulk.VectorLoader(self._db, self._delta, self._q8)
+            self._vector_loader = pg_bulk.VectorLoader(self._db, self._delta, self._q8, self._hb)
         return self._vector_loader
 
     def _tags_value(self, tags: list[str]) -> list[str]:
@@ -229,7 +233,7 @@ class PostgresStore(SQLStore):
         self._bulk_insert("nodes", f"{', '.join(names)}, tag_text", [(*r, " ".join(r[8] or [])) for r in rows])
         embed = transfer.TABLES["nodes"][1].index("embed_hash")
         pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}), self._building(),
-                              self._delta, self._q8)
+                              self._delta, self._q8, self._hb)
         # a version row copied before its node is the live row now (migration 4: the current version is held once)
         self._db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = ANY(%s) AND v.id = n.id AND "
                          "v.namespace = n.namespace AND v.version = n.version", ([r[0] for r in rows],))
@@ -309,7 +313,7 @@ class PostgresStore(SQLStore):
         if inserts:
             self._bulk_insert("nodes", f"{NODE_COLS}, embed_text, tag_text", inserts)
         pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}),
-                              self._building(), self._delta, self._q8)
+                              self._building(), self._delta, self._q8, self._hb)
 
     # --- text index ------------------------------------------------------------------------
     def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
@@ -411,6 +415,15 @@ class PostgresStore(SQLStore):
     def _vector_sql(self, alias: str = "") -> str:
         """A ``vectors`` row's values whichever form holds them (a context vector as int8: ``pg_q8``)."""
         return pg_q8.value_sql(alias) if self._q8 else f"{alias}vector"
+
+    def _hash_in(self, column: str, hashes: Sequence[str]) -> tuple[str, list[Any]]:
+        return self._in(column, pg_hash.params(hashes, self._hb))  # vectors.hash as bytes (migration 10)
+
+    def _hash_sql(self, column: str) -> str:
+        return pg_hash.out(column, self._hb)
+
+    def _hash_param(self) -> str:
+        return pg_hash.into("?", self._hb)
 
     def _vector_rows(self, sql: str, params: Sequence[Any]) -> list[tuple]:
         """Rows with vector columns as raw bytes (binary protocol, no per-row numpy objects)."""

@@ -126,6 +126,14 @@ class SQLDialect(ABC):
         """``column IN hashes`` for a column of content hashes (at most ``CHUNK`` of them)."""
         return self._in(column, hashes)
 
+    def _hash_sql(self, column: str) -> str:
+        """A ``vectors.hash`` column as its text hash (PostgreSQL holds bytes: ``pg_hash``)."""
+        return column
+
+    def _hash_param(self) -> str:
+        """A placeholder (``?``, before ``_q``) for a text hash compared with ``vectors.hash``."""
+        return "?"
+
     def _vectors_unused(self) -> str:
         """A condition on a ``vectors`` row: no version of any node (the current ones included) uses its hash."""
         unused = f"NOT EXISTS (SELECT 1 FROM node_versions w WHERE {self.VERSION_USES})"

@@ -236,7 +236,8 @@ def get_vectors(store: Any, hashes: Sequence[str], model: str) -> dict[str, np.n
         where.add("model = ?", model)
         clause, params = store._hash_in("hash", list(chunk))
         where.add(clause, *params)
-        for h, raw in store._vector_rows(f"SELECT hash, {store._vector_sql()} FROM vectors{where.sql()}", where.params):
+        sql = f"SELECT {store._hash_sql('hash')}, {store._vector_sql()} FROM vectors{where.sql()}"
+        for h, raw in store._vector_rows(sql, where.params):
             out[h] = store._decode_vectors([raw])[0]
     return out
 

@@ -44,8 +44,10 @@ def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int,
     where = ""
     params: list[Any] = []
     seek = store.PAGE_SEEK.get(table)  # an index on an expression of the first key that sorts as the key does
+    hashed = table == "vectors" and store._hash_sql("hash") != "hash"  # PostgreSQL keys vectors by bytes (pg_hash)
     if after is not None:
-        where = f" WHERE ({', '.join(order)}) > ({', '.join('?' * len(order))})"
+        marks = [store._hash_param() if hashed and c == "hash" else "?" for c in order]
+        where = f" WHERE ({', '.join(order)}) > ({', '.join(marks)})"
         params = list(after)
         if seek:
             where += f" AND {seek} >= {seek.replace(order[0], '?')}"
@@ -59,13 +61,19 @@ def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int,
     # by position (the key's columns come first): the key's names are among the columns copied too, which
     # PostgreSQL calls ambiguous in the ORDER BY of a UNION
     ordering = ", ".join((seek, *order)) if seek else ", ".join(str(i + 1) for i in range(len(order)))
+    if hashed:  # the key's own order (its index), the hashes read as text
+        ordering = ", ".join(f"{table}.{c}" for c in order)
     arms = store.COPY_ARMS.get(table, (table,))  # node_versions on SQLite: the superseded rows and the live ones
     selects = []
     for i, source in enumerate(arms):  # a version row never holds the live row's text to embed: NULL, as before
         picked = cols if i == 0 else [("NULL AS embed_text" if c == "embed_text" else c) for c in cols]
         if table == "vectors":  # PostgreSQL holds a context vector as int8 (pg_q8): its values rebuilt
             picked = [(f"{store._vector_sql()} AS vector" if c == "vector" else c) for c in picked]
-        selects.append(f"SELECT {', '.join(order)}, {', '.join(picked)} FROM {source}{where}")
+        keys = list(order)
+        if hashed:
+            keys = [store._hash_sql(c) if c == "hash" else c for c in order]
+            picked = [store._hash_sql(c) if c == "hash" else c for c in picked]
+        selects.append(f"SELECT {', '.join(keys)}, {', '.join(picked)} FROM {source}{where}")
     sql = store._q(f"{' UNION ALL '.join(selects)} ORDER BY {ordering} LIMIT {int(limit)}")
     params = params * len(arms)
     raw = store._vector_rows(sql, params) if table == "vectors" else store._read(sql, params)

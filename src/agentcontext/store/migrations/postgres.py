@@ -116,8 +116,10 @@ def compact_layout(db) -> None:
     db.execute("ALTER TABLE vectors ADD COLUMN IF NOT EXISTS searched BOOLEAN NOT NULL DEFAULT false")
     # Only the vectors of live nodes' texts are searched (the HNSW index holds them alone): a conversation turn's
     # context vector (its pair with the turn before) is read by hash, never searched, and was half the index.
+    # (v.hash::text: the identity on the text key of that time; on a schema adopted after step 10 keyed vectors by
+    # bytes it matches nothing, and the step changes no row, as every step run again on an adopted schema)
     db.execute("UPDATE vectors v SET searched = true WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.embed_hash = "
-               "v.hash)")
+               "v.hash::text)")
     # Versions: every write held the current version twice (the live row and the same row in node_versions, its
     # content included: about a third of a memory's bytes). From here node_versions keeps only superseded versions;
     # a write that replaces a live row first moves it there (PostgresStore._write_nodes, SQLStore.retract_nodes).
@@ -228,4 +230,25 @@ def int8_context_vectors(db) -> None:
     db.execute("ALTER TABLE vectors ADD CONSTRAINT vectors_held CHECK (CASE WHEN vector IS NULL THEN q8 IS NOT NULL "
                "AND q8_scale IS NOT NULL AND NOT searched AND NOT pending ELSE q8 IS NULL END)")
     db.execute(UNPACKED_INDEX)  # empty now: the context rows written from here on, until a pack
+    db.execute("ANALYZE vectors")
+
+
+@MIGRATIONS.step(10, "vectors keyed by the hash's bytes: vectors.hash bytea (a SHA-256 digest's 32 bytes, not 64 hex "
+                     "characters), through actx_hash / actx_hex (store/pg_hash.py)")
+def hash_bytes(db) -> None:
+    """One rewrite of ``vectors`` (ALTER ... TYPE ... USING: only the live row versions are copied) and every index
+    of it built again, the key and the HNSW ones included (``maintenance_work_mem`` raised for the builds, as a bulk
+    load does). The API keeps text hashes (pg_hash: lossless for any text). Run again on a schema it already changed
+    (an adopted one), it changes no row."""
+    from ..pg_hash import FUNCTIONS, has_bytes
+
+    for statement in FUNCTIONS:
+        db.execute(statement)
+    if has_bytes(db):
+        return
+    # the builds' memory raised (never lowered) until the upgrade commits, as pg_bulk.raise_build_settings does for
+    # a load (imported from there, pg_bulk and this module would import each other)
+    db.execute("SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
+               "'maintenance_work_mem')), pg_size_bytes('2GB')) / 1024 || 'kB', true)")
+    db.execute("ALTER TABLE vectors ALTER COLUMN hash TYPE bytea USING actx_hash(hash)")
     db.execute("ANALYZE vectors")
