@@ -69,7 +69,7 @@ class PgText(Part):
             by_term.setdefault(term, []).append(lex)
         kept_terms = informative(list(by_term), {t: max(held[x] for x in xs) for t, xs in by_term.items()}, rows,
                                  common)
-        lexes = list(dict.fromkeys(x for t in kept_terms for x in by_term[t]))
+        lexes = pg_text.lexeme_order(list(dict.fromkeys(x for t in kept_terms for x in by_term[t])))
         idfs = [pg_text.idf(rows, held[x]) for x in lexes]
         where = PgWhere()
         where.eq_any("n.namespace", as_list(namespace))
@@ -80,11 +80,11 @@ class PgText(Part):
         conditions = where.sql().replace(" WHERE ", " AND ", 1)
         capped = not small and ids is None  # a large table: found through the rarest lexemes, ranked up to a cap
         match = pg_text.rarest(lexes, held, pg_text.MATCH_ROWS) if capped else lexes
-        sql = pg_text.bm25_sql(lexes, conditions, max(4 * int(limit), 200), limit,
+        sql = pg_text.bm25_sql(lexes, conditions, limit,
                                pg_text.MATCH_ROWS if capped and sum(held[x] for x in match) > pg_text.MATCH_ROWS
                                else None)
-        pairs = [v for x, f in zip(lexes, idfs) for v in (f, pg_text.quote_lexeme(x))]
-        params = [" | ".join(pg_text.quote_lexeme(x) for x in match), *where.params, *pairs, avgdl or 1.0, lexes, idfs]
+        quoted = [pg_text.quote_lexeme(x) for x in lexes]
+        params = [avgdl or 1.0, idfs, quoted, " | ".join(pg_text.quote_lexeme(x) for x in match), *where.params]
         return [(r[0], float(r[1])) for r in self._read(sql, params)]
 
     def _scoped_stats(self, namespace) -> tuple[tuple[str, ...] | None, int, float, bool]:
