@@ -75,3 +75,23 @@ def test_each_rows_weighted_term_count_is_read_exactly(pg):
                      "WHERE n.namespace = 'ns') SELECT count(*) FROM u WHERE tf <> 8 * ts_rank_cd("
                      f"'{pg_text.CD_WEIGHTS}', tsv, quote_literal(lexeme)::tsquery, 0)", [])
     assert wrong[0][0] == 0
+
+
+def test_a_capped_search_ranks_the_rows_holding_more_of_the_query_first(pg, monkeypatch):
+    """On a large table a search finds its rows through the rarest word and ranks at most ``MATCH_ROWS`` of them:
+    the rows also holding another of the query's words come first (they outrank the rows holding the rare word
+    alone), not the first rows stored, so the cap does not drop these best hits."""
+    monkeypatch.setattr(pg_text, "SMALL", 10)  # statistics estimated, the cap applies
+    monkeypatch.setattr(pg_text, "MATCH_ROWS", 5)
+    pg.put_nodes([Node(id=f"cap-o{i:02d}", kind="doc", namespace="cap", content=f"otter item{i}") for i in range(20)]
+                 + [Node(id=f"cap-h{i:02d}", kind="doc", namespace="cap", content=f"harbour item{i}")
+                    for i in range(10)]
+                 + [Node(id=f"cap-w{i:02d}", kind="doc", namespace="cap", content=f"walrus item{i}")
+                    for i in range(8)]
+                 + [Node(id=f"cap-b{i}", kind="doc", namespace="cap", content=f"harbour walrus item{i}")
+                    for i in range(2)])  # written last: the cap once ranked the first 5 walrus rows stored
+    got = pg.text_search("harbour walrus", namespace="cap", limit=5)  # walrus (10 rows) the rarest, past the cap
+    want = best(exact(pg, ["harbour", "walrus"], "cap"), 2)
+    assert [i for i, _ in got[:2]] == [i for i, _ in want] == ["cap-b0", "cap-b1"]
+    assert [s for _, s in got[:2]] == pytest.approx([s for _, s in want], rel=1e-12)
+    assert len(got) == 5  # the cap still holds: 2 rows holding both, then 3 of the walrus rows

@@ -80,11 +80,15 @@ class PgText(Part):
         conditions = where.sql().replace(" WHERE ", " AND ", 1)
         capped = not small and ids is None  # a large table: found through the rarest lexemes, ranked up to a cap
         match = pg_text.rarest(lexes, held, pg_text.MATCH_ROWS) if capped else lexes
-        sql = pg_text.bm25_sql(lexes, conditions, limit,
-                               pg_text.MATCH_ROWS if capped and sum(held[x] for x in match) > pg_text.MATCH_ROWS
-                               else None)
-        quoted = [pg_text.quote_lexeme(x) for x in lexes]
-        params = [avgdl or 1.0, idfs, quoted, " | ".join(pg_text.quote_lexeme(x) for x in match), *where.params]
+        scan = pg_text.MATCH_ROWS if capped and sum(held[x] for x in match) > pg_text.MATCH_ROWS else None
+        others = [x for x in lexes if x not in match] if scan is not None else []
+        sql = pg_text.bm25_sql(lexes, conditions, limit, scan, first=bool(others))
+        rare = " | ".join(pg_text.quote_lexeme(x) for x in match)
+        finding = [rare, *where.params]
+        if others:  # the rows holding a rare lexeme and another of the query's first
+            more = " | ".join(pg_text.quote_lexeme(x) for x in others)
+            finding = [f"({rare}) & ({more})", *where.params, f"({rare}) & !({more})", *where.params]
+        params = [avgdl or 1.0, idfs, [pg_text.quote_lexeme(x) for x in lexes], *finding]
         return [(r[0], float(r[1])) for r in self._read(sql, params)]
 
     def _scoped_stats(self, namespace) -> tuple[tuple[str, ...] | None, int, float, bool]:

@@ -233,13 +233,16 @@ def lexeme_order(lexes: list[str]) -> list[str]:
     return sorted(lexes, key=lambda x: x.encode())
 
 
-def bm25_sql(lexes: list[str], where: str, limit: int, scan: int | None = None) -> str:
+def bm25_sql(lexes: list[str], where: str, limit: int, scan: int | None = None, first: bool = False) -> str:
     """(id, score, rid) of the best ``limit`` rows; parameters: avgdl, the idfs (float8[]) and the lexemes as
-    tsqueries (tsquery[]) of ``lexes`` (given in ``lexeme_order``), the OR query, ``where``'s (conditions on ``n``,
-    starting with `` AND ``). ``scan``: rank at most this many of the matching rows (the first found; None: every
-    one).
+    tsqueries (tsquery[]) of ``lexes`` (given in ``lexeme_order``), the query finding the rows, ``where``'s
+    (conditions on ``n``, starting with `` AND ``). ``scan``: rank at most this many of the matching rows (None:
+    every one); ``first`` (with ``scan``): two queries (each followed by ``where``'s parameters), the rows the first
+    finds taken before those the second finds (the rows holding a rare lexeme and another of the query's, then the
+    rest of the rare lexeme's: they score higher than the rows holding the rare lexeme alone, mostly), else the first
+    rows the one query finds.
 
-    Every matching row is scored by BM25 (no prefilter: the best ``limit`` of the rows found are exact). A lexeme's
+    Every row found is scored by BM25 (no prefilter: the best ``limit`` of the rows found are exact). A lexeme's
     ``tf`` in a row is read by ``ts_rank_cd`` with the weights 1/8, 2/8, 3/8, 4/8 (D, C, B, A) and a one-lexeme
     query: each of its positions is a cover of one word, whose weight the rank adds up, so eight times the rank is
     the weighted count of its positions, exactly (eighths are exact floats), in C and without unnesting the row.
@@ -248,11 +251,13 @@ def bm25_sql(lexes: list[str], where: str, limit: int, scan: int | None = None) 
     lexemes (ts_delete twice, a subquery per lexeme): ~30 ms of CPU for 2,000 rows at 1,000,000 memories with
     every page in the server's buffers (issue 23 s3)."""
     page = "" if scan is None else f" LIMIT {int(scan)}"
+    found = f"SELECT n.rid, n.id, n.tsv FROM nodes n WHERE n.tsv @@ %s::tsquery{where}"
+    if first and scan is not None:
+        found = f"({found}) UNION ALL ({found})"
     tfs = ", ".join(f"(8 * ts_rank_cd('{CD_WEIGHTS}', n.tsv, q.lexes[{i}], 0))::int AS tf{i}"
                     for i in range(1, len(lexes) + 1))
     terms = " + ".join(f"CASE WHEN f.tf{i} > 0 THEN f.idfs[{i}] * f.tf{i} * {K1 + 1} / (f.tf{i} + {K1} * ({1 - B} + "
                        f"{B} * f.dl / f.avgdl)) ELSE 0 END" for i in range(1, len(lexes) + 1))
     return ("WITH q AS (SELECT %s::float8 AS avgdl, %s::float8[] AS idfs, %s::tsquery[] AS lexes) "
             f"SELECT f.id, {terms} AS score, f.rid FROM (SELECT n.id, n.rid, length(n.tsv) AS dl, q.avgdl, q.idfs, "
-            f"{tfs} FROM (SELECT n.rid, n.id, n.tsv FROM nodes n WHERE n.tsv @@ %s::tsquery{where}{page}) n "
-            f"CROSS JOIN q) f ORDER BY score DESC, f.rid LIMIT {int(limit)}")
+            f"{tfs} FROM ({found}{page}) n CROSS JOIN q) f ORDER BY score DESC, f.rid LIMIT {int(limit)}")
