@@ -83,7 +83,8 @@ class PgText(Part):
         match = pg_text.rarest(lexes, held, pg_text.MATCH_ROWS) if capped else lexes
         scan = pg_text.MATCH_ROWS if capped and sum(held[x] for x in match) > pg_text.MATCH_ROWS else None
         others = [x for x in lexes if x not in match] if scan is not None else []
-        sql = pg_text.bm25_sql(lexes, conditions, max(4 * int(limit), 200), limit, scan, first=bool(others))
+        sql = pg_text.bm25_sql(lexes, conditions, max(4 * int(limit), pg_text.PREFILTER), limit, scan,
+                               first=bool(others))
         rare = " | ".join(pg_text.quote_lexeme(x) for x in match)
         finding = [rare, *where.params]
         if others:  # the rows holding a rare lexeme and another of the query's first

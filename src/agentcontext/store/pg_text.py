@@ -13,8 +13,8 @@ summary and tags, content: the column weights SQLite's bm25() is given), ``dl`` 
 taken from the planner's statistics for common ones (counting those would cost more than the search); on a large
 table a query's lexemes and their counts are remembered for ``STATS_SECONDS`` too, so the next search with the same
 words (a memory query asks two to four) costs one round trip. When many rows match, ``ts_rank`` weighted by idf
-(cheap, in C) keeps the best 4 x limit (at least 200) of them and BM25 orders those (each lexeme's ``tf`` read by
-``ts_rank_cd``, in C).
+(cheap, in C) keeps the best 4 x limit (at least ``PREFILTER``) of them and BM25 orders those (each lexeme's
+``tf`` read by ``ts_rank_cd``, in C).
 On a large table the rows are found through the rarest lexemes only, as many as hold at most ``MATCH_ROWS`` rows
 together (``rarest``; always the rarest one): the more common lexemes still score the rows found, but a row holding
 only those is not found; and when even the rarest holds more, only the first ``MATCH_ROWS`` rows found are ranked,
@@ -37,6 +37,7 @@ STATS_SECONDS = 30.0
 ALONE_SECONDS = 1.0  # whether a large namespace lies alone in the table (``ALONE``), remembered this long: the
 # searches of one query ask it once, and a namespace made since changes the statistics a second later at most
 LEXEME_CACHE = 512  # a large table's lexeme lookups remembered (per store, for STATS_SECONDS)
+PREFILTER = 200  # ts_rank keeps the best max(4 x limit, PREFILTER) of the rows found for BM25 to order
 MATCH_ROWS = 2000  # on a large table, the rows holding more common lexemes than this (together) are not searched
 K1, B = 1.2, 0.75
 WEIGHTS = "{0.25, 0.5, 0.75, 1.0}"  # ts_rank's D, C, B, A weights (content, summary and tags, title, key): 1:2:3:4
