@@ -335,10 +335,11 @@ def dense_recall(url: str, data: Path, query_vectors: np.ndarray, n: int) -> flo
     return hits / (10 * len(q))
 
 
-def before_and_after(url: str, questions: list[str], before: Path) -> dict[str, Any]:
+def before_and_after(url: str, questions: list[str], before: Path, data: Path, memories: int) -> dict[str, Any]:
     """The code before a change (``before``: a source tree's src/) against this tree's, on the same server and the
     same questions, in new processes ordered before, this, this, before (whoever runs later meets warmer pages:
-    the order cancels a steady warming); p50 and p95 of each code's two runs pooled, each run's first query."""
+    the order cancels a steady warming); p50 and p95 of each code's two runs pooled, each run's first query, and
+    each code's labelled hit@10 (its first run's top 10s)."""
     runs = [(name, client(url, "server", questions, src)) for name, src in
             (("before", before), ("this", None), ("this", None), ("before", before))]
     out: dict[str, Any] = {"before_src": str(before), "order": [name for name, _ in runs]}
@@ -350,7 +351,8 @@ def before_and_after(url: str, questions: list[str], before: Path) -> dict[str, 
                                         if n == name],
                      "stages (ms a query)": stage_medians([r for n, r in runs if n == name]),
                      "first_query_stages_ms": [{k: round(v * 1000, 1) for k, v in r["first_stages_s"].items()}
-                                               for n, r in runs if n == name]}
+                                               for n, r in runs if n == name],
+                     "labelled": labelled(data, memories, next(r["top"] for c, r in runs if c == name))}
     tops = [r["top"] for _, r in runs]
     out["same_top10"] = round(float(np.mean([tops[0][q] == tops[1][q] for q in tops[0]])), 4)
     out["ratio_p50 (this / before)"] = round(out["this"]["retrieve_p50_ms"] / out["before"]["retrieve_p50_ms"], 3)
@@ -467,7 +469,8 @@ def main() -> None:
         again = client(url, "server", questions[args.queries + 1: args.queries + 12])
         recall = dense_recall(url, data, qvectors[1: args.queries + 1], n)
         base = None if args.no_baseline else client(url, "mirror", asked)
-        compared = before_and_after(url, asked, args.before_src.resolve() / "src") if args.before_src else None
+        compared = (before_and_after(url, asked, args.before_src.resolve() / "src", data, n) if args.before_src
+                    else None)
         cold = None
         if args.cold and args.before_src and not server.reused:
             def restart() -> str:

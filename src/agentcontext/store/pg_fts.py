@@ -71,6 +71,7 @@ class PgText(Part):
                                  common)
         lexes = list(dict.fromkeys(x for t in kept_terms for x in by_term[t]))
         idfs = [pg_text.idf(rows, held[x]) for x in lexes]
+        ordered = pg_text.lexeme_order(lexes)  # the order BM25 adds a row's terms in
         where = PgWhere()
         where.eq_any("n.namespace", as_list(namespace))
         where.eq_any("n.kind", as_list(kind))
@@ -80,11 +81,18 @@ class PgText(Part):
         conditions = where.sql().replace(" WHERE ", " AND ", 1)
         capped = not small and ids is None  # a large table: found through the rarest lexemes, ranked up to a cap
         match = pg_text.rarest(lexes, held, pg_text.MATCH_ROWS) if capped else lexes
-        sql = pg_text.bm25_sql(lexes, conditions, max(4 * int(limit), 200), limit,
-                               pg_text.MATCH_ROWS if capped and sum(held[x] for x in match) > pg_text.MATCH_ROWS
-                               else None)
+        scan = pg_text.MATCH_ROWS if capped and sum(held[x] for x in match) > pg_text.MATCH_ROWS else None
+        others = [x for x in lexes if x not in match] if scan is not None else []
+        sql = pg_text.bm25_sql(lexes, conditions, max(4 * int(limit), pg_text.PREFILTER), limit, scan,
+                               first=bool(others))
+        rare = " | ".join(pg_text.quote_lexeme(x) for x in match)
+        finding = [rare, *where.params]
+        if others:  # the rows holding a rare lexeme and another of the query's first
+            more = " | ".join(pg_text.quote_lexeme(x) for x in others)
+            finding = [f"({rare}) & ({more})", *where.params, f"({rare}) & !({more})", *where.params]
         pairs = [v for x, f in zip(lexes, idfs) for v in (f, pg_text.quote_lexeme(x))]
-        params = [" | ".join(pg_text.quote_lexeme(x) for x in match), *where.params, *pairs, avgdl or 1.0, lexes, idfs]
+        params = [*finding, *pairs, avgdl or 1.0, [idfs[lexes.index(x)] for x in ordered],
+                  [pg_text.quote_lexeme(x) for x in ordered]]
         return [(r[0], float(r[1])) for r in self._read(sql, params)]
 
     def _scoped_stats(self, namespace) -> tuple[tuple[str, ...] | None, int, float, bool]:

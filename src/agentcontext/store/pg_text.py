@@ -12,12 +12,14 @@ summary and tags, content: the column weights SQLite's bm25() is given), ``dl`` 
 (on a sample of it when it is large, then remembered for ``STATS_SECONDS``); ``n`` is counted for rare lexemes and
 taken from the planner's statistics for common ones (counting those would cost more than the search); on a large
 table a query's lexemes and their counts are remembered for ``STATS_SECONDS`` too, so the next search with the same
-words (a memory query asks two to four) costs one round trip. When many
-rows match, ``ts_rank`` weighted by idf (cheap, in C) keeps the best ``PREFILTER`` of them and BM25 orders those.
+words (a memory query asks two to four) costs one round trip. When many rows match, ``ts_rank`` weighted by idf
+(cheap, in C) keeps the best 4 x limit (at least ``PREFILTER``) of them and BM25 orders those (each lexeme's
+``tf`` read by ``ts_rank_cd``, in C).
 On a large table the rows are found through the rarest lexemes only, as many as hold at most ``MATCH_ROWS`` rows
 together (``rarest``; always the rarest one): the more common lexemes still score the rows found, but a row holding
-only those is not found; and when even the rarest holds more, only the first ``MATCH_ROWS`` rows found are ranked
-(such a lexeme's idf is low, and its rows differ in score only by its count and their length). At 1,000,000
+only those is not found; and when even the rarest holds more, only the first ``MATCH_ROWS`` rows found are ranked,
+those also holding another of the query's lexemes first (such a lexeme's idf is low, and its rows differ in score
+only by its count and their length). At 1,000,000
 memories a query's words can hold 40,000 rows, each read and ranked (100-400 ms), and such a row's score rarely
 reaches the best hits; on a small table (``SMALL``) and for ``ids`` nothing is capped.
 """
@@ -35,10 +37,11 @@ STATS_SECONDS = 30.0
 ALONE_SECONDS = 1.0  # whether a large namespace lies alone in the table (``ALONE``), remembered this long: the
 # searches of one query ask it once, and a namespace made since changes the statistics a second later at most
 LEXEME_CACHE = 512  # a large table's lexeme lookups remembered (per store, for STATS_SECONDS)
+PREFILTER = 200  # ts_rank keeps the best max(4 x limit, PREFILTER) of the rows found for BM25 to order
 MATCH_ROWS = 2000  # on a large table, the rows holding more common lexemes than this (together) are not searched
 K1, B = 1.2, 0.75
 WEIGHTS = "{0.25, 0.5, 0.75, 1.0}"  # ts_rank's D, C, B, A weights (content, summary and tags, title, key): 1:2:3:4
-TF = "CASE w WHEN 'A' THEN 4 WHEN 'B' THEN 3 WHEN 'C' THEN 2 ELSE 1 END"
+CD_WEIGHTS = "{0.125, 0.25, 0.375, 0.5}"  # ts_rank_cd's D, C, B, A weights: a lexeme's positions, 1:2:3:4, in eighths
 Read = Callable[[str, Sequence[Any]], list[tuple]]
 
 # the planner's statistics are read (and their text array cast) once per statement, not once per lexeme
@@ -228,25 +231,41 @@ def idf(rows: int, holding: int) -> float:
     return max(math.log(spare / (holding + 0.5)), 1e-6) if spare > 0 else 1e-6
 
 
-def bm25_sql(lexes: list[str], where: str, prefilter: int, limit: int, scan: int | None = None) -> str:
-    """(id, score, rid) of the best ``limit`` rows; parameters: the OR query, ``where``'s (conditions on ``n``,
-    starting with `` AND ``), (idf, lexeme as a tsquery) per lexeme, avgdl, the lexemes, their idfs. ``scan``: rank
-    at most this many of the matching rows (the first found; None: every one).
+def lexeme_order(lexes: list[str]) -> list[str]:
+    """``lexes`` in a tsvector's order (by their bytes, a shorter prefix first): the order the ranking sums the terms
+    in, so a row's score is the same float whichever statement computes it."""
+    return sorted(lexes, key=lambda x: x.encode())
 
-    Each prefiltered row's tsvector is first cut down to the query's lexemes (``ts_delete`` of every other lexeme,
-    in C) and only those few entries are unnested: unnesting a whole row (~35 lexemes, a weights and a positions
-    array each) cost ~0.05 ms a row, ~60 ms of a 1,200-row ranking at 200,000 memories (issue 23). The terms are
-    summed in the tsvector's (sorted) lexeme order, as the join over the whole row summed them. The prefiltered rows
-    are materialized once (their tsvectors detoasted once, not at each use)."""
+
+def bm25_sql(lexes: list[str], where: str, prefilter: int, limit: int, scan: int | None = None,
+             first: bool = False) -> str:
+    """(id, score, rid) of the best ``limit`` rows; parameters: the query finding the rows, ``where``'s (conditions
+    on ``n``, starting with `` AND ``), (idf, lexeme as a tsquery) per lexeme of ``lexes`` (the query's order),
+    avgdl, the idfs (float8[]) and the lexemes as tsqueries (tsquery[]) in ``lexeme_order``. ``scan``: rank at most
+    this many of the matching rows (None: every one); ``first`` (with ``scan``): two queries (each followed by
+    ``where``'s parameters), the rows the first finds taken before those the second finds (the rows holding a rare
+    lexeme and another of the query's, then the rest of the rare lexeme's: they score higher than the rows holding
+    the rare lexeme alone, mostly), else the first rows the one query finds.
+
+    When many rows match, ``ts_rank`` weighted by idf keeps the best ``prefilter`` of them (in C) and BM25 orders
+    those. A lexeme's ``tf`` in a row is read by ``ts_rank_cd`` with the weights 1/8, 2/8, 3/8, 4/8 (D, C, B, A)
+    and a one-lexeme query: each of its positions is a cover of one word, whose weight the rank adds up, so eight
+    times the rank is the weighted count of its positions, exactly (eighths are exact floats), in C. The terms are
+    added in the tsvector's lexeme order, as the sum over the row's own lexemes added them before, so the scores
+    are the same floats. Before, each prefiltered row's query lexemes were unnested (``ts_delete`` twice and a
+    subquery per lexeme): ~13 ms of CPU for 600 rows at 1,000,000 memories (issue 23 s3). The prefiltered rows are
+    materialized once (their tsvectors detoasted once, not at each use)."""
     cheap = " + ".join(f"%s * ts_rank('{WEIGHTS}', n.tsv, %s::tsquery, 0)" for _ in lexes)
-    found = f"nodes n WHERE n.tsv @@ %s::tsquery{where}"
-    if scan is not None:
-        found = f"(SELECT n.rid, n.id, n.tsv FROM {found} LIMIT {int(scan)}) n"
-    only = "ts_delete(pre.tsv, tsvector_to_array(ts_delete(pre.tsv, q.lexes)))"  # the query's lexemes alone
-    return (f"WITH pre AS MATERIALIZED (SELECT n.rid, n.id, n.tsv FROM {found} "
+    found = f"SELECT n.rid, n.id, n.tsv FROM nodes n WHERE n.tsv @@ %s::tsquery{where}"
+    if first and scan is not None:
+        found = f"({found}) UNION ALL ({found})"
+    page = "" if scan is None else f" LIMIT {int(scan)}"
+    tfs = ", ".join(f"(8 * ts_rank_cd('{CD_WEIGHTS}', pre.tsv, q.lexes[{i}], 0))::int AS tf{i}"
+                    for i in range(1, len(lexes) + 1))
+    terms = " + ".join(f"CASE WHEN f.tf{i} > 0 THEN f.idfs[{i}] * f.tf{i} * {K1 + 1} / (f.tf{i} + {K1} * ({1 - B} + "
+                       f"{B} * f.dl / f.avgdl)) ELSE 0 END" for i in range(1, len(lexes) + 1))
+    return (f"WITH pre AS MATERIALIZED (SELECT n.rid, n.id, n.tsv FROM ({found}{page}) n "
             f"ORDER BY {cheap} DESC, n.rid LIMIT {int(prefilter)}), "
-            "q AS (SELECT %s::float8 AS avgdl, %s::text[] AS lexes, %s::float8[] AS idfs) "
-            f"SELECT pre.id, (SELECT sum(q.idfs[array_position(q.lexes, u.lexeme)] * t.tf * {K1 + 1} / (t.tf + {K1} "
-            f"* ({1 - B} + {B} * length(pre.tsv) / q.avgdl))) FROM unnest({only}) u CROSS JOIN LATERAL (SELECT "
-            f"sum({TF}) AS tf FROM unnest(u.weights) w) t) AS score, pre.rid FROM pre CROSS JOIN q "
-            f"ORDER BY score DESC, pre.rid LIMIT {int(limit)}")
+            "q AS (SELECT %s::float8 AS avgdl, %s::float8[] AS idfs, %s::tsquery[] AS lexes) "
+            f"SELECT f.id, {terms} AS score, f.rid FROM (SELECT pre.id, pre.rid, length(pre.tsv) AS dl, q.avgdl, "
+            f"q.idfs, {tfs} FROM pre CROSS JOIN q) f ORDER BY score DESC, f.rid LIMIT {int(limit)}")
