@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import ValidationError
 from ..model import Node
 from . import pg_q8
-from .pg_sql import PgWhere, linked_sql
+from .pg_sql import PgWhere, linked_sql, scored_sql
 from .pg_vectors import nearest_sql
 from .rows import NODE_COLS, Where, as_list, check_prop, row_to_node
 from .sql_part import Part
@@ -35,6 +35,27 @@ def _with_fields(row: Sequence[Any], keys: list[str], values: Sequence[Any]) -> 
     if row[7] is None:
         node.props = {k: v for k, v in zip(keys, values) if v is not None}
     return node
+
+
+def _query(vector: np.ndarray, what: str) -> np.ndarray:
+    query = np.asarray(vector, dtype=np.float32)
+    if query.ndim != 1 or not query.size:
+        raise ValidationError(f"{what} needs one query vector, got shape {query.shape}")
+    return query
+
+
+def _linked(rows: Sequence[Sequence[Any]], keys: list[str] | None) -> tuple[dict[str, Node], list[Node]]:
+    """``nodes_linked``'s two parts from ``linked_sql``'s rows (``keys``: the props read as columns, or None)."""
+    width = 2 + len(NODE_COLS.split(", "))
+    make = row_to_node if keys is None else lambda r: _with_fields(r[:width - 2], keys, r[width - 2:])
+    named = {r[2]: make(r[2:]) for r in rows if r[0] == 0}
+    followers: dict[str, Node] = {}
+    for r in sorted((r for r in rows if r[0] == 1), key=lambda r: r[1]):
+        if r[2] in followers:
+            continue  # a follower of two levels: parsed once
+        known = named.get(r[2])  # a follower also asked for: only its id came again (pg_sql.linked_sql)
+        followers[r[2]] = make(r[2:]) if known is None else _without_content(known)
+    return named, list(followers.values())
 
 
 class PgSearch(Part):
@@ -86,17 +107,44 @@ class PgSearch(Part):
             return {}, []
         keys = None if fields is None else list(dict.fromkeys([name, *(check_prop(f) for f in fields)]))
         rows = self._read(linked_sql(name, keys), {"ids": wanted, "ns": namespace, "kind": kind})
-        width = 2 + len(NODE_COLS.split(", "))
-        make = row_to_node if keys is None else lambda r: _with_fields(r[:width - 2], keys, r[width - 2:])
-        named = {r[2]: make(r[2:]) for r in rows if r[0] == 0}
-        followers: dict[str, Node] = {}
-        for r in sorted((r for r in rows if r[0] == 1), key=lambda r: r[1]):
-            if r[2] in followers:
-                continue  # a follower of two levels: parsed once
-            known = named.get(r[2])  # a follower also asked for: only its id came again (pg_sql.linked_sql)
-            followers[r[2]] = make(r[2:]) if known is None else _without_content(known)
-        return named, list(followers.values())
+        return _linked(rows, keys)
 
+    def nodes_linked_scored(self, vector: np.ndarray, model: str, ids: Sequence[str], prop: str, namespace: str,
+                            kind: str, fields: Sequence[str], scored: Sequence[str] = ()
+                            ) -> tuple[dict[str, Node], list[Node], dict[str, float]]:
+        query = _query(vector, "nodes_linked_scored")
+        name = check_prop(prop)
+        wanted = list(dict.fromkeys(i for i in ids if i))
+        if not wanted:
+            return {}, [], {}
+        named_props = [check_prop(f) for f in scored]
+        keys = list(dict.fromkeys([name, *(check_prop(f) for f in fields), *named_props]))
+        sql = scored_sql(name, keys, named_props, self.store._q8)
+        rows = self.store._vector_rows(sql, {"ids": wanted, "ns": namespace, "kind": kind, "q": query,
+                                             "model": model, "dim": int(query.size)})  # binary: q8 as its bytes
+        width = 2 + len(NODE_COLS.split(", ")) + len(keys)
+        named, followers = _linked([r[:width] for r in rows], keys)
+        out: dict[str, float] = {}
+        packed: dict[str, tuple[str, bytes, float]] = {}
+        hashed = [2 + 16, *(width - len(keys) + keys.index(f) for f in named_props)]  # embed_hash, the props'
+        for r in rows:
+            if r[2 + 7] is not None:  # a row whose props came whole: a scored prop that is no string names nothing
+                props = json.loads(r[2 + 7])
+                names = [r[hashed[0]], *(v if isinstance(v := props.get(f), str) else None for f in named_props)]
+            else:
+                names = [r[at] for at in hashed]
+            for j, h in enumerate(names):
+                if h is None or h in out or h in packed:
+                    continue
+                score, raw, scale = r[width + 3 * j: width + 3 * j + 3]
+                if score is not None:
+                    out[h] = float(score)
+                elif raw is not None:
+                    packed[h] = (h, raw, scale)
+                else:
+                    out[h] = np.nan
+        out.update(pg_q8.scores(query, list(packed.values())))
+        return named, followers, out
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
         if n <= 0:
             return True
@@ -105,9 +153,7 @@ class PgSearch(Part):
         return self._read(sql, [namespace, kind])[0][0] >= n
 
     def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
-        query = np.asarray(vector, dtype=np.float32)
-        if query.ndim != 1 or not query.size:
-            raise ValidationError(f"similarities needs one query vector, got shape {query.shape}")
+        query = _query(vector, "similarities")
         wanted = list(dict.fromkeys(hashes))
         if not wanted:
             return {}

@@ -98,3 +98,19 @@ def linked_sql(prop: str, fields: Sequence[str] | None = None) -> str:
             f"SELECT 0 AS part, * FROM named UNION ALL SELECT 1, f.rid, f.id{blank} "
             "FROM f WHERE f.id IN (SELECT id FROM named) UNION ALL SELECT 1, * FROM f WHERE f.id NOT IN (SELECT id "
             "FROM named)")
+
+
+def scored_sql(prop: str, fields: Sequence[str], scored: Sequence[str], q8: bool) -> str:
+    """``linked_sql`` (with ``fields``; ``scored`` among them), each row followed by, for its own vector (its
+    ``embed_hash``) and for the vector each ``scored`` prop names, of the model ``%(model)s`` and dimension
+    ``%(dim)s``: the inner product with ``%(q)s`` computed here (a ``halfvec`` row), or the row's int8 values and
+    scale (``q8``, ``q8_scale``: a context vector held as int8, scored by the client, store/pg_q8.py; NULL on a
+    schema before migration 9) - what ``similarities`` reads of those hashes, joined to the rows it reads them from
+    (no list of hashes sent back, one round trip). A row whose hash has no vector has NULLs there."""
+    hashes = ["embed_hash", *(f"f_{list(fields).index(s)}" for s in scored)]
+    held = "v.q8, v.q8_scale" if q8 else "NULL::bytea AS q8, NULL::real AS q8_scale"
+    cols = ", ".join(f"s{j}.*" for j in range(len(hashes)))
+    joins = "".join(
+        f" LEFT JOIN LATERAL (SELECT -(v.vector::vector <#> %(q)s) AS score, {held} FROM vectors v WHERE v.hash = "
+        f"o.{h} AND v.model = %(model)s AND v.dim = %(dim)s) s{j} ON true" for j, h in enumerate(hashes))
+    return f"SELECT o.*, {cols} FROM ({linked_sql(prop, fields)}) o{joins}"
