@@ -1,12 +1,9 @@
-"""VECTOR_SEARCH: nodes_linked() and nodes_linked_scored(), the neighbourhood a ranking in the store reads around
-its candidates (with their vectors' inner products with a query)."""
+"""VECTOR_SEARCH: nodes_linked(), the neighbourhood a ranking in the store reads around its candidates."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from agentcontext.errors import ValidationError
-from agentcontext.model import content_hash
 from agentcontext.store import Capability
 
 from . import needs
@@ -64,35 +61,3 @@ def test_nodes_linked_brings_only_the_props_asked_for(store):
         "prev": "n1", "pair_hash": "h2", "user_id": None, "metadata": {"b": [1, 2]}}
     with pytest.raises(ValidationError):
         store.nodes_linked(["n1"], "prev", "ns:a", "memory", fields=["x') OR 1=1 --"])
-
-
-@needs(Capability.VECTOR_SEARCH)
-def test_nodes_linked_scored_brings_the_inner_products_similarities_gives(store):
-    """``nodes_linked_scored``: ``nodes_linked``'s two parts (with ``fields``) and, in the same read, the inner
-    products of the query with each node's own vector and the vectors its ``scored`` props name, by hash, equal to
-    ``similarities``' (NaN for a hash no vector of that model and dimension has)."""
-    rng = np.random.default_rng(5)
-    store.put_nodes([node(1, kind="memory", embed_text="t1", props={"pair_hash": "p1"}),
-                     node(2, kind="memory", embed_text="t2", props={"prev": "n1", "pair_hash": "p2"}),
-                     node(3, kind="memory", embed_text="t3", props={"prev": "n2", "pair_hash": "gone"}),
-                     node(4, kind="memory", props={"prev": "n3", "pair_hash": "p4"})])
-    values = rng.standard_normal((6, 8)).astype(np.float32)
-    store.put_vectors({content_hash("t1"): values[0], content_hash("t2"): values[1], content_hash("t3"): values[2],
-                       "p1": values[3], "p2": values[4], "p4": values[5]}, "m")
-    store.put_vectors({content_hash("t3"): np.ones(4, dtype=np.float32)}, "m4")  # another model: not scored
-    query = rng.standard_normal(8).astype(np.float32)
-    fields = ["pair_hash", "created_at"]
-    named, followers, scores = store.nodes_linked_scored(query, "m", ["n2"], "prev", "ns:a", "memory", fields,
-                                                         ["pair_hash"])
-    assert (named, followers) == store.nodes_linked(["n2"], "prev", "ns:a", "memory", fields=fields)
-    hashes = [content_hash(f"t{i}") for i in (1, 2, 3)] + ["p1", "p2", "p4", "gone"]
-    assert sorted(scores) == sorted(hashes)
-    expected = store.similarities(query, "m", hashes)
-    assert {h: s for h, s in scores.items() if s == s} == expected and np.isnan(scores["gone"])
-    assert store.nodes_linked_scored(query, "m", [], "prev", "ns:a", "memory", fields) == ({}, [], {})
-    _, _, other = store.nodes_linked_scored(query, "m4", ["n2"], "prev", "ns:a", "memory", fields, ["pair_hash"])
-    assert other.keys() == scores.keys() and all(s != s for s in other.values())  # another dimension: none
-    with pytest.raises(ValidationError):
-        store.nodes_linked_scored(np.ones((2, 8), dtype=np.float32), "m", ["n2"], "prev", "ns:a", "memory", fields)
-    with pytest.raises(ValidationError):
-        store.nodes_linked_scored(query, "m", ["n2"], "prev", "ns:a", "memory", fields, ["x') OR 1=1 --"])

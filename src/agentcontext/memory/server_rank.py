@@ -34,7 +34,6 @@ class Links(Protocol):
 
     nodes: dict[str, Node]
     next: dict[str, str]
-    scores: dict[str, float]  # inner products with the query read with the nodes, by vector hash (NaN: none)
 
     def whole(self, nodes: list[Node]) -> list[Node]: ...
 
@@ -114,9 +113,6 @@ class Table:
         pairs = [p.get("pair_hash") for p in props]
         follows = [(nodes[a].props or {}).get("pair_hash") if a in nodes else None for a in after]
         todo = [h for h in dict.fromkeys([*owns, *pairs, *follows]) if h and h not in known]
-        read = links.scores  # the ones read with the nodes (the same values ``similarities`` gives)
-        known.update({h: read[h] for h in todo if h in read})
-        todo = [h for h in todo if h not in read]
         if todo:
             found = ws.store.similarities(qv, ws.model_name, todo)
             known.update({h: found.get(h, np.nan) for h in todo})

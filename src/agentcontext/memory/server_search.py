@@ -64,7 +64,6 @@ Keep = Callable[[dict[str, Any]], bool]
 # the props of a candidate the ranking reads (``_Query.passes``, ``prev_of``, ``server_rank``): the linked
 # nodes bring only these (no JSON decoded in the client: at 200,000 memories ~2,000 rows a query, 98 ms of 169)
 FIELDS = ("prev", "pair_hash", "created_at", "conversation_id", "user_id")
-SCORED = ("pair_hash",)  # the props naming a vector the ranking scores (besides a node's own: ``_Links``)
 
 
 def server_filters(conversation_id: str | None, user_id: str | None,
@@ -124,7 +123,7 @@ class _Query:
         self.conversation_id, self.user_id, self.keep = conversation_id, user_id, keep
         self.tags, self.contains = server_filters(conversation_id, user_id, metadata)
         # what earlier rounds read (nodes, followers) stays; the props the ranking reads, the metadata for ``keep``
-        self.links = _Links(ws, namespace, (*FIELDS, "metadata") if keep is not None else FIELDS, qv)
+        self.links = _Links(ws, namespace, (*FIELDS, "metadata") if keep is not None else FIELDS)
         self.sims: dict[str, float] = {}  # inner products by vector hash
         self.texts: dict[str, float] = {}  # text scores of candidates beyond the text pool
         self.restated = False  # whether the speakers the query names have left its dense vector (rank)
@@ -156,7 +155,6 @@ class _Query:
                                                 if hit])
             if meaning != self.text:
                 self.qv = self.ws.embed_query(meaning)
-                links.scoring(self.qv)  # the scores read with the text hits were the first vector's
                 if (keywords := meaning_keywords(self.text, meaning)) != self.keywords:  # keywords too
                     self.keywords = keywords
                     text_hits = store.text_search(keywords, namespace=namespace, kind=KIND, limit=text_pool,
@@ -231,8 +229,6 @@ class _Query:
         pair = [(nodes[i].props or {}).get("pair_hash") or "" for i in ids]
         follow = [((x.props or {}).get("pair_hash") or "") if x is not None else "" for x in after]
         todo = list(dict.fromkeys(h for h in [*own, *pair, *follow] if h and h not in self.sims))
-        self.sims.update({h: self.links.scores[h] for h in todo if h in self.links.scores})  # read with the nodes
-        todo = [h for h in todo if h not in self.sims]
         if todo:
             found = self.store.similarities(self.qv, self.model, todo)
             self.sims.update({h: found.get(h, np.nan) for h in todo})
@@ -276,16 +272,10 @@ def _named(query: str, nodes: Any, weights: FusionWeights) -> set[str]:
 class _Links:
     """Candidate nodes with their previous and next turns (``props.prev`` and the first turn naming it), read from
     the store with the candidates: ``nodes_linked`` brings a batch of nodes, the turns they name and two levels of
-    followers in one round trip, so ``around`` and ``complete`` find what they need already read. With a query
-    vector (``qv``), ``nodes_linked_scored`` brings in that same round trip the inner products of each node's own
-    vector and pair vector (``pair_hash``) with it (``scores``, by hash): the ranking's ``similarities`` for those
-    (memory/server_rank.py ``Table``), so no list of hashes goes back to the server for them."""
+    followers in one round trip, so ``around`` and ``complete`` find what they need already read."""
 
-    def __init__(self, ws: Workspace, namespace: str, fields: tuple[str, ...] = FIELDS,
-                 qv: np.ndarray | None = None) -> None:
-        self.store, self.namespace, self.fields, self.model = ws.store, namespace, fields, ws.model_name
-        self.qv = qv
-        self.scores: dict[str, float] = {}  # inner products with ``qv`` by vector hash (NaN: no such vector)
+    def __init__(self, ws: Workspace, namespace: str, fields: tuple[str, ...] = FIELDS) -> None:
+        self.store, self.namespace, self.fields = ws.store, namespace, fields
         self.nodes: dict[str, Node] = {}
         self.next: dict[str, str] = {}
         self._full: set[str] = set()  # read with their content
@@ -296,13 +286,8 @@ class _Links:
     def load(self, ids: list[str]) -> dict[str, Node]:
         """These nodes (the memories of the namespace among them), read once, with their neighbourhood."""
         todo = [i for i in dict.fromkeys(ids) if i and i not in self._full and i not in self._gone]
-        if todo and self.qv is not None:
-            named, followers, scores = self.store.nodes_linked_scored(self.qv, self.model, todo, "prev",
-                                                                      self.namespace, KIND, self.fields, SCORED)
-            self.scores.update(scores)
-        elif todo:
-            named, followers = self.store.nodes_linked(todo, "prev", self.namespace, KIND, fields=self.fields)
         if todo:
+            named, followers = self.store.nodes_linked(todo, "prev", self.namespace, KIND, fields=self.fields)
             self.nodes.update(named)
             self._full.update(named)
             self._gone.update(set(todo) - set(named))
@@ -312,11 +297,6 @@ class _Links:
                 self.nodes.setdefault(node.id, node)
             self._asked.update(named, first)
         return {i: self.nodes[i] for i in dict.fromkeys(ids) if i in self.nodes}
-
-    def scoring(self, qv: np.ndarray) -> None:
-        """Score the nodes read from now on against ``qv`` (the scores read before were another vector's)."""
-        self.qv = qv
-        self.scores.clear()
 
     def whole(self, nodes: list[Node]) -> list[Node]:
         """These nodes with their content: a turn read only as a follower (``nodes_linked`` sends those without it)

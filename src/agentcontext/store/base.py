@@ -380,15 +380,6 @@ class VectorSearch(Protocol):
         client decodes no JSON it does not need, and each node carries only its id, kind, namespace, key, title,
         summary, content (as above) and embed_hash: its other fields are left empty (a ranking's read)."""
 
-    def nodes_linked_scored(self, vector: np.ndarray, model: str, ids: Sequence[str], prop: str, namespace: str,
-                            kind: str, fields: Sequence[str], scored: Sequence[str] = ()
-                            ) -> tuple[dict[str, Node], list[Node], dict[str, float]]:
-        """``nodes_linked(ids, prop, namespace, kind, fields)`` and, in the same round trip, the inner products of
-        ``vector`` with the stored vectors (of ``model``) of every node it brings: its own (``embed_hash``) and those
-        its props ``scored`` name (read as ``fields`` too), by hash, each what ``similarities`` gives for it, NaN
-        for a hash with no vector of that model and dimension: (named, followers, scores). A ranking reads its
-        candidates and their scores at once, sending no list of hashes back."""
-
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
         """Whether ``namespace`` holds at least ``n`` nodes of ``kind``, answered cheaply (through an index, reading
         at most ``n`` of its entries and no row): nodes retracted but not yet purged count too."""

@@ -27,7 +27,6 @@ from typing import Any, Sequence
 import numpy as np
 
 COLUMNS = "q8, q8_scale"
-BLOCK = 32  # rows scored are padded to a multiple of this (``scores``)
 NEITHER = "NOT {a}searched AND NOT {a}pending"
 # the context rows that still hold a halfvec (written since the last pack): listed by a partial btree (migration 9)
 UNPACKED = "vector IS NOT NULL AND NOT searched AND NOT pending"
@@ -68,18 +67,13 @@ def unpack(raws: Sequence[bytes]) -> np.ndarray:
 
 def scores(query: np.ndarray, rows: Sequence[tuple[str, bytes, float]]) -> dict[str, float]:
     """Inner products of ``query`` with q8 rows (hash, bytes, scale): the int8 values times the scale, summed in
-    float32 (the server rebuilds the same values, rounded to float16). A row's score does not depend on the rows
-    read with it: BLAS sums the last rows of a matrix (beyond its blocks of 4 or 8) in another order, a float32 step
-    apart at times, so the matrix is padded with zero rows to a multiple of ``BLOCK`` (the same hash scored in
-    ``similarities`` and in ``nodes_linked_scored``, in batches of other sizes, gets the same value to the bit)."""
+    float32 (the server rebuilds the same values, rounded to float16)."""
     if not rows:
         return {}
     q = np.asarray(query, dtype=np.float32)
-    values = unpack([raw for _, raw, _ in rows])
-    if pad := -len(rows) % BLOCK:
-        values = np.concatenate((values, np.zeros((pad, values.shape[1]), dtype=np.int8)))
+    values = unpack([raw for _, raw, _ in rows]).astype(np.float32)
     scale = np.array([s for _, _, s in rows], dtype=np.float32)
-    dots = (values.astype(np.float32) @ q)[: len(rows)] * scale
+    dots = (values @ q) * scale
     return {h: float(d) for (h, _, _), d in zip(rows, dots)}
 
 

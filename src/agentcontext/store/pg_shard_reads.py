@@ -7,10 +7,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import ShardUnavailableError, ValidationError
+from ..errors import ShardUnavailableError
 from ..model import Edge, Node
 from .base import Adjacency, EdgeColumns, Frontier, NodeBrief, TimedEdges
-from .rows import check_prop
 
 ORDER_KEYS = {"key": lambda n: (n.key, n.id), "id": lambda n: n.id,
               "recorded": lambda n: (n.recorded_at or "", n.id), "recorded_desc": lambda n: (n.recorded_at or "", n.id)}
@@ -224,23 +223,6 @@ class ShardReads:
         if not parts:
             return {}, []
         return parts[0]
-
-    def nodes_linked_scored(self, vector: np.ndarray, model: str, ids: Sequence[str], prop: str, namespace: str,
-                            kind: str, fields: Sequence[str], scored: Sequence[str] = ()
-                            ) -> tuple[dict[str, Node], list[Node], dict[str, float]]:
-        """The namespace's shard's ``nodes_linked``, then ``similarities`` of the hashes its nodes name (a vector
-        may be held by another shard than its node's): two reads, the same values."""
-        query = np.asarray(vector, dtype=np.float32)
-        if query.ndim != 1 or not query.size:
-            raise ValidationError(f"nodes_linked_scored needs one query vector, got shape {query.shape}")
-        named_props = [check_prop(f) for f in scored]
-        named, followers = self.nodes_linked(ids, prop, namespace, kind, [*fields, *named_props])
-        nodes = [*named.values(), *followers]
-        hashes = list(dict.fromkeys(h for n in nodes for h in (n.embed_hash, *((n.props or {}).get(f)
-                                                                              for f in named_props))
-                                    if isinstance(h, str)))
-        found = self.similarities(query, model, hashes) if hashes else {}
-        return named, followers, {h: found.get(h, np.nan) for h in hashes}
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
         return n <= 0 or any(self.routed(namespace, lambda s, ns: s.holds_at_least(n, ns, kind)))

@@ -65,52 +65,28 @@ def linked_sql(prop: str, fields: Sequence[str] | None = None) -> str:
     0 already; at 1,000,000 memories a third of the followers' rows, parsed for nothing before). Parameters by
     name: ids, ns, kind. ``prop`` is checked (``rows.check_prop``) by the caller; it is a literal, and each set of
     ids an array in the default collation (ids are "C"), so the planner walks the ``nodes_<prop>`` expression
-    index. ``fields`` (checked too, ``prop`` among them): only these props are read, each a text column after the
-    node columns, parsed in the server (once a row); the props column is then NULL unless one of them is neither a
-    string nor null (then that row's props come whole, as without ``fields``), and of the other columns only
-    ``RANKED_COLS`` are read."""
+    index. ``fields`` (a ranking's read): of the columns only ``RANKED_COLS`` and the props (as text: the client
+    keeps the fields it reads, ``pg_search``) are read, the others NULL. The props are not parsed here: reading five
+    fields in the server (one ``jsonb`` parse a row) took ~16 ms of server time a call of ~450 rows at 200,000
+    memories, three times the rest of the statement; the client's ``json.loads`` of the same rows ~1.5 ms."""
     link = f"((n.props::jsonb) ->> '{prop}')"
     cols = NODE_COLS.split(", ")
-    source = "nodes n"
-    if fields is None:
-        shaped = [f"n.{c}" for c in cols]
-    else:  # one jsonb parse a row (the lateral), then each field read from it
-        source = "nodes n CROSS JOIN LATERAL (SELECT n.props::jsonb AS j OFFSET 0) p"
-        odd = " OR ".join(f"coalesce(jsonb_typeof(p.j -> '{f}') NOT IN ('string', 'null'), false)" for f in fields)
-        shaped = [(f"CASE WHEN {odd or 'false'} THEN n.props END AS props" if c == "props" else
-                   f"n.{c}" if c in RANKED_COLS else f"NULL AS {c}")
-                  for c in cols] + [f"p.j ->> '{f}' AS f_{i}" for i, f in enumerate(fields)]
+    shaped = [f"n.{c}" if fields is None or c in RANKED_COLS or c == "props" else f"NULL AS {c}" for c in cols]
     light = ", ".join("'' AS content" if c == "n.content" else c for c in shaped)
     full = ", ".join(shaped)
     live = "n.namespace = %(ns)s AND n.kind = %(kind)s AND n.retracted_at IS NULL"
     blank = ", NULL" * (len(shaped) - 1)  # a named follower's columns after its id
-    named_by = f"(a.props::jsonb) ->> '{prop}'" if fields is None else f"a.f_{list(fields).index(prop)}"
 
     def naming(cte: str) -> str:
         return f"{link} = ANY(ARRAY(SELECT id COLLATE \"default\" FROM {cte}))"
 
-    return (f"WITH asked AS MATERIALIZED (SELECT n.rid, {full} FROM {source} WHERE n.id = ANY(%(ids)s) AND {live}), "
-            f"named AS MATERIALIZED (SELECT * FROM asked UNION SELECT n.rid, {full} FROM {source} WHERE n.id = ANY("
-            f"ARRAY(SELECT {named_by} FROM asked a)) AND {live}), "
-            f"f1 AS MATERIALIZED (SELECT n.rid, {light} FROM {source} WHERE {naming('named')} AND {live}), "
-            f"f2 AS (SELECT n.rid, {light} FROM {source} WHERE {naming('f1')} AND {live} AND n.id NOT IN "
+    return (f"WITH asked AS MATERIALIZED (SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY(%(ids)s) AND {live}), "
+            f"named AS MATERIALIZED (SELECT * FROM asked UNION SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY("
+            f"ARRAY(SELECT (a.props::jsonb) ->> '{prop}' FROM asked a)) AND {live}), "
+            f"f1 AS MATERIALIZED (SELECT n.rid, {light} FROM nodes n WHERE {naming('named')} AND {live}), "
+            f"f2 AS (SELECT n.rid, {light} FROM nodes n WHERE {naming('f1')} AND {live} AND n.id NOT IN "
             "(SELECT id FROM f1)), f AS (SELECT * FROM f1 UNION ALL SELECT * FROM f2) "
             f"SELECT 0 AS part, * FROM named UNION ALL SELECT 1, f.rid, f.id{blank} "
             "FROM f WHERE f.id IN (SELECT id FROM named) UNION ALL SELECT 1, * FROM f WHERE f.id NOT IN (SELECT id "
             "FROM named)")
 
-
-def scored_sql(prop: str, fields: Sequence[str], scored: Sequence[str], q8: bool) -> str:
-    """``linked_sql`` (with ``fields``; ``scored`` among them), each row followed by, for its own vector (its
-    ``embed_hash``) and for the vector each ``scored`` prop names, of the model ``%(model)s`` and dimension
-    ``%(dim)s``: the inner product with ``%(q)s`` computed here (a ``halfvec`` row), or the row's int8 values and
-    scale (``q8``, ``q8_scale``: a context vector held as int8, scored by the client, store/pg_q8.py; NULL on a
-    schema before migration 9) - what ``similarities`` reads of those hashes, joined to the rows it reads them from
-    (no list of hashes sent back, one round trip). A row whose hash has no vector has NULLs there."""
-    hashes = ["embed_hash", *(f"f_{list(fields).index(s)}" for s in scored)]
-    held = "v.q8, v.q8_scale" if q8 else "NULL::bytea AS q8, NULL::real AS q8_scale"
-    cols = ", ".join(f"s{j}.*" for j in range(len(hashes)))
-    joins = "".join(
-        f" LEFT JOIN LATERAL (SELECT -(v.vector::vector <#> %(q)s) AS score, {held} FROM vectors v WHERE v.hash = "
-        f"o.{h} AND v.model = %(model)s AND v.dim = %(dim)s) s{j} ON true" for j, h in enumerate(hashes))
-    return f"SELECT o.*, {cols} FROM ({linked_sql(prop, fields)}) o{joins}"

@@ -380,11 +380,6 @@ class PostgresStore(SQLStore):
                      fields: Sequence[str] | None = None) -> tuple[dict[str, Node], list[Node]]:
         return self._search.nodes_linked(ids, prop, namespace, kind, fields)
 
-    def nodes_linked_scored(self, vector: np.ndarray, model: str, ids: Sequence[str], prop: str, namespace: str,
-                            kind: str, fields: Sequence[str], scored: Sequence[str] = ()
-                            ) -> tuple[dict[str, Node], list[Node], dict[str, float]]:
-        return self._search.nodes_linked_scored(vector, model, ids, prop, namespace, kind, fields, scored)
-
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
         return self._search.holds_at_least(n, namespace, kind)
 
