@@ -67,8 +67,9 @@ def linked_sql(prop: str, fields: Sequence[str] | None = None) -> str:
     ids an array in the default collation (ids are "C"), so the planner walks the ``nodes_<prop>`` expression
     index. ``fields`` (a ranking's read): of the columns only ``RANKED_COLS`` and the props (as text: the client
     keeps the fields it reads, ``pg_search``) are read, the others NULL. The props are not parsed here: reading five
-    fields in the server (one ``jsonb`` parse a row) took ~16 ms of server time a call of ~450 rows at 200,000
-    memories, three times the rest of the statement; the client's ``json.loads`` of the same rows ~1.5 ms."""
+    fields in the server (one ``jsonb`` parse a row and their types) cost 4.4 ms of server CPU a call of ~450 rows
+    at 200,000 memories, 2.5 ms with the props sent as text, where the client's decode grew by 0.7 ms
+    (docs/POSTGRES_SCALE.md, session 15)."""
     link = f"((n.props::jsonb) ->> '{prop}')"
     cols = NODE_COLS.split(", ")
     shaped = [f"n.{c}" if fields is None or c in RANKED_COLS or c == "props" else f"NULL AS {c}" for c in cols]
