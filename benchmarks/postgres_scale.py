@@ -273,14 +273,16 @@ def ask(q):
 rss_before = rss_mb()
 _, first, first_stages = ask(questions[0])
 since_start = time.perf_counter() - t_start
-lat, top, stages = [], {}, []
+lat, top, scores, stages = [], {}, {}, []
 for q in questions[1:]:
     found, total, parts = ask(q)
     lat.append(total)
     stages.append(parts)
     top[q] = [r["id"] for r in found]
+    scores[q] = [r["score"] for r in found]
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"first_s": first, "first_since_start_s": since_start, "latencies_s": lat, "top": top,
+                  "scores": scores,
                   "stages_s": stages, "first_stages_s": first_stages,
                   "rss_before_mb": rss_before, "rss_after_mb": rss_mb(), "rss_peak_mb": peak}))
 """
@@ -292,14 +294,16 @@ STAGES = {"embedding": ["embed_query"], "dense": ["nearest"], "similarities": ["
           "text": ["text_search", "term_counts", "holds_at_least"],
           "links": ["nodes_linked", "nodes_naming", "get_nodes"]}
 STAGE_NAMES = ["embedding", "dense", "similarities", "text", "links", "fusion", "fetch"]
+# the two stages that read the candidates around the pools (issue 23 s3: ~44 ms of 125 at 1,000,000), together
+BOTH = "links + similarities"
 
 
 def stage_medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Per stage: the median and mean ms a query over the runs' questions (medians do not add up to the total's)."""
-    rows = [q for r in runs for q in r["stages_s"]]
+    rows = [{**q, BOTH: q.get("links", 0.0) + q.get("similarities", 0.0)} for r in runs for q in r["stages_s"]]
     return {name: {"p50_ms": round(statistics.median([q.get(name, 0.0) for q in rows]) * 1000, 1),
                    "mean_ms": round(statistics.mean([q.get(name, 0.0) for q in rows]) * 1000, 1)}
-            for name in STAGE_NAMES if rows}
+            for name in [*STAGE_NAMES, BOTH] if rows}
 
 
 def client(url: str, mode: str, questions: list[str], src: Path | None = None) -> dict[str, Any]:
@@ -355,6 +359,13 @@ def before_and_after(url: str, questions: list[str], before: Path, data: Path, m
                      "labelled": labelled(data, memories, next(r["top"] for c, r in runs if c == name))}
     tops = [r["top"] for _, r in runs]
     out["same_top10"] = round(float(np.mean([tops[0][q] == tops[1][q] for q in tops[0]])), 4)
+    if all("scores" in r for _, r in runs):  # the first run of each code: the same hits, order and scores?
+        scores = [r["scores"] for _, r in runs]
+        out["same_top10_and_scores"] = round(float(np.mean([tops[0][q] == tops[1][q] and scores[0][q] == scores[1][q]
+                                                            for q in tops[0]])), 4)
+        out["largest_score_difference (same hits)"] = max(
+            (abs(a - b) for q in tops[0] if tops[0][q] == tops[1][q] for a, b in zip(scores[0][q], scores[1][q])),
+            default=0.0)
     out["ratio_p50 (this / before)"] = round(out["this"]["retrieve_p50_ms"] / out["before"]["retrieve_p50_ms"], 3)
     out["ratio_p95 (this / before)"] = round(out["this"]["retrieve_p95_ms"] / out["before"]["retrieve_p95_ms"], 3)
     out["ratio_first_query (this / before, medians)"] = round(

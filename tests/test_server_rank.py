@@ -299,3 +299,29 @@ def _ref_near(query: str, candidates: list[Node], links: Any, row: dict[str, int
     raised = {int(j) for j, f in zip(idx.tolist(), floor.tolist()) if fused[j] < f}
     fused[idx] = np.maximum(fused[idx], floor)
     return raised
+
+
+def test_the_linked_rows_fields_are_those_of_the_whole_rows(memory):
+    """``nodes_linked(fields=)`` (issue 23 s3: the props come as text and the client keeps the fields, the server
+    parses no JSON for them) gives, on a real store, the nodes (the followers' order too) and columns of the whole
+    read, each node's
+    props the set fields among the whole props (all of them when one is neither a string nor null)."""
+    from agentcontext.store.pg_sql import linked_sql
+
+    assert "jsonb_typeof" not in linked_sql("prev", server_search.FIELDS)  # no field parsed in the server
+    mem, _ = memory
+    store = mem.workspace.store
+    ids = [n.id for n in store.find_nodes(namespace=mem.namespace, kind="memory")][::5]
+    fields = (*server_search.FIELDS, "metadata")  # metadata (an object): every prop comes
+    for wanted in (server_search.FIELDS, fields):
+        named, followers = store.nodes_linked(ids, "prev", mem.namespace, "memory", fields=wanted)
+        whole_named, whole_followers = store.nodes_linked(ids, "prev", mem.namespace, "memory")
+        assert sorted(named) == sorted(whole_named) and len(named) > len(ids)  # (a dict: no order promised)
+        assert [n.id for n in followers] == [n.id for n in whole_followers] and len(followers) > 10
+        for got, whole in [*((named[i], whole_named[i]) for i in named), *zip(followers, whole_followers)]:
+            assert (got.id, got.kind, got.namespace, got.key, got.title, got.summary, got.content, got.embed_hash) == (
+                whole.id, whole.kind, whole.namespace, whole.key, whole.title, whole.summary, whole.content,
+                whole.embed_hash)
+            picked = {k: v for k in ("prev", *wanted) if (v := whole.props.get(k)) is not None}
+            assert got.props == (picked if all(isinstance(v, str) for v in picked.values()) else whole.props)
+        assert any("pair_hash" in n.props for n in named.values())

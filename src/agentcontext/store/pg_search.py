@@ -14,7 +14,7 @@ from ..model import Node
 from . import pg_hash, pg_q8
 from .pg_sql import PgWhere, linked_sql
 from .pg_vectors import nearest_sql
-from .rows import NODE_COLS, Where, as_list, check_prop, row_to_node
+from .rows import Where, as_list, check_prop, row_to_node
 from .sql_part import Part
 
 SEPARATOR = "\x1f"  # joins a long list of hashes into one parameter (a hash holding it is sent as a list)
@@ -28,13 +28,37 @@ def _without_content(node: Node) -> Node:
     return light
 
 
-def _with_fields(row: Sequence[Any], keys: list[str], values: Sequence[Any]) -> Node:
-    """A node from its columns and the props ``keys`` read in the server (``values``, text; NULL: absent or null),
-    or, when its props column came (a field neither a string nor null), from those whole."""
-    node = row_to_node(row)
-    if row[7] is None:
-        node.props = {k: v for k, v in zip(keys, values) if v is not None}
-    return node
+def _with_fields(rows: Sequence[Sequence[Any]], keys: list[str]) -> list[Node]:
+    """Nodes from their columns (``linked_sql`` with fields: the props as text, the columns a ranking does not read
+    NULL) whose props hold only the ``keys`` that are set, or, when one of those is neither a string nor null,
+    every prop (nothing the caller reads changes type). The props of every row are parsed in one ``json.loads``
+    (one call for ~450 rows, not one each) and each node made with only the fields ``row_to_node`` sets."""
+    every = json.loads("[" + ",".join(r[7] or "{}" for r in rows) + "]")
+    out = []
+    for r, props in zip(rows, every):
+        picked = {k: v for k in keys if (v := props.get(k)) is not None}
+        out.append(Node(id=r[0], kind=r[1], namespace=r[2], key=r[3], title=r[4], summary=r[5], content=r[6],
+                        props=picked if all(type(v) is str for v in picked.values()) else props, version=r[13],
+                        content_hash=r[14], created_by=r[15] or "", embed_hash=r[16], tokens=r[17]))
+    return out
+
+
+def _linked(rows: Sequence[Sequence[Any]], keys: list[str] | None) -> tuple[dict[str, Node], list[Node]]:
+    """``nodes_linked``'s two parts from ``linked_sql``'s rows (``keys``: the props kept, or None: all)."""
+    first = [r[2:] for r in rows if r[0] == 0]
+    ids = {r[0] for r in first}
+    follows = sorted((r for r in rows if r[0] == 1), key=lambda r: r[1])
+    parsed = first + [r[2:] for r in follows if r[2] not in ids]
+    made = [row_to_node(r) for r in parsed] if keys is None else _with_fields(parsed, keys)
+    named = dict(zip([r[0] for r in first], made))
+    read = dict(zip([r[0] for r in parsed[len(first):]], made[len(first):]))
+    followers: dict[str, Node] = {}
+    for r in follows:
+        if r[2] in followers:
+            continue  # a follower of two levels: once
+        known = named.get(r[2])  # a follower also asked for: only its id came again (pg_sql.linked_sql)
+        followers[r[2]] = read[r[2]] if known is None else _without_content(known)
+    return named, list(followers.values())
 
 
 class PgSearch(Part):
@@ -86,16 +110,7 @@ class PgSearch(Part):
             return {}, []
         keys = None if fields is None else list(dict.fromkeys([name, *(check_prop(f) for f in fields)]))
         rows = self._read(linked_sql(name, keys), {"ids": wanted, "ns": namespace, "kind": kind})
-        width = 2 + len(NODE_COLS.split(", "))
-        make = row_to_node if keys is None else lambda r: _with_fields(r[:width - 2], keys, r[width - 2:])
-        named = {r[2]: make(r[2:]) for r in rows if r[0] == 0}
-        followers: dict[str, Node] = {}
-        for r in sorted((r for r in rows if r[0] == 1), key=lambda r: r[1]):
-            if r[2] in followers:
-                continue  # a follower of two levels: parsed once
-            known = named.get(r[2])  # a follower also asked for: only its id came again (pg_sql.linked_sql)
-            followers[r[2]] = make(r[2:]) if known is None else _without_content(known)
-        return named, list(followers.values())
+        return _linked(rows, keys)
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
         if n <= 0:

@@ -65,36 +65,29 @@ def linked_sql(prop: str, fields: Sequence[str] | None = None) -> str:
     0 already; at 1,000,000 memories a third of the followers' rows, parsed for nothing before). Parameters by
     name: ids, ns, kind. ``prop`` is checked (``rows.check_prop``) by the caller; it is a literal, and each set of
     ids an array in the default collation (ids are "C"), so the planner walks the ``nodes_<prop>`` expression
-    index. ``fields`` (checked too, ``prop`` among them): only these props are read, each a text column after the
-    node columns, parsed in the server (once a row); the props column is then NULL unless one of them is neither a
-    string nor null (then that row's props come whole, as without ``fields``), and of the other columns only
-    ``RANKED_COLS`` are read."""
+    index. ``fields`` (a ranking's read): of the columns only ``RANKED_COLS`` and the props (as text: the client
+    keeps the fields it reads, ``pg_search``) are read, the others NULL. The props are not parsed here: reading five
+    fields in the server (one ``jsonb`` parse a row and their types) cost 4.4 ms of server CPU a call of ~450 rows
+    at 200,000 memories, 2.5 ms with the props sent as text, where the client's decode grew by 0.7 ms
+    (docs/POSTGRES_SCALE.md, session 15)."""
     link = f"((n.props::jsonb) ->> '{prop}')"
     cols = NODE_COLS.split(", ")
-    source = "nodes n"
-    if fields is None:
-        shaped = [f"n.{c}" for c in cols]
-    else:  # one jsonb parse a row (the lateral), then each field read from it
-        source = "nodes n CROSS JOIN LATERAL (SELECT n.props::jsonb AS j OFFSET 0) p"
-        odd = " OR ".join(f"coalesce(jsonb_typeof(p.j -> '{f}') NOT IN ('string', 'null'), false)" for f in fields)
-        shaped = [(f"CASE WHEN {odd or 'false'} THEN n.props END AS props" if c == "props" else
-                   f"n.{c}" if c in RANKED_COLS else f"NULL AS {c}")
-                  for c in cols] + [f"p.j ->> '{f}' AS f_{i}" for i, f in enumerate(fields)]
+    shaped = [f"n.{c}" if fields is None or c in RANKED_COLS or c == "props" else f"NULL AS {c}" for c in cols]
     light = ", ".join("'' AS content" if c == "n.content" else c for c in shaped)
     full = ", ".join(shaped)
     live = "n.namespace = %(ns)s AND n.kind = %(kind)s AND n.retracted_at IS NULL"
     blank = ", NULL" * (len(shaped) - 1)  # a named follower's columns after its id
-    named_by = f"(a.props::jsonb) ->> '{prop}'" if fields is None else f"a.f_{list(fields).index(prop)}"
 
     def naming(cte: str) -> str:
         return f"{link} = ANY(ARRAY(SELECT id COLLATE \"default\" FROM {cte}))"
 
-    return (f"WITH asked AS MATERIALIZED (SELECT n.rid, {full} FROM {source} WHERE n.id = ANY(%(ids)s) AND {live}), "
-            f"named AS MATERIALIZED (SELECT * FROM asked UNION SELECT n.rid, {full} FROM {source} WHERE n.id = ANY("
-            f"ARRAY(SELECT {named_by} FROM asked a)) AND {live}), "
-            f"f1 AS MATERIALIZED (SELECT n.rid, {light} FROM {source} WHERE {naming('named')} AND {live}), "
-            f"f2 AS (SELECT n.rid, {light} FROM {source} WHERE {naming('f1')} AND {live} AND n.id NOT IN "
+    return (f"WITH asked AS MATERIALIZED (SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY(%(ids)s) AND {live}), "
+            f"named AS MATERIALIZED (SELECT * FROM asked UNION SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY("
+            f"ARRAY(SELECT (a.props::jsonb) ->> '{prop}' FROM asked a)) AND {live}), "
+            f"f1 AS MATERIALIZED (SELECT n.rid, {light} FROM nodes n WHERE {naming('named')} AND {live}), "
+            f"f2 AS (SELECT n.rid, {light} FROM nodes n WHERE {naming('f1')} AND {live} AND n.id NOT IN "
             "(SELECT id FROM f1)), f AS (SELECT * FROM f1 UNION ALL SELECT * FROM f2) "
             f"SELECT 0 AS part, * FROM named UNION ALL SELECT 1, f.rid, f.id{blank} "
             "FROM f WHERE f.id IN (SELECT id FROM named) UNION ALL SELECT 1, * FROM f WHERE f.id NOT IN (SELECT id "
             "FROM named)")
+
