@@ -86,8 +86,9 @@ class SQLiteStore(SQLStore):
     # A new store file's page size (SQLite's default 4 KiB; a file made with another size keeps it: changing it would
     # take a VACUUM out of WAL mode). A 384-d vector's row is about 1,640 bytes: a 4 KiB page holds two (a fifth of it
     # empty), a 16 KiB one ten, so the vectors take 0.8x the bytes; a batch writes a quarter as many pages to the WAL
-    # and to the file, each one system call (issue 23 s1: batch_store at 100,000 1.17x per CPU second, 0.87x bytes a
-    # memory). Reads of one row copy a larger page from the OS's cache.
+    # and to the file, each one system call (issue 23 s1: 0.86x bytes a memory; batch_store per CPU second and
+    # retrieve p50 unchanged within the noise of a busy machine: docs/POSTGRES_SCALE.md). Reads of one row copy a
+    # larger page from the OS's cache.
     PAGE_BYTES = 16384
     # The page cache (KiB): PAGE_CACHE_KIB, raised to BATCH_CACHE_KIB while a large write is open (a batch of 10,000
     # memories at 1,000,000 dirties about 63 MB; a full cache spills pages to the WAL mid-batch, to be written again)
