@@ -77,12 +77,19 @@ class SQLiteStore(SQLStore):
     CURRENT_IN_VERSIONS = False
     LIKE_ANY_CASE = "LIKE"
     COPY_ARMS = {"node_versions": ("node_versions", "nodes")}  # export pages merge the two, each in key order
-    # The WAL is copied into the file (checkpointed) once it holds this many pages (SQLite's default: 1,000, 4 MB),
-    # not after every commit of a bulk write. Each batch of new random hashes dirties most pages of the two hash
-    # indexes (about 33 MB a batch at 1,000,000 memories): with a checkpoint per commit every such page was written
+    # The WAL is copied into the file (checkpointed) once it holds this many bytes of pages (SQLite's default: 1,000
+    # pages), not after every commit of a bulk write. Each batch of new random hashes dirties most pages of the hash
+    # index (about 18 MB a batch at 1,000,000 memories): with a checkpoint per commit every such page was written
     # twice per batch, now once per batch and once per checkpoint. The file is cut back to WAL_KEEP_BYTES after.
-    WAL_CHECKPOINT_PAGES = 65536
+    WAL_CHECKPOINT_BYTES = 256 << 20
     WAL_KEEP_BYTES = 64 << 20
+    # A new store file's page size (SQLite's default 4 KiB; a file made with another size keeps it: changing it would
+    # take a VACUUM out of WAL mode). A 384-d vector's row is about 1,640 bytes: a 4 KiB page holds two (a fifth of it
+    # empty), a 16 KiB one ten, so the vectors take 0.8x the bytes; a batch writes a quarter as many pages to the WAL
+    # and to the file, each one system call (issue 23 s1: 0.86x bytes a memory; batch_store per CPU second and
+    # retrieve p50 unchanged within the noise of a busy machine: docs/POSTGRES_SCALE.md). Reads of one row copy a
+    # larger page from the OS's cache.
+    PAGE_BYTES = 16384
     # The page cache (KiB): PAGE_CACHE_KIB, raised to BATCH_CACHE_KIB while a large write is open (a batch of 10,000
     # memories at 1,000,000 dirties about 63 MB; a full cache spills pages to the WAL mid-batch, to be written again)
     PAGE_CACHE_KIB = 65536
@@ -110,6 +117,7 @@ class SQLiteStore(SQLStore):
         db = self._db
         try:
             db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            db.execute(f"PRAGMA page_size = {self.PAGE_BYTES}")  # a new file only (before WAL): others keep theirs
             self._guard(lambda: db.execute("PRAGMA journal_mode = WAL"))
         except sqlite3.DatabaseError as exc:
             db.close()
@@ -120,7 +128,8 @@ class SQLiteStore(SQLStore):
         db.execute("PRAGMA secure_delete = ON")
         db.execute("PRAGMA temp_store = MEMORY")
         db.execute(f"PRAGMA cache_size = -{self.PAGE_CACHE_KIB}")
-        db.execute(f"PRAGMA wal_autocheckpoint = {self.WAL_CHECKPOINT_PAGES}")
+        page = db.execute("PRAGMA page_size").fetchone()[0]
+        db.execute(f"PRAGMA wal_autocheckpoint = {max(1000, self.WAL_CHECKPOINT_BYTES // page)}")
         db.execute(f"PRAGMA journal_size_limit = {self.WAL_KEEP_BYTES}")
         self._cache_raised = False
         try:
