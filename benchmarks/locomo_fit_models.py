@@ -2,7 +2,7 @@
 the leave-one-conversation-out folds; the pooled held-out table per category beside MiniLM's, one run.
 
     nice -n 10 .venv/bin/python benchmarks/locomo_fit_models.py [FILE] [--models e5-small,mpnet]
-        [--pairs minilm+e5-small,minilm+mpnet] [--cache /work/recall29-cache]
+        [--pairs minilm+e5-small,minilm+mpnet] [--cache /work/recall29-cache] [--raw]
 
 The signals of every question (benchmarks/locomo_loco.py ``gather_questions``: memory search as shipped, every turn
 of its conversation a candidate) are gathered once per model, the vectors cached on disk
@@ -22,6 +22,8 @@ conversations:
 - ``<model> shipped``: the model's raw cosines with the shipped weights (session 13's row: weights fitted to MiniLM);
 - ``<model> refit``: the grid below over the standardised cosines (MiniLM refit too, so a gain can be told from
   the refit's own);
+- ``<model> refit, own cosines`` (``--raw``): the same grid over the model's own cosines, not standardised (weights
+  a ``FusionWeights`` holds as they are: no offset);
 - ``<pair> refit``: the same grid and ``mix``.
 Grid: ``scale`` (the dense weight), keyword, mention, answer (and ``mix``); neighbour 0.36, timed 0.15, date 0.2,
 gate 0.1, near 0.8 / 3 as shipped. Prints the table and saves benchmarks/results/locomo_fit_models.json.
@@ -163,6 +165,8 @@ def main() -> None:
     ap.add_argument("--models", default="e5-small")
     ap.add_argument("--pairs", default="minilm+e5-small")
     ap.add_argument("--cache", default=str(CACHE))
+    ap.add_argument("--raw", action="store_true", help="also each model refit over its own cosines (not standardised: "
+                    "the weights FusionWeights can hold)")
     args = ap.parse_args()
     cache = Path(args.cache)
     models = [spec_of(m).name for m in args.models.split(",") if m.strip()]
@@ -192,6 +196,9 @@ def main() -> None:
                                  label)
         label = f"{m} refit"
         rows[label] = chosen(base, grid, [per_question(base, dense[m], w) for w in grid], floor, label)
+        if args.raw and m != MINILM:
+            label = f"{m} refit, own cosines"
+            rows[label] = chosen(base, grid, [per_question(base, raw[m], w) for w in grid], floor, label)
         print(f"  ({time.perf_counter() - started:.0f} s)", flush=True)
     for first, second in pairs:
         label = f"{first}+{second} refit"
