@@ -18,6 +18,17 @@ distance) instead of the turns' vectors): a candidate's value is multiplied by
 plural noun: a rule on the question's text, no labels). For each conversation held out the rule's parameters are
 chosen on the other four (the best R@5 + R@10 there among the choices lowering no category's R@10 below the same
 values without the rule; "off" first, so it wins ties), pooled, per category, beside the values without the rule.
+
+Session 15, MiniLM as shipped (load 5-12; 202 of 760 questions list-like: multi-hop 83 of 142, temporal 2 of 156,
+open-domain 9 of 44, single-hop 108 of 418): four folds chose a demotion of 0.1 of a neighbour within 1-2 turns on
+list-like questions, conv-43's fold nothing; the per-session cap was never chosen. Held out, pooled, R@5 / R@10:
+without 0.738 / 0.829 (multi-hop 0.401 / 0.573, temporal 0.885 / 0.935, open-domain 0.445 / 0.587, single-hop
+0.829 / 0.902); with the rule 0.739 / 0.827 (multi-hop 0.403 / 0.575, single-hop 0.829 / 0.897): single-hop R@10
+down, not kept. Why a rule over the top 30 cannot reach the multi-hop target: of the 415 multi-hop evidence turns,
+52% are in the top 10, 63% in the top 20, 70% in the top 30, 77% in the top 50; the 198 missed rank 46th (median;
+quartiles 20 / 92), and only 38 of them have a top-10 turn within two turns of them (single-hop: 47 missed, median
+25th, 32 with such a neighbour). The evidence a multi-hop question lacks is not held back by a neighbour of a
+better hit: it is far down the ranking, a matter of meaning (a stronger model), not of the order of the top 30.
 """
 from __future__ import annotations
 
