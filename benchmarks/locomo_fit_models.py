@@ -35,6 +35,16 @@ kept choosing its largest value), held out, pooled, R@5 / R@10, all (multi-hop R
 0.833 (0.565, 0.564, 0.566; at 4.0 every fold chose mix 0.6 and every other category rose: temporal 0.911 / 0.951,
 open-domain 0.490 / 0.593, single-hop 0.851 / 0.905); the pair as one vector under the shipped weights 0.732 / 0.816.
 Nothing kept: each lowers multi-hop R@10, and the pair costs a second model per store() and query.
+
+Session 15 (MPNet gathered at load 8-15: ~45 min of wall time in three processes; results/locomo_fit_models_mpnet*,
+_pair_mpnet*), held out, pooled, R@5 / R@10 (multi-hop R@10): MPNet with MiniLM's weights 0.748 / 0.825 (0.533);
+MPNet refit 0.755 / 0.833 (0.559; open-domain R@5 0.445 -> 0.394); MPNet refit over its own cosines (``--raw``)
+0.749 / 0.833 (0.559): the folds mostly found no point keeping every category. MiniLM + MPNet refit 0.762 / 0.838,
+every category up (multi-hop 0.422 / 0.583, temporal 0.890 / 0.952, open-domain 0.489 / 0.617, single-hop 0.859 /
+0.905; four folds chose mix 0.6, dense 2.0, keyword 0.6, mention 0.5, answer 0.8, conv-41's dense 2.5): kept as the
+selectable model ``minilm+mpnet`` (embed/pair.py, one vector of 1153 dimensions; its weights engine/fusion.py
+MODEL_WEIGHTS), not the default (two embeddings: store() p50 69 ms, retrieve p50 at 10,000 74 ms). The pair as one
+vector under MiniLM's weights 0.745 / 0.833 (0.571).
 """
 from __future__ import annotations
 
