@@ -19,6 +19,9 @@ import numpy as np
 from agentcontext.embed.models import QueryEmbedder
 
 
+CHUNK, SAVE_EVERY = 32, 512
+
+
 def _key(text: str, query: bool) -> str:
     return ("q" if query else "p") + hashlib.sha1(text.encode("utf-8")).hexdigest()
 
@@ -33,21 +36,24 @@ class DiskCachedEmbedder:
         if self.path.exists():
             with np.load(self.path) as data:
                 self._vectors = dict(zip(data["keys"].tolist(), data["vectors"]))
-        self.loaded, self.embedded = len(self._vectors), 0
+        self.loaded, self.embedded, self._saved = len(self._vectors), 0, 0
 
     def _get(self, texts: Sequence[str], query: bool) -> np.ndarray:
         texts = list(texts)
         keys = [_key(t, query) for t in texts]
         missing = sorted({i for i, k in enumerate(keys) if k not in self._vectors}, key=lambda i: len(texts[i]))
-        if missing:
-            todo = [texts[i] for i in missing]
+        for start in range(0, len(missing), CHUNK):  # in chunks: a large model's batch of 1,000 turns is GBs
+            part = missing[start:start + CHUNK]
+            todo = [texts[i] for i in part]
             if query:
                 got = np.stack([self.inner.embed_query(t) for t in todo])
             else:
                 got = np.asarray(self.inner.embed(todo), dtype=np.float32)
-            for i, v in zip(missing, got):
+            for i, v in zip(part, got):
                 self._vectors[keys[i]] = np.asarray(v, dtype=np.float32)
-            self.embedded += len(missing)
+            self.embedded += len(part)
+            if self.embedded - self._saved >= SAVE_EVERY:  # a killed run keeps what it embedded
+                self.save()
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for i, k in enumerate(keys):
             out[i] = self._vectors[k]
@@ -64,6 +70,7 @@ class DiskCachedEmbedder:
         tmp = self.path.with_suffix(".tmp.npz")
         np.savez(tmp, keys=np.array(keys), vectors=np.stack([self._vectors[k] for k in keys]))
         tmp.replace(self.path)
+        self._saved = self.embedded
 
 
 class DiskCachedQueryEmbedder(DiskCachedEmbedder):

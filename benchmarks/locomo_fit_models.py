@@ -2,7 +2,7 @@
 the leave-one-conversation-out folds; the pooled held-out table per category beside MiniLM's, one run.
 
     nice -n 10 .venv/bin/python benchmarks/locomo_fit_models.py [FILE] [--models e5-small,mpnet]
-        [--pairs minilm+e5-small,minilm+mpnet] [--cache /work/recall29-cache]
+        [--pairs minilm+e5-small,minilm+mpnet] [--cache /work/recall29-cache] [--raw]
 
 The signals of every question (benchmarks/locomo_loco.py ``gather_questions``: memory search as shipped, every turn
 of its conversation a candidate) are gathered once per model, the vectors cached on disk
@@ -22,6 +22,8 @@ conversations:
 - ``<model> shipped``: the model's raw cosines with the shipped weights (session 13's row: weights fitted to MiniLM);
 - ``<model> refit``: the grid below over the standardised cosines (MiniLM refit too, so a gain can be told from
   the refit's own);
+- ``<model> refit, own cosines`` (``--raw``): the same grid over the model's own cosines, not standardised (weights
+  a ``FusionWeights`` holds as they are: no offset);
 - ``<pair> refit``: the same grid and ``mix``.
 Grid: ``scale`` (the dense weight), keyword, mention, answer (and ``mix``); neighbour 0.36, timed 0.15, date 0.2,
 gate 0.1, near 0.8 / 3 as shipped. Prints the table and saves benchmarks/results/locomo_fit_models.json.
@@ -33,6 +35,16 @@ kept choosing its largest value), held out, pooled, R@5 / R@10, all (multi-hop R
 0.833 (0.565, 0.564, 0.566; at 4.0 every fold chose mix 0.6 and every other category rose: temporal 0.911 / 0.951,
 open-domain 0.490 / 0.593, single-hop 0.851 / 0.905); the pair as one vector under the shipped weights 0.732 / 0.816.
 Nothing kept: each lowers multi-hop R@10, and the pair costs a second model per store() and query.
+
+Session 15 (MPNet gathered at load 8-15: ~45 min of wall time in three processes; results/locomo_fit_models_mpnet*,
+_pair_mpnet*), held out, pooled, R@5 / R@10 (multi-hop R@10): MPNet with MiniLM's weights 0.748 / 0.825 (0.533);
+MPNet refit 0.755 / 0.833 (0.559; open-domain R@5 0.445 -> 0.394); MPNet refit over its own cosines (``--raw``)
+0.749 / 0.833 (0.559): the folds mostly found no point keeping every category. MiniLM + MPNet refit 0.762 / 0.838,
+every category up (multi-hop 0.422 / 0.583, temporal 0.890 / 0.952, open-domain 0.489 / 0.617, single-hop 0.859 /
+0.905; four folds chose mix 0.6, dense 2.0, keyword 0.6, mention 0.5, answer 0.8, conv-41's dense 2.5): kept as the
+selectable model ``minilm+mpnet`` (embed/pair.py, one vector of 1153 dimensions; its weights engine/fusion.py
+MODEL_WEIGHTS), not the default (two embeddings: store() p50 69 ms, retrieve p50 at 10,000 74 ms). The pair as one
+vector under MiniLM's weights 0.745 / 0.833 (0.571).
 """
 from __future__ import annotations
 
@@ -163,6 +175,8 @@ def main() -> None:
     ap.add_argument("--models", default="e5-small")
     ap.add_argument("--pairs", default="minilm+e5-small")
     ap.add_argument("--cache", default=str(CACHE))
+    ap.add_argument("--raw", action="store_true", help="also each model refit over its own cosines (not standardised: "
+                    "the weights FusionWeights can hold)")
     args = ap.parse_args()
     cache = Path(args.cache)
     models = [spec_of(m).name for m in args.models.split(",") if m.strip()]
@@ -192,6 +206,9 @@ def main() -> None:
                                  label)
         label = f"{m} refit"
         rows[label] = chosen(base, grid, [per_question(base, dense[m], w) for w in grid], floor, label)
+        if args.raw and m != MINILM:
+            label = f"{m} refit, own cosines"
+            rows[label] = chosen(base, grid, [per_question(base, raw[m], w) for w in grid], floor, label)
         print(f"  ({time.perf_counter() - started:.0f} s)", flush=True)
     for first, second in pairs:
         label = f"{first}+{second} refit"

@@ -199,3 +199,40 @@ def test_cli_reindex_model_moves_the_workspace(tmp_path):
     assert "moves the whole workspace" in both.stderr + both.stdout
     back = json.loads(cli("reindex", "--model", "minilm", "--json").stdout)
     assert back["model"] == MINILM and back["embedded"] == 0  # its vectors stayed: a move back costs nothing
+
+
+def test_a_pair_of_models_is_one_vector_whose_dot_product_mixes_their_cosines():
+    """embed/pair.py: stored texts and queries embedded apart, so a dot product is the mix of the two models' cosines
+    (the second's moved by scale and offset) over n ** 2; every vector of unit length. The registered pair is MiniLM +
+    all-mpnet-base-v2 (not in the dev extras): MiniLM + e5-small here, the same class."""
+    from agentcontext.embed.pair import PairEmbedder, norm2
+
+    minilm, e5 = load_model(MINILM), load_model(E5_SMALL)
+    pair = PairEmbedder("minilm+e5", minilm, e5, 0.6, 0.9985, -0.0312)
+    assert pair.dimension == 384 + 384 + 1
+    texts = ["Melanie took her kids swimming at the lake last weekend", "I signed up for a pottery class"]
+    query = "What activities does Melanie partake in?"
+    stored, asked = pair.embed(texts), pair.embed_query(query)
+    assert np.allclose(np.linalg.norm(stored, axis=1), 1, atol=1e-5) and abs(np.linalg.norm(asked) - 1) < 1e-5
+    cos_a = minilm.embed(texts) @ minilm.embed([query])[0]
+    cos_b = e5.embed(texts) @ e5.embed_query(query)
+    mixed = (0.4 * cos_a + 0.6 * (0.9985 * cos_b - 0.0312)) / norm2(0.6, 0.9985, -0.0312)
+    assert np.allclose(stored @ asked, mixed, atol=1e-4)
+    assert pair.embed([]).shape == (0, pair.dimension)
+
+
+def test_a_memory_ranks_with_the_weights_fitted_for_its_model(tmp_path):
+    """A workspace built with a model that has weights of its own (engine/fusion.py MODEL_WEIGHTS: the MiniLM + MPNet
+    pair's) ranks with them unless given others; the default model's memories keep the defaults. No model loads:
+    the weights follow the workspace's recorded model."""
+    from agentcontext.embed.models import MINILM_MPNET
+    from agentcontext.engine.fusion import MODEL_WEIGHTS, FusionWeights
+
+    fitted = MODEL_WEIGHTS[MINILM_MPNET]
+    assert fitted != FusionWeights() and spec_of("minilm+mpnet").dimension == 1153
+    mem = AgentMemory(VectorStore(home=tmp_path / "pair", embedding_model="minilm+mpnet"))
+    assert mem.workspace.model_name == MINILM_MPNET and mem.weights == fitted
+    assert AgentMemory(VectorStore(home=tmp_path / "pair")).weights == fitted  # reopened: the recorded model's
+    own = FusionWeights(keyword=0.5)
+    assert AgentMemory(VectorStore(home=tmp_path / "own", embedding_model="pair"), weights=own).weights == own
+    assert AgentMemory(VectorStore(home=tmp_path / "minilm")).weights == FusionWeights()

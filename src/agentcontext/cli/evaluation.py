@@ -19,7 +19,7 @@ def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samp
                                             help="Memory search's answer stage: a reply to a question ranks at least "
                                                  "a share of the turn the question followed (on by default)."),
                model: Optional[str] = Option(None, "--model", help="Embedding model: minilm (default), "
-                                                   "mpnet or e5-small (embed/models.py)."),
+                                                   "mpnet, e5-small or minilm+mpnet (embed/models.py)."),
                rerank: bool = Option(False, "--rerank", help="Memory search's reranker on (engine/rerank.py)."),
                rewrite: bool = Option(False, "--rewrite", help="Also score each question through query "
                                             "rewriting with the provider of AGENTCONTEXT_LLM_BASE_URL / _MODEL / "
@@ -27,7 +27,10 @@ def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samp
                json_out: bool = JSON_OPTION) -> None:
     """Retrieval-only LoCoMo: evidence recall at each k (partial and full hits), category 5 left out; each retrieval
     option can be turned off to print the figures without it."""
-    from ..engine.fusion import FusionWeights
+    from dataclasses import replace
+
+    from ..embed.models import MINILM, spec_of
+    from ..engine.fusion import weights_for
     from ..eval_locomo import evaluate
 
     try:
@@ -45,7 +48,8 @@ def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samp
                                   f"e.g. http://127.0.0.1:8000/v1), {ENV_MODEL} and, if the server needs one, "
                                   "AGENTCONTEXT_LLM_API_KEY")
     with progress_bar(not json_out) as report:
-        weights = FusionWeights() if answers else FusionWeights(answer=0.0)
+        weights = weights_for(spec_of(model).name if model else MINILM)  # the model's own, if fitted for it
+        weights = weights if answers else replace(weights, answer=0.0)
         result = evaluate(file, ks, progress=report, memory_options={"weights": weights}, model=model, rerank=rerank,
                           rewrite=llm)
     result["options"] = {"answers": answers}

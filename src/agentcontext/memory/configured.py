@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any, Callable
 
 from ..engine import rerank as reranking
-from ..engine.fusion import FusionWeights
+from ..engine.fusion import FusionWeights, weights_for
 from ..engine.retrieval_config import RetrievalConfig
 from ..engine.retrieved import RetrievedContext
 from ..errors import ValidationError
@@ -46,7 +46,9 @@ class ConfiguredRecall:
 
     @property
     def weights(self) -> FusionWeights:
-        return self.config.weights
+        """The fusion weights retrieval ranks with: the configuration's, or, when those are the defaults, the ones
+        fitted for the workspace's embedding model (engine/fusion.py ``weights_for``)."""
+        return weights_for(self.workspace.model_name, self.config.weights)
 
     @weights.setter
     def weights(self, weights: FusionWeights) -> None:
@@ -77,7 +79,7 @@ class ConfiguredRecall:
         if type is not None:
             wanted["type"] = type
         out = recall(self.workspace, self.namespace, self._index, query, max_results, config.min_score,
-                     conversation_id, user_id, wanted, metadata_filter(wanted), config.weights, config.rerank,
+                     conversation_id, user_id, wanted, metadata_filter(wanted), self.weights, config.rerank,
                      config.echo)
         if count_use:
             self.used([r.id for r in out])
