@@ -117,7 +117,7 @@ def main() -> None:
         if args.drop:
             db.execute(f"DROP INDEX IF EXISTS scale.{args.drop}")
             return
-        db.execute("SET maintenance_work_mem = '5GB'")
+        db.execute("SET maintenance_work_mem = '2560MB'")  # one build at a time: the machine's memory is shared
         db.execute("SET hnsw.iterative_scan = relaxed_order")
         store_index = ann_index_name(MINILM, DIM)
         for spec in args.variants.split(","):
@@ -133,10 +133,11 @@ def main() -> None:
                 built = None if v.get("store") else build(db, v, store_index)
                 size = db.execute("SELECT pg_relation_size(%s::regclass)", (f"scale.{v['index']}",)).fetchone()[0]
                 sql = statement(v, args.k)
-                others = [r[0] for r in db.execute(
+                others = [r[0] for r in db.execute(  # the other HNSW indexes of the same expression
                     "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON "
                     "a.oid = c.relam WHERE i.indrelid = 'scale.vectors'::regclass AND a.amname = 'hnsw' AND "
-                    "c.relname <> %s", (v["index"],)).fetchall()]
+                    "c.relname <> %s AND (pg_get_indexdef(c.oid) LIKE '%%binary_quantize%%') = %s",
+                    (v["index"], v["kind"] == "bq")).fetchall()]
                 with db.transaction(force_rollback=True):  # the others dropped for this variant's queries only
                     for other in others:
                         db.execute(f"DROP INDEX scale.{other}")

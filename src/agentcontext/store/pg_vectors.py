@@ -32,7 +32,9 @@ EXACT_ROWS = 2000  # at most this many filtered nodes: score them all (~5 us eac
 # against exact search (benchmarks/postgres_scale.py): at 200,000 memories 0.95 at 200, 0.99 at 400, 1.00 at 800;
 # at 1,000,000 0.942 at 400, 0.981 at 800, 0.987 at 1000 (100 questions; nearest about 2x the time of 400)
 EF_SEARCH = 1000
-HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64
+# the graph (migration 10): at 1,000,000 memories m 16 / ef_construction 64 found 0.968-0.972 of the exact top 10 at
+# ef_search 1000; the denser graph's figures: docs/POSTGRES_SCALE.md (benchmarks/postgres_dense.py)
+HNSW_M, HNSW_EF_CONSTRUCTION = 24, 128
 SESSION = [f"SET hnsw.ef_search = {EF_SEARCH}", "SET hnsw.iterative_scan = relaxed_order"]
 
 
@@ -63,6 +65,31 @@ def create_ann_index(db: Any, model: str, dim: int) -> bool:
                f"((vector::{STORED}({int(dim)})) {STORED}_ip_ops) WITH (m = {HNSW_M}, ef_construction = "
                f"{HNSW_EF_CONSTRUCTION}) WHERE {ann_predicate(db, model, dim)}")
     return True
+
+
+def ann_graph(db: Any, model: str, dim: int) -> tuple[int, int] | None:
+    """(m, ef_construction) of the HNSW index of (model, dim) as built (pgvector's defaults, 16 and 64, where its
+    options name none); None when there is no such index."""
+    row = db.execute("SELECT c.reloptions FROM pg_class c WHERE c.relname = %s AND c.relnamespace = "
+                     "current_schema()::regnamespace AND c.relkind = 'i'", (ann_index_name(model, dim),)).fetchone()
+    if row is None:
+        return None
+    options = dict(o.split("=", 1) for o in row[0] or [])
+    return int(options.get("m", 16)), int(options.get("ef_construction", 64))
+
+
+def rebuild_ann_indexes(db: Any) -> list[tuple[str, int]]:
+    """Build again every HNSW index of the current schema whose graph is not ``HNSW_M`` / ``HNSW_EF_CONSTRUCTION``
+    (the rows it holds are unchanged: the delta's stay in the delta); the (model, dim) rebuilt. The caller's
+    transaction holds the build settings (``pg_bulk.raise_build_settings``)."""
+    rebuilt = []
+    for model, dim in db.execute("SELECT DISTINCT model, dim FROM vectors ORDER BY model, dim").fetchall():
+        graph = ann_graph(db, model, dim)
+        if graph is not None and graph != (HNSW_M, HNSW_EF_CONSTRUCTION):
+            db.execute(f"DROP INDEX {ann_index_name(model, dim)}")
+            create_ann_index(db, model, dim)
+            rebuilt.append((model, int(dim)))
+    return rebuilt
 
 
 def has_ann_index(db: Any, model: str, dim: int) -> bool:
