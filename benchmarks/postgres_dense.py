@@ -41,12 +41,13 @@ FILTER = f"n.namespace = '{NAMESPACE}' AND n.kind = 'memory' AND n.retracted_at 
 
 
 def parse(spec: str) -> dict[str, Any]:
-    """``nearest`` | ``store`` | ``hv:M:EFC:EF_SEARCH`` | ``bq:M:EFC:EF_SEARCH:RESCORE``."""
+    """``nearest`` | ``store[:EF_SEARCH]`` | ``hv:M:EFC:EF_SEARCH`` | ``bq:M:EFC:EF_SEARCH:RESCORE``."""
     parts = spec.split(":")
     if parts[0] == "nearest":  # the store's own nearest, whatever index it walks (none other of its expression)
         return {"kind": "nearest", "spec": spec}
-    if parts[0] == "store":  # the store's index, walked by the statement below at the store's ef_search
-        return {"kind": "hv", "spec": spec, "ef": EF_SEARCH, "index": ann_index_name(MINILM, DIM), "store": True}
+    if parts[0] == "store":  # the store's index, walked by the statement below (at the store's ef_search or EF)
+        return {"kind": "hv", "spec": spec, "ef": int(parts[1]) if len(parts) > 1 else EF_SEARCH,
+                "index": ann_index_name(MINILM, DIM), "store": True}
     if parts[0] == "hv":
         m, efc, ef = (int(x) for x in parts[1:4])
         return {"kind": "hv", "spec": spec, "m": m, "efc": efc, "ef": ef, "index": f"try_hv_m{m}_efc{efc}"}
