@@ -36,6 +36,11 @@ EF_SEARCH = 1000
 # exact top 10 at ef_search 1000, m 24 / ef_construction 128 0.995, for 1,219 bytes a memory instead of 1,170 and
 # about 3x the build's time (docs/POSTGRES_SCALE.md)
 HNSW_M, HNSW_EF_CONSTRUCTION = 24, 128
+# Raised (never lowered) for a build: the graph of 2,000,000 rows of 384 dims takes a few GB; a graph
+# larger than maintenance_work_mem is built far slower (pgvector warns). One parallel worker beside the leader on
+# the 2-core machine measured.
+BUILD_MEMORY = "2GB"
+BUILD_WORKERS = 1
 SESSION = [f"SET hnsw.ef_search = {EF_SEARCH}", "SET hnsw.iterative_scan = relaxed_order"]
 
 
@@ -82,7 +87,7 @@ def ann_graph(db: Any, model: str, dim: int) -> tuple[int, int] | None:
 def rebuild_ann_indexes(db: Any) -> list[tuple[str, int]]:
     """Build again every HNSW index of the current schema whose graph is not ``HNSW_M`` / ``HNSW_EF_CONSTRUCTION``
     (the rows it holds are unchanged: the delta's stay in the delta); the (model, dim) rebuilt. The caller's
-    transaction holds the build settings (``pg_bulk.raise_build_settings``)."""
+    transaction holds the build settings (``raise_build_settings``)."""
     rebuilt = []
     for model, dim in db.execute("SELECT DISTINCT model, dim FROM vectors ORDER BY model, dim").fetchall():
         graph = ann_graph(db, model, dim)
@@ -91,6 +96,15 @@ def rebuild_ann_indexes(db: Any) -> list[tuple[str, int]]:
             create_ann_index(db, model, dim)
             rebuilt.append((model, int(dim)))
     return rebuilt
+
+
+def raise_build_settings(db: Any) -> None:
+    """``maintenance_work_mem`` and ``max_parallel_maintenance_workers`` raised (never lowered) to ``BUILD_MEMORY``
+    and ``BUILD_WORKERS`` until the transaction ends (``SET LOCAL``): index builds sort and hold their graph in it."""
+    db.execute("SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
+               "'maintenance_work_mem')), pg_size_bytes(%s)) / 1024 || 'kB', true), "
+               "set_config('max_parallel_maintenance_workers', greatest(current_setting("
+               "'max_parallel_maintenance_workers')::int, %s)::text, true)", (BUILD_MEMORY, BUILD_WORKERS))
 
 
 def has_ann_index(db: Any, model: str, dim: int) -> bool:

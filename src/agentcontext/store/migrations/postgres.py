@@ -260,8 +260,7 @@ def denser_graph(db) -> None:
     """Each HNSW index built again with the graph a store now builds (no row changes; the build's memory and worker
     settings raised for this transaction, as a bulk load's build). Time: the index's build, minutes at 1,000,000
     memories (docs/POSTGRES_SCALE.md). An index already of that graph (an adopted schema) is left alone."""
-    from ..pg_bulk import raise_build_settings
-    from ..pg_vectors import rebuild_ann_indexes
+    from ..pg_vectors import raise_build_settings, rebuild_ann_indexes
 
     raise_build_settings(db)
     rebuild_ann_indexes(db)
