@@ -29,9 +29,10 @@ STORED = "halfvec"  # the column's type: what the HNSW expression casts to, and 
 HALF_MAX = 65504.0  # the largest magnitude float16 holds
 EXACT_ROWS = 2000  # at most this many filtered nodes: score them all (~5 us each) instead of walking the index
 # HNSW candidate list per scan (pgvector's default is 40, its largest 1000), extended by iterative scans; recall@10
-# against exact search (benchmarks/postgres_dense.py, 100 questions): at 1,000,000 memories with the graph below
-# 0.874 at 100, 0.931 at 200, 0.970 at 400, 0.995 at 1000 (the walk at 1000 about 2.5x the time of 400)
-EF_SEARCH = 1000
+# against exact search (benchmarks/postgres_dense.py, 200 questions): at 1,000,000 memories with the graph below
+# 0.979 at 600, 0.9875 at 800, 0.9915 at 1000 (100 questions: 0.931 at 200, 0.970 at 400); the walk at 800 costs
+# 0.7-0.85x of one at 1000, and of the m 16 / ef_construction 64 graph's walk at 1000 (recall 0.9665)
+EF_SEARCH = 800
 # the graph (migration 10): at 1,000,000 memories m 16 / ef_construction 64 (pgvector's defaults) found 0.968 of the
 # exact top 10 at ef_search 1000, m 24 / ef_construction 128 0.995, for 1,219 bytes a memory instead of 1,170 and
 # about 3x the build's time (docs/POSTGRES_SCALE.md)
