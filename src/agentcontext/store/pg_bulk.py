@@ -5,10 +5,9 @@ no row costs a round trip and a batch is all or nothing.
 Vectors are sent in binary (float32, pgvector's own form) and stored as halfvec (migration 5). Their HNSW
 index is the costly part of a load: one row inserted into it costs about ten times its share of a bulk build
 (``REBUILD_RATIO``), so a load that is large beside what its model holds drops the index and builds it again after
-the rows, with more memory and a parallel worker for the build (``pg_vectors.BUILD_MEMORY``,
-``BUILD_WORKERS``), just before
-the transaction commits: one build for however many batches a transaction loads. An import into an empty table
-(``Store.import_rows``: a store copied whole, a first load) does the same for the table's other indexes
+the rows, with more memory and a parallel worker for the build (``pg_vectors.BUILD_MEMORY``, ``BUILD_WORKERS``),
+just before the transaction commits: one build for however many batches a transaction loads. An import into an
+empty table (``Store.import_rows``: a store copied whole, a first load) does the same for the table's other indexes
 (``drop_indexes``): the three GIN indexes of nodes cost more a row inserted than the row itself; built after the rows,
 each is one sort, and the table is analyzed before the next statement plans against it.
 """
