@@ -35,7 +35,7 @@ EXACT_ROWS = 2000  # at most this many filtered nodes: score them all (~5 us eac
 EF_SEARCH = 800
 # the graph (migration 10): at 1,000,000 memories m 16 / ef_construction 64 (pgvector's defaults) found 0.968 of the
 # exact top 10 at ef_search 1000, m 24 / ef_construction 128 0.9915-0.995, for 1,219 bytes a memory instead of
-# 1,170 and about 4x the index build's time (docs/POSTGRES_SCALE.md)
+# 1,170 and about 2.5x the index build's time (559 s quiet at 1M; docs/POSTGRES_SCALE.md)
 HNSW_M, HNSW_EF_CONSTRUCTION = 24, 128
 # Raised (never lowered) for a build: the graph of 2,000,000 rows of 384 dims takes a few GB; a graph
 # larger than maintenance_work_mem is built far slower (pgvector warns). One parallel worker beside the leader on
