@@ -34,6 +34,7 @@ from tests.pg_server import PgServer  # noqa: E402
 
 from agentcontext.embed.base import MINILM  # noqa: E402
 from agentcontext.store import open_store  # noqa: E402
+from agentcontext.store.pg_hash import has_bytes, out  # noqa: E402
 from agentcontext.store.pg_vectors import EF_SEARCH, ann_index_name, ann_predicate  # noqa: E402
 
 DIM = 384
@@ -74,8 +75,9 @@ def build(db: Any, v: dict[str, Any], store_index: str) -> float | None:
     return time.perf_counter() - t
 
 
-def statement(v: dict[str, Any], k: int) -> str:
-    walk = (f"FROM scale.vectors v JOIN scale.nodes n ON n.embed_hash = v.hash WHERE "
+def statement(v: dict[str, Any], k: int, hb: bool) -> str:
+    """``hb``: vectors keyed by the hash's bytes (schema 10 on): the join reads them as text, as ``nearest`` does."""
+    walk = (f"FROM scale.vectors v JOIN scale.nodes n ON n.embed_hash = {out('v.hash', hb)} WHERE "
             f"{ann_predicate(None, MINILM, DIM, 'v')} AND {FILTER}")
     if v["kind"] == "hv":
         return f"SELECT n.id {walk} ORDER BY v.vector::halfvec({DIM}) <#> %(q)s::vector::halfvec({DIM}) LIMIT {k}"
@@ -133,7 +135,7 @@ def main() -> None:
             else:
                 built = None if v.get("store") else build(db, v, store_index)
                 size = db.execute("SELECT pg_relation_size(%s::regclass)", (f"scale.{v['index']}",)).fetchone()[0]
-                sql = statement(v, args.k)
+                sql = statement(v, args.k, has_bytes(db))
                 others = [r[0] for r in db.execute(  # the other HNSW indexes of the same expression
                     "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON "
                     "a.oid = c.relam WHERE i.indrelid = 'scale.vectors'::regclass AND a.amname = 'hnsw' AND "
