@@ -66,3 +66,44 @@ def test_a_server_just_started_gets_the_search_indexes_loaded_when_a_store_opens
         server.stop()
         shutil.rmtree(folder, ignore_errors=True)
 
+
+
+FIRST_QUERIES = """
+import gc, sys
+from agentcontext.memory import AgentMemory
+from agentcontext.store import open_store
+from agentcontext.workspace import Workspace
+full = []
+store = open_store(sys.argv[1])
+opened = gc.get_stats()[2]["collections"]
+gc.callbacks.append(lambda phase, info: full.append(1) if phase == "start" and info["generation"] == 2 else None)
+ws = Workspace(store)
+ws.embedder.embed(["the model loaded before the first query"])
+memory = AgentMemory(workspace=ws, namespace="talk", max_memory_size=None)
+for question in ("what did Ann say about the trip", "when is the meeting", "who likes tea"):
+    memory.retrieve(question, max_results=5)
+print(opened, len(full))
+"""
+
+
+def test_a_new_process_runs_its_first_full_collection_when_a_store_opens_not_during_its_first_queries(pg_url):
+    """``collect_once``: the full collection Python runs once in a new process (after ten of the second generation),
+    run at open instead of during the first retrieves."""
+    import subprocess
+    import sys
+
+    from agentcontext.memory import AgentMemory
+    from agentcontext.workspace import Workspace
+
+    store = PostgresStore(pg_url)
+    memory = AgentMemory(workspace=Workspace(store), namespace="talk", max_memory_size=None)
+    memory.batch_store([{"content": f"Ann: turn {i} about tea, trips and meetings", "conversation_id": "c"}
+                        for i in range(300)])
+    store.close()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    done = subprocess.run([sys.executable, "-c", FIRST_QUERIES, pg_url], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    opened, during = (int(x) for x in done.stdout.split())
+    assert opened >= 1 and during == 0
+    assert not pg_prewarm.collect_once()  # once a process: a full collection has run in this one

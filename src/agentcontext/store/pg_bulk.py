@@ -5,9 +5,9 @@ no row costs a round trip and a batch is all or nothing.
 Vectors are sent in binary (float32, pgvector's own form) and stored as halfvec (migration 5). Their HNSW
 index is the costly part of a load: one row inserted into it costs about ten times its share of a bulk build
 (``REBUILD_RATIO``), so a load that is large beside what its model holds drops the index and builds it again after
-the rows, with more memory and a parallel worker for the build (``BUILD_MEMORY``, ``BUILD_WORKERS``), just before
-the transaction commits: one build for however many batches a transaction loads. An import into an empty table
-(``Store.import_rows``: a store copied whole, a first load) does the same for the table's other indexes
+the rows, with more memory and a parallel worker for the build (``pg_vectors.BUILD_MEMORY``, ``BUILD_WORKERS``),
+just before the transaction commits: one build for however many batches a transaction loads. An import into an
+empty table (``Store.import_rows``: a store copied whole, a first load) does the same for the table's other indexes
 (``drop_indexes``): the three GIN indexes of nodes cost more a row inserted than the row itself; built after the rows,
 each is one sort, and the table is analyzed before the next statement plans against it.
 """
@@ -21,7 +21,8 @@ import numpy as np
 from ..errors import ValidationError
 from .migrations.postgres import NODE_FIELDS, T
 from . import pg_hash, pg_q8
-from .pg_vectors import HALF_MAX, MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index
+from .pg_vectors import (HALF_MAX, MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index,
+                         raise_build_settings)
 from .rows import NODE_COLS
 
 # The switch-over between inserting into the HNSW index and building it again after the rows. Measured on this
@@ -34,11 +35,6 @@ from .rows import NODE_COLS
 # commit: a large load into an empty or small store rebuilds; 10,000 memories into a 1,000,000-memory store insert.
 REBUILD_RATIO = 4
 REBUILD_MIN = 1000  # fewer new rows are always inserted into the index (a build of 1,000 took ~1 s, inserting ~7 s)
-# Raised (never lowered) for a build: the graph of 2,000,000 rows of 384 dims takes a few GB; a graph
-# larger than maintenance_work_mem is built far slower (pgvector warns). One parallel worker beside the leader on
-# the 2-core machine measured.
-BUILD_MEMORY = "2GB"
-BUILD_WORKERS = 1
 
 STAGES = {
     "stage_vectors": f"hash {T}, model {T}, dim INTEGER, vector vector",
@@ -309,12 +305,3 @@ def rebuild_indexes(db: Any, table: str, definitions: Sequence[str]) -> None:
     for definition in definitions:
         db.execute(definition)
     db.execute(f"ANALYZE {table}")
-
-
-def raise_build_settings(db: Any) -> None:
-    """``maintenance_work_mem`` and ``max_parallel_maintenance_workers`` raised (never lowered) to ``BUILD_MEMORY``
-    and ``BUILD_WORKERS`` until the transaction ends (``SET LOCAL``): index builds sort and hold their graph in it."""
-    db.execute("SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
-               "'maintenance_work_mem')), pg_size_bytes(%s)) / 1024 || 'kB', true), "
-               "set_config('max_parallel_maintenance_workers', greatest(current_setting("
-               "'max_parallel_maintenance_workers')::int, %s)::text, true)", (BUILD_MEMORY, BUILD_WORKERS))

@@ -29,10 +29,19 @@ STORED = "halfvec"  # the column's type: what the HNSW expression casts to, and 
 HALF_MAX = 65504.0  # the largest magnitude float16 holds
 EXACT_ROWS = 2000  # at most this many filtered nodes: score them all (~5 us each) instead of walking the index
 # HNSW candidate list per scan (pgvector's default is 40, its largest 1000), extended by iterative scans; recall@10
-# against exact search (benchmarks/postgres_scale.py): at 200,000 memories 0.95 at 200, 0.99 at 400, 1.00 at 800;
-# at 1,000,000 0.942 at 400, 0.981 at 800, 0.987 at 1000 (100 questions; nearest about 2x the time of 400)
-EF_SEARCH = 1000
-HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64
+# against exact search (benchmarks/postgres_dense.py, 200 questions): at 1,000,000 memories with the graph below
+# 0.979 at 600, 0.9875 at 800, 0.9915 at 1000 (100 questions: 0.931 at 200, 0.970 at 400); the walk at 800 costs
+# 0.7-0.85x of one at 1000, and of the m 16 / ef_construction 64 graph's walk at 1000 (recall 0.9665)
+EF_SEARCH = 800
+# the graph (migration 10): at 1,000,000 memories m 16 / ef_construction 64 (pgvector's defaults) found 0.968 of the
+# exact top 10 at ef_search 1000, m 24 / ef_construction 128 0.9915-0.995, for 1,219 bytes a memory instead of
+# 1,170 and about 2.5x the index build's time (559 s quiet at 1M; docs/POSTGRES_SCALE.md)
+HNSW_M, HNSW_EF_CONSTRUCTION = 24, 128
+# Raised (never lowered) for a build: the graph of 2,000,000 rows of 384 dims takes a few GB; a graph
+# larger than maintenance_work_mem is built far slower (pgvector warns). One parallel worker beside the leader on
+# the 2-core machine measured.
+BUILD_MEMORY = "2GB"
+BUILD_WORKERS = 1
 SESSION = [f"SET hnsw.ef_search = {EF_SEARCH}", "SET hnsw.iterative_scan = relaxed_order"]
 
 
@@ -63,6 +72,40 @@ def create_ann_index(db: Any, model: str, dim: int) -> bool:
                f"((vector::{STORED}({int(dim)})) {STORED}_ip_ops) WITH (m = {HNSW_M}, ef_construction = "
                f"{HNSW_EF_CONSTRUCTION}) WHERE {ann_predicate(db, model, dim)}")
     return True
+
+
+def ann_graph(db: Any, model: str, dim: int) -> tuple[int, int] | None:
+    """(m, ef_construction) of the HNSW index of (model, dim) as built (pgvector's defaults, 16 and 64, where its
+    options name none); None when there is no such index."""
+    row = db.execute("SELECT c.reloptions FROM pg_class c WHERE c.relname = %s AND c.relnamespace = "
+                     "current_schema()::regnamespace AND c.relkind = 'i'", (ann_index_name(model, dim),)).fetchone()
+    if row is None:
+        return None
+    options = dict(o.split("=", 1) for o in row[0] or [])
+    return int(options.get("m", 16)), int(options.get("ef_construction", 64))
+
+
+def rebuild_ann_indexes(db: Any) -> list[tuple[str, int]]:
+    """Build again every HNSW index of the current schema whose graph is not ``HNSW_M`` / ``HNSW_EF_CONSTRUCTION``
+    (the rows it holds are unchanged: the delta's stay in the delta); the (model, dim) rebuilt. The caller's
+    transaction holds the build settings (``raise_build_settings``)."""
+    rebuilt = []
+    for model, dim in db.execute("SELECT DISTINCT model, dim FROM vectors ORDER BY model, dim").fetchall():
+        graph = ann_graph(db, model, dim)
+        if graph is not None and graph != (HNSW_M, HNSW_EF_CONSTRUCTION):
+            db.execute(f"DROP INDEX {ann_index_name(model, dim)}")
+            create_ann_index(db, model, dim)
+            rebuilt.append((model, int(dim)))
+    return rebuilt
+
+
+def raise_build_settings(db: Any) -> None:
+    """``maintenance_work_mem`` and ``max_parallel_maintenance_workers`` raised (never lowered) to ``BUILD_MEMORY``
+    and ``BUILD_WORKERS`` until the transaction ends (``SET LOCAL``): index builds sort and hold their graph in it."""
+    db.execute("SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
+               "'maintenance_work_mem')), pg_size_bytes(%s)) / 1024 || 'kB', true), "
+               "set_config('max_parallel_maintenance_workers', greatest(current_setting("
+               "'max_parallel_maintenance_workers')::int, %s)::text, true)", (BUILD_MEMORY, BUILD_WORKERS))
 
 
 def has_ann_index(db: Any, model: str, dim: int) -> bool:

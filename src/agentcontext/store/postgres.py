@@ -107,6 +107,8 @@ class PostgresStore(SQLStore):
             self.VERSION_USES = self.LIVE_USES = "w.embed_hash = actx_hex(vectors.hash)"
         # the search indexes loaded into the server's buffers where they are cold (pg_prewarm.py)
         self.prewarmed = pg_prewarm.prewarm(db) if prewarm else pg_prewarm.PrewarmReport(skipped="not asked")
+        if prewarm:  # and the process: its first full collection now, not during its first queries
+            pg_prewarm.collect_once()
 
     def _connect(self) -> None:
         """Open the connection and set the session up (lock timeout, our schema first on the search path)."""
