@@ -146,3 +146,32 @@ def test_a_bulk_import_a_row_write_and_a_put_land_bytes(pg_url, pg_server):
     assert len(widths) == 40 + len(ODD) + 20 + 19  # 19 context vectors: a first turn has no pair
     assert all(w == 32 for h, w in widths.items() if h not in ODD)
     ws.close()
+
+
+def test_step_10_builds_an_older_graph_once_with_the_graph_a_store_now_builds(pg_url):
+    """The rewrite of step 10 would build an HNSW index of an older graph as it was, and step 11 build it again (a
+    1,000,000-memory store: minutes each): step 10 drops it before the rewrite and builds the current graph once."""
+    from agentcontext.store.pg_vectors import (HNSW_EF_CONSTRUCTION, HNSW_M, ann_graph, ann_index_name,
+                                               ann_predicate)
+    from agentcontext.store.postgres import PostgresStore
+
+    class Step10(PostgresStore):
+        MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:10])
+
+    rng = np.random.default_rng(11)
+    old = step9_store(pg_url)
+    fill(old, rng)
+    old.fold()
+    index, predicate = ann_index_name("m", DIM), ann_predicate(old._db, "m", DIM)
+    old._db.execute(f"DROP INDEX {index}")
+    old._db.execute(f"CREATE INDEX {index} ON vectors USING hnsw ((vector::halfvec({DIM})) halfvec_ip_ops) "
+                    f"WITH (m = 16, ef_construction = 64) WHERE {predicate}")
+    query = unit(rng, 1)[0]
+    near = old.nearest(query, "m", 5, namespace="ns")
+    old.close()
+
+    store = Step10(pg_url)
+    assert store.schema_version() == 10
+    assert ann_graph(store._db, "m", DIM) == (HNSW_M, HNSW_EF_CONSTRUCTION)
+    assert store.nearest(query, "m", 5, namespace="ns") == near
+    store.close()

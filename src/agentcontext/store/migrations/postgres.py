@@ -241,16 +241,24 @@ def hash_bytes(db) -> None:
     load does). The API keeps text hashes (pg_hash: lossless for any text). Run again on a schema it already changed
     (an adopted one), it changes no row."""
     from ..pg_hash import FUNCTIONS, has_bytes
+    from ..pg_vectors import HNSW_EF_CONSTRUCTION, HNSW_M, ann_graph, ann_index_name, create_ann_index
+    from ..pg_vectors import raise_build_settings
 
     for statement in FUNCTIONS:
         db.execute(statement)
     if has_bytes(db):
         return
-    # the builds' memory raised (never lowered) until the upgrade commits, as pg_bulk.raise_build_settings does for
-    # a load (imported from there, pg_bulk and this module would import each other)
-    db.execute("SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
-               "'maintenance_work_mem')), pg_size_bytes('2GB')) / 1024 || 'kB', true)")
+    raise_build_settings(db)  # the builds' memory and workers raised until the upgrade commits, as a load's
+    # an HNSW index of an older graph is dropped before the rewrite and built once after it with the graph a store
+    # now builds (step 11 then finds it current): the rewrite would otherwise build it, and step 11 build it again
+    graphs = {(model, int(dim)): ann_graph(db, model, dim)
+              for model, dim in db.execute("SELECT DISTINCT model, dim FROM vectors").fetchall()}
+    stale = [key for key, graph in graphs.items() if graph not in (None, (HNSW_M, HNSW_EF_CONSTRUCTION))]
+    for model, dim in stale:
+        db.execute(f"DROP INDEX {ann_index_name(model, dim)}")
     db.execute("ALTER TABLE vectors ALTER COLUMN hash TYPE bytea USING actx_hash(hash)")
+    for model, dim in stale:
+        create_ann_index(db, model, dim)
     db.execute("ANALYZE vectors")
 
 
