@@ -127,13 +127,14 @@ class PgSearch(Part):
         if not wanted:
             return {}
         hb = self.store._hb  # vectors keyed by the hash's bytes (migration 10, pg_hash)
-        if hb and pg_hash.all_digests(wanted):  # one text of the digests' hex, decoded and sliced in the server
+        digests = hb and pg_hash.all_digests(wanted)  # checked once: ~2,800 hashes a query
+        if digests:  # one text of the digests' hex, decoded and sliced in the server
             hashes, among = "".join(wanted), pg_hash.digests_sql("%s")
         elif any(SEPARATOR in h for h in wanted):
             hashes, among = wanted, "%s::text[]"
         else:  # one text, split in the server: dumping a list of thousands of strings costs the client more
             hashes, among = SEPARATOR.join(wanted), "string_to_array(%s, E'\\x1f')"
-        if hb and not pg_hash.all_digests(wanted):
+        if hb and not digests:
             among = f"ARRAY(SELECT actx_hash(x) FROM unnest({among}) x)"
         text = pg_hash.from_bytes if hb else str  # the keys come as bytes: their text made here (~0.2 us each)
         if not self.store._q8:

@@ -33,7 +33,7 @@ EXACT_ROWS = 2000  # at most this many filtered nodes: score them all (~5 us eac
 # 0.979 at 600, 0.9875 at 800, 0.9915 at 1000 (100 questions: 0.931 at 200, 0.970 at 400); the walk at 800 costs
 # 0.7-0.85x of one at 1000, and of the m 16 / ef_construction 64 graph's walk at 1000 (recall 0.9665)
 EF_SEARCH = 800
-# the graph (migration 10): at 1,000,000 memories m 16 / ef_construction 64 (pgvector's defaults) found 0.968 of the
+# the graph (migration 11): at 1,000,000 memories m 16 / ef_construction 64 (pgvector's defaults) found 0.968 of the
 # exact top 10 at ef_search 1000, m 24 / ef_construction 128 0.9915-0.995, for 1,219 bytes a memory instead of
 # 1,170 and about 2.5x the index build's time (559 s quiet at 1M; docs/POSTGRES_SCALE.md)
 HNSW_M, HNSW_EF_CONSTRUCTION = 24, 128
