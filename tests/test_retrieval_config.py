@@ -242,3 +242,24 @@ def test_a_retriever_without_a_facade_builds_its_own_configuration(tmp_path):
     assert r.config.hybrid_alpha == 0.6
     with pytest.raises(ValidationError, match="hybrid_alpha"):
         r.hybrid_alpha = 3
+
+
+def test_the_echo_names_the_weights_fitted_for_the_workspace_model(monkeypatch):
+    """A workspace whose model has fitted weights (engine/fusion.py MODEL_WEIGHTS: the minilm+mpnet pair) ranks
+    with them when given the defaults: every echo names those, not "default" (the pair's own model is not
+    installed in CI; the registry entry for this workspace's model stands in for it)."""
+    from dataclasses import replace
+
+    from agentcontext.engine import fusion
+    from agentcontext.engine.fusion import FusionWeights
+
+    c = AgentContext(vector_store=VectorStore(backend="inmemory", dimension=384))
+    fitted = replace(FusionWeights(), mention=0.5, answer=0.8)
+    monkeypatch.setitem(fusion.MODEL_WEIGHTS, c.memory.workspace.model_name, fitted)
+    c = AgentContext(vector_store=VectorStore(backend="inmemory", dimension=384))
+    c.store("FastAPI is a Python web framework")
+    assert c.memory.weights == fitted
+    ran = c.memory.retrieve("python framework")[0]["config"]["weights"]
+    assert ran != "default" and c.retrieve("python framework")[0]["config"]["weights"] == ran
+    c.memory.weights = FusionWeights()  # the defaults again: still the fitted ones rank
+    assert c.memory.weights == fitted

@@ -41,18 +41,22 @@ class ConfiguredRecall:
         """The facade's configuration, else one of this memory's own; the fusion weights, and the second stage over
         the first candidates (engine/rerank.py: ``rerank=True`` or AGENTCONTEXT_RERANK), given here win over it."""
         base = config if config is not None else RetrievalConfig(rerank=reranking.enabled(None))
-        self.config = dataclasses.replace(base, weights=weights or base.weights or FusionWeights(),
+        self.config = dataclasses.replace(base, weights=self._fitted(weights or base.weights),
                                           rerank=base.rerank if rerank is None else bool(rerank))
+
+    def _fitted(self, weights: FusionWeights | None) -> FusionWeights:
+        """``weights``, or, when they are the defaults, the ones fitted for the workspace's embedding model
+        (engine/fusion.py ``weights_for``): held in ``config`` so its echo names the weights that rank."""
+        return weights_for(self.workspace.model_name, weights or FusionWeights())
 
     @property
     def weights(self) -> FusionWeights:
-        """The fusion weights retrieval ranks with: the configuration's, or, when those are the defaults, the ones
-        fitted for the workspace's embedding model (engine/fusion.py ``weights_for``)."""
-        return weights_for(self.workspace.model_name, self.config.weights)
+        """The fusion weights retrieval ranks with (``config``'s: ``_fitted``)."""
+        return self.config.weights
 
     @weights.setter
     def weights(self, weights: FusionWeights) -> None:
-        self.config = dataclasses.replace(self.config, weights=weights)
+        self.config = dataclasses.replace(self.config, weights=self._fitted(weights))
 
     @property
     def rerank(self) -> bool:
