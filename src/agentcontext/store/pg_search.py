@@ -139,16 +139,17 @@ class PgSearch(Part):
             hashes, among = SEPARATOR.join(wanted), "string_to_array(%s, E'\\x1f')"
         if hb and not digests:
             among = f"ARRAY(SELECT actx_hash(x) FROM unnest({among}) x)"
-        text = pg_hash.from_bytes if hb else str  # the keys come as bytes: their text made here (~0.2 us each)
+        # the keys come as bytes: their text made here, the digests' in one call (``pg_hash.texts``)
+        text = pg_hash.texts if hb else (lambda keys: list(keys))
         if not self.store._q8:
             rows = self._read(f"SELECT hash, -(vector::vector <#> %s) FROM vectors WHERE model = %s AND dim = %s "
                               f"AND hash = ANY({among})", [query, model, int(query.size), hashes])
-            return {text(h): float(s) for h, s in rows}
+            return {h: float(r[1]) for h, r in zip(text([r[0] for r in rows]), rows)}
         # a context vector held as int8 (pg_q8, migration 9) comes as its bytes and is scored here
         rows = self.store._vector_rows(f"SELECT hash, -(vector::vector <#> %s), q8, q8_scale FROM vectors WHERE "
                                        f"model = %s AND dim = %s AND hash = ANY({among})",
                                        [query, model, int(query.size), hashes])  # binary: q8 as its bytes
-        rows = [(text(h), s, raw, scale) for h, s, raw, scale in rows]
-        out = {h: float(s) for h, s, _, _ in rows if s is not None}
-        out.update(pg_q8.scores(query, [(h, raw, scale) for h, s, raw, scale in rows if s is None]))
+        keys = text([r[0] for r in rows])
+        out = {h: float(r[1]) for h, r in zip(keys, rows) if r[1] is not None}
+        out.update(pg_q8.scores(query, [(h, r[2], r[3]) for h, r in zip(keys, rows) if r[1] is None]))
         return out
