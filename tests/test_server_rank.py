@@ -309,6 +309,7 @@ def test_the_linked_rows_fields_are_those_of_the_whole_rows(memory):
     from agentcontext.store.pg_sql import linked_sql
 
     assert "jsonb_typeof" not in linked_sql("prev", server_search.FIELDS)  # no field parsed in the server
+    assert " UNION SELECT" not in linked_sql("prev", server_search.FIELDS)  # no named row hashed whole to dedupe
     mem, _ = memory
     store = mem.workspace.store
     ids = [n.id for n in store.find_nodes(namespace=mem.namespace, kind="memory")][::5]
