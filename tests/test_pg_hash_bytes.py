@@ -58,6 +58,18 @@ def test_the_python_and_sql_forms_agree_and_give_every_text_back(pg_url):
     store.close()
 
 
+def test_the_checks_and_texts_of_many_keys_at_once_are_those_of_each_key():
+    """``all_digests`` (one check of the joined text: issue 23 s3, ~1,500 keys a query) says what the check of each
+    key says, and ``texts`` (the digests' hex made in one call) gives each key's ``from_bytes``, for lists of
+    digests with an odd text among them (a 63 and a 65 character text join to twice 64, upper case, a space)."""
+    digests = [content_hash(f"t{i}") for i in range(5)]
+    odd = [*ODD, "a" * 63 + "b" * 65, "a" * 63, " " * 64, "g" * 64, "é" * 64, "0" * 63 + "\n"]
+    for keys in ([], digests, *([*digests, x] for x in odd), [*digests[:1], "a" * 63, "b" * 65]):
+        assert pg_hash.all_digests(keys) == all(pg_hash._DIGEST.fullmatch(k) for k in keys), keys
+        raw = [pg_hash.to_bytes(k) for k in keys]
+        assert pg_hash.texts(raw) == [pg_hash.from_bytes(b) for b in raw] == keys
+
+
 def test_an_upgrade_from_step_9_keeps_every_vector_readable_and_identical(pg_url, tmp_path):
     rng = np.random.default_rng(10)
     old = step9_store(pg_url)

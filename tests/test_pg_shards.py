@@ -544,3 +544,22 @@ def test_an_id_of_another_namespace_on_another_shard_is_a_conflict_as_on_one_ser
         assert store.get_node("shared-id").content == "first, again"
     finally:
         store.close()
+
+
+def test_the_linked_turns_come_from_the_tenants_shard_with_their_text_when_asked(servers):
+    """``nodes_linked(content=True)`` (issue 23 s3) is honoured through a sharded store: the tenant's shard answers,
+    the followers with their text, the nodes otherwise those of ``content=False``."""
+    store = open_store("shards:" + spec(servers))
+    try:
+        for ns in ("memory:left", "memory:right"):
+            store.put_nodes([Node(id=f"{ns}-{i}", kind="memory", namespace=ns, content=f"turn {i} of {ns}",
+                                  props={"prev": f"{ns}-{i - 1}"} if i else {}) for i in range(6)])
+        for ns in ("memory:left", "memory:right"):
+            named, light = store.nodes_linked([f"{ns}-2"], "prev", ns, "memory", fields=("prev",))
+            same, texts = store.nodes_linked([f"{ns}-2"], "prev", ns, "memory", fields=("prev",), content=True)
+            assert same == named and sorted(named) == [f"{ns}-1", f"{ns}-2"]
+            assert [n.id for n in texts] == [n.id for n in light] == [f"{ns}-2", f"{ns}-3", f"{ns}-4"]
+            assert [n.content for n in light[1:]] == ["", ""]
+            assert [n.content for n in texts] == [f"turn {i} of {ns}" for i in (2, 3, 4)]
+    finally:
+        store.close()

@@ -370,7 +370,8 @@ class VectorSearch(Protocol):
         ``titles`` any-of. Approximate (an ANN index) when the filtered nodes are many, exact when they are few."""
 
     def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str, kind: str,
-                     fields: Sequence[str] | None = None) -> tuple[dict[str, Node], list[Node]]:
+                     fields: Sequence[str] | None = None,
+                     content: bool = False) -> tuple[dict[str, Node], list[Node]]:
         """What a ranking in the store reads around its candidates, in one round trip: (the active nodes of
         ``namespace`` and ``kind`` among ``ids`` and those they name in ``props[prop]``, by id, with content;
         the active nodes naming any of those and the nodes naming those in turn, without content, in insertion
@@ -378,7 +379,9 @@ class VectorSearch(Protocol):
         followers are all there. ``fields``: the props the caller reads (``prop`` always); each node's props then
         hold those of them that are set (a value that is neither a string nor null may bring every prop), so the
         client decodes no JSON it does not need, and each node carries only its id, kind, namespace, key, title,
-        summary, content (as above) and embed_hash: its other fields are left empty (a ranking's read)."""
+        summary, content (as above) and embed_hash: its other fields are left empty (a ranking's read).
+        ``content``: the followers come with their content too (a follower also of the first part may be that
+        part's node itself)."""
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
         """Whether ``namespace`` holds at least ``n`` nodes of ``kind``, answered cheaply (through an index, reading

@@ -22,6 +22,7 @@ import re
 from typing import Any, Sequence
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+_HEX_DIGITS = b"0123456789abcdef"
 
 FUNCTIONS = (
     "CREATE OR REPLACE FUNCTION actx_hash(h text) RETURNS bytea LANGUAGE sql STABLE PARALLEL SAFE AS $$ "
@@ -69,7 +70,22 @@ def out(expr: str, on: bool) -> str:
 
 
 def all_digests(hashes: Sequence[str]) -> bool:
-    return all(_DIGEST.fullmatch(h) for h in hashes)
+    """Whether every hash is a digest's 64 hex characters: checked as one text (lengths, then one match), not one
+    match each (~2,800 a query)."""
+    if not hashes:
+        return True
+    if max(map(len, hashes)) != 64 or min(map(len, hashes)) != 64:
+        return False
+    joined = "".join(hashes)
+    return joined.isascii() and not joined.encode("ascii").translate(None, _HEX_DIGITS)
+
+
+def texts(keys: Sequence[bytes]) -> list[str]:
+    """The text hashes of ``vectors.hash`` values (``from_bytes`` of each), the digests' hex made in one call."""
+    if keys and all(len(k) == 32 for k in keys):
+        joined = b"".join(keys).hex()
+        return [joined[i:i + 64] for i in range(0, len(joined), 64)]
+    return [from_bytes(k) for k in keys]
 
 
 def digests_sql(param: str) -> str:

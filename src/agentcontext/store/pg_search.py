@@ -43,8 +43,10 @@ def _with_fields(rows: Sequence[Sequence[Any]], keys: list[str]) -> list[Node]:
     return out
 
 
-def _linked(rows: Sequence[Sequence[Any]], keys: list[str] | None) -> tuple[dict[str, Node], list[Node]]:
-    """``nodes_linked``'s two parts from ``linked_sql``'s rows (``keys``: the props kept, or None: all)."""
+def _linked(rows: Sequence[Sequence[Any]], keys: list[str] | None,
+            content: bool = False) -> tuple[dict[str, Node], list[Node]]:
+    """``nodes_linked``'s two parts from ``linked_sql``'s rows (``keys``: the props kept, or None: all; ``content``:
+    the followers came with theirs, and a follower also of the first part is that part's node itself)."""
     first = [r[2:] for r in rows if r[0] == 0]
     ids = {r[0] for r in first}
     follows = sorted((r for r in rows if r[0] == 1), key=lambda r: r[1])
@@ -57,7 +59,7 @@ def _linked(rows: Sequence[Sequence[Any]], keys: list[str] | None) -> tuple[dict
         if r[2] in followers:
             continue  # a follower of two levels: once
         known = named.get(r[2])  # a follower also asked for: only its id came again (pg_sql.linked_sql)
-        followers[r[2]] = read[r[2]] if known is None else _without_content(known)
+        followers[r[2]] = read[r[2]] if known is None else known if content else _without_content(known)
     return named, list(followers.values())
 
 
@@ -103,14 +105,15 @@ class PgSearch(Part):
         return [(r[0], float(r[2])) for r in rows[:k]]  # the index's best k and the delta's (pg_delta), merged
 
     def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str, kind: str,
-                     fields: Sequence[str] | None = None) -> tuple[dict[str, Node], list[Node]]:
+                     fields: Sequence[str] | None = None,
+                     content: bool = False) -> tuple[dict[str, Node], list[Node]]:
         name = check_prop(prop)
         wanted = list(dict.fromkeys(i for i in ids if i))
         if not wanted:
             return {}, []
         keys = None if fields is None else list(dict.fromkeys([name, *(check_prop(f) for f in fields)]))
-        rows = self._read(linked_sql(name, keys), {"ids": wanted, "ns": namespace, "kind": kind})
-        return _linked(rows, keys)
+        rows = self._read(linked_sql(name, keys, content), {"ids": wanted, "ns": namespace, "kind": kind})
+        return _linked(rows, keys, content)
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
         if n <= 0:
@@ -136,16 +139,17 @@ class PgSearch(Part):
             hashes, among = SEPARATOR.join(wanted), "string_to_array(%s, E'\\x1f')"
         if hb and not digests:
             among = f"ARRAY(SELECT actx_hash(x) FROM unnest({among}) x)"
-        text = pg_hash.from_bytes if hb else str  # the keys come as bytes: their text made here (~0.2 us each)
+        # the keys come as bytes: their text made here, the digests' in one call (``pg_hash.texts``)
+        text = pg_hash.texts if hb else (lambda keys: list(keys))
         if not self.store._q8:
             rows = self._read(f"SELECT hash, -(vector::vector <#> %s) FROM vectors WHERE model = %s AND dim = %s "
                               f"AND hash = ANY({among})", [query, model, int(query.size), hashes])
-            return {text(h): float(s) for h, s in rows}
+            return {h: float(r[1]) for h, r in zip(text([r[0] for r in rows]), rows)}
         # a context vector held as int8 (pg_q8, migration 9) comes as its bytes and is scored here
         rows = self.store._vector_rows(f"SELECT hash, -(vector::vector <#> %s), q8, q8_scale FROM vectors WHERE "
                                        f"model = %s AND dim = %s AND hash = ANY({among})",
                                        [query, model, int(query.size), hashes])  # binary: q8 as its bytes
-        rows = [(text(h), s, raw, scale) for h, s, raw, scale in rows]
-        out = {h: float(s) for h, s, _, _ in rows if s is not None}
-        out.update(pg_q8.scores(query, [(h, raw, scale) for h, s, raw, scale in rows if s is None]))
+        keys = text([r[0] for r in rows])
+        out = {h: float(r[1]) for h, r in zip(keys, rows) if r[1] is not None}
+        out.update(pg_q8.scores(query, [(h, r[2], r[3]) for h, r in zip(keys, rows) if r[1] is None]))
         return out

@@ -218,8 +218,9 @@ class ShardReads:
         return sorted(_concat(parts), key=lambda hit: -hit[1])[:k]
 
     def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str, kind: str,
-                     fields: Sequence[str] | None = None) -> tuple[dict[str, Node], list[Node]]:
-        parts = self.routed(namespace, lambda s, ns: s.nodes_linked(ids, prop, ns, kind, fields))
+                     fields: Sequence[str] | None = None,
+                     content: bool = False) -> tuple[dict[str, Node], list[Node]]:
+        parts = self.routed(namespace, lambda s, ns: s.nodes_linked(ids, prop, ns, kind, fields, content))
         if not parts:
             return {}, []
         return parts[0]

@@ -57,7 +57,7 @@ class PgWhere(Where):
 RANKED_COLS = ("id", "kind", "namespace", "key", "title", "summary", "content", "embed_hash")
 
 
-def linked_sql(prop: str, fields: Sequence[str] | None = None) -> str:
+def linked_sql(prop: str, fields: Sequence[str] | None = None, content: bool = False) -> str:
     """The active nodes of one namespace and kind among the ids (an array) and those they name in ``props[prop]``
     (every column), then the nodes naming any of those and the nodes naming those (without content), in one
     statement: ``part`` 0 or 1, ``rid``, the node columns. Each node comes once as a follower (one of two levels),
@@ -69,23 +69,31 @@ def linked_sql(prop: str, fields: Sequence[str] | None = None) -> str:
     keeps the fields it reads, ``pg_search``) are read, the others NULL. The props are not parsed here: reading five
     fields in the server (one ``jsonb`` parse a row and their types) cost 4.4 ms of server CPU a call of ~450 rows
     at 200,000 memories, 2.5 ms with the props sent as text, where the client's decode grew by 0.7 ms
-    (docs/POSTGRES_SCALE.md, session 15)."""
+    (docs/POSTGRES_SCALE.md, session 15). ``content``: the followers come with their content too (a ranking reads
+    the text of some of them: one statement instead of a ``get_nodes`` round trip each time it does). The second
+    level is asked only of the first-level followers not named already (a named node's followers are first-level
+    ones: at 200,000 memories ~235 of the ~680 keys a query; the B-tree's array scan had shared most of their pages,
+    so it saves only ~2.5% of the statement's buffer reads). The turns named that were asked too are left out of
+    the second part of ``named`` by id (``UNION ALL``): a ``UNION`` hashed every named row whole, content and props
+    (the statement's execution 0.69x-0.74x without it, the same rows)."""
     link = f"((n.props::jsonb) ->> '{prop}')"
     cols = NODE_COLS.split(", ")
     shaped = [f"n.{c}" if fields is None or c in RANKED_COLS or c == "props" else f"NULL AS {c}" for c in cols]
-    light = ", ".join("'' AS content" if c == "n.content" else c for c in shaped)
+    light = ", ".join("'' AS content" if c == "n.content" and not content else c for c in shaped)
     full = ", ".join(shaped)
     live = "n.namespace = %(ns)s AND n.kind = %(kind)s AND n.retracted_at IS NULL"
     blank = ", NULL" * (len(shaped) - 1)  # a named follower's columns after its id
 
-    def naming(cte: str) -> str:
-        return f"{link} = ANY(ARRAY(SELECT id COLLATE \"default\" FROM {cte}))"
+    def naming(cte: str, but: str = "") -> str:
+        return f"{link} = ANY(ARRAY(SELECT id COLLATE \"default\" FROM {cte}{but}))"
 
     return (f"WITH asked AS MATERIALIZED (SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY(%(ids)s) AND {live}), "
-            f"named AS MATERIALIZED (SELECT * FROM asked UNION SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY("
-            f"ARRAY(SELECT (a.props::jsonb) ->> '{prop}' FROM asked a)) AND {live}), "
+            f"named AS MATERIALIZED (SELECT * FROM asked UNION ALL SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY("
+            f"ARRAY(SELECT (a.props::jsonb) ->> '{prop}' FROM asked a)) AND {live} AND n.id NOT IN "
+            "(SELECT id FROM asked)), "
             f"f1 AS MATERIALIZED (SELECT n.rid, {light} FROM nodes n WHERE {naming('named')} AND {live}), "
-            f"f2 AS (SELECT n.rid, {light} FROM nodes n WHERE {naming('f1')} AND {live} AND n.id NOT IN "
+            f"f2 AS (SELECT n.rid, {light} FROM nodes n WHERE {naming('f1', ' WHERE id NOT IN (SELECT id FROM named)')}"
+            f" AND {live} AND n.id NOT IN "
             "(SELECT id FROM f1)), f AS (SELECT * FROM f1 UNION ALL SELECT * FROM f2) "
             f"SELECT 0 AS part, * FROM named UNION ALL SELECT 1, f.rid, f.id{blank} "
             "FROM f WHERE f.id IN (SELECT id FROM named) UNION ALL SELECT 1, * FROM f WHERE f.id NOT IN (SELECT id "

@@ -383,8 +383,9 @@ class PostgresStore(SQLStore):
         return self._search.nearest(vector, model, k, namespace, kind, tags, valid_at, props, titles)
 
     def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str, kind: str,
-                     fields: Sequence[str] | None = None) -> tuple[dict[str, Node], list[Node]]:
-        return self._search.nodes_linked(ids, prop, namespace, kind, fields)
+                     fields: Sequence[str] | None = None,
+                     content: bool = False) -> tuple[dict[str, Node], list[Node]]:
+        return self._search.nodes_linked(ids, prop, namespace, kind, fields, content)
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
         return self._search.holds_at_least(n, namespace, kind)
