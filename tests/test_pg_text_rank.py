@@ -136,3 +136,24 @@ def test_a_capped_search_ranks_the_rows_holding_more_of_the_query_first(pg, monk
     assert [i for i, _ in got[:2]] == [i for i, _ in want] == ["cap-b0", "cap-b1"]
     assert [s for _, s in got[:2]] == pytest.approx([s for _, s in want], rel=1e-12)
     assert len(got) == 5  # the cap still holds: 2 rows holding both, then 3 of the walrus rows
+
+
+def test_each_rows_term_counts_are_read_once(pg):
+    """BM25 reads a lexeme's count in a row once (the subquery holding the counts is not folded into the score's
+    expression, which named each count three times: ~7 ms of CPU for 600 rows at 200,000 memories)."""
+    asked = []
+    read = pg._read
+
+    def spy(sql, params=()):
+        if "ts_rank_cd" in sql:
+            asked.append((sql, list(params)))
+        return read(sql, params)
+
+    pg._read = spy
+    try:
+        pg.text_search("harbour walrus item7", namespace="ns", limit=5)
+    finally:
+        pg._read = read
+    (sql, params), = asked
+    plan = "\n".join(r[0] for r in read("EXPLAIN (VERBOSE, COSTS OFF) " + sql, params))
+    assert plan.count("ts_rank_cd(") == 3  # one a lexeme: harbour, walrus, item7
