@@ -346,7 +346,10 @@ def before_and_after(url: str, questions: list[str], before: Path, data: Path, m
     same questions, in new processes ordered before, this, this, before (whoever runs later meets warmer pages:
     the order cancels a steady warming); p50 and p95 of each code's two runs pooled, each run's first query, and
     each code's labelled hit@10 (its first run's top 10s). ``before_url``: the before code's runs on another server
-    (a copy of the cluster at the schema it knows, when this tree's is newer)."""
+    (a copy of the cluster at the schema it knows, when this tree's is newer): that server first serves the
+    questions once, untimed, as this one has served them before these runs."""
+    if before_url:
+        client(before_url, "server", questions, before)
     runs = [(name, client(before_url or url if src else url, "server", questions, src)) for name, src in
             (("before", before), ("this", None), ("this", None), ("before", before))]
     out: dict[str, Any] = {"before_src": str(before), "order": [name for name, _ in runs]}
