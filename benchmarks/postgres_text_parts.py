@@ -11,6 +11,7 @@ Run: flock /work/locks/1m.lock nice -n 10 .venv/bin/python benchmarks/postgres_t
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._util import report  # noqa: E402
 from benchmarks.postgres_scale import SERVER, base_corpus  # noqa: E402
 from benchmarks.postgres_text import RECORD  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
@@ -88,8 +90,13 @@ def main() -> None:
         try:
             subprocess.run([sys.executable, "-c", RECORD, url, "\n".join(questions[1: args.queries + 1]), str(calls)],
                            env=env, check=True)
-            print(f"load average {os.getloadavg()}", flush=True)
-            subprocess.run([sys.executable, "-c", PARTS, url, str(calls)], env=env, check=True)
+            load = [round(x, 2) for x in os.getloadavg()]
+            done = subprocess.run([sys.executable, "-c", PARTS, url, str(calls)], env=env, check=True,
+                                  capture_output=True, text=True)
+            figures = {"data": str(args.data), "src": str(args.src), "load_average before / after": [
+                load, [round(x, 2) for x in os.getloadavg()]], "note": "busy shared 2-core machine",
+                **json.loads(done.stdout)}
+            report(f"postgres_text_parts_{args.data.name}", figures)
         finally:
             calls.unlink(missing_ok=True)
     finally:
