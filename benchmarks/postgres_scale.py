@@ -18,7 +18,8 @@ in-process memory index built from the same server, as every process did before)
   caches), a second new process one that has served queries (the usual case), both are printed.
 Run: /work/tools/bench.sh .venv/bin/python benchmarks/postgres_scale.py [--memories 1000000] [--queries 200]
 [--before-src DIR] (``--before-src``: the code of another source tree timed against this one in the same run, on the
-same server and questions, new processes alternating; its p50 / p95 and the ratio are printed too)
+same server and questions, new processes alternating; its p50 / p95 and the ratio are printed too; ``--before-data``
+DIR: its runs on a copy of the cluster at its schema, when this tree's is newer)
 (``--cold``, with ``--before-src``: each code's first query on a server restarted for it, its buffers empty: the
 store's prewarm at open against none)
 (``--build-only`` builds the kept cluster and measures nothing: the hour-long 1M build need not hold the bench lock.)
@@ -339,12 +340,17 @@ def dense_recall(url: str, data: Path, query_vectors: np.ndarray, n: int) -> flo
     return hits / (10 * len(q))
 
 
-def before_and_after(url: str, questions: list[str], before: Path, data: Path, memories: int) -> dict[str, Any]:
+def before_and_after(url: str, questions: list[str], before: Path, data: Path, memories: int,
+                     before_url: str | None = None) -> dict[str, Any]:
     """The code before a change (``before``: a source tree's src/) against this tree's, on the same server and the
     same questions, in new processes ordered before, this, this, before (whoever runs later meets warmer pages:
     the order cancels a steady warming); p50 and p95 of each code's two runs pooled, each run's first query, and
-    each code's labelled hit@10 (its first run's top 10s)."""
-    runs = [(name, client(url, "server", questions, src)) for name, src in
+    each code's labelled hit@10 (its first run's top 10s). ``before_url``: the before code's runs on another server
+    (a copy of the cluster at the schema it knows, when this tree's is newer): that server first serves the
+    questions once, untimed, as this one has served them before these runs."""
+    if before_url:
+        client(before_url, "server", questions, before)
+    runs = [(name, client(before_url or url if src else url, "server", questions, src)) for name, src in
             (("before", before), ("this", None), ("this", None), ("before", before))]
     out: dict[str, Any] = {"before_src": str(before), "order": [name for name, _ in runs]}
     for name in ("before", "this"):
@@ -445,6 +451,9 @@ def main() -> None:
     parser.add_argument("--build-only", action="store_true", help="build the kept cluster and stop, measuring nothing")
     parser.add_argument("--cold", action="store_true", help="with --before-src: also each code's first query on a "
                         "server restarted for it (buffers empty), alternating")
+    parser.add_argument("--before-data", type=Path, default=None,
+                        help="with --before-src: a copy of --data's cluster at the schema the before code knows (when "
+                             "this tree's is newer): the before code's runs there, on a second server")
     parser.add_argument("--before-src", type=Path, default=None,
                         help="a source tree of the code before a change (e.g. `git worktree add DIR REV`): after the "
                              "figures, time it against this code on the same server, new processes alternating")
@@ -480,8 +489,14 @@ def main() -> None:
         again = client(url, "server", questions[args.queries + 1: args.queries + 12])
         recall = dense_recall(url, data, qvectors[1: args.queries + 1], n)
         base = None if args.no_baseline else client(url, "mirror", asked)
-        compared = (before_and_after(url, asked, args.before_src.resolve() / "src", data, n) if args.before_src
-                    else None)
+        other = (PgServer(root=args.before_data / "cluster", options=SERVER).start()
+                 if args.before_src and args.before_data else None)
+        try:
+            compared = (before_and_after(url, asked, args.before_src.resolve() / "src", data, n,
+                                         other.url("scale") if other else None) if args.before_src else None)
+        finally:
+            if other:
+                other.stop()
         cold = None
         if args.cold and args.before_src and not server.reused:
             def restart() -> str:

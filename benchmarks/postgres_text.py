@@ -7,8 +7,10 @@ before (the later meet warmer pages), each call timed; printed: ms a question (m
 ratio, how many calls return the same ids and scores, and how much of the exact top 10 (every row holding the
 searched words ranked by BM25: ``pg_text.MATCH_ROWS`` and ``PREFILTER`` unbounded, asked once by this code) each
 code's answers hold.
+When this tree's schema is newer than the before code's (migration 12), ``--before-data`` names a copy of the cluster
+at the older schema: the before code's replays run there (a second server), this code's on ``--data``.
 Run: flock /work/locks/1m.lock nice -n 10 .venv/bin/python benchmarks/postgres_text.py --data DIR --queries 40
---before-src /work/wt/before
+--before-src /work/wt/before [--before-data DIR]
 """
 from __future__ import annotations
 
@@ -89,15 +91,19 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True, help="a kept postgres_scale.py cluster")
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--before-src", type=Path, required=True)
+    parser.add_argument("--before-data", type=Path, default=None,
+                        help="a copy of --data at the before code's schema (when this tree's is newer): its runs there")
     args = parser.parse_args()
     this_src = Path(__file__).resolve().parent.parent / "src"
     before_src = args.before_src.resolve() / "src"
     _, _, questions, _ = base_corpus(args.data)
     asked = questions[1: args.queries + 1]
     server = PgServer(root=args.data / "cluster", options=SERVER).start()
+    other = PgServer(root=args.before_data / "cluster", options=SERVER).start() if args.before_data else None
     load_before = os.getloadavg()
     try:
         url = server.url("scale")
+        urls = {"this": url, "before": other.url("scale") if other else url}
         with tempfile.TemporaryDirectory() as tmp:
             calls = Path(tmp) / "calls.pkl"
             run(RECORD, this_src, url, "\n".join(asked), str(calls))
@@ -105,7 +111,7 @@ def main() -> None:
             for i, (name, src) in enumerate((("before", before_src), ("this", this_src), ("this", this_src),
                                              ("before", before_src))):
                 out = Path(tmp) / f"run{i}.pkl"
-                run(REPLAY, src, url, str(calls), str(out), "timed")
+                run(REPLAY, src, urls[name], str(calls), str(out), "timed")
                 runs.append((name, pickle.loads(out.read_bytes())))
             out = Path(tmp) / "exact.pkl"
             run(REPLAY, this_src, url, str(calls), str(out), "exact")
@@ -113,8 +119,11 @@ def main() -> None:
             recorded = pickle.loads(calls.read_bytes())
     finally:
         server.stop()
+        if other:
+            other.stop()
     figures: dict[str, Any] = {
-        "data": str(args.data), "questions": len(asked), "text_search_calls": sum(len(c) for c in recorded),
+        "data": str(args.data), "before_data": str(args.before_data or args.data), "questions": len(asked),
+        "text_search_calls": sum(len(c) for c in recorded),
         "note": "busy shared 2-core machine; ms a question: every text_search call of its retrieve, replayed",
         "load_average before / after": [[round(x, 2) for x in load_before], [round(x, 2) for x in os.getloadavg()]],
         "order": [name for name, _ in runs]}

@@ -80,7 +80,7 @@ def test_an_upgrade_from_step_10_builds_the_graph_again_and_keeps_rows_and_resul
     old.close()
 
     store = open_store(pg_url)
-    assert store.schema_version() == 11
+    assert store.schema_version() == store.MIGRATIONS.latest
     assert ann_graph(store._db, "m", DIM) == CHOSEN
     assert store._read("SELECT hash, searched, pending FROM vectors ORDER BY hash") == rows
     assert [store.nearest(q, "m", 5, namespace="ns") for q in queries] == near

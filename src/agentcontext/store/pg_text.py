@@ -39,6 +39,9 @@ ALONE_SECONDS = 1.0  # whether a large namespace lies alone in the table (``ALON
 LEXEME_CACHE = 512  # a large table's lexeme lookups remembered (per store, for STATS_SECONDS)
 PREFILTER = 200  # ts_rank keeps the best max(4 x limit, PREFILTER) of the rows found for BM25 to order
 MATCH_ROWS = 2000  # on a large table, the rows holding more common lexemes than this (together) are not searched
+PENDING_KB = 256  # the text index's pending list (GIN's new entries, read whole by every search of it) at most
+# this many kB: 32 pages, where the default 4 MB held ~450 pages that each text statement read (1.3-2 ms each, three
+# to five a query, at 200,000 and 1,000,000 memories; migration 12, docs/POSTGRES_SCALE.md)
 K1, B = 1.2, 0.75
 WEIGHTS = "{0.25, 0.5, 0.75, 1.0}"  # ts_rank's D, C, B, A weights (content, summary and tags, title, key): 1:2:3:4
 CD_WEIGHTS = "{0.125, 0.25, 0.375, 0.5}"  # ts_rank_cd's D, C, B, A weights: a lexeme's positions, 1:2:3:4, in eighths
@@ -254,7 +257,9 @@ def bm25_sql(lexes: list[str], where: str, prefilter: int, limit: int, scan: int
     added in the tsvector's lexeme order, as the sum over the row's own lexemes added them before, so the scores
     are the same floats. Before, each prefiltered row's query lexemes were unnested (``ts_delete`` twice and a
     subquery per lexeme): ~13 ms of CPU for 600 rows at 1,000,000 memories (issue 23 s3). The prefiltered rows are
-    materialized once (their tsvectors detoasted once, not at each use)."""
+    materialized once (their tsvectors detoasted once, not at each use), and each count read once: the subquery of
+    the counts is kept apart (``OFFSET 0``), where the planner folded it into the score, which names each count three
+    times (~7 ms of CPU for 600 rows at 200,000 memories, issue 23 s3)."""
     cheap = " + ".join(f"%s * ts_rank('{WEIGHTS}', n.tsv, %s::tsquery, 0)" for _ in lexes)
     found = f"SELECT n.rid, n.id, n.tsv FROM nodes n WHERE n.tsv @@ %s::tsquery{where}"
     if first and scan is not None:
@@ -268,4 +273,4 @@ def bm25_sql(lexes: list[str], where: str, prefilter: int, limit: int, scan: int
             f"ORDER BY {cheap} DESC, n.rid LIMIT {int(prefilter)}), "
             "q AS (SELECT %s::float8 AS avgdl, %s::float8[] AS idfs, %s::tsquery[] AS lexes) "
             f"SELECT f.id, {terms} AS score, f.rid FROM (SELECT pre.id, pre.rid, length(pre.tsv) AS dl, q.avgdl, "
-            f"q.idfs, {tfs} FROM pre CROSS JOIN q) f ORDER BY score DESC, f.rid LIMIT {int(limit)}")
+            f"q.idfs, {tfs} FROM pre CROSS JOIN q OFFSET 0) f ORDER BY score DESC, f.rid LIMIT {int(limit)}")

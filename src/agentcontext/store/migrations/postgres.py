@@ -272,3 +272,17 @@ def denser_graph(db) -> None:
 
     raise_build_settings(db)
     rebuild_ann_indexes(db)
+
+
+@MIGRATIONS.step(12, "the text index's pending list kept small (pg_text.PENDING_KB): every search of the index reads "
+                     "it whole")
+def small_text_pending_list(db) -> None:
+    """GIN adds a row's entries to a pending list, merged into the index when it outgrows ``gin_pending_list_limit``
+    (4 MB by default: ~450 pages, read by every text statement of a large store: 1.3-2 ms each, issue 23 s3). The
+    index's own limit is set (a catalog change: no row or index page is rewritten; kept when an import builds the
+    index again, whose definition carries it) and the list there is merged now (a second or less: at most 4 MB)."""
+    from ..pg_text import PENDING_KB
+
+    if db.execute("SELECT to_regclass('nodes_tsv') IS NOT NULL").fetchone()[0]:
+        db.execute(f"ALTER INDEX nodes_tsv SET (gin_pending_list_limit = {int(PENDING_KB)})")
+        db.execute("SELECT gin_clean_pending_list('nodes_tsv'::regclass)")
