@@ -24,7 +24,7 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import pg_bulk, pg_delta, pg_hash, pg_prewarm, pg_q8, pg_text, scrub, transfer
+from . import pg_bulk, pg_delta, pg_hash, pg_prewarm, pg_q8, pg_text, pg_warmup, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import NODE_COLS, Where, held_embed_text
@@ -76,7 +76,7 @@ class PostgresStore(SQLStore):
     CONNECT_TIMEOUT: float | None = None  # seconds a connection attempt may take (None: the store's timeout)
 
     def __init__(self, url: str, schema: str | None = None, timeout: float = 60.0, prewarm: bool = True,
-                 fold_at: int | None = pg_delta.FOLD_AT) -> None:
+                 fold_at: int | None = pg_delta.FOLD_AT, warm_up: bool | None = None) -> None:
         super().__init__(redact(url), timeout)  # the URL is shown by the CLI and in receipts: never the password
         conninfo, url_schema = split_url(url)
         self.schema = schema or url_schema
@@ -91,6 +91,7 @@ class PostgresStore(SQLStore):
         self._search = PgSearch(self)
         self._text = PgText(self)
         self._deltas = pg_delta.Delta(self)
+        self._warm_up = pg_warmup.WarmUp(self)
         self._connect()
         db = self._db
         self._lock_key = int.from_bytes(
@@ -109,6 +110,14 @@ class PostgresStore(SQLStore):
         self.prewarmed = pg_prewarm.prewarm(db) if prewarm else pg_prewarm.PrewarmReport(skipped="not asked")
         if prewarm:  # and the process: its first full collection now, not during its first queries
             pg_prewarm.collect_once()
+        # and this connection's backend: a first search run in the background (pg_warmup.py; None: when the search
+        # indexes are large enough to be prewarmed)
+        if warm_up is False or (warm_up is None and not prewarm):
+            self.warmed = self._warm_up.skip("not asked")
+        elif warm_up is None and self.prewarmed.blocks < pg_prewarm.MIN_BLOCKS:
+            self.warmed = self._warm_up.skip(f"the search indexes are small (under {pg_prewarm.MIN_BLOCKS} blocks)")
+        else:
+            self.warmed = self._warm_up.start()
 
     def _connect(self) -> None:
         """Open the connection and set the session up (lock timeout, our schema first on the search path)."""
@@ -408,6 +417,7 @@ class PostgresStore(SQLStore):
         return {**super().info(), "pending_vectors": self.pending_vectors()}  # folded by `agentcontext store fold`
 
     def close(self) -> None:
+        self._warm_up.stop()  # a warm-up still running ends first (its statement cancelled)
         self.folder.stop()  # a background fold ends after its chunk (which commits or rolls back whole)
         super().close()
 
