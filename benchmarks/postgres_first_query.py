@@ -49,6 +49,9 @@ t_ready = time.perf_counter()
 def backend_ns():
     with open(f"/proc/{store._db.info.backend_pid}/schedstat") as f:
         return int(f.read().split()[0])
+def backend_disk():
+    with open(f"/proc/{store._db.info.backend_pid}/io") as f:
+        return int(next(line for line in f if line.startswith("read_bytes")).split()[1])
 def backend_faults():
     with open(f"/proc/{store._db.info.backend_pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[7])
@@ -76,6 +79,7 @@ queries = []
 for i, q in enumerate(questions):
     spent.clear()
     modules, gcs, b, flt = set(sys.modules), list(collections), backend_ns(), backend_faults()
+    disk = backend_disk()
     c, t = time.process_time(), time.perf_counter()
     if profile and i == 0:
         import cProfile, io, pstats
@@ -91,14 +95,19 @@ for i, q in enumerate(questions):
         memory.retrieve(q, max_results=10)
     wall, cpu, backend = time.perf_counter() - t, time.process_time() - c, (backend_ns() - b) / 1e9
     queries.append({"wall_s": wall, "client_cpu_s": cpu, "backend_cpu_s": backend, "stages_s": dict(spent),
-                    "backend_faults": backend_faults() - flt, "new_modules": sorted(set(sys.modules) - modules),
+                    "backend_faults": backend_faults() - flt,
+                    "backend_disk_mb": (backend_disk() - disk) / 2**20,
+                    "new_modules": sorted(set(sys.modules) - modules),
                     "gc": [x - y for x, y in zip(collections, gcs)]})
     if i == 0:
         since_start = time.perf_counter() - t_start
 print(json.dumps({"imports_s": t_imports - t_start, "open_s": t_open - t_imports, "model_s": t_ready - t_open,
                   "since_start_s": since_start, "queries": queries,
                   "prewarmed": repr(getattr(store, "prewarmed", None)),
-                  "warmed": repr(getattr(store, "warmed", None))}))
+                  "warmed": repr(getattr(store, "warmed", None)),
+                  "warm_up_from_start_s": [getattr(getattr(store, "warmed", None), k, None) and
+                                           getattr(store.warmed, k) - t_start for k in ("started", "ended")],
+                  "model_from_start_s": [t_open - t_start, t_ready - t_start]}))
 """
 
 
@@ -129,6 +138,10 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "second_query_ms": figure([q["wall_s"] for q in second]) if second else None,
         "first_query_client_cpu_ms": figure([q["client_cpu_s"] for q in first]),
         "first_query_backend_cpu_ms": figure([q["backend_cpu_s"] for q in first]),
+        "first_query_backend_faults": [q["backend_faults"] for q in first],
+        "first_query_backend_disk_mb": [round(q["backend_disk_mb"], 1) for q in first],
+        "second_query_backend_faults": [q["backend_faults"] for q in second],
+        "second_query_backend_disk_mb": [round(q["backend_disk_mb"], 1) for q in second],
         "second_query_client_cpu_ms": figure([q["client_cpu_s"] for q in second]) if second else None,
         "second_query_backend_cpu_ms": figure([q["backend_cpu_s"] for q in second]) if second else None,
         "first_query_stages_ms (medians)": {s: round(statistics.median([q["stages_s"].get(s, 0.0) for q in first])
@@ -139,6 +152,9 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "from_process_start_ms": figure([r["since_start_s"] for r in runs]),
         "first_query_modules_imported": sorted({m for q in first for m in q["new_modules"]}),
         "first_query_gc (gen 0/1/2, summed)": [sum(q["gc"][g] for q in first) for g in range(3)],
+        "warm_up_ms (from the process start: began, ended; the model loaded from, to)": [
+            [round(x * 1000) if x else None for x in [*r["warm_up_from_start_s"], *r["model_from_start_s"]]]
+            for r in runs],
     }
 
 

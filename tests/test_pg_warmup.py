@@ -90,10 +90,10 @@ def test_a_warm_up_step_that_fails_never_fails_the_open_and_is_reported(pg_url):
         store.close()
 
 
-def test_a_first_query_waits_for_the_warm_up_and_close_stops_one_still_running(pg_url):
-    """The vectors table locked by another session holds the warm-up's first step: a query asked meanwhile waits
-    (never runs beside it on the connection) and runs once the warm-up has ended; ``close`` cancels a step in flight
-    and returns."""
+def test_a_call_waits_for_the_warm_up_step_in_flight_then_the_warm_up_yields_and_close_stops_one(pg_url):
+    """The vectors table locked by another session holds the warm-up's first step: a call of the store asked
+    meanwhile waits for that step (never runs beside it on the connection), then the warm-up stops and the call runs;
+    ``close`` cancels a step in flight and returns."""
     _fill(pg_url)
     conninfo, schema = split_url(pg_url)
     with psycopg.connect(conninfo) as locker:
@@ -106,7 +106,9 @@ def test_a_first_query_waits_for_the_warm_up_and_close_stops_one_still_running(p
         assert not store.warmed.done.is_set() and not counted  # the warm-up waits on the lock, the query on it
         locker.rollback()
         query.join(60)
-        assert counted == [120] and store.warmed.done.is_set() and store.warmed.failed is None
+        assert counted == [120] and store.warmed.wait(10)
+        assert store.warmed.failed == "yielded to the store's first call before nearest", store.warmed
+        assert list(store.warmed.steps) == ["sample"]
         store.close()
         locker.execute(f"LOCK TABLE {schema}.vectors IN ACCESS EXCLUSIVE MODE")
         held = PostgresStore(pg_url, warm_up=True)

@@ -6,9 +6,11 @@ retrieve whose pages are all in the buffers already), fills its catalog caches a
 the client pays the first call of each code path (psycopg's adapters for the types a search sends and reads, our
 query builders). ``WarmUp`` runs the store's own search calls once on the store's connection, with a sample of the
 store's data (a memory of its most common namespace: its vector, a few of its words, its neighbours), in a daemon
-thread that holds the store's lock while it runs: the process meanwhile loads its embedding model (half a second
-and more), so the warm-up costs a new process no time from its start, and a first query asked before it ends waits
-for it (never runs beside it). Only stores whose search indexes are large enough to be prewarmed
+thread, each step under the store's lock: the process meanwhile loads its embedding model (half a second and more),
+so the warm-up costs a new process no time from its start. A call of the store from another thread (the first query,
+or a command that only writes) never runs beside a step: it waits for the step in flight (tens of milliseconds at
+1,000,000 memories), and the warm-up then stops (``Gate``: the store's lock, which notes that a call wants it;
+the report says where it yielded). Only stores whose search indexes are large enough to be prewarmed
 (``pg_prewarm.MIN_BLOCKS``) are warmed: a small one's first query is fast anyway.
 
 It reads only (a replica or a read-only role is warmed the same way) and changes nothing a query returns. A step that
@@ -38,9 +40,12 @@ _WORD = re.compile(r"[^\W\d_]{4,}")
 @dataclass
 class WarmUpReport:
     """What the warm-up did: each step's milliseconds, the backend it warmed, why it did not run, or the step that
-    failed and its error. ``wait`` blocks until it has ended (at once when it never started)."""
+    failed and its error; ``started`` / ``ended``: ``time.perf_counter()`` when it began and ended. ``wait`` blocks
+    until it has ended (at once when it never started)."""
 
     steps: dict[str, float] = field(default_factory=dict)
+    started: float | None = None
+    ended: float | None = None
     skipped: str | None = None
     failed: str | None = None
     backend_pid: int | None = None
@@ -50,8 +55,33 @@ class WarmUpReport:
         return self.done.wait(timeout)
 
 
+class Gate:
+    """The store's lock (re-entrant, as ``SQLStore``'s), which tells a warm-up that another thread asked for the
+    store: ``wanted`` is set by any acquire from a thread other than ``warmer``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.warmer: int | None = None
+        self.wanted = False
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if threading.get_ident() != self.warmer:
+            self.wanted = True
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._lock.release()
+
+
 class WarmUp:
-    """The store's search calls run once on its connection, in a thread (module doc)."""
+    """The store's search calls run once on its connection, in a thread, step by step under the store's lock; it
+    stops before its next step once another thread has asked for the store (module doc)."""
 
     def __init__(self, store: Any) -> None:
         self.store = store
@@ -59,6 +89,7 @@ class WarmUp:
         self._stop = threading.Event()
         self._running = False
         self._thread: threading.Thread | None = None
+        self._step = "sample"
 
     def skip(self, reason: str) -> WarmUpReport:
         self.report.skipped = reason
@@ -66,8 +97,10 @@ class WarmUp:
         return self.report
 
     def start(self) -> WarmUpReport:
-        """Start the warm-up in a daemon thread; the store's lock is taken before this returns, so any call of the
-        store made after the open runs after the warm-up."""
+        """Start the warm-up in a daemon thread; its first step holds the store's lock before this returns, so a
+        call of the store made after the open waits for that step at most."""
+        gate = self.store._lock
+        gate.wanted = False
         taken = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(taken,), name="agentcontext-pg-warmup", daemon=True)
         self._thread.start()
@@ -88,41 +121,47 @@ class WarmUp:
 
     def _run(self, taken: threading.Event) -> None:
         store, report = self.store, self.report
+        gate = store._lock
+        gate.warmer = threading.get_ident()
+        report.started = time.perf_counter()
         try:
-            with store._lock:
-                taken.set()
-                self._running = True
-                report.backend_pid = store._db.info.backend_pid
-                self._steps()
+            self._search(taken)
+        except _Stopped as stopped:
+            report.failed = str(stopped)
         except (psycopg.Error, AgentContextError) as exc:  # reported, never raised: the open has returned
             report.failed = f"{self._step}: {type(exc).__name__}: {str(exc).strip()}"
             if self._stop.is_set():
                 report.failed = f"stopped by close during {self._step}"
         finally:
+            gate.warmer = None
             self._running = False
+            report.ended = time.perf_counter()
             taken.set()
             report.done.set()
 
-    _step = "sample"
+    def _timed(self, name: str, fn: Any, taken: threading.Event | None = None) -> Any:
+        """One step under the store's lock, unless ``close`` or another call asked for the store first."""
+        gate = self.store._lock
+        with gate:
+            if taken is not None:
+                taken.set()
+            elif self._stop.is_set():
+                raise _Stopped(f"stopped by close before {name}")
+            elif gate.wanted:
+                raise _Stopped(f"yielded to the store's first call before {name}")
+            self._step, self._running = name, True
+            t = time.perf_counter()
+            try:
+                out = fn()
+            finally:
+                self._running = False
+            self.report.steps[name] = round((time.perf_counter() - t) * 1000, 1)
+            return out
 
-    def _timed(self, name: str, fn: Any) -> Any:
-        if self._stop.is_set():
-            raise _Stopped()
-        self._step = name
-        t = time.perf_counter()
-        out = fn()
-        self.report.steps[name] = round((time.perf_counter() - t) * 1000, 1)
-        return out
-
-    def _steps(self) -> None:
-        try:
-            self._search()
-        except _Stopped:
-            self.report.failed = f"stopped by close before {self._step}"
-
-    def _search(self) -> None:
+    def _search(self, taken: threading.Event) -> None:
         store = self.store
-        found = self._timed("sample", lambda: sample(store))
+        self.report.backend_pid = store._db.info.backend_pid
+        found = self._timed("sample", lambda: sample(store), taken)
         if found is None:
             self.report.skipped = "no node with a vector to search with"
             return
@@ -146,7 +185,7 @@ class WarmUp:
 
 
 class _Stopped(Exception):
-    """``close`` asked the warm-up to stop between two steps."""
+    """``close``, or another call of the store, came before the warm-up's next step."""
 
 
 def sample(store: Any) -> tuple[str, str, str, Any, str] | None:

@@ -78,6 +78,7 @@ class PostgresStore(SQLStore):
     def __init__(self, url: str, schema: str | None = None, timeout: float = 60.0, prewarm: bool = True,
                  fold_at: int | None = pg_delta.FOLD_AT, warm_up: bool | None = None) -> None:
         super().__init__(redact(url), timeout)  # the URL is shown by the CLI and in receipts: never the password
+        self._lock = pg_warmup.Gate()  # re-entrant like SQLStore's; tells a warm-up that a call wants the store
         conninfo, url_schema = split_url(url)
         self.schema = schema or url_schema
         self._conninfo = conninfo
