@@ -90,26 +90,30 @@ def test_a_warm_up_step_that_fails_never_fails_the_open_and_is_reported(pg_url):
         store.close()
 
 
-def test_a_call_waits_for_the_warm_up_step_in_flight_then_the_warm_up_yields_and_close_stops_one(pg_url):
+def test_a_call_waits_for_the_warm_up_step_in_flight_a_search_stops_it_and_close_cancels_it(pg_url):
     """The vectors table locked by another session holds the warm-up's first step: a call of the store asked
-    meanwhile waits for that step (never runs beside it on the connection), then the warm-up stops and the call runs;
-    ``close`` cancels a step in flight and returns."""
+    meanwhile waits for that step (never runs beside it on the connection); a plain read then lets the warm-up go
+    on, a search makes it stop; ``close`` cancels a step in flight and returns."""
     _fill(pg_url)
     conninfo, schema = split_url(pg_url)
+    query = np.random.default_rng(9).standard_normal(DIM).astype(np.float32)
     with psycopg.connect(conninfo) as locker:
-        locker.execute(f"LOCK TABLE {schema}.vectors IN ACCESS EXCLUSIVE MODE")
-        store = PostgresStore(pg_url, warm_up=True)
-        counted: list[int] = []
-        query = threading.Thread(target=lambda: counted.append(store.count_nodes()))
-        query.start()
-        time.sleep(0.5)
-        assert not store.warmed.done.is_set() and not counted  # the warm-up waits on the lock, the query on it
-        locker.rollback()
-        query.join(60)
-        assert counted == [120] and store.warmed.wait(10)
-        assert store.warmed.failed == "yielded to the store's first call before nearest", store.warmed
-        assert list(store.warmed.steps) == ["sample"]
-        store.close()
+        for call, finished in ((lambda s: s.count_nodes(), None),
+                               (lambda s: s.nearest(query, MODEL, 5, namespace="memory:talk"),
+                                "yielded to the store's first search or write before nearest")):
+            locker.execute(f"LOCK TABLE {schema}.vectors IN ACCESS EXCLUSIVE MODE")
+            store = PostgresStore(pg_url, warm_up=True)
+            answered: list[object] = []
+            asker = threading.Thread(target=lambda a=answered, c=call, s=store: a.append(c(s)))
+            asker.start()
+            time.sleep(0.5)
+            assert not store.warmed.done.is_set() and not answered  # the warm-up waits on the lock, the call on it
+            locker.rollback()
+            asker.join(60)
+            assert answered and answered[0] and store.warmed.wait(60)
+            assert store.warmed.failed == finished, store.warmed
+            assert ("similarities" in store.warmed.steps) == (finished is None)
+            store.close()
         locker.execute(f"LOCK TABLE {schema}.vectors IN ACCESS EXCLUSIVE MODE")
         held = PostgresStore(pg_url, warm_up=True)
         time.sleep(0.3)

@@ -7,11 +7,11 @@ the client pays the first call of each code path (psycopg's adapters for the typ
 query builders). ``WarmUp`` runs the store's own search calls once on the store's connection, with a sample of the
 store's data (a memory of its most common namespace: its vector, a few of its words, its neighbours), in a daemon
 thread, each step under the store's lock: the process meanwhile loads its embedding model (half a second and more),
-so the warm-up costs a new process no time from its start. A call of the store from another thread (the first query,
-or a command that only writes) never runs beside a step: it waits for the step in flight (tens of milliseconds at
-1,000,000 memories), and the warm-up then stops (``Gate``: the store's lock, which notes that a call wants it;
-the report says where it yielded). Only stores whose search indexes are large enough to be prewarmed
-(``pg_prewarm.MIN_BLOCKS``) are warmed: a small one's first query is fast anyway.
+so the warm-up costs a new process no time from its start. A call of the store from another thread never runs
+beside a step: it waits for the step in flight (tens of milliseconds at 1,000,000 memories); once a search or a
+write has been asked (the first query, or a command that only writes), the warm-up stops (``Gate``: the store's
+lock, told by those calls; the report says where it yielded). Only stores whose search indexes are large enough to
+be prewarmed (``pg_prewarm.MIN_BLOCKS``) are warmed: a small one's first query is fast anyway.
 
 It reads only (a replica or a read-only role is warmed the same way) and changes nothing a query returns. A step that
 fails (the role may not read a table, the connection broke) never fails the open: ``WarmUpReport.failed`` names the
@@ -56,17 +56,20 @@ class WarmUpReport:
 
 
 class Gate:
-    """The store's lock (re-entrant, as ``SQLStore``'s), which tells a warm-up that another thread asked for the
-    store: ``wanted`` is set by any acquire from a thread other than ``warmer``."""
+    """The store's lock (re-entrant, as ``SQLStore``'s), through which a search or a write tells a warm-up that the
+    store is wanted (``want``, from any thread but the warm-up's own); other reads (a workspace reading its settings
+    while its model loads) take their turn between two steps."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self.warmer: int | None = None
         self.wanted = False
 
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        if threading.get_ident() != self.warmer:
+    def want(self) -> None:
+        if self.warmer is not None and threading.get_ident() != self.warmer:
             self.wanted = True
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         return self._lock.acquire(blocking, timeout)
 
     def release(self) -> None:
@@ -99,8 +102,6 @@ class WarmUp:
     def start(self) -> WarmUpReport:
         """Start the warm-up in a daemon thread; its first step holds the store's lock before this returns, so a
         call of the store made after the open waits for that step at most."""
-        gate = self.store._lock
-        gate.wanted = False
         taken = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(taken,), name="agentcontext-pg-warmup", daemon=True)
         self._thread.start()
@@ -122,7 +123,7 @@ class WarmUp:
     def _run(self, taken: threading.Event) -> None:
         store, report = self.store, self.report
         gate = store._lock
-        gate.warmer = threading.get_ident()
+        gate.wanted, gate.warmer = False, threading.get_ident()
         report.started = time.perf_counter()
         try:
             self._search(taken)
@@ -148,7 +149,7 @@ class WarmUp:
             elif self._stop.is_set():
                 raise _Stopped(f"stopped by close before {name}")
             elif gate.wanted:
-                raise _Stopped(f"yielded to the store's first call before {name}")
+                raise _Stopped(f"yielded to the store's first search or write before {name}")
             self._step, self._running = name, True
             t = time.perf_counter()
             try:

@@ -166,6 +166,7 @@ class PostgresStore(SQLStore):
         return fn()
 
     def _begin(self) -> None:
+        self._lock.want()  # a write: a warm-up still running stops (pg_warmup.Gate)
         self._guard(self._begin_locked)
 
     def _begin_locked(self) -> None:
@@ -334,6 +335,7 @@ class PostgresStore(SQLStore):
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
                     ids: Sequence[str] | None = None,
                     within: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._text.text_search(query, namespace, kind, limit, common, ids, within)
 
     def _ranked(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
@@ -342,6 +344,7 @@ class PostgresStore(SQLStore):
         return self._text._ranked(query, namespace, kind, limit, common, ids, within, stats)
 
     def term_counts(self, query: str, namespace=None) -> tuple[int, dict[str, int]]:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._text.term_counts(query, namespace)
 
     def _prop_in(self, where: Where, name: str, values: list[str]) -> None:
@@ -352,6 +355,7 @@ class PostgresStore(SQLStore):
         where.add("(n.props::jsonb #> ?::text[]) @> to_jsonb(?::text)", path, value)
 
     def phrase_search(self, phrase: str, namespace=None, kind=None, limit: int | None = None) -> list[str]:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._text.phrase_search(phrase, namespace, kind, limit)
 
     # --- erasure ---------------------------------------------------------------------------
@@ -390,16 +394,20 @@ class PostgresStore(SQLStore):
     def nearest(self, vector: np.ndarray, model: str, k: int, namespace=None, kind=None, tags=None,
                 valid_at: str | None = None, props: dict[str, Any] | None = None,
                 titles: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._search.nearest(vector, model, k, namespace, kind, tags, valid_at, props, titles)
 
     def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str, kind: str,
                      fields: Sequence[str] | None = None) -> tuple[dict[str, Node], list[Node]]:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._search.nodes_linked(ids, prop, namespace, kind, fields)
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._search.holds_at_least(n, namespace, kind)
 
     def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._search.similarities(vector, model, hashes)
 
     # --- the delta of unindexed vectors (pg_delta.Delta) -------------------------------------------------
