@@ -30,10 +30,13 @@ import psycopg
 
 from ..errors import AgentContextError
 
-# what the memory search asks (memory/server_search.py): pools of this size, the props its linked reads bring
-POOL, TEXT_POOL, LARGE = 100, 150, 20000
-FIELDS = ("prev", "pair_hash", "created_at", "conversation_id", "user_id")
-WORDS = 4  # words of the sample's text searched
+# the calls the memory search makes (memory/server_search.py), with smaller pools: what a new backend pays once (its
+# catalogs, the text statistics, the shared pages every search walks: the HNSW graph's upper layers, the indexes'
+# inner pages) is the same, the rows of the sample's neighbourhood serve no other query (at the search's pools of
+# 100 / 150 the warm-up cost twice as much, ~1.2 s at load 10)
+POOL, TEXT_POOL, LARGE = 40, 40, 20000
+FIELDS = ("prev", "pair_hash", "created_at", "conversation_id", "user_id")  # the props its linked reads bring
+WORDS = 2  # the longest words of the sample's text are searched (rarer: fewer rows ranked)
 _WORD = re.compile(r"[^\W\d_]{4,}")
 
 
@@ -168,8 +171,7 @@ class WarmUp:
             return
         namespace, kind, model, vector, text = found
         near = self._timed("nearest", lambda: store.nearest(vector, model, POOL, namespace=namespace, kind=kind))
-        words = " ".join(dict.fromkeys(w.lower() for w in _WORD.findall(text or "")))
-        words = " ".join(words.split()[:WORDS])
+        words = " ".join(sorted(dict.fromkeys(w.lower() for w in _WORD.findall(text or "")), key=len)[-WORDS:])
         hits = self._timed("text", lambda: store.text_search(words, namespace=namespace, kind=kind,
                                                              limit=TEXT_POOL)) if words else []
         if words:
