@@ -110,7 +110,8 @@ print(json.dumps({"imports_s": t_imports - t_start, "open_s": t_open - t_imports
                   "warmed": repr(getattr(store, "warmed", None)),
                   "warm_up_from_start_s": [getattr(getattr(store, "warmed", None), k, None) and
                                            getattr(store.warmed, k) - t_start for k in ("started", "ended")],
-                  "model_from_start_s": [t_open - t_start, t_ready - t_start]}))
+                  "model_from_start_s": [t_open - t_start, t_ready - t_start],
+                  "warm_up_client_cpu_ms": getattr(getattr(store, "warmed", None), "client_cpu_ms", None)}))
 """
 
 
@@ -158,6 +159,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "warm_up_ms (from the process start: began, ended; the model loaded from, to)": [
             [round(x * 1000) if x else None for x in [*r["warm_up_from_start_s"], *r["model_from_start_s"]]]
             for r in runs],
+        "warm_up_client_cpu_ms": [r.get("warm_up_client_cpu_ms") for r in runs],
     }
 
 

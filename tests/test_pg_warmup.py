@@ -39,6 +39,7 @@ def test_a_store_opened_with_a_warm_up_runs_a_first_search_on_its_own_connection
         report = store.warmed
         assert report.failed is None and report.skipped is None, report
         assert {"sample", "nearest", "text", "linked", "similarities"} <= set(report.steps)
+        assert report.client_cpu_ms is not None and report.ended > report.started
         assert report.backend_pid == store._db.info.backend_pid  # the backend that serves the process's queries
         query = np.random.default_rng(9).standard_normal(DIM).astype(np.float32)
         cold = PostgresStore(pg_url, warm_up=False)

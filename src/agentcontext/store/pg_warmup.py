@@ -43,12 +43,14 @@ _WORD = re.compile(r"[^\W\d_]{4,}")
 @dataclass
 class WarmUpReport:
     """What the warm-up did: each step's milliseconds, the backend it warmed, why it did not run, or the step that
-    failed and its error; ``started`` / ``ended``: ``time.perf_counter()`` when it began and ended. ``wait`` blocks
-    until it has ended (at once when it never started)."""
+    failed and its error; ``started`` / ``ended``: ``time.perf_counter()`` when it began and ended, ``client_cpu_ms``
+    the CPU time its thread took in this process. ``wait`` blocks until it has ended (at once when it never
+    started)."""
 
     steps: dict[str, float] = field(default_factory=dict)
     started: float | None = None
     ended: float | None = None
+    client_cpu_ms: float | None = None
     skipped: str | None = None
     failed: str | None = None
     backend_pid: int | None = None
@@ -127,7 +129,7 @@ class WarmUp:
         store, report = self.store, self.report
         gate = store._lock
         gate.wanted, gate.warmer = False, threading.get_ident()
-        report.started = time.perf_counter()
+        report.started, cpu = time.perf_counter(), time.thread_time()
         try:
             self._search(taken)
         except _Stopped as stopped:
@@ -140,6 +142,7 @@ class WarmUp:
             gate.warmer = None
             self._running = False
             report.ended = time.perf_counter()
+            report.client_cpu_ms = round((time.thread_time() - cpu) * 1000, 1)
             taken.set()
             report.done.set()
 
