@@ -5,13 +5,14 @@ touches for the first time (at 1,000,000 memories ~5,000 minor page faults, ~25-
 retrieve whose pages are all in the buffers already), fills its catalog caches and the text search configuration;
 the client pays the first call of each code path (psycopg's adapters for the types a search sends and reads, our
 query builders). ``WarmUp`` runs the store's own search calls once on the store's connection, with a sample of the
-store's data (a memory of its most common namespace: its vector, a few of its words, its neighbours), in a daemon
+store's data (a memory of its most common namespace: its vector, its two longest words, its neighbours), in a daemon
 thread, each step under the store's lock: the process meanwhile loads its embedding model (half a second and more),
-so the warm-up costs a new process no time from its start. A call of the store from another thread never runs
-beside a step: it waits for the step in flight (tens of milliseconds at 1,000,000 memories); once a search or a
-write has been asked (the first query, or a command that only writes), the warm-up stops (``Gate``: the store's
-lock, told by those calls; the report says where it yielded). Only stores whose search indexes are large enough to
-be prewarmed (``pg_prewarm.MIN_BLOCKS``) are warmed: a small one's first query is fast anyway.
+so on a machine with a core to spare the warm-up costs a new process no time from its start (on a busy one its
+backend's CPU is taken from the model's load beside it: docs/POSTGRES_SCALE.md). A call of the store from another
+thread never runs beside a step: it waits for the step in flight (tens of milliseconds at 1,000,000 memories); once
+a search or a write has been asked (the first query, or a command that only writes), the warm-up stops (``Gate``:
+the store's lock, told by those calls; the report says where it yielded). Only stores whose search indexes are large
+enough to be prewarmed (``pg_prewarm.MIN_BLOCKS``) are warmed: a small one's first query is fast anyway.
 
 It reads only (a replica or a read-only role is warmed the same way) and changes nothing a query returns. A step that
 fails (the role may not read a table, the connection broke) never fails the open: ``WarmUpReport.failed`` names the
@@ -34,7 +35,7 @@ from ..errors import AgentContextError
 # catalogs, the text statistics, the shared pages every search walks: the HNSW graph's upper layers, the indexes'
 # inner pages) is the same, the rows of the sample's neighbourhood serve no other query (at the search's pools of
 # 100 / 150 the warm-up cost twice as much, ~1.2 s at load 10)
-POOL, TEXT_POOL, LARGE = 40, 40, 20000
+POOL, TEXT_POOL, LARGE = 40, 40, 20000  # LARGE: the size check's (engine/fusion.py COMMON_MIN_DOCS)
 FIELDS = ("prev", "pair_hash", "created_at", "conversation_id", "user_id")  # the props its linked reads bring
 WORDS = 2  # the longest words of the sample's text are searched (rarer: fewer rows ranked)
 _WORD = re.compile(r"[^\W\d_]{4,}")
