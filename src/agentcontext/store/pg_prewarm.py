@@ -40,8 +40,9 @@ _READ = re.compile(r"\bread=(\d+)")
 @dataclass
 class PrewarmReport:
     """What ``prewarm`` did: blocks loaded per index, indexes found warm, prefetched (too large to load), and why
-    nothing was done, if so."""
+    nothing was done, if so; ``blocks``: the search indexes' size together."""
 
+    blocks: int = 0
     loaded: dict[str, int] = field(default_factory=dict)
     warm: list[str] = field(default_factory=list)
     prefetched: dict[str, int] = field(default_factory=dict)
@@ -97,6 +98,7 @@ def prewarm(db: Any) -> PrewarmReport:
     """Load the current schema's search indexes into the buffers where they are cold (module doc)."""
     report = PrewarmReport()
     found = indexes(db)
+    report.blocks = sum(blocks for _, blocks in found)
     if sum(blocks for _, blocks in found) < MIN_BLOCKS:
         report.skipped = f"the search indexes are small (under {MIN_BLOCKS} blocks)"
         return report

@@ -24,7 +24,7 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import pg_bulk, pg_delta, pg_hash, pg_prewarm, pg_q8, pg_text, scrub, transfer
+from . import pg_bulk, pg_delta, pg_hash, pg_prewarm, pg_q8, pg_text, pg_warmup, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import NODE_COLS, Where, held_embed_text
@@ -76,8 +76,9 @@ class PostgresStore(SQLStore):
     CONNECT_TIMEOUT: float | None = None  # seconds a connection attempt may take (None: the store's timeout)
 
     def __init__(self, url: str, schema: str | None = None, timeout: float = 60.0, prewarm: bool = True,
-                 fold_at: int | None = pg_delta.FOLD_AT) -> None:
+                 fold_at: int | None = pg_delta.FOLD_AT, warm_up: bool | None = None) -> None:
         super().__init__(redact(url), timeout)  # the URL is shown by the CLI and in receipts: never the password
+        self._lock = pg_warmup.Gate()  # re-entrant like SQLStore's; tells a warm-up that a call wants the store
         conninfo, url_schema = split_url(url)
         self.schema = schema or url_schema
         self._conninfo = conninfo
@@ -91,6 +92,7 @@ class PostgresStore(SQLStore):
         self._search = PgSearch(self)
         self._text = PgText(self)
         self._deltas = pg_delta.Delta(self)
+        self._warm_up = pg_warmup.WarmUp(self)
         self._connect()
         db = self._db
         self._lock_key = int.from_bytes(
@@ -109,6 +111,14 @@ class PostgresStore(SQLStore):
         self.prewarmed = pg_prewarm.prewarm(db) if prewarm else pg_prewarm.PrewarmReport(skipped="not asked")
         if prewarm:  # and the process: its first full collection now, not during its first queries
             pg_prewarm.collect_once()
+        # and this connection's backend: a first search run in the background (pg_warmup.py; None: when the search
+        # indexes are large enough to be prewarmed)
+        if warm_up is False or (warm_up is None and not prewarm):
+            self.warmed = self._warm_up.skip("not asked")
+        elif warm_up is None and self.prewarmed.blocks < pg_prewarm.MIN_BLOCKS:
+            self.warmed = self._warm_up.skip(f"the search indexes are small (under {pg_prewarm.MIN_BLOCKS} blocks)")
+        else:
+            self.warmed = self._warm_up.start()
 
     def _connect(self) -> None:
         """Open the connection and set the session up (lock timeout, our schema first on the search path)."""
@@ -156,6 +166,7 @@ class PostgresStore(SQLStore):
         return fn()
 
     def _begin(self) -> None:
+        self._lock.want()  # a write: a warm-up still running stops (pg_warmup.Gate)
         self._guard(self._begin_locked)
 
     def _begin_locked(self) -> None:
@@ -324,6 +335,7 @@ class PostgresStore(SQLStore):
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
                     ids: Sequence[str] | None = None,
                     within: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._text.text_search(query, namespace, kind, limit, common, ids, within)
 
     def _ranked(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
@@ -332,6 +344,7 @@ class PostgresStore(SQLStore):
         return self._text._ranked(query, namespace, kind, limit, common, ids, within, stats)
 
     def term_counts(self, query: str, namespace=None) -> tuple[int, dict[str, int]]:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._text.term_counts(query, namespace)
 
     def _prop_in(self, where: Where, name: str, values: list[str]) -> None:
@@ -342,6 +355,7 @@ class PostgresStore(SQLStore):
         where.add("(n.props::jsonb #> ?::text[]) @> to_jsonb(?::text)", path, value)
 
     def phrase_search(self, phrase: str, namespace=None, kind=None, limit: int | None = None) -> list[str]:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._text.phrase_search(phrase, namespace, kind, limit)
 
     # --- erasure ---------------------------------------------------------------------------
@@ -380,17 +394,21 @@ class PostgresStore(SQLStore):
     def nearest(self, vector: np.ndarray, model: str, k: int, namespace=None, kind=None, tags=None,
                 valid_at: str | None = None, props: dict[str, Any] | None = None,
                 titles: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._search.nearest(vector, model, k, namespace, kind, tags, valid_at, props, titles)
 
     def nodes_linked(self, ids: Sequence[str], prop: str, namespace: str, kind: str,
                      fields: Sequence[str] | None = None,
                      content: bool = False) -> tuple[dict[str, Node], list[Node]]:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._search.nodes_linked(ids, prop, namespace, kind, fields, content)
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._search.holds_at_least(n, namespace, kind)
 
     def similarities(self, vector: np.ndarray, model: str, hashes: Sequence[str]) -> dict[str, float]:
+        self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)
         return self._search.similarities(vector, model, hashes)
 
     # --- the delta of unindexed vectors (pg_delta.Delta) -------------------------------------------------
@@ -409,6 +427,7 @@ class PostgresStore(SQLStore):
         return {**super().info(), "pending_vectors": self.pending_vectors()}  # folded by `agentcontext store fold`
 
     def close(self) -> None:
+        self._warm_up.stop()  # a warm-up still running ends first (its statement cancelled)
         self.folder.stop()  # a background fold ends after its chunk (which commits or rolls back whole)
         super().close()
 
