@@ -40,7 +40,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..engine.fusion import (COMMON_MIN_DOCS, COMMON_SHARE, FusionWeights, keyword_coverage,
-                             keyword_query, meaning_keywords, mentioned, stemmed, without_names)
+                             keyword_query, meaning_keywords, mentioned, stemmed)
 from ..engine.vectors import top_k
 from ..model import Node
 from ..workspace import Workspace
@@ -48,6 +48,7 @@ from .records import CONV, KIND, USER
 from .dates import asks_when
 from .answers import asks
 from .search import BM25_LIMIT, Hit
+from .server_gather import Reads, hear, known_speakers, meaning_of, named_guess
 from .server_rank import Table, prev_of, rank as rank_candidates
 
 DENSE_POOL = 120  # nearest memories asked of the server at first (at least 4 x k)
@@ -127,6 +128,7 @@ class _Query:
         self.sims: dict[str, float] = {}  # inner products by vector hash
         self.texts: dict[str, float] = {}  # text scores of candidates beyond the text pool
         self.restated = False  # whether the speakers the query names have left its dense vector (rank)
+        self.meaning, self.named = text, set()  # what ``qv`` embeds; the named speakers the last round found
 
     def passes(self, node: Node) -> bool:
         props = node.props or {}
@@ -138,12 +140,31 @@ class _Query:
         return self.store.nearest(self.qv, self.model, pool, namespace=self.namespace, kind=KIND, tags=self.tags,
                                   props=self.contains, titles=titles)
 
+    def _ahead(self, pool: int, named_pool: int) -> Reads:
+        """The reads that need not wait for the text hits, started on what the query most likely means
+        (memory/server_gather.py): the dense pool, the named speakers' nearest, the keyword counts."""
+        reads, meaning, qv, keywords, named = Reads(self.store), self.meaning, self.qv, self.keywords, self.named
+        if not self.restated and self.weights.mention:  # the names: those of the speakers heard before
+            known = known_speakers(self.ws, self.namespace)
+            meaning, named = meaning_of(self.text, known), named_guess(self.text, known)
+            if meaning != self.text:
+                qv, keywords = self.ws.embed_query(meaning), meaning_keywords(self.text, meaning)
+        where = {"namespace": self.namespace, "kind": KIND, "tags": self.tags, "props": self.contains}
+        reads.start("nearest", (meaning, pool), "nearest", qv, self.model, pool, **where)
+        if named:
+            reads.start("named", (meaning, named_pool, tuple(sorted(named))), "nearest", qv, self.model, named_pool,
+                        titles=sorted(named), **where)
+        if keywords:
+            reads.start("counts", keywords, "term_counts", keywords, namespace=self.namespace)
+        return reads
+
     def rank(self, k: int, pool: int, text_pool: int, named_pool: int,
              expand: int | None = None) -> tuple[list[Hit], bool]:
         """(the k best hits among this round's candidates, whether nothing outside them can outrank those);
         ``expand``: how many of the nearest and text hits (the seeds) become candidates with their neighbours, the
         best on the signals read with them (``_seeds``; None: every one)."""
         store, namespace = self.store, self.namespace
+        reads = self._ahead(pool, named_pool)
         text_hits = store.text_search(self.keywords, namespace=namespace, kind=KIND, limit=text_pool,
                                       common=self.common) if self.keywords else []
         raw = dict(text_hits)
@@ -151,21 +172,25 @@ class _Query:
         if not self.restated:  # as in process, the named speakers are the mention signal's: the dense query drops
             self.restated = True  # their names, found among the text hits' speakers (the names are keywords)
             heard = {n.title for n in links.load(list(raw)).values() if n.title} if self.weights.mention else set()
-            meaning = without_names(self.text, [t for t, hit in zip(sorted(heard), mentioned(self.text, sorted(heard)))
-                                                if hit])
+            hear(self.ws, namespace, heard)
+            meaning = meaning_of(self.text, heard)
             if meaning != self.text:
-                self.qv = self.ws.embed_query(meaning)
+                self.qv, self.meaning = self.ws.embed_query(meaning), meaning
                 if (keywords := meaning_keywords(self.text, meaning)) != self.keywords:  # keywords too
                     self.keywords = keywords
                     text_hits = store.text_search(keywords, namespace=namespace, kind=KIND, limit=text_pool,
                                                   common=self.common) if keywords else []
                     raw = dict(text_hits)
-        nearest = self._nearest(pool)
+        nearest = reads.take("nearest", (self.meaning, pool))
+        if nearest is None:  # the guess missed the names
+            nearest = self._nearest(pool)
         nodes = links.load([i for i, _ in nearest] + list(raw))
-        named = _named(self.text, nodes.values(), self.weights)
+        named = self.named = _named(self.text, nodes.values(), self.weights)
         named_nearest: list[tuple[str, float]] = []
         if named:  # each named speaker's nearest turns: the boost may lift them above the pool
-            named_nearest = self._nearest(named_pool, sorted(named))
+            named_nearest = reads.take("named", (self.meaning, named_pool, tuple(sorted(named))))
+            if named_nearest is None:
+                named_nearest = self._nearest(named_pool, sorted(named))
             nodes.update(links.load([i for i, _ in named_nearest]))
         for i, score in [*nearest, *named_nearest]:  # the server scored these own vectors already (the same product)
             if (own := links.nodes.get(i)) is not None and own.embed_hash:
@@ -174,7 +199,8 @@ class _Query:
         coverage = 0.0
         if best is not None:  # each keyword weighted by its idf (engine/fusion.py keyword_coverage) from the counts
             # the counts the server ranks with, of this namespace (the in-process index: its own)
-            rows, counts = store.term_counts(self.keywords, namespace=namespace)
+            found = reads.take("counts", self.keywords)
+            rows, counts = found if found is not None else store.term_counts(self.keywords, namespace=namespace)
             searched = " ".join(t for t in self.keywords.split() if t in counts)  # a word with no lexeme finds nothing
             text = " ".join((best.title or "", best.summary or "", best.content or ""))
             coverage = keyword_coverage(searched, text, {stemmed(t): n for t, n in counts.items()}, rows)

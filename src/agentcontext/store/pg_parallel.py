@@ -1,0 +1,78 @@
+"""Reads ahead on a second connection: a PostgreSQL retrieve's independent stages at the same time (issue 23 s3).
+
+The store holds one connection under a lock, and a read on it keeps the client waiting while the server works (on a
+2-core machine the other core idles). ``ReadAhead`` gives the store a second connection, opened lazily on a worker
+thread of its own the first time a read is started ahead (``PostgresStore.read_ahead``), so the ranking can ask the
+dense pool while the text search runs (memory/server_gather.py). The second connection is a store of its own on the
+same conninfo, schema and role (``opener``, as the background fold opens one): it sees what is committed, so only reads
+outside a transaction go there; inside ``store.transaction()`` a read started ahead runs on the main connection when
+its answer is asked (it must see the transaction's writes). It closes with the store. A failure there reaches the
+caller as a ``StoreError`` when the answer is asked, never a hang: the worker runs one read at a time and the
+connection has the store's timeouts.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
+
+from ..errors import AgentContextError, StoreError
+
+
+class Pending:
+    """A read's answer, asked with ``result()``: from the worker (a future), or read then on the main connection."""
+
+    def __init__(self, future: Future | None = None, later: Callable[[], Any] | None = None) -> None:
+        self._future, self._later = future, later
+
+    def result(self) -> Any:
+        if self._future is None:
+            assert self._later is not None
+            return self._later()
+        return self._future.result()
+
+
+class ReadAhead:
+    """A second connection (``opener()`` opens a store on it) and the one worker thread that reads on it."""
+
+    def __init__(self, opener: Callable[[], Any], url: str) -> None:
+        self._opener, self._url = opener, url
+        self._store: Any = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def opened(self) -> bool:
+        """Whether the second connection is open (tests; it opens on the first read started ahead)."""
+        return self._store is not None and not self._store._closed
+
+    def start(self, name: str, args: tuple, kwargs: dict[str, Any]) -> Pending:
+        """Start ``store.name(*args, **kwargs)`` on the second connection."""
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"the store at {self._url} is closed; open it again to read", url=self._url)
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="agentcontext-read-ahead")
+            return Pending(self._pool.submit(self._run, name, args, kwargs))
+
+    def _run(self, name: str, args: tuple, kwargs: dict[str, Any]) -> Any:
+        try:
+            if self._store is None:
+                self._store = self._opener()
+            return getattr(self._store, name)(*args, **kwargs)
+        except AgentContextError:
+            raise
+        except Exception as exc:  # psycopg's errors (a lost server, a statement refused) as ours, with what to do
+            raise StoreError(f"a read on the store's second connection ({name}) failed: {exc}; check that the "
+                             f"server at {self._url} runs, then ask again", url=self._url) from exc
+
+    def close(self) -> None:
+        """Close the second connection once its current read ends (reads queued behind it are dropped)."""
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if self._store is not None:
+            self._store.close()
