@@ -142,20 +142,18 @@ class _Query:
 
     def _ahead(self, pool: int, named_pool: int) -> Reads:
         """The reads that need not wait for the text hits, started on what the query most likely means
-        (memory/server_gather.py): the dense pool, the named speakers' nearest, the keyword counts."""
-        reads, meaning, qv, keywords, named = Reads(self.store), self.meaning, self.qv, self.keywords, self.named
+        (memory/server_gather.py): the dense pool and the named speakers' nearest."""
+        reads, meaning, qv, named = Reads(self.store), self.meaning, self.qv, self.named
         if not self.restated and self.weights.mention:  # the names: those of the speakers heard before
             known = known_speakers(self.ws, self.namespace)
             meaning, named = meaning_of(self.text, known), named_guess(self.text, known)
             if meaning != self.text:
-                qv, keywords = self.ws.embed_query(meaning), meaning_keywords(self.text, meaning)
+                qv = self.ws.embed_query(meaning)
         where = {"namespace": self.namespace, "kind": KIND, "tags": self.tags, "props": self.contains}
         reads.start("nearest", (meaning, pool), "nearest", qv, self.model, pool, **where)
         if named:
             reads.start("named", (meaning, named_pool, tuple(sorted(named))), "nearest", qv, self.model, named_pool,
                         titles=sorted(named), **where)
-        if keywords:
-            reads.start("counts", keywords, "term_counts", keywords, namespace=self.namespace)
         return reads
 
     def rank(self, k: int, pool: int, text_pool: int, named_pool: int,
@@ -199,8 +197,7 @@ class _Query:
         coverage = 0.0
         if best is not None:  # each keyword weighted by its idf (engine/fusion.py keyword_coverage) from the counts
             # the counts the server ranks with, of this namespace (the in-process index: its own)
-            found = reads.take("counts", self.keywords)
-            rows, counts = found if found is not None else store.term_counts(self.keywords, namespace=namespace)
+            rows, counts = store.term_counts(self.keywords, namespace=namespace)  # no round trip: the search's counts
             searched = " ".join(t for t in self.keywords.split() if t in counts)  # a word with no lexeme finds nothing
             text = " ".join((best.title or "", best.summary or "", best.content or ""))
             coverage = keyword_coverage(searched, text, {stemmed(t): n for t, n in counts.items()}, rows)
