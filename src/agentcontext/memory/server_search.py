@@ -156,6 +156,18 @@ class _Query:
                         titles=sorted(named), **where)
         return reads
 
+    def _sims_ahead(self, reads: Reads, nearest: list[tuple[str, float]]) -> list[str]:
+        """Start the inner products of the vectors of the nodes read so far (the seeds and their neighbours: most
+        of the candidates) with the query, while their neighbours and text scores are read (``Table`` reads the rest);
+        the hashes asked. The dense pool's own vectors are left out: the server scored them already."""
+        scored = {n.embed_hash for i, _ in nearest if (n := self.links.nodes.get(i)) is not None}
+        hashes = [h for n in self.links.nodes.values() for h in (n.embed_hash, (n.props or {}).get("pair_hash"))
+                  if h and h not in self.sims and h not in scored]
+        hashes = list(dict.fromkeys(hashes))
+        if hashes:
+            reads.start("sims", self.meaning, "similarities", self.qv, self.model, hashes)
+        return hashes
+
     def rank(self, k: int, pool: int, text_pool: int, named_pool: int,
              expand: int | None = None) -> tuple[list[Hit], bool]:
         """(the k best hits among this round's candidates, whether nothing outside them can outrank those);
@@ -183,6 +195,7 @@ class _Query:
         if nearest is None:  # the guess missed the names
             nearest = self._nearest(pool)
         nodes = links.load([i for i, _ in nearest] + list(raw))
+        ahead = self._sims_ahead(reads, nearest)
         named = self.named = _named(self.text, nodes.values(), self.weights)
         named_nearest: list[tuple[str, float]] = []
         if named:  # each named speaker's nearest turns: the boost may lift them above the pool
@@ -216,6 +229,10 @@ class _Query:
         ghosts = [(nearest[-1][1] if len(nearest) >= pool else 0.0, text_bound, False)]
         if named:
             ghosts.append((named_nearest[-1][1] if len(named_nearest) >= named_pool else 0.0, text_bound, True))
+        if ahead:  # the inner products started ahead: as ``Table`` would have read them (NaN: no such vector)
+            found = reads.take("sims", self.meaning)
+            for h in ahead:
+                self.sims.setdefault(h, found.get(h, np.nan))
         table = Table()  # what the ranking read of each candidate, read once a round (memory/server_rank.py)
         hits, fused, ghost_scores = rank_candidates(self.ws, self.qv, candidates, links, raw, named, k, self.weights,
                                                     ghosts, self.sims, scale, self.text, table)
