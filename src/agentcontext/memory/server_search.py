@@ -140,15 +140,18 @@ class _Query:
         return self.store.nearest(self.qv, self.model, pool, namespace=self.namespace, kind=KIND, tags=self.tags,
                                   props=self.contains, titles=titles)
 
-    def _ahead(self, pool: int, named_pool: int) -> Reads:
+    def _ahead(self, pool: int, text_pool: int, named_pool: int) -> Reads:
         """The reads that need not wait for the text hits, started on what the query most likely means
-        (memory/server_gather.py): the dense pool and the named speakers' nearest."""
+        (memory/server_gather.py): the text search without the names, the dense pool, the named speakers' nearest."""
         reads, meaning, qv, named = Reads(self.store), self.meaning, self.qv, self.named
         if not self.restated and self.weights.mention:  # the names: those of the speakers heard before
             known = known_speakers(self.ws, self.namespace)
             meaning, named = meaning_of(self.text, known), named_guess(self.text, known)
             if meaning != self.text:
                 qv = self.ws.embed_query(meaning)
+                if (keywords := meaning_keywords(self.text, meaning)) != self.keywords and keywords:
+                    reads.start("text", (keywords, text_pool), "text_search", keywords, namespace=self.namespace,
+                                kind=KIND, limit=text_pool, common=self.common)
         where = {"namespace": self.namespace, "kind": KIND, "tags": self.tags, "props": self.contains}
         reads.start("nearest", (meaning, pool), "nearest", qv, self.model, pool, **where)
         if named:
@@ -174,7 +177,7 @@ class _Query:
         ``expand``: how many of the nearest and text hits (the seeds) become candidates with their neighbours, the
         best on the signals read with them (``_seeds``; None: every one)."""
         store, namespace = self.store, self.namespace
-        reads = self._ahead(pool, named_pool)
+        reads = self._ahead(pool, text_pool, named_pool)
         text_hits = store.text_search(self.keywords, namespace=namespace, kind=KIND, limit=text_pool,
                                       common=self.common) if self.keywords else []
         raw = dict(text_hits)
@@ -188,8 +191,10 @@ class _Query:
                 self.qv, self.meaning = self.ws.embed_query(meaning), meaning
                 if (keywords := meaning_keywords(self.text, meaning)) != self.keywords:  # keywords too
                     self.keywords = keywords
-                    text_hits = store.text_search(keywords, namespace=namespace, kind=KIND, limit=text_pool,
-                                                  common=self.common) if keywords else []
+                    text_hits = reads.take("text", (keywords, text_pool))
+                    if text_hits is None:
+                        text_hits = store.text_search(keywords, namespace=namespace, kind=KIND, limit=text_pool,
+                                                      common=self.common) if keywords else []
                     raw = dict(text_hits)
         nearest = reads.take("nearest", (self.meaning, pool))
         if nearest is None:  # the guess missed the names
