@@ -160,13 +160,17 @@ class _Query:
         return reads
 
     def _sims_ahead(self, reads: Reads, nearest: list[tuple[str, float]]) -> list[str]:
-        """Start the inner products of the vectors of the nodes read so far (the seeds and their neighbours: most
-        of the candidates) with the query, while their neighbours and text scores are read (``Table`` reads the rest);
-        the hashes asked. The dense pool's own vectors are left out: the server scored them already."""
-        scored = {n.embed_hash for i, _ in nearest if (n := self.links.nodes.get(i)) is not None}
-        hashes = [h for n in self.links.nodes.values() for h in (n.embed_hash, (n.props or {}).get("pair_hash"))
-                  if h and h not in self.sims and h not in scored]
-        hashes = list(dict.fromkeys(hashes))
+        """Start the inner products of the own vectors of the nodes read so far (the seeds and their neighbours: most
+        of the candidates) with the query, while their neighbours and text scores are read; the hashes asked. Own
+        vectors only: the server scores each row alone (the same value in any batch), where a context vector held as
+        int8 is scored in the client a batch at a time (pg_q8.scores: a row at a batch's end can come a float32 step
+        apart), so those stay in the one batch ``Table`` reads, as before. The dense pool's own vectors are left out:
+        the server scored them already."""
+        nodes = self.links.nodes
+        scored = {n.embed_hash for i, _ in nearest if (n := nodes.get(i)) is not None}
+        context = {h for n in nodes.values() if (h := (n.props or {}).get("pair_hash"))}
+        hashes = list(dict.fromkeys(h for n in nodes.values() if (h := n.embed_hash) and h not in self.sims
+                                    and h not in scored and h not in context))
         if hashes:
             reads.start("sims", self.meaning, "similarities", self.qv, self.model, hashes)
         return hashes
