@@ -64,8 +64,9 @@ def test_reads_ahead_go_to_the_second_connection_and_see_what_is_committed(memor
     node = Node(id="ahead-1", kind="note", namespace="ahead", key="k1", content="committed before the read")
     store.put_nodes([node])
     pid = store._read("SELECT pg_backend_pid()")[0][0]
-    assert store.read_ahead("_read", "SELECT pg_backend_pid()").result()[0][0] != pid
-    assert store.read_ahead("get_nodes", ["ahead-1"]).result()["ahead-1"].content == "committed before the read"
+    assert store.read_ahead(lambda s: s._read("SELECT pg_backend_pid()")).result()[0][0] != pid
+    found = store.read_ahead(lambda s: s.get_nodes(["ahead-1"])).result()
+    assert found["ahead-1"].content == "committed before the read"
 
 
 def test_inside_a_transaction_a_read_ahead_sees_the_uncommitted_writes(memory):
@@ -74,29 +75,30 @@ def test_inside_a_transaction_a_read_ahead_sees_the_uncommitted_writes(memory):
     with store.transaction():
         store.put_nodes([Node(id="ahead-2", kind="note", namespace="ahead", key="k2", content="not committed yet")])
         pid = store._read("SELECT pg_backend_pid()")[0][0]
-        assert store.read_ahead("_read", "SELECT pg_backend_pid()").result()[0][0] == pid  # the main connection
-        assert store.read_ahead("get_nodes", ["ahead-2"]).result()["ahead-2"].content == "not committed yet"
-    assert "ahead-2" in store.read_ahead("get_nodes", ["ahead-2"]).result()
+        here = store.read_ahead(lambda s: s._read("SELECT pg_backend_pid()")).result()
+        assert here[0][0] == pid  # the main connection
+        assert store.read_ahead(lambda s: s.get_nodes(["ahead-2"])).result()["ahead-2"].content == "not committed yet"
+    assert "ahead-2" in store.read_ahead(lambda s: s.get_nodes(["ahead-2"])).result()
 
 
 def test_a_failure_on_the_second_connection_is_a_store_error_and_it_reads_on(memory):
     mem, _ = memory
     store = mem.workspace.store
-    failed = store.read_ahead("_read", "SELECT no_such_column FROM nodes")
+    failed = store.read_ahead(lambda s: s._read("SELECT no_such_column FROM nodes"))
     with pytest.raises(StoreError, match="second connection"):
         failed.result()
-    assert store.read_ahead("count_nodes", "ahead").result() >= 1
+    assert store.read_ahead(lambda s: s.count_nodes("ahead")).result() >= 1
 
 
 def test_closing_the_store_closes_both_connections(pg_server):
     store = open_store(pg_server.url("read_ahead_close"))
-    assert store.read_ahead("count_nodes").result() == 0
+    assert store.read_ahead(lambda s: s.count_nodes()).result() == 0
     second = store._ahead._store
     assert second is not None and not second._db.closed
     store.close()
     assert store._db.closed and second._db.closed
     with pytest.raises(StoreError, match="closed"):
-        store.read_ahead("count_nodes")
+        store.read_ahead(lambda s: s.count_nodes())
 
 
 def test_a_principal_without_read_is_refused_before_any_read(memory):

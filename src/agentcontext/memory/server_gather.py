@@ -13,9 +13,10 @@ costs only time. A store without ``read_ahead`` (or inside a transaction) reads 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Iterable
+from typing import Any, Callable, Hashable, Iterable, Protocol, runtime_checkable
 
 from ..engine.fusion import mentioned, without_names
+from ..store.base import Store
 
 SPEAKERS = "memory:speakers"  # held per workspace: {namespace: the speakers its queries' text hits showed}
 MAX_SPEAKERS = 4096  # past this many, a namespace's guess stops learning (``mentioned`` runs over all of them)
@@ -45,21 +46,28 @@ def named_guess(text: str, speakers: Iterable[str]) -> set[str]:
     return {t for t, hit in zip(names, mentioned(text, names)) if hit}
 
 
+@runtime_checkable
+class ReadsAhead(Protocol):
+    """A store that can start a read on a second connection (store/postgres.py ``read_ahead``)."""
+
+    def read_ahead(self, read: Callable[[Any], Any]) -> Any: ...
+
+
 class Reads:
     """Reads started ahead, each under a key saying what it was asked with; ``take`` gives a read's answer when
     asked with the same key, else None (the read is dropped: the caller reads now)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._started: dict[str, tuple[Hashable, Any]] = {}
 
-    def start(self, label: str, key: Hashable, name: str, *args: Any, **kwargs: Any) -> None:
-        ahead: Callable[..., Any] | None = getattr(self.store, "read_ahead", None)
-        if ahead is None:  # read when asked (``take``), on the store's one connection
-            fn = getattr(self.store, name)
-            self._started[label] = (key, _Later(lambda: fn(*args, **kwargs)))
+    def start(self, label: str, key: Hashable, read: Callable[[Any], Any]) -> None:
+        """Start ``read(store)`` (on the second connection's store where there is one, else when taken)."""
+        store = self.store
+        if isinstance(store, ReadsAhead):
+            self._started[label] = (key, store.read_ahead(read))
         else:
-            self._started[label] = (key, ahead(name, *args, **kwargs))
+            self._started[label] = (key, _Later(lambda: read(store)))
 
     def take(self, label: str, key: Hashable) -> Any | None:
         started = self._started.pop(label, None)

@@ -13,7 +13,11 @@ the calibration as in process. The dense query leaves out the names of the speak
 ``without_names``), and so does the keyword query, as in process, where the names come from every speaker of the
 namespace: here from the speakers of the first text hits (the text index holds each memory's speaker; a named speaker
 none of whose memories is among them keeps the name in both), read before the dense pool so the ranking stays one
-round; a query that names a speaker then asks the text search once more, without the names. The second stages
+round; a query that names a speaker then asks the text search once more, without the names. On PostgreSQL the reads
+that need only the names (that second text search, the dense pool, the named speakers' nearest, the own vectors'
+inner products) start on the store's second connection on a guess of the names, from the speakers earlier queries
+heard, while the first text search runs, and are taken only when the guess held (memory/server_gather.py,
+store/pg_parallel.py): the same hits and scores, sooner. The second stages
 run as in process: the replies to the questions that follow the k best (memory/answers.py) and, for a query that
 asks when, the turns around the best hit become candidates and are lifted (memory/server_rank.py).
 
@@ -150,13 +154,14 @@ class _Query:
             if meaning != self.text:
                 qv = self.ws.embed_query(meaning)
                 if (keywords := meaning_keywords(self.text, meaning)) != self.keywords and keywords:
-                    reads.start("text", (keywords, text_pool), "text_search", keywords, namespace=self.namespace,
-                                kind=KIND, limit=text_pool, common=self.common)
+                    reads.start("text", (keywords, text_pool), lambda s: s.text_search(
+                        keywords, namespace=self.namespace, kind=KIND, limit=text_pool, common=self.common))
         where = {"namespace": self.namespace, "kind": KIND, "tags": self.tags, "props": self.contains}
-        reads.start("nearest", (meaning, pool), "nearest", qv, self.model, pool, **where)
+        reads.start("nearest", (meaning, pool), lambda s: s.nearest(qv, self.model, pool, **where))
         if named:
-            reads.start("named", (meaning, named_pool, tuple(sorted(named))), "nearest", qv, self.model, named_pool,
-                        titles=sorted(named), **where)
+            titles = sorted(named)
+            reads.start("named", (meaning, named_pool, tuple(titles)),
+                        lambda s: s.nearest(qv, self.model, named_pool, titles=titles, **where))
         return reads
 
     def _sims_ahead(self, reads: Reads, nearest: list[tuple[str, float]]) -> list[str]:
@@ -172,7 +177,8 @@ class _Query:
         hashes = list(dict.fromkeys(h for n in nodes.values() if (h := n.embed_hash) and h not in self.sims
                                     and h not in scored and h not in context))
         if hashes:
-            reads.start("sims", self.meaning, "similarities", self.qv, self.model, hashes)
+            qv = self.qv
+            reads.start("sims", self.meaning, lambda s: s.similarities(qv, self.model, hashes))
         return hashes
 
     def rank(self, k: int, pool: int, text_pool: int, named_pool: int,

@@ -47,25 +47,25 @@ class ReadAhead:
         """Whether the second connection is open (tests; it opens on the first read started ahead)."""
         return self._store is not None and not self._store._closed
 
-    def start(self, name: str, args: tuple, kwargs: dict[str, Any]) -> Pending:
-        """Start ``store.name(*args, **kwargs)`` on the second connection."""
+    def start(self, read: Callable[[Any], Any]) -> Pending:
+        """Start ``read(store)`` on the second connection's store."""
         with self._lock:
             if self._closed:
                 raise StoreError(f"the store at {self._url} is closed; open it again to read", url=self._url)
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="agentcontext-read-ahead")
-            return Pending(self._pool.submit(self._run, name, args, kwargs))
+            return Pending(self._pool.submit(self._run, read))
 
-    def _run(self, name: str, args: tuple, kwargs: dict[str, Any]) -> Any:
+    def _run(self, read: Callable[[Any], Any]) -> Any:
         try:
             if self._store is None:
                 self._store = self._opener()
-            return getattr(self._store, name)(*args, **kwargs)
+            return read(self._store)
         except AgentContextError:
             raise
         except Exception as exc:  # psycopg's errors (a lost server, a statement refused) as ours, with what to do
-            raise StoreError(f"a read on the store's second connection ({name}) failed: {exc}; check that the "
-                             f"server at {self._url} runs, then ask again", url=self._url) from exc
+            raise StoreError(f"a read on the store's second connection failed: {exc}; check that the server at "
+                             f"{self._url} runs, then ask again", url=self._url) from exc
 
     def close(self) -> None:
         """Close the second connection once its current read ends (reads queued behind it are dropped)."""

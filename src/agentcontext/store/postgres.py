@@ -429,13 +429,13 @@ class PostgresStore(SQLStore):
     def info(self) -> dict[str, Any]:
         return {**super().info(), "pending_vectors": self.pending_vectors()}  # folded by `agentcontext store fold`
 
-    def read_ahead(self, name: str, *args: Any, **kwargs: Any) -> pg_parallel.Pending:
-        """Start the read ``self.name(*args, **kwargs)`` on the second connection (pg_parallel.py) and go on; its
-        answer comes from ``result()``. Inside a transaction (whose writes it must see), or where reads do not leave
-        the main connection (``READ_AHEAD``), it is read on the main connection when ``result()`` asks."""
+    def read_ahead(self, read: Callable[[PostgresStore], T]) -> pg_parallel.Pending:
+        """Start ``read(store)`` (reads only) on the second connection's store (pg_parallel.py) and go on; its answer
+        comes from ``result()``. Inside a transaction (whose writes it must see), or where reads do not leave the main
+        connection (``READ_AHEAD``), ``read(self)`` runs on the main connection when ``result()`` asks."""
         if self._depth or not self.READ_AHEAD:
-            return pg_parallel.Pending(later=lambda: getattr(self, name)(*args, **kwargs))
-        return self._ahead.start(name, args, kwargs)
+            return pg_parallel.Pending(later=lambda: read(self))
+        return self._ahead.start(read)
 
     def close(self) -> None:
         self._warm_up.stop()  # a warm-up still running ends first (its statement cancelled)
