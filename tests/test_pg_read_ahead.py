@@ -6,6 +6,7 @@ failure on it is our StoreError."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -99,6 +100,18 @@ def test_closing_the_store_closes_both_connections(pg_server):
     assert store._db.closed and second._db.closed
     with pytest.raises(StoreError, match="closed"):
         store.read_ahead(lambda s: s.count_nodes())
+
+
+def test_a_read_queued_when_the_store_closes_is_a_store_error(pg_server):
+    store = open_store(pg_server.url("read_ahead_close"))
+    store.read_ahead(lambda s: s.count_nodes()).result()  # the second connection open
+    running = store.read_ahead(lambda s: s._read("SELECT pg_sleep(0.5), 1"))
+    queued = store.read_ahead(lambda s: s.count_nodes())
+    time.sleep(0.1)  # the first read under way
+    store.close()  # waits for the running read, drops the queued one
+    assert running.result()[0][1] == 1
+    with pytest.raises(StoreError, match="closed before this read ran"):
+        queued.result()
 
 
 def test_a_principal_without_read_is_refused_before_any_read(memory):

@@ -13,7 +13,7 @@ connection has the store's timeouts.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any, Callable
 
 from ..errors import AgentContextError, StoreError
@@ -22,14 +22,18 @@ from ..errors import AgentContextError, StoreError
 class Pending:
     """A read's answer, asked with ``result()``: from the worker (a future), or read then on the main connection."""
 
-    def __init__(self, future: Future | None = None, later: Callable[[], Any] | None = None) -> None:
-        self._future, self._later = future, later
+    def __init__(self, future: Future | None = None, later: Callable[[], Any] | None = None, url: str = "") -> None:
+        self._future, self._later, self._url = future, later, url
 
     def result(self) -> Any:
         if self._future is None:
             assert self._later is not None
             return self._later()
-        return self._future.result()
+        try:
+            return self._future.result()
+        except CancelledError as exc:  # queued behind a read when the store closed
+            raise StoreError(f"the store at {self._url} was closed before this read ran; open it again to read",
+                             url=self._url) from exc
 
 
 class ReadAhead:
@@ -54,7 +58,7 @@ class ReadAhead:
                 raise StoreError(f"the store at {self._url} is closed; open it again to read", url=self._url)
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="agentcontext-read-ahead")
-            return Pending(self._pool.submit(self._run, read))
+            return Pending(self._pool.submit(self._run, read), url=self._url)
 
     def _run(self, read: Callable[[Any], Any]) -> Any:
         try:
