@@ -225,7 +225,7 @@ class _Query:
         coverage = 0.0
         if best is not None:  # each keyword weighted by its idf (engine/fusion.py keyword_coverage) from the counts
             # the counts the server ranks with, of this namespace (the in-process index: its own)
-            rows, counts = store.term_counts(self.keywords, namespace=namespace)  # no round trip: the search's counts
+            rows, counts = store.term_counts(self.keywords, namespace=namespace)  # the search's, remembered
             searched = " ".join(t for t in self.keywords.split() if t in counts)  # a word with no lexeme finds nothing
             text = " ".join((best.title or "", best.summary or "", best.content or ""))
             coverage = keyword_coverage(searched, text, {stemmed(t): n for t, n in counts.items()}, rows)
