@@ -124,3 +124,20 @@ def test_a_principal_without_read_is_refused_before_any_read(memory):
             stranger.retrieve(questions[0], max_results=5)
     finally:
         access.revoke(ws, "writer-only", "memory:other")
+
+
+def test_a_store_that_warms_up_opens_its_second_connection_at_open_warmed_too(pg_server):
+    from agentcontext.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_server.url("read_ahead_warm"), warm_up=True)
+    try:
+        second = store.read_ahead(lambda s: s).result()  # opened at open, in the background
+        assert second is not store and second.warmed.skipped is None  # its backend warmed like the main one
+        assert not second.READ_AHEAD and not second._ahead.opened  # and it opens no connection of its own
+    finally:
+        store.close()
+    cold = PostgresStore(pg_server.url("read_ahead_warm"), warm_up=False)
+    try:
+        assert not cold._ahead.opened  # no warm-up: opened at the first read ahead
+    finally:
+        cold.close()

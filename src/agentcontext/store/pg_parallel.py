@@ -39,7 +39,7 @@ class Pending:
 class ReadAhead:
     """A second connection (``opener()`` opens a store on it) and the one worker thread that reads on it."""
 
-    def __init__(self, opener: Callable[[], Any], url: str) -> None:
+    def __init__(self, opener: Callable[[bool], Any], url: str) -> None:
         self._opener, self._url = opener, url
         self._store: Any = None
         self._pool: ThreadPoolExecutor | None = None
@@ -51,19 +51,25 @@ class ReadAhead:
         """Whether the second connection is open (tests; it opens on the first read started ahead)."""
         return self._store is not None and not self._store._closed
 
-    def start(self, read: Callable[[Any], Any]) -> Pending:
-        """Start ``read(store)`` on the second connection's store."""
+    def start(self, read: Callable[[Any], Any], warm_up: bool = False) -> Pending:
+        """Start ``read(store)`` on the second connection's store (opened first if need be; ``warm_up``: with its
+        first search run in the background, pg_warmup.py)."""
         with self._lock:
             if self._closed:
                 raise StoreError(f"the store at {self._url} is closed; open it again to read", url=self._url)
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="agentcontext-read-ahead")
-            return Pending(self._pool.submit(self._run, read), url=self._url)
+            return Pending(self._pool.submit(self._run, read, warm_up), url=self._url)
 
-    def _run(self, read: Callable[[Any], Any]) -> Any:
+    def open_soon(self) -> None:
+        """Open the second connection now, in the background, its backend warmed like the main one (a store whose
+        main connection warms up: so a process's first query does not wait for either)."""
+        self.start(lambda store: None, warm_up=True)
+
+    def _run(self, read: Callable[[Any], Any], warm_up: bool = False) -> Any:
         try:
             if self._store is None:
-                self._store = self._opener()
+                self._store = self._opener(warm_up)
             return read(self._store)
         except AgentContextError:
             raise

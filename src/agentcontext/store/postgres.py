@@ -87,8 +87,8 @@ class PostgresStore(SQLStore):
         self._dropped: dict[str, list[str]] = {}  # an import's table: the indexes it dropped (pg_bulk.drop_indexes)
         self.fold_at = fold_at  # a commit leaving more vectors pending starts a background fold (None: never)
         self.folder = pg_delta.Folder(lambda: PostgresStore(conninfo, self.schema, timeout, False, None))
-        self._ahead = pg_parallel.ReadAhead(lambda: PostgresStore(conninfo, self.schema, timeout, False, None),
-                                            self.url)
+        self._ahead = pg_parallel.ReadAhead(
+            lambda warm: SecondConnection(conninfo, self.schema, timeout, False, None, warm_up=warm), self.url)
         self._text_stats = pg_text.TextStats()
         self._lexemes = pg_text.LexemeCache()
         self._alone: dict[tuple[str, ...] | None, tuple[float, tuple[str, ...] | None]] = {}  # _scoped_stats
@@ -122,6 +122,8 @@ class PostgresStore(SQLStore):
             self.warmed = self._warm_up.skip(f"the search indexes are small (under {pg_prewarm.MIN_BLOCKS} blocks)")
         else:
             self.warmed = self._warm_up.start()
+            if self.READ_AHEAD:  # and the second connection the ranking reads ahead on (pg_parallel.py)
+                self._ahead.open_soon()
 
     def _connect(self) -> None:
         """Open the connection and set the session up (lock timeout, our schema first on the search path)."""
@@ -472,6 +474,13 @@ class PostgresStore(SQLStore):
 
     def _decode_vectors(self, raws: Sequence[bytes]) -> np.ndarray:
         return decode_vectors(raws)
+
+
+class SecondConnection(PostgresStore):
+    """The store a ``PostgresStore`` reads ahead on (pg_parallel.py): the same conninfo, schema and role; it opens
+    no further connection of its own."""
+
+    READ_AHEAD = False
 
 
 def schema_exists(url: str) -> bool:
