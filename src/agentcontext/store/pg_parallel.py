@@ -19,6 +19,15 @@ from typing import Any, Callable
 from ..errors import AgentContextError, StoreError
 
 
+def read_ahead(store: Any, read: Callable[[Any], Any]) -> Pending:
+    """Start ``read(store)`` (reads only) on ``store``'s second connection (``store._ahead``) and go on; its answer
+    comes from ``result()``. Inside a transaction (whose writes it must see), or where reads do not leave the main
+    connection (``store.READ_AHEAD`` false), ``read(store)`` runs on the main connection when ``result()`` asks."""
+    if store._depth or not store.READ_AHEAD:
+        return Pending(later=lambda: read(store))
+    return store._ahead.start(read)
+
+
 class Pending:
     """A read's answer, asked with ``result()``: from the worker (a future), or read then on the main connection."""
 

@@ -122,7 +122,7 @@ class PostgresStore(SQLStore):
             self.warmed = self._warm_up.skip(f"the search indexes are small (under {pg_prewarm.MIN_BLOCKS} blocks)")
         else:
             self.warmed = self._warm_up.start()
-            if self.READ_AHEAD:  # and the second connection the ranking reads ahead on (pg_parallel.py)
+            if self.READ_AHEAD:  # and the second connection (pg_parallel.py)
                 self._ahead.open_soon()
 
     def _connect(self) -> None:
@@ -432,12 +432,8 @@ class PostgresStore(SQLStore):
         return {**super().info(), "pending_vectors": self.pending_vectors()}  # folded by `agentcontext store fold`
 
     def read_ahead(self, read: Callable[[PostgresStore], T]) -> pg_parallel.Pending:
-        """Start ``read(store)`` (reads only) on the second connection's store (pg_parallel.py) and go on; its answer
-        comes from ``result()``. Inside a transaction (whose writes it must see), or where reads do not leave the main
-        connection (``READ_AHEAD``), ``read(self)`` runs on the main connection when ``result()`` asks."""
-        if self._depth or not self.READ_AHEAD:
-            return pg_parallel.Pending(later=lambda: read(self))
-        return self._ahead.start(read)
+        """Start ``read(store)`` on the second connection and go on (``result()`` answers): pg_parallel.read_ahead."""
+        return pg_parallel.read_ahead(self, read)
 
     def close(self) -> None:
         self._warm_up.stop()  # a warm-up still running ends first (its statement cancelled)
