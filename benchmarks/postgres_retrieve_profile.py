@@ -60,11 +60,14 @@ store = open_store(url)
 ws = Workspace(store)
 ws.embedder.embed(["warm the model up"])
 memory = AgentMemory(workspace=ws, namespace="scale", max_memory_size=None)
-pid = store._db.execute("SELECT pg_backend_pid()").fetchone()[0]
+pids = [store._db.execute("SELECT pg_backend_pid()").fetchone()[0]]
 tick = os.sysconf("SC_CLK_TCK")
-def server_cpu():
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / tick
+def server_cpu():  # every backend of this client: the main connection's and the second one's (reads ahead)
+    total = 0
+    for pid in pids:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
 current, spent, logged = [None], {}, []
 read = store._read
 def timed_read(sql, params=()):
@@ -95,6 +98,9 @@ def wrap(name):
 for name in calls:
     wrap(name)
 memory.retrieve(questions[0], max_results=10)
+second = getattr(getattr(store, "_ahead", None), "_store", None)  # the second connection (store/pg_parallel.py)
+if second is not None:
+    pids.append(second._db.execute("SELECT pg_backend_pid()").fetchone()[0])
 logged = None
 spent.clear()
 wall = []

@@ -113,6 +113,7 @@ def test_a_large_namespace_is_ranked_in_one_round(pair, monkeypatch):
     from agentcontext.memory import server_search
 
     lite, pg, questions = pair
+    monkeypatch.setattr(pg.db, "READ_AHEAD", False)  # every read on the one connection, where the spies count them
     asked = []
     for name in ("nearest", "text_search"):
         real = getattr(pg.db, name)

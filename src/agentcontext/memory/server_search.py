@@ -13,7 +13,11 @@ the calibration as in process. The dense query leaves out the names of the speak
 ``without_names``), and so does the keyword query, as in process, where the names come from every speaker of the
 namespace: here from the speakers of the first text hits (the text index holds each memory's speaker; a named speaker
 none of whose memories is among them keeps the name in both), read before the dense pool so the ranking stays one
-round; a query that names a speaker then asks the text search once more, without the names. The second stages
+round; a query that names a speaker then asks the text search once more, without the names. On PostgreSQL the reads
+that need only the names (that second text search, the dense pool, the named speakers' nearest, the own vectors'
+inner products) start on the store's second connection on a guess of the names, from the speakers earlier queries
+heard, while the first text search runs, and are taken only when the guess held (memory/server_gather.py,
+store/pg_parallel.py): the same hits and scores, sooner. The second stages
 run as in process: the replies to the questions that follow the k best (memory/answers.py) and, for a query that
 asks when, the turns around the best hit become candidates and are lifted (memory/server_rank.py).
 
@@ -40,7 +44,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..engine.fusion import (COMMON_MIN_DOCS, COMMON_SHARE, FusionWeights, keyword_coverage,
-                             keyword_query, meaning_keywords, mentioned, stemmed, without_names)
+                             keyword_query, meaning_keywords, mentioned, stemmed)
 from ..engine.vectors import top_k
 from ..model import Node
 from ..workspace import Workspace
@@ -48,6 +52,7 @@ from .records import CONV, KIND, USER
 from .dates import asks_when
 from .answers import asks
 from .search import BM25_LIMIT, Hit
+from .server_gather import Reads, hear, known_speakers, meaning_of, named_guess
 from .server_rank import Table, prev_of, rank as rank_candidates
 
 DENSE_POOL = 120  # nearest memories asked of the server at first (at least 4 x k)
@@ -127,6 +132,7 @@ class _Query:
         self.sims: dict[str, float] = {}  # inner products by vector hash
         self.texts: dict[str, float] = {}  # text scores of candidates beyond the text pool
         self.restated = False  # whether the speakers the query names have left its dense vector (rank)
+        self.meaning, self.named = text, set()  # what ``qv`` embeds; the named speakers the last round found
 
     def passes(self, node: Node) -> bool:
         props = node.props or {}
@@ -138,12 +144,50 @@ class _Query:
         return self.store.nearest(self.qv, self.model, pool, namespace=self.namespace, kind=KIND, tags=self.tags,
                                   props=self.contains, titles=titles)
 
+    def _ahead(self, pool: int, text_pool: int, named_pool: int) -> Reads:
+        """The reads that need not wait for the text hits, started on what the query most likely means
+        (memory/server_gather.py): the text search without the names, the dense pool, the named speakers' nearest."""
+        reads, meaning, qv, named = Reads(self.store), self.meaning, self.qv, self.named
+        if not self.restated and self.weights.mention:  # the names: those of the speakers heard before
+            known = known_speakers(self.ws, self.namespace)
+            meaning, named = meaning_of(self.text, known), named_guess(self.text, known)
+            if meaning != self.text:
+                qv = self.ws.embed_query(meaning)
+                if (keywords := meaning_keywords(self.text, meaning)) != self.keywords and keywords:
+                    reads.start("text", (keywords, text_pool), lambda s: s.text_search(
+                        keywords, namespace=self.namespace, kind=KIND, limit=text_pool, common=self.common))
+        where = {"namespace": self.namespace, "kind": KIND, "tags": self.tags, "props": self.contains}
+        reads.start("nearest", (meaning, pool), lambda s: s.nearest(qv, self.model, pool, **where))
+        if named:
+            titles = sorted(named)
+            reads.start("named", (meaning, named_pool, tuple(titles)),
+                        lambda s: s.nearest(qv, self.model, named_pool, titles=titles, **where))
+        return reads
+
+    def _sims_ahead(self, reads: Reads, nearest: list[tuple[str, float]]) -> list[str]:
+        """Start the inner products of the own vectors of the nodes read so far (the seeds and their neighbours: most
+        of the candidates) with the query, while their neighbours and text scores are read; the hashes asked. Own
+        vectors only: the server scores each row alone (the same value in any batch), where a context vector held as
+        int8 is scored in the client a batch at a time (pg_q8.scores: a row at a batch's end can come a float32 step
+        apart), so those stay in the one batch ``Table`` reads, as before. The dense pool's own vectors are left out:
+        the server scored them already."""
+        nodes = self.links.nodes
+        scored = {n.embed_hash for i, _ in nearest if (n := nodes.get(i)) is not None}
+        context = {h for n in nodes.values() if (h := (n.props or {}).get("pair_hash"))}
+        hashes = list(dict.fromkeys(h for n in nodes.values() if (h := n.embed_hash) and h not in self.sims
+                                    and h not in scored and h not in context))
+        if hashes:
+            qv = self.qv
+            reads.start("sims", self.meaning, lambda s: s.similarities(qv, self.model, hashes))
+        return hashes
+
     def rank(self, k: int, pool: int, text_pool: int, named_pool: int,
              expand: int | None = None) -> tuple[list[Hit], bool]:
         """(the k best hits among this round's candidates, whether nothing outside them can outrank those);
         ``expand``: how many of the nearest and text hits (the seeds) become candidates with their neighbours, the
         best on the signals read with them (``_seeds``; None: every one)."""
         store, namespace = self.store, self.namespace
+        reads = self._ahead(pool, text_pool, named_pool)
         text_hits = store.text_search(self.keywords, namespace=namespace, kind=KIND, limit=text_pool,
                                       common=self.common) if self.keywords else []
         raw = dict(text_hits)
@@ -151,21 +195,28 @@ class _Query:
         if not self.restated:  # as in process, the named speakers are the mention signal's: the dense query drops
             self.restated = True  # their names, found among the text hits' speakers (the names are keywords)
             heard = {n.title for n in links.load(list(raw)).values() if n.title} if self.weights.mention else set()
-            meaning = without_names(self.text, [t for t, hit in zip(sorted(heard), mentioned(self.text, sorted(heard)))
-                                                if hit])
+            hear(self.ws, namespace, heard)
+            meaning = meaning_of(self.text, heard)
             if meaning != self.text:
-                self.qv = self.ws.embed_query(meaning)
+                self.qv, self.meaning = self.ws.embed_query(meaning), meaning
                 if (keywords := meaning_keywords(self.text, meaning)) != self.keywords:  # keywords too
                     self.keywords = keywords
-                    text_hits = store.text_search(keywords, namespace=namespace, kind=KIND, limit=text_pool,
-                                                  common=self.common) if keywords else []
+                    text_hits = reads.take("text", (keywords, text_pool))
+                    if text_hits is None:
+                        text_hits = store.text_search(keywords, namespace=namespace, kind=KIND, limit=text_pool,
+                                                      common=self.common) if keywords else []
                     raw = dict(text_hits)
-        nearest = self._nearest(pool)
+        nearest = reads.take("nearest", (self.meaning, pool))
+        if nearest is None:  # the guess missed the names
+            nearest = self._nearest(pool)
         nodes = links.load([i for i, _ in nearest] + list(raw))
-        named = _named(self.text, nodes.values(), self.weights)
+        ahead = self._sims_ahead(reads, nearest)
+        named = self.named = _named(self.text, nodes.values(), self.weights)
         named_nearest: list[tuple[str, float]] = []
         if named:  # each named speaker's nearest turns: the boost may lift them above the pool
-            named_nearest = self._nearest(named_pool, sorted(named))
+            named_nearest = reads.take("named", (self.meaning, named_pool, tuple(sorted(named))))
+            if named_nearest is None:
+                named_nearest = self._nearest(named_pool, sorted(named))
             nodes.update(links.load([i for i, _ in named_nearest]))
         for i, score in [*nearest, *named_nearest]:  # the server scored these own vectors already (the same product)
             if (own := links.nodes.get(i)) is not None and own.embed_hash:
@@ -174,7 +225,7 @@ class _Query:
         coverage = 0.0
         if best is not None:  # each keyword weighted by its idf (engine/fusion.py keyword_coverage) from the counts
             # the counts the server ranks with, of this namespace (the in-process index: its own)
-            rows, counts = store.term_counts(self.keywords, namespace=namespace)
+            rows, counts = store.term_counts(self.keywords, namespace=namespace)  # the search's, remembered
             searched = " ".join(t for t in self.keywords.split() if t in counts)  # a word with no lexeme finds nothing
             text = " ".join((best.title or "", best.summary or "", best.content or ""))
             coverage = keyword_coverage(searched, text, {stemmed(t): n for t, n in counts.items()}, rows)
@@ -193,6 +244,10 @@ class _Query:
         ghosts = [(nearest[-1][1] if len(nearest) >= pool else 0.0, text_bound, False)]
         if named:
             ghosts.append((named_nearest[-1][1] if len(named_nearest) >= named_pool else 0.0, text_bound, True))
+        if ahead:  # the inner products started ahead: as ``Table`` would have read them (NaN: no such vector)
+            found = reads.take("sims", self.meaning)
+            for h in ahead:
+                self.sims.setdefault(h, found.get(h, np.nan))
         table = Table()  # what the ranking read of each candidate, read once a round (memory/server_rank.py)
         hits, fused, ghost_scores = rank_candidates(self.ws, self.qv, candidates, links, raw, named, k, self.weights,
                                                     ghosts, self.sims, scale, self.text, table)

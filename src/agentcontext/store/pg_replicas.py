@@ -394,6 +394,10 @@ def _binary_rows(db: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
 class ReplicatedPostgresStore(PostgresStore):
     """A PostgreSQL store that reads from replicas (module doc). ``replicas`` are URLs of standbys of ``url``."""
 
+    # its reads go where ``ReplicaSet`` routes them (a replica that has replayed this store's writes): a read started
+    # ahead stays on that routing, on the main connection, rather than on a second connection to the primary
+    READ_AHEAD = False
+
     def __init__(self, url: str, replicas: Sequence[str], max_lag: float = DEFAULT_MAX_LAG,
                  max_lag_bytes: int | None = None, schema: str | None = None, timeout: float = 60.0) -> None:
         self._pinned = 0

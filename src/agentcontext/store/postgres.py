@@ -24,7 +24,7 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import pg_bulk, pg_delta, pg_hash, pg_prewarm, pg_q8, pg_text, pg_warmup, scrub, transfer
+from . import pg_bulk, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_q8, pg_text, pg_warmup, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import NODE_COLS, Where, held_embed_text
@@ -74,6 +74,7 @@ class PostgresStore(SQLStore):
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED, Capability.VECTOR_SEARCH,
                               Capability.SERVER_QUERIES, Capability.VECTOR_DELTA})
     CONNECT_TIMEOUT: float | None = None  # seconds a connection attempt may take (None: the store's timeout)
+    READ_AHEAD = True  # reads may start ahead on a second connection (``read_ahead``; pg_parallel.py)
 
     def __init__(self, url: str, schema: str | None = None, timeout: float = 60.0, prewarm: bool = True,
                  fold_at: int | None = pg_delta.FOLD_AT, warm_up: bool | None = None) -> None:
@@ -86,6 +87,8 @@ class PostgresStore(SQLStore):
         self._dropped: dict[str, list[str]] = {}  # an import's table: the indexes it dropped (pg_bulk.drop_indexes)
         self.fold_at = fold_at  # a commit leaving more vectors pending starts a background fold (None: never)
         self.folder = pg_delta.Folder(lambda: PostgresStore(conninfo, self.schema, timeout, False, None))
+        self._ahead = pg_parallel.ReadAhead(
+            lambda warm: SecondConnection(conninfo, self.schema, timeout, False, None, warm_up=warm), self.url)
         self._text_stats = pg_text.TextStats()
         self._lexemes = pg_text.LexemeCache()
         self._alone: dict[tuple[str, ...] | None, tuple[float, tuple[str, ...] | None]] = {}  # _scoped_stats
@@ -119,6 +122,8 @@ class PostgresStore(SQLStore):
             self.warmed = self._warm_up.skip(f"the search indexes are small (under {pg_prewarm.MIN_BLOCKS} blocks)")
         else:
             self.warmed = self._warm_up.start()
+            if self.READ_AHEAD:  # and the second connection (pg_parallel.py)
+                self._ahead.open_soon()
 
     def _connect(self) -> None:
         """Open the connection and set the session up (lock timeout, our schema first on the search path)."""
@@ -426,9 +431,14 @@ class PostgresStore(SQLStore):
     def info(self) -> dict[str, Any]:
         return {**super().info(), "pending_vectors": self.pending_vectors()}  # folded by `agentcontext store fold`
 
+    def read_ahead(self, read: Callable[[PostgresStore], T]) -> pg_parallel.Pending:
+        """Start ``read(store)`` on the second connection and go on (``result()`` answers): pg_parallel.read_ahead."""
+        return pg_parallel.read_ahead(self, read)
+
     def close(self) -> None:
         self._warm_up.stop()  # a warm-up still running ends first (its statement cancelled)
         self.folder.stop()  # a background fold ends after its chunk (which commits or rolls back whole)
+        self._ahead.close()  # the second connection, after its current read
         super().close()
 
     def _vector_value(self, vector: np.ndarray) -> np.ndarray:
@@ -460,6 +470,13 @@ class PostgresStore(SQLStore):
 
     def _decode_vectors(self, raws: Sequence[bytes]) -> np.ndarray:
         return decode_vectors(raws)
+
+
+class SecondConnection(PostgresStore):
+    """The store a ``PostgresStore`` reads ahead on (pg_parallel.py): the same conninfo, schema and role; it opens
+    no further connection of its own."""
+
+    READ_AHEAD = False
 
 
 def schema_exists(url: str) -> bool:
