@@ -40,6 +40,16 @@ def has_bytes(db: Any) -> bool:
                       "table_name = 'vectors' AND column_name = 'hash' AND data_type = 'bytea'").fetchone() is not None
 
 
+def key_as_bytes(store: Any) -> bool:
+    """``has_bytes`` for a store's connection; when it holds, the store finds a vector from a node or a version
+    (sql_reads, _vectors_unused) through ``actx_hash`` / ``actx_hex``."""
+    if not has_bytes(store._db):
+        return False
+    store.VECTOR_JOIN = "v.hash = actx_hash(n.embed_hash)"
+    store.VERSION_USES = store.LIVE_USES = "w.embed_hash = actx_hex(vectors.hash)"
+    return True
+
+
 def to_bytes(h: str) -> bytes:
     """A text hash as ``vectors.hash`` holds it (``actx_hash`` in SQL)."""
     if _DIGEST.fullmatch(h):

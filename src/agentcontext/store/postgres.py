@@ -106,24 +106,8 @@ class PostgresStore(SQLStore):
         self._open()
         self._delta = pg_delta.has_delta(db)  # False only for a store pinned to an older schema (tests pin one)
         self._q8 = pg_q8.has_q8(db)  # context vectors held as int8 (migration 9)
-        self._hb = pg_hash.has_bytes(db)  # vectors keyed by the hash's bytes (migration 10)
-        if self._hb:  # a vector found from a node or a version (sql_reads, _vectors_unused) through pg_hash
-            self.VECTOR_JOIN = "v.hash = actx_hash(n.embed_hash)"
-            self.VERSION_USES = self.LIVE_USES = "w.embed_hash = actx_hex(vectors.hash)"
-        # the search indexes loaded into the server's buffers where they are cold (pg_prewarm.py)
-        self.prewarmed = pg_prewarm.prewarm(db) if prewarm else pg_prewarm.PrewarmReport(skipped="not asked")
-        if prewarm:  # and the process: its first full collection now, not during its first queries
-            pg_prewarm.collect_once()
-        # and this connection's backend: a first search run in the background (pg_warmup.py; None: when the search
-        # indexes are large enough to be prewarmed)
-        if warm_up is False or (warm_up is None and not prewarm):
-            self.warmed = self._warm_up.skip("not asked")
-        elif warm_up is None and self.prewarmed.blocks < pg_prewarm.MIN_BLOCKS:
-            self.warmed = self._warm_up.skip(f"the search indexes are small (under {pg_prewarm.MIN_BLOCKS} blocks)")
-        else:
-            self.warmed = self._warm_up.start()
-            if self.READ_AHEAD:  # and the second connection (pg_parallel.py)
-                self._ahead.open_soon()
+        self._hb = pg_hash.key_as_bytes(self)  # vectors keyed by the hash's bytes (migration 10)
+        self.prewarmed, self.warmed = _warm(self, prewarm, warm_up)
 
     def _connect(self) -> None:
         """Open the connection and set the session up (lock timeout, our schema first on the search path)."""
@@ -477,6 +461,25 @@ class SecondConnection(PostgresStore):
     no further connection of its own."""
 
     READ_AHEAD = False
+
+
+def _warm(store: PostgresStore, prewarm: bool, warm_up: bool | None) -> tuple[pg_prewarm.PrewarmReport,
+                                                                            pg_warmup.WarmUpReport]:
+    """At open: the search indexes loaded into the server's buffers where they are cold (pg_prewarm.py), the
+    process's first full collection (not during its first queries), and the connection's backend warmed by a first
+    search run in the background (pg_warmup.py; ``warm_up`` None: when the search indexes are large enough to be
+    prewarmed), the second connection too (pg_parallel.py)."""
+    prewarmed = pg_prewarm.prewarm(store._db) if prewarm else pg_prewarm.PrewarmReport(skipped="not asked")
+    if prewarm:
+        pg_prewarm.collect_once()
+    if warm_up is False or (warm_up is None and not prewarm):
+        return prewarmed, store._warm_up.skip("not asked")
+    if warm_up is None and prewarmed.blocks < pg_prewarm.MIN_BLOCKS:
+        return prewarmed, store._warm_up.skip(f"the search indexes are small (under {pg_prewarm.MIN_BLOCKS} blocks)")
+    warmed = store._warm_up.start()
+    if store.READ_AHEAD:
+        store._ahead.open_soon()
+    return prewarmed, warmed
 
 
 def schema_exists(url: str) -> bool:
