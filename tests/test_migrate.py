@@ -141,7 +141,7 @@ def test_a_copy_carries_every_column_but_what_a_backend_derives(pg_url, tmp_path
     lite, pg = open_store(tmp_path / "x.db"), open_store(pg_url)
     try:
         for table in COPY_TABLES:
-            theirs = {r[1] for r in lite._read(f"PRAGMA table_info({table})")}
+            theirs = {r[1] for r in lite._read(f"PRAGMA table_xinfo({table})")}  # vectors.dim: generated
             ours = {r[0] for r in pg._read("SELECT column_name FROM information_schema.columns WHERE table_schema = "
                                            "current_schema() AND table_name = %s", (table,))}
             for columns in (theirs, ours):

@@ -135,6 +135,7 @@ class SQLiteStore(SQLStore):
         db.execute(f"PRAGMA wal_autocheckpoint = {max(1000, self.WAL_CHECKPOINT_BYTES // page)}")
         db.execute(f"PRAGMA journal_size_limit = {self.WAL_KEEP_BYTES}")
         self._cache_raised = False
+        self._import_top: int | None = None  # the highest vid before an import of vectors (their keys after it)
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
@@ -204,9 +205,6 @@ class SQLiteStore(SQLStore):
         if whole < len(rows):
             self._db.executemany(f"{head} VALUES {one}", rows[whole:])
 
-    def _bulk_insert(self, table: str, cols: str, rows: Sequence[Sequence[Any]]) -> None:
-        self._insert_rows(f"INSERT INTO {table}({cols})", rows)
-
     def _tenant_rows(self, ids: Sequence[Any], namespaces: Sequence[str], column: str = "id") -> tuple[str, list[Any]]:
         """By id alone: one file has no tenant shards to route to, and naming the namespaces as well let SQLite's
         planner walk the namespace's index instead of seeking each id (a retraction of 10 ids took 6-8x as long)."""
@@ -225,26 +223,39 @@ class SQLiteStore(SQLStore):
 
     def _upsert_vectors(self, rows: list[tuple]) -> None:
         """No unique index on (hash, model) (a random-key index as big as the hashes): the rows already held are
-        found through vector_keys and replaced, the rest appended (their keys go to the fresh tier by trigger, which
-        is merged into the settled one when it has grown: ``sqlite_vectors.settle``); the writer lock makes that
-        race-free."""
+        found through vector_keys and replaced, the rest appended and their keys written to the fresh tier, which is
+        merged into the settled one when it has grown (``sqlite_vectors``); the writer lock makes that race-free."""
         self._batch_cache(len(rows))
         held: dict[tuple[str, str], int] = {}
         for chunk in self._chunks(list(dict.fromkeys(r[0] for r in rows)), per_statement=2):
             clause, params = self._hash_in("hash", chunk)
             held.update(((h, m), vid) for vid, h, m in self._db.execute(
                 f"SELECT rowid, hash, model FROM vectors WHERE {clause}", params))
-        self._db.executemany("UPDATE vectors SET dim = ?, vector = ? WHERE rowid = ?",
-                             [(r[2], r[3], held[r[0], r[1]]) for r in rows if (r[0], r[1]) in held])
-        # New rows in hash order: the fresh tier of keys takes them in key order (each of its pages touched once)
-        self._insert_rows("INSERT INTO vectors(hash, model, dim, vector)",
-                          sorted((r for r in rows if (r[0], r[1]) not in held), key=lambda r: r[0]))
-        if self.KEYED:
-            sqlite_vectors.settle(self._db)
+        replaced = [(r[2], r[3], held[r[0], r[1]]) for r in rows if (r[0], r[1]) in held]
+        new = [r for r in rows if (r[0], r[1]) not in held]
+        if not self.KEYED:  # a schema before 8: dim stored
+            self._db.executemany("UPDATE vectors SET dim = ?, vector = ? WHERE rowid = ?", replaced)
+            self._insert_rows("INSERT INTO vectors(hash, model, dim, vector)", new)
+            return
+        # dim is derived from the bytes (migration 8)
+        self._db.executemany("UPDATE vectors SET vector = ? WHERE vid = ?", [r[1:] for r in replaced])
+        if new:
+            top = sqlite_vectors.top(self._db)
+            self._insert_rows("INSERT INTO vectors(hash, model, vector)", [(r[0], r[1], r[3]) for r in new])
+            sqlite_vectors.keyed(self._db, top)  # their keys (vids after top), into the fresh tier in key order
+
+    def _bulk_insert(self, table: str, cols: str, rows: Sequence[Sequence[Any]]) -> None:
+        if table == "vectors" and self.KEYED and cols == "hash, model, dim, vector":  # dim is derived (migration 8)
+            cols, rows = "hash, model, vector", [(r[0], r[1], r[3]) for r in rows]
+        self._insert_rows(f"INSERT INTO {table}({cols})", rows)
+
+    def _importing(self, table: str) -> None:
+        self._import_top = sqlite_vectors.top(self._db) if table == "vectors" and self.KEYED else None
 
     def _imported(self, table: str) -> None:
-        if table == "vectors" and self.KEYED:
-            sqlite_vectors.settle(self._db)
+        if table == "vectors" and self._import_top is not None:
+            sqlite_vectors.keyed(self._db, self._import_top)
+        self._import_top = None
 
     def export_rows(self, table: str, after: Sequence[Any] | None = None,
                     limit: int = transfer.PAGE) -> tuple[list[dict[str, Any]], list[Any] | None]:

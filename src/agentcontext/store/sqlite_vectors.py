@@ -1,10 +1,10 @@
 """How the SQLite store finds a vector by its hash (schema 8): vectors are keyed by their row (``vid``, appended),
 and ``vector_keys`` maps 8 characters of a hash to the rows holding it, in two tiers. A new vector's key goes to
-tier 1 (a trigger of ``vectors``), small, so a batch dirties only its pages and not every page of an index as large
-as the store (``vectors_hash8`` before: once it had fewer pages than a batch had rows, a batch dirtied nearly all of
-them). ``settle`` moves tier 1 into tier 0 in key order when tier 1 has grown to a fraction of tier 0: each page of
-tier 0 is then written once per merge rather than once per batch. A lookup seeks both tiers and compares the full
-hash on the row."""
+tier 1 (written after the rows, ``keyed``), small, so a batch dirties only its pages and not every page of an index
+as large as the store (``vectors_hash8`` before: once it had fewer pages than a batch had rows, a batch dirtied
+nearly all of them). ``settle`` moves tier 1 into tier 0 in key order when tier 1 has grown to a fraction of tier 0:
+each page of tier 0 is then written once per merge rather than once per batch. A lookup seeks both tiers and
+compares the full hash on the row."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -25,6 +25,19 @@ def hash_in(column: str, hashes: Sequence[str]) -> tuple[str, list[Any]]:
     clause = (f"{alias}vid IN (SELECT vid FROM vector_keys WHERE tier IN (0, 1) AND k IN "
               f"({','.join('?' * len(prefixes))})) AND {column} IN ({','.join('?' * len(hashes))})")
     return clause, [*prefixes, *hashes]
+
+
+def top(db: Any) -> int:
+    """The highest vid now: the rows appended after it are the ones ``keyed`` keys."""
+    return db.execute("SELECT coalesce(max(vid), 0) FROM vectors").fetchone()[0]
+
+
+def keyed(db: Any, after: int) -> None:
+    """Inside the write transaction that appended them: the keys of the rows after vid ``after`` into the fresh tier,
+    in key order (one statement; the rows are in the page cache), then merge the tiers if the fresh one has grown."""
+    db.execute(f"INSERT INTO vector_keys(tier, k, vid) SELECT 1, substr(hash, 1, {PREFIX}), vid FROM vectors "
+               "WHERE vid > ? ORDER BY 2, 3", (after,))
+    settle(db)
 
 
 def settle(db: Any) -> int:
