@@ -180,3 +180,26 @@ def test_a_batch_of_new_vectors_leaves_the_settled_tier_s_pages_as_they_were(tmp
     # the fresh tier's few leaves and the path to them; the old index dirtied nearly every leaf with such a batch
     assert len(before) >= 20 and len(changed) <= 6, (len(before), len(changed))
     store.close()
+
+
+def test_a_vector_whose_bytes_are_not_its_dim_refuses_the_upgrade_and_names_it(old_v7):
+    h, model = _raw(old_v7, "SELECT hash, model FROM vectors ORDER BY rowid LIMIT 1")[0]
+    db = sqlite3.connect(old_v7)
+    db.execute("UPDATE vectors SET dim = dim + 1 WHERE hash = ? AND model = ?", (h, model))
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError) as info:
+        SQLiteStore(old_v7)
+    assert h in str(info.value) and "nothing was changed" in str(info.value)
+    assert "vector_keys" not in _names(old_v7)
+
+
+def test_vacuum_keeps_each_vector_s_row_so_its_key_still_finds_it(tmp_path):
+    store = SQLiteStore(tmp_path / "s.db")
+    hashes = [content_hash(f"v{i}") for i in range(300)]
+    store.put_vectors({h: np.full(4, i, dtype=np.float32) for i, h in enumerate(hashes)}, "m")
+    assert store.delete_vectors(hashes[::3]) == 100  # gaps in the vids, which a VACUUM renumbers in a rowid table
+    store._db.execute("VACUUM")
+    got = store.get_vectors(hashes, "m")
+    assert set(got) == set(hashes) - set(hashes[::3]) and all(got[h][0] == i for i, h in enumerate(hashes) if i % 3)
+    store.close()

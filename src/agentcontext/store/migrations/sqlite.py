@@ -183,10 +183,12 @@ def vectors_by_row(db) -> None:
     # dim is derived from the float32 bytes (a virtual column, not stored): the row key's column costs a byte of each
     # row's header, and a 384-d row with a 3-byte row id filled a 16 KiB page to its last bytes (ten rows a page):
     # one byte more left nine. Without dim a row is two bytes smaller than before.
-    bad = db.execute("SELECT hash, model FROM vectors WHERE dim * 4 != length(vector) LIMIT 1").fetchone()
+    bad = db.execute("SELECT hash, model, dim, length(vector) FROM vectors WHERE dim * 4 != length(vector) "
+                     "LIMIT 1").fetchone()
     if bad:
-        raise StoreError(f"the vector of {bad[0]} ({bad[1]}) does not hold dim float32 values; its bytes are not "
-                         "a vector agentcontext wrote: delete it (or restore the file) and open the store again")
+        raise StoreError(f"cannot upgrade the store to schema 8 (nothing was changed): the vector of {bad[0]} "
+                         f"({bad[1]}) holds {bad[3]} bytes, not {bad[2]} float32 values, so agentcontext did not write "
+                         "it; delete that vector (or restore the file) and open the store again", hash=bad[0])
     db.execute("""CREATE TABLE vectors_by_row (vid INTEGER PRIMARY KEY, hash TEXT NOT NULL, model TEXT NOT NULL,
         vector BLOB NOT NULL, dim INTEGER GENERATED ALWAYS AS (length(vector) / 4) VIRTUAL)""")
     db.execute("INSERT INTO vectors_by_row(vid, hash, model, vector) SELECT rowid, hash, model, vector "
