@@ -5,7 +5,8 @@ the same run (each store grown by a process of its own, the two codes alternatin
 
 A worker grows one store to ``--memories`` in batches of 10,000 (supplied vectors, as benchmarks/sqlite_ingest.py;
 ``--conversations``: turns of conversations of 50, each with a context vector too) and after each batch takes a
-TRUNCATE checkpoint (untimed), so the WAL's size after the next batch is what that batch wrote: pages of the vector
+TRUNCATE checkpoint (untimed: CPU figures here leave the checkpoints' copying out, sqlite_ingest.py keeps it), so
+the WAL's size after the next batch is what that batch wrote: pages of the vector
 rows, node rows, text index, change rows and of the hash lookup (the random-key index dirtied nearly every one of its
 pages once a batch had more rows than it had pages). Then ``--queries`` retrieves (k 10, each query embedded in the
 call, warmed up first), p50 and p95.
@@ -74,7 +75,11 @@ def summary(got: dict[str, Any], n: int) -> dict[str, Any]:
            "wal_mb_a_batch_by_tenth": [round(statistics.median(wal[i: i + tenth]) / 2**20, 1)
                                        for i in range(0, len(wal), tenth)]}
     if len(wal) >= 10:
+        cpus = got["cpus"]
         out["wal_last_over_first"] = round(statistics.median(wal[-tenth:]) / statistics.median(wal[:tenth]), 2)
+        out["cpu_us_per_memory_by_tenth"] = [round(statistics.median(cpus[i: i + tenth]) / BATCH * 1e6, 1)
+                                             for i in range(0, len(cpus), tenth)]
+        out["cpu_last_over_first"] = round(statistics.median(cpus[-tenth:]) / statistics.median(cpus[:tenth]), 2)
     return out
 
 

@@ -61,8 +61,8 @@ class SQLiteStore(SQLStore):
     CHUNK = 900  # stay below SQLite's host-parameter limit
     NO_LIMIT = "-1"
     EDGE_SCAN = " NOT INDEXED"  # one pass over the table beats walking an index for every row
-    # Random content hashes are indexed by their first 8 characters (migration 5: 16, migration 6: 8): a small index,
-    # so a batch of new hashes dirties few pages; the full hash is compared too.
+    # The superseded versions' random content hashes are indexed by their first 8 characters (migration 5: 16,
+    # migration 6: 8; vectors' too until migration 8): a small index; the full hash is compared too.
     HASH_PREFIX = 8
     # A vector is found by its hash through vector_keys (migration 8: vectors keyed by their row; sqlite_vectors.py);
     # a store of an older schema (tests open such) through its prefix index vectors_hash8, as before
@@ -81,9 +81,10 @@ class SQLiteStore(SQLStore):
     LIKE_ANY_CASE = "LIKE"
     COPY_ARMS = {"node_versions": ("node_versions", "nodes")}  # export pages merge the two, each in key order
     # The WAL is copied into the file (checkpointed) once it holds this many bytes of pages (SQLite's default: 1,000
-    # pages), not after every commit of a bulk write. Each batch of new random hashes dirties most pages of the hash
-    # index (about 18 MB a batch at 1,000,000 memories): with a checkpoint per commit every such page was written
-    # twice per batch, now once per batch and once per checkpoint. The file is cut back to WAL_KEEP_BYTES after.
+    # pages), not after every commit of a bulk write: a page a batch dirties is written once per batch and once per
+    # checkpoint (with a checkpoint per commit, twice per batch; before migration 8 every batch of new random hashes
+    # dirtied most pages of the vectors' hash index, about 18 MB at 1,000,000 memories). The file is cut back to
+    # WAL_KEEP_BYTES after.
     WAL_CHECKPOINT_BYTES = 256 << 20
     WAL_KEEP_BYTES = 64 << 20
     # A new store file's page size (SQLite's default 4 KiB; a file made with another size keeps it: changing it would
