@@ -135,13 +135,13 @@ def test_a_copy_carries_every_column_but_what_a_backend_derives(pg_url, tmp_path
 
     # vectors.searched / pending (PostgreSQL): whether a node's text has the vector and it is in the HNSW index or
     # the delta (store/pg_delta.py), derived from the nodes and the load on import; q8 / q8_scale: a context vector's
-    # values held as int8 (store/pg_q8.py), copied as its ``vector``
+    # values held as int8 (store/pg_q8.py), copied as its ``vector``; vid (SQLite, migration 8): the row's key, as rid
     derived = {"nodes": {"rid", "tag_text", "tsv"}, "edges": {"rid"}, "vectors": {"searched", "pending", "q8",
-                                                                                  "q8_scale"}}
+                                                                                  "q8_scale", "vid"}}
     lite, pg = open_store(tmp_path / "x.db"), open_store(pg_url)
     try:
         for table in COPY_TABLES:
-            theirs = {r[1] for r in lite._read(f"PRAGMA table_info({table})")}
+            theirs = {r[1] for r in lite._read(f"PRAGMA table_xinfo({table})")}  # vectors.dim: generated
             ours = {r[0] for r in pg._read("SELECT column_name FROM information_schema.columns WHERE table_schema = "
                                            "current_schema() AND table_name = %s", (table,))}
             for columns in (theirs, ours):

@@ -34,7 +34,10 @@ SQLITE_STEPS = ["initial schema", "edges.rowid is named rid, as on PostgreSQL",
                 "content, no nodes_embed index, 16-character hash indexes on vectors and versions",
                 "a node's current version is held once: node_versions keeps the superseded versions, the live row is "
                 "the current one (the view versions reads both); hashes indexed by 8 characters",
-                "live rows' hashes indexed by 256 buckets in row order: nodes_hash2 replaces nodes_hash8"]
+                "live rows' hashes indexed by 256 buckets in row order: nodes_hash2 replaces nodes_hash8",
+                "vectors keyed by their row: vid INTEGER PRIMARY KEY, found by hash through vector_keys (two tiers: "
+                "new keys in a small fresh tier, merged in key order into the settled one) instead of "
+                "vectors_hash8"]
 LATEST = len(SQLITE_STEPS)
 
 
@@ -221,7 +224,7 @@ def test_a_version_5_workspace_upgrades_and_every_record_reads_back(old_v5):
                     "AND v.version = n.version")[0][0] == 0
         assert store.info()["counts"]["node_versions"] == sum(len(v) for v in CONTENTS_V5["nodes"].values())
         names = {r[0] for r in _raw(old_v5, "SELECT name FROM sqlite_master")}
-        assert {"versions", "vectors_hash8", "versions_hash8"} <= names  # and migration 7's nodes_hash2:
+        assert {"versions", "vector_keys", "versions_hash8"} <= names  # and migration 7's nodes_hash2:
         assert "nodes_hash2" in names and "nodes_hash8" not in names
         assert not names & {"vectors_hash16", "versions_hash16"}
         doc = store.get_node("lib:notes/deploy")

@@ -32,6 +32,7 @@ class SQLDialect(ABC):
     # How a vector row is found from a node (``n``) or a version (``w``) by hash: plain equality, unless the backend
     # indexes a short prefix of the random hashes (SQLite, migration 5)
     VECTOR_JOIN = "v.hash = n.embed_hash"
+    NODES_WITH_VECTORS = "nodes n JOIN vectors v"  # what VECTOR_JOIN joins (SQLite: nodes first, CROSS JOIN)
     VERSION_USES = "w.embed_hash = vectors.hash"
     LIVE_USES = VERSION_USES  # the same question asked of the live rows (``w`` is a row of nodes)
     PAGE_SEEK: dict[str, str] = {}  # table: an indexed expression whose order leads its copy order (export pages)

@@ -258,7 +258,7 @@ def count_vectors(store: Any, model: str, namespace=None, kind=None) -> int:
     where.add("n.retracted_at IS NULL AND v.model = ?", model)
     where.eq_any("n.namespace", as_list(namespace))
     where.eq_any("n.kind", as_list(kind))
-    return store._read(f"SELECT count(*) FROM nodes n JOIN vectors v ON {store.VECTOR_JOIN}{where.sql()}",
+    return store._read(f"SELECT count(*) FROM {store.NODES_WITH_VECTORS} ON {store.VECTOR_JOIN}{where.sql()}",
                        where.params)[0][0]
 
 
@@ -267,7 +267,7 @@ def load_vectors(store: Any, model: str, namespace=None, kind=None) -> tuple[lis
     where.add("n.retracted_at IS NULL AND v.model = ?", model)
     where.eq_any("n.namespace", as_list(namespace))
     where.eq_any("n.kind", as_list(kind))
-    rows = store._vector_rows(f"SELECT n.id, v.dim, {store._vector_sql('v.')} FROM nodes n JOIN vectors v ON "
+    rows = store._vector_rows(f"SELECT n.id, v.dim, {store._vector_sql('v.')} FROM {store.NODES_WITH_VECTORS} ON "
                               f"{store.VECTOR_JOIN}{where.sql()} ORDER BY n.rid", where.params)
     if not rows:
         return [], np.zeros((0, 0), dtype=np.float32)

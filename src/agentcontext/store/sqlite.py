@@ -25,7 +25,7 @@ from ..model import Node
 from .base import Capability
 from .migrations.sqlite import MIGRATIONS
 from .rows import NODE_COLS, Where
-from . import sqlite_text, transfer
+from . import sqlite_text, sqlite_vectors, transfer
 from .sql_base import SQLStore
 from .sqlite_fts import SQLiteText, SqlWhere
 
@@ -61,26 +61,30 @@ class SQLiteStore(SQLStore):
     CHUNK = 900  # stay below SQLite's host-parameter limit
     NO_LIMIT = "-1"
     EDGE_SCAN = " NOT INDEXED"  # one pass over the table beats walking an index for every row
-    # Random content hashes are indexed by their first 8 characters (migration 5: 16, migration 6: 8): a small index,
-    # so a batch of new hashes dirties few pages; the full hash is compared too.
+    # The superseded versions' random content hashes are indexed by their first 8 characters (migration 5: 16,
+    # migration 6: 8; vectors' too until migration 8): a small index; the full hash is compared too.
     HASH_PREFIX = 8
-    VECTOR_JOIN = "substr(v.hash, 1, 8) = substr(n.embed_hash, 1, 8) AND v.hash = n.embed_hash"
+    # A vector is found by its hash through vector_keys (migration 8: vectors keyed by their row; sqlite_vectors.py);
+    # a store of an older schema (tests open such) through its prefix index vectors_hash8, as before
+    VECTOR_JOIN = sqlite_vectors.NODE_VECTOR
+    NODES_WITH_VECTORS = "nodes n CROSS JOIN vectors v"  # nodes first: each looks its vector up (no table scan)
+    KEYED = True  # vectors found through vector_keys (schema 8 on)
     VERSION_USES = "substr(w.embed_hash, 1, 8) = substr(vectors.hash, 1, 8) AND w.embed_hash = vectors.hash"
     # Whether a live row uses a hash goes through nodes_hash2 (migration 7: 256 buckets, each in row order, so new rows
     # append): the inner select reads one bucket of the index alone (its 8 further characters are in the index), the
     # outer one reads only the rows it names to compare the full hash.
     LIVE_USES = ("w.rid IN (SELECT x.rid FROM nodes x WHERE substr(x.embed_hash, 1, 2) = substr(vectors.hash, 1, 2) "
                  "AND substr(x.embed_hash, 3, 8) = substr(vectors.hash, 3, 8)) AND w.embed_hash = vectors.hash")
-    PAGE_SEEK = {"vectors": "substr(hash, 1, 8)"}  # export pages walk the prefix index in (hash, model) order
     # A node's current version is its live row, held once (migration 6): node_versions keeps the superseded ones
     VERSIONS = "versions"
     CURRENT_IN_VERSIONS = False
     LIKE_ANY_CASE = "LIKE"
     COPY_ARMS = {"node_versions": ("node_versions", "nodes")}  # export pages merge the two, each in key order
     # The WAL is copied into the file (checkpointed) once it holds this many bytes of pages (SQLite's default: 1,000
-    # pages), not after every commit of a bulk write. Each batch of new random hashes dirties most pages of the hash
-    # index (about 18 MB a batch at 1,000,000 memories): with a checkpoint per commit every such page was written
-    # twice per batch, now once per batch and once per checkpoint. The file is cut back to WAL_KEEP_BYTES after.
+    # pages), not after every commit of a bulk write: a page a batch dirties is written once per batch and once per
+    # checkpoint (with a checkpoint per commit, twice per batch; before migration 8 every batch of new random hashes
+    # dirtied most pages of the vectors' hash index, about 18 MB at 1,000,000 memories). The file is cut back to
+    # WAL_KEEP_BYTES after.
     WAL_CHECKPOINT_BYTES = 256 << 20
     WAL_KEEP_BYTES = 64 << 20
     # A new store file's page size (SQLite's default 4 KiB; a file made with another size keeps it: changing it would
@@ -132,11 +136,16 @@ class SQLiteStore(SQLStore):
         db.execute(f"PRAGMA wal_autocheckpoint = {max(1000, self.WAL_CHECKPOINT_BYTES // page)}")
         db.execute(f"PRAGMA journal_size_limit = {self.WAL_KEEP_BYTES}")
         self._cache_raised = False
+        self._import_top: int | None = None  # the highest vid before an import of vectors (their keys after it)
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open the store at {self.path}: {exc}; check that it is an agentcontext "
                              "store (or move it away to start a new workspace)", path=str(self.path)) from exc
+        if not self._table_exists("vector_keys"):  # a schema before 8 (a test's store of an older schema)
+            self.KEYED = False
+            self.VECTOR_JOIN = "substr(v.hash, 1, 8) = substr(n.embed_hash, 1, 8) AND v.hash = n.embed_hash"
+            self.PAGE_SEEK = {"vectors": "substr(hash, 1, 8)"}  # export pages walk the prefix index
 
     # --- transactions and reads ------------------------------------------------------------
     def _guard(self, fn: Callable[[], T]) -> T:
@@ -197,9 +206,6 @@ class SQLiteStore(SQLStore):
         if whole < len(rows):
             self._db.executemany(f"{head} VALUES {one}", rows[whole:])
 
-    def _bulk_insert(self, table: str, cols: str, rows: Sequence[Sequence[Any]]) -> None:
-        self._insert_rows(f"INSERT INTO {table}({cols})", rows)
-
     def _tenant_rows(self, ids: Sequence[Any], namespaces: Sequence[str], column: str = "id") -> tuple[str, list[Any]]:
         """By id alone: one file has no tenant shards to route to, and naming the namespaces as well let SQLite's
         planner walk the namespace's index instead of seeking each id (a retraction of 10 ids took 6-8x as long)."""
@@ -209,6 +215,8 @@ class SQLiteStore(SQLStore):
         return SqlWhere()
 
     def _hash_in(self, column: str, hashes: Sequence[str]) -> tuple[str, list[Any]]:
+        if self.KEYED and column in ("hash", "v.hash"):  # a vectors row: through vector_keys (migration 8)
+            return sqlite_vectors.hash_in(column, hashes)
         n = self.HASH_PREFIX
         prefixes = self._in(f"substr({column}, 1, {n})", sorted({h[:n] for h in hashes}))
         exact = self._in(column, hashes)
@@ -216,18 +224,47 @@ class SQLiteStore(SQLStore):
 
     def _upsert_vectors(self, rows: list[tuple]) -> None:
         """No unique index on (hash, model) (a random-key index as big as the hashes): the rows already held are
-        found through the prefix index and replaced, the rest appended; the writer lock makes that race-free."""
+        found through vector_keys and replaced, the rest appended and their keys written to the fresh tier, which is
+        merged into the settled one when it has grown (``sqlite_vectors``); the writer lock makes that race-free."""
         self._batch_cache(len(rows))
         held: dict[tuple[str, str], int] = {}
         for chunk in self._chunks(list(dict.fromkeys(r[0] for r in rows)), per_statement=2):
             clause, params = self._hash_in("hash", chunk)
-            held.update(((h, m), rowid) for rowid, h, m in self._db.execute(
+            held.update(((h, m), vid) for vid, h, m in self._db.execute(
                 f"SELECT rowid, hash, model FROM vectors WHERE {clause}", params))
-        self._db.executemany("UPDATE vectors SET dim = ?, vector = ? WHERE rowid = ?",
-                             [(r[2], r[3], held[r[0], r[1]]) for r in rows if (r[0], r[1]) in held])
-        # New rows in hash order: the prefix index takes them in key order (each of its pages touched once, in turn)
-        self._insert_rows("INSERT INTO vectors(hash, model, dim, vector)",
-                          sorted((r for r in rows if (r[0], r[1]) not in held), key=lambda r: r[0]))
+        replaced = [(r[2], r[3], held[r[0], r[1]]) for r in rows if (r[0], r[1]) in held]
+        new = [r for r in rows if (r[0], r[1]) not in held]
+        if not self.KEYED:  # a schema before 8: dim stored
+            self._db.executemany("UPDATE vectors SET dim = ?, vector = ? WHERE rowid = ?", replaced)
+            self._insert_rows("INSERT INTO vectors(hash, model, dim, vector)", new)
+            return
+        # dim is derived from the bytes (migration 8)
+        self._db.executemany("UPDATE vectors SET vector = ? WHERE vid = ?", [r[1:] for r in replaced])
+        if new:
+            top = sqlite_vectors.top(self._db)
+            self._insert_rows("INSERT INTO vectors(hash, model, vector)", [(r[0], r[1], r[3]) for r in new])
+            sqlite_vectors.keyed(self._db, top)  # their keys (vids after top), into the fresh tier in key order
+
+    def _bulk_insert(self, table: str, cols: str, rows: Sequence[Sequence[Any]]) -> None:
+        if table == "vectors" and self.KEYED and cols == "hash, model, dim, vector":  # dim is derived (migration 8)
+            cols, rows = "hash, model, vector", [(r[0], r[1], r[3]) for r in rows]
+        self._insert_rows(f"INSERT INTO {table}({cols})", rows)
+
+    def _importing(self, table: str) -> None:
+        self._import_top = sqlite_vectors.top(self._db) if table == "vectors" and self.KEYED else None
+
+    def _imported(self, table: str) -> None:
+        if table == "vectors" and self._import_top is not None:
+            sqlite_vectors.keyed(self._db, self._import_top)
+        self._import_top = None
+
+    def export_rows(self, table: str, after: Sequence[Any] | None = None,
+                    limit: int = transfer.PAGE) -> tuple[list[dict[str, Any]], list[Any] | None]:
+        if table != "vectors" or not self.KEYED:
+            return super().export_rows(table, after, limit)
+        raw = sqlite_vectors.export_page(self, after, limit)
+        rows = [{"hash": h, "model": m, "dim": d, "vector": self._decode_vectors([v])[0]} for _, _, h, m, d, v in raw]
+        return rows, (list(raw[-1][:2]) if len(raw) == limit else None)
 
     def _table_exists(self, name: str) -> bool:
         return bool(self._read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))

@@ -1,6 +1,7 @@
 """The SQLite schema, step by step. Each step runs inside the upgrade transaction; never edit a released one."""
 from __future__ import annotations
 
+from ...errors import StoreError
 from . import Migrations
 
 MIGRATIONS = Migrations("sqlite")
@@ -161,3 +162,41 @@ def hash_buckets(db) -> None:
     # (SQLiteStore.LIVE_USES).
     db.execute("DROP INDEX IF EXISTS nodes_hash8")
     db.execute("CREATE INDEX nodes_hash2 ON nodes(substr(embed_hash, 1, 2), rid, substr(embed_hash, 3, 8))")
+
+
+@MIGRATIONS.step(8, "vectors keyed by their row: vid INTEGER PRIMARY KEY, found by hash through vector_keys (two "
+                    "tiers: new keys in a small fresh tier, merged in key order into the settled one) instead of "
+                    "vectors_hash8")
+def vectors_by_row(db) -> None:
+    # vectors_hash8 was keyed by 8 characters of a random hash, so once it had fewer pages than a batch had rows every
+    # batch dirtied nearly all of them (4,590 pages at 1,000,000 memories with 4 KiB pages: three quarters of what a
+    # batch wrote to the WAL grew by between 30,000 and 1,000,000 memories). The rows were already appended in rowid
+    # order; from here that order is the table's key (vid, an INTEGER PRIMARY KEY: a VACUUM keeps it, as it may not a
+    # bare rowid) and the hash lookup is a WITHOUT ROWID table of (tier, 8 characters of the hash, vid). A new vector's
+    # key lands in tier 1, small (SQLiteStore.FRESH_KEYS): a batch dirties only its pages. When tier 1 has grown to an
+    # eighth of tier 0 it is moved into tier 0 in one statement, in key order (each page of tier 0 rewritten once per
+    # merge, not once per batch). Lookups seek both tiers (two seeks instead of one) and compare the full hash.
+    # New rows' keys are written by the store after the rows, in one statement in key order (SQLiteStore: a batch's
+    # writes and an import's); a trigger deletes a row's key with the row on every path (deletes, purges, erasure:
+    # secure_delete zeroes its cell). (A trigger for the inserts cost 5 us a row and left the appended vector pages
+    # 2-9% emptier.)
+    # dim is derived from the float32 bytes (a virtual column, not stored): the row key's column costs a byte of each
+    # row's header, and a 384-d row with a 3-byte row id filled a 16 KiB page to its last bytes (ten rows a page):
+    # one byte more left nine. Without dim a row is two bytes smaller than before.
+    bad = db.execute("SELECT hash, model, dim, length(vector) FROM vectors WHERE dim * 4 != length(vector) "
+                     "LIMIT 1").fetchone()
+    if bad:
+        raise StoreError(f"cannot upgrade the store to schema 8 (nothing was changed): the vector of {bad[0]} "
+                         f"({bad[1]}) holds {bad[3]} bytes, not {bad[2]} float32 values, so agentcontext did not write "
+                         "it; delete that vector (or restore the file) and open the store again", hash=bad[0])
+    db.execute("""CREATE TABLE vectors_by_row (vid INTEGER PRIMARY KEY, hash TEXT NOT NULL, model TEXT NOT NULL,
+        vector BLOB NOT NULL, dim INTEGER GENERATED ALWAYS AS (length(vector) / 4) VIRTUAL)""")
+    db.execute("INSERT INTO vectors_by_row(vid, hash, model, vector) SELECT rowid, hash, model, vector "
+               "FROM vectors ORDER BY rowid")
+    db.execute("DROP TABLE vectors")  # with vectors_hash8; secure_delete zeroes the old pages as they are freed
+    db.execute("ALTER TABLE vectors_by_row RENAME TO vectors")
+    db.execute("""CREATE TABLE vector_keys (tier INTEGER NOT NULL, k TEXT NOT NULL, vid INTEGER NOT NULL,
+        PRIMARY KEY (tier, k, vid)) WITHOUT ROWID""")
+    db.execute("INSERT INTO vector_keys(tier, k, vid) SELECT 0, substr(hash, 1, 8), vid FROM vectors ORDER BY 2, 3")
+    db.execute("""CREATE TRIGGER vectors_unkeyed AFTER DELETE ON vectors BEGIN
+        DELETE FROM vector_keys WHERE tier IN (0, 1) AND k = substr(old.hash, 1, 8) AND vid = old.vid; END""")
