@@ -64,8 +64,7 @@ class SQLiteStore(SQLStore):
     # The superseded versions' random content hashes are indexed by their first 8 characters (migration 5: 16,
     # migration 6: 8; vectors' too until migration 8): a small index; the full hash is compared too.
     HASH_PREFIX = 8
-    # A vector is found by its hash through vector_keys (migration 8: vectors keyed by their row; sqlite_vectors.py);
-    # a store of an older schema (tests open such) through its prefix index vectors_hash8, as before
+    # A vector is found by its hash through vector_keys (migration 8; older schemas: sqlite_vectors.keyed_schema)
     VECTOR_JOIN = sqlite_vectors.NODE_VECTOR
     NODES_WITH_VECTORS = "nodes n CROSS JOIN vectors v"  # nodes first: each looks its vector up (no table scan)
     KEYED = True  # vectors found through vector_keys (schema 8 on)
@@ -82,9 +81,7 @@ class SQLiteStore(SQLStore):
     COPY_ARMS = {"node_versions": ("node_versions", "nodes")}  # export pages merge the two, each in key order
     # The WAL is copied into the file (checkpointed) once it holds this many bytes of pages (SQLite's default: 1,000
     # pages), not after every commit of a bulk write: a page a batch dirties is written once per batch and once per
-    # checkpoint (with a checkpoint per commit, twice per batch; before migration 8 every batch of new random hashes
-    # dirtied most pages of the vectors' hash index, about 18 MB at 1,000,000 memories). The file is cut back to
-    # WAL_KEEP_BYTES after.
+    # checkpoint (with a checkpoint per commit, twice per batch). The file is cut back to WAL_KEEP_BYTES after.
     WAL_CHECKPOINT_BYTES = 256 << 20
     WAL_KEEP_BYTES = 64 << 20
     # A new store file's page size (SQLite's default 4 KiB; a file made with another size keeps it: changing it would
@@ -142,10 +139,7 @@ class SQLiteStore(SQLStore):
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open the store at {self.path}: {exc}; check that it is an agentcontext "
                              "store (or move it away to start a new workspace)", path=str(self.path)) from exc
-        if not self._table_exists("vector_keys"):  # a schema before 8 (a test's store of an older schema)
-            self.KEYED = False
-            self.VECTOR_JOIN = "substr(v.hash, 1, 8) = substr(n.embed_hash, 1, 8) AND v.hash = n.embed_hash"
-            self.PAGE_SEEK = {"vectors": "substr(hash, 1, 8)"}  # export pages walk the prefix index
+        self.KEYED = sqlite_vectors.keyed_schema(self)
 
     # --- transactions and reads ------------------------------------------------------------
     def _guard(self, fn: Callable[[], T]) -> T:
@@ -227,23 +221,7 @@ class SQLiteStore(SQLStore):
         found through vector_keys and replaced, the rest appended and their keys written to the fresh tier, which is
         merged into the settled one when it has grown (``sqlite_vectors``); the writer lock makes that race-free."""
         self._batch_cache(len(rows))
-        held: dict[tuple[str, str], int] = {}
-        for chunk in self._chunks(list(dict.fromkeys(r[0] for r in rows)), per_statement=2):
-            clause, params = self._hash_in("hash", chunk)
-            held.update(((h, m), vid) for vid, h, m in self._db.execute(
-                f"SELECT rowid, hash, model FROM vectors WHERE {clause}", params))
-        replaced = [(r[2], r[3], held[r[0], r[1]]) for r in rows if (r[0], r[1]) in held]
-        new = [r for r in rows if (r[0], r[1]) not in held]
-        if not self.KEYED:  # a schema before 8: dim stored
-            self._db.executemany("UPDATE vectors SET dim = ?, vector = ? WHERE rowid = ?", replaced)
-            self._insert_rows("INSERT INTO vectors(hash, model, dim, vector)", new)
-            return
-        # dim is derived from the bytes (migration 8)
-        self._db.executemany("UPDATE vectors SET vector = ? WHERE vid = ?", [r[1:] for r in replaced])
-        if new:
-            top = sqlite_vectors.top(self._db)
-            self._insert_rows("INSERT INTO vectors(hash, model, vector)", [(r[0], r[1], r[3]) for r in new])
-            sqlite_vectors.keyed(self._db, top)  # their keys (vids after top), into the fresh tier in key order
+        sqlite_vectors.upsert(self, rows)
 
     def _bulk_insert(self, table: str, cols: str, rows: Sequence[Sequence[Any]]) -> None:
         if table == "vectors" and self.KEYED and cols == "hash, model, dim, vector":  # dim is derived (migration 8)
@@ -262,9 +240,7 @@ class SQLiteStore(SQLStore):
                     limit: int = transfer.PAGE) -> tuple[list[dict[str, Any]], list[Any] | None]:
         if table != "vectors" or not self.KEYED:
             return super().export_rows(table, after, limit)
-        raw = sqlite_vectors.export_page(self, after, limit)
-        rows = [{"hash": h, "model": m, "dim": d, "vector": self._decode_vectors([v])[0]} for _, _, h, m, d, v in raw]
-        return rows, (list(raw[-1][:2]) if len(raw) == limit else None)
+        return sqlite_vectors.export_rows(self, after, limit)
 
     def _table_exists(self, name: str) -> bool:
         return bool(self._read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))

@@ -79,3 +79,43 @@ def export_page(store: Any, after: Sequence[Any] | None, limit: int) -> list[tup
         if len(rows) >= limit or stop is None:
             return rows[:limit]
         take *= 4
+
+
+def upsert(store: Any, rows: list[tuple]) -> None:
+    """A batch of vectors (hash, model, dim, bytes) into a SQLite store (``SQLiteStore._upsert_vectors``): the rows
+    already held are found through vector_keys and replaced, the rest appended and their keys written to the fresh
+    tier in key order; a store of a schema before 8 stores ``dim`` and finds rows through its prefix index."""
+    held: dict[tuple[str, str], int] = {}
+    for chunk in store._chunks(list(dict.fromkeys(r[0] for r in rows)), per_statement=2):
+        clause, params = store._hash_in("hash", chunk)
+        held.update(((h, m), vid) for vid, h, m in store._db.execute(
+            f"SELECT rowid, hash, model FROM vectors WHERE {clause}", params))
+    replaced = [(r[2], r[3], held[r[0], r[1]]) for r in rows if (r[0], r[1]) in held]
+    new = [r for r in rows if (r[0], r[1]) not in held]
+    if not store.KEYED:  # a schema before 8: dim stored
+        store._db.executemany("UPDATE vectors SET dim = ?, vector = ? WHERE rowid = ?", replaced)
+        store._insert_rows("INSERT INTO vectors(hash, model, dim, vector)", new)
+        return
+    # dim is derived from the bytes (migration 8)
+    store._db.executemany("UPDATE vectors SET vector = ? WHERE vid = ?", [r[1:] for r in replaced])
+    if new:
+        last = top(store._db)
+        store._insert_rows("INSERT INTO vectors(hash, model, vector)", [(r[0], r[1], r[3]) for r in new])
+        keyed(store._db, last)  # their keys (vids after last), into the fresh tier in key order
+
+
+def export_rows(store: Any, after: Sequence[Any] | None, limit: int) -> tuple[list[dict[str, Any]], list[Any] | None]:
+    """A page of the vectors for an export, in key order across both tiers (``export_page``)."""
+    raw = export_page(store, after, limit)
+    rows = [{"hash": h, "model": m, "dim": d, "vector": store._decode_vectors([v])[0]} for _, _, h, m, d, v in raw]
+    return rows, (list(raw[-1][:2]) if len(raw) == limit else None)
+
+
+def keyed_schema(store: Any) -> bool:
+    """Whether the store's schema finds vectors through vector_keys (8 on); a store of an older schema (tests open
+    such) joins and pages through its prefix index vectors_hash8, as before."""
+    if store._table_exists("vector_keys"):
+        return True
+    store.VECTOR_JOIN = "substr(v.hash, 1, 8) = substr(n.embed_hash, 1, 8) AND v.hash = n.embed_hash"
+    store.PAGE_SEEK = {"vectors": "substr(hash, 1, 8)"}
+    return False
