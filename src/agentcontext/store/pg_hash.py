@@ -15,6 +15,11 @@ digests, split in the server (``digests_sql``).
 
 A store pinned to an older schema (tests pin one) keeps text hashes: every helper takes ``on`` (the schema holds
 bytes) and is the identity without it.
+
+Migration 12 holds the nodes' two hashes (``content_hash``, ``embed_hash``, in ``nodes`` and ``node_versions``) the
+same way (``nodes_bytes``): a node's row 64 bytes shorter and ``nodes_embed`` ~35 bytes an entry, and the join between
+a node and its vector is a plain ``v.hash = n.embed_hash`` again. Writes send ``to_bytes``; every read of a node's
+hash goes through ``text`` (the identity on text: SQLite and an older schema hold text), so the API keeps text.
 """
 from __future__ import annotations
 
@@ -38,6 +43,24 @@ def has_bytes(db: Any) -> bool:
     """Whether the schema holds ``vectors.hash`` as bytes (migration 10); a store pinned to an older one does not."""
     return db.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
                       "table_name = 'vectors' AND column_name = 'hash' AND data_type = 'bytea'").fetchone() is not None
+
+
+def nodes_bytes(db: Any) -> bool:
+    """Whether the schema holds the nodes' hashes as bytes (migration 12)."""
+    found = db.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
+                       "table_name = 'nodes' AND column_name = 'embed_hash' AND data_type = 'bytea'").fetchone()
+    return found is not None
+
+
+def text(value: Any) -> Any:
+    """A node's hash as read (bytes on a schema of migration 12, text before it and on SQLite) as its text; None
+    stays None."""
+    return value if value is None or type(value) is str else from_bytes(value)
+
+
+def node_param(h: str | None, on: bool) -> Any:
+    """A node's text hash as ``nodes`` holds it (``on``: migration 12); None stays None."""
+    return to_bytes(h) if on and h is not None else h
 
 
 def to_bytes(h: str) -> bytes:

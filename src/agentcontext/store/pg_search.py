@@ -13,6 +13,7 @@ from ..errors import ValidationError
 from ..model import Node
 from . import pg_hash, pg_q8
 from .pg_sql import PgWhere, linked_sql
+from .pg_hash import text as hash_text
 from .pg_vectors import nearest_sql
 from .rows import Where, as_list, check_prop, row_to_node
 from .sql_part import Part
@@ -39,7 +40,8 @@ def _with_fields(rows: Sequence[Sequence[Any]], keys: list[str]) -> list[Node]:
         picked = {k: v for k in keys if (v := props.get(k)) is not None}
         out.append(Node(id=r[0], kind=r[1], namespace=r[2], key=r[3], title=r[4], summary=r[5], content=r[6],
                         props=picked if all(type(v) is str for v in picked.values()) else props, version=r[13],
-                        content_hash=r[14], created_by=r[15] or "", embed_hash=r[16], tokens=r[17]))
+                        content_hash=hash_text(r[14]), created_by=r[15] or "",
+                        embed_hash=hash_text(r[16]), tokens=r[17]))
     return out
 
 
@@ -98,7 +100,8 @@ class PgSearch(Part):
             if titles is not None:
                 count.eq_any("n.title", list(titles) or [""])
             count_where, counted = count.sql(), count.params
-        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where, self._delta, self.store._hb)
+        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where, self._delta,
+                          self.store._hb and not self.store._nb)  # nodes' hashes as bytes too: a plain join
         delta = [query, *where.params] if self._delta else []  # the delta's branch (pg_delta)
         rows = self._read(sql, [*counted, *where.params, query, query, query, *where.params, query, *delta])
         rows.sort(key=lambda r: (-r[2], r[1]))  # iterative index scans return them in relaxed order

@@ -65,6 +65,7 @@ class PostgresStore(SQLStore):
     EMBED_TEXT = ("coalesce(n.embed_text, CASE WHEN n.title <> '' AND n.embed_hash = encode(sha256(convert_to(n.title "
                   "|| ': ' || n.content || E'\\x1f', 'UTF8')), 'hex') THEN n.title || ': ' || n.content ELSE "
                   "n.content END)")  # migration 6: rows.held_embed_text, read back as rows.whole_embed_text does
+    EMBED_TEXT_BYTES = EMBED_TEXT.replace("n.embed_hash = encode(", "n.embed_hash = (").replace(", 'hex')", ")")
     # A node's current version is held once, as its live row (migration 4); node_versions keeps the superseded ones
     VERSIONS = "versions"
     CURRENT_IN_VERSIONS = False
@@ -107,9 +108,12 @@ class PostgresStore(SQLStore):
         self._delta = pg_delta.has_delta(db)  # False only for a store pinned to an older schema (tests pin one)
         self._q8 = pg_q8.has_q8(db)  # context vectors held as int8 (migration 9)
         self._hb = pg_hash.has_bytes(db)  # vectors keyed by the hash's bytes (migration 10)
-        if self._hb:  # a vector found from a node or a version (sql_reads, _vectors_unused) through pg_hash
+        self._nb = pg_hash.nodes_bytes(db)  # the nodes' hashes held as bytes too (migration 12)
+        if self._hb and not self._nb:  # a vector found from a node or a version (sql_reads, _vectors_unused)
             self.VECTOR_JOIN = "v.hash = actx_hash(n.embed_hash)"
             self.VERSION_USES = self.LIVE_USES = "w.embed_hash = actx_hex(vectors.hash)"
+        if self._nb:  # both sides bytes: the plain join of the dialect; the text a title hashes to as its bytes
+            self.EMBED_TEXT = self.EMBED_TEXT_BYTES
         # the search indexes loaded into the server's buffers where they are cold (pg_prewarm.py)
         self.prewarmed = pg_prewarm.prewarm(db) if prewarm else pg_prewarm.PrewarmReport(skipped="not asked")
         if prewarm:  # and the process: its first full collection now, not during its first queries
@@ -238,7 +242,7 @@ class PostgresStore(SQLStore):
         """The vector loader of the open transaction (it remembers the indexes to build before its commit: one
         build however many batches the transaction loads)."""
         if self._vector_loader is None:
-            self._vector_loader = pg_bulk.VectorLoader(self._db, self._delta, self._q8, self._hb)
+            self._vector_loader = pg_bulk.VectorLoader(self._db, self._delta, self._q8, self._hb, self._nb)
         return self._vector_loader
 
     def _tags_value(self, tags: list[str]) -> list[str]:
@@ -248,17 +252,18 @@ class PostgresStore(SQLStore):
         names = transfer.TABLES["nodes"][1]
         title, content, text = names.index("title"), names.index("content"), names.index("embed_text")
         rows = [(*r[:text], held_embed_text(r[title], r[content], r[text]), *r[text + 1:]) for r in rows]
-        self._bulk_insert("nodes", f"{', '.join(names)}, tag_text", [(*r, " ".join(r[8] or [])) for r in rows])
-        embed = transfer.TABLES["nodes"][1].index("embed_hash")
-        pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}), self._building(),
-                              self._delta, self._q8, self._hb)
+        embed = names.index("embed_hash")
+        hashes = sorted({r[embed] for r in rows if r[embed]})
+        self._bulk_insert("nodes", f"{', '.join(names)}, tag_text",
+                          [(*r, " ".join(r[8] or [])) for r in pg_bulk.hashes_held(rows, names, self._nb)])
+        pg_bulk.mark_searched(self._db, hashes, self._building(), self._delta, self._q8, self._hb)
         # a version row copied before its node is the live row now (migration 4: the current version is held once)
         self._db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = ANY(%s) AND v.id = n.id AND "
                          "v.namespace = n.namespace AND v.version = n.version", ([r[0] for r in rows],))
 
     def _import_versions(self, rows: list[tuple]) -> None:
         """Copied versions, but the current ones: a node's live row is its current version (migration 4)."""
-        pg_bulk.import_versions(self._db, rows)
+        pg_bulk.import_versions(self._db, rows, self._nb)
 
     def _check_import(self, table: str, rows: list[tuple]) -> None:
         if table == "vectors":
@@ -320,14 +325,15 @@ class PostgresStore(SQLStore):
         """New rows by COPY; rows that change are staged by COPY, their current versions moved to node_versions
         and the live rows updated from the stage, one statement each (``pg_bulk``); no row costs a round trip."""
         inserts, updates = [], []
+        nb, hashed = self._nb, pg_hash.node_param  # the nodes' hashes as bytes (migration 12)
         for node, old, props_json in changed:
             live = (node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
                     props_json, list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None,
-                    node.version, node.content_hash, node.created_by, node.embed_hash, node.tokens,
-                    held_embed_text(node.title, node.content, node.embed_text), " ".join(node.tags))
+                    node.version, hashed(node.content_hash, nb), node.created_by, hashed(node.embed_hash, nb),
+                    node.tokens, held_embed_text(node.title, node.content, node.embed_text), " ".join(node.tags))
             (updates if old else inserts).append(live)
         if updates:
-            pg_bulk.update_nodes(self._db, updates)
+            pg_bulk.update_nodes(self._db, updates, nb)
         if inserts:
             self._bulk_insert("nodes", f"{NODE_COLS}, embed_text, tag_text", inserts)
         pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}),
