@@ -116,10 +116,11 @@ def compact_layout(db) -> None:
     db.execute("ALTER TABLE vectors ADD COLUMN IF NOT EXISTS searched BOOLEAN NOT NULL DEFAULT false")
     # Only the vectors of live nodes' texts are searched (the HNSW index holds them alone): a conversation turn's
     # context vector (its pair with the turn before) is read by hash, never searched, and was half the index.
-    # (v.hash::text: the identity on the text key of that time; on a schema adopted after step 10 keyed vectors by
-    # bytes it matches nothing, and the step changes no row, as every step run again on an adopted schema)
-    db.execute("UPDATE vectors v SET searched = true WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.embed_hash = "
-               "v.hash::text)")
+    # (the casts: the identity on the text keys of that time; on a schema adopted after step 10 keyed vectors by
+    # bytes, or step 12 the nodes' hashes too, it matches nothing, and the step changes no row, as every step run
+    # again on an adopted schema)
+    db.execute("UPDATE vectors v SET searched = true WHERE pg_typeof(v.hash) = 'text'::regtype AND EXISTS (SELECT 1 "
+               "FROM nodes n WHERE n.embed_hash::text = v.hash::text)")
     # Versions: every write held the current version twice (the live row and the same row in node_versions, its
     # content included: about a third of a memory's bytes). From here node_versions keeps only superseded versions;
     # a write that replaces a live row first moves it there (PostgresStore._write_nodes, SQLStore.retract_nodes).
