@@ -50,8 +50,26 @@ def fill(store, rng) -> None:
                           content=f"turn {i} again", embed_text=f"turn {i} again") for i in range(5)])
     store.retract_nodes(["n7"])
     store.put_nodes([Node(id="o1", kind="memory", namespace="other", content="elsewhere", embed_text="elsewhere")])
+    store.put_nodes([Node(id=f"t{i}", kind="memory", namespace="ns", content=f"stamped {i}", props=stamps(i),
+                          embed_text=f"stamped {i}") for i in range(6)])
+    store.put_nodes([Node(id="t0", kind="memory", namespace="ns", content="stamped 0, again", props=stamps(0, 1),
+                          embed_text="stamped 0")])
     texts = [f"Ann: turn {i}" if i % 2 else f"turn {i}" for i in range(30)] + [f"turn {i} again" for i in range(5)]
+    texts += [f"stamped {i}" for i in range(6)]
     store.put_vectors({content_hash(t): v for t, v in zip(texts + ["elsewhere"], unit(rng, len(texts) + 1))}, "m")
+
+
+def stamps(i: int, later: int = 0) -> dict:
+    """A memory's props: updated_at equal to created_at (i even) or later; nested stamps and odd text around them."""
+    created = f"2024-01-0{i + 1}T10:00:00.000000+00:00"
+    updated = created if not (i % 2 or later) else f"2024-02-0{i + 1}T10:00:00.000000+00:00"
+    props = {"created_at": created, "updated_at": updated, "conversation_id": None, "user_id": f"u{i}",
+             "metadata": {"updated_at": "2023", "note": "caf\u00e9 \"q\""}}
+    if i == 4:
+        props["zz"] = {"a": 1, "updated_at": updated}  # the same text further on: not cut, the row kept whole
+    if i == 5:
+        props["updated_at"] = 5  # not a string: kept
+    return props
 
 
 def dump(store) -> dict:
@@ -61,7 +79,12 @@ def dump(store) -> dict:
     pages = {t: sorted((r for page in transfer.pages(store, t, 7) for r in page), key=lambda r: (r["id"], r["version"]))
              for t in ("nodes", "node_versions")}  # export, 7 rows a page
     history = {i: [n.to_dict() for n in store.node_versions(i)] for i in ("n0", "n1", "n3", "n7")}
-    return {"nodes": nodes, "pages": pages, "history": history,
+    q = np.ones(DIM, dtype=np.float32) / 4
+    filters = {"by": [sorted(store.find_by_props(["updated_at"], stamps(i)["updated_at"], "ns")) for i in (0, 1, 2)],
+               "held": sorted(store.find_by_props(["metadata", "updated_at"], "2023", "ns")),
+               "near": [store.nearest(q, "m", 50, namespace="ns", props={"updated_at": stamps(i)["updated_at"]})
+                        for i in (0, 2, 3)]}
+    return {"nodes": nodes, "pages": pages, "history": history, "filters": filters,
             "index": store.node_index("ns"), "missing": sorted(store.missing_vectors("m")),
             "count": store.count_vectors("m", "ns"), "found": store.find_nodes(namespace="ns", kind="memory")}
 
@@ -85,9 +108,15 @@ def test_an_upgrade_from_step_11_keeps_every_node_field(pg_url):
     store = open_store(pg_url)
     assert store.schema_version() >= 12 and store._nb
     assert widths(store) == {32} and widths(store, "node_versions") == {32}
-    assert store._read("SELECT count(*) FROM nodes WHERE embed_hash IS NULL")[0][0] == 1  # "plain" keeps NULL
+    assert store._read("SELECT id FROM nodes WHERE embed_hash IS NULL") == [("plain",)]  # NULL kept
     assert dump(store) == before
     assert [store.nearest(q, "m", 5, namespace="ns") for q in queries] == near
+    held = dict(store._read("SELECT id, props FROM nodes WHERE id LIKE 't%%'"))  # updated_at held once (pg_props)
+    assert {i for i, t in held.items() if t.startswith("{ ")} == {"t2"}  # t0 was updated later; t4, t5 kept whole
+    assert held["t2"].count('"updated_at"') == 1  # the nested one
+    assert store._read("SELECT props FROM node_versions WHERE id = 't0'")[0][0].startswith("{ ")
+    assert [[i for i, _ in near] for near in before["filters"]["near"]] == [[], ["t2"], ["t3"]]
+    assert before["filters"]["by"] == [[], ["t1"], ["t2"]]  # (t0 updated later; t1's stamp differs)
     # a node put again unchanged keeps its version (its hashes compared with the bytes held), a changed one moves on
     again = store.get_node("n3")
     store.put_nodes([Node(id="n3", kind="memory", namespace="ns", title="Ann", content="turn 3 again",
@@ -156,6 +185,9 @@ def test_every_write_path_lands_bytes_and_reads_back_the_same_text(pg_url, pg_se
     assert store._nb
     fill(store, rng)  # rows: put_nodes (COPY), an update (the staged update), a retraction
     assert widths(store) == {32} and widths(store, "node_versions") == {32}
+    marked = "SELECT id FROM nodes WHERE props LIKE '{ %%' ORDER BY id"  # updated_at held once (pg_props)
+    assert store._read(marked) == [("t2",), ("t4",)]  # (t4's nested stamp is no top-level key: Python cuts it)
+    assert store.get_node("t2").props == stamps(2) and store.get_node("t4").props == stamps(4)
     n0 = store.get_node("n0")
     assert n0.content_hash == n0.compute_hash() and n0.embed_hash == content_hash("turn 0 again")
     assert store._read("SELECT count(*) FROM nodes WHERE embed_hash = %s", [bytes.fromhex(n0.embed_hash)]) == [(1,)]
@@ -181,6 +213,7 @@ def test_every_write_path_lands_bytes_and_reads_back_the_same_text(pg_url, pg_se
     target = open_store(copy_url)
     assert widths(target) == {32} and widths(target, "node_versions") == {32}
     assert dump(target) == before
+    assert target._read(marked) == store._read(marked)  # an import holds them once too
     q = unit(rng, 1)[0]
     assert target.nearest(q, "m", 5, namespace="ns") == store.nearest(q, "m", 5, namespace="ns")
     exported = [r for page in transfer.pages(target, "nodes") for r in page]

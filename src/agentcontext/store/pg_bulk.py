@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from .migrations.postgres import NODE_FIELDS, T
-from . import pg_hash, pg_q8
+from . import pg_hash, pg_props, pg_q8
 from .pg_vectors import (HALF_MAX, MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index,
                          raise_build_settings)
 from .rows import NODE_COLS
@@ -50,15 +50,17 @@ HASH_COLS = ("content_hash", "embed_hash")  # a node's hashes: bytes on a schema
 
 
 def hashes_held(rows: Sequence[Sequence[Any]], names: Sequence[str], nb: bool) -> Sequence[Sequence[Any]]:
-    """Node rows (columns ``names``) with their text hashes as ``nodes`` holds them (``nb``: bytes, migration 12)."""
+    """Copied node rows (columns ``names``) as ``nodes`` holds them (``nb``, migration 12): their text hashes as bytes,
+    their props without an updated_at equal to their created_at (``pg_props``)."""
     if not nb:
         return rows
-    at = [names.index(c) for c in HASH_COLS]
+    at, props = [names.index(c) for c in HASH_COLS], names.index("props")
     out = []
     for r in rows:
         r = list(r)
         for i in at:
             r[i] = pg_hash.node_param(r[i], True)
+        r[props] = pg_props.held_text(r[props])
         out.append(r)
     return out
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..model import Node
-from . import pg_hash, pg_q8
+from . import pg_hash, pg_props, pg_q8
 from .pg_sql import PgWhere, linked_sql
 from .pg_hash import text as hash_text
 from .pg_vectors import nearest_sql
@@ -37,6 +37,8 @@ def _with_fields(rows: Sequence[Sequence[Any]], keys: list[str]) -> list[Node]:
     every = json.loads("[" + ",".join(r[7] or "{}" for r in rows) + "]")
     out = []
     for r, props in zip(rows, every):
+        if r[7] and r[7].startswith(pg_props.MARK):  # updated_at held once (migration 12): given back
+            props = pg_props.whole(r[7])
         picked = {k: v for k in keys if (v := props.get(k)) is not None}
         out.append(Node(id=r[0], kind=r[1], namespace=r[2], key=r[3], title=r[4], summary=r[5], content=r[6],
                         props=picked if all(type(v) is str for v in picked.values()) else props, version=r[13],
@@ -88,7 +90,8 @@ class PgSearch(Part):
         where = self._node_where(namespace, kind, None, None, tags, valid_at)
         where.add("n.retracted_at IS NULL")
         if props:
-            where.add("(n.props::jsonb) @> ?::jsonb", json.dumps(props))
+            held = pg_props.WHOLE_SQL if self.store._nb and "updated_at" in props else "(n.props::jsonb)"
+            where.add(f"{held} @> ?::jsonb", json.dumps(props))
         if titles is not None:
             where.eq_any("n.title", list(titles) or [""])
         counted: list[Any] = []

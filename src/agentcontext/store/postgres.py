@@ -24,7 +24,7 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import pg_bulk, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_q8, pg_text, pg_warmup, scrub, transfer
+from . import pg_bulk, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_text, pg_warmup, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import NODE_COLS, Where, held_embed_text
@@ -327,6 +327,8 @@ class PostgresStore(SQLStore):
         inserts, updates = [], []
         nb, hashed = self._nb, pg_hash.node_param  # the nodes' hashes as bytes (migration 12)
         for node, old, props_json in changed:
+            if nb:  # updated_at held once (migration 12, pg_props)
+                props_json = pg_props.held(node.props, props_json)
             live = (node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
                     props_json, list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None,
                     node.version, hashed(node.content_hash, nb), node.created_by, hashed(node.embed_hash, nb),
@@ -363,7 +365,8 @@ class PostgresStore(SQLStore):
 
     def _props_hold(self, where: Where, path: list[str], value: str) -> None:
         # jsonb containment: a list holding the string, or the string itself
-        where.add("(n.props::jsonb #> ?::text[]) @> to_jsonb(?::text)", path, value)
+        held = pg_props.WHOLE_SQL if self._nb and path[:1] == ["updated_at"] else "(n.props::jsonb)"  # migration 12
+        where.add(f"({held} #> ?::text[]) @> to_jsonb(?::text)", path, value)
 
     def phrase_search(self, phrase: str, namespace=None, kind=None, limit: int | None = None) -> list[str]:
         self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)

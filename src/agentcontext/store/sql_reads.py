@@ -7,7 +7,6 @@ hooks and the write path. Each function takes the store and uses only its plumbi
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -16,6 +15,7 @@ from ..errors import ValidationError
 from ..model import Edge, Node
 from .base import Adjacency, EdgeColumns, Frontier, NodeBrief, TimedEdges
 from .pg_hash import text as hash_text
+from .pg_props import whole as whole_props
 from .rows import EDGE_COLS, LIGHT_COLS, NODE_COLS, NODE_ORDERS, Where, as_list, check_prop, row_to_edge, row_to_node
 
 
@@ -97,12 +97,11 @@ def node_ids(store: Any, namespace=None, include_retracted: bool = False) -> lis
 
 def node_briefs(store: Any, ids: Sequence[str]) -> dict[str, NodeBrief]:
     out: dict[str, NodeBrief] = {}
-    loads = json.loads
     for chunk in store._chunks(list(ids)):
         clause, params = store._in("id", chunk)
         for nid, kind, content, props in store._read(
                 f"SELECT id, kind, content, props FROM nodes WHERE {clause} AND retracted_at IS NULL", params):
-            out[nid] = (kind, content, loads(props) if props and props != "{}" else {})
+            out[nid] = (kind, content, whole_props(props) if props and props != "{}" else {})
     return out
 
 

@@ -290,24 +290,29 @@ def small_text_pending_list(db) -> None:
 
 
 @MIGRATIONS.step(13, "the nodes' hashes held as bytes: content_hash and embed_hash bytea in nodes and node_versions (a "
-                     "SHA-256 digest's 32 bytes, not 64 hex characters; store/pg_hash.py)")
+                     "SHA-256 digest's 32 bytes, not 64 hex characters; store/pg_hash.py), and a memory's updated_at "
+                     "held once while it equals its created_at (store/pg_props.py)")
 def node_hash_bytes(db) -> None:
     """One rewrite of ``nodes`` and one of ``node_versions`` (ALTER ... TYPE ... USING ``actx_hash``: only the live
     row versions are copied) and their indexes built again (``maintenance_work_mem`` raised for the builds, as a bulk
     load does); the view ``versions`` made again over the new types. The API keeps text hashes (``pg_hash.text``).
-    Run again on a schema it already changed (an adopted one), it changes no row."""
+    The same rewrite leaves a memory's ``updated_at`` out of its props text while it equals its ``created_at``
+    (``pg_props``: marked by the text's second character; reads give it back). Run again on a schema it already
+    changed (an adopted one), it changes no row."""
     from ..pg_hash import FUNCTIONS, nodes_bytes
+    from ..pg_props import HELD_SQL
     from ..pg_vectors import raise_build_settings
 
-    for statement in FUNCTIONS:
+    for statement in (*FUNCTIONS, HELD_SQL):
         db.execute(statement)
     if nodes_bytes(db):
         return
     raise_build_settings(db)
     db.execute("DROP VIEW IF EXISTS versions")  # a view's column types cannot change under it
-    for table in ("nodes", "node_versions"):
+    for table in ("nodes", "node_versions"):  # one rewrite each: the hashes and the props (pg_props) with them
         db.execute(f"ALTER TABLE {table} ALTER COLUMN content_hash TYPE bytea USING actx_hash(content_hash), "
-                   "ALTER COLUMN embed_hash TYPE bytea USING actx_hash(embed_hash)")
+                   "ALTER COLUMN embed_hash TYPE bytea USING actx_hash(embed_hash), "
+                   f"ALTER COLUMN props TYPE {T} USING actx_props_held(props)")
     db.execute(f"CREATE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
                f"UNION ALL SELECT {VERSION_COLS}, NULL AS embed_text FROM nodes")
     db.execute("ANALYZE nodes")
