@@ -84,7 +84,10 @@ def dump(store) -> dict:
                "held": sorted(store.find_by_props(["metadata", "updated_at"], "2023", "ns")),
                "near": [store.nearest(q, "m", 50, namespace="ns", props={"updated_at": stamps(i)["updated_at"]})
                         for i in (0, 2, 3)]}
-    return {"nodes": nodes, "pages": pages, "history": history, "filters": filters,
+    named, followers = store.nodes_linked([f"t{i}" for i in range(6)] + ["n3"], "prev", "ns", "memory",
+                                          ["updated_at", "created_at"])  # the ranking's read of a few props
+    linked = {i: (n.props, n.embed_hash) for i, n in named.items()} | {f.id: (f.props, f.embed_hash) for f in followers}
+    return {"nodes": nodes, "pages": pages, "history": history, "filters": filters, "linked": linked,
             "index": store.node_index("ns"), "missing": sorted(store.missing_vectors("m")),
             "count": store.count_vectors("m", "ns"), "found": store.find_nodes(namespace="ns", kind="memory")}
 

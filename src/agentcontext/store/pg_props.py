@@ -53,10 +53,18 @@ def whole(text: str | None) -> dict[str, Any]:
     if not text:
         return {}
     props = json.loads(text)
-    if text.startswith(MARK) and "created_at" in props and "updated_at" not in props:
-        props["updated_at"] = props["created_at"]
+    if text.startswith(MARK) and give_back(props):
         props = dict(sorted(props.items()))  # the order the written text had (its keys sorted)
     return props
+
+
+def give_back(props: dict[str, Any]) -> bool:
+    """``updated_at`` put back into the parsed props of a marked text (last: the caller sorts if order matters);
+    whether it was."""
+    if "created_at" in props and "updated_at" not in props:
+        props["updated_at"] = props["created_at"]
+        return True
+    return False
 
 
 def whole_text(text: str | None) -> str | None:
