@@ -6,12 +6,12 @@ The API keeps text hashes: a hash goes in through ``actx_hash`` (SQL) or ``to_by
 through ``actx_hex`` / ``from_bytes``, lossless for any text: a 64-character lowercase hex string is its 32 bytes;
 any other text is its UTF-8 bytes after one NUL byte (two when that would make it 32 bytes long), so only a digest
 is 32 bytes long, and PostgreSQL text never holds a NUL, so stripping the leading NULs gives the text back.
-The nodes keep their hashes as text (``embed_hash``): a join between the two reads through these functions
-(``v.hash = actx_hash(n.embed_hash)`` looks the vector up by its key; ``n.embed_hash = actx_hex(v.hash)`` the node
-by ``nodes_embed``). The functions are ``STABLE`` SQL (``convert_to`` is) and not ``STRICT`` (a strict one whose body
-is not, a CASE, is not inlined), so the planner inlines them: ~2 us a hash in, ~1 us out at load 9 (the digest test
-``h !~ '[^0-9a-f]'``: an anchored ``^[0-9a-f]{64}$`` cost 24 us). A long list of hashes goes in as one text of
-digests, split in the server (``digests_sql``).
+Until migration 12 the nodes keep their hashes as text (``embed_hash``): a join between the two reads through these
+functions (``v.hash = actx_hash(n.embed_hash)`` looks the vector up by its key; ``n.embed_hash = actx_hex(v.hash)``
+the node by ``nodes_embed``). The functions are ``STABLE`` SQL (``convert_to`` is) and not ``STRICT`` (a strict one
+whose body is not, a CASE, is not inlined), so the planner inlines them: ~2 us a hash in, ~1 us out at load 9 (the
+digest test ``h !~ '[^0-9a-f]'``: an anchored ``^[0-9a-f]{64}$`` cost 24 us). A long list of hashes goes in as one
+text of digests, split in the server (``digests_sql``).
 
 A store pinned to an older schema (tests pin one) keeps text hashes: every helper takes ``on`` (the schema holds
 bytes) and is the identity without it.
