@@ -107,7 +107,7 @@ def recall_index(url: str, queries: np.ndarray, exact: np.ndarray) -> tuple[floa
                         "'vectors'::regclass AND attname = 'hash'").fetchone()[0] == "bytea"
     nodes_hashed = db.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
                               "'nodes'::regclass AND attname = 'embed_hash'").fetchone()[0] == "bytea"
-    # migration 10 keys vectors by the hash's bytes (pg_hash), migration 12 holds the nodes' hashes so too
+    # migration 10 keys vectors by the hash's bytes (pg_hash), migration 13 holds the nodes' hashes so too
     key = "actx_hex(v.hash)" if hashed and not nodes_hashed else "v.hash"
     sql = (f"SELECT n.id FROM vectors v JOIN nodes n ON n.embed_hash = {key} WHERE {pred}"
            f" AND n.namespace = %s AND n.kind = 'memory' AND n.retracted_at IS NULL ORDER BY v.vector::{stored}({dim}) "

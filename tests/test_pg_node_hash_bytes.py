@@ -1,9 +1,10 @@
-"""The nodes' hashes held as bytes on PostgreSQL (migration 12, store/pg_hash.py, issue 23 s2): ``content_hash`` and
-``embed_hash`` of ``nodes`` and ``node_versions`` are ``bytea`` (a digest's 32 bytes), and every path keeps text
-hashes at the API: row writes and updates, the bulk path (batch_store, a whole-store copy through import_rows), export
-and import, a tenant moved between shards, erasure. An upgrade from step 11 keeps every node's fields (a dump before
-and after compared), a crash mid-upgrade leaves step 11, and the byte scan finds a node's hash bytes in the heap
-before a strict erasure and none after."""
+"""The nodes' hashes held as bytes on PostgreSQL, and a memory's updated_at held once (migration 13, store/pg_hash.py,
+store/pg_props.py, issue 23 s2): ``content_hash`` and ``embed_hash`` of ``nodes`` and ``node_versions`` are ``bytea``
+(a digest's 32 bytes), and every path keeps text hashes and whole props at the API: row writes and updates, the bulk
+path (batch_store, a whole-store copy through import_rows), export and import, a tenant moved between shards,
+erasure. An upgrade from the step before keeps every node's fields (a dump before and after compared), a crash
+mid-upgrade leaves the step before, and the byte scan finds a node's hash bytes in the heap before a strict erasure
+and none after."""
 from __future__ import annotations
 
 import os
@@ -30,13 +31,21 @@ def unit(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
     return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
-def step11_store(url):
+def mine() -> int:
+    """This step's number (the lead renumbers steps at a merge)."""
     from agentcontext.store.postgres import PostgresStore
 
-    class Step11(PostgresStore):
-        MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:11])
+    return next(m.version for m in PostgresStore.MIGRATIONS if m.apply.__name__ == "node_hash_bytes")
 
-    return Step11(url)
+
+def step11_store(url):
+    """A store pinned to the step before this one (11 when it was written)."""
+    from agentcontext.store.postgres import PostgresStore
+
+    class Before(PostgresStore):
+        MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:mine() - 1])
+
+    return Before(url)
 
 
 def fill(store, rng) -> None:
@@ -96,10 +105,10 @@ def widths(store, table: str = "nodes") -> set[int]:
     return {w for (w,) in store._read(f"SELECT DISTINCT octet_length(content_hash) FROM {table}")}
 
 
-def test_an_upgrade_from_step_11_keeps_every_node_field(pg_url):
+def test_an_upgrade_from_the_step_before_keeps_every_node_field(pg_url):
     rng = np.random.default_rng(12)
     old = step11_store(pg_url)
-    assert old.schema_version() == 11 and not old._nb
+    assert old.schema_version() == mine() - 1 and not old._nb
     fill(old, rng)
     old.put_nodes([Node(id="late", kind="memory", namespace="ns", content="late turn", embed_text="late turn")])
     old.fold()
@@ -109,7 +118,7 @@ def test_an_upgrade_from_step_11_keeps_every_node_field(pg_url):
     old.close()
 
     store = open_store(pg_url)
-    assert store.schema_version() >= 12 and store._nb
+    assert store.schema_version() >= mine() and store._nb
     assert widths(store) == {32} and widths(store, "node_versions") == {32}
     assert store._read("SELECT id FROM nodes WHERE embed_hash IS NULL") == [("plain",)]  # NULL kept
     assert dump(store) == before
@@ -143,14 +152,16 @@ def slow(db):
     Path(sys.argv[2]).write_text("rewritten")
     time.sleep(120)
 
+MINE = next(m.version for m in PostgresStore.MIGRATIONS if m.apply is node_hash_bytes)
+
 class Crashing(PostgresStore):
-    MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:11]).plus(Migration(12, "x", slow))
+    MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:MINE - 1]).plus(Migration(MINE, "x", slow))
 
 Crashing(sys.argv[1])
 """
 
 
-def test_a_crash_mid_upgrade_leaves_step_11(pg_url, tmp_path):
+def test_a_crash_mid_upgrade_leaves_the_step_before(pg_url, tmp_path):
     rng = np.random.default_rng(13)
     old = step11_store(pg_url)
     fill(old, rng)
@@ -168,7 +179,7 @@ def test_a_crash_mid_upgrade_leaves_step_11(pg_url, tmp_path):
     finally:
         proc.wait()
     held = step11_store(pg_url)
-    assert held.schema_version() == 11 and not held._nb
+    assert held.schema_version() == mine() - 1 and not held._nb
     assert held._read("SELECT data_type FROM information_schema.columns WHERE table_schema = current_schema() AND "
                       "table_name = 'nodes' AND column_name = 'content_hash'") == [("text",)]
     assert dump(held) == before

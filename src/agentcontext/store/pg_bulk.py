@@ -36,7 +36,7 @@ from .rows import NODE_COLS
 REBUILD_RATIO = 4
 REBUILD_MIN = 1000  # fewer new rows are always inserted into the index (a build of 1,000 took ~1 s, inserting ~7 s)
 
-# the node fields with the hashes as bytes (migration 12, pg_hash): the stages of a schema that holds them so
+# the node fields with the hashes as bytes (migration 13, pg_hash): the stages of a schema that holds them so
 NODE_FIELDS_BYTES = NODE_FIELDS.replace(f"content_hash {T}", "content_hash BYTEA").replace(f"embed_hash {T}",
                                                                                           "embed_hash BYTEA")
 STAGES = {
@@ -46,11 +46,11 @@ STAGES = {
     "stage_nodes_b": f"id {T} NOT NULL, {NODE_FIELDS_BYTES}, tag_text {T}",
     "stage_versions_b": f"id {T} NOT NULL, {NODE_FIELDS_BYTES}",
 }
-HASH_COLS = ("content_hash", "embed_hash")  # a node's hashes: bytes on a schema of migration 12
+HASH_COLS = ("content_hash", "embed_hash")  # a node's hashes: bytes on a schema of migration 13
 
 
 def hashes_held(rows: Sequence[Sequence[Any]], names: Sequence[str], nb: bool) -> Sequence[Sequence[Any]]:
-    """Copied node rows (columns ``names``) as ``nodes`` holds them (``nb``, migration 12): their text hashes as bytes,
+    """Copied node rows (columns ``names``) as ``nodes`` holds them (``nb``, migration 13): their text hashes as bytes,
     their props without an updated_at equal to their created_at (``pg_props``)."""
     if not nb:
         return rows
@@ -151,7 +151,7 @@ class VectorLoader:
 
     def __init__(self, db: Any, delta: bool = True, q8: bool = False, hb: bool = False, nb: bool = False) -> None:
         self.db = db
-        self.nb = nb  # the nodes' hashes as bytes too (migration 12): a staged hash found by nodes_embed as bytes
+        self.nb = nb  # the nodes' hashes as bytes too (migration 13): a staged hash found by nodes_embed as bytes
         self.hb = hb  # vectors keyed by the hash's bytes (migration 10, pg_hash); the stage holds text hashes
         self.delta = delta  # the schema has the delta (migration 8); False: a store pinned to an older schema
         self.q8 = q8  # context vectors may be held as int8 (migration 9, pg_q8): a row put again holds a vector
@@ -276,7 +276,7 @@ def mark_searched(db: Any, hashes: Sequence[str], building: Sequence[tuple[str, 
 def update_nodes(db: Any, rows: Sequence[tuple], nb: bool = False) -> None:
     """Live rows that change (``NODE_COLS``, embed_text, tag_text): their current versions move to node_versions
     (the superseded ones), then the live rows take the staged values; two statements. ``nb``: the rows' hashes are
-    bytes (migration 12)."""
+    bytes (migration 13)."""
     stage(db, "stage_nodes_b" if nb else "stage_nodes", f"{NODE_COLS}, embed_text, tag_text", rows)
     old = ", ".join(f"n.{c}" for c in NODE_COLS.split(", "))
     staged = "stage_nodes_b" if nb else "stage_nodes"
@@ -288,7 +288,7 @@ def update_nodes(db: Any, rows: Sequence[tuple], nb: bool = False) -> None:
 
 def import_versions(db: Any, rows: Sequence[tuple], nb: bool = False) -> None:
     """Copied version rows (``transfer.TABLES`` columns, text hashes), but those a live row holds (its current
-    version). ``nb``: the schema holds the nodes' hashes as bytes (migration 12)."""
+    version). ``nb``: the schema holds the nodes' hashes as bytes (migration 13)."""
     if not rows:
         return
     cols = f"{NODE_COLS}, embed_text"

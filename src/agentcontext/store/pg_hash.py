@@ -6,7 +6,7 @@ The API keeps text hashes: a hash goes in through ``actx_hash`` (SQL) or ``to_by
 through ``actx_hex`` / ``from_bytes``, lossless for any text: a 64-character lowercase hex string is its 32 bytes;
 any other text is its UTF-8 bytes after one NUL byte (two when that would make it 32 bytes long), so only a digest
 is 32 bytes long, and PostgreSQL text never holds a NUL, so stripping the leading NULs gives the text back.
-Until migration 12 the nodes keep their hashes as text (``embed_hash``): a join between the two reads through these
+Until migration 13 the nodes keep their hashes as text (``embed_hash``): a join between the two reads through these
 functions (``v.hash = actx_hash(n.embed_hash)`` looks the vector up by its key; ``n.embed_hash = actx_hex(v.hash)``
 the node by ``nodes_embed``). The functions are ``STABLE`` SQL (``convert_to`` is) and not ``STRICT`` (a strict one
 whose body is not, a CASE, is not inlined), so the planner inlines them: ~2 us a hash in, ~1 us out at load 9 (the
@@ -16,7 +16,7 @@ text of digests, split in the server (``digests_sql``).
 A store pinned to an older schema (tests pin one) keeps text hashes: every helper takes ``on`` (the schema holds
 bytes) and is the identity without it.
 
-Migration 12 holds the nodes' two hashes (``content_hash``, ``embed_hash``, in ``nodes`` and ``node_versions``) the
+Migration 13 holds the nodes' two hashes (``content_hash``, ``embed_hash``, in ``nodes`` and ``node_versions``) the
 same way (``nodes_bytes``): a node's row 64 bytes shorter and ``nodes_embed`` ~35 bytes an entry, and the join between
 a node and its vector is a plain ``v.hash = n.embed_hash`` again. Writes send ``to_bytes``; every read of a node's
 hash goes through ``text`` (the identity on text: SQLite and an older schema hold text), so the API keeps text.
@@ -46,20 +46,20 @@ def has_bytes(db: Any) -> bool:
 
 
 def nodes_bytes(db: Any) -> bool:
-    """Whether the schema holds the nodes' hashes as bytes (migration 12)."""
+    """Whether the schema holds the nodes' hashes as bytes (migration 13)."""
     found = db.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
                        "table_name = 'nodes' AND column_name = 'embed_hash' AND data_type = 'bytea'").fetchone()
     return found is not None
 
 
 def text(value: Any) -> Any:
-    """A node's hash as read (bytes on a schema of migration 12, text before it and on SQLite) as its text; None
+    """A node's hash as read (bytes on a schema of migration 13, text before it and on SQLite) as its text; None
     stays None."""
     return value if value is None or type(value) is str else from_bytes(value)
 
 
 def node_param(h: str | None, on: bool) -> Any:
-    """A node's text hash as ``nodes`` holds it (``on``: migration 12); None stays None."""
+    """A node's text hash as ``nodes`` holds it (``on``: migration 13); None stays None."""
     return to_bytes(h) if on and h is not None else h
 
 

@@ -1,4 +1,4 @@
-"""A node's props as PostgreSQL holds them from migration 12 (issue 23 s2): a memory's ``updated_at`` is its
+"""A node's props as PostgreSQL holds them from migration 13 (issue 23 s2): a memory's ``updated_at`` is its
 ``created_at`` until the memory is rewritten, the same ~45 bytes twice in every row; the row leaves it out and marks
 that by the text's second character, a space (``{ "created_at": ...``). ``json.dumps`` of a dict (``props_to_json``,
 what every write makes) never starts so, and JSON ignores the space, so the mark costs nothing and any JSON reader
@@ -19,7 +19,7 @@ _to_json = json_text(sort_keys=True)  # rows.props_to_json (rows imports this mo
 # SQL: a node row's props (``n.props``) as jsonb with its updated_at given back (a filter naming updated_at)
 WHOLE_SQL = ("(CASE WHEN left(n.props, 2) = '{ ' THEN (n.props::jsonb) || jsonb_build_object('updated_at', "
              "(n.props::jsonb) -> 'created_at') ELSE n.props::jsonb END)")
-# SQL (migration 12): props text as held, where its top-level updated_at (a string equal to its created_at) is cut
+# SQL (migration 13): props text as held, where its top-level updated_at (a string equal to its created_at) is cut
 # from the text and what is left parses to the same props without it; any other text as it is
 HELD_SQL = (
     "CREATE OR REPLACE FUNCTION actx_props_held(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ "

@@ -37,7 +37,7 @@ def _with_fields(rows: Sequence[Sequence[Any]], keys: list[str]) -> list[Node]:
     every = json.loads("[" + ",".join(r[7] or "{}" for r in rows) + "]")
     out = []
     for r, props in zip(rows, every):
-        if r[7] and r[7].startswith(pg_props.MARK):  # updated_at held once (migration 12): given back
+        if r[7] and r[7].startswith(pg_props.MARK):  # updated_at held once (migration 13): given back
             pg_props.give_back(props)
         picked = {k: v for k in keys if (v := props.get(k)) is not None}
         out.append(Node(id=r[0], kind=r[1], namespace=r[2], key=r[3], title=r[4], summary=r[5], content=r[6],

@@ -108,7 +108,7 @@ class PostgresStore(SQLStore):
         self._delta = pg_delta.has_delta(db)  # False only for a store pinned to an older schema (tests pin one)
         self._q8 = pg_q8.has_q8(db)  # context vectors held as int8 (migration 9)
         self._hb = pg_hash.has_bytes(db)  # vectors keyed by the hash's bytes (migration 10)
-        self._nb = pg_hash.nodes_bytes(db)  # the nodes' hashes held as bytes too (migration 12)
+        self._nb = pg_hash.nodes_bytes(db)  # the nodes' hashes held as bytes too (migration 13)
         if self._hb and not self._nb:  # a vector found from a node or a version (sql_reads, _vectors_unused)
             self.VECTOR_JOIN = "v.hash = actx_hash(n.embed_hash)"
             self.VERSION_USES = self.LIVE_USES = "w.embed_hash = actx_hex(vectors.hash)"
@@ -325,9 +325,9 @@ class PostgresStore(SQLStore):
         """New rows by COPY; rows that change are staged by COPY, their current versions moved to node_versions
         and the live rows updated from the stage, one statement each (``pg_bulk``); no row costs a round trip."""
         inserts, updates = [], []
-        nb, hashed = self._nb, pg_hash.node_param  # the nodes' hashes as bytes (migration 12)
+        nb, hashed = self._nb, pg_hash.node_param  # the nodes' hashes as bytes (migration 13)
         for node, old, props_json in changed:
-            if nb:  # updated_at held once (migration 12, pg_props)
+            if nb:  # updated_at held once (migration 13, pg_props)
                 props_json = pg_props.held(node.props, props_json)
             live = (node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
                     props_json, list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None,
@@ -365,7 +365,7 @@ class PostgresStore(SQLStore):
 
     def _props_hold(self, where: Where, path: list[str], value: str) -> None:
         # jsonb containment: a list holding the string, or the string itself
-        held = pg_props.WHOLE_SQL if self._nb and path[:1] == ["updated_at"] else "(n.props::jsonb)"  # migration 12
+        held = pg_props.WHOLE_SQL if self._nb and path[:1] == ["updated_at"] else "(n.props::jsonb)"  # migration 13
         where.add(f"({held} #> ?::text[]) @> to_jsonb(?::text)", path, value)
 
     def phrase_search(self, phrase: str, namespace=None, kind=None, limit: int | None = None) -> list[str]:

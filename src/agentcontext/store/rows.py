@@ -8,8 +8,8 @@ from typing import Any, Sequence
 
 from ..errors import ConflictError, ValidationError
 from ..model import Edge, Node, content_hash, json_text, reserved_namespace
-from .pg_hash import text as hash_text  # a node's hash as read: bytes on PostgreSQL's schema 12, else text
-from .pg_props import whole as whole_props  # a node's props as read: PostgreSQL's schema 12 may leave updated_at out
+from .pg_hash import text as hash_text  # a node's hash as read: bytes on PostgreSQL's schema 13, else text
+from .pg_props import whole as whole_props  # a node's props as read: PostgreSQL's schema 13 may leave updated_at out
 
 _PROP = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # ``json.dumps(props, sort_keys=True, default=str)`` without building an encoder per call (the same text)

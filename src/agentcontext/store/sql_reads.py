@@ -84,7 +84,7 @@ def node_index(store: Any, namespace, as_of: str | None = None) -> list[tuple]:
         inner, params = store._versions_as_of(f"{cols}, namespace, retracted_at", as_of)
         rows = store._read(f"SELECT {cols} FROM ({inner}) n{where.sql()} ORDER BY n.key, n.id",
                            [*params, *where.params])
-    return [(*r[:6], hash_text(r[6]), *r[7:]) for r in rows]  # the hash as text (bytes on PostgreSQL's schema 12)
+    return [(*r[:6], hash_text(r[6]), *r[7:]) for r in rows]  # the hash as text (bytes on PostgreSQL's schema 13)
 
 
 def node_ids(store: Any, namespace=None, include_retracted: bool = False) -> list[str]:

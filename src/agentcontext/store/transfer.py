@@ -85,7 +85,7 @@ def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int,
         row = dict(zip(cols, r[k:]))
         if "tags" in row:
             row["tags"] = as_tags(row["tags"])
-        if "embed_hash" in row:  # a node's hashes as text, its props as written (PostgreSQL's schema 12: pg_hash,
+        if "embed_hash" in row:  # a node's hashes as text, its props as written (PostgreSQL's schema 13: pg_hash,
             row["content_hash"], row["embed_hash"] = hash_text(row["content_hash"]), hash_text(row["embed_hash"])
             row["props"] = whole_text(row["props"])  # pg_props)
         if table == "nodes" and row["embed_text"] is None and row["embed_hash"] is not None:

@@ -117,7 +117,7 @@ def compact_layout(db) -> None:
     # Only the vectors of live nodes' texts are searched (the HNSW index holds them alone): a conversation turn's
     # context vector (its pair with the turn before) is read by hash, never searched, and was half the index.
     # (the casts: the identity on the text keys of that time; on a schema adopted after step 10 keyed vectors by
-    # bytes, or step 12 the nodes' hashes too, it matches nothing, and the step changes no row, as every step run
+    # bytes, or step 13 the nodes' hashes too, it matches nothing, and the step changes no row, as every step run
     # again on an adopted schema)
     db.execute("UPDATE vectors v SET searched = true WHERE pg_typeof(v.hash) = 'text'::regtype AND EXISTS (SELECT 1 "
                "FROM nodes n WHERE n.embed_hash::text = v.hash::text)")
