@@ -6,8 +6,8 @@ memory (table by table, as ``postgres_sizes.py``), recall@10 of one statement wa
 float32 search (``postgres_sizes.recall_index``: the same statement on both, its join through ``actx_hex`` on schema
 10), then ``--rounds`` rounds of a new client process of each code asking the same questions (the order alternating):
 p50 and p95 per run, their ranges, the ratio of the medians, the stages, and how much of the top 10 the two share.
-The same comparison for a later step (``--name``): migration 12, the nodes' hashes as bytes, is measured with
-``--before-data`` a copy at schema 11 and ``--data`` migrated to 12 (the labels name the schemas each store holds).
+The same comparison for a later step (``--name``): migration 13, the nodes' hashes as bytes, is measured with
+``--before-data`` a copy at schema 11 and ``--data`` migrated (the labels name the schemas each store holds).
 Run: nice -n 10 .venv/bin/python benchmarks/postgres_hash_bytes.py --data DIR --before-data DIR --before-src DIR
 [--queries 60] [--rounds 4] [--recall 200] [--name postgres_hash_bytes_200000]
 """

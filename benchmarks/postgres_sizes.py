@@ -9,7 +9,7 @@ version dead) is measured as a fresh load lays it out.
 ``--migrate`` (a cluster built by older code): measures it as it is (after ``--vacuum-full``, if given), then opens
 it with this code, which runs the pending migrations (5: vectors to halfvec, their HNSW indexes rebuilt over halfvec;
 6: a node's text to embed held once; 9: context vectors as int8; 10: vectors keyed by the hash's bytes, the HNSW
-index built again; 12: the nodes' hashes as bytes), and measures it again: each table and index before and after
+index built again; 13: the nodes' hashes as bytes), and measures it again: each table and index before and after
 side by side, with the ratio, and the recall@10 of the server's dense search against exact float32 search (the vectors
 ``postgres_scale.py`` kept in ``own.npy``) before and after, over the same questions: one statement walking the
 HNSW index as ``nearest`` does for a large namespace (float32 before, halfvec after), and ``store.nearest`` after.
