@@ -6,8 +6,10 @@ memory (table by table, as ``postgres_sizes.py``), recall@10 of one statement wa
 float32 search (``postgres_sizes.recall_index``: the same statement on both, its join through ``actx_hex`` on schema
 10), then ``--rounds`` rounds of a new client process of each code asking the same questions (the order alternating):
 p50 and p95 per run, their ranges, the ratio of the medians, the stages, and how much of the top 10 the two share.
+The same comparison for a later step (``--name``): migration 13, the nodes' hashes as bytes, is measured with
+``--before-data`` a copy at schema 11 and ``--data`` migrated (the labels name the schemas each store holds).
 Run: nice -n 10 .venv/bin/python benchmarks/postgres_hash_bytes.py --data DIR --before-data DIR --before-src DIR
-[--queries 60] [--rounds 4] [--recall 200]
+[--queries 60] [--rounds 4] [--recall 200] [--name postgres_hash_bytes_200000]
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--recall", type=int, default=200, help="questions for recall@10 (0: skip)")
+    parser.add_argument("--name", default="postgres_hash_bytes_200000", help="the results file's name")
     args = parser.parse_args()
     import psycopg
 
@@ -46,10 +49,12 @@ def main() -> None:
     try:
         figures: dict[str, Any] = {"note": "busy shared 2-core machine: ranges of alternating runs, medians",
                                    "load average before": [round(x, 2) for x in os.getloadavg()]}
-        sizes = {}
+        sizes, schema = {}, {}
         for name, server in (("before", before_server), ("this", this_server)):
             with psycopg.connect(server.url(None), autocommit=True) as db:
                 sizes[name] = measure(db, "scale")
+                schema[name] = f"schema {db.execute('SELECT max(version) FROM scale.schema_migrations').fetchone()[0]}"
+        figures["schemas (before / this)"] = [schema["before"], schema["this"]]
         figures["bytes per memory (target %d)" % TARGET] = side_by_side(sizes["before"], sizes["this"])
         _, _, questions, qvectors = base_corpus(args.data)
         if args.recall:
@@ -58,9 +63,9 @@ def main() -> None:
             got = {name: recall_index(server.url("scale"), queries, exact)
                    for name, server in (("before", before_server), ("this", this_server))}
             figures["recall@10 against exact float32 search (target 0.98), one statement over the HNSW index"] = {
-                "questions": len(queries), "schema 9": round(got["before"][0], 4),
-                "schema 10": round(got["this"][0], 4),
-                "median ms (schema 9 / schema 10)": [round(got["before"][1], 1), round(got["this"][1], 1)]}
+                "questions": len(queries), schema["before"]: round(got["before"][0], 4),
+                schema["this"]: round(got["this"][0], 4),
+                "median ms (before / this)": [round(got["before"][1], 1), round(got["this"][1], 1)]}
         asked = questions[: args.queries + 1]
         src = args.before_src.resolve() / "src"
         runs: dict[str, list[dict[str, Any]]] = {"before": [], "this": []}
@@ -73,8 +78,8 @@ def main() -> None:
                     runs[name].append(client(this_server.url("scale"), "server", asked))
         if args.rounds:
             before, this = summary(runs["before"]), summary(runs["this"])
-            figures["retrieve, code before on schema 9"] = before
-            figures["retrieve, this code on schema 10"] = this
+            figures[f"retrieve, code before on {schema['before']}"] = before
+            figures[f"retrieve, this code on {schema['this']}"] = this
             figures["ratio of p50 medians (this / before)"] = round(this["p50 median ms"] / before["p50 median ms"], 3)
             figures["ratio of p95 medians (this / before)"] = round(this["p95 median ms"] / before["p95 median ms"], 3)
             figures["stages, mean ms (before / this)"] = {
@@ -86,7 +91,7 @@ def main() -> None:
     finally:
         before_server.stop()
         this_server.stop()
-    report("postgres_hash_bytes_200000", figures)
+    report(args.name, figures)
 
 
 if __name__ == "__main__":

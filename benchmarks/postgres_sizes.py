@@ -9,8 +9,8 @@ version dead) is measured as a fresh load lays it out.
 ``--migrate`` (a cluster built by older code): measures it as it is (after ``--vacuum-full``, if given), then opens
 it with this code, which runs the pending migrations (5: vectors to halfvec, their HNSW indexes rebuilt over halfvec;
 6: a node's text to embed held once; 9: context vectors as int8; 10: vectors keyed by the hash's bytes, the HNSW
-index built again), and measures it again: each table and index before and after side by side,
-with the ratio, and the recall@10 of the server's dense search against exact float32 search (the vectors
+index built again; 13: the nodes' hashes as bytes), and measures it again: each table and index before and after
+side by side, with the ratio, and the recall@10 of the server's dense search against exact float32 search (the vectors
 ``postgres_scale.py`` kept in ``own.npy``) before and after, over the same questions: one statement walking the
 HNSW index as ``nearest`` does for a large namespace (float32 before, halfvec after), and ``store.nearest`` after.
 Run: nice -n 10 .venv/bin/python benchmarks/postgres_sizes.py --data /work/pgdata-pgscale/200k [--vacuum-full]
@@ -105,7 +105,10 @@ def recall_index(url: str, queries: np.ndarray, exact: np.ndarray) -> tuple[floa
     pred = ann_predicate(db, MINILM, dim, "v")
     hashed = db.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
                         "'vectors'::regclass AND attname = 'hash'").fetchone()[0] == "bytea"
-    key = "actx_hex(v.hash)" if hashed else "v.hash"  # migration 10 keys vectors by the hash's bytes (pg_hash)
+    nodes_hashed = db.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+                              "'nodes'::regclass AND attname = 'embed_hash'").fetchone()[0] == "bytea"
+    # migration 10 keys vectors by the hash's bytes (pg_hash), migration 13 holds the nodes' hashes so too
+    key = "actx_hex(v.hash)" if hashed and not nodes_hashed else "v.hash"
     sql = (f"SELECT n.id FROM vectors v JOIN nodes n ON n.embed_hash = {key} WHERE {pred}"
            f" AND n.namespace = %s AND n.kind = 'memory' AND n.retracted_at IS NULL ORDER BY v.vector::{stored}({dim}) "
            f"<#> %s::{stored}({dim}) LIMIT 10")

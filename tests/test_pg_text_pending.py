@@ -100,7 +100,7 @@ def test_an_upgrade_from_schema_11_keeps_every_search(pg_url):
     assert pending_pages(old) > PENDING_PAGES
     old.close()
     store = open_store(pg_url)
-    assert store.schema_version() == STEP and limit_of(store) is not None
+    assert store.schema_version() >= STEP and limit_of(store) is not None  # and the steps after it
     assert pending_pages(store) <= PENDING_PAGES  # emptied by the upgrade
     assert searches(store) == before  # the same ids, order and scores
     assert store.check_integrity() == "ok"
@@ -143,6 +143,6 @@ def test_a_sigkill_mid_upgrade_leaves_schema_11_whole_and_usable(pg_url):
     written = searches(again)
     again.close()
     store = open_store(pg_url)  # and today's code upgrades it
-    assert store.schema_version() == STEP and limit_of(store) is not None
+    assert store.schema_version() >= STEP and limit_of(store) is not None  # and the steps after it
     assert searches(store) == written
     store.close()

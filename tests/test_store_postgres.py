@@ -287,7 +287,7 @@ def test_nearest_judges_few_nodes_through_the_index_and_walks_hnsw_past_them(pg,
     assert [h[0] for h in pg.nearest(query, "m", 5, namespace="ns:a", kind="memory")] == exact(query, live.__contains__)
 
     sql = pg_vectors.nearest_sql(pg._db, "m", 16, " WHERE n.namespace = %s AND n.retracted_at IS NULL", 5,
-                                 " WHERE n.namespace = %s", hb=pg._hb)  # vectors keyed by bytes (migration 10)
+                                 " WHERE n.namespace = %s", hb=pg._hb and not pg._nb)  # joined through pg_hash: 10, 11
     q = np.asarray(query, dtype=np.float32)
     pg._db.execute("SET enable_seqscan = off")  # 90 rows: the planner would rather read them all
     plan = "\n".join(r[0] for r in pg._read("EXPLAIN (ANALYZE, COSTS OFF) " + sql,

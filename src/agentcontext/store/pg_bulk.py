@@ -20,10 +20,10 @@ import numpy as np
 
 from ..errors import ValidationError
 from .migrations.postgres import NODE_FIELDS, T
-from . import pg_hash, pg_q8
+from . import pg_hash, pg_props, pg_q8
 from .pg_vectors import (HALF_MAX, MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index,
                          raise_build_settings)
-from .rows import NODE_COLS
+from .rows import NODE_COLS, held_embed_text
 
 # The switch-over between inserting into the HNSW index and building it again after the rows. Measured on this
 # 2-core machine (load average ~8, /tmp figures in the pgbulk report; 384-d LoCoMo-like vectors, m 16,
@@ -36,11 +36,33 @@ from .rows import NODE_COLS
 REBUILD_RATIO = 4
 REBUILD_MIN = 1000  # fewer new rows are always inserted into the index (a build of 1,000 took ~1 s, inserting ~7 s)
 
+# the node fields with the hashes as bytes (migration 13, pg_hash): the stages of a schema that holds them so
+NODE_FIELDS_BYTES = NODE_FIELDS.replace(f"content_hash {T}", "content_hash BYTEA").replace(f"embed_hash {T}",
+                                                                                          "embed_hash BYTEA")
 STAGES = {
     "stage_vectors": f"hash {T}, model {T}, dim INTEGER, vector vector",
     "stage_nodes": f"id {T} NOT NULL, {NODE_FIELDS}, tag_text {T}",
     "stage_versions": f"id {T} NOT NULL, {NODE_FIELDS}",
+    "stage_nodes_b": f"id {T} NOT NULL, {NODE_FIELDS_BYTES}, tag_text {T}",
+    "stage_versions_b": f"id {T} NOT NULL, {NODE_FIELDS_BYTES}",
 }
+HASH_COLS = ("content_hash", "embed_hash")  # a node's hashes: bytes on a schema of migration 13
+
+
+def hashes_held(rows: Sequence[Sequence[Any]], names: Sequence[str], nb: bool) -> Sequence[Sequence[Any]]:
+    """Copied node rows (columns ``names``) as ``nodes`` holds them (``nb``, migration 13): their text hashes as bytes,
+    their props without an updated_at equal to their created_at (``pg_props``)."""
+    if not nb:
+        return rows
+    at, props = [names.index(c) for c in HASH_COLS], names.index("props")
+    out = []
+    for r in rows:
+        r = list(r)
+        for i in at:
+            r[i] = pg_hash.node_param(r[i], True)
+        r[props] = pg_props.held_text(r[props])
+        out.append(r)
+    return out
 
 
 # Connections whose transactions may end prepared (a shard's: pg_shard_commit), which PostgreSQL refuses after any use
@@ -127,8 +149,9 @@ class VectorLoader:
     """Vectors of one transaction: staged, then inserted (or upserted) in one statement each; decides per (model,
     dim) whether to keep the HNSW index or drop it and build it after the rows (``finish``)."""
 
-    def __init__(self, db: Any, delta: bool = True, q8: bool = False, hb: bool = False) -> None:
+    def __init__(self, db: Any, delta: bool = True, q8: bool = False, hb: bool = False, nb: bool = False) -> None:
         self.db = db
+        self.nb = nb  # the nodes' hashes as bytes too (migration 13): a staged hash found by nodes_embed as bytes
         self.hb = hb  # vectors keyed by the hash's bytes (migration 10, pg_hash); the stage holds text hashes
         self.delta = delta  # the schema has the delta (migration 8); False: a store pinned to an older schema
         self.q8 = q8  # context vectors may be held as int8 (migration 9, pg_q8): a row put again holds a vector
@@ -164,7 +187,7 @@ class VectorLoader:
                   f"hash, model, dim, vector, {flags} FROM (SELECT {held_key} AS hash, s.model, s.dim, "
                   f"s.vector::{STORED} AS vector, l.wanted IS NOT NULL AS wanted, (s.model || E'\\x1f' || s.dim) = "
                   "ANY(%s) AS direct FROM stage_vectors s LEFT JOIN LATERAL (SELECT true AS wanted FROM nodes n "
-                  "WHERE n.embed_hash = s.hash LIMIT 1) l ON true) s "
+                  f"WHERE n.embed_hash = {pg_hash.into('s.hash', self.nb)} LIMIT 1) l ON true) s "
                   "ORDER BY hash, model")
         same = "vectors.dim = excluded.dim AND vectors.vector = excluded.vector"
         if upsert and self.delta:  # a vector put again unchanged is left alone; a changed one leaves the index
@@ -250,27 +273,31 @@ def mark_searched(db: Any, hashes: Sequence[str], building: Sequence[tuple[str, 
                    (direct, direct, keys))
 
 
-def update_nodes(db: Any, rows: Sequence[tuple]) -> None:
+def update_nodes(db: Any, rows: Sequence[tuple], nb: bool = False) -> None:
     """Live rows that change (``NODE_COLS``, embed_text, tag_text): their current versions move to node_versions
-    (the superseded ones), then the live rows take the staged values; two statements."""
-    stage(db, "stage_nodes", f"{NODE_COLS}, embed_text, tag_text", rows)
+    (the superseded ones), then the live rows take the staged values; two statements. ``nb``: the rows' hashes are
+    bytes (migration 13)."""
+    stage(db, "stage_nodes_b" if nb else "stage_nodes", f"{NODE_COLS}, embed_text, tag_text", rows)
     old = ", ".join(f"n.{c}" for c in NODE_COLS.split(", "))
+    staged = "stage_nodes_b" if nb else "stage_nodes"
     db.execute(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {old}, NULL FROM nodes n "
-               "JOIN stage_nodes s ON s.id = n.id AND s.namespace = n.namespace")
+               f"JOIN {staged} s ON s.id = n.id AND s.namespace = n.namespace")
     sets = ", ".join(f"{c} = s.{c}" for c in [*NODE_COLS.split(", ")[1:], "embed_text", "tag_text"])
-    db.execute(f"UPDATE nodes n SET {sets} FROM stage_nodes s WHERE n.id = s.id AND n.namespace = s.namespace")
+    db.execute(f"UPDATE nodes n SET {sets} FROM {staged} s WHERE n.id = s.id AND n.namespace = s.namespace")
 
 
-def import_versions(db: Any, rows: Sequence[tuple]) -> None:
-    """Copied version rows (``transfer.TABLES`` columns), but those a live row holds (its current version)."""
+def import_versions(db: Any, rows: Sequence[tuple], nb: bool = False) -> None:
+    """Copied version rows (``transfer.TABLES`` columns, text hashes), but those a live row holds (its current
+    version). ``nb``: the schema holds the nodes' hashes as bytes (migration 13)."""
     if not rows:
         return
     cols = f"{NODE_COLS}, embed_text"
-    stage(db, "stage_versions", cols, rows)
+    name = "stage_versions_b" if nb else "stage_versions"
+    stage(db, name, cols, hashes_held(rows, cols.split(", "), nb))
     # a lateral lookup a staged row through the nodes' key: as NOT EXISTS the planner hashed the whole
     # nodes table for each batch (0.6-0.9 s a batch of 10,000 at 200,000 nodes, growing with the store; 0.2 s so)
     staged = ", ".join(f"s.{c}" for c in cols.split(", "))
-    db.execute(f"INSERT INTO node_versions({cols}) SELECT {staged} FROM stage_versions s LEFT JOIN LATERAL (SELECT "
+    db.execute(f"INSERT INTO node_versions({cols}) SELECT {staged} FROM {name} s LEFT JOIN LATERAL (SELECT "
                "true AS live FROM nodes n WHERE n.id = s.id AND n.namespace = s.namespace AND n.version = s.version "
                "LIMIT 1) l ON true WHERE l.live IS NULL")
 
@@ -305,3 +332,15 @@ def rebuild_indexes(db: Any, table: str, definitions: Sequence[str]) -> None:
     for definition in definitions:
         db.execute(definition)
     db.execute(f"ANALYZE {table}")
+
+
+def live_row(node: Any, props_json: str, nodes_bytes: bool) -> tuple:
+    """A node's live row as ``nodes`` holds it (NODE_COLS, embed_text, tag_text): on a schema of migration 13
+    (``nodes_bytes``) its hashes as bytes and ``updated_at`` held once (pg_props)."""
+    if nodes_bytes:
+        props_json = pg_props.held(node.props, props_json)
+    hashed = pg_hash.node_param
+    return (node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content, props_json,
+            list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None, node.version,
+            hashed(node.content_hash, nodes_bytes), node.created_by, hashed(node.embed_hash, nodes_bytes),
+            node.tokens, held_embed_text(node.title, node.content, node.embed_text), " ".join(node.tags))

@@ -6,15 +6,20 @@ The API keeps text hashes: a hash goes in through ``actx_hash`` (SQL) or ``to_by
 through ``actx_hex`` / ``from_bytes``, lossless for any text: a 64-character lowercase hex string is its 32 bytes;
 any other text is its UTF-8 bytes after one NUL byte (two when that would make it 32 bytes long), so only a digest
 is 32 bytes long, and PostgreSQL text never holds a NUL, so stripping the leading NULs gives the text back.
-The nodes keep their hashes as text (``embed_hash``): a join between the two reads through these functions
-(``v.hash = actx_hash(n.embed_hash)`` looks the vector up by its key; ``n.embed_hash = actx_hex(v.hash)`` the node
-by ``nodes_embed``). The functions are ``STABLE`` SQL (``convert_to`` is) and not ``STRICT`` (a strict one whose body
-is not, a CASE, is not inlined), so the planner inlines them: ~2 us a hash in, ~1 us out at load 9 (the digest test
-``h !~ '[^0-9a-f]'``: an anchored ``^[0-9a-f]{64}$`` cost 24 us). A long list of hashes goes in as one text of
-digests, split in the server (``digests_sql``).
+Until migration 13 the nodes keep their hashes as text (``embed_hash``): a join between the two reads through these
+functions (``v.hash = actx_hash(n.embed_hash)`` looks the vector up by its key; ``n.embed_hash = actx_hex(v.hash)``
+the node by ``nodes_embed``). The functions are ``STABLE`` SQL (``convert_to`` is) and not ``STRICT`` (a strict one
+whose body is not, a CASE, is not inlined), so the planner inlines them: ~2 us a hash in, ~1 us out at load 9 (the
+digest test ``h !~ '[^0-9a-f]'``: an anchored ``^[0-9a-f]{64}$`` cost 24 us). A long list of hashes goes in as one
+text of digests, split in the server (``digests_sql``).
 
 A store pinned to an older schema (tests pin one) keeps text hashes: every helper takes ``on`` (the schema holds
 bytes) and is the identity without it.
+
+Migration 13 holds the nodes' two hashes (``content_hash``, ``embed_hash``, in ``nodes`` and ``node_versions``) the
+same way (``nodes_bytes``): a node's row 64 bytes shorter and ``nodes_embed`` ~35 bytes an entry, and the join between
+a node and its vector is a plain ``v.hash = n.embed_hash`` again. Writes send ``to_bytes``; every read of a node's
+hash goes through ``text`` (the identity on text: SQLite and an older schema hold text), so the API keeps text.
 """
 from __future__ import annotations
 
@@ -40,14 +45,37 @@ def has_bytes(db: Any) -> bool:
                       "table_name = 'vectors' AND column_name = 'hash' AND data_type = 'bytea'").fetchone() is not None
 
 
-def key_as_bytes(store: Any) -> bool:
-    """``has_bytes`` for a store's connection; when it holds, the store finds a vector from a node or a version
-    (sql_reads, _vectors_unused) through ``actx_hash`` / ``actx_hex``."""
-    if not has_bytes(store._db):
-        return False
-    store.VECTOR_JOIN = "v.hash = actx_hash(n.embed_hash)"
-    store.VERSION_USES = store.LIVE_USES = "w.embed_hash = actx_hex(vectors.hash)"
-    return True
+def key_forms(store: Any) -> tuple[bool, bool]:
+    """(vectors keyed by the hash's bytes: migration 10, the nodes' hashes held as bytes too: migration 13) for a
+    store's connection. Vectors as bytes and nodes as text: the store finds a vector from a node or a version
+    (sql_reads, _vectors_unused) through ``actx_hash`` / ``actx_hex``; both as bytes: the plain join of the
+    dialect, and the text a title hashes to as its bytes."""
+    vectors, nodes = has_bytes(store._db), nodes_bytes(store._db)
+    if vectors and not nodes:
+        store.VECTOR_JOIN = "v.hash = actx_hash(n.embed_hash)"
+        store.VERSION_USES = store.LIVE_USES = "w.embed_hash = actx_hex(vectors.hash)"
+    if nodes:
+        text = store.EMBED_TEXT.replace("n.embed_hash = encode(", "n.embed_hash = (")
+        store.EMBED_TEXT = text.replace(", 'hex')", ")")
+    return vectors, nodes
+
+
+def nodes_bytes(db: Any) -> bool:
+    """Whether the schema holds the nodes' hashes as bytes (migration 13)."""
+    found = db.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
+                       "table_name = 'nodes' AND column_name = 'embed_hash' AND data_type = 'bytea'").fetchone()
+    return found is not None
+
+
+def text(value: Any) -> Any:
+    """A node's hash as read (bytes on a schema of migration 13, text before it and on SQLite) as its text; None
+    stays None."""
+    return value if value is None or type(value) is str else from_bytes(value)
+
+
+def node_param(h: str | None, on: bool) -> Any:
+    """A node's text hash as ``nodes`` holds it (``on``: migration 13); None stays None."""
+    return to_bytes(h) if on and h is not None else h
 
 
 def to_bytes(h: str) -> bytes:

@@ -11,8 +11,9 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..model import Node
-from . import pg_hash, pg_q8
+from . import pg_hash, pg_props, pg_q8
 from .pg_sql import PgWhere, linked_sql
+from .pg_hash import text as hash_text
 from .pg_vectors import nearest_sql
 from .rows import Where, as_list, check_prop, row_to_node
 from .sql_part import Part
@@ -36,10 +37,13 @@ def _with_fields(rows: Sequence[Sequence[Any]], keys: list[str]) -> list[Node]:
     every = json.loads("[" + ",".join(r[7] or "{}" for r in rows) + "]")
     out = []
     for r, props in zip(rows, every):
+        if r[7] and r[7].startswith(pg_props.MARK):  # updated_at held once (migration 13): given back
+            pg_props.give_back(props)
         picked = {k: v for k in keys if (v := props.get(k)) is not None}
         out.append(Node(id=r[0], kind=r[1], namespace=r[2], key=r[3], title=r[4], summary=r[5], content=r[6],
                         props=picked if all(type(v) is str for v in picked.values()) else props, version=r[13],
-                        content_hash=r[14], created_by=r[15] or "", embed_hash=r[16], tokens=r[17]))
+                        content_hash=hash_text(r[14]), created_by=r[15] or "",
+                        embed_hash=hash_text(r[16]), tokens=r[17]))
     return out
 
 
@@ -86,7 +90,8 @@ class PgSearch(Part):
         where = self._node_where(namespace, kind, None, None, tags, valid_at)
         where.add("n.retracted_at IS NULL")
         if props:
-            where.add("(n.props::jsonb) @> ?::jsonb", json.dumps(props))
+            held = pg_props.WHOLE_SQL if self.store._nb and "updated_at" in props else "(n.props::jsonb)"
+            where.add(f"{held} @> ?::jsonb", json.dumps(props))
         if titles is not None:
             where.eq_any("n.title", list(titles) or [""])
         counted: list[Any] = []
@@ -98,7 +103,8 @@ class PgSearch(Part):
             if titles is not None:
                 count.eq_any("n.title", list(titles) or [""])
             count_where, counted = count.sql(), count.params
-        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where, self._delta, self.store._hb)
+        sql = nearest_sql(self._db, model, int(query.size), where.sql(), k, count_where, self._delta,
+                          self.store._hb and not self.store._nb)  # nodes' hashes as bytes too: a plain join
         delta = [query, *where.params] if self._delta else []  # the delta's branch (pg_delta)
         rows = self._read(sql, [*counted, *where.params, query, query, query, *where.params, query, *delta])
         rows.sort(key=lambda r: (-r[2], r[1]))  # iterative index scans return them in relaxed order

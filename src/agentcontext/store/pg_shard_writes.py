@@ -94,7 +94,7 @@ class ShardWrites:
         if live:
             sql += " UNION SELECT embed_hash FROM nodes WHERE id = ANY(%s) AND embed_hash IS NOT NULL"
         found = self.by_ids(list(ids), lambda s, chunk: s._read_primary(sql, (chunk, chunk) if live else (chunk,)))
-        return sorted({r[0] for rows in found for r in rows})
+        return sorted({pg_hash.text(r[0]) for rows in found for r in rows})  # bytes on schema 13
 
     def _drop_unused(self, hashes: Sequence[str]) -> None:
         if hashes:

@@ -30,6 +30,7 @@ from typing import Any
 import psycopg
 
 from ..errors import AgentContextError
+from . import pg_hash
 
 # the calls the memory search makes (memory/server_search.py), with smaller pools: what a new backend pays once (its
 # catalogs, the text statistics, the shared pages every search walks: the HNSW graph's upper layers, the indexes'
@@ -206,5 +207,6 @@ def sample(store: Any) -> tuple[str, str, str, Any, str] | None:
     if not row:
         return None
     namespace, kind, model, embed_hash, text = row[0]
+    embed_hash = pg_hash.text(embed_hash)  # bytes from migration 13 (the nodes' hashes as bytes)
     vector = store.get_vectors([embed_hash], model).get(embed_hash)
     return None if vector is None else (namespace, kind, model, vector, text)

@@ -24,7 +24,7 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import pg_bulk, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_q8, pg_text, pg_warmup, scrub, transfer
+from . import pg_bulk, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_text, pg_warmup, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import NODE_COLS, Where, held_embed_text
@@ -106,7 +106,7 @@ class PostgresStore(SQLStore):
         self._open()
         self._delta = pg_delta.has_delta(db)  # False only for a store pinned to an older schema (tests pin one)
         self._q8 = pg_q8.has_q8(db)  # context vectors held as int8 (migration 9)
-        self._hb = pg_hash.key_as_bytes(self)  # vectors keyed by the hash's bytes (migration 10)
+        self._hb, self._nb = pg_hash.key_forms(self)  # the hashes as bytes: vectors' (migration 10), nodes' (13)
         self.prewarmed, self.warmed = _warm(self, prewarm, warm_up)
 
     def _connect(self) -> None:
@@ -222,7 +222,7 @@ class PostgresStore(SQLStore):
         """The vector loader of the open transaction (it remembers the indexes to build before its commit: one
         build however many batches the transaction loads)."""
         if self._vector_loader is None:
-            self._vector_loader = pg_bulk.VectorLoader(self._db, self._delta, self._q8, self._hb)
+            self._vector_loader = pg_bulk.VectorLoader(self._db, self._delta, self._q8, self._hb, self._nb)
         return self._vector_loader
 
     def _tags_value(self, tags: list[str]) -> list[str]:
@@ -232,17 +232,18 @@ class PostgresStore(SQLStore):
         names = transfer.TABLES["nodes"][1]
         title, content, text = names.index("title"), names.index("content"), names.index("embed_text")
         rows = [(*r[:text], held_embed_text(r[title], r[content], r[text]), *r[text + 1:]) for r in rows]
-        self._bulk_insert("nodes", f"{', '.join(names)}, tag_text", [(*r, " ".join(r[8] or [])) for r in rows])
-        embed = transfer.TABLES["nodes"][1].index("embed_hash")
-        pg_bulk.mark_searched(self._db, sorted({r[embed] for r in rows if r[embed]}), self._building(),
-                              self._delta, self._q8, self._hb)
+        embed = names.index("embed_hash")
+        hashes = sorted({r[embed] for r in rows if r[embed]})
+        self._bulk_insert("nodes", f"{', '.join(names)}, tag_text",
+                          [(*r, " ".join(r[8] or [])) for r in pg_bulk.hashes_held(rows, names, self._nb)])
+        pg_bulk.mark_searched(self._db, hashes, self._building(), self._delta, self._q8, self._hb)
         # a version row copied before its node is the live row now (migration 4: the current version is held once)
         self._db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = ANY(%s) AND v.id = n.id AND "
                          "v.namespace = n.namespace AND v.version = n.version", ([r[0] for r in rows],))
 
     def _import_versions(self, rows: list[tuple]) -> None:
         """Copied versions, but the current ones: a node's live row is its current version (migration 4)."""
-        pg_bulk.import_versions(self._db, rows)
+        pg_bulk.import_versions(self._db, rows, self._nb)
 
     def _check_import(self, table: str, rows: list[tuple]) -> None:
         if table == "vectors":
@@ -305,13 +306,9 @@ class PostgresStore(SQLStore):
         and the live rows updated from the stage, one statement each (``pg_bulk``); no row costs a round trip."""
         inserts, updates = [], []
         for node, old, props_json in changed:
-            live = (node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
-                    props_json, list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None,
-                    node.version, node.content_hash, node.created_by, node.embed_hash, node.tokens,
-                    held_embed_text(node.title, node.content, node.embed_text), " ".join(node.tags))
-            (updates if old else inserts).append(live)
+            (updates if old else inserts).append(pg_bulk.live_row(node, props_json, self._nb))
         if updates:
-            pg_bulk.update_nodes(self._db, updates)
+            pg_bulk.update_nodes(self._db, updates, self._nb)
         if inserts:
             self._bulk_insert("nodes", f"{NODE_COLS}, embed_text, tag_text", inserts)
         pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}),
@@ -341,7 +338,8 @@ class PostgresStore(SQLStore):
 
     def _props_hold(self, where: Where, path: list[str], value: str) -> None:
         # jsonb containment: a list holding the string, or the string itself
-        where.add("(n.props::jsonb #> ?::text[]) @> to_jsonb(?::text)", path, value)
+        held = pg_props.WHOLE_SQL if self._nb and path[:1] == ["updated_at"] else "(n.props::jsonb)"  # migration 13
+        where.add(f"({held} #> ?::text[]) @> to_jsonb(?::text)", path, value)
 
     def phrase_search(self, phrase: str, namespace=None, kind=None, limit: int | None = None) -> list[str]:
         self._lock.want()  # a search: a warm-up still running stops (pg_warmup.Gate)

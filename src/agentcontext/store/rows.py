@@ -8,6 +8,8 @@ from typing import Any, Sequence
 
 from ..errors import ConflictError, ValidationError
 from ..model import Edge, Node, content_hash, json_text, reserved_namespace
+from .pg_hash import text as hash_text  # a node's hash as read: bytes on PostgreSQL's schema 13, else text
+from .pg_props import whole as whole_props  # a node's props as read: PostgreSQL's schema 13 may leave updated_at out
 
 _PROP = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # ``json.dumps(props, sort_keys=True, default=str)`` without building an encoder per call (the same text)
@@ -71,10 +73,11 @@ def row_to_node(row: Sequence[Any]) -> Node:
     """A node from the 18 NODE_COLS columns; tags arrive as JSON text (SQLite) or an array (Postgres)."""
     return Node(
         id=row[0], kind=row[1], namespace=row[2], key=row[3], title=row[4], summary=row[5],
-        content=row[6], props=json.loads(row[7]) if row[7] else {},
+        content=row[6], props=whole_props(row[7]),
         tags=as_tags(row[8]),
         valid_from=row[9], valid_until=row[10], recorded_at=row[11], retracted_at=row[12],
-        version=row[13], content_hash=row[14], created_by=row[15] or "", embed_hash=row[16], tokens=row[17],
+        version=row[13], content_hash=hash_text(row[14]), created_by=row[15] or "", embed_hash=hash_text(row[16]),
+        tokens=row[17],
     )
 
 
@@ -148,7 +151,8 @@ def plan_versions(nodes: Sequence[Node], existing: dict[str, tuple], at: str,
         node.content_hash = node.compute_hash(props_json)
         node.embed_hash = content_hash(node.embed_text) if node.embed_text else None
         old = existing.get(node.id)
-        if old and old[3] == node.content_hash and old[4] is None and old[5] == node.embed_hash:
+        if (old and hash_text(old[3]) == node.content_hash and old[4] is None
+                and hash_text(old[5]) == node.embed_hash):
             node.version, node.recorded_at = old[2], old[6]
         else:
             node.version = (old[2] + 1) if old else 1

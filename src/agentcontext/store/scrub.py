@@ -11,6 +11,7 @@ import re
 from typing import Any, Sequence
 
 from ..errors import ValidationError
+from .pg_hash import text as hash_text
 
 ERASE_ACTION = "erase_entity"  # the receipts themselves are never redacted
 TABLES = ("nodes", "node_versions", "edges", "vectors", "tombstones", "records", "audit", "changes")
@@ -71,7 +72,7 @@ def purge_history(store: Any, ids: Sequence[str], actor: str = "") -> dict[str, 
             clause, params = store._in("v.id", chunk)
             old = (f"FROM node_versions v WHERE {clause} AND v.version < "
                    "(SELECT n.version FROM nodes n WHERE n.id = v.id AND n.namespace = v.namespace)")
-            hashes = [h for (h,) in store._db.execute(
+            hashes = [hash_text(h) for (h,) in store._db.execute(
                 store._q(f"SELECT DISTINCT v.embed_hash {old} AND v.embed_hash IS NOT NULL"), params)]
             live, live_params = store._in("id", chunk)
             totals["versions"] += store._exec(store._q(

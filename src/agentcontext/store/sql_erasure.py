@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from ..ids import check_id
 from . import scrub
+from .pg_hash import text as hash_text
 from .rows import as_list
 from .sql_part import CHANGE_INSERT, Part, tombstone_upsert
 
@@ -26,7 +27,7 @@ class Erasure(Part):
                 clause, params = self._in("id", chunk)
                 rows = self._db.execute(f"SELECT id, rid, namespace, kind FROM nodes WHERE {clause} ORDER BY rid",
                                         params).fetchall()
-                hashes = [h for (h,) in self._db.execute(
+                hashes = [hash_text(h) for (h,) in self._db.execute(
                     f"SELECT DISTINCT embed_hash FROM {self.VERSIONS} WHERE {clause} AND embed_hash IS NOT NULL",
                     params)]
                 self._unindex([r[1] for r in rows], purge=True)

@@ -7,7 +7,6 @@ hooks and the write path. Each function takes the store and uses only its plumbi
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -15,6 +14,8 @@ import numpy as np
 from ..errors import ValidationError
 from ..model import Edge, Node
 from .base import Adjacency, EdgeColumns, Frontier, NodeBrief, TimedEdges
+from .pg_hash import text as hash_text
+from .pg_props import whole as whole_props
 from .rows import EDGE_COLS, LIGHT_COLS, NODE_COLS, NODE_ORDERS, Where, as_list, check_prop, row_to_edge, row_to_node
 
 
@@ -78,9 +79,12 @@ def node_index(store: Any, namespace, as_of: str | None = None) -> list[tuple]:
     where.eq_any("n.namespace", as_list(namespace))
     where.add("n.retracted_at IS NULL")
     if as_of is None:
-        return store._read(f"SELECT {cols} FROM nodes n{where.sql()} ORDER BY n.key, n.id", where.params)
-    inner, params = store._versions_as_of(f"{cols}, namespace, retracted_at", as_of)
-    return store._read(f"SELECT {cols} FROM ({inner}) n{where.sql()} ORDER BY n.key, n.id", [*params, *where.params])
+        rows = store._read(f"SELECT {cols} FROM nodes n{where.sql()} ORDER BY n.key, n.id", where.params)
+    else:
+        inner, params = store._versions_as_of(f"{cols}, namespace, retracted_at", as_of)
+        rows = store._read(f"SELECT {cols} FROM ({inner}) n{where.sql()} ORDER BY n.key, n.id",
+                           [*params, *where.params])
+    return [(*r[:6], hash_text(r[6]), *r[7:]) for r in rows]  # the hash as text (bytes on PostgreSQL's schema 13)
 
 
 def node_ids(store: Any, namespace=None, include_retracted: bool = False) -> list[str]:
@@ -93,12 +97,11 @@ def node_ids(store: Any, namespace=None, include_retracted: bool = False) -> lis
 
 def node_briefs(store: Any, ids: Sequence[str]) -> dict[str, NodeBrief]:
     out: dict[str, NodeBrief] = {}
-    loads = json.loads
     for chunk in store._chunks(list(ids)):
         clause, params = store._in("id", chunk)
         for nid, kind, content, props in store._read(
                 f"SELECT id, kind, content, props FROM nodes WHERE {clause} AND retracted_at IS NULL", params):
-            out[nid] = (kind, content, loads(props) if props and props != "{}" else {})
+            out[nid] = (kind, content, whole_props(props) if props and props != "{}" else {})
     return out
 
 
@@ -250,7 +253,7 @@ def missing_vectors(store: Any, model: str, namespace=None) -> list[tuple[str, s
     # held once (NULL embed_text, embed_hash set): SQLite when it is the content, PostgreSQL ``title: content`` too
     rows = store._read(f"SELECT n.embed_hash, min({store.EMBED_TEXT}) FROM nodes n{where.sql()} "
                        "GROUP BY n.embed_hash", where.params)
-    return [(h, t) for h, t in rows]
+    return [(hash_text(h), t) for h, t in rows]
 
 
 def count_vectors(store: Any, model: str, namespace=None, kind=None) -> int:

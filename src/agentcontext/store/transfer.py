@@ -12,6 +12,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..errors import ValidationError
+from .pg_hash import text as hash_text
+from .pg_props import whole_text
 from .rows import EDGE_COLS, NODE_COLS, as_tags, whole_embed_text
 
 TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # table: (page order, columns copied)
@@ -83,6 +85,9 @@ def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int,
         row = dict(zip(cols, r[k:]))
         if "tags" in row:
             row["tags"] = as_tags(row["tags"])
+        if "embed_hash" in row:  # a node's hashes as text, its props as written (PostgreSQL's schema 13: pg_hash,
+            row["content_hash"], row["embed_hash"] = hash_text(row["content_hash"]), hash_text(row["embed_hash"])
+            row["props"] = whole_text(row["props"])  # pg_props)
         if table == "nodes" and row["embed_text"] is None and row["embed_hash"] is not None:
             # held once: SQLite when it is the content, PostgreSQL when the content or ``title: content``
             row["embed_text"] = whole_embed_text(row["title"], row["content"], None, row["embed_hash"])

@@ -116,10 +116,11 @@ def compact_layout(db) -> None:
     db.execute("ALTER TABLE vectors ADD COLUMN IF NOT EXISTS searched BOOLEAN NOT NULL DEFAULT false")
     # Only the vectors of live nodes' texts are searched (the HNSW index holds them alone): a conversation turn's
     # context vector (its pair with the turn before) is read by hash, never searched, and was half the index.
-    # (v.hash::text: the identity on the text key of that time; on a schema adopted after step 10 keyed vectors by
-    # bytes it matches nothing, and the step changes no row, as every step run again on an adopted schema)
-    db.execute("UPDATE vectors v SET searched = true WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.embed_hash = "
-               "v.hash::text)")
+    # (the casts: the identity on the text keys of that time; on a schema adopted after step 10 keyed vectors by
+    # bytes, or step 13 the nodes' hashes too, it matches nothing, and the step changes no row, as every step run
+    # again on an adopted schema)
+    db.execute("UPDATE vectors v SET searched = true WHERE pg_typeof(v.hash) = 'text'::regtype AND EXISTS (SELECT 1 "
+               "FROM nodes n WHERE n.embed_hash::text = v.hash::text)")
     # Versions: every write held the current version twice (the live row and the same row in node_versions, its
     # content included: about a third of a memory's bytes). From here node_versions keeps only superseded versions;
     # a write that replaces a live row first moves it there (PostgresStore._write_nodes, SQLStore.retract_nodes).
@@ -286,3 +287,33 @@ def small_text_pending_list(db) -> None:
     if db.execute("SELECT to_regclass('nodes_tsv') IS NOT NULL").fetchone()[0]:
         db.execute(f"ALTER INDEX nodes_tsv SET (gin_pending_list_limit = {int(PENDING_KB)})")
         db.execute("SELECT gin_clean_pending_list('nodes_tsv'::regclass)")
+
+
+@MIGRATIONS.step(13, "the nodes' hashes held as bytes: content_hash and embed_hash bytea in nodes and node_versions (a "
+                     "SHA-256 digest's 32 bytes, not 64 hex characters; store/pg_hash.py), and a memory's updated_at "
+                     "held once while it equals its created_at (store/pg_props.py)")
+def node_hash_bytes(db) -> None:
+    """One rewrite of ``nodes`` and one of ``node_versions`` (ALTER ... TYPE ... USING ``actx_hash``: only the live
+    row versions are copied) and their indexes built again (``maintenance_work_mem`` raised for the builds, as a bulk
+    load does); the view ``versions`` made again over the new types. The API keeps text hashes (``pg_hash.text``).
+    The same rewrite leaves a memory's ``updated_at`` out of its props text while it equals its ``created_at``
+    (``pg_props``: marked by the text's second character; reads give it back). Run again on a schema it already
+    changed (an adopted one), it changes no row."""
+    from ..pg_hash import FUNCTIONS, nodes_bytes
+    from ..pg_props import HELD_SQL
+    from ..pg_vectors import raise_build_settings
+
+    for statement in (*FUNCTIONS, HELD_SQL):
+        db.execute(statement)
+    if nodes_bytes(db):
+        return
+    raise_build_settings(db)
+    db.execute("DROP VIEW IF EXISTS versions")  # a view's column types cannot change under it
+    for table in ("nodes", "node_versions"):  # one rewrite each: the hashes and the props (pg_props) with them
+        db.execute(f"ALTER TABLE {table} ALTER COLUMN content_hash TYPE bytea USING actx_hash(content_hash), "
+                   "ALTER COLUMN embed_hash TYPE bytea USING actx_hash(embed_hash), "
+                   f"ALTER COLUMN props TYPE {T} USING actx_props_held(props)")
+    db.execute(f"CREATE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
+               f"UNION ALL SELECT {VERSION_COLS}, NULL AS embed_text FROM nodes")
+    db.execute("ANALYZE nodes")
+    db.execute("ANALYZE node_versions")
