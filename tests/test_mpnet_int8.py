@@ -54,20 +54,22 @@ def test_a_damaged_cached_int8_graph_is_rebuilt_never_trusted(tmp_path, monkeypa
     """A truncated graph file, and a graph whose probe vectors are not the weights' (a stale or swapped file), are
     built again from the checked weights: the embedder then gives the same vectors as a fresh build."""
     from agentcontext.embed import mpnet
-    from agentcontext.embed.mpnet_onnx import MPNetOnnxEmbedder, probes_path
+    from agentcontext.embed.mpnet_onnx import MPNetOnnxEmbedder, mpnet_onnx_embedder, probes_path
 
-    home = mpnet.model_files()["model.safetensors"].parent
+    built = mpnet_onnx_embedder(int8=True).path  # the shared cache's graph, built once
+    home = built.parent
     (tmp_path / mpnet.NAME).mkdir()
-    for name in mpnet.FILES:  # the checked files, linked (not copied) into a cache of the test's own
+    for name in mpnet.FILES:  # the checked files, linked (never written) into a cache of the test's own
         try:
             os.link(home / name, tmp_path / mpnet.NAME / name)
         except OSError:
             shutil.copy(home / name, tmp_path / mpnet.NAME / name)
+    for path in (built, probes_path(built)):  # copied: the test damages them
+        shutil.copy(path, tmp_path / mpnet.NAME / path.name)
     monkeypatch.setenv("AGENTCONTEXT_MODEL_CACHE", str(tmp_path))
     first = MPNetOnnxEmbedder(int8=True)
-    assert first.rebuilt and first.path.parent == tmp_path / mpnet.NAME
+    assert not first.rebuilt and first.path.parent == tmp_path / mpnet.NAME  # a sound cached graph is used
     ref = first.embed(TEXTS)
-    assert not MPNetOnnxEmbedder(int8=True).rebuilt  # a sound cached graph is used as it is
 
     size = first.path.stat().st_size
     with open(first.path, "r+b") as fh:  # truncated mid-file: onnxruntime cannot parse it

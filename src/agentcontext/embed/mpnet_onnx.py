@@ -158,7 +158,10 @@ def build(weights: Path, target: Path, int8: bool = False) -> Path:
                                      "pip install onnx", missing="onnx") from exc
     model = _graph(mpnet.load_safetensors(weights), int8=int8)
     target.parent.mkdir(parents=True, exist_ok=True)
-    ref = mpnet.mpnet_embedder().embed(PROBES)
+    key = file_sha256(weights)
+    if key not in _reference:  # the numpy forward's probe vectors, computed once a process (a rebuild reuses them)
+        _reference[key] = mpnet.mpnet_embedder().embed(PROBES)
+    ref = _reference[key]
     for final, write in ((probes_path(target), lambda tmp: np.save(open(tmp, "wb"), ref)),
                          (target, lambda tmp: onnx.save_model(model, tmp))):
         fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".part")
@@ -281,6 +284,7 @@ class MPNetOnnxEmbedder:
 
 
 _checked: set[tuple] = set()
+_reference: dict[str, np.ndarray] = {}  # weights' sha256 -> the numpy forward's vectors of PROBES
 _shared = process_wide(MPNetOnnxEmbedder)
 _shared_int8 = process_wide(lambda: MPNetOnnxEmbedder(int8=True))
 
