@@ -71,6 +71,22 @@ def store_p50(folder: Path, count: int) -> float:
     return statistics.median(lat)
 
 
+def embedding_alone(model: object, count: int) -> tuple[float, float]:
+    """p50 ms of the model alone on one stored text and on one query (distinct texts): the part of store() and of
+    retrieve that is the embedding (the rest: the store's write, the search and fusion)."""
+    texts = [f"{t} (entry {i})" for i, t in enumerate(facts(count, 91))]
+    stored, asked = [], []
+    for i, t in enumerate(texts):
+        started = time.perf_counter()
+        model.embed([t])  # type: ignore[attr-defined]
+        stored.append((time.perf_counter() - started) * 1000)
+        q = f"who {RELATIONS[i % len(RELATIONS)]} the {OBJECTS[(i * 5) % len(OBJECTS)]} ({i})"
+        started = time.perf_counter()
+        getattr(model, "embed_query", lambda x: model.embed([x]))(q)  # type: ignore[attr-defined]
+        asked.append((time.perf_counter() - started) * 1000)
+    return statistics.median(stored), statistics.median(asked)
+
+
 def by_model(models: list[str], args: argparse.Namespace) -> None:
     """store() p50 and retrieve p50 at 10,000 with each model as the workspaces' model, medians of the repeats."""
     rows: dict[str, tuple[float, float, list[float], list[float]]] = {}
@@ -78,9 +94,12 @@ def by_model(models: list[str], args: argparse.Namespace) -> None:
         for name in models:
             os.environ[ENV] = name
             dim = spec_of(name).dimension
-            load_model(name)  # loaded once, outside the timings
+            model = load_model(name)  # loaded once, outside the timings
             stores, gets = [], []
             for r in range(args.repeats):
+                alone = embedding_alone(model, args.stores)
+                print(f"{name} run {r + 1}: embedding alone p50: a stored text {alone[0]:.2f} ms, a query "
+                      f"{alone[1]:.2f} ms", flush=True)
                 folder = Path(tmp) / f"{name}-{r}"
                 folder.mkdir()
                 stores.append(store_p50(folder, args.stores))

