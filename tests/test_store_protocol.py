@@ -78,9 +78,9 @@ def test_the_conformance_suite_calls_every_protocol_method():
 def test_capabilities_are_declared_per_store():
     assert SQLiteStore(":memory:").capabilities == frozenset()
     assert set(Capability) == {Capability.PERSISTENT, Capability.SHARED, Capability.VECTOR_SEARCH,
-                               Capability.SERVER_QUERIES, Capability.VECTOR_DELTA}
+                               Capability.SERVER_QUERIES, Capability.VECTOR_DELTA, Capability.READ_AHEAD}
     # the others are properties, without methods
-    assert set(OPTIONAL_METHODS) == {Capability.VECTOR_SEARCH, Capability.VECTOR_DELTA}
+    assert set(OPTIONAL_METHODS) == {Capability.VECTOR_SEARCH, Capability.VECTOR_DELTA, Capability.READ_AHEAD}
 
 
 def test_no_service_probes_a_store():

@@ -28,7 +28,7 @@ SPEC = [
     "test_count_nodes", "test_node_versions", "test_retract_nodes", "test_purge_nodes", "test_put_edges",
     "test_edges", "test_adjacency", "test_text_search", "test_vectors", "test_records", "test_audit",
     "test_changes", "test_integrity", "test_reopen", "test_erasure", "test_nearest", "test_nodes_naming",
-    "test_copy_rows", "test_nodes_linked",
+    "test_copy_rows", "test_nodes_linked", "test_read_ahead",
 ]
 
 

@@ -13,10 +13,10 @@ costs only time. A store without ``read_ahead`` (or inside a transaction) reads 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Iterable, Protocol, runtime_checkable
+from typing import Any, Callable, Hashable, Iterable
 
 from ..engine.fusion import mentioned, without_names
-from ..store.base import Store
+from ..store.base import Capability, Store
 
 SPEAKERS = "memory:speakers"  # held per workspace: {namespace: the speakers its queries' text hits showed}
 MAX_SPEAKERS = 4096  # past this many, a namespace's guess stops learning (``mentioned`` runs over all of them)
@@ -46,13 +46,6 @@ def named_guess(text: str, speakers: Iterable[str]) -> set[str]:
     return {t for t, hit in zip(names, mentioned(text, names)) if hit}
 
 
-@runtime_checkable
-class ReadsAhead(Protocol):
-    """A store that can start a read on a second connection (store/postgres.py ``read_ahead``)."""
-
-    def read_ahead(self, read: Callable[[Any], Any]) -> Any: ...
-
-
 class Reads:
     """Reads started ahead, each under a key saying what it was asked with; ``take`` gives a read's answer when
     asked with the same key, else None (the read is dropped: the caller reads now)."""
@@ -64,7 +57,7 @@ class Reads:
     def start(self, label: str, key: Hashable, read: Callable[[Any], Any]) -> None:
         """Start ``read(store)`` (on the second connection's store where there is one, else when taken)."""
         store = self.store
-        if isinstance(store, ReadsAhead):
+        if Capability.READ_AHEAD in store.capabilities:  # store/base.py ReadAhead
             self._started[label] = (key, store.read_ahead(read))
         else:
             self._started[label] = (key, _Later(lambda: read(store)))

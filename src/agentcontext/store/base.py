@@ -52,6 +52,9 @@ class Capability(str, Enum):
     VECTOR_DELTA = "vector_delta"
     """New vectors land outside the ANN index (a delta that searches score exactly) and ``fold(chunk, progress)``
     moves them into it (``pending_vectors()`` counts them): PostgreSQL, ``store/pg_delta.py``."""
+    READ_AHEAD = "read_ahead"
+    """A read may start on a second connection while the caller goes on (``ReadAhead``: PostgreSQL,
+    ``store/pg_parallel.py``); memory search starts its independent reads so (memory/server_gather.py)."""
     SERVER_QUERIES = "server_queries"
     """The store is a server shared by processes and machines, and may hold more than one process should mirror:
     services ask it for what a query needs (candidates, a walk's frontier with ``edges_touching``) instead of
@@ -442,6 +445,16 @@ class VectorDelta(Protocol):
         because a coarser precision moves their scores slightly."""
 
 
+class ReadAhead(Protocol):
+    """The method of ``Capability.READ_AHEAD``."""
+
+    def read_ahead(self, read: Callable[[Any], Any]) -> Any:
+        """Start ``read(store)`` on a second connection of this store (outside a transaction; inside one, on this
+        connection when the answer is asked) and return at once a pending read whose ``result()`` gives its answer
+        or raises the read's error (a ``StoreError`` when the store closed first)."""
+
+
 OPTIONAL_METHODS: dict[Capability, type] = {Capability.VECTOR_SEARCH: VectorSearch,
-                                            Capability.VECTOR_DELTA: VectorDelta}
+                                            Capability.VECTOR_DELTA: VectorDelta,
+                                            Capability.READ_AHEAD: ReadAhead}
 """The protocol holding each optional capability's methods (a store has them exactly when it declares it)."""

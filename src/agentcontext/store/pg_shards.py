@@ -48,7 +48,7 @@ import psycopg
 
 from ..errors import ShardUnavailableError, StoreError
 from ..model import Change, reserved_namespace, utcnow
-from .base import COPY_TABLES
+from .base import COPY_TABLES, Capability
 from .pg_sql import redact
 from .postgres import PostgresStore
 from .rows import as_list
@@ -125,7 +125,7 @@ class ShardedStore(ShardReads, ShardWrites, TwoPhase):
     pairs; the first is the directory shard."""
 
     backend = "postgresql"
-    capabilities = PostgresStore.capabilities
+    capabilities = PostgresStore.capabilities - {Capability.READ_AHEAD}  # each shard reads ahead on its own
     MIGRATIONS = PostgresStore.MIGRATIONS  # every shard's schema
     VECTOR_DTYPE = PostgresStore.VECTOR_DTYPE
 
@@ -419,8 +419,8 @@ class ShardedStore(ShardReads, ShardWrites, TwoPhase):
                     counts[key] = counts.get(key, 0) + value
             for ns, value in got["namespaces"].items():
                 namespaces[ns] = namespaces.get(ns, 0) + value
-        out.update(url=self.url, counts=counts, namespaces=dict(sorted(namespaces.items())),
-                   change_counter=self.change_counter(), shards=entries,
+        out.update(url=self.url, capabilities=sorted(c.value for c in self.capabilities), counts=counts,
+                   namespaces=dict(sorted(namespaces.items())), change_counter=self.change_counter(), shards=entries,
                    atomic="two-phase commit across shards" if self.two_phase else self.two_phase_reason,
                    directory={"shard": self.names[0], "tenants": sum(tenants.values())})
         return out

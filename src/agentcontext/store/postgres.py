@@ -72,7 +72,7 @@ class PostgresStore(SQLStore):
     TOMBSTONE_KEY = "id, namespace"  # the tenant in every tenant table's key (migration 7; docs/SHARDING.md)
     NO_NAMESPACE = ""
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED, Capability.VECTOR_SEARCH,
-                              Capability.SERVER_QUERIES, Capability.VECTOR_DELTA})
+                              Capability.SERVER_QUERIES, Capability.VECTOR_DELTA, Capability.READ_AHEAD})
     CONNECT_TIMEOUT: float | None = None  # seconds a connection attempt may take (None: the store's timeout)
     READ_AHEAD = True  # reads may start ahead on a second connection (``read_ahead``; pg_parallel.py)
 
