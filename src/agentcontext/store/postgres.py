@@ -121,10 +121,11 @@ class PostgresStore(SQLStore):
         db.execute(f"SET lock_timeout = '{int(self._timeout * 1000)}ms'")
         for statement in SESSION:  # HNSW search settings (pg_vectors.py)
             db.execute(statement)
-        if self.schema:
-            with db.transaction():  # concurrent CREATE SCHEMA IF NOT EXISTS can still collide: serialise it
-                db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))
+        if self.schema and not db.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone():
+            with db.transaction():  # (a role without CREATE opens a schema that exists) concurrent CREATE SCHEMA IF
+                db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))  # NOT EXISTS can collide: serialised
                 db.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(self.schema)))
+        if self.schema:
             db.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(self.schema)))
         self._db = db
 
