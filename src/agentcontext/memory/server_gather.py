@@ -24,8 +24,7 @@ MAX_SPEAKERS = 4096  # past this many, a namespace's guess stops learning (``men
 
 def meaning_of(text: str, speakers: Iterable[str]) -> str:
     """The query without the names of the ``speakers`` it names (engine/fusion.py ``without_names``)."""
-    names = sorted(speakers)
-    return without_names(text, [t for t, hit in zip(names, mentioned(text, names)) if hit])
+    return without_names(text, sorted(named_guess(text, speakers)))
 
 
 def known_speakers(ws: Any, namespace: str) -> set[str]:

@@ -44,7 +44,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..engine.fusion import (COMMON_MIN_DOCS, COMMON_SHARE, FusionWeights, keyword_coverage,
-                             keyword_query, meaning_keywords, mentioned, stemmed)
+                             keyword_query, meaning_keywords, stemmed)
 from ..engine.vectors import top_k
 from ..model import Node
 from ..workspace import Workspace
@@ -321,7 +321,7 @@ def _named(query: str, nodes: Any, weights: FusionWeights) -> set[str]:
     titles = sorted({n.title or "" for n in nodes})
     if not weights.mention or len(titles) < 2:
         return set()
-    return {t for t, hit in zip(titles, mentioned(query, titles)) if hit}
+    return named_guess(query, titles)
 
 
 class _Links:
