@@ -103,10 +103,10 @@ def _url(server: PgServer, role: str | None = None) -> str:
 
 
 def test_the_load_never_holds_the_open_a_first_search_stops_it_and_it_leaves_nothing_behind(kept):
-    """On a server just started the open returns before any block is loaded (the warm-up's first step probes which
-    indexes are cold; the load follows a chunk a step); a search asked right after the open waits for that step at
-    most, and the load stops there: nothing loaded, the cold indexes named; no lock held, no row written, the same
-    answers as a store that never warms."""
+    """On a server just started the open returns before any block is loaded (the warm-up loads them after its search
+    steps, a chunk a step); a search asked right after the open waits for the step in flight at most, and the
+    warm-up stops there: nothing loaded; a second process's warm-up runs whole and loads them; no lock held, no row
+    written, the same answers as a store that never warms."""
     server = _restarted(kept)
     try:
         url = _url(server)
@@ -117,10 +117,15 @@ def test_the_load_never_holds_the_open_a_first_search_stops_it_and_it_leaves_not
         found = store.nearest(query, MODEL, 10, namespace="ns")  # the process's first search, right after the open
         assert store.warmed.wait(60)
         index = ann_index_name(MODEL, DIM)
-        assert store.warmed.failed == "yielded to the store's first search or write before load nodes_id_key", (
-            store.warmed)
-        assert store.prewarmed.loaded == {} and index in store.prewarmed.planned, store.prewarmed
-        assert set(store.warmed.steps) == {"prewarm"}
+        assert store.warmed.failed == "yielded to the store's first search or write before nearest", store.warmed
+        assert store.prewarmed.loaded == {} and store.prewarmed.planned == {}, store.prewarmed
+        assert set(store.warmed.steps) == {"sample"}
+        other = PostgresStore(url)  # a second process: its warm-up runs whole and loads the cold indexes
+        assert other.warmed.wait(60) and other.warmed.failed is None, other.warmed
+        assert other.prewarmed.loaded.get(index, 0) > 1 and other.prewarmed.loaded == other.prewarmed.planned
+        steps = list(other.warmed.steps)  # the search's steps first (all there is on a warm server), then the load
+        assert steps.index("nodes") < steps.index("prewarm") < steps.index(f"load {index}")
+        other.close()
         plain = PostgresStore(url, prewarm=False, warm_up=False)
         assert plain.nearest(query, MODEL, 10, namespace="ns") == found
         with psycopg.connect(split_url(url)[0], autocommit=True) as admin:

@@ -157,13 +157,12 @@ def probe(db: Any, report: PrewarmReport, found: list[tuple[str, int]] | None = 
 
 
 def chunks(plan: Plan) -> Iterator[tuple[str, str, int, int]]:
-    """(mode, index, first block, last block) of the plan's steps: the prefetches whole (a request to the OS, not a
-    read), the loads ``CHUNK`` blocks a step."""
-    for name, blocks in plan.prefetch:
-        yield "prefetch", name, 0, blocks - 1
-    for name, blocks in plan.load:
-        for first in range(0, blocks, CHUNK):
-            yield "buffer", name, first, min(blocks, first + CHUNK) - 1
+    """(mode, index, first block, last block) of the plan's steps, ``CHUNK`` blocks a step: the loads, then the
+    prefetches (requests to the operating system, 5-10 ms a chunk at 1,000,000)."""
+    for mode, indexes in (("buffer", plan.load), ("prefetch", plan.prefetch)):
+        for name, blocks in indexes:
+            for first in range(0, blocks, CHUNK):
+                yield mode, name, first, min(blocks, first + CHUNK) - 1
 
 
 def load(db: Any, plan: Plan, mode: str, name: str, first: int, last: int, report: PrewarmReport) -> int:

@@ -136,9 +136,9 @@ class WarmUp:
         report.started, cpu = time.perf_counter(), time.thread_time()
         try:
             self._taken = taken
-            if self.plan is not None:
-                self._prewarm(*self.plan)
             self._search()
+            if self.plan is not None:  # after the search's steps: on a warm server they are all there is to do
+                self._prewarm(*self.plan)
         except _Stopped as stopped:
             report.failed = str(stopped)
         except (psycopg.Error, AgentContextError) as exc:  # reported, never raised: the open has returned
