@@ -12,7 +12,11 @@ backend's CPU is taken from the model's load beside it: docs/POSTGRES_SCALE.md).
 thread never runs beside a step: it waits for the step in flight (tens of milliseconds at 1,000,000 memories); once
 a search or a write has been asked (the first query, or a command that only writes), the warm-up stops (``Gate``:
 the store's lock, told by those calls; the report says where it yielded). Only stores whose search indexes are large
-enough to be prewarmed (``pg_prewarm.MIN_BLOCKS``) are warmed: a small one's first query is fast anyway.
+enough to be prewarmed (``pg_prewarm.MIN_BLOCKS``) are warmed: a small one's first query is fast anyway. After the
+search's steps (all there is to do on a warm server) the same thread loads the search indexes a probe finds cold into
+the server's buffers, a chunk a step (``pg_prewarm.probe`` / ``load``: on a server just started, what the first query
+would otherwise read block by block from the OS cache; the open itself loads nothing); a refusal there (a role that
+may not use ``pg_prewarm``) is reported in ``store.prewarmed.failed`` and ends only the load.
 
 It reads only (a replica or a read-only role is warmed the same way) and changes nothing a query returns. A step that
 fails (the role may not read a table, the connection broke) never fails the open: ``WarmUpReport.failed`` names the
