@@ -1,6 +1,7 @@
 """Prewarming at open (store/pg_prewarm.py, issue 23 s3): a store opened on a server just started loads its search
-indexes into the server's buffers (a cold index too large for its share of shared_buffers is only prefetched); on a
-warm server it finds them warm and loads nothing; ``prewarm=False`` does nothing."""
+indexes into the server's buffers (a cold index too large for its share of shared_buffers is only prefetched), in its
+warm-up thread, not in the open: a first search asked meanwhile stops the load; on a warm server it finds them warm
+and loads nothing; ``prewarm=False`` does nothing; a role that may not use or create the extension opens as before."""
 from __future__ import annotations
 
 import os
@@ -9,10 +10,12 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import psycopg
 import pytest
 
 from agentcontext.model import Node, content_hash
 from agentcontext.store import pg_prewarm
+from agentcontext.store.pg_sql import split_url
 from agentcontext.store.pg_vectors import ann_index_name
 from agentcontext.store.postgres import PostgresStore
 
@@ -47,11 +50,14 @@ def test_a_server_just_started_gets_the_search_indexes_loaded_when_a_store_opens
         server = PgServer(root=folder / "cluster").start()  # the same cluster, its buffers empty
         url = server.url("prewarm")
         cold = PostgresStore(url)
-        assert cold.prewarmed.skipped is None
+        assert cold.warmed.wait(60) and cold.warmed.failed is None, cold.warmed  # loaded by the warm-up's thread
+        assert cold.prewarmed.skipped is None and cold.prewarmed.failed is None
         assert cold.prewarmed.loaded.get(index, 0) > 1  # every block of the HNSW index, read into the buffers
+        assert cold.prewarmed.loaded == cold.prewarmed.planned and f"load {index}" in cold.warmed.steps
         assert "nodes_tsv" in cold.prewarmed.loaded or "nodes_tsv" in cold.prewarmed.warm
         cold.close()
         warm = PostgresStore(url)  # a second process on the same server: nothing to load
+        assert warm.warmed.wait(60)
         assert warm.prewarmed.loaded == {}
         assert index in warm.prewarmed.warm
         warm.close()
@@ -60,12 +66,118 @@ def test_a_server_just_started_gets_the_search_indexes_loaded_when_a_store_opens
         server = PgServer(root=folder / "cluster").start()  # cold again
         with pytest.MonkeyPatch.context() as patch:  # no share of the buffers: the cold index is only prefetched
             patch.setattr(pg_prewarm, "SHARE", 0.0)
-            small = PostgresStore(server.url("prewarm")).prewarmed
+            opened = PostgresStore(server.url("prewarm"))
+            assert opened.warmed.wait(60)
+            small = opened.prewarmed
+            opened.close()
         assert index in small.prefetched and index not in small.loaded
     finally:
         server.stop()
         shutil.rmtree(folder, ignore_errors=True)
 
+
+
+def _restarted(folder: Path) -> PgServer:
+    return PgServer(root=folder / "cluster").start()
+
+
+@pytest.fixture(scope="module")
+def kept() -> Path:
+    """A kept cluster holding a store whose search indexes are large enough to be prewarmed (schema ``prewarm``)."""
+    folder = Path(tempfile.mkdtemp(prefix="actx-pgwarm-"))
+    os.chmod(folder, 0o755)
+    server = _restarted(folder)
+    try:
+        store = PostgresStore(server.url("prewarm"), warm_up=False, prewarm=False)
+        _fill(store)
+        store.close()
+    finally:
+        server.stop()
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _url(server: PgServer, role: str | None = None) -> str:
+    url = server.url("prewarm")
+    return url.replace("postgresql://postgres@", f"postgresql://{role}@") if role else url
+
+
+def test_the_load_never_holds_the_open_a_first_search_stops_it_and_it_leaves_nothing_behind(kept):
+    """On a server just started the open returns before any block is loaded (the warm-up loads them after its search
+    steps, a chunk a step); a search asked right after the open waits for the step in flight at most, and the
+    warm-up stops there: nothing loaded; a second process's warm-up runs whole and loads them; no lock held, no row
+    written, the same answers as a store that never warms."""
+    server = _restarted(kept)
+    try:
+        url = _url(server)
+        with psycopg.connect(split_url(url)[0], autocommit=True) as admin:
+            written = changes(admin)
+        store = PostgresStore(url)
+        query = np.random.default_rng(7).standard_normal(DIM).astype(np.float32)
+        found = store.nearest(query, MODEL, 10, namespace="ns")  # the process's first search, right after the open
+        assert store.warmed.wait(60)
+        index = ann_index_name(MODEL, DIM)
+        assert store.warmed.failed == "yielded to the store's first search or write before nearest", store.warmed
+        assert store.prewarmed.loaded == {} and store.prewarmed.planned == {}, store.prewarmed
+        assert set(store.warmed.steps) == {"sample"}
+        other = PostgresStore(url)  # a second process: its warm-up runs whole and loads the cold indexes
+        assert other.warmed.wait(60) and other.warmed.failed is None, other.warmed
+        assert other.prewarmed.loaded.get(index, 0) > 1 and other.prewarmed.loaded == other.prewarmed.planned
+        steps = list(other.warmed.steps)  # the search's steps first (all there is on a warm server), then the load
+        assert steps.index("nodes") < steps.index("prewarm") < steps.index(f"load {index}")
+        other.close()
+        plain = PostgresStore(url, prewarm=False, warm_up=False)
+        assert plain.nearest(query, MODEL, 10, namespace="ns") == found
+        with psycopg.connect(split_url(url)[0], autocommit=True) as admin:
+            assert admin.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").fetchone()[0] == 0
+            assert changes(admin) == written
+        plain.close()
+        store.close()
+    finally:
+        server.stop()
+
+
+def changes(admin: psycopg.Connection) -> int:
+    """The store's change log's rows with the nodes' (a warm-up writes none)."""
+    return admin.execute("SELECT (SELECT count(*) FROM prewarm.changes) + (SELECT count(*) FROM prewarm.nodes)"
+                         ).fetchone()[0]
+
+
+def test_a_role_that_may_not_prewarm_or_create_the_extension_opens_and_is_warmed_by_its_search(kept):
+    """A role that may read the store but neither use ``pg_prewarm`` on its indexes nor create the extension (in a
+    database without it): the open succeeds at once, the report says why nothing was loaded, the warm-up's search
+    steps still run, and the store serves."""
+    server = _restarted(kept)
+    try:
+        conninfo, _ = split_url(_url(server))
+        with psycopg.connect(conninfo, autocommit=True) as admin:
+            rows = admin.execute("SELECT count(*) FROM prewarm.nodes").fetchone()[0]
+            admin.execute("DROP EXTENSION IF EXISTS pg_prewarm")
+            admin.execute("DROP ROLE IF EXISTS warm_reader")
+            admin.execute("CREATE ROLE warm_reader LOGIN")
+            admin.execute("GRANT USAGE ON SCHEMA prewarm TO warm_reader")
+            admin.execute("GRANT SELECT ON ALL TABLES IN SCHEMA prewarm TO warm_reader")
+        reader = PostgresStore(_url(server, "warm_reader"), warm_up=True)
+        assert reader.warmed.wait(60)
+        assert reader.prewarmed.loaded == {} and reader.prewarmed.skipped.startswith("the server has no pg_prewarm")
+        assert reader.warmed.failed is None and "nearest" in reader.warmed.steps, reader.warmed
+        assert reader.count_nodes() == rows
+        reader.close()
+        with psycopg.connect(conninfo, autocommit=True) as admin:  # the extension there, its use refused the role
+            admin.execute("CREATE EXTENSION pg_prewarm SCHEMA public")
+            admin.execute("REVOKE EXECUTE ON FUNCTION public.pg_prewarm(regclass, text, text, bigint, bigint) "
+                          "FROM PUBLIC")
+        reader = PostgresStore(_url(server, "warm_reader"), warm_up=True)
+        assert reader.warmed.wait(60)
+        assert reader.prewarmed.loaded == {} and reader.prewarmed.failed is not None, reader.prewarmed
+        assert "InsufficientPrivilege" in reader.prewarmed.failed
+        assert reader.warmed.failed is None and "nearest" in reader.warmed.steps, reader.warmed
+        reader.close()
+        with psycopg.connect(conninfo, autocommit=True) as admin:
+            admin.execute("GRANT EXECUTE ON FUNCTION public.pg_prewarm(regclass, text, text, bigint, bigint) "
+                          "TO PUBLIC")
+    finally:
+        server.stop()
 
 
 FIRST_QUERIES = """

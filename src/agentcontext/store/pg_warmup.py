@@ -12,7 +12,11 @@ backend's CPU is taken from the model's load beside it: docs/POSTGRES_SCALE.md).
 thread never runs beside a step: it waits for the step in flight (tens of milliseconds at 1,000,000 memories); once
 a search or a write has been asked (the first query, or a command that only writes), the warm-up stops (``Gate``:
 the store's lock, told by those calls; the report says where it yielded). Only stores whose search indexes are large
-enough to be prewarmed (``pg_prewarm.MIN_BLOCKS``) are warmed: a small one's first query is fast anyway.
+enough to be prewarmed (``pg_prewarm.MIN_BLOCKS``) are warmed: a small one's first query is fast anyway. After the
+search's steps (all there is to do on a warm server) the same thread loads the search indexes a probe finds cold into
+the server's buffers, a chunk a step (``pg_prewarm.probe`` / ``load``: on a server just started, what the first query
+would otherwise read block by block from the OS cache; the open itself loads nothing); a refusal there (a role that
+may not use ``pg_prewarm``) is reported in ``store.prewarmed.failed`` and ends only the load.
 
 It reads only (a replica or a read-only role is warmed the same way) and changes nothing a query returns. A step that
 fails (the role may not read a table, the connection broke) never fails the open: ``WarmUpReport.failed`` names the
@@ -30,7 +34,7 @@ from typing import Any
 import psycopg
 
 from ..errors import AgentContextError
-from . import pg_hash
+from . import pg_hash, pg_prewarm
 
 # the calls the memory search makes (memory/server_search.py), with smaller pools: what a new backend pays once (its
 # catalogs, the text statistics, the shared pages every search walks: the HNSW graph's upper layers, the indexes'
@@ -100,6 +104,8 @@ class WarmUp:
         self._running = False
         self._thread: threading.Thread | None = None
         self._step = "sample"
+        self._taken: threading.Event | None = None
+        self.plan: tuple[pg_prewarm.PrewarmReport, list[tuple[str, int]]] | None = None  # set by ``_warm``: load
 
     def skip(self, reason: str) -> WarmUpReport:
         self.report.skipped = reason
@@ -133,7 +139,10 @@ class WarmUp:
         gate.wanted, gate.warmer = False, threading.get_ident()
         report.started, cpu = time.perf_counter(), time.thread_time()
         try:
-            self._search(taken)
+            self._taken = taken
+            self._search()
+            if self.plan is not None:  # after the search's steps: on a warm server they are all there is to do
+                self._prewarm(*self.plan)
         except _Stopped as stopped:
             report.failed = str(stopped)
         except (psycopg.Error, AgentContextError) as exc:  # reported, never raised: the open has returned
@@ -148,12 +157,13 @@ class WarmUp:
             taken.set()
             report.done.set()
 
-    def _timed(self, name: str, fn: Any, taken: threading.Event | None = None) -> Any:
-        """One step under the store's lock, unless ``close`` or another call asked for the store first."""
+    def _timed(self, name: str, fn: Any) -> Any:
+        """One step under the store's lock, unless ``close`` or another call asked for the store first (the first
+        step always runs: ``start`` returns once it holds the lock)."""
         gate = self.store._lock
         with gate:
-            if taken is not None:
-                taken.set()
+            if self._taken is not None and not self._taken.is_set():
+                self._taken.set()
             elif self._stop.is_set():
                 raise _Stopped(f"stopped by close before {name}")
             elif gate.wanted:
@@ -164,13 +174,28 @@ class WarmUp:
                 out = fn()
             finally:
                 self._running = False
-            self.report.steps[name] = round((time.perf_counter() - t) * 1000, 1)
+            self.report.steps[name] = round(self.report.steps.get(name, 0.0) + (time.perf_counter() - t) * 1000, 1)
             return out
 
-    def _search(self, taken: threading.Event) -> None:
+    def _prewarm(self, report: pg_prewarm.PrewarmReport, found: list[tuple[str, int]]) -> None:
+        """The cold search indexes loaded into the server's buffers (pg_prewarm.py): a probe, then a chunk a step
+        (``load <index>`` sums an index's); a refusal by the server (the role may not use the extension) is named in
+        ``report.failed`` and the search steps go on."""
+        db = self.store._db
+        self.report.backend_pid = db.info.backend_pid
+        try:
+            plan = self._timed("prewarm", lambda: pg_prewarm.probe(db, report, found))
+            for step in pg_prewarm.chunks(plan) if plan is not None else ():
+                self._timed(f"load {step[1]}", lambda s=step: pg_prewarm.load(db, plan, *s, report))
+        except psycopg.Error as exc:
+            if self._stop.is_set():
+                raise
+            report.failed = f"{self._step}: {type(exc).__name__}: {str(exc).strip()}"
+
+    def _search(self) -> None:
         store = self.store
         self.report.backend_pid = store._db.info.backend_pid
-        found = self._timed("sample", lambda: sample(store), taken)
+        found = self._timed("sample", lambda: sample(store))
         if found is None:
             self.report.skipped = "no node with a vector to search with"
             return

@@ -464,17 +464,26 @@ class SecondConnection(PostgresStore):
 
 def _warm(store: PostgresStore, prewarm: bool, warm_up: bool | None) -> tuple[pg_prewarm.PrewarmReport,
                                                                             pg_warmup.WarmUpReport]:
-    """At open: the search indexes loaded into the server's buffers where they are cold (pg_prewarm.py), the
-    process's first full collection (not during its first queries), and the connection's backend warmed by a first
-    search run in the background (pg_warmup.py; ``warm_up`` None: when the search indexes are large enough to be
-    prewarmed), the second connection too (pg_parallel.py)."""
-    prewarmed = pg_prewarm.prewarm(store._db) if prewarm else pg_prewarm.PrewarmReport(skipped="not asked")
+    """At open: the process's first full collection (not during its first queries), and the connection's backend
+    warmed by a first search run in the background (pg_warmup.py; ``warm_up`` None: when the search indexes are large
+    enough to be prewarmed), after the search indexes are loaded into the server's buffers where they are cold
+    (pg_prewarm.py: in the same thread, so neither the open nor a first query waits for the load; ``warm_up=False``:
+    loaded in the open), the second connection too (pg_parallel.py)."""
     if prewarm:
         pg_prewarm.collect_once()
     if warm_up is False or (warm_up is None and not prewarm):
+        prewarmed = pg_prewarm.prewarm(store._db) if prewarm else pg_prewarm.PrewarmReport(skipped="not asked")
         return prewarmed, store._warm_up.skip("not asked")
-    if warm_up is None and prewarmed.blocks < pg_prewarm.MIN_BLOCKS:
-        return prewarmed, store._warm_up.skip(f"the search indexes are small (under {pg_prewarm.MIN_BLOCKS} blocks)")
+    prewarmed = pg_prewarm.PrewarmReport(skipped="not asked")
+    if prewarm:  # (warm_up None and no prewarm: returned above)
+        found = pg_prewarm.indexes(store._db)
+        prewarmed = pg_prewarm.PrewarmReport(blocks=sum(blocks for _, blocks in found))
+        if prewarmed.blocks < pg_prewarm.MIN_BLOCKS:
+            prewarmed.skipped = f"the search indexes are small (under {pg_prewarm.MIN_BLOCKS} blocks)"
+            if warm_up is None:
+                return prewarmed, store._warm_up.skip(prewarmed.skipped)
+        else:
+            store._warm_up.plan = (prewarmed, found)  # loaded by the warm-up's first steps
     warmed = store._warm_up.start()
     if store.READ_AHEAD:
         store._ahead.open_soon()
