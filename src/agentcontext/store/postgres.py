@@ -24,7 +24,7 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import pg_bulk, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_text, pg_warmup, scrub, transfer
+from . import pg_bulk, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_warmup, scrub, transfer
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import NODE_COLS, Where, held_embed_text
@@ -89,9 +89,6 @@ class PostgresStore(SQLStore):
         self.folder = pg_delta.Folder(lambda: PostgresStore(conninfo, self.schema, timeout, False, None))
         self._ahead = pg_parallel.ReadAhead(
             lambda warm: SecondConnection(conninfo, self.schema, timeout, False, None, warm_up=warm), self.url)
-        self._text_stats = pg_text.TextStats()
-        self._lexemes = pg_text.LexemeCache()
-        self._alone: dict[tuple[str, ...] | None, tuple[float, tuple[str, ...] | None]] = {}  # _scoped_stats
         self._search = PgSearch(self)
         self._text = PgText(self)
         self._deltas = pg_delta.Delta(self)
