@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from agentcontext.model import Node
-from agentcontext.store import open_store, pg_text
+from agentcontext.store import open_store, pg_text, pg_text_counts
 from agentcontext.store.migrations import Migrations
 from agentcontext.store.postgres import PostgresStore
 from tests.bytescan import hits, new_secret
@@ -63,6 +63,10 @@ def counted(store) -> tuple[dict, dict]:
 
 def exact(store) -> None:
     assert kept(store) == counted(store)
+    words = ["harbour", "walrus", "saffron", "violin", "w3", "nothingholdsthis", "the"]
+    for scope in (None, ["ns"], ["ns", "other"]):  # what a search reads: the same as the rows' own
+        assert (pg_text_counts.counts(store._read, words, scope)
+                == pg_text_counts.counts(store._read, words, scope, kept=False))
 
 
 def test_every_write_path_keeps_the_counts_exact(pg_url):

@@ -28,6 +28,12 @@ def ids_in(where: PgWhere, ids: list[str] | None) -> None:
 class PgText(Part):
     """Text search in the server, ranked with the exact counts of ``pg_text_counts`` (one statement a search)."""
 
+    @property
+    def _kept(self) -> bool:
+        """Whether the store's schema keeps the counts (``pg_text_counts.STEP``; a store kept at an older one by its
+        class's migrations, as upgrade tests do, counts its rows)."""
+        return self.store.MIGRATIONS.latest >= pg_text_counts.STEP
+
     def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
         """What ``text_search`` ranks with: (rows, average lexemes per row, whether they are few (``pg_text.SMALL``:
         every match ranked), (term, lexeme, rows holding it, None) per query lexeme), all counted exactly: in the
@@ -39,7 +45,8 @@ class PgText(Part):
             (rows, avgdl), small = pg_text.rows_of_ids(self._read, within), True
             return rows, avgdl, small, pg_text.lexemes_of_ids(self._read, terms, within)
         names = as_list(namespace)
-        rows, avgdl, found = pg_text_counts.counts(self._read, terms, None if names is None else sorted(set(names)))
+        rows, avgdl, found = pg_text_counts.counts(self._read, terms, None if names is None else sorted(set(names)),
+                                           self._kept)
         return rows, avgdl, rows <= pg_text.SMALL, [(t, x, n, None) for t, x, n in found]
 
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
@@ -102,7 +109,8 @@ class PgText(Part):
         if not terms:
             return 0, {}
         names = as_list(namespace)
-        rows, _, found = pg_text_counts.counts(self._read, terms, None if names is None else sorted(set(names)))
+        rows, _, found = pg_text_counts.counts(self._read, terms, None if names is None else sorted(set(names)),
+                                           self._kept)
         counts: dict[str, int] = {}
         for term, _, n in found:
             counts[term] = max(counts.get(term, 0), n)

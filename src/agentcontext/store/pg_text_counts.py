@@ -104,17 +104,29 @@ UNION ALL (SELECT NULL, NULL, coalesce(sum(t.rows), 0)::bigint FROM text_totals 
 UNION ALL (SELECT NULL, '', coalesce(sum(t.lengths), 0)::bigint FROM text_totals t WHERE true{scope})
 """
 SCOPE = " AND namespace = ANY(%s)"
+STEP = 14  # the migration that adds the tables
+# the same counted from the live rows themselves: a store kept at a schema before ``STEP`` (upgrade tests)
+FROM_ROWS = """
+WITH w AS (SELECT w.term, w.i, lex FROM unnest(%s::text[]) WITH ORDINALITY w(term, i),
+           unnest(tsvector_to_array(to_tsvector('english', w.term))) lex)
+SELECT w.term, w.lex, (SELECT count(*) FROM nodes WHERE retracted_at IS NULL
+                       AND tsv @@ quote_literal(w.lex)::tsquery{scope}) FROM w
+UNION ALL (SELECT NULL, NULL, count(*) FROM nodes WHERE retracted_at IS NULL{scope})
+UNION ALL (SELECT NULL, '', coalesce(sum(length(tsv)), 0)::bigint FROM nodes WHERE retracted_at IS NULL{scope})
+"""
 
 
-def counts(read: Read, terms: list[str], scope: Sequence[str] | None
+def counts(read: Read, terms: list[str], scope: Sequence[str] | None, kept: bool = True
            ) -> tuple[int, float, list[tuple[str, str, int]]]:
     """(live rows, their average lexemes, (term, lexeme, rows holding it) per term's lexeme in the terms' order) in
-    the namespaces ``scope`` (None: every one), exact."""
+    the namespaces ``scope`` (None: every one), exact; ``kept``: read from the tables (else from the rows: a store
+    at a schema before ``STEP``)."""
+    sql = COUNTS if kept else FROM_ROWS
     if scope is None:
-        found = read(COUNTS.format(scope=""), [terms])
+        found = read(sql.format(scope=""), [terms])
     else:
         names = list(scope)
-        found = read(COUNTS.format(scope=SCOPE), [terms, names, names, names])
+        found = read(sql.format(scope=SCOPE), [terms, names, names, names])
     (rows,), (lengths,) = [r[2:] for r in found[-2:]]
     return int(rows), (float(lengths) / rows if rows else 0.0), [(t, x, int(n)) for t, x, n in found[:-2]]
 
