@@ -67,6 +67,9 @@ def exact(store) -> None:
     for scope in (None, ["ns"], ["ns", "other"]):  # what a search reads: the same as the rows' own
         assert (pg_text_counts.counts(store._read, words, scope)
                 == pg_text_counts.counts(store._read, words, scope, kept=False))
+    lexemes, totals = counted(store)  # and what a search of this store ranks with right after its write
+    assert store.term_counts("harbour walrus", "ns") == (
+        totals.get("ns", (0, 0))[0], {w: lexemes[(w, "ns")] for w in ("harbour", "walrus") if (w, "ns") in lexemes})
 
 
 def test_every_write_path_keeps_the_counts_exact(pg_url):
@@ -105,6 +108,40 @@ def test_every_write_path_keeps_the_counts_exact(pg_url):
                                                         ("lantern", "lantern", lexemes[("lantern", "ns")])]
     finally:
         store.close()
+
+
+def test_a_retrieves_searches_read_the_counts_once_and_another_writer_shows_within_a_second(pg_url, monkeypatch):
+    """The searches of one retrieve ask the same words three to five times: the counts read are used again for
+    ``COUNTS_SECONDS`` (one statement a search: its rows); a write of this store forgets them at once, another
+    store's (process's) commit shows once they are that old; inside a transaction they are always read."""
+    store, other = open_store(pg_url), open_store(pg_url)
+    asked: list[str] = []
+    real = store._read
+
+    def spy(sql, params=()):
+        asked.append(sql)
+        return real(sql, params)
+
+    try:
+        store.put_nodes(nodes(300, 12))
+        monkeypatch.setattr(store, "_read", spy)
+        first = store.text_search("harbour walrus", namespace="ns", limit=10)
+        assert len(asked) == 2
+        asked.clear()
+        assert store.text_search("walrus harbour", namespace="ns", limit=10) and store.term_counts("walrus", "ns")
+        assert len(asked) == 1  # the search's rows only
+        store.put_nodes([Node(id="ns/new", kind="memory", namespace="ns", content="walrus walrus harbour")])
+        assert store.term_counts("walrus", "ns")[0] == 301  # its own write: at once
+        other.put_nodes([Node(id="ns/more", kind="memory", namespace="ns", content="walrus")])
+        with store.transaction():
+            assert store.term_counts("walrus", "ns")[0] == 302  # inside a transaction: read
+        monkeypatch.setattr(pg_text_counts, "COUNTS_SECONDS", 0.0)
+        other.put_nodes([Node(id="ns/last", kind="memory", namespace="ns", content="walrus")])
+        assert store.term_counts("walrus", "ns")[0] == 303
+        assert first
+    finally:
+        store.close()
+        other.close()
 
 
 def test_concurrent_writers_keep_the_counts_exact(pg_url):

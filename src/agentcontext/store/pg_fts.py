@@ -34,6 +34,12 @@ class PgText(Part):
         class's migrations, as upgrade tests do, counts its rows)."""
         return self.store.MIGRATIONS.latest >= pg_text_counts.STEP
 
+    def _counts(self, terms: list[str], names: list[str] | None) -> tuple[int, float, list[tuple[str, str, int]]]:
+        """``pg_text_counts.counts`` in the namespaces ``names`` (None: every one), as read less than
+        ``COUNTS_SECONDS`` ago outside a transaction (``pg_text_counts.Recent``)."""
+        scope = None if names is None else sorted(set(names))
+        return self.store._counts.get(self._read, terms, scope, self._kept, fresh=bool(self.store._depth))
+
     def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
         """What ``text_search`` ranks with: (rows, average lexemes per row, whether they are few (``pg_text.SMALL``:
         every match ranked), (term, lexeme, rows holding it, None) per query lexeme), all counted exactly: in the
@@ -45,8 +51,7 @@ class PgText(Part):
             (rows, avgdl), small = pg_text.rows_of_ids(self._read, within), True
             return rows, avgdl, small, pg_text.lexemes_of_ids(self._read, terms, within)
         names = as_list(namespace)
-        rows, avgdl, found = pg_text_counts.counts(self._read, terms, None if names is None else sorted(set(names)),
-                                           self._kept)
+        rows, avgdl, found = self._counts(terms, names)
         return rows, avgdl, rows <= pg_text.SMALL, [(t, x, n, None) for t, x, n in found]
 
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
@@ -109,8 +114,7 @@ class PgText(Part):
         if not terms:
             return 0, {}
         names = as_list(namespace)
-        rows, _, found = pg_text_counts.counts(self._read, terms, None if names is None else sorted(set(names)),
-                                           self._kept)
+        rows, _, found = self._counts(terms, names)
         counts: dict[str, int] = {}
         for term, _, n in found:
             counts[term] = max(counts.get(term, 0), n)

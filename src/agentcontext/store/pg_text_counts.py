@@ -17,6 +17,7 @@ sample): two stores of the same memories ranked differently (their top 10s agree
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Sequence
 
 Read = Callable[[str, Sequence[Any]], list[tuple]]
@@ -133,3 +134,45 @@ def counts(read: Read, terms: list[str], scope: Sequence[str] | None, kept: bool
 
 def installed(db) -> bool:
     return bool(db.execute("SELECT to_regclass('text_counts') IS NOT NULL").fetchone()[0])
+
+
+COUNTS_SECONDS = 1.0  # a store's counts read are used again this long (the searches of one retrieve ask the same
+# words three to five times: text_search, again without the names asked, ids=, term_counts), never inside a
+# transaction, and forgotten at each of its commits and rollbacks; another process's commit shows within this long
+KEPT_TERMS = 512
+
+
+class Recent:
+    """The counts one store (and its second connection) read last, per namespaces searched: exact as of their
+    read, used again for ``COUNTS_SECONDS`` when they hold every word asked (one statement fewer a search)."""
+
+    def __init__(self) -> None:
+        self._by_scope: dict[tuple[str, ...] | None, tuple[float, int, float, dict[str, list]]] = {}
+
+    def clear(self) -> None:
+        self._by_scope = {}
+
+    def get(self, read: Read, terms: list[str], scope: Sequence[str] | None, kept: bool = True,
+            fresh: bool = False) -> tuple[int, float, list[tuple[str, str, int]]]:
+        """``counts``, from what was read less than ``COUNTS_SECONDS`` ago when it holds every term (``fresh``:
+        read them now, as inside a transaction)."""
+        key = None if scope is None else tuple(scope)
+        now, held = time.monotonic(), self._by_scope.get(key)
+        if held is not None and now - held[0] > COUNTS_SECONDS:
+            held = None
+        if held is not None and not fresh and all(t in held[3] for t in terms):
+            return held[1], held[2], [row for t in terms for row in held[3][t]]
+        rows, avgdl, found = counts(read, terms, scope, kept)
+        if fresh:
+            return rows, avgdl, found
+        by_term: dict[str, list] = {t: [] for t in terms}  # a stopword (no lexeme) is remembered too
+        for row in found:
+            if row not in by_term[row[0]]:
+                by_term[row[0]].append(row)
+        if held is not None and held[1:3] == (rows, avgdl) and len(held[3]) + len(by_term) <= KEPT_TERMS:
+            by_term = {**held[3], **by_term}  # the same state of the rows, as far as N and avgdl tell: merged
+            now = held[0]
+        if len(self._by_scope) >= KEPT_TERMS:
+            self._by_scope = {}
+        self._by_scope = {**self._by_scope, key: (now, rows, avgdl, by_term)}
+        return rows, avgdl, found
