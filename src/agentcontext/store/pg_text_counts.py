@@ -68,7 +68,7 @@ TRIGGERS = tuple(
     f"{'OLD TABLE AS old_rows' if e != 'INSERT' else ''} FOR EACH STATEMENT "
     f"EXECUTE FUNCTION actx_text_counts_{e.lower()}()" for e in EVENTS)
 
-# the counts as the live rows hold them now (the migration's fill; ``recount`` after a bulk load that bypassed them)
+# the counts as the live rows hold them now (the migration fills the tables with them)
 FILL = (
     "INSERT INTO text_counts (lexeme, namespace, rows) SELECT lex, namespace, count(*) FROM nodes, "
     "unnest(tsvector_to_array(tsv)) lex WHERE retracted_at IS NULL GROUP BY lex, namespace",
@@ -95,7 +95,7 @@ def install(db) -> None:
 
 
 # (term, lexeme, rows holding it) per query term's lexeme, in the terms' order, then (NULL, NULL, rows) and
-# (NULL, NULL, lexemes of those rows added up): every count BM25 ranks with, in one statement. {scope}: the
+# (NULL, '', lexemes of those rows added up): every count BM25 ranks with, in one statement. {scope}: the
 # namespaces (``namespace = ANY(%s)``) or none (every namespace).
 COUNTS = """
 WITH w AS (SELECT w.term, w.i, lex FROM unnest(%s::text[]) WITH ORDINALITY w(term, i),
