@@ -1,5 +1,6 @@
 """The text stage of a PostgreSQL retrieve alone (issue 23 s3): the text searches the benchmark's questions make,
-replayed by this code and by the code before, on a kept ``postgres_scale.py`` cluster.
+replayed by this code and by the code before, on a kept ``postgres_scale.py`` cluster; the statements a question
+and the time of those that are not the search itself (the counts BM25 ranks with).
 
 First a process with this code asks the questions (``retrieve``, k = 10) and records every ``text_search`` call it
 makes (query, namespace, kind, limit, ids); then new processes replay those calls, ordered before, this, this,
@@ -58,12 +59,23 @@ calls = pickle.load(open(path, "rb"))
 store = open_store(url)
 if exact:
     pg_text.MATCH_ROWS = pg_text.PREFILTER = 10 ** 9
-found, spent = [], []
+found, spent, statements, counting = [], [], [], []
+read, asked = store._read, []
+def timed(sql, params=()):
+    t = time.perf_counter()
+    try:
+        return read(sql, params)
+    finally:
+        asked.append(("WITH pre AS" in sql, time.perf_counter() - t))
+store._read = timed
 for question in calls:
+    asked.clear()
     t = time.perf_counter()
     found.append([store.text_search(query, **kw) for query, kw in question])
     spent.append(time.perf_counter() - t)
-pickle.dump({"found": found, "spent": spent}, open(out, "wb"))
+    statements.append(len(asked))
+    counting.append(sum(s for search, s in asked if not search))
+pickle.dump({"found": found, "spent": spent, "statements": statements, "counting": counting}, open(out, "wb"))
 """
 
 
@@ -133,7 +145,11 @@ def main() -> None:
                          "p50_per_run_ms": [round(statistics.median(r["spent"]) * 1000, 1) for n, r in runs
                                             if n == name],
                          "exact_top10_held": top_share(next(r["found"] for n, r in runs if n == name),
-                                                       exact["found"])}
+                                                       exact["found"]),
+                         "statements a question, mean": round(statistics.mean(
+                             x for n, r in runs if n == name for x in r["statements"]), 2),
+                         "counts' statements ms a question, p50": round(statistics.median(
+                             x * 1000 for n, r in runs if n == name for x in r["counting"]), 2)}
     figures["ratio_p50 (this / before)"] = round(figures["this"]["p50_ms"] / figures["before"]["p50_ms"], 3)
     figures["ratio_mean (this / before)"] = round(figures["this"]["mean_ms"] / figures["before"]["mean_ms"], 3)
     pairs = [(a, b) for qa, qb in zip(runs[0][1]["found"], runs[1][1]["found"]) for a, b in zip(qa, qb)]

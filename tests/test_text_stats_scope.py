@@ -160,12 +160,12 @@ def test_postgres_ranking_ignores_other_namespaces(pg_server):
 
 @pytest.mark.postgres
 def test_postgres_many_rows_count_each_word_in_the_namespaces_searched(pg_server, monkeypatch):
-    """Past ``pg_text.SMALL`` rows the whole table's figures are estimates (the planner's row count, a sample, the
+    """Past ``pg_text.SMALL`` rows the whole table's figures were estimates (the planner's row count, a sample, the
     most common lexemes' shares, all over every namespace). A search of some namespaces, while others exist, counts
-    their rows and each word's rows in them instead: a word another namespace makes common (ANALYZE lists it among
-    the most common elements) moves nothing. (SMALL made small here, so a few hundred rows take that path.)"""
+    their rows and each word's rows in them (``pg_text_counts``, exact since migration 14): a word another namespace
+    makes common (ANALYZE lists it among the most common elements) moves nothing. (SMALL made small here, so a few
+    hundred rows take the capped path.)"""
     monkeypatch.setattr(pg_text, "SMALL", 50)
-    monkeypatch.setattr(pg_text, "STATS_SECONDS", 0.0)
     store = open_store(pg_server.url("scope_many"))
     try:
         store.put_nodes(_nodes("memory:alice", 400, 1))
@@ -332,14 +332,17 @@ def test_a_scoped_search_reads_one_state_of_the_file_while_another_process_commi
 
 
 @pytest.mark.postgres
-def test_postgres_a_large_namespace_asks_whether_it_is_alone_once_a_query(pg_server, monkeypatch):
+def test_postgres_a_search_is_two_statements_its_counts_and_its_rows(pg_server, monkeypatch):
     """A memory query searches its namespace's text three to five times (text_search, again without the names
-    asked, ids=, term_counts), each asking whether the namespace lies alone in the table (``pg_text.ALONE``): a round
-    trip each. For a large namespace the answer is remembered for ``ALONE_SECONDS`` (small: asked every time); after
-    that a namespace made meanwhile moves the search to the namespace's own statistics, as before."""
+    asked, ids=, term_counts). Each text_search reads every count it ranks with in one statement
+    (``pg_text_counts.COUNTS``: N, avgdl and each lexeme's rows in the namespaces, exact) and then its rows: two
+    statements, where the sampled statistics took up to four (whether the namespace lies alone, N and avgdl, the
+    lexemes, the rows); term_counts right after asks none (``pg_text_counts.COUNTS_SECONDS``). The counts are read
+    through the counts' keys, never by a scan."""
+    from agentcontext.store import pg_text_counts
+
     monkeypatch.setattr(pg_text, "SMALL", 50)
-    monkeypatch.setattr(pg_text, "STATS_SECONDS", 0.0)
-    store = open_store(pg_server.url("scope_alone"))
+    store = open_store(pg_server.url("scope_statements"))
     asked: list[str] = []
     real = store._read
 
@@ -349,42 +352,22 @@ def test_postgres_a_large_namespace_asks_whether_it_is_alone_once_a_query(pg_ser
 
     try:
         store.put_nodes(_nodes("memory:alice", 400, 1))
-        store._db.execute("ANALYZE nodes")
-        monkeypatch.setattr(store, "_read", spy)
-        first = _ranks(store, "memory:alice")
-        store.term_counts("zorblax quivertine common", namespace="memory:alice")
-        assert sum(sql == pg_text.ALONE for sql in asked) == 1
         store.put_nodes([Node(id=f"memory:bob/z{i}", kind="memory", namespace="memory:bob",
                               content=f"zorblax quivertine {i}") for i in range(3000)])
-        store._db.execute("ANALYZE nodes")
-        monkeypatch.setattr(pg_text, "ALONE_SECONDS", 0.0)
-        asked.clear()
-        assert _ranks(store, "memory:alice") == first  # counted in alice's rows: bob's words move nothing
-        assert sum(sql == pg_text.ALONE for sql in asked) == len(QUERIES) + 1
-    finally:
-        store.close()
-
-
-@pytest.mark.postgres
-def test_postgres_whether_a_namespace_is_alone_is_answered_by_index_seeks_after_analyze(pg_server):
-    """``pg_text.ALONE`` on a table of one namespace whose statistics are fresh: the planner read the old EXISTS form
-    as two sequential scans of every row (940 ms a query at 200,000 memories, remembered only 1 s); the min / max
-    form is a few index seeks whatever the statistics, and answers the same."""
-    store = open_store(pg_server.url("scope_alone_plan"))
-    try:
-        store.put_nodes([Node(id=f"memory:solo/n{i}", kind="memory", namespace="memory:solo", content=f"turn {i}")
-                         for i in range(20000)])
-        store._db.execute("ANALYZE nodes")
-        plan = "\n".join(r[0] for r in store._read("EXPLAIN " + pg_text.ALONE, [["memory:solo"]]))
-        assert "Seq Scan on nodes" not in plan, plan
-        answers = {tuple(names): store._read(pg_text.ALONE, [names])[0][0] for names in (
-            ["memory:solo"], ["a", "memory:solo"], ["memory:solo", "z"], ["a", "z"], ["memory:other"], ["a", "b"],
-            ["memory:a", "memory:solo", "memory:z"])}
-        assert answers == {("memory:solo",): True, ("a", "memory:solo"): True, ("memory:solo", "z"): True,
-                           ("a", "z"): False, ("memory:other",): False, ("a", "b"): False,
-                           ("memory:a", "memory:solo", "memory:z"): True}
-        store.put_nodes([Node(id="memory:t/x", kind="memory", namespace="memory:t", content="between")])
-        assert store._read(pg_text.ALONE, [["memory:a", "memory:solo", "memory:z"]])[0][0] is False
-        assert store._read(pg_text.ALONE, [["memory:solo", "memory:t"]])[0][0] is True
+        store._db.execute("ANALYZE")
+        monkeypatch.setattr(store, "_read", spy)
+        for namespace in ("memory:alice", None, ["memory:alice", "memory:bob"]):
+            asked.clear()
+            assert store.text_search("zorblax weather", namespace=namespace, limit=10)
+            assert len(asked) == 2 and asked[0].startswith(pg_text_counts.COUNTS.format(scope="")[:30])
+            asked.clear()
+            store.term_counts("zorblax weather", namespace=namespace)
+            assert asked == []  # the search's counts, read less than a second ago
+        scoped = pg_text_counts.COUNTS.format(scope=pg_text_counts.SCOPE)
+        with store.transaction():
+            store._db.execute("SET LOCAL enable_seqscan = off")  # what the plan would be on a large table
+            plan = "\n".join(r[0] for r in store._db.execute(
+                "EXPLAIN " + scoped, [["zorblax", "weather"], ["memory:alice"], ["memory:alice"], ["memory:alice"]]))
+        assert "Seq Scan on text_counts" not in plan, plan
     finally:
         store.close()

@@ -3,11 +3,10 @@ of the namespaces searched (``pg_text``), the counts a ranking weighs a query's 
 sharded store ranks on each shard with every shard's statistics added up (``_bm25_stats``, ``_ranked``)."""
 from __future__ import annotations
 
-import time
 from typing import Sequence
 
 from ..text import informative, query_terms
-from . import pg_text
+from . import pg_text, pg_text_counts
 from .pg_sql import PgWhere
 from .rows import as_list
 from .sql_part import Part
@@ -27,32 +26,33 @@ def ids_in(where: PgWhere, ids: list[str] | None) -> None:
 
 
 class PgText(Part):
-    """Text search in the server; what it remembers between searches is the store's (``_text_stats``, ``_lexemes``,
-    ``_alone``). No ``__slots__``: a benchmark swaps ``_text_scope`` on it (benchmarks/text_scope.py)."""
+    """Text search in the server, ranked with the exact counts of ``pg_text_counts`` (one statement a search)."""
 
     @property
-    def _text_stats(self) -> pg_text.TextStats:
-        return self.store._text_stats
+    def _kept(self) -> bool:
+        """Whether the store's schema keeps the counts (``pg_text_counts.STEP``; a store kept at an older one by its
+        class's migrations, as upgrade tests do, counts its rows)."""
+        return self.store.MIGRATIONS.latest >= pg_text_counts.STEP
 
-    @property
-    def _lexemes(self) -> pg_text.LexemeCache:
-        return self.store._lexemes
-
-    @property
-    def _alone(self) -> dict[tuple[str, ...] | None, tuple[float, tuple[str, ...] | None]]:
-        return self.store._alone
+    def _counts(self, terms: list[str], names: list[str] | None) -> tuple[int, float, list[tuple[str, str, int]]]:
+        """``pg_text_counts.counts`` in the namespaces ``names`` (None: every one), as read less than
+        ``COUNTS_SECONDS`` ago outside a transaction (``pg_text_counts.Recent``)."""
+        scope = None if names is None else sorted(set(names))
+        return self.store._counts.get(self._read, terms, scope, self._kept, fresh=bool(self.store._depth))
 
     def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
-        """What ``text_search`` ranks with: (rows, average lexemes per row, whether counted exactly, (term, lexeme,
-        rows holding it, share of rows by the planner's statistics) per query lexeme); a sharded store adds up those
-        of its shards, so each shard ranks with the statistics one server holding every row would use."""
+        """What ``text_search`` ranks with: (rows, average lexemes per row, whether they are few (``pg_text.SMALL``:
+        every match ranked), (term, lexeme, rows holding it, None) per query lexeme), all counted exactly: in the
+        namespaces searched (``pg_text_counts``), or among the ``within`` rows; a sharded store adds up those of its
+        shards, so each shard ranks with the statistics one server holding every row would use."""
         terms = query_terms(query)
         if within is not None:  # counted exactly, every time
             within = list(dict.fromkeys(within))
             (rows, avgdl), small = pg_text.rows_of_ids(self._read, within), True
-            return rows, avgdl, small, pg_text.lexemes(self._read, terms, True, ids=within)
-        scope, rows, avgdl, small = self._scoped_stats(namespace)
-        return rows, avgdl, small, self._lexemes.get(self._read, terms, small, scope)
+            return rows, avgdl, small, pg_text.lexemes_of_ids(self._read, terms, within)
+        names = as_list(namespace)
+        rows, avgdl, found = self._counts(terms, names)
+        return rows, avgdl, rows <= pg_text.SMALL, [(t, x, n, None) for t, x, n in found]
 
     def text_search(self, query: str, namespace=None, kind=None, limit: int = 50, common: float | None = None,
                     ids: Sequence[str] | None = None,
@@ -106,46 +106,18 @@ class PgText(Part):
                   [pg_text.quote_lexeme(x) for x in ordered]]
         return [(r[0], float(r[1])) for r in self._read(sql, params)]
 
-    def _scoped_stats(self, namespace) -> tuple[tuple[str, ...] | None, int, float, bool]:
-        """(``_text_scope``, rows, avgdl, whether few) of a search of ``namespace``. Whether the namespaces are
-        alone is remembered for ``pg_text.ALONE_SECONDS`` when their statistics are estimates (many rows): a
-        ranking asks three to five times a query, each a round trip."""
-        key = pg_text.scope_key(as_list(namespace))
-        kept = self._alone.get(key)
-        if kept is not None and time.monotonic() - kept[0] <= pg_text.ALONE_SECONDS:
-            scope = kept[1]
-        else:
-            scope = self._text_scope(namespace)
-        rows, avgdl, small = self._text_stats.get(self._read, scope)
-        if small:
-            self._alone.pop(key, None)
-        elif kept is None or kept[1] != scope or time.monotonic() - kept[0] > pg_text.ALONE_SECONDS:
-            if len(self._alone) >= pg_text.LEXEME_CACHE:
-                self._alone.clear()
-            self._alone[key] = (time.monotonic(), scope)
-        return scope, rows, avgdl, small
-
-    def _text_scope(self, namespace) -> tuple[str, ...] | None:
-        """The namespaces whose statistics rank a search of ``namespace``: None (the whole table's) when no node
-        lies outside them, which spares counting them."""
-        names = as_list(namespace)
-        if names is None or self._read(pg_text.ALONE, [names])[0][0]:
-            return None
-        return pg_text.scope_key(names)
-
     def term_counts(self, query: str, namespace=None) -> tuple[int, dict[str, int]]:
-        """(rows of the text index, rows holding each query word's lexemes): the counts ``text_search`` ranks
-        with (``pg_text.TextStats``, ``LexemeCache``: estimates on a large table, remembered as there, so asking
-        after a search of the same words costs no round trip), for weighting a query's words by their idf (issue
-        11 s5 (b), memory/server_search.py); of the rows of ``namespace`` as ``text_search`` counts them. A word
-        with no lexeme (a stopword) is left out."""
+        """(live rows in ``namespace``, rows holding each query word's lexemes): the counts ``text_search`` ranks
+        with, exact (``pg_text_counts``), for weighting a query's words by their idf (issue 11 s5 (b),
+        memory/server_search.py). A word with no lexeme (a stopword) is left out."""
         terms = query_terms(query)
         if not terms:
             return 0, {}
-        scope, rows, _, small = self._scoped_stats(namespace)
+        names = as_list(namespace)
+        rows, _, found = self._counts(terms, names)
         counts: dict[str, int] = {}
-        for term, _, n, share in self._lexemes.get(self._read, terms, small, scope):
-            counts[term] = max(counts.get(term, 0), n if n is not None else int((share or 0.0) * rows))
+        for term, _, n in found:
+            counts[term] = max(counts.get(term, 0), n)
         return rows, counts
 
     def phrase_search(self, phrase: str, namespace=None, kind=None, limit: int | None = None) -> list[str]:

@@ -24,7 +24,8 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import pg_bulk, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_text, pg_warmup, scrub, transfer
+from . import (pg_bulk, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_text_counts, pg_warmup, scrub,
+               transfer)
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import NODE_COLS, Where, held_embed_text
@@ -88,12 +89,11 @@ class PostgresStore(SQLStore):
         self.fold_at = fold_at  # a commit leaving more vectors pending starts a background fold (None: never)
         self.folder = pg_delta.Folder(lambda: PostgresStore(conninfo, self.schema, timeout, False, None))
         self._ahead = pg_parallel.ReadAhead(
-            lambda warm: SecondConnection(conninfo, self.schema, timeout, False, None, warm_up=warm), self.url)
-        self._text_stats = pg_text.TextStats()
-        self._lexemes = pg_text.LexemeCache()
-        self._alone: dict[tuple[str, ...] | None, tuple[float, tuple[str, ...] | None]] = {}  # _scoped_stats
+            lambda warm: SecondConnection(conninfo, self.schema, timeout, False, None, warm_up=warm,
+                                          counts=self._counts), self.url)
         self._search = PgSearch(self)
         self._text = PgText(self)
+        self._counts = pg_text_counts.Recent()  # BM25's counts read last (the second connection shares them)
         self._deltas = pg_delta.Delta(self)
         self._warm_up = pg_warmup.WarmUp(self)
         self._connect()
@@ -172,6 +172,7 @@ class PostgresStore(SQLStore):
         grew = self._vector_loader is not None and self._vector_loader.pending
         self._finish_loads()
         self._db.execute("COMMIT")
+        self._counts.clear()  # what it wrote changed BM25's counts
         if grew:
             self._deltas.grew()  # a background fold when the delta outgrew its bound (pg_delta.Delta)
 
@@ -187,6 +188,7 @@ class PostgresStore(SQLStore):
                 raise
 
     def _rollback(self) -> None:
+        self._counts.clear()
         self._vector_loader = None
         self._dropped.clear()
         if not (self._db.broken or self._db.closed):
@@ -460,6 +462,10 @@ class SecondConnection(PostgresStore):
     no further connection of its own."""
 
     READ_AHEAD = False
+
+    def __init__(self, *args: Any, counts: pg_text_counts.Recent, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._counts = counts  # the first connection's: its commits forget them for both
 
 
 def _warm(store: PostgresStore, prewarm: bool, warm_up: bool | None) -> tuple[pg_prewarm.PrewarmReport,

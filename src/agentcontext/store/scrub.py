@@ -14,8 +14,8 @@ from ..errors import ValidationError
 from .pg_hash import text as hash_text
 
 ERASE_ACTION = "erase_entity"  # the receipts themselves are never redacted
-TABLES = ("nodes", "node_versions", "edges", "vectors", "tombstones", "records", "audit", "changes")
-CONTENT_TABLES = ("nodes", "node_versions", "edges", "vectors", "records", "audit")
+TABLES = ("nodes", "node_versions", "edges", "vectors", "tombstones", "records", "audit", "changes", "text_counts")
+CONTENT_TABLES = ("nodes", "node_versions", "edges", "vectors", "records", "audit", "text_counts")
 """The tables whose rows an erasure deletes or rewrites (tombstones and the change log only gain rows that hold ids,
 never content, so their files need no rewrite)."""
 

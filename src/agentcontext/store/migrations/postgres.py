@@ -317,3 +317,14 @@ def node_hash_bytes(db) -> None:
                f"UNION ALL SELECT {VERSION_COLS}, NULL AS embed_text FROM nodes")
     db.execute("ANALYZE nodes")
     db.execute("ANALYZE node_versions")
+
+
+@MIGRATIONS.step(14, "BM25's counts exact: text_counts (live rows per lexeme and namespace) and text_totals (live rows "
+                     "and their lexemes per namespace), kept by triggers on nodes in every write's transaction "
+                     "(store/pg_text_counts.py)")
+def exact_text_counts(db) -> None:
+    """Two tables, three statement-level triggers and one pass over the live rows' tsvectors to fill them (200,000
+    memories: see docs/POSTGRES_SCALE.md). Run again on a schema that has them, it counts them again."""
+    from ..pg_text_counts import install
+
+    install(db)
