@@ -18,6 +18,15 @@ from typing import Any, Callable
 
 from ..errors import AgentContextError, StoreError
 
+# How long ``ReadAhead.start`` waits for an idle worker to take up a read, at most (s). Python runs one thread at a
+# time (the GIL): a worker woken while the caller computes waits for the interpreter until the caller next waits for
+# a server or has run for the switch interval (5 ms), so a read started ahead before a stretch of the caller's own
+# work (a ranking's Python) left a few milliseconds later than asked (measured at 200,000 and 1,000,000 memories:
+# the own vectors' inner products queued 6-13 ms behind nothing, benchmarks/postgres_fusion_split.py). Waiting for
+# the worker to begin hands it the interpreter at once; it keeps it while it builds and sends its statement (about
+# a millisecond), then waits for the server and the caller goes on.
+HANDOFF = 0.05
+
 
 def read_ahead(store: Any, read: Callable[[Any], Any]) -> Pending:
     """Start ``read(store)`` (reads only) on ``store``'s second connection (``store._ahead``) and go on; its answer
@@ -54,6 +63,7 @@ class ReadAhead:
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._running = 0  # reads submitted and not yet ended
 
     @property
     def opened(self) -> bool:
@@ -68,23 +78,36 @@ class ReadAhead:
                 raise StoreError(f"the store at {self._url} is closed; open it again to read", url=self._url)
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="agentcontext-read-ahead")
-            return Pending(self._pool.submit(self._run, read, warm_up), url=self._url)
+            # an idle worker on an open connection: hand it the interpreter until its statement is out (HANDOFF)
+            began = threading.Event() if self._running == 0 and self.opened and not warm_up else None
+            self._running += 1
+            future = self._pool.submit(self._run, read, warm_up, began)
+        if began is not None:
+            began.wait(HANDOFF)
+        return Pending(future, url=self._url)
 
     def open_soon(self) -> None:
         """Open the second connection now, in the background, its backend warmed like the main one (a store whose
         main connection warms up: so a process's first query does not wait for either)."""
         self.start(lambda store: None, warm_up=True)
 
-    def _run(self, read: Callable[[Any], Any], warm_up: bool = False) -> Any:
+    def _run(self, read: Callable[[Any], Any], warm_up: bool = False, began: threading.Event | None = None) -> Any:
         try:
             if self._store is None:
                 self._store = self._opener(warm_up)
+            if began is not None:  # the caller waits for this; it runs again once this thread waits for the server
+                began.set()
             return read(self._store)
         except AgentContextError:
             raise
         except Exception as exc:  # psycopg's errors (a lost server, a statement refused) as ours, with what to do
             raise StoreError(f"a read on the store's second connection failed: {exc}; check that the server at "
                              f"{self._url} runs, then ask again", url=self._url) from exc
+        finally:
+            if began is not None:
+                began.set()
+            with self._lock:
+                self._running -= 1
 
     def close(self) -> None:
         """Close the second connection once its current read ends (reads queued behind it are dropped)."""
