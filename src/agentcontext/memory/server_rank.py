@@ -15,7 +15,6 @@ below it keeps its value without them.
 """
 from __future__ import annotations
 
-from itertools import chain, repeat
 from typing import Any, Protocol
 
 import numpy as np
@@ -91,7 +90,6 @@ class Table:
             np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32),
             np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object),
             np.zeros(0, dtype=object))
-        self.linked = (np.zeros(0, dtype=bool), np.zeros(0, dtype=bool))  # whether it has a previous / next turn
         self.refs = np.zeros(0, dtype=np.uint8)  # time bits, read for the rows where ``timed``
         self.months = np.zeros((0, 2), dtype=np.int64)
         self.timed = np.zeros(0, dtype=bool)
@@ -101,11 +99,10 @@ class Table:
         """The table's row of each candidate, the new ones read (their inner products not in ``known`` asked of the
         server in one statement; ``known`` gains them, NaN: no such vector)."""
         slot = self.slot
-        got = list(map(slot.get, [c.id for c in candidates]))
-        if None in got:
-            self._add(ws, qv, [c for c, r in zip(candidates, got) if r is None], links, known)
-            got = [slot[c.id] for c in candidates]
-        return np.array(got, dtype=np.int64).reshape(len(candidates))
+        new = [c for c in candidates if c.id not in slot]
+        if new:
+            self._add(ws, qv, new, links, known)
+        return np.fromiter((slot[c.id] for c in candidates), dtype=np.int64, count=len(candidates))
 
     def _add(self, ws: Workspace, qv: np.ndarray, new: list[Node], links: Links, known: dict[str, float]) -> None:
         nodes, following = links.nodes, links.next
@@ -127,13 +124,10 @@ class Table:
         has_pair, has_follow = pair == pair, follow == follow
         count = 1 + has_pair.astype(np.int64) + has_follow.astype(np.int64)
         titles = self.titles
-        before = [p.get("prev") or "" for p in props]
         added = (np.where(own == own, own, 0.0).astype(np.float32), np.where(has_pair, pair, 0.0).astype(np.float32),
                  np.where(has_follow, follow, 0.0).astype(np.float32), count,
                  np.array([titles.setdefault(c.title or "", len(titles)) for c in new], dtype=np.int64),
-                 np.array(before, dtype=object), np.array(after, dtype=object))
-        self.linked = (np.concatenate((self.linked[0], np.array([bool(b) for b in before], dtype=bool))),
-                       np.concatenate((self.linked[1], np.array([bool(a) for a in after], dtype=bool))))
+                 np.array([p.get("prev") or "" for p in props], dtype=object), np.array(after, dtype=object))
         self.slot.update(zip(ids, range(len(self.slot), len(self.slot) + len(ids))))
         self._cols = tuple(np.concatenate((col, more)) for col, more in zip(self._cols, added))
         grown = len(ids)
@@ -179,17 +173,15 @@ def rank(ws: Workspace, qv: np.ndarray, candidates: list[Node], links: Links, ra
     dense = ((own + pair + follow) / count).astype(np.float32)
     # keyword scores: the candidates' (rows [0, n)), then their previous turns' and their next turns' (a turn's
     # keyword score is its own whether it is a candidate or not)
-    score = raw.get
-    ids = [c.id for c in candidates]
-    bm25_raw = np.array(list(map(score, ids, repeat(0.0, n))), dtype=np.float32)
-    around = np.array(list(map(score, chain(prev_all[rows].tolist(), next_all[rows].tolist()), repeat(0.0, 2 * n))),
-                      dtype=np.float32)
+    prev_ids, next_ids = prev_all[rows].tolist(), next_all[rows].tolist()
+    bm25_raw = np.array([raw.get(c.id, 0.0) for c in candidates], dtype=np.float32)
+    around = np.array([raw.get(i, 0.0) for i in prev_ids] + [raw.get(i, 0.0) for i in next_ids], dtype=np.float32)
     keyword = (np.clip(np.concatenate((bm25_raw, around)), 0.0, None) * scale).astype(np.float32)
     at = np.arange(n, dtype=np.int64)
     prev = np.full(3 * n, -1, dtype=np.int64)
     nxt_rows = np.full(3 * n, -1, dtype=np.int64)
-    prev[:n] = np.where(table.linked[0][rows], n + at, -1)
-    nxt_rows[:n] = np.where(table.linked[1][rows], 2 * n + at, -1)
+    prev[:n] = np.where(prev_all[rows] != "", n + at, -1)
+    nxt_rows[:n] = np.where(next_all[rows] != "", 2 * n + at, -1)
     values = {"dense": dense, "keyword": keyword[:n], "neighbour": neighbour_sum(keyword, prev, nxt_rows)[:n]}
     if named:
         speaks = np.array([t in named for t in table.titles], dtype=bool)
