@@ -59,26 +59,6 @@ def test_the_concurrent_ranking_is_the_sequential_one(memory, monkeypatch):
     assert all(len(a) == 10 for a in sequential)
 
 
-def test_while_the_dense_pool_is_still_read_the_main_connection_reads_inner_products_and_ranks_the_same(
-        memory, monkeypatch):
-    """The main connection, which would idle waiting for the pool read ahead, reads the inner products of the nodes it
-    has (server_search ``_sims_early``); the read ahead then asks only the rest: the same hits, order and scores."""
-    mem, questions = memory
-    store = mem.workspace.store
-    calls: list[int] = []
-    real = store.similarities
-    monkeypatch.setattr(store, "similarities", lambda *a, **kw: calls.append(1) or real(*a, **kw))  # the main one's
-    idle = answers(mem, questions)
-    on_idle, calls[:] = len(calls), []
-    busy = []
-    for q in questions:  # the second connection busy: the pool's read waits behind this one
-        store.read_ahead(lambda s: s._read("SELECT pg_sleep(0.05)"))
-        busy += answers(mem, [q])
-    assert len(calls) > on_idle  # the main connection read inner products while it waited
-    monkeypatch.setattr(store, "READ_AHEAD", False)
-    assert busy == idle == answers(mem, questions)
-
-
 def test_reads_ahead_go_to_the_second_connection_and_see_what_is_committed(memory):
     mem, _ = memory
     store = mem.workspace.store

@@ -61,12 +61,6 @@ class Reads:
         else:
             self._started[label] = (key, _Later(lambda: read(store)))
 
-    def done(self, label: str) -> bool:
-        """Whether the read under ``label`` (if any) has its answer, so ``take`` would not wait for it."""
-        started = self._started.get(label)
-        done = getattr(started[1], "done", None) if started is not None else None
-        return done is None or bool(done())  # a pending read that cannot say: as if it had it (read as before)
-
     def take(self, label: str, key: Hashable) -> Any | None:
         started = self._started.pop(label, None)
         if started is None or started[0] != key:
@@ -77,6 +71,3 @@ class Reads:
 class _Later:
     def __init__(self, fn: Callable[[], Any]) -> None:
         self.result = fn
-
-    def done(self) -> bool:  # read when taken, on the one connection: taking it waits for nothing else
-        return True

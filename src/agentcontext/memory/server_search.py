@@ -133,7 +133,6 @@ class _Query:
         self.texts: dict[str, float] = {}  # text scores of candidates beyond the text pool
         self.restated = False  # whether the speakers the query names have left its dense vector (rank)
         self.meaning, self.named = text, set()  # what ``qv`` embeds; the named speakers the last round found
-        self._early: dict[str, float] = {}  # inner products read while the dense pool was read ahead (rank)
 
     def passes(self, node: Node) -> bool:
         props = node.props or {}
@@ -165,40 +164,22 @@ class _Query:
                         lambda s: s.nearest(qv, self.model, named_pool, titles=titles, **where))
         return reads
 
-    def _sims_early(self, reads: Reads) -> dict[str, float]:
-        """While the dense pool is still read ahead (the main connection would idle waiting for it), the inner
-        products of the own vectors of the nodes read so far (the text hits and their neighbours) on the main
-        connection; ``_sims_ahead`` leaves them out and keeps the ones it would have asked (the same values: the
-        server scores each own vector alone). Nothing when the pool is in (the usual case at 1,000,000 memories)."""
-        if reads.done("nearest"):
-            return {}
-        nodes = self.links.nodes
-        context = {h for n in nodes.values() if (h := (n.props or {}).get("pair_hash"))}
-        hashes = list(dict.fromkeys(h for n in nodes.values() if (h := n.embed_hash) and h not in self.sims
-                                    and h not in context))
-        found = self.store.similarities(self.qv, self.model, hashes) if hashes else {}
-        return {h: found.get(h, np.nan) for h in hashes}
-
-    def _sims_ahead(self, reads: Reads, nearest: list[tuple[str, float]],
-                    early: dict[str, float]) -> list[str]:
+    def _sims_ahead(self, reads: Reads, nearest: list[tuple[str, float]]) -> list[str]:
         """Start the inner products of the own vectors of the nodes read so far (the seeds and their neighbours: most
         of the candidates) with the query, while their neighbours and text scores are read; the hashes asked. Own
         vectors only: the server scores each row alone (the same value in any batch), where a context vector held as
         int8 is scored in the client a batch at a time (pg_q8.scores: a row at a batch's end can come a float32 step
         apart), so those stay in the one batch ``Table`` reads, as before. The dense pool's own vectors are left out:
-        the server scored them already. ``early``: those read already (``_sims_early``), kept where they would have
-        been asked here (the same set of hashes either way)."""
+        the server scored them already."""
         nodes = self.links.nodes
         scored = {n.embed_hash for i, _ in nearest if (n := nodes.get(i)) is not None}
         context = {h for n in nodes.values() if (h := (n.props or {}).get("pair_hash"))}
         hashes = list(dict.fromkeys(h for n in nodes.values() if (h := n.embed_hash) and h not in self.sims
                                     and h not in scored and h not in context))
-        asked = [h for h in hashes if h not in early]
-        if asked:
+        if hashes:
             qv = self.qv
-            reads.start("sims", self.meaning, lambda s: s.similarities(qv, self.model, asked))
-        self._early = {h: early[h] for h in hashes if h in early}
-        return asked
+            reads.start("sims", self.meaning, lambda s: s.similarities(qv, self.model, hashes))
+        return hashes
 
     def rank(self, k: int, pool: int, text_pool: int, named_pool: int,
              expand: int | None = None) -> tuple[list[Hit], bool]:
@@ -225,12 +206,11 @@ class _Query:
                         text_hits = store.text_search(keywords, namespace=namespace, kind=KIND, limit=text_pool,
                                                       common=self.common) if keywords else []
                     raw = dict(text_hits)
-        early = self._sims_early(reads)  # the main connection's idle wait for the pool put to use
         nearest = reads.take("nearest", (self.meaning, pool))
         if nearest is None:  # the guess missed the names
             nearest = self._nearest(pool)
         nodes = links.load([i for i, _ in nearest] + list(raw))
-        ahead = self._sims_ahead(reads, nearest, early)
+        ahead = self._sims_ahead(reads, nearest)
         named = self.named = _named(self.text, nodes.values(), self.weights)
         named_nearest: list[tuple[str, float]] = []
         if named:  # each named speaker's nearest turns: the boost may lift them above the pool
@@ -268,8 +248,6 @@ class _Query:
             found = reads.take("sims", self.meaning)
             for h in ahead:
                 self.sims.setdefault(h, found.get(h, np.nan))
-        for h, value in self._early.items():  # and those read while the pool was read ahead
-            self.sims.setdefault(h, value)
         table = Table()  # what the ranking read of each candidate, read once a round (memory/server_rank.py)
         hits, fused, ghost_scores = rank_candidates(self.ws, self.qv, candidates, links, raw, named, k, self.weights,
                                                     ghosts, self.sims, scale, self.text, table)

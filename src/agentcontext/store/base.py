@@ -451,8 +451,7 @@ class ReadAhead(Protocol):
     def read_ahead(self, read: Callable[[Any], Any]) -> Any:
         """Start ``read(store)`` on a second connection of this store (outside a transaction; inside one, on this
         connection when the answer is asked) and return at once a pending read whose ``result()`` gives its answer
-        or raises the read's error (a ``StoreError`` when the store closed first), and whose ``done()`` says whether
-        ``result()`` would answer without waiting (memory search reads something else meanwhile when it would not)."""
+        or raises the read's error (a ``StoreError`` when the store closed first)."""
 
 
 OPTIONAL_METHODS: dict[Capability, type] = {Capability.VECTOR_SEARCH: VectorSearch,

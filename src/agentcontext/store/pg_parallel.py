@@ -43,11 +43,6 @@ class Pending:
     def __init__(self, future: Future | None = None, later: Callable[[], Any] | None = None, url: str = "") -> None:
         self._future, self._later, self._url = future, later, url
 
-    def done(self) -> bool:
-        """Whether ``result()`` would answer now without waiting for the second connection (a read left for the main
-        connection: True, it waits for nothing else)."""
-        return self._future is None or self._future.done()
-
     def result(self) -> Any:
         if self._future is None:
             assert self._later is not None
