@@ -46,6 +46,8 @@ stages, profile = json.loads(sys.argv[4]), int(sys.argv[5])
 store = open_store(url)
 if mode.startswith("serial"):
     store.READ_AHEAD = False
+if "noearly" in mode and hasattr(server_search._Query, "_sims_early"):  # no inner products read while the pool is
+    server_search._Query._sims_early = lambda self, reads: {}  # read ahead (compare that step alone)
 if "switch" in mode:  # e.g. ahead-switch0.5: the interpreter's GIL switch interval in ms
     sys.setswitchinterval(float(mode.split("switch")[1]) / 1000)
 ws = Workspace(store)
@@ -219,7 +221,7 @@ def main() -> None:
                            "queries": args.queries, "note": "2-core machine shared by seven engineers"}
     try:
         for i, mode in enumerate(args.modes.split(",")):
-            for name, src in codes:
+            for name, src in codes if i % 2 == 0 else codes[::-1]:  # before, this, this, before, ...
                 got = run(server.url("scale"), mode, asked, src, args.profile if name == "this" else 0)
                 out[f"{name} {mode} #{i + 1}"] = summary(got)
                 if got.get("profile"):
