@@ -104,7 +104,10 @@ def started(self, label, key, read):
         finally:
             mark["end"], mark["cpu"] = pc(), tt() - c
     self.__dict__.setdefault("_marks", {})[label] = mark
-    return start(self, label, key, timed_read)
+    try:
+        return start(self, label, key, timed_read)
+    finally:
+        mark["handed"] = pc() - mark["submit"]  # the caller's time in start (the handoff to an idle worker)
 def taken(self, label, key):
     t = pc()
     try:
@@ -158,6 +161,7 @@ for q in questions[1:]:
         elif "begin" in e:
             row["run " + lab] = e["end"] - e["begin"]
             row["cpu " + lab] = e["cpu"]
+        row["start " + lab] = row.get("start " + lab, 0.0) + e.get("handed", 0.0)
         if not e["used"]:
             row["missed " + lab] = row.get("missed " + lab, 0) + 1
     row["waits"] = sum(v for k, v in row.items() if k.startswith("wait "))

@@ -92,18 +92,19 @@ def test_a_failure_on_the_second_connection_is_a_store_error_and_it_reads_on(mem
 
 
 def test_a_read_started_on_an_idle_second_connection_has_begun_when_the_caller_goes_on(memory):
-    """The caller hands the idle worker the interpreter (pg_parallel.HANDOFF): its statement leaves before the
-    caller's own work, not when the caller next waits for its server (a ranking's Python: 6-13 ms later)."""
+    """Asked to (``handoff``), the caller hands the idle worker the interpreter (pg_parallel.HANDOFF): its statement
+    leaves before the caller's own work, not when the caller next waits for its server (a ranking's Python: 6-17 ms
+    later); a search asks it for the inner products it starts before its own Python (server_search._sims_ahead)."""
     store = memory[0].workspace.store
     store.read_ahead(lambda s: s.count_nodes()).result()  # the second connection open, its worker idle
     for _ in range(3):
         began: list[bool] = []
-        pending = store.read_ahead(lambda s, began=began: began.append(True) or s.count_nodes())
+        pending = store.read_ahead(lambda s, began=began: began.append(True) or s.count_nodes(), handoff=True)
         assert began  # the worker ran the read while the caller waited; the caller runs on from here
         pending.result()
-    slow = store.read_ahead(lambda s: s._read("SELECT pg_sleep(0.3), 1"))
+    slow = store.read_ahead(lambda s: s._read("SELECT pg_sleep(0.3), 1"), handoff=True)
     t = time.perf_counter()
-    queued = store.read_ahead(lambda s: s.count_nodes())  # behind a read in flight: no wait for it
+    queued = store.read_ahead(lambda s: s.count_nodes(), handoff=True)  # behind a read in flight: no wait for it
     assert time.perf_counter() - t < 0.2
     assert slow.result()[0][1] == 1 and queued.result() >= 0
 

@@ -18,23 +18,27 @@ from typing import Any, Callable
 
 from ..errors import AgentContextError, StoreError
 
-# How long ``ReadAhead.start`` waits for an idle worker to take up a read, at most (s). Python runs one thread at a
-# time (the GIL): a worker woken while the caller computes waits for the interpreter until the caller next waits for
-# a server or has run for the switch interval (5 ms), so a read started ahead before a stretch of the caller's own
-# work (a ranking's Python) left a few milliseconds later than asked (measured at 200,000 and 1,000,000 memories:
-# the own vectors' inner products queued 6-13 ms behind nothing, benchmarks/postgres_fusion_split.py). Waiting for
-# the worker to begin hands it the interpreter at once; it keeps it while it builds and sends its statement (about
-# a millisecond), then waits for the server and the caller goes on.
+# How long ``ReadAhead.start(handoff=True)`` waits for an idle worker to take up a read, at most (s). Python runs one
+# thread at a time (the GIL): a worker woken while the caller computes waits for the interpreter until the caller next
+# waits for a server or has run for the switch interval (5 ms), so a read started ahead before a stretch of the
+# caller's own work (a ranking's Python) left milliseconds later than asked (measured at 200,000 and 1,000,000
+# memories: the own vectors' inner products queued 6-17 ms behind nothing, benchmarks/postgres_fusion_split.py).
+# Waiting for the worker to begin hands it the interpreter at once; it keeps it while it builds and sends its
+# statement, then waits for the server and the caller goes on (the caller's cost: that statement's building, ~1.5 ms
+# quiet, 5-9 ms on a machine loaded 12-14 where the worker waits for a core too). Only where asked: a read started
+# before the caller's own read (the dense pool, before the text search) goes out when the caller waits for its server.
 HANDOFF = 0.05
 
 
-def read_ahead(store: Any, read: Callable[[Any], Any]) -> Pending:
+def read_ahead(store: Any, read: Callable[[Any], Any], handoff: bool = False) -> Pending:
     """Start ``read(store)`` (reads only) on ``store``'s second connection (``store._ahead``) and go on; its answer
     comes from ``result()``. Inside a transaction (whose writes it must see), or where reads do not leave the main
-    connection (``store.READ_AHEAD`` false), ``read(store)`` runs on the main connection when ``result()`` asks."""
+    connection (``store.READ_AHEAD`` false), ``read(store)`` runs on the main connection when ``result()`` asks.
+    ``handoff``: the caller goes on to work of its own in Python (not a read of its own, which waits for its server
+    and so lets the worker run anyway): an idle worker is handed the interpreter first (``HANDOFF``)."""
     if store._depth or not store.READ_AHEAD:
         return Pending(later=lambda: read(store))
-    return store._ahead.start(read)
+    return store._ahead.start(read, handoff=handoff)
 
 
 class Pending:
@@ -70,16 +74,17 @@ class ReadAhead:
         """Whether the second connection is open (tests; it opens on the first read started ahead)."""
         return self._store is not None and not self._store._closed
 
-    def start(self, read: Callable[[Any], Any], warm_up: bool = False) -> Pending:
+    def start(self, read: Callable[[Any], Any], warm_up: bool = False, handoff: bool = False) -> Pending:
         """Start ``read(store)`` on the second connection's store (opened first if need be; ``warm_up``: with its
-        first search run in the background, pg_warmup.py)."""
+        first search run in the background, pg_warmup.py; ``handoff``: an idle worker is handed the interpreter
+        until the read begins, ``HANDOFF``)."""
         with self._lock:
             if self._closed:
                 raise StoreError(f"the store at {self._url} is closed; open it again to read", url=self._url)
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="agentcontext-read-ahead")
             # an idle worker on an open connection: hand it the interpreter until its statement is out (HANDOFF)
-            began = threading.Event() if self._running == 0 and self.opened and not warm_up else None
+            began = threading.Event() if handoff and self._running == 0 and self.opened and not warm_up else None
             self._running += 1
             future = self._pool.submit(self._run, read, warm_up, began)
         if began is not None:
