@@ -95,7 +95,7 @@ def ranked(*a, **kw):
 server_search.rank_candidates = ranked
 Reads = server_gather.Reads
 start, take = Reads.start, Reads.take
-def started(self, label, key, read):
+def started(self, label, key, read, **kw):
     mark = {"label": label, "submit": pc()}
     def timed_read(s):
         mark["begin"], c = pc(), tt()
@@ -105,7 +105,7 @@ def started(self, label, key, read):
             mark["end"], mark["cpu"] = pc(), tt() - c
     self.__dict__.setdefault("_marks", {})[label] = mark
     try:
-        return start(self, label, key, timed_read)
+        return start(self, label, key, timed_read, **kw)
     finally:
         mark["handed"] = pc() - mark["submit"]  # the caller's time in start (the handoff to an idle worker)
 def taken(self, label, key):

@@ -25,9 +25,11 @@ from ..errors import AgentContextError, StoreError
 # memories: the own vectors' inner products queued 6-17 ms behind nothing, benchmarks/postgres_fusion_split.py).
 # Waiting for the worker to begin hands it the interpreter at once; it keeps it while it builds and sends its
 # statement, then waits for the server and the caller goes on (the caller's cost: that statement's building, ~1.5 ms
-# quiet, 5-9 ms on a machine loaded 12-14 where the worker waits for a core too). Only where asked: a read started
-# before the caller's own read (the dense pool, before the text search) goes out when the caller waits for its server.
-HANDOFF = 0.05
+# when a core is free). On a loaded machine the worker may wait for a core itself (measured at load 10-13: the caller
+# waited 8-21 ms), so the wait is bounded: past it the caller goes on and the read starts as it would have. Only where
+# asked: a read started before the caller's own read (the dense pool, before the text search) goes out when the caller
+# waits for its server.
+HANDOFF = 0.002
 
 
 def read_ahead(store: Any, read: Callable[[Any], Any], handoff: bool = False) -> Pending:
