@@ -15,7 +15,7 @@ from agentcontext.errors import AccessDeniedError, StoreError
 from agentcontext.eval_locomo import turn_text, turns
 from agentcontext.memory import AgentMemory
 from agentcontext.model import Node
-from agentcontext.store import open_store, pg_parallel
+from agentcontext.store import open_store
 from agentcontext.workspace import Workspace
 
 from .test_locomo import DEV
@@ -89,25 +89,6 @@ def test_a_failure_on_the_second_connection_is_a_store_error_and_it_reads_on(mem
     with pytest.raises(StoreError, match="second connection"):
         failed.result()
     assert store.read_ahead(lambda s: s.count_nodes("ahead")).result() >= 1
-
-
-def test_a_read_started_on_an_idle_second_connection_has_begun_when_the_caller_goes_on(memory, monkeypatch):
-    """Asked to (``handoff``), the caller hands the idle worker the interpreter (pg_parallel.HANDOFF): its statement
-    leaves before the caller's own work, not when the caller next waits for its server (a ranking's Python: 6-17 ms
-    later); a search asks it for the inner products it starts before its own Python (server_search._sims_ahead)."""
-    store = memory[0].workspace.store
-    monkeypatch.setattr(pg_parallel, "HANDOFF", 1.0)  # however busy this machine (the bound: see HANDOFF)
-    store.read_ahead(lambda s: s.count_nodes()).result()  # the second connection open, its worker idle
-    for _ in range(3):
-        began: list[bool] = []
-        pending = store.read_ahead(lambda s, began=began: began.append(True) or s.count_nodes(), handoff=True)
-        assert began  # the worker ran the read while the caller waited; the caller runs on from here
-        pending.result()
-    slow = store.read_ahead(lambda s: s._read("SELECT pg_sleep(0.3), 1"), handoff=True)
-    t = time.perf_counter()
-    queued = store.read_ahead(lambda s: s.count_nodes(), handoff=True)  # behind a read in flight: no wait for it
-    assert time.perf_counter() - t < 0.2
-    assert slow.result()[0][1] == 1 and queued.result() >= 0
 
 
 def test_closing_the_store_closes_both_connections(pg_server):

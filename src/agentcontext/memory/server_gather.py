@@ -53,12 +53,11 @@ class Reads:
         self.store = store
         self._started: dict[str, tuple[Hashable, Any]] = {}
 
-    def start(self, label: str, key: Hashable, read: Callable[[Any], Any], handoff: bool = False) -> None:
-        """Start ``read(store)`` (on the second connection's store where there is one, else when taken; ``handoff``:
-        the caller goes on to Python of its own, not a read: the read is under way first, store/pg_parallel.py)."""
+    def start(self, label: str, key: Hashable, read: Callable[[Any], Any]) -> None:
+        """Start ``read(store)`` (on the second connection's store where there is one, else when taken)."""
         store = self.store
         if Capability.READ_AHEAD in store.capabilities:  # store/base.py ReadAhead
-            self._started[label] = (key, store.read_ahead(read, handoff=handoff))
+            self._started[label] = (key, store.read_ahead(read))
         else:
             self._started[label] = (key, _Later(lambda: read(store)))
 

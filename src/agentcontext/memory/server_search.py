@@ -178,7 +178,7 @@ class _Query:
                                     and h not in scored and h not in context))
         if hashes:
             qv = self.qv
-            reads.start("sims", self.meaning, lambda s: s.similarities(qv, self.model, hashes), handoff=True)
+            reads.start("sims", self.meaning, lambda s: s.similarities(qv, self.model, hashes))
         return hashes
 
     def rank(self, k: int, pool: int, text_pool: int, named_pool: int,

@@ -448,11 +448,10 @@ class VectorDelta(Protocol):
 class ReadAhead(Protocol):
     """The method of ``Capability.READ_AHEAD``."""
 
-    def read_ahead(self, read: Callable[[Any], Any], handoff: bool = False) -> Any:
+    def read_ahead(self, read: Callable[[Any], Any]) -> Any:
         """Start ``read(store)`` on a second connection of this store (outside a transaction; inside one, on this
         connection when the answer is asked) and return at once a pending read whose ``result()`` gives its answer
-        or raises the read's error (a ``StoreError`` when the store closed first). ``handoff``: the caller goes on
-        to work of its own rather than a read: the read is under way before it returns (pg_parallel.HANDOFF)."""
+        or raises the read's error (a ``StoreError`` when the store closed first)."""
 
 
 OPTIONAL_METHODS: dict[Capability, type] = {Capability.VECTOR_SEARCH: VectorSearch,

@@ -18,29 +18,14 @@ from typing import Any, Callable
 
 from ..errors import AgentContextError, StoreError
 
-# How long ``ReadAhead.start(handoff=True)`` waits for an idle worker to take up a read, at most (s). Python runs one
-# thread at a time (the GIL): a worker woken while the caller computes waits for the interpreter until the caller next
-# waits for a server or has run for the switch interval (5 ms), so a read started ahead before a stretch of the
-# caller's own work (a ranking's Python) left milliseconds later than asked (measured at 200,000 and 1,000,000
-# memories: the own vectors' inner products queued 6-17 ms behind nothing, benchmarks/postgres_fusion_split.py).
-# Waiting for the worker to begin hands it the interpreter at once; it keeps it while it builds and sends its
-# statement, then waits for the server and the caller goes on (the caller's cost: that statement's building, ~1.5 ms
-# when a core is free). On a loaded machine the worker may wait for a core itself (measured at load 10-13: the caller
-# waited 8-21 ms), so the wait is bounded: past it the caller goes on and the read starts as it would have. Only where
-# asked: a read started before the caller's own read (the dense pool, before the text search) goes out when the caller
-# waits for its server.
-HANDOFF = 0.002
 
-
-def read_ahead(store: Any, read: Callable[[Any], Any], handoff: bool = False) -> Pending:
+def read_ahead(store: Any, read: Callable[[Any], Any]) -> Pending:
     """Start ``read(store)`` (reads only) on ``store``'s second connection (``store._ahead``) and go on; its answer
     comes from ``result()``. Inside a transaction (whose writes it must see), or where reads do not leave the main
-    connection (``store.READ_AHEAD`` false), ``read(store)`` runs on the main connection when ``result()`` asks.
-    ``handoff``: the caller goes on to work of its own in Python (not a read of its own, which waits for its server
-    and so lets the worker run anyway): an idle worker is handed the interpreter first (``HANDOFF``)."""
+    connection (``store.READ_AHEAD`` false), ``read(store)`` runs on the main connection when ``result()`` asks."""
     if store._depth or not store.READ_AHEAD:
         return Pending(later=lambda: read(store))
-    return store._ahead.start(read, handoff=handoff)
+    return store._ahead.start(read)
 
 
 class Pending:
@@ -69,52 +54,37 @@ class ReadAhead:
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
-        self._running = 0  # reads submitted and not yet ended
 
     @property
     def opened(self) -> bool:
         """Whether the second connection is open (tests; it opens on the first read started ahead)."""
         return self._store is not None and not self._store._closed
 
-    def start(self, read: Callable[[Any], Any], warm_up: bool = False, handoff: bool = False) -> Pending:
+    def start(self, read: Callable[[Any], Any], warm_up: bool = False) -> Pending:
         """Start ``read(store)`` on the second connection's store (opened first if need be; ``warm_up``: with its
-        first search run in the background, pg_warmup.py; ``handoff``: an idle worker is handed the interpreter
-        until the read begins, ``HANDOFF``)."""
+        first search run in the background, pg_warmup.py)."""
         with self._lock:
             if self._closed:
                 raise StoreError(f"the store at {self._url} is closed; open it again to read", url=self._url)
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="agentcontext-read-ahead")
-            # an idle worker on an open connection: hand it the interpreter until its statement is out (HANDOFF)
-            began = threading.Event() if handoff and self._running == 0 and self.opened and not warm_up else None
-            self._running += 1
-            future = self._pool.submit(self._run, read, warm_up, began)
-        if began is not None:
-            began.wait(HANDOFF)
-        return Pending(future, url=self._url)
+            return Pending(self._pool.submit(self._run, read, warm_up), url=self._url)
 
     def open_soon(self) -> None:
         """Open the second connection now, in the background, its backend warmed like the main one (a store whose
         main connection warms up: so a process's first query does not wait for either)."""
         self.start(lambda store: None, warm_up=True)
 
-    def _run(self, read: Callable[[Any], Any], warm_up: bool = False, began: threading.Event | None = None) -> Any:
+    def _run(self, read: Callable[[Any], Any], warm_up: bool = False) -> Any:
         try:
             if self._store is None:
                 self._store = self._opener(warm_up)
-            if began is not None:  # the caller waits for this; it runs again once this thread waits for the server
-                began.set()
             return read(self._store)
         except AgentContextError:
             raise
         except Exception as exc:  # psycopg's errors (a lost server, a statement refused) as ours, with what to do
             raise StoreError(f"a read on the store's second connection failed: {exc}; check that the server at "
                              f"{self._url} runs, then ask again", url=self._url) from exc
-        finally:
-            if began is not None:
-                began.set()
-            with self._lock:
-                self._running -= 1
 
     def close(self) -> None:
         """Close the second connection once its current read ends (reads queued behind it are dropped)."""

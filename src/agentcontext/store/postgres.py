@@ -416,9 +416,9 @@ class PostgresStore(SQLStore):
     def info(self) -> dict[str, Any]:
         return {**super().info(), "pending_vectors": self.pending_vectors()}  # folded by `agentcontext store fold`
 
-    def read_ahead(self, read: Callable[[PostgresStore], T], handoff: bool = False) -> pg_parallel.Pending:
+    def read_ahead(self, read: Callable[[PostgresStore], T]) -> pg_parallel.Pending:
         """Start ``read(store)`` on the second connection and go on (``result()`` answers): pg_parallel.read_ahead."""
-        return pg_parallel.read_ahead(self, read, handoff)
+        return pg_parallel.read_ahead(self, read)
 
     def close(self) -> None:
         self._warm_up.stop()  # a warm-up still running ends first (its statement cancelled)
