@@ -15,6 +15,8 @@ asks the same LoCoMo questions (k = 10) and prints, a query (medians over the qu
   connections, /proc);
 - ``--modes ahead,serial``: ``serial`` turns the reads ahead off (``READ_AHEAD`` false: each read runs on the main
   connection when taken, alone), so a read's own time alone is seen beside its time run beside the main path;
+  ``ahead-switch0.5``: the interpreter's GIL switch interval at 0.5 ms (an experiment: 5 ms is Python's default);
+  ``start <read>``: the caller's time in starting it;
 - ``--profile N``: cProfile of the main thread over the questions, the N functions with the most own time.
 Run: nice -n 10 .venv/bin/python benchmarks/postgres_fusion_split.py --data DIR [--queries 40] [--modes ahead,serial]
      [--before-src DIR] [--profile 25]
@@ -46,8 +48,6 @@ stages, profile = json.loads(sys.argv[4]), int(sys.argv[5])
 store = open_store(url)
 if mode.startswith("serial"):
     store.READ_AHEAD = False
-if "noearly" in mode and hasattr(server_search._Query, "_sims_early"):  # no inner products read while the pool is
-    server_search._Query._sims_early = lambda self, reads: {}  # read ahead (compare that step alone)
 if "switch" in mode:  # e.g. ahead-switch0.5: the interpreter's GIL switch interval in ms
     sys.setswitchinterval(float(mode.split("switch")[1]) / 1000)
 ws = Workspace(store)
