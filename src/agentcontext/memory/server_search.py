@@ -52,6 +52,7 @@ from .records import CONV, KIND, USER
 from .dates import asks_when
 from .answers import asks
 from .search import BM25_LIMIT, Hit
+from .server_bound import within_reach
 from .server_gather import Reads, hear, known_speakers, meaning_of, named_guess
 from .server_rank import Table, prev_of, rank as rank_candidates
 
@@ -65,6 +66,9 @@ LARGE_NAMED_POOL = 40
 # and this many of the seeds (the nearest, the text hits, the named speakers' nearest) that rank best on what the first
 # stage reads (``_Query._seeds``) become candidates with their neighbours (None: every seed)
 LARGE_EXPAND: int | None = None
+# and the context vectors' inner products are read only for the candidates that can still reach the k best on what
+# the first stage read (memory/server_bound.py; False: for every candidate)
+LARGE_BOUND = True
 Keep = Callable[[dict[str, Any]], bool]
 # the props of a candidate the ranking reads (``_Query.passes``, ``prev_of``, ``server_rank``): the linked
 # nodes bring only these (no JSON decoded in the client: at 200,000 memories ~2,000 rows a query, 98 ms of 169)
@@ -104,6 +108,7 @@ def search(ws: Workspace, namespace: str, query: str, k: int, conversation_id: s
     large = _large(ws, namespace)
     common = COMMON_SHARE if keywords and large else None
     query_ = _Query(ws, namespace, query, qv, keywords, common, conversation_id, user_id, keep, metadata, weights)
+    query_.bound = large and LARGE_BOUND
     if large:
         pool, text_pool = max(LARGE_DENSE_POOL, 4 * k), min(max(LARGE_TEXT_POOL, 10 * k), BM25_LIMIT)
     else:
@@ -133,6 +138,7 @@ class _Query:
         self.texts: dict[str, float] = {}  # text scores of candidates beyond the text pool
         self.restated = False  # whether the speakers the query names have left its dense vector (rank)
         self.meaning, self.named = text, set()  # what ``qv`` embeds; the named speakers the last round found
+        self.bound = False  # whether only the candidates within reach of the k best are ranked (server_bound.py)
 
     def passes(self, node: Node) -> bool:
         props = node.props or {}
@@ -248,10 +254,16 @@ class _Query:
             found = reads.take("sims", self.meaning)
             for h in ahead:
                 self.sims.setdefault(h, found.get(h, np.nan))
+        every, left = candidates, set()  # every candidate; those left out as out of reach (server_bound.py)
+        if self.bound:
+            candidates = within_reach(self.text, k, candidates, links.nodes, links.next, self.sims, raw, scale, named,
+                                      self.weights, lambda hs: store.similarities(self.qv, self.model, hs))
+            left = {c.id for c in every} - {c.id for c in candidates}
         table = Table()  # what the ranking read of each candidate, read once a round (memory/server_rank.py)
         hits, fused, ghost_scores = rank_candidates(self.ws, self.qv, candidates, links, raw, named, k, self.weights,
                                                     ghosts, self.sims, scale, self.text, table)
-        for _ in range(3):  # the second stages' turns are candidates (ranked and lifted): the replies to the questions
+        rounds = 0
+        while rounds < 3:  # the second stages' turns are candidates (ranked and lifted): the replies to the questions
             # that follow the k best (memory/answers.py) and, for a question that asks when, the turns around the best
             wanted: list[str] = []
             if self.weights.answer and hits:
@@ -262,9 +274,12 @@ class _Query:
             extra = [links.nodes[i] for i in dict.fromkeys(wanted) if i not in have and self.passes(links.nodes[i])]
             if not extra:
                 break
+            rounds += any(c.id not in left for c in extra)  # a candidate left out as out of reach, back: no new round
+            every = [*every, *(c for c in extra if c.id not in left)]
+            left -= {c.id for c in extra}
             candidates = sorted([*candidates, *extra], key=lambda n: (n.key, n.id))
             self._complete(candidates, raw, len(text_hits) >= text_pool)
-            named = _named(self.text, [*nodes.values(), *candidates], self.weights)
+            named = _named(self.text, [*nodes.values(), *every], self.weights)
             hits, fused, ghost_scores = rank_candidates(self.ws, self.qv, candidates, links, raw, named, k,
                                                         self.weights, ghosts, self.sims, scale, self.text, table)
         open_ended = len(nearest) >= pool or len(named_nearest) >= named_pool or len(text_hits) >= text_pool
