@@ -24,7 +24,7 @@ the margins are 0.05 and 0.15. The large path's ranking is approximate already (
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -34,14 +34,11 @@ from .search import time_values
 
 GLOBAL_MARGIN = 0.05  # over the largest own inner product of the query's candidates
 LOCAL_MARGIN = 0.15  # over the larger own inner product of the turn and its neighbour
-BATCH = 3  # times k, at least MIN_BATCH: the candidates read first, whose values give the floor
-MIN_BATCH = 30
+MIN_CANDIDATES = 30  # fewer: every one ranked
+# the seeds whose context vectors are read ahead with the own vectors (``_Query._sims_ahead``), with their neighbours:
+# the dense pool's best and the text pool's best; their values give the floor
+AHEAD_NEAREST, AHEAD_TEXT = 20, 10
 SLACK = 1e-6  # the floor and bounds are sums of the same float32 values in other orders: rounding, kept safe
-Read = Callable[[list[str]], dict[str, float]]
-
-
-def _pair_hash(node: Node | None) -> str | None:
-    return (node.props or {}).get("pair_hash") if node is not None else None
 
 
 def _lift_weight(query: str, weights: FusionWeights) -> float | None:
@@ -58,32 +55,32 @@ def _lift_weight(query: str, weights: FusionWeights) -> float | None:
 
 def within_reach(query: str, k: int, candidates: Sequence[Node], nodes: dict[str, Node], following: dict[str, str],
                  sims: dict[str, float], raw: dict[str, float], scale: float, named: set[str],
-                 weights: FusionWeights, read: Read) -> list[Node]:
-    """The candidates that can still rank among the ``k`` best (module doc), in their order; ``sims`` (inner
-    products by vector hash, NaN: no such vector) gains what the first batch read (``read``)."""
+                 weights: FusionWeights) -> list[Node]:
+    """The candidates that can still rank among the ``k`` best (module doc), in their order; ``sims``: the inner
+    products read so far by vector hash (NaN: no such vector), the context vectors' of some candidates among them
+    (those give the floor)."""
     time_lift = _lift_weight(query, weights)
-    n, size = len(candidates), max(BATCH * k, MIN_BATCH)
-    if time_lift is None or n <= size:
+    if time_lift is None or len(candidates) <= MIN_CANDIDATES:
         return list(candidates)
-    ids = [c.id for c in candidates]
-    prevs = [(c.props or {}).get("prev") or "" for c in candidates]
-    nexts = [following.get(i) or "" for i in ids]
-    after = [nodes.get(x) if x else None for x in nexts]
-    before = [nodes.get(p) if p else None for p in prevs]
-    owns = [c.embed_hash for c in candidates]
-    pairs = [_pair_hash(c) for c in candidates]
-    follows = [_pair_hash(x) for x in after]
-    around_owns = ([b.embed_hash if b is not None else None for b in before],
-                   [x.embed_hash if x is not None else None for x in after])
-    get = raw.get
-
-    def scores(keys: list[str]) -> np.ndarray:
-        return np.maximum(np.array([get(i, 0.0) for i in keys], dtype=np.float64), 0.0) * scale
-
-    rest = weights.keyword * scores(ids) + weights.neighbour * (scores(prevs) + scores(nexts))
-    mention = np.array([(c.title or "") in named for c in candidates], dtype=np.float64) * weights.mention
-    lists = (owns, pairs, follows, *around_owns)
-    got = [np.array([sims.get(h, np.inf) if h else np.nan for h in hs], dtype=np.float64) for hs in lists]
+    sget, rget, fget, nget = sims.get, raw.get, following.get, nodes.get
+    inf, nan = np.inf, np.nan
+    rows = []  # a candidate's own, pair, next pair inner products (inf: not read; NaN: none), its neighbours' own
+    for c in candidates:  # ones, its keyword, its neighbours' keywords, whether it speaks as a named speaker
+        props = c.props or {}
+        before = nget(p) if (p := props.get("prev")) else None
+        after = nget(x) if (x := fget(c.id)) else None
+        h, hp = c.embed_hash, props.get("pair_hash")
+        hf = (after.props or {}).get("pair_hash") if after is not None else None
+        hb = before.embed_hash if before is not None else None
+        ha = after.embed_hash if after is not None else None
+        rows.append((sget(h, inf) if h else nan, sget(hp, inf) if hp else nan, sget(hf, inf) if hf else nan,
+                     sget(hb, inf) if hb else nan, sget(ha, inf) if ha else nan, rget(c.id, 0.0),
+                     rget(p, 0.0) if p else 0.0, rget(x, 0.0) if x else 0.0, (c.title or "") in named))
+    table = np.array(rows, dtype=np.float64).reshape(len(rows), 9)
+    got = [table[:, j] for j in range(5)]
+    keyword = np.maximum(table[:, 5:8], 0.0) * scale
+    rest = weights.keyword * keyword[:, 0] + weights.neighbour * (keyword[:, 1] + keyword[:, 2])
+    mention = table[:, 8] * weights.mention
 
     def upper() -> np.ndarray:
         own_read, pair, follow, before_own, after_own = got  # inf: not read yet; NaN: no hash or no such vector
@@ -99,25 +96,16 @@ def within_reach(query: str, k: int, candidates: Sequence[Node], nodes: dict[str
         content = weights.dense * _largest_mean(*bounds) + rest
         return content + (mention + time_lift) * np.asarray(weights.gate(content), dtype=np.float64)
 
-    batch = np.argsort(-upper(), kind="stable")[:size]
-    todo = [h for h in owns if h and h not in sims]  # every own vector not read yet, and the batch's context ones
-    todo += [h for j in batch.tolist() for h in (owns[j], pairs[j], follows[j]) if h and h not in sims]
-    if todo:
-        todo = list(dict.fromkeys(todo))
-        found = read(todo)
-        sims.update({h: found.get(h, np.nan) for h in todo})
-        for values, hs in zip(got, lists):  # what was not read before, read now or still not
-            at = np.flatnonzero(np.isposinf(values))
-            values[at] = [sims.get(hs[j], np.inf) for j in at.tolist()]
-    ub = upper()
-    own, pair, follow = np.nan_to_num(got[0][batch], nan=0.0), got[1][batch], got[2][batch]
+    exact = np.flatnonzero(~np.isposinf(got[0]) & ~np.isposinf(got[1]) & ~np.isposinf(got[2]))
+    if exact.size < k:
+        return list(candidates)
+    own, pair, follow = np.nan_to_num(got[0][exact], nan=0.0), got[1][exact], got[2][exact]
     present = 1 + (pair == pair).astype(np.int64) + (follow == follow).astype(np.int64)
     dense = (own + np.nan_to_num(pair) + np.nan_to_num(follow)) / present
-    content = weights.dense * dense + rest[batch]
-    low = content + mention[batch] * np.asarray(weights.gate(content), dtype=np.float64)
+    content = weights.dense * dense + rest[exact]
+    low = content + mention[exact] * np.asarray(weights.gate(content), dtype=np.float64)
     floor = float(np.sort(low)[-k])
-    keep = ub >= floor - SLACK
-    keep[batch] = True
+    keep = upper() >= floor - SLACK
     return [c for c, kept in zip(candidates, keep.tolist()) if kept]
 
 
