@@ -5,16 +5,20 @@ query at 1,000,000 memories) are read only for those (memory/server_search.py ``
 A candidate's fused value (memory/server_rank.py) is its content (dense = the mean of its own, pair and next pair
 vectors' inner products with the query; its keyword and neighbours' keyword scores) plus its mention and time lifts
 times the gate of its content. Before the context vectors are read, each candidate's own inner product, keyword,
-neighbours' keyword and mention are known (read with the seeds); the time lifts are bounded by their weights; the
-pair and next pair inner products by ``PAIR_BOUND``: at most the largest own inner product of the query's
+neighbours' keyword and mention are known (the own vectors' inner products are read ahead with the seeds' other
+reads; a candidate whose own is not, a named speaker's turn, is bounded as below); the time lifts are bounded by
+their weights; the pair and next pair inner products by at most the largest own inner product of the query's
 candidates plus ``GLOBAL_MARGIN``, and at most the larger own inner product of the two turns the pair vector
-embeds plus ``LOCAL_MARGIN``. So each candidate has an upper bound (``ub``). The ``BATCH`` candidates with the
-largest bounds are read exactly (one ``similarities`` statement: their context vectors and every own vector not
-read yet), their values without the lifts (which only add: time and mention weights are not negative, the second
-stages only raise a value) are lower bounds, and the k-th best of these is a floor the final k-th best is above. A
-candidate whose bound is below that floor cannot rank among the k best, and is left out; a second stage that wants
-it (a reply to a best hit's question, a turn around a when-question's best hit) makes it a candidate again
-(``_Query.rank``), read and ranked then.
+embeds plus ``LOCAL_MARGIN``. So each candidate has an upper bound. The context vectors of the best seeds (the
+dense pool's first ``AHEAD_NEAREST``, the text pool's first ``AHEAD_TEXT``) and of their neighbours are read
+ahead with the own vectors (``_Query._sims_ahead``, on the second connection: no round trip of its own); those
+candidates' values without the lifts (which only add: time and mention weights are not negative, the second stages
+only raise a value) are lower bounds, and the k-th best of these is a floor the final k-th best is above. A
+candidate whose bound is below that floor cannot rank among the k best, and is left out (its context vectors are
+not read, it is not ranked); a second stage that wants it (a reply to a best hit's question, a turn around a
+when-question's best hit) makes it a candidate again (``_Query.rank``), read and ranked then. The context vectors
+are then read in two batches where they were one: an int8 row's inner product can come a float32 step apart
+(store/pg_q8.py ``scores``; the largest score difference on the benchmark questions: 3e-9).
 
 The context bound is measured, not proven (a pair vector embeds the turn with the one before; nothing ties its
 inner product to theirs): on the 200,000-memory benchmark store (60 LoCoMo questions, 42,162 candidates) the largest
