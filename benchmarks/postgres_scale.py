@@ -234,6 +234,21 @@ ws.embedder.embed(["warm the model up"])  # the model is loaded before the first
 memory = AgentMemory(workspace=ws, namespace="scale", max_memory_size=None)
 spent = {}  # seconds per stage of the current query (STAGES: the store's and workspace's calls, timed by name)
 inside = [False]  # within server_search.search (a read there is the ranking's; after it, the results' fetch)
+read = {}  # rows / hashes the current query read (both connections: ``count``)
+def count(owner):  # the linked rows and the vector hashes a query reads
+    for name in ("nodes_linked", "similarities"):
+        fn = getattr(owner, name, None)
+        if fn is None or getattr(fn, "counted", False):
+            continue
+        def counted(*a, _fn=fn, _name=name, **kw):
+            out = _fn(*a, **kw)
+            linked = _name == "nodes_linked"
+            key, n = ("linked_rows", len(out[0]) + len(out[1])) if linked else ("hashes", len(set(a[2])))
+            read[key] = read.get(key, 0) + n
+            return out
+        counted.counted = True
+        setattr(owner, name, counted)
+count(store)
 def timer(owner, name, stage):
     fn = getattr(owner, name, None)
     if fn is None:  # this code has no such call
@@ -263,6 +278,10 @@ if mode == "server":
     server_search.search = searched
 def ask(q):
     spent.clear()
+    read.clear()
+    second = getattr(getattr(store, "_ahead", None), "_store", None)  # the reads ahead' connection (pg_parallel)
+    if second is not None:
+        count(second)
     t = time.perf_counter()
     found = memory.retrieve(q, max_results=10)
     total = time.perf_counter() - t
@@ -274,9 +293,10 @@ def ask(q):
 rss_before = rss_mb()
 _, first, first_stages = ask(questions[0])
 since_start = time.perf_counter() - t_start
-lat, top, scores, stages = [], {}, {}, []
+lat, top, scores, stages, reads = [], {}, {}, [], []
 for q in questions[1:]:
     found, total, parts = ask(q)
+    reads.append(dict(read))
     lat.append(total)
     stages.append(parts)
     top[q] = [r["id"] for r in found]
@@ -284,7 +304,7 @@ for q in questions[1:]:
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"first_s": first, "first_since_start_s": since_start, "latencies_s": lat, "top": top,
                   "scores": scores,
-                  "stages_s": stages, "first_stages_s": first_stages,
+                  "stages_s": stages, "first_stages_s": first_stages, "reads": reads,
                   "rss_before_mb": rss_before, "rss_after_mb": rss_mb(), "rss_peak_mb": peak}))
 """
 # what each stage of a retrieve is timed by (calls of the store, or the workspace's ``embed_query``), by name, so the
@@ -305,6 +325,13 @@ def stage_medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {name: {"p50_ms": round(statistics.median([q.get(name, 0.0) for q in rows]) * 1000, 1),
                    "mean_ms": round(statistics.mean([q.get(name, 0.0) for q in rows]) * 1000, 1)}
             for name in [*STAGE_NAMES, BOTH] if rows}
+
+
+def read_means(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """The linked rows (``nodes_linked``) and vector hashes (``similarities``, both connections) a query read, mean
+    over the runs' questions (issue 23 s3: what the bounds of memory/server_bound.py save)."""
+    rows = [q for r in runs for q in r.get("reads", [])]
+    return {k: round(statistics.mean(q.get(k, 0) for q in rows), 1) for k in ("linked_rows", "hashes")} if rows else {}
 
 
 def client(url: str, mode: str, questions: list[str], src: Path | None = None) -> dict[str, Any]:
@@ -360,6 +387,7 @@ def before_and_after(url: str, questions: list[str], before: Path, data: Path, m
                      "p50_per_run_ms": [round(statistics.median(r["latencies_s"]) * 1000, 1) for n, r in runs
                                         if n == name],
                      "stages (ms a query)": stage_medians([r for n, r in runs if n == name]),
+                     "read a query": read_means([r for n, r in runs if n == name]),
                      "first_query_stages_ms": [{k: round(v * 1000, 1) for k, v in r["first_stages_s"].items()}
                                                for n, r in runs if n == name],
                      "labelled": labelled(data, memories, next(r["top"] for c, r in runs if c == name))}

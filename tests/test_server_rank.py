@@ -133,6 +133,42 @@ def test_a_round_reads_each_candidate_once(memory, monkeypatch):
     assert all(len(r[1]) < len(r[0]) / 4 for r in again)  # a stage adds a few
 
 
+def test_the_large_path_reads_the_context_vectors_only_of_candidates_within_reach(memory, monkeypatch):
+    """Issue 23 s3 (memory/server_bound.py): on the large path the context vectors' inner products are read only for
+    the candidates whose bound can still reach the k best; the hits, their order and scores are those of the ranking
+    with every candidate read, and fewer candidates are ranked and fewer vectors asked."""
+    mem, questions = memory
+    monkeypatch.setattr(mem.db, "READ_AHEAD", False)  # every read on the one connection, where the spy counts them
+    asked: list[int] = []
+    ranked: list[int] = []
+    real = mem.db.similarities
+
+    def spy(qv, model, hashes):
+        asked.append(len(set(hashes)))
+        return real(qv, model, hashes)
+    monkeypatch.setattr(mem.db, "similarities", spy)
+    real_rank = server_search.rank_candidates
+
+    def counted(ws, qv, candidates, *args):
+        ranked.append(len(candidates))
+        return real_rank(ws, qv, candidates, *args)
+    monkeypatch.setattr(server_search, "rank_candidates", counted)
+    out: dict[bool, list[list[tuple[str, float]]]] = {}
+    figures: dict[bool, tuple[int, int]] = {}
+    with large_path(mem, monkeypatch):
+        for bound in (False, True):
+            monkeypatch.setattr(server_search, "LARGE_BOUND", bound)
+            asked.clear()
+            ranked.clear()
+            out[bound] = [[(r["id"], r["score"]) for r in mem.retrieve(q, max_results=10)] for q in questions[::4]]
+            figures[bound] = (sum(asked), sum(ranked))
+    for every, within in zip(out[False], out[True]):
+        assert [i for i, _ in within] == [i for i, _ in every]
+        assert all(abs(a - b) < 1e-6 for (_, a), (_, b) in zip(within, every))  # an int8 context row: a float32 step
+    assert figures[True][0] < 0.9 * figures[False][0], figures
+    assert figures[True][1] < 0.8 * figures[False][1], figures
+
+
 # 44dc6e9's ranking (memory/server_search.py ``_rank`` and its second stages), every candidate read afresh
 
 

@@ -34,7 +34,11 @@ pools grown to their largest, at a fifth of the time. The pools were 160 / 300 u
 hit@10 0.414 on 198 labelled questions (top-10 overlap with 160 / 300: 0.82) at 0.56x the time
 (benchmarks/postgres_pools.py). ``LARGE_EXPAND`` (off): only the best seeds on the first stage's signals become
 candidates with their neighbours (``_Query._seeds``); measured, it cost hit@10 (0.38-0.40 at 120 of ~400 seeds), the
-neighbours of seeds ranked low carry the answers. tests/test_memory_postgres.py compares the rankings on a LoCoMo
+neighbours of seeds ranked low carry the answers. On that path the context vectors' inner products are read only for
+the candidates whose upper bound on what the first stage read can still reach the k best (``LARGE_BOUND``,
+memory/server_bound.py): at 200,000 memories 0.62x the candidates ranked and 0.64x the inner products asked on
+the query's clock, the same top 10 for every benchmark question.
+tests/test_memory_postgres.py compares the rankings on a LoCoMo
 conversation; benchmarks/postgres_scale.py on a million memories.
 """
 from __future__ import annotations
@@ -52,6 +56,7 @@ from .records import CONV, KIND, USER
 from .dates import asks_when
 from .answers import asks
 from .search import BM25_LIMIT, Hit
+from .server_bound import AHEAD_NEAREST, AHEAD_TEXT, within_reach
 from .server_gather import Reads, hear, known_speakers, meaning_of, named_guess
 from .server_rank import Table, prev_of, rank as rank_candidates
 
@@ -65,6 +70,9 @@ LARGE_NAMED_POOL = 40
 # and this many of the seeds (the nearest, the text hits, the named speakers' nearest) that rank best on what the first
 # stage reads (``_Query._seeds``) become candidates with their neighbours (None: every seed)
 LARGE_EXPAND: int | None = None
+# and the context vectors' inner products are read only for the candidates that can still reach the k best on what
+# the first stage read (memory/server_bound.py; False: for every candidate)
+LARGE_BOUND = True
 Keep = Callable[[dict[str, Any]], bool]
 # the props of a candidate the ranking reads (``_Query.passes``, ``prev_of``, ``server_rank``): the linked
 # nodes bring only these (no JSON decoded in the client: at 200,000 memories ~2,000 rows a query, 98 ms of 169)
@@ -104,6 +112,7 @@ def search(ws: Workspace, namespace: str, query: str, k: int, conversation_id: s
     large = _large(ws, namespace)
     common = COMMON_SHARE if keywords and large else None
     query_ = _Query(ws, namespace, query, qv, keywords, common, conversation_id, user_id, keep, metadata, weights)
+    query_.bound = large and LARGE_BOUND
     if large:
         pool, text_pool = max(LARGE_DENSE_POOL, 4 * k), min(max(LARGE_TEXT_POOL, 10 * k), BM25_LIMIT)
     else:
@@ -133,6 +142,7 @@ class _Query:
         self.texts: dict[str, float] = {}  # text scores of candidates beyond the text pool
         self.restated = False  # whether the speakers the query names have left its dense vector (rank)
         self.meaning, self.named = text, set()  # what ``qv`` embeds; the named speakers the last round found
+        self.bound = False  # whether only the candidates within reach of the k best are ranked (server_bound.py)
 
     def passes(self, node: Node) -> bool:
         props = node.props or {}
@@ -164,22 +174,40 @@ class _Query:
                         lambda s: s.nearest(qv, self.model, named_pool, titles=titles, **where))
         return reads
 
-    def _sims_ahead(self, reads: Reads, nearest: list[tuple[str, float]]) -> list[str]:
+    def _sims_ahead(self, reads: Reads, nearest: list[tuple[str, float]],
+                    text_hits: list[tuple[str, float]]) -> list[str]:
         """Start the inner products of the own vectors of the nodes read so far (the seeds and their neighbours: most
         of the candidates) with the query, while their neighbours and text scores are read; the hashes asked. Own
         vectors only: the server scores each row alone (the same value in any batch), where a context vector held as
         int8 is scored in the client a batch at a time (pg_q8.scores: a row at a batch's end can come a float32 step
         apart), so those stay in the one batch ``Table`` reads, as before. The dense pool's own vectors are left out:
-        the server scored them already."""
+        the server scored them already. With ``bound`` (a large namespace), the context vectors of the best seeds
+        and their neighbours are read too (``server_bound.AHEAD_NEAREST``, ``AHEAD_TEXT``): their values give the
+        floor the other candidates' bounds are held against (their rows may then come a float32 step apart)."""
         nodes = self.links.nodes
         scored = {n.embed_hash for i, _ in nearest if (n := nodes.get(i)) is not None}
         context = {h for n in nodes.values() if (h := (n.props or {}).get("pair_hash"))}
         hashes = list(dict.fromkeys(h for n in nodes.values() if (h := n.embed_hash) and h not in self.sims
                                     and h not in scored and h not in context))
+        if self.bound:
+            hashes += [h for h in dict.fromkeys(self._context_of(
+                [i for i, _ in nearest[:AHEAD_NEAREST]] + [i for i, _ in text_hits[:AHEAD_TEXT]]))
+                if h not in self.sims]
         if hashes:
             qv = self.qv
             reads.start("sims", self.meaning, lambda s: s.similarities(qv, self.model, hashes))
         return hashes
+
+    def _context_of(self, ids: list[str]) -> list[str]:
+        """The context vectors' hashes a ranking reads for these seeds and their neighbours as candidates: the pair
+        vectors of the turn before, the seed, the next turn and the one after."""
+        nodes, following = self.links.nodes, self.links.next
+        out = []
+        for i in ids:
+            at = [prev_of(nodes[i]) if i in nodes else None, i, following.get(i)]
+            at.append(following.get(at[2] or ""))
+            out += [h for x in at if x and (n := nodes.get(x)) is not None and (h := (n.props or {}).get("pair_hash"))]
+        return out
 
     def rank(self, k: int, pool: int, text_pool: int, named_pool: int,
              expand: int | None = None) -> tuple[list[Hit], bool]:
@@ -210,7 +238,7 @@ class _Query:
         if nearest is None:  # the guess missed the names
             nearest = self._nearest(pool)
         nodes = links.load([i for i, _ in nearest] + list(raw))
-        ahead = self._sims_ahead(reads, nearest)
+        ahead = self._sims_ahead(reads, nearest, text_hits)
         named = self.named = _named(self.text, nodes.values(), self.weights)
         named_nearest: list[tuple[str, float]] = []
         if named:  # each named speaker's nearest turns: the boost may lift them above the pool
@@ -248,10 +276,16 @@ class _Query:
             found = reads.take("sims", self.meaning)
             for h in ahead:
                 self.sims.setdefault(h, found.get(h, np.nan))
+        every, left = candidates, set()  # every candidate; those left out as out of reach (server_bound.py)
+        if self.bound:
+            candidates = within_reach(self.text, k, candidates, links.nodes, links.next, self.sims, raw, scale, named,
+                                      self.weights)
+            left = {c.id for c in every} - {c.id for c in candidates}
         table = Table()  # what the ranking read of each candidate, read once a round (memory/server_rank.py)
         hits, fused, ghost_scores = rank_candidates(self.ws, self.qv, candidates, links, raw, named, k, self.weights,
                                                     ghosts, self.sims, scale, self.text, table)
-        for _ in range(3):  # the second stages' turns are candidates (ranked and lifted): the replies to the questions
+        rounds = 0
+        while rounds < 3:  # the second stages' turns are candidates (ranked and lifted): the replies to the questions
             # that follow the k best (memory/answers.py) and, for a question that asks when, the turns around the best
             wanted: list[str] = []
             if self.weights.answer and hits:
@@ -262,9 +296,12 @@ class _Query:
             extra = [links.nodes[i] for i in dict.fromkeys(wanted) if i not in have and self.passes(links.nodes[i])]
             if not extra:
                 break
+            rounds += any(c.id not in left for c in extra)  # a candidate left out as out of reach, back: no new round
+            every = [*every, *(c for c in extra if c.id not in left)]
+            left -= {c.id for c in extra}
             candidates = sorted([*candidates, *extra], key=lambda n: (n.key, n.id))
             self._complete(candidates, raw, len(text_hits) >= text_pool)
-            named = _named(self.text, [*nodes.values(), *candidates], self.weights)
+            named = _named(self.text, [*nodes.values(), *every], self.weights)
             hits, fused, ghost_scores = rank_candidates(self.ws, self.qv, candidates, links, raw, named, k,
                                                         self.weights, ghosts, self.sims, scale, self.text, table)
         open_ended = len(nearest) >= pool or len(named_nearest) >= named_pool or len(text_hits) >= text_pool
