@@ -16,7 +16,7 @@ a chunk it loads meanwhile may count). The first query's CPU time, the client's 
 and the second connection's, ``/proc/<pid>/schedstat``: less bent by the machine's load than the wall time). Also
 the retrieve p50 of each process's later queries.
 Run: flock /work/locks/1m.lock nice -n 10 .venv/bin/python benchmarks/postgres_cold_first.py --data DIR
---before-src /work/wt/before [--runs 5] [--relations]
+--before-src /work/wt/before [--before-data DIR] [--runs 5] [--relations]
 """
 from __future__ import annotations
 
@@ -152,6 +152,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, required=True, help="a kept cluster of postgres_scale.py (read only)")
     parser.add_argument("--before-src", type=Path, default=None, help="the source tree of the code before")
+    parser.add_argument("--before-data", type=Path, default=None, help="a copy of the cluster at the schema the "
+                        "before code reads (when this tree's migrations are newer): its rounds restart that one")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--relations", action="store_true", help="blocks read per relation in the first query "
                         "(the warm-up is waited for first: not the timed figures)")
@@ -160,6 +162,7 @@ def main() -> None:
     args = parser.parse_args()
     _, _, questions, _ = base_corpus(args.data)
     codes = [("this", None)] + ([("before", args.before_src.resolve() / "src")] if args.before_src else [])
+    data = {"this": args.data, "before": args.before_data or args.data}
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in codes}
     loads = [os.getloadavg()]
     server = None
@@ -169,7 +172,7 @@ def main() -> None:
             for name, src in (codes if r % 2 else codes[::-1]):
                 if server is not None:
                     server.stop()
-                server = PgServer(root=args.data / "cluster", options=SERVER).start()
+                server = PgServer(root=data[name] / "cluster", options=SERVER).start()
                 if server.reused:
                     raise SystemExit("a server already runs on this cluster: stop it first (the rounds restart it)")
                 url = server.url("scale")
