@@ -32,17 +32,19 @@ from locomo_loco import DEFAULT, SHIPPED, Question, top, weights_of  # noqa: E40
 from agentcontext.engine import ltr  # noqa: E402
 from agentcontext.engine.fusion import RELEVANCE, fuse  # noqa: E402
 from agentcontext.engine.vectors import top_k  # noqa: E402
-from agentcontext.eval_locomo import evidence, load, turns  # noqa: E402
+from agentcontext.eval_locomo import evidence, load, turn_text, turns  # noqa: E402
 from agentcontext.memory.search import near_shares, turns_around  # noqa: E402
 
 K = (5, 10)
 
 
-def texts(path: str) -> list[tuple[str, dict[int, float]]]:
-    """Each question's text and its conversation's session dates (days since the epoch), in gather_questions' order."""
+def texts(path: str) -> list[tuple[str, dict[int, float], list[tuple[str, str]]]]:
+    """Each question's text, its conversation's session dates (days since the epoch) and turns (speaker, text, in
+    the memory index's row order), in gather_questions' order."""
     out = []
     for sample in load(path):
         ts = turns(sample)
+        said = [(str(t.get("speaker", "")), turn_text(t)) for t in ts]
         known = {t["dia_id"] for t in ts}
         days = {}
         for t in ts:
@@ -52,8 +54,16 @@ def texts(path: str) -> list[tuple[str, dict[int, float]]]:
         for qa in sample["qa"]:
             if qa.get("category") == 5 or not evidence(qa.get("evidence") or [], known):
                 continue
-            out.append((str(qa["question"]), days))
+            out.append((str(qa["question"]), days, said))
     return out
+
+
+def check_rows(q: Question, said: list[tuple[str, str]]) -> None:
+    """The turns' order is the index's rows': the same speakers' codes change where the speakers' names do."""
+    assert len(said) == q.speaker.size
+    names = [s for s, _ in said]
+    codes = q.speaker.tolist()
+    assert all((a == b) == (c == d) for a, b, c, d in zip(names, names[1:], codes, codes[1:])), "rows out of order"
 
 
 def linear(q: Question, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -87,20 +97,23 @@ def linear(q: Question, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return value, answer, near, content
 
 
-def pool_of(q: Question, text: str, days: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
+def pool_of(q: Question, text: str, days: dict[int, float], said: list[tuple[str, str]]) -> tuple[np.ndarray,
+                                                                                                 np.ndarray]:
     """(the pool's rows in the linear order, their feature rows)."""
     value, answer, near, _ = linear(q, ltr.POOL)
     rows = np.argsort(-value, kind="stable")[:ltr.POOL]
     sig = q.signals
     zero = np.zeros(value.size)
+    mention = sig.get("mention", zero)[rows]
+    names = sorted({said[r][0] for r, m in zip(rows.tolist(), mention.tolist()) if m})
+    held, new = ltr.terms(text, names, [said[r][1] for r in rows.tolist()])
     pool = ltr.Pool(score=RELEVANCE(value[rows]), dense=q.content[(1, 1)][0][rows], keyword=q.content[(1, 1)][1][rows],
                     neighbour=q.content[(1, 1)][2][rows], mention=sig.get("mention", zero)[rows],
                     timed=sig.get("timed", zero)[rows], date=sig.get("date", zero)[rows], answer=answer[rows],
                     near=near[rows], links=ltr.link_matrix(rows.tolist(), q.prev, q.next),
                     speaker=q.speaker[rows].astype(np.int64),
-                    days=np.array([days.get(int(s), np.nan) for s in q.session[rows]]))
-    names = bool(sig.get("mention") is not None and np.any(sig["mention"]))
-    return rows, ltr.features(pool, ltr.query_cues(q.when, names, text))
+                    days=np.array([days.get(int(s), np.nan) for s in q.session[rows]]), held=held, new=new)
+    return rows, ltr.features(pool, ltr.query_cues(q.when, bool(pool.mention.any()), text))
 
 
 # --- gradient-boosted trees (numpy) -------------------------------------------------------------------------------
@@ -164,26 +177,24 @@ def gradients(score: np.ndarray, y: np.ndarray, groups: list[np.ndarray], loss: 
             g[idx] = (p[idx] - y[idx]) * w
             h[idx] = np.maximum(p[idx] * (1 - p[idx]), 1e-6) * w
         return g, h
-    disc = 1 / np.log2(np.arange(ltr.POOL + 2) + 2.0)
-    for idx in groups:
-        s, lab = score[idx], y[idx]
-        if lab.sum() == 0 or lab.sum() == idx.size:
-            continue
-        order = np.argsort(-s, kind="stable")
-        pos = np.empty(idx.size, dtype=np.int64)
-        pos[order] = np.arange(idx.size)
-        d = np.where(pos < 10, disc[pos], 0.0)  # NDCG@10's discounts
-        ideal = disc[:min(int(lab.sum()), 10)].sum()
-        i, j = np.nonzero(lab[:, None] > lab[None, :])
-        delta = np.abs(d[i] - d[j]) / ideal + 1e-3  # a swap's change in NDCG@10 (a floor: pairs below 10 count too)
-        rho = 1 / (1 + np.exp(s[i] - s[j]))
-        gi = -rho * delta
-        hi = np.maximum(rho * (1 - rho), 1e-6) * delta
-        np.add.at(g, idx[i], gi)
-        np.add.at(g, idx[j], -gi)
-        np.add.at(h, idx[i], hi)
-        np.add.at(h, idx[j], hi)
-    return g, h
+    n = groups[0].size  # every pool the same size: the pairs of all questions at once
+    assert all(idx.size == n for idx in groups) and groups[0][0] == 0
+    s, lab = score.reshape(-1, n), y.reshape(-1, n)
+    order = np.argsort(-s, axis=1, kind="stable")
+    pos = np.empty_like(order)
+    np.put_along_axis(pos, order, np.arange(n)[None, :].repeat(s.shape[0], 0), axis=1)
+    disc = 1 / np.log2(np.arange(n) + 2.0)
+    d = np.where(pos < 10, disc[pos], 0.0)  # NDCG@10's discounts
+    ideal = np.array([disc[:min(int(c), 10)].sum() for c in lab.sum(axis=1)])
+    ideal[ideal == 0] = 1.0
+    pair = lab[:, :, None] > lab[:, None, :]  # i evidence, j not
+    delta = (np.abs(d[:, :, None] - d[:, None, :]) / ideal[:, None, None] + 1e-3) * pair  # a swap's change in NDCG@10
+    rho = 1 / (1 + np.exp(np.clip(s[:, :, None] - s[:, None, :], -50, 50)))
+    gi = -rho * delta
+    hi = np.maximum(rho * (1 - rho), 1e-6) * delta
+    g = gi.sum(axis=2) - gi.sum(axis=1)
+    h = hi.sum(axis=2) + hi.sum(axis=1)
+    return g.reshape(-1), h.reshape(-1)
 
 
 def fit(x: np.ndarray, y: np.ndarray, groups: list[np.ndarray], trees: int, depth: int, rate: float,
@@ -236,8 +247,9 @@ def main() -> None:
     meta = texts(args.file)
     assert len(meta) == len(qs), (len(meta), len(qs))
     rows, xs, ys = [], [], []
-    for q, (text, days) in zip(qs, meta):
-        r, x = pool_of(q, text, days)
+    for q, (text, days, said) in zip(qs, meta):
+        check_rows(q, said)
+        r, x = pool_of(q, text, days, said)
         rows.append(r), xs.append(x), ys.append(q.evidence[r].astype(float))
     print(f"{len(qs)} questions, pool {ltr.POOL}, {len(ltr.FEATURES)} features "
           f"({time.perf_counter() - started:.0f} s); evidence in the pool: "

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ValidationError
+from .fusion import keyword_query, stemmed, without_names, words
 
 POOL = 80  # the linear fusion's first candidates the learned ranker reorders
 FAR = 4  # a link distance beyond 3 (or none) counts as this
@@ -33,7 +34,7 @@ WEIGHTS = Path(__file__).with_name("ltr_weights.json")
 FEATURES = ("score", "score_gap", "rank", "dense", "dense_gap", "dense_rank", "keyword", "keyword_rank", "neighbour",
             "mention", "timed", "date", "answer", "near", "links_first", "links_top3", "top10_within2",
             "same_speaker", "days_first", "side_score", "side_dense", "asks_when", "names", "words",
-            "keyword_share", "first_score", "tenth_gap")
+            "keyword_share", "first_score", "tenth_gap", "terms_held", "terms_new")
 FORMAT = "agentcontext-ltr-trees-1"
 
 
@@ -53,6 +54,8 @@ class Pool:
     links: np.ndarray  # (n, n) link distance between candidates (FAR: more than 3 or none)
     speaker: np.ndarray  # an integer a speaker (-1: unknown)
     days: np.ndarray  # its date in days (nan: unknown)
+    held: np.ndarray  # the share of the query's keywords it holds (``terms``)
+    new: np.ndarray  # the share it holds that none of the first three (others than itself) holds
 
 
 def _rank(values: np.ndarray) -> np.ndarray:
@@ -82,6 +85,21 @@ def link_matrix(rows: Sequence[int], prev: np.ndarray, nxt: np.ndarray, turns: i
     return out
 
 
+def terms(query: str, names: Sequence[str], texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(the share of the query's keyword stems each text holds, the share none of the first three others holds):
+    the keywords as the keyword search takes them (the speakers the query names left out; engine/fusion.py)."""
+    wanted = {stemmed(w) for w in words(keyword_query(without_names(query, list(names))))}
+    n = len(texts)
+    if not wanted:
+        return np.zeros(n), np.zeros(n)
+    held = [wanted & {stemmed(w) for w in words(t)} for t in texts]
+    new = []
+    for i, h in enumerate(held):
+        others = set().union(*(held[j] for j in range(min(n, 3)) if j != i))
+        new.append(len(h - others))
+    return np.array([len(h) for h in held]) / len(wanted), np.array(new, dtype=np.float64) / len(wanted)
+
+
 def query_cues(asks_when: bool, names: bool, query: str) -> tuple[float, float, float]:
     return float(asks_when), float(names), float(len(query.split()))
 
@@ -109,7 +127,8 @@ def features(pool: Pool, cues: tuple[float, float, float]) -> np.ndarray:
             np.log1p(_rank(pool.dense)), pool.keyword, np.log1p(keyword_rank), pool.neighbour, pool.mention,
             pool.timed, pool.date, pool.answer, pool.near, first, top3.min(axis=1), within, same.astype(float),
             days, side_score, side_dense, np.full(n, cues[0]), np.full(n, cues[1]), np.full(n, cues[2]),
-            np.full(n, float((pool.keyword > 0).mean())), np.full(n, pool.score[0]), pool.score - tenth]
+            np.full(n, float((pool.keyword > 0).mean())), np.full(n, pool.score[0]), pool.score - tenth, pool.held,
+            pool.new]
     return np.column_stack([np.asarray(c, dtype=np.float64) for c in cols])
 
 
