@@ -146,20 +146,20 @@ class Trees:
 
     def score(self, x: np.ndarray) -> np.ndarray:
         """Each row's sum of leaf values (plus ``base``)."""
-        out = np.full(x.shape[0], self.base, dtype=np.float64)
-        at = np.zeros(x.shape[0], dtype=np.int64)
-        rows = np.arange(x.shape[0])
-        for t in range(self.feature.shape[0]):
-            at[:] = 0
-            f, th, lo, hi = self.feature[t], self.threshold[t], self.left[t], self.right[t]
-            for _ in range(self.feature.shape[1]):
-                inner = f[at] >= 0
-                if not inner.any():
-                    break
-                go = x[rows, np.maximum(f[at], 0)] <= th[at]
-                at = np.where(inner, np.where(go, lo[at], hi[at]), at)
-            out += self.value[t][at]
-        return out
+        trees, n = self.feature.shape[0], x.shape[0]
+        if trees == 0 or n == 0:
+            return np.full(n, self.base, dtype=np.float64)
+        t = np.arange(trees)[:, None]
+        cols = np.arange(n)[None, :]
+        at = np.zeros((trees, n), dtype=np.int64)  # every tree walked at once, one level a step
+        for _ in range(self.feature.shape[1]):
+            f = self.feature[t, at]
+            inner = f >= 0
+            if not inner.any():
+                break
+            go = x[cols, np.maximum(f, 0)] <= self.threshold[t, at]
+            at = np.where(inner, np.where(go, self.left[t, at], self.right[t, at]), at)
+        return self.base + self.value[t, at].sum(axis=0)
 
     def to_json(self, meta: dict[str, Any] | None = None) -> dict[str, Any]:
         body = {"feature": self.feature.tolist(), "threshold": self.threshold.tolist(), "left": self.left.tolist(),
