@@ -198,9 +198,10 @@ def gradients(score: np.ndarray, y: np.ndarray, groups: list[np.ndarray], loss: 
 
 
 def fit(x: np.ndarray, y: np.ndarray, groups: list[np.ndarray], trees: int, depth: int, rate: float,
-        loss: str, lam: float = 1.0, min_h: float = 0.05) -> ltr.Trees:
+        loss: str, prior: float = 0.0, lam: float = 1.0, min_h: float = 0.05) -> ltr.Trees:
     b, cuts = bins_of(x)
-    score = np.zeros(x.shape[0])
+    empty = np.zeros((0, 1), dtype=np.int64)
+    score = ltr.Trees(empty, np.zeros((0, 1)), empty, empty, np.zeros((0, 1)), prior=prior).score(x)
     width = 2 ** (depth + 1) - 1
     arrays = {name: np.zeros((trees, width)) for name in ("threshold", "value")}
     ints = {name: np.zeros((trees, width), dtype=np.int64) for name in ("feature", "left", "right")}
@@ -214,7 +215,7 @@ def fit(x: np.ndarray, y: np.ndarray, groups: list[np.ndarray], trees: int, dept
         one = ltr.Trees(ints["feature"][t:t + 1], arrays["threshold"][t:t + 1], ints["left"][t:t + 1],
                         ints["right"][t:t + 1], arrays["value"][t:t + 1])
         score += one.score(x)
-    return ltr.Trees(ints["feature"], arrays["threshold"], ints["left"], ints["right"], arrays["value"])
+    return ltr.Trees(ints["feature"], arrays["threshold"], ints["left"], ints["right"], arrays["value"], prior=prior)
 
 
 # --- evaluation ---------------------------------------------------------------------------------------------------
@@ -240,6 +241,8 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=3)
     ap.add_argument("--rate", type=float, default=0.05)
     ap.add_argument("--loss", default="lambda", choices=("lambda", "logistic"))
+    ap.add_argument("--prior", type=float, default=0.0, help="the trees start from this times the logit of the "
+                    "linear score (0: from nothing)")
     ap.add_argument("--save", action="store_true", help="fit on all five and write engine/ltr_weights.json")
     args = ap.parse_args()
     started = time.perf_counter()
@@ -263,7 +266,7 @@ def main() -> None:
         y = np.concatenate([ys[i] for i in train])
         bounds = np.cumsum([0] + [xs[i].shape[0] for i in train])
         groups = [np.arange(bounds[j], bounds[j + 1]) for j in range(len(train))]
-        model = fit(x, y, groups, args.trees, args.depth, args.rate, args.loss)
+        model = fit(x, y, groups, args.trees, args.depth, args.rate, args.loss, args.prior)
         for i in np.flatnonzero(conv == c):
             ranked, _ = ltr.ranked(model, xs[i])
             held[i] = recall(rows[i][ranked], qs[i].evidence)
@@ -280,7 +283,7 @@ def main() -> None:
         x, y = np.concatenate(xs), np.concatenate(ys)
         bounds = np.cumsum([0] + [a.shape[0] for a in xs])
         model = fit(x, y, [np.arange(bounds[j], bounds[j + 1]) for j in range(len(xs))], args.trees, args.depth,
-                    args.rate, args.loss)
+                    args.rate, args.loss, args.prior)
         doc = model.to_json({"fitted_on": "LoCoMo dev split, all five conversations", "args": vars(args),
                              "loco_held_out": got, "linear": lin})
         ltr.WEIGHTS.write_text(json.dumps(doc) + "\n", encoding="utf-8")

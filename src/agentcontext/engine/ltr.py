@@ -143,12 +143,18 @@ class Trees:
     right: np.ndarray
     value: np.ndarray
     base: float = 0.0
+    prior: float = 0.0  # the trees correct ``prior`` times the logit of the linear score (feature 0)
+
+    def start(self, x: np.ndarray) -> np.ndarray:
+        """Each row's value before the trees: ``base + prior * logit(score)``."""
+        p = np.clip(x[:, 0], 1e-6, 1 - 1e-6)
+        return self.base + self.prior * np.log(p / (1 - p))
 
     def score(self, x: np.ndarray) -> np.ndarray:
-        """Each row's sum of leaf values (plus ``base``)."""
+        """Each row's sum of leaf values, from ``start``."""
         trees, n = self.feature.shape[0], x.shape[0]
         if trees == 0 or n == 0:
-            return np.full(n, self.base, dtype=np.float64)
+            return self.start(x)
         t = np.arange(trees)[:, None]
         cols = np.arange(n)[None, :]
         at = np.zeros((trees, n), dtype=np.int64)  # every tree walked at once, one level a step
@@ -159,11 +165,12 @@ class Trees:
                 break
             go = x[cols, np.maximum(f, 0)] <= self.threshold[t, at]
             at = np.where(inner, np.where(go, self.left[t, at], self.right[t, at]), at)
-        return self.base + self.value[t, at].sum(axis=0)
+        return self.start(x) + self.value[t, at].sum(axis=0)
 
     def to_json(self, meta: dict[str, Any] | None = None) -> dict[str, Any]:
         body = {"feature": self.feature.tolist(), "threshold": self.threshold.tolist(), "left": self.left.tolist(),
-                "right": self.right.tolist(), "value": self.value.tolist(), "base": self.base}
+                "right": self.right.tolist(), "value": self.value.tolist(), "base": self.base,
+                "prior": self.prior}
         return {"format": FORMAT, "features": list(FEATURES), "pool": POOL, "meta": meta or {}, "trees": body,
                 "sha256": digest(body)}
 
@@ -191,18 +198,19 @@ def parse(data: Any, where: str = "the learned ranker's weights") -> Trees:
         threshold = np.asarray(body["threshold"], dtype=np.float64)
         left, right = np.asarray(body["left"], dtype=np.int64), np.asarray(body["right"], dtype=np.int64)
         value = np.asarray(body["value"], dtype=np.float64)
-        base = float(body["base"])
+        base, prior = float(body["base"]), float(body.get("prior", 0.0))
     except (KeyError, TypeError, ValueError) as exc:
         raise bad(str(exc)) from exc
     shape = feature.shape
     if len(shape) != 2 or any(a.shape != shape for a in (threshold, left, right, value)) or shape[1] == 0:
         raise bad("arrays of different shapes")
-    if feature.min() < -1 or feature.max() >= len(FEATURES) or not (np.isfinite(value).all() and math.isfinite(base)):
+    if feature.min() < -1 or feature.max() >= len(FEATURES) or not (np.isfinite(value).all() and math.isfinite(base)
+                                                                                 and math.isfinite(prior)):
         raise bad("a node out of range")
     inner = feature >= 0
     if ((left[inner] <= 0) | (left[inner] >= shape[1]) | (right[inner] <= 0) | (right[inner] >= shape[1])).any():
         raise bad("a child out of range")
-    return Trees(feature, threshold, left, right, value, base)
+    return Trees(feature, threshold, left, right, value, base, prior)
 
 
 _LOADED: dict[str, Trees] = {}
