@@ -118,3 +118,31 @@ def test_links_read_from_the_memories_prev_equal_the_index_links(chat):
     assert np.array_equal(_links_by_props(chat.workspace.store, ids, {}), by_index)
     assert np.array_equal(_links_by_props(chat.workspace.store, ids, nodes), by_index)
     assert (by_index < ltr.FAR).sum() > len(ids)  # some hits are within three turns of each other
+
+
+@pytest.mark.postgres
+def test_a_postgresql_store_ranks_with_the_learned_ranker(pg_server):
+    """A store that searches itself (no in-process index): the learned order over the server's first 80, its links
+    read from the memories' ``prev``; deterministic, and the linear memory on the same store ranks as before."""
+    from agentcontext.memory import server_search
+    from agentcontext.memory.learned import learned
+    from agentcontext.store import open_store
+    from agentcontext.workspace import Workspace
+
+    ws = Workspace(open_store(pg_server.url("ltr")))
+    try:
+        linear = AgentMemory(workspace=ws, max_memory_size=None)
+        linear.batch_store([{"content": t, "conversation_id": "c", "user_id": s, "metadata": {"speaker": s},
+                             "created_at": f"2023-05-{1 + i // 4:02d}T10:00:00"} for i, (s, t) in enumerate(CHAT)])
+        mem = AgentMemory(workspace=ws, max_memory_size=None, ranker="learned")
+        for q in QUERIES:
+            got = mem.results(q, max_results=5, count_use=False)
+            assert [r.id for r in got] == [r.id for r in mem.results(q, max_results=5, count_use=False)]
+            hits = server_search.search(ws, mem.namespace, q, ltr.POOL, None, None, None, {}, mem.weights)
+            want = learned(ws.store, q, hits, ws.store.get_nodes([h.id for h in hits]))[:5]
+            assert [r.id for r in got] == [h.id for h in want] and all("learned" in r.signals for r in got)
+            plain = linear.results(q, max_results=5, count_use=False)
+            five = server_search.search(ws, mem.namespace, q, 5, None, None, None, {}, mem.weights)
+            assert [r.id for r in plain] == [h.id for h in five] and all("learned" not in r.signals for r in plain)
+    finally:
+        ws.close()
