@@ -6,7 +6,7 @@ the query's keywords its text holds, and put in the order of the shipped trees. 
 (``min_score`` means what it meant); its signals gain the model's value (``learned``)."""
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,14 +21,12 @@ TURNS = 3  # the link distances the features read (ltr.FAR beyond)
 
 
 def _days(value: Any) -> float:
-    """A memory's ``created_at`` in days since the epoch (nan: none or unreadable)."""
-    if not value:
-        return float("nan")
+    """The day of a memory's ``created_at`` in days since the epoch (its date part, as the ranker was fitted: a
+    LoCoMo session's date; nan: none or unreadable)."""
     try:
-        when = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        return float((date.fromisoformat(str(value)[:10]) - date(1970, 1, 1)).days) if value else float("nan")
     except ValueError:
         return float("nan")
-    return when.timestamp() / 86400.0 if when.tzinfo else (when - datetime(1970, 1, 1)).total_seconds() / 86400.0
 
 
 def _links_by_props(store: Any, ids: list[str], nodes: dict[str, Node]) -> np.ndarray:
