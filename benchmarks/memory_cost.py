@@ -179,7 +179,8 @@ def main() -> None:
         print(f"retrieve p50 at 10,000 memories with the learned ranker {m:.1f} ms (runs {min(learned):.1f}-"
               f"{max(learned):.1f}; ratio to the linear {m / q:.2f}; target <= {RETRIEVE_TARGET_MS:.0f} ms: "
               f"{'met' if m <= RETRIEVE_TARGET_MS else 'missed'}); the process's CPU a retrieve p50 "
-              f"{statistics.median(c[1] for c in cpu):.1f} ms vs the linear's {statistics.median(c[0] for c in cpu):.1f} ms")
+              f"{statistics.median(c[1] for c in cpu):.1f} ms vs the linear's "
+              f"{statistics.median(c[0] for c in cpu):.1f} ms")
     print(f"figures on a shared 2-core machine (load average {np.round(os.getloadavg(), 1).tolist()})")
 
 
