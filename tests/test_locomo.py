@@ -77,6 +77,21 @@ def test_cli_eval_locomo_json(tmp_path):
     assert "options: answers off" in proc.stdout and "category 1" in proc.stdout, proc.stdout
 
 
+def test_cli_eval_locomo_learned_ranker_row(tmp_path):
+    """``--ranker learned`` (engine/ltr.py) prints its row and says so; an unknown ranker is our error."""
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_sample()))
+    cmd = [sys.executable, "-m", "agentcontext.cli", "eval", "locomo", str(path), "--k", "1,3"]
+    proc = subprocess.run(cmd + ["--ranker", "learned", "--json"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["ranker"] == "learned" and data["questions"] == 3 and set(data["recall"]) == {"1", "3"}
+    proc = subprocess.run(cmd + ["--ranker", "learned"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "ranker learned" in proc.stdout, proc.stdout + proc.stderr
+    proc = subprocess.run(cmd + ["--ranker", "neural"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "ranker must be one of linear, learned" in proc.stdout + proc.stderr
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not DEV.exists(), reason=f"the LoCoMo dev split is not here ({DEV}); it lives outside the "
                     "repository (/work/shared/data/locomo), which CI does not have")

@@ -91,7 +91,7 @@ def test_each_result_echoes_the_configuration_that_ran(ctx):
     for r in results:
         assert r["config"] == {"sources": ["memory", "vector", "graph", "docs", "decisions"], "hybrid_alpha": 0.4,
                                "proximity_weight": 0.5, "hops": 3, "min_score": 0.05, "rerank": False,
-                               "weights": "default", "truth_filter": None}
+                               "ranker": "linear", "weights": "default", "truth_filter": None}
         assert r["score"] >= 0.05 and "signals" in r
         assert r["combined_score"] == pytest.approx(0.5 * r["semantic_score"] + 0.5 * r["proximity_score"])
     assert results[0]["config"] is not results[-1]["config"]  # each result's own copy

@@ -267,15 +267,15 @@ class ContextRetriever:
         return out
 
     def _echo(self, config: RetrievalConfig) -> dict[str, Any]:
-        """What ran: ``config``'s echo, with the memory's own fusion weights and reranker when they are not the
-        configuration's (a memory given its own, or changed since)."""
+        """What ran: ``config``'s echo, with the memory's own fusion weights, reranker and ranker when they are not
+        the configuration's (a memory given its own, or changed since)."""
         memory = self.memory_store
         if not conforms(memory, Configured) or not config.uses("memory"):
             return config.echo
         ran = memory.config
-        if ran.weights is config.weights and ran.rerank == config.rerank:
+        if ran.weights is config.weights and ran.rerank == config.rerank and ran.ranker == config.ranker:
             return config.echo
-        return dict(config.echo, weights=ran.echo["weights"], rerank=ran.rerank)
+        return dict(config.echo, weights=ran.echo["weights"], rerank=ran.rerank, ranker=ran.ranker)
 
     @property
     def _counts_use(self) -> bool:

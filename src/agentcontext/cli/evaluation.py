@@ -21,6 +21,9 @@ def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samp
                model: Optional[str] = Option(None, "--model", help="Embedding model: minilm (default), "
                                                    "mpnet, e5-small or minilm+mpnet (embed/models.py)."),
                rerank: bool = Option(False, "--rerank", help="Memory search's reranker on (engine/rerank.py)."),
+               ranker: str = Option("linear", "--ranker", help="Memory search's order: linear (the fusion, "
+                                    "default) or learned (the fusion's first 80 in the learned trees' order, "
+                                    "engine/ltr.py)."),
                rewrite: bool = Option(False, "--rewrite", help="Also score each question through query "
                                             "rewriting with the provider of AGENTCONTEXT_LLM_BASE_URL / _MODEL / "
                                             "_API_KEY (memory/rewrite.py), printed as a separate row."),
@@ -50,15 +53,17 @@ def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samp
     with progress_bar(not json_out) as report:
         weights = weights_for(spec_of(model).name if model else MINILM)  # the model's own, if fitted for it
         weights = weights if answers else replace(weights, answer=0.0)
-        result = evaluate(file, ks, progress=report, memory_options={"weights": weights}, model=model, rerank=rerank,
+        result = evaluate(file, ks, progress=report, memory_options={"weights": weights, "ranker": ranker},
+                          model=model, rerank=rerank,
                           rewrite=llm)
     result["options"] = {"answers": answers}
+    result["ranker"] = ranker
 
     def human(d: dict[str, Any]) -> None:
         out.print(f"LoCoMo retrieval: {d['conversations']} conversations, {d['questions']} questions "
                   f"({d['skipped_no_evidence']} without usable evidence skipped), {d['seconds']} s; options: "
                   + ", ".join(f"{name} {'on' if on else 'off'}" for name, on in d["options"].items())
-                  + f"; model {d['model']}{', reranked' if d['rerank'] else ''}")
+                  + f"; model {d['model']}{', reranked' if d['rerank'] else ''}; ranker {d['ranker']}")
         for kk in d["k"]:
             out.print(f"  recall@{kk}: {d['recall'][str(kk)]:.3f}   full@{kk}: {d['full_recall'][str(kk)]:.3f}")
         for cat, row in d["by_category"].items():

@@ -15,6 +15,8 @@ call (``override``), validated the same way. A bad value is a ``ValidationError`
 - ``budget_tokens``: the cited context's token budget (reasoning);
 - ``truth_filter``: a ``TruthMaintenanceContextFilter`` (or None) applied to local retrieval's candidates;
 - ``rerank``: the second stage over the memory's first candidates (engine/rerank.py);
+- ``ranker``: the memory's order: ``linear`` (the fusion, engine/fusion.py) or ``learned`` (the fusion's first
+  candidates put in the order of the shipped trees, engine/ltr.py);
 - answer stage: ``answer_max_tokens`` and ``answer_temperature`` for ``query_with_reasoning``'s model call.
 
 The echo's shape is declared for the doors' output types as ``operations/types.py``'s ``ConfigEcho``.
@@ -35,6 +37,7 @@ from ..errors import ValidationError
 from .fusion import FusionWeights
 
 SOURCES = ("memory", "vector", "graph", "docs", "decisions")
+RANKERS = ("linear", "learned")
 
 
 class _FromConfig:
@@ -105,6 +108,7 @@ class RetrievalConfig:
     budget_tokens: int | None = 4000
     truth_filter: Any = None
     rerank: bool = False
+    ranker: str = "linear"
     answer_max_tokens: int | None = 1024
     answer_temperature: float | None = None
 
@@ -153,7 +157,7 @@ class RetrievalConfig:
         tf = self.truth_filter
         return {"sources": list(self.sources), "hybrid_alpha": self.hybrid_alpha,
                 "proximity_weight": self.proximity_weight, "hops": self.hops, "min_score": self.min_score,
-                "rerank": self.rerank, "weights": _fingerprint(self.weights),
+                "rerank": self.rerank, "ranker": self.ranker, "weights": _fingerprint(self.weights),
                 "truth_filter": None if tf is None else str(tf.session_id)}
 
     def summary(self) -> dict[str, Any]:
@@ -194,6 +198,13 @@ def _weights(value: Any) -> FusionWeights | None:
     return value
 
 
+def _ranker(value: Any) -> str:
+    if value not in RANKERS:
+        raise ValidationError(f"ranker must be one of {', '.join(RANKERS)}, got {value!r}", field="ranker",
+                              allowed=list(RANKERS))
+    return str(value)
+
+
 def _truth_filter(value: Any) -> Any:
     if value is not None and not isinstance(value, TruthFilterLike):
         raise ValidationError("truth_filter must be a TruthMaintenanceContextFilter (session_id, begin, filter, "
@@ -214,6 +225,7 @@ CHECKS: dict[str, Callable[[Any], Any]] = {
     "budget_tokens": lambda v: _integer("budget_tokens", v, 1, optional=True),
     "truth_filter": _truth_filter,
     "rerank": lambda v: _flag("rerank", v),
+    "ranker": _ranker,
     "answer_max_tokens": lambda v: _integer("answer_max_tokens", v, 1, optional=True),
     "answer_temperature": lambda v: None if v is None else _number("answer_temperature", v, 0.0, 2.0),
 }

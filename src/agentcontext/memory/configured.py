@@ -37,12 +37,15 @@ class ConfiguredRecall:
     namespace: str
     retention: Retention
 
-    def configure(self, config: RetrievalConfig | None, weights: FusionWeights | None, rerank: bool | None) -> None:
-        """The facade's configuration, else one of this memory's own; the fusion weights, and the second stage over
-        the first candidates (engine/rerank.py: ``rerank=True`` or AGENTCONTEXT_RERANK), given here win over it."""
+    def configure(self, config: RetrievalConfig | None, weights: FusionWeights | None, rerank: bool | None,
+                  ranker: str | None = None) -> None:
+        """The facade's configuration, else one of this memory's own; the fusion weights, the second stage over
+        the first candidates (engine/rerank.py: ``rerank=True`` or AGENTCONTEXT_RERANK) and the ranker (``linear``
+        or ``learned``: engine/ltr.py), given here win over it."""
         base = config if config is not None else RetrievalConfig(rerank=reranking.enabled(None))
         self.config = dataclasses.replace(base, weights=self._fitted(weights or base.weights),
-                                          rerank=base.rerank if rerank is None else bool(rerank))
+                                          rerank=base.rerank if rerank is None else bool(rerank),
+                                          ranker=base.ranker if ranker is None else ranker)
 
     def _fitted(self, weights: FusionWeights | None) -> FusionWeights:
         """``weights``, or, when they are the defaults, the ones fitted for the workspace's embedding model
@@ -66,6 +69,14 @@ class ConfiguredRecall:
     def rerank(self, on: bool) -> None:
         self.config = dataclasses.replace(self.config, rerank=bool(on))
 
+    @property
+    def ranker(self) -> str:
+        return self.config.ranker
+
+    @ranker.setter
+    def ranker(self, name: str) -> None:
+        self.config = dataclasses.replace(self.config, ranker=name)
+
     def results(self, query: str, max_results: int = 5, min_score: float | None = None,
                 conversation_id: str | None = None, user_id: str | None = None,
                 filters: dict[str, Any] | None = None, type: str | None = None,
@@ -84,7 +95,7 @@ class ConfiguredRecall:
             wanted["type"] = type
         out = recall(self.workspace, self.namespace, self._index, query, max_results, config.min_score,
                      conversation_id, user_id, wanted, metadata_filter(wanted), self.weights, config.rerank,
-                     config.echo)
+                     config.echo, ranker=config.ranker)
         if count_use:
             self.used([r.id for r in out])
         return out

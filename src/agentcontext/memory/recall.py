@@ -1,11 +1,13 @@
 """The ranking behind ``AgentMemory.retrieve``: the candidates (the server's on a store that searches, else the
-in-process index's), the reranker over a wider pool when it is on, ``min_score`` (engine/retrieval_config.py
-``above``, its one filter), and the hits as ``RetrievedContext`` with their signals (engine/retrieved.py: the one
-result type; the memory dict is made at the door). Access checks and the LRU use count stay with the caller."""
+in-process index's), the learned ranker (engine/ltr.py) over the fusion's first ``ltr.POOL`` when it is chosen, the
+reranker over a wider pool when it is on, ``min_score`` (engine/retrieval_config.py ``above``, its one filter), and
+the hits as ``RetrievedContext`` with their signals (engine/retrieved.py: the one result type; the memory dict is
+made at the door). Access checks and the LRU use count stay with the caller."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..engine import ltr
 from ..engine import rerank as reranking
 from ..engine.fusion import FusionWeights
 from ..engine.retrieval_config import above
@@ -14,6 +16,7 @@ from ..store.base import Capability
 from ..workspace import Workspace
 from . import server_search
 from .index import MemoryIndex
+from .learned import learned
 from .rerank import reranked
 from .search import candidate_rows, search
 
@@ -23,19 +26,25 @@ Keep = Callable[[dict[str, Any]], bool]
 def recall(ws: Workspace, namespace: str, index: Callable[[], MemoryIndex], query: str, max_results: int,
            min_score: float, conversation_id: str | None, user_id: str | None, wanted: dict[str, Any],
            keep: Keep | None, weights: FusionWeights, rerank: bool,
-           config: dict[str, Any] | None = None) -> list[RetrievedContext]:
+           config: dict[str, Any] | None = None, ranker: str = "linear") -> list[RetrievedContext]:
     """The best memories of ``namespace`` for ``query`` under the filters (``wanted`` the metadata equalities,
     ``keep`` their check), best first, each with ``score``, ``signals``, ``source`` and ``config`` (the echo of
     the configuration that ran, shared by the results of the call)."""
     pool = max(max_results, reranking.POOL) if rerank else max_results
+    if ranker == "learned":
+        pool = max(pool, ltr.POOL)
+    built = None
     if Capability.VECTOR_SEARCH in ws.store.capabilities:  # candidates from the server, nothing mirrored here
         hits = server_search.search(ws, namespace, query, pool, conversation_id, user_id, keep, wanted, weights)
     else:
         built = index()
         hits = search(ws, built, namespace, query, pool, candidate_rows(built, conversation_id, user_id, keep), weights)
     nodes = ws.store.get_nodes([h.id for h in hits])
+    if ranker == "learned":
+        hits = learned(ws.store, query, hits, nodes, built)
     if rerank:
-        hits = reranked(ws, query, hits, nodes)[:max_results]
+        hits = reranked(ws, query, hits[:max(max_results, reranking.POOL)], nodes)
+    hits = hits[:max_results]
     out = []
     for h in above(hits, min_score):
         node = nodes.get(h.id)

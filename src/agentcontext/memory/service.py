@@ -76,7 +76,7 @@ class AgentMemory(ConfiguredRecall):
                  weights: FusionWeights | None = None, actor: str = "", entity_graph: GraphLike | None = None,
                  principal: str | None = None, rerank: bool | None = None,
                  embedding_model: str | None = None, scope: Scope | None = None,
-                 config: RetrievalConfig | None = None) -> None:
+                 config: RetrievalConfig | None = None, ranker: str | None = None) -> None:
         """``scope`` (the facade's) is the workspace and the principal at once; ``workspace=`` and ``principal=``
         (or its older name ``actor=``) say them one at a time."""
         if scope is not None:
@@ -96,7 +96,7 @@ class AgentMemory(ConfiguredRecall):
         self.principal = principal_of(principal, actor)
         # With a graph, a stored memory whose metadata lists ``entities`` is linked to those entity nodes (links.py).
         self.entity_graph = entity_graph
-        self.configure(config, weights, rerank)  # what retrieval reads (memory/configured.py)
+        self.configure(config, weights, rerank, ranker)  # what retrieval reads (memory/configured.py)
 
     # --- plumbing --------------------------------------------------------------------------
     @property
