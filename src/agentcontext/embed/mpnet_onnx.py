@@ -29,9 +29,10 @@ NAME_INT8 = f"{mpnet.NAME}-int8"
 GRAPH_VERSION = 1
 INT8_VERSION = 2  # the int8 graph's own version (its file name: model-<sha>-g<GRAPH_VERSION>-q<INT8_VERSION>.onnx)
 MIN_COSINE = 0.9999
-# the int8 graph's floor against the float forward, measured: the empty text 0.950, "Sure! " x 70 0.967, "ok" 0.988,
-# sentences 0.99-0.998 (tests/test_mpnet_int8.py)
-MIN_COSINE_INT8 = 0.94
+# the int8 graph's floor against the float forward, measured (q2: smoothed, the GELU lifted): "Sure! " x 70 0.978,
+# the empty text 0.988, "ok" 0.993, sentences 0.997-0.999 (q1, plain per-token int8: 0.967, 0.950, 0.988, 0.99-0.998;
+# tests/test_mpnet_int8.py)
+MIN_COSINE_INT8 = 0.97
 # SmoothQuant's strength (``smoothing``) and the texts its activation peaks are measured on at build time (written
 # for this: chat turns, questions, notes, a long turn, other scripts; none from an evaluation set)
 SMOOTH_ALPHA = 0.5
