@@ -3,7 +3,9 @@
 linear layers' inputs carry outlier channels (a channel's largest magnitude over its median channel's), and the error
 each linear layer alone adds (its float input quantized as the graph does, against the float product).
 
-    nice -n 10 .venv/bin/python benchmarks/mpnet_int8_layers.py [--texts 300] [--graph old|new]
+    nice -n 10 .venv/bin/python benchmarks/mpnet_int8_layers.py [--texts 300] [--plain] [--json FILE]
+
+(the per-linear errors are of plain per-token int8 in both forms; the layer and pooled cosines are the graph's)
 """
 from __future__ import annotations
 
@@ -59,6 +61,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--texts", type=int, default=300)
     ap.add_argument("--json", default="")
+    ap.add_argument("--plain", action="store_true", help="the int8 graph before SmoothQuant (q1) instead of the "
+                    "shipped one")
     args = ap.parse_args()
     started = time.perf_counter()
     emb = mpnet_onnx.MPNetOnnxEmbedder()
@@ -71,7 +75,8 @@ def main() -> None:
     outs = [f"l{i}.x2" for i in range(layers - 1)] + [f"l{i}.x1" for i in range(layers)]
     names = sorted(set(sum(inputs.values(), [])) | set(outs))
     full = session(mpnet_onnx._graph(weights), names)
-    small = session(mpnet_onnx._graph(weights, int8=True), names)
+    form = {} if args.plain else mpnet_onnx.int8_form(weights)
+    small = session(mpnet_onnx._graph(weights, int8=True, **form), names)
     texts = turns(args.texts)
     toks = [e.ids for e in emb._tokenizer.encode_batch([t or " " for t in texts])]
     layer_cos = {n: [] for n in outs + ["hidden"]}
