@@ -43,7 +43,8 @@ def test_the_int8_graph_gives_the_float_forwards_vectors_within_its_floor():
     assert int8.name == NAME_INT8 and int8.path != full.path and "-q" in int8.path.name
     got, ref = int8.embed(TEXTS), full.embed(TEXTS)
     cos = (got * ref).sum(axis=1)
-    assert cos.min() >= MIN_COSINE_INT8 and np.median(cos) >= 0.99, cos
+    # the smoothed graph (q2): median 0.998 on these texts, the empty text 0.988 (q1, plain int8: 0.993, 0.950)
+    assert MIN_COSINE_INT8 >= 0.97 and cos.min() >= MIN_COSINE_INT8 and np.median(cos) >= 0.9975, cos
     assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
     alone = np.stack([int8.embed([t])[0] for t in TEXTS])
     assert float((alone * got).sum(axis=1).min()) >= 0.9999

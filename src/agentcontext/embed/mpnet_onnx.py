@@ -27,11 +27,30 @@ from .model_files import file_sha256
 
 NAME_INT8 = f"{mpnet.NAME}-int8"
 GRAPH_VERSION = 1
-INT8_VERSION = 1  # the int8 graph's own version (its file name: model-<sha>-g<GRAPH_VERSION>-q<INT8_VERSION>.onnx)
+INT8_VERSION = 2  # the int8 graph's own version (its file name: model-<sha>-g<GRAPH_VERSION>-q<INT8_VERSION>.onnx)
 MIN_COSINE = 0.9999
-# the int8 graph's floor against the float forward, measured: the empty text 0.950, "Sure! " x 70 0.967, "ok" 0.988,
-# sentences 0.99-0.998 (tests/test_mpnet_int8.py)
-MIN_COSINE_INT8 = 0.94
+# the int8 graph's floor against the float forward, measured (q2: smoothed, the GELU lifted): "Sure! " x 70 0.978,
+# the empty text 0.988, "ok" 0.993, sentences 0.997-0.999 (q1, plain per-token int8: 0.967, 0.950, 0.988, 0.99-0.998;
+# tests/test_mpnet_int8.py)
+MIN_COSINE_INT8 = 0.97
+# SmoothQuant's strength (``smoothing``) and the texts its activation peaks are measured on at build time (written
+# for this: chat turns, questions, notes, a long turn, other scripts; none from an evaluation set)
+SMOOTH_ALPHA = 0.5
+KEEP_FLOAT_FF2 = False
+GELU_FLOOR = np.float32(0.17)  # GELU's least value is -0.16997
+CALIBRATION = [
+    "Hey! Good to see you, how have you been lately?", "I finally finished the painting I started last spring.",
+    "We took the kids camping by the lake last weekend and it rained the whole time, but they loved it anyway.",
+    "When did you move to Boston?", "What does Sam like to do after work?", "Thanks so much, that means a lot to me!",
+    "The meeting with the adoption agency is on Friday at 10am; I need the forms signed before then.",
+    "Deploy failed: the migration 0042_add_index timed out on the orders table (12M rows).",
+    "My grandmother taught me to bake bread when I was seven, and I still use her recipe every Sunday.",
+    "Is the conference in Paris or in Lyon this year?", "lol yes", "I'm so proud of you for running that marathon!",
+    "Note: the user prefers short answers, metric units and no emojis.",
+    "Ich habe gestern ein neues Fahrrad gekauft.", "東京で友達と会いました。", "¿Dónde está la biblioteca?",
+    "I've been volunteering at the animal shelter twice a week since March; last month we found homes for 14 dogs "
+    "and 9 cats, and the director asked me to help organise the fundraiser in the autumn.",
+]
 PROBES = ["Caroline went to the LGBTQ support group yesterday.", "What did Melanie paint last year?",
           "Sure! " * 70, "Ça va? Größe 東京 🙂"]
 
@@ -41,6 +60,53 @@ def int8_columns(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     scale = np.abs(weight).max(axis=0) / 127.0
     scale[scale == 0] = 1.0
     return np.clip(np.round(weight / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
+
+
+def linear_inputs() -> dict[str, list[str]]:
+    """Every tensor a linear layer reads (``_graph``'s names) -> the weights that read it: q, k and v the previous
+    layer's output, o the attention context, the first feed-forward projection the attention block's output, the
+    second the GELU."""
+    out: dict[str, list[str]] = {}
+    for i in range(mpnet.LAYERS):
+        p = f"encoder.layer.{i}."
+        out["x0" if i == 0 else f"l{i - 1}.x2"] = [p + f"attention.attn.{n}" for n in "qkv"]
+        out[f"l{i}.ctx.merged"] = [p + "attention.attn.o"]
+        out[f"l{i}.x1"] = [p + "intermediate.dense"]
+        out[f"l{i}.gelu"] = [p + "output.dense"]
+    return out
+
+
+def calibrate(w: dict[str, np.ndarray], tokenizer: object, texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """Each linear layer's input's largest magnitude per channel over ``texts`` (the float graph, one text a run)."""
+    import onnxruntime as ort
+
+    names = list(linear_inputs())
+    session = ort.InferenceSession(_graph(w, outputs=names).SerializeToString(), providers=["CPUExecutionProvider"])
+    table = w["encoder.relative_attention_bias.weight"]
+    peaks: dict[str, np.ndarray] = {}
+    for enc in tokenizer.encode_batch(list(texts)):  # type: ignore[attr-defined]
+        n = len(enc.ids)
+        feeds = {"input_ids": np.array([enc.ids], dtype=np.int64),
+                 "position_ids": np.arange(n, dtype=np.int64)[None] + mpnet.PAD + 1,
+                 "attn_bias": np.ascontiguousarray(table[mpnet.relative_buckets(n)].transpose(2, 0, 1)[None])}
+        for name, value in zip(names, session.run(names, feeds)):
+            peak = np.abs(value).reshape(-1, value.shape[-1]).max(axis=0)
+            peaks[name] = np.maximum(peaks[name], peak) if name in peaks else peak
+    return peaks
+
+
+def smoothing(w: dict[str, np.ndarray], peaks: dict[str, np.ndarray], alpha: float = None) -> dict[str, np.ndarray]:
+    """SmoothQuant's factor per channel of each linear layer's input: ``peak ** alpha / weight_peak ** (1 -
+    alpha)`` (the weight's largest magnitude over that input channel's row, over every layer reading it)."""
+    alpha = SMOOTH_ALPHA if alpha is None else alpha
+    out = {}
+    for name, readers in linear_inputs().items():
+        if name not in peaks:
+            continue
+        rows = np.max([np.abs(w[r + ".weight"]).max(axis=0) for r in readers], axis=0)  # torch layout [out, in]
+        s = np.power(np.maximum(peaks[name], 1e-5), alpha) / np.power(np.maximum(rows, 1e-5), 1 - alpha)
+        out[name] = s.astype(np.float32)
+    return out
 
 
 class GraphMismatch(ValidationError):
@@ -55,14 +121,22 @@ def _damaged() -> tuple[type[BaseException], ...]:
             state.NoSuchFile, state.RuntimeException)
 
 
-def _graph(w: dict[str, np.ndarray], int8: bool = False) -> object:
+def _graph(w: dict[str, np.ndarray], int8: bool = False, smooth: dict[str, np.ndarray] | None = None,
+           outputs: Sequence[str] = (), lift: bool = False, keep_float: Sequence[str] = ()) -> object:
     """The ONNX model of MPNet's encoder over the float32 weights ``w`` (safetensors names, torch layouts).
 
     ``int8``: every linear layer (q, k, v, o, both feed-forward projections: ~all the multiply-adds of a short text)
     runs as ``MatMulInteger``: its weight as int8 with one scale per output column, its input quantized row by row
     (each token's own scale, its largest magnitude / 127: a text's vector does not depend on what it is batched
     with), exact integer sums scaled back to float32. Attention scores, softmax, LayerNorm and GELU stay float32.
-    One quantization of an input serves every layer that reads it (q, k and v read the same rows)."""
+    One quantization of an input serves every layer that reads it (q, k and v read the same rows).
+
+    ``smooth`` (SmoothQuant): an input tensor's name -> one factor per channel: the input is divided by it before
+    its rows are quantized and the weight rows that read it multiplied by it (the same product in exact arithmetic),
+    so a few channels' large values no longer set every token's int8 step. ``outputs``: intermediate tensors also
+    returned (``linear_inputs``' names: the calibration reads them). ``lift``: the GELU's output (>= -0.17) is
+    raised by ``GELU_FLOOR`` and quantized unsigned (255 steps over its range, not 127 over half of it), the lift's
+    product with the int8 weight taken back from the bias (exact)."""
     from onnx import TensorProto, helper, numpy_helper
 
     inits, nodes = [], []
@@ -77,30 +151,63 @@ def _graph(w: dict[str, np.ndarray], int8: bool = False) -> object:
         nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
         return out
 
+    def lifted(x: str) -> np.ndarray | None:
+        """The per-channel amount added to ``x`` before it is quantized unsigned (``lift``), or None."""
+        if not (lift and x.endswith(".gelu")):
+            return None
+        floor = np.full(w["encoder.layer.0.output.dense.weight"].shape[1], GELU_FLOOR, dtype=np.float32)
+        return floor / smooth[x] if smooth and x in smooth else floor
+
+    def rows_uint8(x: str, up: np.ndarray) -> tuple[str, str]:
+        """``x + up`` (>= 0) as uint8 (zero point 0) with one scale per row, its peak / 255."""
+        raised = node("Add", [x, init(x + ".lift", up)], x + ".lifted")
+        peak = node("ReduceMax", [raised, "q.axes"], x + ".peak", keepdims=1)
+        scale = node("Max", [node("Mul", [peak, "q.inv255"], x + ".peak255"), "q.tiny"], x + ".scale")
+        shifted = node("Add", [node("Div", [raised, scale], x + ".units"), "q.round"], x + ".shifted")
+        return node("Cast", [shifted], x + ".u8", to=TensorProto.UINT8), scale
+
     def rows_int8(x: str) -> tuple[str, str]:
         """``x`` as uint8 (zero point 128) with one scale per row: (values, scales)."""
-        if x not in quantized:
+        name = x
+        if name not in quantized:
             if not quantized:
                 init("q.axes", np.array([-1], dtype=np.int64))
                 init("q.inv127", np.array(1.0 / 127.0, dtype=np.float32))
                 init("q.tiny", np.array(1e-12, dtype=np.float32))
                 init("q.half", np.array(128.5, dtype=np.float32))  # + 128, rounded by Cast's truncation (>= 1.5)
                 init("q.zero", np.array(128, dtype=np.uint8))
+                init("q.inv255", np.array(1.0 / 255.0, dtype=np.float32))
+                init("q.round", np.array(0.5, dtype=np.float32))
+                init("q.zero0", np.array(0, dtype=np.uint8))
+            if smooth and x in smooth:
+                x = node("Mul", [x, init(x + ".unsmooth", (1.0 / smooth[x]).astype(np.float32))], x + ".smoothed")
+            up = lifted(name)
+            if up is not None:
+                quantized[name] = rows_uint8(x, up)
+                return quantized[name]
             peak = node("ReduceMax", [node("Abs", [x], x + ".abs"), "q.axes"], x + ".peak", keepdims=1)
             scale = node("Max", [node("Mul", [peak, "q.inv127"], x + ".peak127"), "q.tiny"], x + ".scale")
             shifted = node("Add", [node("Div", [x, scale], x + ".units"), "q.half"], x + ".shifted")
-            quantized[x] = (node("Cast", [shifted], x + ".u8", to=TensorProto.UINT8), scale)
-        return quantized[x]
+            quantized[name] = (node("Cast", [shifted], x + ".u8", to=TensorProto.UINT8), scale)
+        return quantized[name]
 
     def linear(x: str, prefix: str, out: str) -> str:
-        if not int8:
+        if not int8 or x in keep_float:
             y = node("MatMul", [x, init(prefix + ".weight.T", w[prefix + ".weight"].T)], out + ".mm")
         else:
             values, scale = rows_int8(x)
-            q, columns = int8_columns(w[prefix + ".weight"].T)
-            sums = node("MatMulInteger", [values, init(prefix + ".weight.q8", q), "q.zero"], out + ".sums")
+            weight = w[prefix + ".weight"].T
+            if smooth and x in smooth:
+                weight = weight * smooth[x][:, None]
+            q, columns = int8_columns(weight)
+            up = lifted(x)
+            zero = "q.zero" if up is None else "q.zero0"
+            sums = node("MatMulInteger", [values, init(prefix + ".weight.q8", q), zero], out + ".sums")
             y = node("Mul", [node("Mul", [node("Cast", [sums], out + ".f", to=TensorProto.FLOAT), scale],
                                   out + ".rows"), init(prefix + ".weight.scale", columns)], out + ".mm")
+            if up is not None:  # the lift's product with the weight as quantized, taken back
+                bias = (w[prefix + ".bias"] - up @ (q.astype(np.float32) * columns)).astype(np.float32)
+                return node("Add", [y, init(prefix + ".bias", bias)], out)
         return node("Add", [y, init(prefix + ".bias", w[prefix + ".bias"])], out)
 
     def norm(x: str, prefix: str, out: str) -> str:
@@ -135,7 +242,8 @@ def _graph(w: dict[str, np.ndarray], int8: bool = False) -> object:
         nodes, "mpnet", [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["b", "l"]),
                          helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["b", "l"]),
                          helper.make_tensor_value_info("attn_bias", TensorProto.FLOAT, ["b", heads, "l", "l"])],
-        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["b", "l", d])], inits)
+        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["b", "l", d])]
+        + [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], producer_name="agentcontext")
 
 
@@ -148,6 +256,20 @@ def probes_path(graph: Path) -> Path:
     return graph.with_suffix(".probes.npy")
 
 
+def int8_form(w: dict[str, np.ndarray]) -> dict[str, object]:
+    """``_graph``'s int8 options: the inputs of q/k/v, o and the first feed-forward projection smoothed by their
+    peaks over ``CALIBRATION`` (the float graph's), the GELU lifted and quantized unsigned (``KEEP_FLOAT_FF2``: the
+    second feed-forward projection in float instead)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(mpnet.model_files()["tokenizer.json"]))
+    tokenizer.enable_truncation(mpnet.MAX_TOKENS)
+    tokenizer.no_padding()
+    peaks = {n: p for n, p in calibrate(w, tokenizer, CALIBRATION).items() if not n.endswith(".gelu")}
+    gelu = [f"l{i}.gelu" for i in range(mpnet.LAYERS)] if KEEP_FLOAT_FF2 else []
+    return {"smooth": smoothing(w, peaks), "lift": True, "keep_float": gelu}
+
+
 def build(weights: Path, target: Path, int8: bool = False) -> Path:
     """Write the ONNX graph of ``weights`` to ``target`` atomically (~440 MB float, ~180 MB ``int8``), and beside it
     the numpy forward's vectors of ``PROBES`` (mpnet.py), which every load checks the graph against."""
@@ -156,7 +278,8 @@ def build(weights: Path, target: Path, int8: bool = False) -> Path:
     except ImportError as exc:
         raise DependencyMissingError(f"building the onnxruntime form of {mpnet.NAME} needs the onnx package ({exc}): "
                                      "pip install onnx", missing="onnx") from exc
-    model = _graph(mpnet.load_safetensors(weights), int8=int8)
+    w = mpnet.load_safetensors(weights)
+    model = _graph(w, int8=True, **int8_form(w)) if int8 else _graph(w)
     target.parent.mkdir(parents=True, exist_ok=True)
     key = file_sha256(weights)
     if key not in _reference:  # the numpy forward's probe vectors, computed once a process (a rebuild reuses them)
