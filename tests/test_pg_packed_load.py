@@ -1,5 +1,5 @@
 """Context vectors written as int8 by the bulk path itself, and the step that packs those a load before it wrote whole
-(migration 14, store/pg_bulk.py, store/pg_q8.py, issue 23 s2): a load (``batch_store``, ``import_rows``) leaves no
+(migration 15, store/pg_bulk.py, store/pg_q8.py, issue 23 s2): a load (``batch_store``, ``import_rows``) leaves no
 context row holding a ``halfvec``; what every reader gets back is the same as after a pack; the upgrade packs the rows
 an older load left whole, keeps every row and search result, rewrites ``vectors`` compact when they were many, and a
 crash mid-upgrade leaves the step before whole; a bad vector in a bulk load still refuses the batch."""

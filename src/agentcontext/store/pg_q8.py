@@ -20,7 +20,7 @@ reads
 whose text becomes a node's (``pg_bulk.mark_searched``) gets its values back from the bytes (``value_sql``); a put of
 the same hash with a node behind it writes the full values again. The bulk write path (``pg_bulk.VectorLoader``)
 writes a row as int8 at once when a node's props name it as their pair vector (``pair_hash``) and no node's text
-has it: a load comes out compact, without a pack and a rewrite (migration 14 packs what an older load left whole).
+has it: a load comes out compact, without a pack and a rewrite (migration 15 packs what an older load left whole).
 ``compact`` (run by ``pg_delta.fold``) turns the context rows written whole since (a vector put before the node
 naming it) into q8 rows; their old row versions are space the table reuses."""
 from __future__ import annotations
