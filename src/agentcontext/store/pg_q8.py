@@ -18,8 +18,11 @@ the client (``quantize``; the migration and ``compact`` too). Every other reader
 reads
 ``value_sql`` (the values as a ``halfvec``, rebuilt in the server with pgvector's casts: ~0.05 ms a row). A q8 row
 whose text becomes a node's (``pg_bulk.mark_searched``) gets its values back from the bytes (``value_sql``); a put of
-the same hash with a node behind it writes the full values again. ``compact`` (run by ``pg_delta.fold``) turns
-the context rows written since into q8 rows; their old row versions are space the table reuses."""
+the same hash with a node behind it writes the full values again. The bulk write path (``pg_bulk.VectorLoader``)
+writes a row as int8 at once when a node's props name it as their pair vector (``pair_hash``) and no node's text
+has it: a load comes out compact, without a pack and a rewrite (migration 15 packs what an older load left whole).
+``compact`` (run by ``pg_delta.fold``) turns the context rows written whole since (a vector put before the node
+naming it) into q8 rows; their old row versions are space the table reuses."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -27,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 COLUMNS = "q8, q8_scale"
+PACK_ROWS = 20000  # rows read, quantized and written back a statement (a migration's pack: ~30 MB of values)
 NEITHER = "NOT {a}searched AND NOT {a}pending"
 # the context rows that still hold a halfvec (written since the last pack): listed by a partial btree (migration 9)
 UNPACKED = "vector IS NOT NULL AND NOT searched AND NOT pending"
@@ -52,8 +56,10 @@ def has_q8(db: Any) -> bool:
 
 def quantize(values: np.ndarray) -> tuple[list[bytes], np.ndarray]:
     """Rows of float values as (int8 bytes a row, float32 scale a row): each value over its row's largest
-    magnitude / 127, rounded to the nearest step."""
-    m = np.asarray(values, dtype=np.float32)
+    magnitude / 127, rounded to the nearest step. The values are taken as float16 first (what a halfvec holds): so a
+    row quantized from float32 values gets the same bytes and scale as after a halfvec's pack, and quantizing the
+    values rebuilt from a row (an export, ``value_sql``) gives that row's bytes and scale again (a copy's digest)."""
+    m = np.asarray(values, dtype=np.float32).astype(np.float16).astype(np.float32)
     scale = (np.abs(m).max(axis=1) / 127).astype(np.float32)
     safe = np.where(scale > 0, scale, np.float32(1))
     q = np.clip(np.rint(m / safe[:, None]), -127, 127).astype(np.int8)

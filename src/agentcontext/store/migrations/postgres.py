@@ -328,3 +328,33 @@ def exact_text_counts(db) -> None:
     from ..pg_text_counts import install
 
     install(db)
+
+
+@MIGRATIONS.step(15, "the context vectors a bulk load wrote whole held as int8 now (a load writes them so from here "
+                     "on: pg_bulk), and vectors rewritten compact when they were many (store/pg_q8.py)")
+def packed_context_vectors(db) -> None:
+    """The context rows still holding a ``halfvec`` (a bulk load before this step wrote them whole; a pack held them
+    as int8 only after a fold) read in key order, quantized in the client and written back (``pg_q8.pack_rows``,
+    ``PACK_ROWS`` a statement), then, when they were a tenth of the table or more, ``vectors`` rewritten once (only
+    the live row versions copied, as migration 9 does) and its indexes built again, the HNSW ones included, with a
+    bulk load's build settings. Fewer are left as space the table reuses. Run again, it finds nothing to pack."""
+    from ..pg_q8 import PACK_ROWS, UNPACKED, pack_rows
+    from ..pg_vectors import raise_build_settings
+
+    rows = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
+    packed, after = 0, None
+    while True:  # key ranges of PACK_ROWS rows (one pass over the key; a LIMIT on the unpacked index would
+        # walk the rows packed before it again, dead to this transaction, every round)
+        keys = "" if after is None else "AND (hash, model) > (%s, %s) "
+        last = db.execute(f"SELECT hash, model FROM (SELECT hash, model FROM vectors WHERE {UNPACKED} {keys}ORDER BY "
+                          "hash, model LIMIT %s) k ORDER BY hash DESC, model DESC LIMIT 1",
+                          (*(after or ()), PACK_ROWS)).fetchone()
+        if last is None:
+            break
+        packed += pack_rows(db, f"{UNPACKED} {keys}AND (hash, model) <= (%s, %s)", (*(after or ()), *last))
+        after = tuple(last)
+    if packed and packed * 10 >= rows:
+        raise_build_settings(db)
+        db.execute("ALTER TABLE vectors ALTER COLUMN q8_scale TYPE REAL USING q8_scale + 0")  # the rewrite
+    if packed:
+        db.execute("ANALYZE vectors")
