@@ -2,17 +2,17 @@
 statements, in the caller's transaction (versions, change log and the text index, a generated column, with them), so
 no row costs a round trip and a batch is all or nothing.
 
-Vectors are sent in binary (float32, pgvector's own form) and stored as halfvec (migration 5); a conversation
-turn's context vector (a node's ``props.pair_hash``, no node's text) as int8 at once (``pg_q8``, sent beside the
-values and chosen in the statement). Their HNSW
-index is the costly part of a load: one row inserted into it costs about ten times its share of a bulk build
-(``REBUILD_RATIO``), so a load that is large beside what its model holds drops the index and builds it again after
-the rows, with more memory and a parallel worker for the build (``pg_vectors.BUILD_MEMORY``, ``BUILD_WORKERS``),
-just before the transaction commits: one build for however many batches a transaction loads. An import into an
-empty table (``Store.import_rows``: a store copied whole, a first load) does the same for the table's other indexes
+Vectors are sent in binary (float32, pgvector's own form) and stored as halfvec (migration 5); a context vector stays
+whole until a pack (``pg_q8.compact``, migration 15): writing it as int8 at once needed a lookup a row through the
+props' GIN index (is the row a node's ``pair_hash``?) that read the whole posting list of the key at 1,000,000 memories
+(~294 pages, 2.5 ms a row: a 10,000-memory batch 0.17x as fast; measured and reverted in session 17). Their HNSW index
+is the costly part of a load: one row inserted into it costs about ten times its share of a bulk build
+(``REBUILD_RATIO``), so a load that is large beside what its model holds drops the index and builds it again after the
+rows, with more memory and a parallel worker for the build (``pg_vectors.BUILD_MEMORY``, ``BUILD_WORKERS``), just before
+the transaction commits: one build for however many batches a transaction loads. An import into an empty table
+(``Store.import_rows``: a store copied whole, a first load) does the same for the table's other indexes
 (``drop_indexes``): the three GIN indexes of nodes cost more a row inserted than the row itself; built after the rows,
-each is one sort, and the table is analyzed before the next statement plans against it.
-"""
+each is one sort, and the table is analyzed before the next statement plans against it."""
 from __future__ import annotations
 
 import weakref
@@ -43,7 +43,6 @@ NODE_FIELDS_BYTES = NODE_FIELDS.replace(f"content_hash {T}", "content_hash BYTEA
                                                                                           "embed_hash BYTEA")
 STAGES = {
     "stage_vectors": f"hash {T}, model {T}, dim INTEGER, vector vector",
-    "stage_vectors_q8": f"hash {T}, model {T}, dim INTEGER, vector vector, q8 BYTEA, q8_scale REAL",
     "stage_nodes": f"id {T} NOT NULL, {NODE_FIELDS}, tag_text {T}",
     "stage_versions": f"id {T} NOT NULL, {NODE_FIELDS}",
     "stage_nodes_b": f"id {T} NOT NULL, {NODE_FIELDS_BYTES}, tag_text {T}",
@@ -148,31 +147,6 @@ def _check_range(items: Sequence[tuple[str, Any]], arrays: list[np.ndarray], mat
                               "(embeddings are usually unit length)", hash=h)
 
 
-# the staged row's int8 form, used when a node's props name its hash as their pair vector's and no node's text has it
-# (a lookup a row through the props' GIN index, nodes_props, only for rows no node's text has; counted, not LIMIT 1:
-# with a LIMIT the planner scans nodes in order hoping for an early match, ~20 ms a row at 200,000 nodes, where the
-# index takes ~65 us)
-PAIRED = ", s.q8, s.q8_scale, s.q8 IS NOT NULL AND p.paired AS paired"
-PAIR_LOOKUP = (" CROSS JOIN LATERAL (SELECT count(*) > 0 AS paired FROM nodes n WHERE l.wanted IS NULL AND "
-               "n.props::jsonb @> jsonb_build_object('pair_hash', s.hash)) p")
-
-
-def packed_rows(rows: Sequence[tuple]) -> list[tuple]:
-    """Vector rows (hash, model, dim, float32 values) each with its int8 form and scale (``pg_q8.quantize``: one
-    numpy pass a shape), which a row no node's text has is written as; an empty vector has none (NULL)."""
-    out: list[tuple] = [(*r, None, None) for r in rows]
-    shapes: dict[int, list[int]] = {}
-    for i, r in enumerate(rows):
-        shapes.setdefault(int(np.shape(r[3])[0]) if np.ndim(r[3]) == 1 else -1, []).append(i)
-    for size, at in shapes.items():
-        if size <= 0:
-            continue
-        packed, scale = pg_q8.quantize(np.stack([np.asarray(rows[i][3], dtype=np.float32) for i in at]))
-        for i, b, sc in zip(at, packed, scale):
-            out[i] = (*rows[i], b, float(sc))
-    return out
-
-
 class VectorLoader:
     """Vectors of one transaction: staged, then inserted (or upserted) in one statement each; decides per (model,
     dim) whether to keep the HNSW index or drop it and build it after the rows (``finish``)."""
@@ -186,7 +160,6 @@ class VectorLoader:
         self.new: dict[tuple[str, int], int] = {}  # rows this transaction added, by (model, dim)
         self.build: set[tuple[str, int]] = set()  # indexes to build in ``finish``
         self.pending = 0  # rows this transaction staged into the delta (``pg_delta``)
-        self.staged = "stage_vectors_q8" if q8 else "stage_vectors"  # with each row's int8 form (``packed_rows``)
 
     def load(self, rows: Sequence[tuple], upsert: bool) -> None:
         """``rows``: (hash, model, dim, float32 vector). A row a node's text has lands ``searched`` (in the HNSW
@@ -195,12 +168,7 @@ class VectorLoader:
         if not rows:
             return
         db = self.db
-        name = self.staged
-        if self.q8:  # each row's int8 form beside its values: a row no node's text has lands packed (pg_q8)
-            stage(db, name, "hash, model, dim, vector, q8, q8_scale", packed_rows(rows),
-                  ["text", "text", "int4", "vector", "bytea", "float4"])
-        else:
-            stage(db, name, "hash, model, dim, vector", rows, ["text", "text", "int4", "vector"])
+        stage(db, "stage_vectors", "hash, model, dim, vector", rows, ["text", "text", "int4", "vector"])
         staged: dict[tuple[str, int], int] = {}
         for r in rows:
             staged[(r[1], int(r[2]))] = staged.get((r[1], int(r[2])), 0) + 1
@@ -217,20 +185,12 @@ class VectorLoader:
             self.pending = 0
         flags = "wanted AND direct, wanted AND NOT direct" if self.delta else "wanted"
         held_key = pg_hash.into("s.hash", self.hb)  # the stage's text hash as vectors holds it
-        # a context row (a node's pair vector, ``props.pair_hash``, that no node's text has) is written as int8 at
-        # once (``q8``): a bulk load comes out as compact as a pack and a rewrite would leave it. A vector no node
-        # names yet (put before its node: an embedding cache filled first) is written whole, as before, and packed
-        # by a fold if it stays a context row: one put before its node's text would come back from the bytes
-        held = (", CASE WHEN paired THEN NULL ELSE vector END, CASE WHEN paired THEN q8 END, CASE WHEN paired THEN "
-                "q8_scale END" if self.q8 else ", vector")
-        cols = ", vector, q8, q8_scale" if self.q8 else ", vector"
-        insert = (f"INSERT INTO vectors(hash, model, dim{cols}, searched{', pending' if self.delta else ''}) SELECT "
-                  f"hash, model, dim{held}, {flags} FROM (SELECT {held_key} AS hash, s.model, s.dim, "
-                  f"s.vector::{STORED} AS vector{PAIRED if self.q8 else ''}, l.wanted IS NOT NULL AS "
-                  "wanted, (s.model || E'\\x1f' || s.dim) = "
-                  f"ANY(%s) AS direct FROM {name} s LEFT JOIN LATERAL (SELECT true AS wanted FROM nodes n "
-                  f"WHERE n.embed_hash = {pg_hash.into('s.hash', self.nb)} LIMIT 1) l ON true"
-                  f"{PAIR_LOOKUP if self.q8 else ''}) s ORDER BY hash, model")
+        insert = (f"INSERT INTO vectors(hash, model, dim, vector, searched{', pending' if self.delta else ''}) SELECT "
+                  f"hash, model, dim, vector, {flags} FROM (SELECT {held_key} AS hash, s.model, s.dim, "
+                  f"s.vector::{STORED} AS vector, l.wanted IS NOT NULL AS wanted, (s.model || E'\\x1f' || s.dim) = "
+                  "ANY(%s) AS direct FROM stage_vectors s LEFT JOIN LATERAL (SELECT true AS wanted FROM nodes n "
+                  f"WHERE n.embed_hash = {pg_hash.into('s.hash', self.nb)} LIMIT 1) l ON true) s "
+                  "ORDER BY hash, model")
         same = "vectors.dim = excluded.dim AND vectors.vector = excluded.vector"
         if upsert and self.delta:  # a vector put again unchanged is left alone; a changed one leaves the index
             kept = f"((vectors.searched AND {same}) OR excluded.searched)"
@@ -267,7 +227,7 @@ class VectorLoader:
             # it held were already far more than the load, new or not: a load into a large store)
             fresh = staged  # only rows not held yet cost an index insert
             if staged >= REBUILD_MIN:
-                fresh = db.execute(f"SELECT count(*) FROM {self.staged} s WHERE s.model = %s AND s.dim = %s AND NOT "
+                fresh = db.execute("SELECT count(*) FROM stage_vectors s WHERE s.model = %s AND s.dim = %s AND NOT "
                                    f"EXISTS (SELECT 1 FROM vectors v WHERE v.hash = {pg_hash.into('s.hash', self.hb)} "
                                    "AND v.model = s.model)",
                                    key).fetchone()[0]

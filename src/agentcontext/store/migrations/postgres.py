@@ -330,8 +330,8 @@ def exact_text_counts(db) -> None:
     install(db)
 
 
-@MIGRATIONS.step(15, "the context vectors a bulk load wrote whole held as int8 now (a load writes them so from here "
-                     "on: pg_bulk), and vectors rewritten compact when they were many (store/pg_q8.py)")
+@MIGRATIONS.step(15, "the context vectors a bulk load wrote whole held as int8 now, and vectors rewritten compact "
+                     "when they were many (store/pg_q8.py)")
 def packed_context_vectors(db) -> None:
     """The context rows still holding a ``halfvec`` (a bulk load before this step wrote them whole; a pack held them
     as int8 only after a fold) read in key order, quantized in the client and written back (``pg_q8.pack_rows``,
