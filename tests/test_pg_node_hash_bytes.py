@@ -7,12 +7,6 @@ mid-upgrade leaves the step before, and the byte scan finds a node's hash bytes 
 and none after."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,9 +15,10 @@ from agentcontext.model import Node, content_hash
 from agentcontext.store import open_store, transfer
 from agentcontext.store.migrations import Migrations
 
+from .upgrade_crash import kill_mid_step
+
 pytestmark = pytest.mark.postgres
 DIM = 16
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def unit(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
@@ -140,44 +135,13 @@ def test_an_upgrade_from_the_step_before_keeps_every_node_field(pg_url):
     store.close()
 
 
-CRASH = """
-import sys, time
-from pathlib import Path
-from agentcontext.store.migrations import Migration, Migrations
-from agentcontext.store.migrations.postgres import node_hash_bytes
-from agentcontext.store.postgres import PostgresStore
-
-def slow(db):
-    node_hash_bytes(db)  # the whole rewrite done, not committed yet
-    Path(sys.argv[2]).write_text("rewritten")
-    time.sleep(120)
-
-MINE = next(m.version for m in PostgresStore.MIGRATIONS if m.apply is node_hash_bytes)
-
-class Crashing(PostgresStore):
-    MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:MINE - 1]).plus(Migration(MINE, "x", slow))
-
-Crashing(sys.argv[1])
-"""
-
-
 def test_a_crash_mid_upgrade_leaves_the_step_before(pg_url, tmp_path):
     rng = np.random.default_rng(13)
     old = step11_store(pg_url)
     fill(old, rng)
     before = dump(old)
     old.close()
-    marker = tmp_path / "rewritten"
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.Popen([sys.executable, "-c", CRASH, pg_url, str(marker)], env=env)
-    try:
-        deadline = time.monotonic() + 120
-        while not marker.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "the upgrade did not reach its rewrite"
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGKILL)  # the process dies holding the upgrade's open transaction
-    finally:
-        proc.wait()
+    kill_mid_step(pg_url, "node_hash_bytes", tmp_path)
     held = step11_store(pg_url)
     assert held.schema_version() == mine() - 1 and not held._nb
     assert held._read("SELECT data_type FROM information_schema.columns WHERE table_schema = current_schema() AND "

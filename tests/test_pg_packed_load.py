@@ -5,12 +5,6 @@ an older load left whole, keeps every row and search result, rewrites ``vectors`
 crash mid-upgrade leaves the step before whole; a bad vector in a bulk load still refuses the batch."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,9 +14,10 @@ from agentcontext.model import Node, content_hash
 from agentcontext.store import open_store, transfer
 from agentcontext.store.migrations import Migrations
 
+from .upgrade_crash import kill_mid_step
+
 pytestmark = pytest.mark.postgres
 DIM = 16
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def unit(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -159,27 +154,6 @@ def test_the_upgrade_packs_what_a_load_wrote_whole_and_keeps_every_row_and_searc
     store.close()
 
 
-CRASH = """
-import sys, time
-from pathlib import Path
-from agentcontext.store.migrations import Migration, Migrations
-from agentcontext.store.migrations.postgres import packed_context_vectors
-from agentcontext.store.postgres import PostgresStore
-
-def slow(db):
-    packed_context_vectors(db)  # packed and rewritten, not committed yet
-    Path(sys.argv[2]).write_text("packed")
-    time.sleep(120)
-
-MINE = next(m.version for m in PostgresStore.MIGRATIONS if m.apply is packed_context_vectors)
-
-class Crashing(PostgresStore):
-    MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:MINE - 1]).plus(Migration(MINE, "x", slow))
-
-Crashing(sys.argv[1])
-"""
-
-
 def test_a_crash_mid_upgrade_leaves_the_step_before_whole(pg_url, tmp_path):
     rng = np.random.default_rng(15)
     old = before_store(pg_url)
@@ -187,17 +161,7 @@ def test_a_crash_mid_upgrade_leaves_the_step_before_whole(pg_url, tmp_path):
     queries = unit(rng, 3)
     before = view(old, own, context, queries)
     old.close()
-    marker = tmp_path / "packed"
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.Popen([sys.executable, "-c", CRASH, pg_url, str(marker)], env=env)
-    try:
-        deadline = time.monotonic() + 120
-        while not marker.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "the upgrade did not reach its pack"
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGKILL)  # the process dies holding the upgrade's open transaction
-    finally:
-        proc.wait()
+    kill_mid_step(pg_url, "packed_context_vectors", tmp_path)
     held = before_store(pg_url)
     assert held.schema_version() == mine() - 1
     assert set(forms(held).values()) == {"halfvec"}
