@@ -58,7 +58,9 @@ for r in range(2):
                      "heap_rows": sum(n["Actual Rows"] * n["Actual Loops"] for n in heap),
                      "heap_blocks": sum(n.get("Exact Heap Blocks", 0) + n.get("Lossy Heap Blocks", 0) for n in heap),
                      "shared_hit": top.get("Shared Hit Blocks", 0), "shared_read": top.get("Shared Read Blocks", 0),
-                     "query": params[0] if k == "main search" else None,
+                     "query": params[0] if k != "counts" else None, "by words": "(n.id || '')" in sql,
+                     "scans": sorted({n["Node Type"] + " " + n.get("Index Name", "") for n in nodes
+                                      if n["Node Type"] in ("Index Scan", "Bitmap Index Scan", "Seq Scan")}),
                      "limit": sql.rsplit("LIMIT", 1)[-1].strip()[:12]})
     rounds.append(rows)
 n = len(calls)
@@ -74,6 +76,8 @@ for r, rows in enumerate(rounds):
             "heap blocks p50 / max": [statistics.median(x["heap_blocks"] for x in sel),
                                       max(x["heap_blocks"] for x in sel)],
             "shared read (not in buffers) total": sum(x["shared_read"] for x in sel)}
+out["scores by id (round 2)"] = [{k: x[k] for k in ("ms", "by words", "scans", "query")} for x in rounds[1]
+                                 if x["kind"] == "scores by id"]
 out["main searches (round 2)"] = [{k: x[k] for k in ("ms", "heap_rows", "heap_blocks", "shared_read", "query",
                                                     "limit")} for x in rounds[1] if x["kind"] == "main search"]
 print(json.dumps(out, indent=1))
