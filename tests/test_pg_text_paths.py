@@ -1,15 +1,14 @@
-"""PostgreSQL's text search, the ways its statements read rows (issue 23 s3, session 18): the candidates' scores
-(``text_search(ids=)``) found through the words when they hold fewer rows than the ids asked (the planner looked
-~1,000 ids up one by one in the ids' index, also for a word 648 rows hold), and each row's count of a lexeme read
-only where the row holds it. Neither changes a hit or a score: on a store built to stress the ranking (a word in
-most rows, ties, more rows asked than match, other namespaces, retracted rows) the search returns what the
-statement of session 17 (kept here verbatim) returns, and the candidates' scores are the full search's."""
+"""PostgreSQL's text search as its statement reads rows (issue 23 s3, session 18): each row's count of a lexeme is
+read (``ts_rank_cd``) only where the row holds it, and no hit or score changes: on a store built to stress the
+ranking (a word in most rows, ties, more rows asked than match, other namespaces and kinds, retracted rows), capped
+or not, the search returns what the statement of session 17 (kept here verbatim) returns, and the candidates' scores
+(``ids=``) are those the search of every matching row gives them."""
 from __future__ import annotations
 
 import pytest
 
 from agentcontext.model import Node
-from agentcontext.store import open_store, pg_fts, pg_text
+from agentcontext.store import open_store, pg_text
 
 pytestmark = pytest.mark.postgres
 
@@ -69,12 +68,11 @@ def searched(store, query: str, **kw) -> tuple[list[tuple[str, float]], list[tup
 
 
 def as_s17(store, monkeypatch, query: str, **kw) -> list[tuple[str, float]]:
-    """The search run with session 17's statement (``s17_bm25_sql``) and its way to the ids (through their index)."""
+    """The search run with session 17's statement (``s17_bm25_sql``)."""
     with monkeypatch.context() as m:
         m.setattr(pg_text, "bm25_sql", s17_bm25_sql)
-        m.setattr(pg_fts, "by_words", lambda ids, rows: False)
         got, asked = searched(store, query, **kw)
-    assert all("CASE WHEN pre.tsv @@" not in sql and "(n.id || '')" not in sql for sql, _ in asked)
+    assert all("CASE WHEN pre.tsv @@" not in sql for sql, _ in asked)
     return got
 
 
@@ -101,36 +99,9 @@ def test_the_candidates_scores_are_the_full_searchs_whichever_way_they_are_read(
     of every matching row gives them (a small table: every match ranked), and a row holding no word is left out."""
     full = dict(pg.text_search(query, namespace="ns", limit=5000))
     for ids in ([f"r{i:04d}" for i in range(0, 1200, 2)], [f"r{i:04d}" for i in range(1, 40)], ["r0003"]):
-        got, asked = searched(pg, query, namespace="ns", limit=len(ids), ids=ids)
+        got, _ = searched(pg, query, namespace="ns", limit=len(ids), ids=ids)
         assert dict(got) == {i: full[i] for i in ids if i in full}
         assert got == as_s17(pg, monkeypatch, query, namespace="ns", limit=len(ids), ids=ids)
-        held = sum(pg.term_counts(query, namespace="ns")[1].values())
-        (sql, _), = asked
-        assert ("(n.id || '')" in sql) == (len(ids) > 1 and held <= len(ids))
-
-
-def test_a_rare_words_candidates_are_found_through_the_words_not_looked_up_one_by_one(pg):
-    """600 candidates, a word 16 rows hold: the statement cannot look the ids up in the ids' index (no plan of it
-    does, even with every other path disabled), so the rows come from the text index and their ids are checked
-    (hashed). Before, the planner looked ~1,000 ids up one by one at 1,000,000 memories (~6 ms a call), also for a
-    word 648 rows hold. With the words the more common, the ids' index serves as before."""
-    ids = [f"r{i:04d}" for i in range(0, 1200, 2)]
-    assert pg.term_counts("lantern", namespace="ns")[1]["lantern"] < len(ids)
-
-    def plan(query: str) -> str:
-        got, asked = searched(pg, query, namespace="ns", limit=len(ids), ids=ids)
-        assert got and all(i in ids for i, _ in got)
-        (sql, params), = asked
-        pg._exec("SET enable_seqscan = off", [])
-        pg._exec("SET enable_bitmapscan = off", [])
-        try:
-            return "\n".join(r[0] for r in pg._read("EXPLAIN (COSTS OFF) " + sql, params))
-        finally:
-            pg._exec("RESET enable_seqscan", [])
-            pg._exec("RESET enable_bitmapscan", [])
-
-    assert "nodes_id_key" not in plan("lantern")
-    assert "nodes_id_key" in plan("common")  # ~900 rows hold it: looked up by id
 
 
 def test_a_row_lacking_a_lexeme_is_not_counted_for_it(pg):
@@ -142,4 +113,3 @@ def test_a_row_lacking_a_lexeme_is_not_counted_for_it(pg):
     _, asked = searched(pg, "walrus", namespace="ns", limit=5)
     (sql, _), = asked
     assert "CASE WHEN pre.tsv @@" not in sql
-    assert pg_fts.by_words(None, 0) is False

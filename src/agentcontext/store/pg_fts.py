@@ -15,24 +15,14 @@ TextStatsRow = tuple[int, float, bool, list[tuple[str, str, int | None, float | 
 SEPARATOR = "\x1f"  # joins a ranking's candidate ids into one parameter (an id holding it: sent as a list)
 
 
-def ids_in(where: PgWhere, ids: list[str] | None, by_words: bool = False) -> None:
+def ids_in(where: PgWhere, ids: list[str] | None) -> None:
     """``n.id`` among ``ids``: as one text split in the server (a ranking's ~1,000 candidates: dumping them as a list
     of strings cost the client ~2.5 ms a call at 200,000 memories, issue 23 s3), as a list when an id holds the
-    separator or there is one. ``by_words``: the rows are found through the words and their ids checked against the
-    list (hashed), not looked up one by one in the ids' index (``by_words``)."""
-    column = "(n.id || '')" if by_words else "n.id"  # the same ids; an expression the ids' index does not serve
+    separator or there is one."""
     if ids is not None and len(ids) > 1 and not any(SEPARATOR in i for i in ids):
-        where.add(f"{column} = ANY(string_to_array(%s, E'\\x1f'))", SEPARATOR.join(ids))
+        where.add("n.id = ANY(string_to_array(%s, E'\\x1f'))", SEPARATOR.join(ids))
     else:
-        where.eq_any(column, ids)
-
-
-def by_words(ids: list[str] | None, rows: int) -> bool:
-    """Whether the scores of ``ids`` are read through the words (their ``rows`` rows, counted) rather than through
-    the ids: when the words hold fewer rows than there are ids. A ranking asks the scores of ~1,000 candidates; the
-    planner looked each up by id (1,000 index searches and heap rows, ~6 ms at 1,000,000 memories) also for a word
-    only 648 rows hold (issue 23 s3, session 18). The same rows either way."""
-    return ids is not None and rows <= len(ids)
+        where.eq_any("n.id", ids)
 
 
 class PgText(Part):
@@ -96,8 +86,7 @@ class PgText(Part):
         where = PgWhere()
         where.eq_any("n.namespace", as_list(namespace))
         where.eq_any("n.kind", as_list(kind))
-        asked = None if ids is None else list(dict.fromkeys(ids))
-        ids_in(where, asked, by_words(asked, sum(held[x] for x in lexes)))
+        ids_in(where, None if ids is None else list(dict.fromkeys(ids)))
         where.eq_any("n.id", within)
         where.add("n.retracted_at IS NULL")
         conditions = where.sql().replace(" WHERE ", " AND ", 1)
