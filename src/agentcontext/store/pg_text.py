@@ -90,15 +90,6 @@ def lexeme_order(lexes: list[str]) -> list[str]:
     return sorted(lexes, key=lambda x: x.encode())
 
 
-def held_tf(i: int, guarded: bool) -> str:
-    """The ``i``-th lexeme's weighted count in a prefiltered row (``ts_rank_cd``, see ``bm25_sql``) as ``tf{i}``;
-    ``guarded`` (a query of several lexemes): read only for a row holding it (``@@`` of one lexeme: a binary search,
-    ~0.15 us where ``ts_rank_cd`` of a lexeme the row lacks still builds its cover list, ~0.9 us, to return 0), else
-    0, the count ``ts_rank_cd`` gives such a row: the same integers."""
-    count = f"(8 * ts_rank_cd('{CD_WEIGHTS}', pre.tsv, q.lexes[{i}], 0))::int"
-    return f"CASE WHEN pre.tsv @@ q.lexes[{i}] THEN {count} ELSE 0 END AS tf{i}" if guarded else f"{count} AS tf{i}"
-
-
 def bm25_sql(lexes: list[str], where: str, prefilter: int, limit: int, scan: int | None = None,
              first: bool = False) -> str:
     """(id, score, rid) of the best ``limit`` rows; parameters: the query finding the rows, ``where``'s (conditions
@@ -124,7 +115,8 @@ def bm25_sql(lexes: list[str], where: str, prefilter: int, limit: int, scan: int
     if first and scan is not None:
         found = f"({found}) UNION ALL ({found})"
     page = "" if scan is None else f" LIMIT {int(scan)}"
-    tfs = ", ".join(held_tf(i, len(lexes) > 1) for i in range(1, len(lexes) + 1))
+    tfs = ", ".join(f"(8 * ts_rank_cd('{CD_WEIGHTS}', pre.tsv, q.lexes[{i}], 0))::int AS tf{i}"
+                    for i in range(1, len(lexes) + 1))
     terms = " + ".join(f"CASE WHEN f.tf{i} > 0 THEN f.idfs[{i}] * f.tf{i} * {K1 + 1} / (f.tf{i} + {K1} * ({1 - B} + "
                        f"{B} * f.dl / f.avgdl)) ELSE 0 END" for i in range(1, len(lexes) + 1))
     return (f"WITH pre AS MATERIALIZED (SELECT n.rid, n.id, n.tsv FROM ({found}{page}) n "
