@@ -28,6 +28,65 @@ WORDS = ["research", "creative", "camp", "mentor", "current", "ago", "potteri", 
 NS, KIND, LIMIT = "memory:scale", "memory", 150
 
 
+SEVERAL = ["creative passion", "kid read", "recent camp kid", "pursue career options", "camp mentor", "passion read",
+           "potteri workshop", "adopt kid", "pride parade summer", "participate children"]
+
+
+def several_words(read, captured, query: str, avgdl: float, keep: int, ms) -> dict:
+    """A search of several words, exact by the lists: the rows holding an unlisted word (one within the cap) or two
+    listed words or more read whole (the text index finds them: an intersection, much rarer than the words); a row
+    holding one listed word alone scores its list's term (no heap), or, outside the list, at most the word's
+    ``keep``-th term: the search is exact when the ``limit``-th score is above the largest of those."""
+    from itertools import combinations
+
+    from agentcontext.store import pg_text
+
+    k1, b = pg_text.K1, pg_text.B
+    (now, [(now_sql, now_params)]), (exact, [(exact_sql, exact_params)]) = captured(query), captured(query, True)
+    avg, idfs, lexes = exact_params[-3], exact_params[-2], [x.strip("'") for x in exact_params[-1]]
+    idf = dict(zip(lexes, idfs))
+    listed = {r[0]: float(r[1]) for r in read("SELECT lexeme, min(term) FROM text_top WHERE lexeme = ANY(%s) "
+                                              "GROUP BY lexeme HAVING count(*) >= %s", [lexes, keep])}
+    rest = [x for x in lexes if x not in listed]
+    tfs = ", ".join(f"(8 * ts_rank_cd('{pg_text.CD_WEIGHTS}', n.tsv, %s::tsquery, 0))::int" for _ in lexes)
+    quoted = [pg_text.quote_lexeme(x) for x in lexes]
+    whole = (f"SELECT n.rid, n.id, length(n.tsv), ARRAY[{tfs}] FROM nodes n WHERE n.tsv @@ %s::tsquery AND "
+             "n.namespace = %s AND n.kind = %s AND n.retracted_at IS NULL")
+
+    def score(dl: int, counts: list[int]) -> float:
+        out = 0.0
+        for f, t in zip(idfs, counts):
+            if t > 0:
+                out += f * t * (k1 + 1) / (t + k1 * ((1 - b) + b * dl / avg))
+        return out
+
+    finding = [pg_text.quote_lexeme(x) for x in rest]
+    finding += [f"({pg_text.quote_lexeme(x)} & {pg_text.quote_lexeme(y)})" for x, y in combinations(sorted(listed), 2)]
+    statements, scored = [], {}
+    if finding:
+        params = [*quoted, " | ".join(finding), NS, KIND]
+        statements.append((whole, params))
+        scored = {rid: (i, score(dl, c)) for rid, i, dl, c in read(whole, params)}
+    lists = ("SELECT t.lexeme, t.rid, t.term, n.id FROM text_top t JOIN nodes n ON n.rid = t.rid "
+             "WHERE t.lexeme = ANY(%s)")
+    alone = 0
+    for lex, rid, term, i in read(lists, [list(listed)]) if listed else []:
+        if rid not in scored:  # it holds this listed word alone: its score is the word's term
+            scored[rid], alone = (i, idf[lex] * term), alone + 1
+    mine = [scored[r] for r in sorted(scored, key=lambda r: (-scored[r][1], r))[:LIMIT]]  # ties by rid, as SQL
+    outside = max((idf[x] * listed[x] for x in listed), default=0.0)
+    return {"query": query, "listed words": sorted(listed), "other words": rest,
+            "rows read from the heap": len(scored) - alone, "rows scored from the lists alone": alone,
+            "ms as it is": round(ms(now_sql, now_params), 2),
+            "ms through the lists (the lists + the heap's rows)": round(
+                (ms(lists, [list(listed)]) if listed else 0.0) + sum(ms(q, p) for q, p in statements), 2),
+            "ms every row ranked (exact)": round(ms(exact_sql, exact_params), 1),
+            "exact by the bound": len(mine) == LIMIT and mine[-1][1] > outside,
+            "the same ids as the exact ranking": [i for i, _ in mine] == [i for i, _ in exact],
+            "largest score difference": max((abs(a[1] - e[1]) for a, e in zip(mine, exact)), default=0.0),
+            "as it is holds of the exact top 10": len({i for i, _ in exact[:10]} & {i for i, _ in now[:10]}) / 10}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, required=True, help="your own copy of a postgres_scale.py cluster")
@@ -64,29 +123,31 @@ def main() -> None:
         top = ("SELECT rid, term FROM text_top WHERE lexeme = %s ORDER BY term DESC, rid LIMIT %s")
         floor = "SELECT min(term) FROM (SELECT term FROM text_top WHERE lexeme = %s ORDER BY term DESC LIMIT %s) t"
         out = []
+
+        def captured(query: str, exact: bool = False) -> tuple[list, list]:
+            """(the search's hits, its ranking statements with their parameters); ``exact``: every row ranked."""
+            asked: list = []
+            seen, saved = store._read, (pg_text.MATCH_ROWS, pg_text.PREFILTER)
+
+            def spy(sql, params=()):
+                asked.append((sql, params))
+                return seen(sql, params)
+
+            store._read = spy
+            if exact:
+                pg_text.MATCH_ROWS = pg_text.PREFILTER = 10 ** 9
+            try:
+                hits = store.text_search(query, namespace=NS, kind=KIND, limit=LIMIT)
+            finally:
+                store._read, (pg_text.MATCH_ROWS, pg_text.PREFILTER) = seen, saved
+            return hits, [(q, p) for q, p in asked if "WITH pre" in q]
+
         for word in WORDS:
             (lex,) = read("SELECT tsvector_to_array(to_tsvector('english', %s))", [word])[0][0] or [None]
             held = read("SELECT rows FROM text_counts WHERE lexeme = %s AND namespace = %s", [lex, NS])
             if not lex or not held or held[0][0] <= pg_text.MATCH_ROWS:
                 continue
-            asked: list = []
-            seen = store._read
-
-            def spy(sql, params=(), asked=asked, seen=seen):
-                asked.append((sql, params))
-                return seen(sql, params)
-
-            store._read = spy
-            try:
-                store.text_search(word, namespace=NS, kind=KIND, limit=LIMIT)
-                saved = pg_text.MATCH_ROWS, pg_text.PREFILTER
-                pg_text.MATCH_ROWS = pg_text.PREFILTER = 10 ** 9
-                exact = store.text_search(word, namespace=NS, kind=KIND, limit=LIMIT)
-                pg_text.MATCH_ROWS, pg_text.PREFILTER = saved
-            finally:
-                store._read = seen
-            searches = [(s, p) for s, p in asked if "WITH pre" in s]
-            (now_sql, now_params), (exact_sql, exact_params) = searches
+            (_, [(now_sql, now_params)]), (exact, [(exact_sql, exact_params)]) = captured(word), captured(word, True)
             idf = pg_text.idf(memories, int(held[0][0]))
             listed = read(top, [lex, LIMIT])
             ids = dict(read("SELECT rid, id FROM nodes WHERE rid = ANY(%s)", [[r for r, _ in listed]]))
@@ -103,6 +164,7 @@ def main() -> None:
                 "as it is holds of the exact top 10": len({i for i, _ in exact[:10]} & {i for i, _ in
                                                           store.text_search(word, namespace=NS, kind=KIND,
                                                                             limit=LIMIT)[:10]}) / 10})
+        several = [several_words(read, captured, query, avgdl, args.keep, ms) for query in SEVERAL]
         figures = {
             "data": str(args.data), "memories": memories, "keep": args.keep, "limit": LIMIT,
             "note": "busy shared 2-core machine; temporary tables, nothing written",
@@ -112,7 +174,7 @@ def main() -> None:
             "ms through the list, p50": statistics.median(x["ms through the list"] for x in out),
             "exact by the bound": f"{sum(x['exact by the bound (limit-th score > keep-th term)'] for x in out)} of "
                                   f"{len(out)}",
-            "searches": out}
+            "searches": out, "several words (exact by the bound: WAND over the lists)": several}
         assert all(math.isfinite(x["largest score difference"]) for x in out)
         report(f"postgres_text_top_{args.data.name}", figures)
     finally:
