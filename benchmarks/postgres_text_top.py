@@ -4,9 +4,11 @@ and length at the current ``avgdl``) in a table of their own, indexed by (word, 
 instead of the word's rows in ``nodes``. The top ``limit`` read there is BM25's exact best of every row holding the
 word when the ``limit``-th score is above the ``keep``-th term (a row outside the list scores at most that); it is
 compared with the exact ranking of every matching row (``MATCH_ROWS`` and ``PREFILTER`` unbounded) and timed against
-the search as it is (the capped statement). Everything is built in temporary tables of one session (nothing written
-to the store; never run it on the shared cluster). Prints: the lists' rows and bytes a memory, per search the
-statement ms as it is / through the list / the exact ranking's, whether the list's top equals the exact top.
+the search as it is (the capped statement); searches of several words too (``several_words``: the rows holding a
+word within the cap or two listed words read from the heap, the rest bounded by the lists). Everything is built
+in temporary tables of one session (nothing written to the store; never run it on the shared cluster). Prints: the
+lists' rows and bytes a memory, per search the statement ms as it is / through the list / the exact ranking's,
+whether the list's top equals the exact top.
 Run: nice -n 10 .venv/bin/python benchmarks/postgres_text_top.py --data <your own copy> [--keep 2000]
 """
 from __future__ import annotations
