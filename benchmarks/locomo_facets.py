@@ -16,7 +16,9 @@ those lowering no category's R@10 there, "off" first so it wins ties; pooled):
 - ``max``: a turn's value is at least ``share`` times its best facet content value (a turn strong for one facet
   competes with the whole question's best);
 - ``add``: the best facet content value, times ``weight``, added to the turn's value;
-- ``tail``: the first ``keep`` hits of the question stay; the rest ordered as ``add`` orders them.
+- ``tail``: the first ``keep`` hits of the question stay; the rest ordered as ``add`` orders them;
+- ``hits``: ``tail`` as memory search's option does it (``ranker="facets"``, memory/facet_search.py): over hits,
+  the question's first ``POOL`` and each facet's, by their calibrated scores (a turn in no pool scores 0 there).
 
 ``kinds``: which facets take part (``structure``: speakers, clauses, time phrase; ``all``: and each content word).
 """
@@ -48,6 +50,8 @@ from agentcontext.vector_store import VectorStore  # noqa: E402
 
 K = (5, 10)
 OWN_CACHE = Path("/work/recall30-cache")
+KINDS = {"structure": ("speaker", "clause", "time"), "all": ("speaker", "clause", "time", "keyword"),
+         "clauses": ("clause", "time"), "speakers": ("speaker",)}
 
 
 def facet_signals(path: str, cache: Path) -> list[tuple[list[str], np.ndarray]]:
@@ -100,7 +104,7 @@ def merged(base: np.ndarray, kinds: list[str], rows: np.ndarray, setting: dict, 
     order = np.argsort(-base, kind="stable")
     if setting["merge"] == "off":
         return order[:k]
-    use = [j for j, kind in enumerate(kinds) if setting["kinds"] == "all" or kind != "keyword"]
+    use = [j for j, kind in enumerate(kinds) if kind in KINDS[setting["kinds"]]]
     if not use:
         return order[:k]
     facet = rows[use]
@@ -108,6 +112,8 @@ def merged(base: np.ndarray, kinds: list[str], rows: np.ndarray, setting: dict, 
         return np.argsort(-np.maximum(base, setting["share"] * facet.max(axis=0)), kind="stable")[:k]
     if setting["merge"] == "add":
         return np.argsort(-(base + setting["weight"] * facet.max(axis=0)), kind="stable")[:k]
+    if setting["merge"] == "hits":  # what memory/facet_search.py does with the hits (scores, pools of POOL)
+        return hit_merge(base, facet, setting["keep"], setting["weight"], k)
     if setting["merge"] == "tail":  # the first ``keep`` stay; the rest by value + weight x best facet content
         first = order[: setting["keep"]]
         lifted = base + setting["weight"] * facet.max(axis=0)
@@ -126,13 +132,28 @@ def merged(base: np.ndarray, kinds: list[str], rows: np.ndarray, setting: dict, 
     return np.array(placed[:k], dtype=np.int64)
 
 
-def settings(merges: str = "slot,max,add,tail", kinds_of: str = "structure,all") -> list[dict]:
+def hit_merge(base: np.ndarray, facet: np.ndarray, keep: int, weight: float, k: int) -> np.ndarray:
+    """memory/facet_search.py ``merge`` over value arrays: the question's first ``POOL`` and each facet's first
+    ``POOL`` as hits with their calibrated scores (engine/fusion.py ``RELEVANCE``)."""
+    from agentcontext.memory.facet_search import POOL, merge
+    from agentcontext.memory.search import Hit
+
+    def hits(values: np.ndarray) -> list[Hit]:
+        order = np.argsort(-values, kind="stable")[:POOL]
+        return [Hit(str(i), float(s), {}) for i, s in zip(order.tolist(), SHIPPED.calibration(values[order]).tolist())]
+
+    out = merge(hits(base), [hits(f) for f in facet], k, keep=keep, weight=weight)
+    return np.array([int(h.id) for h in out], dtype=np.int64)
+
+
+def settings(merges: str = "slot,max,add,tail,hits", kinds_of: str = "structure,all") -> list[dict]:
     out: list[dict] = [{"merge": "off"}]
     for kinds in kinds_of.split(","):
         out += [{"merge": "slot", "kinds": kinds, "keep": keep, "per": per}
                 for keep, per in product((3, 5, 7, 8), (1, 2))]
         out += [{"merge": "max", "kinds": kinds, "share": s} for s in (0.6, 0.7, 0.8, 0.9, 1.0)]
         out += [{"merge": "add", "kinds": kinds, "weight": w} for w in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)]
+        out += [{"merge": "hits", "kinds": kinds, "keep": 5, "weight": w} for w in (0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)]
         out += [{"merge": "tail", "kinds": kinds, "keep": keep, "weight": w}
                 for keep, w in product((3, 5), (0.1, 0.2, 0.3, 0.4, 0.5))]
     return [s for s in out if s["merge"] in ("off", *merges.split(","))]
@@ -151,7 +172,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("file", nargs="?", default=str(DEFAULT))
     ap.add_argument("--cache", default=str(OWN_CACHE))
-    ap.add_argument("--merges", default="slot,max,add,tail", help="the merges in the grid (comma-separated)")
+    ap.add_argument("--merges", default="slot,max,add,tail,hits", help="the merges in the grid (comma-separated)")
     ap.add_argument("--kinds", default="structure,all", help="the facet sets in the grid (structure, all)")
     args = ap.parse_args()
     cache = Path(args.cache)
