@@ -9,7 +9,7 @@ from agentcontext.engine.fusion import RELEVANCE, FusionWeights
 from agentcontext.engine.retrieval_config import RetrievalConfig
 from agentcontext.errors import ValidationError
 from agentcontext.memory import AgentMemory
-from agentcontext.memory.facet_search import KEEP, POOL, content_only, merge, search_with_facets
+from agentcontext.memory.facet_search import KEEP, POOL, content_only, merge, named, search_with_facets
 from agentcontext.memory.facets import clauses, facets, time_phrase_removed
 from agentcontext.memory.search import Hit, candidate_rows, search
 from agentcontext.vector_store import VectorStore
@@ -96,7 +96,7 @@ def test_a_facets_memory_merges_the_facets_candidates(chat):
     changed = 0
     for q in QUERIES:
         got = mem.results(q, max_results=10, count_use=False)
-        want = search_with_facets(run, q, 10, mem.weights)
+        want = search_with_facets(run, q, 10, mem.weights, lambda hits: ["Melanie", "Caroline"])
         assert [r.id for r in got] == [h.id for h in want]
         linear = [r.id for r in chat.results(q, max_results=10, count_use=False)]
         assert [r.id for r in got][:KEEP] == linear[:KEEP]
@@ -110,6 +110,19 @@ def test_a_facets_memory_merges_the_facets_candidates(chat):
 def test_an_unknown_ranker_names_the_facets_one():
     with pytest.raises(ValidationError, match="ranker must be one of linear, learned, facets"):
         RetrievalConfig(ranker="facet")
+
+
+def test_the_speakers_a_question_names_leave_its_clauses():
+    assert named("What did Melanie paint and where did she go camping?", ["Caroline", "Melanie", "", "Melanie"]) == \
+        ["Melanie"]
+    seen: list[str] = []
+
+    def run(text, k, weights):
+        seen.append(text)
+        return [Hit(str(i), 0.5 - i / 100, {}) for i in range(k)]
+    search_with_facets(run, "What types of pottery have Melanie and her kids made?", 10, FusionWeights(),
+                       lambda hits: ["Melanie"])
+    assert seen[1:] == ["types of pottery have", "her kids made"]
 
 
 def test_content_only_weights_drop_every_lift():
@@ -142,7 +155,7 @@ def test_a_postgresql_store_ranks_with_the_facets_as_the_index_does(pg_server, c
 
         for q in QUERIES:
             got = mem.results(q, max_results=10, count_use=False)
-            want = search_with_facets(run, q, 10, mem.weights)
+            want = search_with_facets(run, q, 10, mem.weights, lambda hits: ["Melanie", "Caroline"])
             assert [r.id for r in got] == [h.id for h in want]
             if q in QUERIES[:3]:  # the linear searches of both stores agree on these (the fourth's differ already)
                 assert contents(linear.results(q, max_results=10, count_use=False)) == \

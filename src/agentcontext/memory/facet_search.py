@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Sequence
 
-from ..engine.fusion import RELEVANCE, Calibration, FusionWeights
+from ..engine.fusion import RELEVANCE, Calibration, FusionWeights, mentioned
 from .facets import facets
 from .search import Hit
 
@@ -66,12 +66,22 @@ def merge(question: Sequence[Hit], facet_hits: Sequence[Sequence[Hit]], k: int, 
     return out
 
 
-def search_with_facets(run: Run, query: str, k: int, weights: FusionWeights) -> list[Hit]:
+def named(query: str, titles: Sequence[str]) -> list[str]:
+    """The speakers (memory titles) ``query`` names, in first-seen order (engine/fusion.py ``mentioned``)."""
+    names = list(dict.fromkeys(t for t in titles if t))
+    return [n for n, m in zip(names, mentioned(query, names).tolist()) if m]
+
+
+def search_with_facets(run: Run, query: str, k: int, weights: FusionWeights,
+                       titles: Callable[[list[Hit]], Sequence[str]] = lambda hits: ()) -> list[Hit]:
     """The ``k`` best for ``query`` (``run(text, k, weights)``: memory search with the caller's filters), its facets'
-    candidates merged in (module doc)."""
-    parts = [f for f in facets(query) if f.kind in KINDS]
+    candidates merged in (module doc). ``titles``: the titles of these hits' memories (their speakers: a name the
+    question gives leaves its clauses, as it leaves memory search's dense query)."""
     question = run(query, max(k, POOL), weights)
-    if not parts or not question:
+    if not question:
+        return question
+    parts = [f for f in facets(query, named(query, titles(question))) if f.kind in KINDS]
+    if not parts:
         return question[:k]
     own = content_only(weights)
     return merge(question, [run(f.text, POOL, own) for f in parts], k, calibration=weights.calibration)

@@ -45,7 +45,11 @@ def recall(ws: Workspace, namespace: str, index: Callable[[], MemoryIndex], quer
 
         def run(text: str, k: int, w: FusionWeights) -> list:
             return search(ws, built, namespace, text, k, rows, w)
-    hits = search_with_facets(run, query, pool, weights) if ranker == "facets" else run(query, pool, weights)
+    def titles(found: list) -> list[str]:  # the speakers of the question's candidates (their memories' titles)
+        nodes = ws.store.get_nodes([h.id for h in found])
+        return [n.title or "" for n in nodes.values()]
+
+    hits = search_with_facets(run, query, pool, weights, titles) if ranker == "facets" else run(query, pool, weights)
     nodes = ws.store.get_nodes([h.id for h in hits])
     if ranker == "learned":
         hits = learned(ws.store, query, hits, nodes, built)
