@@ -17,10 +17,30 @@ those lowering no category's R@10 there, "off" first so it wins ties; pooled):
   competes with the whole question's best);
 - ``add``: the best facet content value, times ``weight``, added to the turn's value;
 - ``tail``: the first ``keep`` hits of the question stay; the rest ordered as ``add`` orders them;
+- ``session`` (session-level candidates): the first ``keep`` stay; the rest by value + ``weight`` times its
+  session's aggregate of the question's values (``how``: its best, the mean of its best three, the mean);
 - ``hits``: ``tail`` as memory search's option does it (``ranker="facets"``, memory/facet_search.py): over hits,
   the question's first ``POOL`` and each facet's, by their calibrated scores (a turn in no pool scores 0 there).
 
-``kinds``: which facets take part (``structure``: speakers, clauses, time phrase; ``all``: and each content word).
+``kinds``: which facets take part (``structure``: speakers, clauses, time phrase; ``all``: and each content word;
+``clauses``: clauses and time phrase; ``speakers``). ``--merges hits --kinds clauses`` is the shipped option's row.
+
+Session 18 (recall30; 760 questions, load 2-10, each run ~10 s over the cached signals), held out, pooled, R@5 / R@10
+against memory search as shipped in the same run (0.738 / 0.829; multi-hop 0.401 / 0.573, temporal 0.885 / 0.935,
+open-domain 0.445 / 0.587, single-hop 0.829 / 0.902):
+- ``hits`` / clauses (the option, ``ranker="facets"``; keep 5 fixed so R@5 cannot drop; weights chosen per fold 0.3,
+  0.3, 0.1, 0.3, 0.4; shipped 0.3): 0.738 / 0.833 (multi-hop 0.401 / 0.576, temporal 0.885 / 0.933, open-domain
+  equal, single-hop 0.829 / 0.909): temporal R@10 -0.002 (one fold's 0.1), so an option, not the default;
+- every merge, structure and all kinds (104 settings): 0.736 / 0.834 (multi-hop 0.398 / 0.576; R@5 down in three
+  categories); ``add`` alone 0.735 / 0.835 (temporal R@5 -0.009); ``slot`` 0.738 / 0.829; ``max`` nothing chosen;
+  word facets (``all``) never chosen; speaker facets alone 0.737 / 0.831, multi-hop unchanged;
+- ``session`` (session-level candidates): 0.738 / 0.829 (open-domain R@10 -0.011, temporal -0.003).
+Why facets cannot reach the multi-hop target (no labels used by the method; this count reads them): 36 of 142
+multi-hop questions have a clause / time / speaker facet at all (most are one-clause list questions: "What activities
+does Melanie partake in?"), and of the 198 multi-hop evidence turns outside the top 10 only 5 are within a structural
+facet's own first 10 (19 within a single word's first 10, among ~40 candidates those add per question); the missed
+evidence's session ranks 6th (median, by its best turn; quartiles 3 / 11) and the evidence 3rd within it (quartiles
+2nd / 6th): it is not the candidates that are missing but the meaning that would rank them.
 """
 from __future__ import annotations
 
@@ -99,11 +119,28 @@ def facet_signals(path: str, cache: Path) -> list[tuple[list[str], np.ndarray]]:
     return out
 
 
-def merged(base: np.ndarray, kinds: list[str], rows: np.ndarray, setting: dict, k: int) -> np.ndarray:
+def session_values(base: np.ndarray, session: np.ndarray, how: str) -> np.ndarray:
+    """Each turn's session's aggregate of the question's values: its best (``max``) or the mean of its best three
+    (``top3``), or the mean of its turns (``mean``)."""
+    out = np.zeros_like(base)
+    for s in np.unique(session):
+        m = session == s
+        v = np.sort(base[m])[::-1]
+        out[m] = v[0] if how == "max" else v[:3].mean() if how == "top3" else v.mean()
+    return out
+
+
+def merged(base: np.ndarray, kinds: list[str], rows: np.ndarray, setting: dict, k: int,
+           session: np.ndarray | None = None) -> np.ndarray:
     """The first ``k`` turns for one question under ``setting`` (module doc)."""
     order = np.argsort(-base, kind="stable")
     if setting["merge"] == "off":
         return order[:k]
+    if setting["merge"] == "session":  # the first ``keep`` stay; the rest by value + weight x its session's
+        first = order[: setting["keep"]]
+        lifted = base + setting["weight"] * session_values(base, session, setting["how"])
+        lifted[first] = -np.inf
+        return np.concatenate([first, np.argsort(-lifted, kind="stable")[: k - first.size]])
     use = [j for j, kind in enumerate(kinds) if kind in KINDS[setting["kinds"]]]
     if not use:
         return order[:k]
@@ -156,13 +193,15 @@ def settings(merges: str = "slot,max,add,tail,hits", kinds_of: str = "structure,
         out += [{"merge": "hits", "kinds": kinds, "keep": 5, "weight": w} for w in (0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)]
         out += [{"merge": "tail", "kinds": kinds, "keep": keep, "weight": w}
                 for keep, w in product((3, 5), (0.1, 0.2, 0.3, 0.4, 0.5))]
+    out += [{"merge": "session", "kinds": "structure", "keep": keep, "how": how, "weight": w}
+            for keep, how, w in product((5,), ("max", "top3", "mean"), (0.05, 0.1, 0.2, 0.3, 0.5))]
     return [s for s in out if s["merge"] in ("off", *merges.split(","))]
 
 
 def per_question(qs: list[Question], fac: list, bases: list[np.ndarray], setting: dict) -> np.ndarray:
     out = np.zeros((len(qs), len(K)))
     for i, (q, (kinds, rows), base) in enumerate(zip(qs, fac, bases)):
-        top = merged(base, kinds, rows, setting, max(K))
+        top = merged(base, kinds, rows, setting, max(K), q.session)
         for j, k in enumerate(K):
             out[i, j] = q.evidence[top[:k]].sum() / q.evidence.sum()
     return out
