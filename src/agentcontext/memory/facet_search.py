@@ -78,8 +78,8 @@ def search_with_facets(run: Run, query: str, k: int, weights: FusionWeights,
     candidates merged in (module doc). ``titles``: the titles of these hits' memories (their speakers: a name the
     question gives leaves its clauses, as it leaves memory search's dense query)."""
     question = run(query, max(k, POOL), weights)
-    if not question:
-        return question
+    if not question or not any(f.kind in KINDS for f in facets(query)):  # names only take facets away: no read
+        return question[:k]
     parts = [f for f in facets(query, named(query, titles(question))) if f.kind in KINDS]
     if not parts:
         return question[:k]

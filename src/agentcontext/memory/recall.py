@@ -45,6 +45,7 @@ def recall(ws: Workspace, namespace: str, index: Callable[[], MemoryIndex], quer
 
         def run(text: str, k: int, w: FusionWeights) -> list:
             return search(ws, built, namespace, text, k, rows, w)
+
     def titles(found: list) -> list[str]:  # the speakers of the question's candidates (their memories' titles)
         nodes = ws.store.get_nodes([h.id for h in found])
         return [n.title or "" for n in nodes.values()]
