@@ -26,6 +26,13 @@ finished (stopped); logistic, depth 2, 120 trees, rate 0.1: 0.752 / 0.832, every
 --ranker learned`` reproduces). These were chosen after seeing the held-out figures (six configurations): the
 shipped figure is optimistic by that choice. Evidence within the first
 80 of the linear order: 0.917 (the ceiling of any reordering of the pool).
+
+Session 18 (recall30, issue 29's facets; load 3-9), ``--facet-features`` (benchmarks/locomo_facets.py's pickle: a
+candidate's best clause / time / speaker facet value and rank, how many of the question's single words hold it in
+their own first 10, its best value for one), the shipped configuration (logistic, depth 2, 120 trees, rate 0.1), one
+run each, held out, pooled: without 0.752 / 0.832 (multi-hop 0.410 / 0.581, temporal 0.889 / 0.942, open-domain
+0.456 / 0.587, single-hop 0.848 / 0.901); with 0.754 / 0.831 (0.408 / 0.583, 0.880 / 0.942, 0.479 / 0.587, 0.853 /
+0.899): temporal R@5 -0.009 and single-hop R@10 -0.002; not kept (no other configuration tried with them).
 """
 from __future__ import annotations
 
