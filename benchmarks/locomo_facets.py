@@ -35,6 +35,10 @@ open-domain 0.445 / 0.587, single-hop 0.829 / 0.902):
   categories); ``add`` alone 0.735 / 0.835 (temporal R@5 -0.009); ``slot`` 0.738 / 0.829; ``max`` nothing chosen;
   word facets (``all``) never chosen; speaker facets alone 0.737 / 0.831, multi-hop unchanged;
 - ``session`` (session-level candidates): 0.738 / 0.829 (open-domain R@10 -0.011, temporal -0.003).
+``agentcontext eval locomo --ranker facets`` (all five, the shipped weight 0.3; not a held-out figure): 0.738 / 0.834
+(multi-hop 0.402 / 0.576, temporal 0.885 / 0.935, open-domain 0.445 / 0.587, single-hop 0.829 / 0.909) against the
+linear's 0.738 / 0.829 (0.402 / 0.573, 0.885 / 0.935, 0.445 / 0.587, 0.829 / 0.901), as this script's ``hits`` setting
+gives on all five. Cost: ``benchmarks/memory_cost.py --facets``.
 Why facets cannot reach the multi-hop target (no labels used by the method; this count reads them): 36 of 142
 multi-hop questions have a clause / time / speaker facet at all (most are one-clause list questions: "What activities
 does Melanie partake in?"), and of the 198 multi-hop evidence turns outside the top 10 only 5 are within a structural
