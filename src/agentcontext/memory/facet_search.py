@@ -2,15 +2,16 @@
 time-free form of a question (memory/facets.py; its speakers and single words are not used: they gained nothing,
 benchmarks/locomo_facets.py) each run their own search (the content signals alone: dense + keywords + neighbours,
 no lifts), and the pools merge: the question's first ``KEEP`` hits stay where they are; after them, every hit of the
-question's pool or of a facet's is ordered by its score for the question (0 outside its pool) plus ``WEIGHT`` times
-its best value for a facet (the fused values behind the calibrated scores, engine/fusion.py ``Calibration.value``; a
-hit outside the question's pool counts the pool's last value, an upper bound). A question with no facet ranks as
-memory search does. A hit found by a facet alone keeps the lower of its facet score and the question pool's last
-score (it ranked below that pool for the question), so ``min_score`` keeps its meaning; its signals name the facet
-score (``facet``).
+question's pool or of a facet's is ordered by its fused value for the question plus ``WEIGHT`` times its best value
+for a facet (the fused values behind the calibrated scores, engine/fusion.py ``Calibration.value``; a hit outside the
+question's pool counts the pool's last value, an upper bound). A question with no facet ranks as memory search does.
+A hit found by a facet alone keeps the lower of its facet score and the question pool's last score (it ranked below
+that pool for the question), so ``min_score`` keeps its meaning; its other signals are the facet search's. Every hit a
+facet found names its best facet score (``facet``). The order after the first ``KEEP`` is the merge's, so scores
+there need not fall monotonically (as with the learned ranker).
 
 Backend-agnostic: it calls the same search the question ran (the server's or the in-process index's), so both
-stores give the same order when their searches do (tests/test_parity*)."""
+stores give the same order when their searches do (tests/test_facets.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
