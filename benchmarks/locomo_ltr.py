@@ -26,6 +26,13 @@ finished (stopped); logistic, depth 2, 120 trees, rate 0.1: 0.752 / 0.832, every
 --ranker learned`` reproduces). These were chosen after seeing the held-out figures (six configurations): the
 shipped figure is optimistic by that choice. Evidence within the first
 80 of the linear order: 0.917 (the ceiling of any reordering of the pool).
+
+Session 18 (recall30, issue 29's facets; load 3-9), ``--facet-features`` (benchmarks/locomo_facets.py's pickle: a
+candidate's best clause / time / speaker facet value and rank, how many of the question's single words hold it in
+their own first 10, its best value for one), the shipped configuration (logistic, depth 2, 120 trees, rate 0.1), one
+run each, held out, pooled: without 0.752 / 0.832 (multi-hop 0.410 / 0.581, temporal 0.889 / 0.942, open-domain
+0.456 / 0.587, single-hop 0.848 / 0.901); with 0.754 / 0.831 (0.408 / 0.583, 0.880 / 0.942, 0.479 / 0.587, 0.853 /
+0.899): temporal R@5 -0.009 and single-hop R@10 -0.002; not kept (no other configuration tried with them).
 """
 from __future__ import annotations
 
@@ -127,6 +134,25 @@ def pool_of(q: Question, text: str, days: dict[int, float], said: list[tuple[str
                     speaker=q.speaker[rows].astype(np.int64),
                     days=np.array([days.get(int(s), np.nan) for s in q.session[rows]]), held=held, new=new)
     return rows, ltr.features(pool, ltr.query_cues(q.when, bool(pool.mention.any()), text))
+
+
+def facet_columns(kinds: list[str], values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Issue 29 (facets, benchmarks/locomo_facets.py): for each pool row, its best value for a clause / time / speaker
+    facet and its best rank there (-1 / FAR without one), and the number of the question's single words whose own
+    first 10 hold it and its best value for one of them."""
+    out = np.zeros((rows.size, 4))
+    out[:, 0], out[:, 1], out[:, 3] = -1.0, float(ltr.FAR) * 10, -1.0
+    for words, use in ((False, [j for j, k in enumerate(kinds) if k != "keyword"]),
+                       (True, [j for j, k in enumerate(kinds) if k == "keyword"])):
+        if not use:
+            continue
+        v = values[use]
+        rank = np.argsort(np.argsort(-v, axis=1, kind="stable"), axis=1)[:, rows]
+        if words:
+            out[:, 2], out[:, 3] = (rank < 10).sum(axis=0), v[:, rows].max(axis=0)
+        else:
+            out[:, 0], out[:, 1] = v[:, rows].max(axis=0), rank.min(axis=0)
+    return out
 
 
 # --- gradient-boosted trees (numpy) -------------------------------------------------------------------------------
@@ -257,15 +283,25 @@ def main() -> None:
     ap.add_argument("--prior", type=float, default=0.0, help="the trees start from this times the logit of the "
                     "linear score (0: from nothing)")
     ap.add_argument("--save", action="store_true", help="fit on all five and write engine/ltr_weights.json")
+    ap.add_argument("--facet-features", default="", help="a locomo_facets.py facets pickle: four facet-coverage "
+                    "columns appended to each candidate's features (measured only; the shipped trees take none)")
     args = ap.parse_args()
     started = time.perf_counter()
     qs = questions(args.file, "minilm", Path(args.cache))
     meta = texts(args.file)
     assert len(meta) == len(qs), (len(meta), len(qs))
     rows, xs, ys = [], [], []
-    for q, (text, days, said) in zip(qs, meta):
+    fac = None
+    if args.facet_features:
+        import pickle
+        with open(args.facet_features, "rb") as f:
+            fac = pickle.load(f)
+        assert len(fac) == len(qs)
+    for n, (q, (text, days, said)) in enumerate(zip(qs, meta)):
         check_rows(q, said)
         r, x = pool_of(q, text, days, said)
+        if fac is not None:
+            x = np.concatenate([x, facet_columns(*fac[n], r)], axis=1)
         rows.append(r), xs.append(x), ys.append(q.evidence[r].astype(float))
     print(f"{len(qs)} questions, pool {ltr.POOL}, {len(ltr.FEATURES)} features "
           f"({time.perf_counter() - started:.0f} s); evidence in the pool: "

@@ -35,16 +35,19 @@ from writes import single_stores  # noqa: E402
 STORE_TARGET_MS, RETRIEVE_TARGET_MS = 12.0, 50.0
 
 
-def retrieves(folder: Path, n: int, queries: int, dim: int = 384, learned: bool = False) -> dict[str, float]:
+def retrieves(folder: Path, n: int, queries: int, dim: int = 384, learned: bool = False,
+              facets: bool = False) -> dict[str, float]:
     """p50 ms of ``retrieve`` (k 10) at ``n`` memories, shipped and without the answer stage (and with ``learned``
-    the learned ranker, engine/ltr.py), interleaved."""
+    the learned ranker, engine/ltr.py; with ``facets`` ``ranker="facets"``, memory/facet_search.py, on a question of
+    two clauses, so three searches: the question's and its two clauses'), interleaved."""
     mem = fresh(folder, "retrieve")
     for start in range(0, n, 20000):
         m = min(20000, n - start)
         mem.batch_store([{"content": t, "vector": v} for t, v in zip(facts(m, 100 + start), plain_dim(m, start, dim))])
     mem.retrieve("warm up the index", max_results=5)
     shipped, before = mem.weights, replace(mem.weights, answer=0.0)
-    runs = (("shipped", shipped), ("before", before)) + ((("learned", shipped),) if learned else ())
+    runs = (("shipped", shipped), ("before", before)) + ((("learned", shipped),) if learned else ()) \
+        + ((("facets", shipped),) if facets else ())
     lat: dict[str, list[float]] = {name: [] for name, _ in runs}
     cpu: dict[str, list[float]] = {name: [] for name, _ in runs}  # the process's CPU a call (a busy machine)
     for i in range(queries):
@@ -52,9 +55,11 @@ def retrieves(folder: Path, n: int, queries: int, dim: int = 384, learned: bool 
              f"near {PLACES[(i * 3) % len(PLACES)]}")
         for name, weights in runs[:: 1 if i % 2 else -1]:
             mem.weights = weights
-            mem.ranker = "learned" if name == "learned" else "linear"
+            mem.ranker = name if name in ("learned", "facets") else "linear"
+            asked = f"{q} ({name})" if name != "facets" else \
+                f"{q} and what {RELATIONS[(i * 5) % len(RELATIONS)]} the {OBJECTS[(i * 3) % len(OBJECTS)]}"
             t, c = time.perf_counter(), time.process_time()
-            mem.retrieve(f"{q} ({name})", max_results=10)  # distinct: the query embedding is part of each call
+            mem.retrieve(asked, max_results=10)  # distinct: the query embedding is part of each call
             lat[name].append((time.perf_counter() - t) * 1000)
             cpu[name].append((time.process_time() - c) * 1000)
     mem.workspace.close()
@@ -137,13 +142,15 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--models", default="", help="compare these registered embedding models (comma-separated)")
     ap.add_argument("--learned", action="store_true", help="also retrieve with the learned ranker (engine/ltr.py)")
+    ap.add_argument("--facets", action="store_true",
+                    help="also retrieve with ranker='facets' (memory/facet_search.py) on two-clause questions")
     ap.add_argument("--retrieve-only", action="store_true", help="skip the store() figure")
     args = ap.parse_args()
     if args.models:
         names = [spec_of(m).name for m in args.models.split(",") if m.strip()]
         by_model([MINILM, *[n for n in names if n != MINILM]], args)
         return
-    stores, embeds, shipped, before, learned, cpu = [0.0], [0.0], [], [], [], []
+    stores, embeds, shipped, before, learned, cpu, faceted = [0.0], [0.0], [], [], [], [], []
     if not args.retrieve_only:
         stores, embeds = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -154,7 +161,11 @@ def main() -> None:
                 single = single_stores(folder, args.stores)
                 stores.append(single["ours"]["p50_ms"])
                 embeds.append(single["embedding_alone"]["p50_ms"])
-            got = retrieves(folder, 10000, args.queries, learned=args.learned)
+            got = retrieves(folder, 10000, args.queries, learned=args.learned, facets=args.facets)
+            if args.facets:
+                faceted.append(got["facets"])
+                print(f"run {r + 1}: retrieve p50 at 10,000 with the facets (two-clause questions) "
+                      f"{faceted[-1]:.1f} ms", flush=True)
             shipped.append(got["shipped"])
             before.append(got["before"])
             if args.learned:
@@ -181,6 +192,11 @@ def main() -> None:
               f"{'met' if m <= RETRIEVE_TARGET_MS else 'missed'}); the process's CPU a retrieve p50 "
               f"{statistics.median(c[1] for c in cpu):.1f} ms vs the linear's "
               f"{statistics.median(c[0] for c in cpu):.1f} ms")
+    if faceted:
+        m = statistics.median(faceted)
+        print(f"retrieve p50 at 10,000 memories with the facets {m:.1f} ms (runs {min(faceted):.1f}-"
+              f"{max(faceted):.1f}; ratio to the linear {m / q:.2f}; target <= {RETRIEVE_TARGET_MS:.0f} ms: "
+              f"{'met' if m <= RETRIEVE_TARGET_MS else 'missed'})")
     print(f"figures on a shared 2-core machine (load average {np.round(os.getloadavg(), 1).tolist()})")
 
 

@@ -92,6 +92,16 @@ def test_cli_eval_locomo_learned_ranker_row(tmp_path):
     assert proc.returncode != 0 and "ranker must be one of linear, learned" in proc.stdout + proc.stderr
 
 
+def test_cli_eval_locomo_facets_row(tmp_path):
+    """``--ranker facets`` (memory/facet_search.py, issue 29) prints its row and says so."""
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_sample()))
+    proc = subprocess.run([sys.executable, "-m", "agentcontext.cli", "eval", "locomo", str(path), "--k", "1,3",
+                           "--ranker", "facets"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "ranker facets" in proc.stdout and "category 1" in proc.stdout, \
+        proc.stdout + proc.stderr
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not DEV.exists(), reason=f"the LoCoMo dev split is not here ({DEV}); it lives outside the "
                     "repository (/work/shared/data/locomo), which CI does not have")

@@ -22,8 +22,9 @@ def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samp
                                                    "mpnet, e5-small or minilm+mpnet (embed/models.py)."),
                rerank: bool = Option(False, "--rerank", help="Memory search's reranker on (engine/rerank.py)."),
                ranker: str = Option("linear", "--ranker", help="Memory search's order: linear (the fusion, "
-                                    "default) or learned (the fusion's first 80 in the learned trees' order, "
-                                    "engine/ltr.py)."),
+                                    "default), learned (the fusion's first 80 in the learned trees' order, "
+                                    "engine/ltr.py) or facets (the candidates of the question's clauses merged in "
+                                    "after its first 5, memory/facet_search.py)."),
                rewrite: bool = Option(False, "--rewrite", help="Also score each question through query "
                                             "rewriting with the provider of AGENTCONTEXT_LLM_BASE_URL / _MODEL / "
                                             "_API_KEY (memory/rewrite.py), printed as a separate row."),

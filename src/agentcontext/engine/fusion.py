@@ -98,6 +98,11 @@ class Calibration:
         out = 1.0 / (1.0 + np.exp(-z))
         return float(out) if np.ndim(out) == 0 else out
 
+    def value(self, score: float) -> float:
+        """The fused value a calibrated ``score`` came from (the curve's inverse; exact inside its clip)."""
+        s = min(max(float(score), 1e-300), 1.0 - 1e-16)
+        return (math.log(s / (1.0 - s)) - self.offset) / self.scale
+
     @property
     def midpoint(self) -> float:
         return -self.offset / self.scale

@@ -15,8 +15,9 @@ call (``override``), validated the same way. A bad value is a ``ValidationError`
 - ``budget_tokens``: the cited context's token budget (reasoning);
 - ``truth_filter``: a ``TruthMaintenanceContextFilter`` (or None) applied to local retrieval's candidates;
 - ``rerank``: the second stage over the memory's first candidates (engine/rerank.py);
-- ``ranker``: the memory's order: ``linear`` (the fusion, engine/fusion.py) or ``learned`` (the fusion's first
-  candidates put in the order of the shipped trees, engine/ltr.py);
+- ``ranker``: the memory's order: ``linear`` (the fusion, engine/fusion.py), ``learned`` (the fusion's first
+  candidates put in the order of the shipped trees, engine/ltr.py) or ``facets`` (the fusion's, with the candidates
+  of the question's clauses merged in after its first hits, memory/facet_search.py);
 - answer stage: ``answer_max_tokens`` and ``answer_temperature`` for ``query_with_reasoning``'s model call.
 
 The echo's shape is declared for the doors' output types as ``operations/types.py``'s ``ConfigEcho``.
@@ -37,7 +38,7 @@ from ..errors import ValidationError
 from .fusion import FusionWeights
 
 SOURCES = ("memory", "vector", "graph", "docs", "decisions")
-RANKERS = ("linear", "learned")
+RANKERS = ("linear", "learned", "facets")
 
 
 class _FromConfig:

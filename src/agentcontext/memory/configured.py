@@ -40,8 +40,8 @@ class ConfiguredRecall:
     def configure(self, config: RetrievalConfig | None, weights: FusionWeights | None, rerank: bool | None,
                   ranker: str | None = None) -> None:
         """The facade's configuration, else one of this memory's own; the fusion weights, the second stage over
-        the first candidates (engine/rerank.py: ``rerank=True`` or AGENTCONTEXT_RERANK) and the ranker (``linear``
-        or ``learned``: engine/ltr.py), given here win over it."""
+        the first candidates (engine/rerank.py: ``rerank=True`` or AGENTCONTEXT_RERANK) and the ranker (``linear``,
+        ``learned``: engine/ltr.py, or ``facets``: memory/facet_search.py), given here win over it."""
         base = config if config is not None else RetrievalConfig(rerank=reranking.enabled(None))
         self.config = dataclasses.replace(base, weights=self._fitted(weights or base.weights),
                                           rerank=base.rerank if rerank is None else bool(rerank),

@@ -1,5 +1,6 @@
 """The ranking behind ``AgentMemory.retrieve``: the candidates (the server's on a store that searches, else the
-in-process index's), the learned ranker (engine/ltr.py) over the fusion's first ``ltr.POOL`` when it is chosen, the
+in-process index's; with ``ranker="facets"`` the question's facets' candidates merged in, memory/facet_search.py),
+the learned ranker (engine/ltr.py) over the fusion's first ``ltr.POOL`` when it is chosen, the
 reranker over a wider pool when it is on, ``min_score`` (engine/retrieval_config.py ``above``, its one filter), and
 the hits as ``RetrievedContext`` with their signals (engine/retrieved.py: the one result type; the memory dict is
 made at the door). Access checks and the LRU use count stay with the caller."""
@@ -16,6 +17,7 @@ from ..store.base import Capability
 from ..workspace import Workspace
 from . import server_search
 from .index import MemoryIndex
+from .facet_search import search_with_facets
 from .learned import learned
 from .rerank import reranked
 from .search import candidate_rows, search
@@ -35,10 +37,20 @@ def recall(ws: Workspace, namespace: str, index: Callable[[], MemoryIndex], quer
         pool = max(pool, ltr.POOL)
     built = None
     if Capability.VECTOR_SEARCH in ws.store.capabilities:  # candidates from the server, nothing mirrored here
-        hits = server_search.search(ws, namespace, query, pool, conversation_id, user_id, keep, wanted, weights)
+        def run(text: str, k: int, w: FusionWeights) -> list:
+            return server_search.search(ws, namespace, text, k, conversation_id, user_id, keep, wanted, w)
     else:
         built = index()
-        hits = search(ws, built, namespace, query, pool, candidate_rows(built, conversation_id, user_id, keep), weights)
+        rows = candidate_rows(built, conversation_id, user_id, keep)
+
+        def run(text: str, k: int, w: FusionWeights) -> list:
+            return search(ws, built, namespace, text, k, rows, w)
+
+    def titles(found: list) -> list[str]:  # the speakers of the question's candidates (their memories' titles)
+        nodes = ws.store.get_nodes([h.id for h in found])
+        return [n.title or "" for n in nodes.values()]
+
+    hits = search_with_facets(run, query, pool, weights, titles) if ranker == "facets" else run(query, pool, weights)
     nodes = ws.store.get_nodes([h.id for h in hits])
     if ranker == "learned":
         hits = learned(ws.store, query, hits, nodes, built)

@@ -32,7 +32,7 @@ class ConfigEcho(TypedDict):
     hops: int  # expansion hops that ran (0: no expansion)
     min_score: float
     rerank: bool
-    ranker: str  # "linear" (the fusion) or "learned" (engine/ltr.py)
+    ranker: str  # "linear" (the fusion), "learned" (engine/ltr.py) or "facets" (memory/facet_search.py)
     weights: str  # "default", or a short digest of the fusion weights
     truth_filter: Optional[str]  # the truth filter's session id, or None
 
