@@ -41,6 +41,7 @@ HELD_SQL = (
 
 # the props held as columns of ``nodes`` (migration 16), in their sorted order; ``pair_hash`` as bytes
 MOVED = ("conversation_id", "created_at", "pair_hash", "prev", "user_id")
+CUT = "\t"  # how a props text held without its moved props ends (JSON whitespace: ``json.dumps`` never ends so)
 TAIL = "\t}"  # how a props text with the moved keys put back ends (``read_sql``)
 NO_COLUMNS = (None, None, None, None, None)
 
@@ -74,26 +75,29 @@ def filter_sql(keys: Sequence[str], nodes_bytes: bool, columns: bool) -> str:
 
 def split(props: dict[str, Any], text: str) -> tuple[str, tuple]:
     """The text a row of migration 16 holds (``text``: what ``held`` made of ``props``) and its ``MOVED`` columns:
-    each moved prop whose value is a string leaves the text (its value a column; ``pair_hash`` as bytes)."""
+    each moved prop whose value is a string is a column (``pair_hash`` as bytes) and leaves the text, which then ends
+    in ``CUT``."""
     moved = tuple(v if type(v := props.get(k)) is str else None for k in MOVED)
     if moved == NO_COLUMNS:
         return text, moved
     marked = text.startswith(MARK)
     rest = {k: v for k, v in props.items()
             if not (k in MOVED and type(v) is str) and not (marked and k == "updated_at")}
-    held_rest = (MARK if marked else "{") + _to_json(rest)[1:]
+    held_rest = (MARK if marked else "{") + _to_json(rest)[1:] + CUT
     return held_rest, (*moved[:2], None if moved[2] is None else to_bytes(moved[2]), *moved[3:])
 
 
 def split_text(text: str | None) -> tuple[str | None, tuple]:
-    """``split`` of a props text from elsewhere (an import) as a row holds it: only the text ``props_to_json`` makes
-    of its props (or its held form) is split; any other text is kept whole."""
+    """``split`` of a props text from elsewhere (an import) as a row holds it: the text ``props_to_json`` makes of
+    its props (or its held form) is cut; any other text is kept whole, its moved props columns too (the ranking and
+    a turn's followers read the columns)."""
     if not text or not text.startswith("{"):
         return text, NO_COLUMNS
     props = whole(text)
-    if not isinstance(props, dict) or held(props, _to_json(props)) != text:
+    if not isinstance(props, dict):
         return text, NO_COLUMNS
-    return split(props, text)
+    cut, moved = split(props, text)
+    return (cut if held(props, _to_json(props)) == text else text), moved
 
 
 def held(props: dict[str, Any], text: str) -> str:
@@ -139,22 +143,23 @@ def whole_text(text: str | None) -> str | None:
 
 
 # SQL (migration 16): a row's props text with its moved props put back after the others (keys unsorted: ``whole``
-# sorts them), ending in ``TAIL``; the text as held when none moved
+# sorts them), ending in ``TAIL``, when the row holds it cut (``CUT``); else the text as held
 READ_SQL = (
     "CREATE OR REPLACE FUNCTION actx_props(p text, c text, ca text, ph bytea, pv text, u text) RETURNS text "
-    "LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT CASE WHEN c IS NULL AND ca IS NULL AND ph IS NULL AND pv IS NULL "
-    "AND u IS NULL THEN p ELSE left(p, -1) || CASE WHEN p IN ('{}', '{ }') THEN '' ELSE ', ' END || concat_ws(', ', "
+    "LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT CASE WHEN right(p, 1) <> E'\\t' THEN p ELSE left(p, -2) || "
+    "CASE WHEN p IN (E'{}\\t', E'{ }\\t') THEN '' ELSE ', ' END || concat_ws(', ', "
     "'\"conversation_id\": ' || to_json(c)::text, '\"created_at\": ' || to_json(ca)::text, "
     "'\"pair_hash\": ' || to_json(actx_hex(ph))::text, '\"prev\": ' || to_json(pv)::text, "
     "'\"user_id\": ' || to_json(u)::text) || E'\\t}' END $$")
-# SQL (migration 16): a held props text split as ``split`` does: {text without the moved string props, their values}
-# (six texts; pair_hash's as text), or {the text, NULLs} where the cut text would not parse to the same props
+# SQL (migration 16): a held props text split as ``split`` does: {the text without the moved string props and ending
+# in CUT, their values} (six texts; pair_hash's as text), or {the text whole, their values} where the cut text would
+# not parse to the same props (a value JSON writes otherwise than ``json.dumps``, the same text nested)
 SPLIT_SQL = """CREATE OR REPLACE FUNCTION actx_props_split(t text) RETURNS text[] LANGUAGE plpgsql IMMUTABLE
 PARALLEL SAFE AS $$
 DECLARE j jsonb; h text := t; k text; pat text; i int := 0; vals text[] := ARRAY[NULL, NULL, NULL, NULL, NULL];
   cut text[] := '{}';
 BEGIN
-  IF t IS NULL OR left(t, 1) <> '{' OR right(t, 2) = E'\\t}' OR NOT pg_input_is_valid(t, 'jsonb') THEN
+  IF t IS NULL OR left(t, 1) <> '{' OR right(t, 1) = E'\\t' OR NOT pg_input_is_valid(t, 'jsonb') THEN
     RETURN ARRAY[t, NULL, NULL, NULL, NULL, NULL];
   END IF;
   j := t::jsonb;
@@ -171,8 +176,7 @@ BEGIN
       cut := cut || k;
     END IF;
   END LOOP;
-  IF cardinality(cut) = 0 OR NOT pg_input_is_valid(h, 'jsonb') OR h::jsonb IS DISTINCT FROM j - cut THEN
-    RETURN ARRAY[t, NULL, NULL, NULL, NULL, NULL];
-  END IF;
-  RETURN ARRAY[h] || vals;
+  IF cardinality(cut) = 0 THEN RETURN ARRAY[t, NULL, NULL, NULL, NULL, NULL]; END IF;
+  IF NOT pg_input_is_valid(h, 'jsonb') OR h::jsonb IS DISTINCT FROM j - cut THEN RETURN ARRAY[t] || vals; END IF;
+  RETURN ARRAY[h || E'\\t'] || vals;
 END $$"""

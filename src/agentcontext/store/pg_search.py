@@ -56,13 +56,15 @@ def _moved_fields(rows: Sequence[Sequence[Any]], keys: list[str]) -> list[Node]:
     texts = [k for k in keys if k not in at]
     probes = [(f'"{k}": ', f'"{k}": null') for k in keys if k in at]
     out = []
+    hashed = at["pair_hash"]
     for r in rows:
         text = r[7]
+        columns = {k: (hash_text(v) if i == hashed else v) for k, i in at.items() if (v := r[i]) is not None}
         parse = bool(texts) or (text is not None and len(text) > 4 and any(
             p in text and text.count(p) != text.count(n) for p, n in probes))
         if parse:  # as _with_fields: the props whole, with the moved ones given back
             props = pg_props.whole(text)
-            props.update({k: v for k, i in at.items() if (v := r[i]) is not None})
+            props.update(columns)
             if text and text.startswith(pg_props.MARK):
                 pg_props.give_back(props)
             props = dict(sorted(props.items()))
@@ -70,11 +72,9 @@ def _moved_fields(rows: Sequence[Sequence[Any]], keys: list[str]) -> list[Node]:
             if not all(type(v) is str for v in picked.values()):
                 picked = props
         else:
-            picked = {k: v for k in keys if (v := r[at[k]]) is not None}
+            picked = {k: v for k in keys if (v := columns.get(k)) is not None}
             if "updated_at" in keys and text and text.startswith(pg_props.MARK) and "created_at" in picked:
                 picked["updated_at"] = picked["created_at"]
-        if "pair_hash" in picked and type(picked["pair_hash"]) is not str:
-            picked["pair_hash"] = hash_text(picked["pair_hash"])
         out.append(Node(id=r[0], kind=r[1], namespace=r[2], key=r[3], title=r[4], summary=r[5], content=r[6],
                         props=picked, version=r[13], content_hash=hash_text(r[14]), created_by=r[15] or "",
                         embed_hash=hash_text(r[16]), tokens=r[17]))
