@@ -36,6 +36,7 @@ def before_store(url):
 
     class Before(PostgresStore):
         MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:mine() - 1])
+        READ_AHEAD = False  # its second connection would open the schema with every migration (upgrade it)
 
     return Before(url)
 
@@ -248,4 +249,36 @@ def test_the_byte_scan_finds_no_byte_of_a_moved_pair_hash_after_a_strict_erasure
     assert receipt["complete"] is True and receipt["physical"]["vacuum"] == "full"
     ws.store._db.execute("CHECKPOINT")
     assert not found(), where()
+    ws.close()
+
+
+def test_the_mcp_read_path_gives_the_same_memories_after_the_upgrade(pg_url):
+    from agentcontext.mcp_server import build_server
+    from agentcontext.memory import AgentMemory
+    from agentcontext.workspace import Workspace
+
+    from .test_mcp import call, run
+
+    def reads(ws, ids):
+        async def script(client):
+            return [await call(client, "get_memory", {"memory_id": ids[0]}),
+                    await call(client, "conversation_history", {"conversation_id": "ops", "max_items": 10}),
+                    await call(client, "memory_versions", {"memory_id": ids[1]}),
+                    await call(client, "retrieve_memories", {"query": "where is the staging database",
+                                                             "max_results": 3, "min_score": 0.0})]
+        return run(build_server(ws), script)
+
+    ws = Workspace(before_store(pg_url))
+    assert not ws.store._pc
+    mem = AgentMemory(workspace=ws, namespace="default", max_memory_size=None, retention_policy="unlimited")
+    ids = [mem.store("The staging database lives on host db-stage-2.", conversation_id="ops", user_id="kim",
+                     metadata={"type": "fact", "prev": "not a link"}),
+           mem.store("Kim rotates the staging credentials every Friday.", conversation_id="ops", user_id="kim"),
+           mem.store("Lunch is at noon.", user_id="lee")]
+    mem.update(ids[1], content="Kim rotates the staging credentials every Monday.")
+    before = reads(ws, ids)
+    ws.close()
+    ws = Workspace.open(url=pg_url)  # the upgrade
+    assert ws.store._pc and reads(ws, ids) == before
+    assert ws.store._read("SELECT count(*) FROM nodes WHERE conversation_id = 'ops' AND user_id = 'kim'") == [(2,)]
     ws.close()
