@@ -48,33 +48,33 @@ def _with_fields(rows: Sequence[Sequence[Any]], keys: list[str]) -> list[Node]:
 
 
 def _moved_fields(rows: Sequence[Sequence[Any]], keys: list[str]) -> list[Node]:
-    """``_with_fields`` for rows of a schema of migration 16: the moved props (``pg_props.MOVED``, string values) come
-    as the columns after the node's, so a row's props text is parsed only when the caller reads another prop, or when
-    the text holds a moved key after all (a value not a string: not moved; null needs no parse, the caller skips
-    nulls as ``_with_fields`` does)."""
+    """``_with_fields`` for rows of a schema of migration 16: the moved props (``pg_props.MOVED``: string values; the
+    pair hash as its text, ``linked_sql``) come as the columns after the node's, so no props text is parsed unless the
+    caller reads another prop, or a text holds a moved key after all (a value not a string: not moved; null needs no
+    parse, the caller skips nulls as ``_with_fields`` does): checked once over the call's texts, then row by row only
+    when one does."""
     at = {k: 18 + i for i, k in enumerate(pg_props.MOVED)}
     texts = [k for k in keys if k not in at]
+    picks = [(k, at[k]) for k in keys if k in at]
     probes = [(f'"{k}": ', f'"{k}": null') for k in keys if k in at]
+    joined = "\x1e".join(r[7] or "" for r in rows)
+    fast = not texts and all(joined.count(p) == joined.count(n) for p, n in probes)
     out = []
-    hashed = at["pair_hash"]
     for r in rows:
         text = r[7]
-        columns = {k: (hash_text(v) if i == hashed else v) for k, i in at.items() if (v := r[i]) is not None}
-        parse = bool(texts) or (text is not None and len(text) > 4 and any(
-            p in text and text.count(p) != text.count(n) for p, n in probes))
-        if parse:  # as _with_fields: the props whole, with the moved ones given back
+        if fast or not (texts or any(p in text and text.count(p) != text.count(n) for p, n in probes)):
+            picked = {k: v for k, i in picks if (v := r[i]) is not None}
+            if "updated_at" in keys and text and text.startswith(pg_props.MARK) and "created_at" in picked:
+                picked["updated_at"] = picked["created_at"]
+        else:  # as _with_fields: the props whole (the moved ones given back), or the keys asked when all are text
             props = pg_props.whole(text)
-            props.update(columns)
+            props.update({k: v for k, i in at.items() if (v := r[i]) is not None})
             if text and text.startswith(pg_props.MARK):
                 pg_props.give_back(props)
             props = dict(sorted(props.items()))
             picked = {k: v for k in keys if (v := props.get(k)) is not None}
             if not all(type(v) is str for v in picked.values()):
                 picked = props
-        else:
-            picked = {k: v for k in keys if (v := columns.get(k)) is not None}
-            if "updated_at" in keys and text and text.startswith(pg_props.MARK) and "created_at" in picked:
-                picked["updated_at"] = picked["created_at"]
         out.append(Node(id=r[0], kind=r[1], namespace=r[2], key=r[3], title=r[4], summary=r[5], content=r[6],
                         props=picked, version=r[13], content_hash=hash_text(r[14]), created_by=r[15] or "",
                         embed_hash=hash_text(r[16]), tokens=r[17]))

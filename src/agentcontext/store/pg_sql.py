@@ -87,6 +87,8 @@ def linked_sql(prop: str, fields: Sequence[str] | None = None, content: bool = F
     whole = f"{read_sql('n')} AS props" if moved and fields is None else "n.props"
     shaped = [(whole if c == "props" else f"n.{c}") if fields is None or c in RANKED_COLS or c == "props"
               else f"NULL AS {c}" for c in cols] + [f"n.{c}" for c in moved]
+    if fields is not None:  # the pair hash as its text (``actx_hex``): no conversion a row in the client
+        shaped = ["actx_hex(n.pair_hash) AS pair_hash" if c == "n.pair_hash" else c for c in shaped]
     light = ", ".join("'' AS content" if c == "n.content" and not content else c for c in shaped)
     full = ", ".join(shaped)
     live = "n.namespace = %(ns)s AND n.kind = %(kind)s AND n.retracted_at IS NULL"
