@@ -368,7 +368,8 @@ def props_columns(db) -> None:
     USING: every USING reads the row as it was) and its indexes built again (``maintenance_work_mem`` raised, as a
     bulk load does); ``nodes_prev`` made again over the column, the view ``versions`` made again with the nodes' props
     whole (``actx_props``). ``node_versions`` keeps whole texts. A text the cut would not give back exactly stays whole
-    (``actx_props_split``). Run again on a schema it already changed (an adopted one), it changes no row."""
+    (``actx_props_split``), its columns filled all the same. Run again on a schema it already changed (an adopted one),
+    it changes no row."""
     from ..pg_props import READ_SQL, SPLIT_SQL, read_sql
     from ..pg_vectors import raise_build_settings
 
@@ -382,12 +383,13 @@ def props_columns(db) -> None:
     db.execute("DROP INDEX IF EXISTS nodes_prev")
     db.execute(f"ALTER TABLE nodes ADD COLUMN conversation_id {T}, ADD COLUMN created_at {T}, "
                f"ADD COLUMN pair_hash bytea, ADD COLUMN prev {T}, ADD COLUMN user_id {T}")
-    db.execute(f"ALTER TABLE nodes ALTER COLUMN conversation_id TYPE {T} USING (actx_props_split(props))[2], "
-               f"ALTER COLUMN created_at TYPE {T} USING (actx_props_split(props))[3], "
-               "ALTER COLUMN pair_hash TYPE bytea USING actx_hash((actx_props_split(props))[4]), "
-               f"ALTER COLUMN prev TYPE {T} USING (actx_props_split(props))[5], "
-               f"ALTER COLUMN user_id TYPE {T} USING (actx_props_split(props))[6], "
-               f"ALTER COLUMN props TYPE {T} USING (actx_props_split(props))[1]")
+    # each column a string value of the props (a jsonb read: every props text parses, the GIN index nodes_props
+    # reads each so), the props text cut where that gives it back exactly (actx_props_split)
+    moved = {k: f"CASE WHEN jsonb_typeof(props::jsonb -> '{k}') = 'string' THEN props::jsonb ->> '{k}' END"
+             for k in ("conversation_id", "created_at", "pair_hash", "prev", "user_id")}
+    db.execute("ALTER TABLE nodes " + ", ".join(
+        f"ALTER COLUMN {k} TYPE bytea USING actx_hash({v})" if k == "pair_hash" else f"ALTER COLUMN {k} TYPE {T} "
+        f"USING {v}" for k, v in moved.items()) + f", ALTER COLUMN props TYPE {T} USING (actx_props_split(props))[1]")
     db.execute("CREATE INDEX nodes_prev ON nodes (prev) WHERE prev IS NOT NULL")  # a turn's followers
     live = VERSION_COLS.replace(" props,", f" {read_sql()} AS props,")
     db.execute(f"CREATE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
