@@ -361,10 +361,10 @@ def live_row(node: Any, props_json: str, nodes_bytes: bool, columns: bool = Fals
     hashes as bytes and ``updated_at`` held once, of migration 16 (``columns``) the props the ranking reads as
     columns (pg_props)."""
     moved: tuple = ()
-    if nodes_bytes:
+    if columns:  # (migration 16 holds the nodes' hashes as bytes too)
+        props_json, moved = pg_props.held_split(node.props, props_json)
+    elif nodes_bytes:
         props_json = pg_props.held(node.props, props_json)
-        if columns:
-            props_json, moved = pg_props.split(node.props, props_json)
     hashed = pg_hash.node_param
     return (node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content, props_json,
             list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None, node.version,

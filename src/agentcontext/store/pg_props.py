@@ -87,6 +87,19 @@ def split(props: dict[str, Any], text: str) -> tuple[str, tuple]:
     return held_rest, (*moved[:2], None if moved[2] is None else to_bytes(moved[2]), *moved[3:])
 
 
+def held_split(props: dict[str, Any], text: str) -> tuple[str, tuple]:
+    """``split(props, held(props, text))`` with the props serialized once (``text``: ``props_to_json(props)``)."""
+    moved = tuple(v if type(v := props.get(k)) is str else None for k in MOVED)
+    if moved == NO_COLUMNS:
+        return held(props, text), moved
+    updated = props.get("updated_at")
+    marked = type(updated) is str and props.get("created_at") == updated
+    rest = {k: v for k, v in props.items()
+            if not (k in MOVED and type(v) is str) and not (marked and k == "updated_at")}
+    held_rest = (MARK if marked else "{") + _to_json(rest)[1:] + CUT
+    return held_rest, (*moved[:2], None if moved[2] is None else to_bytes(moved[2]), *moved[3:])
+
+
 def split_text(text: str | None) -> tuple[str | None, tuple]:
     """``split`` of a props text from elsewhere (an import) as a row holds it: the text ``props_to_json`` makes of
     its props (or its held form) is cut; any other text is kept whole, its moved props columns too (the ranking and
