@@ -11,7 +11,8 @@ questions (k = 10) and prints, a query (mean over the questions):
   time is mostly waiting for a core, so the CPU figures are the steadier measure of the work a query costs;
 - wall p50 / mean.
 ``--explain FILE``: also EXPLAIN (ANALYZE, BUFFERS) of every statement one question runs, written to FILE.
-Run: nice -n 10 .venv/bin/python benchmarks/postgres_retrieve_profile.py [--queries 60] [--before-src DIR]
+Run: nice -n 10 .venv/bin/python benchmarks/postgres_retrieve_profile.py [--queries 60] [--before-src DIR
+[--before-data DIR]] (``--before-data``: the before code's own copy, when this code's schema is newer)
 
 Measured at 200,000 memories (60 questions, load 14-22 on 2 cores, December 2026), a query: server backend CPU 83-90
 ms, client CPU 80-85 ms (the query's embedding included), wall 450-900 ms (mostly waiting for a core). Server CPU by
@@ -157,21 +158,27 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("/work/pgdata-pgquery/200k"))
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--before-src", type=Path, default=None)
+    parser.add_argument("--before-data", type=Path, default=None,
+                        help="the before code's own cluster (a copy at the schema it knows: a newer one it refuses)")
     parser.add_argument("--explain", default="", help="write EXPLAIN (ANALYZE, BUFFERS) of one question here")
     args = parser.parse_args()
     _, _, questions, _ = base_corpus(args.data)
     asked = questions[: args.queries + 1]
     this = Path(__file__).resolve().parent.parent / "src"
     server = PgServer(root=args.data / "cluster", options=SERVER).start()
+    other = PgServer(root=args.before_data / "cluster", options=SERVER).start() if args.before_data else None
     try:
         url = server.url("scale")
+        urls = {"this": url, "before": other.url("scale") if other else url}
         order = [("this", this)] if args.before_src is None else [
             ("before", args.before_src.resolve() / "src"), ("this", this), ("this", this),
             ("before", args.before_src.resolve() / "src")]
-        runs = [(name, run(url, asked, src, args.explain if i == 1 or len(order) == 1 else ""))
+        runs = [(name, run(urls[name], asked, src, args.explain if i == 1 or len(order) == 1 else ""))
                 for i, (name, src) in enumerate(order)]
     finally:
         server.stop()
+        if other:
+            other.stop()
     out: dict[str, Any] = {"memories": json.loads((args.data / "built.json").read_text())["memories"],
                            "queries": args.queries, "order": [n for n, _ in runs],
                            "note": "busy shared 2-core machine: wall time is mostly waiting for a core",

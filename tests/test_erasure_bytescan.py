@@ -5,7 +5,6 @@ test_erasure_checkpoints_load.py).
 The same on PostgreSQL: no heap file of the test server's database holds it after a strict erasure."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -165,8 +164,8 @@ def test_postgres_heap_files_hold_no_byte_of_the_secret_after_a_strict_erasure(p
     assert vector_hits(folder_files(base), vector), "the vector is in the heap before the erasure"
     # the reply's context vector (its pair with the secret's turn), held as int8 once packed (store/pg_q8.py)
     ws.store.pack()
-    (props,) = ws.store._read("SELECT props FROM nodes WHERE content = 'And what did the bank say?'")[0]
-    pair = json.loads(props)["pair_hash"]
+    (reply,) = ws.store._read("SELECT id FROM nodes WHERE content = 'And what did the bank say?'")[0]
+    pair = ws.store.get_node(reply).props["pair_hash"]  # (a column from migration 16: store/pg_props.py)
     (raw,) = ws.store._read("SELECT q8 FROM vectors WHERE hash = actx_hash(%s) AND q8 IS NOT NULL", [pair])[0]
     packed = bytes(raw)[:32]
     ws.store._db.execute("CHECKPOINT")

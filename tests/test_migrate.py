@@ -136,8 +136,10 @@ def test_a_copy_carries_every_column_but_what_a_backend_derives(pg_url, tmp_path
     # vectors.searched / pending (PostgreSQL): whether a node's text has the vector and it is in the HNSW index or
     # the delta (store/pg_delta.py), derived from the nodes and the load on import; q8 / q8_scale: a context vector's
     # values held as int8 (store/pg_q8.py), copied as its ``vector``; vid (SQLite, migration 8): the row's key, as rid
-    derived = {"nodes": {"rid", "tag_text", "tsv"}, "edges": {"rid"}, "vectors": {"searched", "pending", "q8",
-                                                                                  "q8_scale", "vid"}}
+    # nodes' conversation_id, created_at, pair_hash, prev, user_id (PostgreSQL, migration 16): props held as columns,
+    # copied inside the props (store/pg_props.py)
+    derived = {"nodes": {"rid", "tag_text", "tsv", "conversation_id", "created_at", "pair_hash", "prev", "user_id"},
+               "edges": {"rid"}, "vectors": {"searched", "pending", "q8", "q8_scale", "vid"}}
     lite, pg = open_store(tmp_path / "x.db"), open_store(pg_url)
     try:
         for table in COPY_TABLES:

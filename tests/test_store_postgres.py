@@ -306,7 +306,10 @@ def test_nodes_linked_sends_each_follower_once_and_a_named_one_by_its_id_alone(p
                   Node(id="a2", kind="memory", namespace="ns", title="Bob", content="two", props={"prev": "a1"}),
                   Node(id="a3", kind="memory", namespace="ns", title="Ann", content="three", props={"prev": "a2"}),
                   Node(id="a4", kind="memory", namespace="ns", title="Bob", content="four", props={"prev": "a3"})])
-    rows = pg._read(linked_sql("prev"), {"ids": ["a2", "a3"], "ns": "ns", "kind": "memory"})
+    from agentcontext.store.pg_props import MOVED
+
+    moved = MOVED if pg._pc else ()  # the props the ranking reads as columns (migration 16)
+    rows = pg._read(linked_sql("prev", moved=moved), {"ids": ["a2", "a3"], "ns": "ns", "kind": "memory"})
     followers = [r for r in rows if r[0] == 1]
     assert sorted(r[2] for r in followers) == ["a2", "a3", "a4"]  # a3 follows a2 and a4 follows a3: once each
     assert sorted(r[2] for r in followers if r[3] is None) == ["a2", "a3"]  # named ones: rid and id alone

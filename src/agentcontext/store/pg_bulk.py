@@ -47,13 +47,18 @@ STAGES = {
     "stage_versions": f"id {T} NOT NULL, {NODE_FIELDS}",
     "stage_nodes_b": f"id {T} NOT NULL, {NODE_FIELDS_BYTES}, tag_text {T}",
     "stage_versions_b": f"id {T} NOT NULL, {NODE_FIELDS_BYTES}",
+    # migration 16: the ranking's props as columns (pg_props.MOVED)
+    "stage_nodes_c": f"id {T} NOT NULL, {NODE_FIELDS_BYTES}, tag_text {T}, conversation_id {T}, created_at {T}, "
+                     f"pair_hash BYTEA, prev {T}, user_id {T}",
 }
 HASH_COLS = ("content_hash", "embed_hash")  # a node's hashes: bytes on a schema of migration 13
 
 
-def hashes_held(rows: Sequence[Sequence[Any]], names: Sequence[str], nb: bool) -> Sequence[Sequence[Any]]:
+def hashes_held(rows: Sequence[Sequence[Any]], names: Sequence[str], nb: bool,
+                pc: bool = False) -> Sequence[Sequence[Any]]:
     """Copied node rows (columns ``names``) as ``nodes`` holds them (``nb``, migration 13): their text hashes as bytes,
-    their props without an updated_at equal to their created_at (``pg_props``)."""
+    their props without an updated_at equal to their created_at (``pg_props``); ``pc`` (migration 16): the props the
+    ranking reads cut from the text, each row followed by their columns (``pg_props.MOVED``)."""
     if not nb:
         return rows
     at, props = [names.index(c) for c in HASH_COLS], names.index("props")
@@ -63,6 +68,9 @@ def hashes_held(rows: Sequence[Sequence[Any]], names: Sequence[str], nb: bool) -
         for i in at:
             r[i] = pg_hash.node_param(r[i], True)
         r[props] = pg_props.held_text(r[props])
+        if pc:
+            r[props], moved = pg_props.split_text(r[props])
+            r.extend(moved)
         out.append(r)
     return out
 
@@ -281,16 +289,22 @@ def mark_searched(db: Any, hashes: Sequence[str], building: Sequence[tuple[str, 
                    (direct, direct, keys))
 
 
-def update_nodes(db: Any, rows: Sequence[tuple], nb: bool = False) -> None:
-    """Live rows that change (``NODE_COLS``, embed_text, tag_text): their current versions move to node_versions
-    (the superseded ones), then the live rows take the staged values; two statements. ``nb``: the rows' hashes are
-    bytes (migration 13)."""
-    stage(db, "stage_nodes_b" if nb else "stage_nodes", f"{NODE_COLS}, embed_text, tag_text", rows)
-    old = ", ".join(f"n.{c}" for c in NODE_COLS.split(", "))
-    staged = "stage_nodes_b" if nb else "stage_nodes"
+def live_cols(pc: bool) -> str:
+    """The columns of a ``live_row``."""
+    return f"{NODE_COLS}, embed_text, tag_text" + (f", {', '.join(pg_props.MOVED)}" if pc else "")
+
+
+def update_nodes(db: Any, rows: Sequence[tuple], nb: bool = False, pc: bool = False) -> None:
+    """Live rows that change (``live_cols``): their current versions move to node_versions (the superseded ones; their
+    props whole), then the live rows take the staged values; two statements. ``nb``: the rows' hashes are bytes
+    (migration 13); ``pc``: the ranking's props are columns (migration 16)."""
+    staged = "stage_nodes_c" if pc else "stage_nodes_b" if nb else "stage_nodes"
+    cols = live_cols(pc)
+    stage(db, staged, cols, rows)
+    old = ", ".join(pg_props.read_sql("n") if pc and c == "props" else f"n.{c}" for c in NODE_COLS.split(", "))
     db.execute(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {old}, NULL FROM nodes n "
                f"JOIN {staged} s ON s.id = n.id AND s.namespace = n.namespace")
-    sets = ", ".join(f"{c} = s.{c}" for c in [*NODE_COLS.split(", ")[1:], "embed_text", "tag_text"])
+    sets = ", ".join(f"{c} = s.{c}" for c in cols.split(", ")[1:])
     db.execute(f"UPDATE nodes n SET {sets} FROM {staged} s WHERE n.id = s.id AND n.namespace = s.namespace")
 
 
@@ -342,13 +356,17 @@ def rebuild_indexes(db: Any, table: str, definitions: Sequence[str]) -> None:
     db.execute(f"ANALYZE {table}")
 
 
-def live_row(node: Any, props_json: str, nodes_bytes: bool) -> tuple:
-    """A node's live row as ``nodes`` holds it (NODE_COLS, embed_text, tag_text): on a schema of migration 13
-    (``nodes_bytes``) its hashes as bytes and ``updated_at`` held once (pg_props)."""
-    if nodes_bytes:
+def live_row(node: Any, props_json: str, nodes_bytes: bool, columns: bool = False) -> tuple:
+    """A node's live row as ``nodes`` holds it (``live_cols``): on a schema of migration 13 (``nodes_bytes``) its
+    hashes as bytes and ``updated_at`` held once, of migration 16 (``columns``) the props the ranking reads as
+    columns (pg_props)."""
+    moved: tuple = ()
+    if columns:  # (migration 16 holds the nodes' hashes as bytes too)
+        props_json, moved = pg_props.held_split(node.props, props_json)
+    elif nodes_bytes:
         props_json = pg_props.held(node.props, props_json)
     hashed = pg_hash.node_param
     return (node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content, props_json,
             list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None, node.version,
             hashed(node.content_hash, nodes_bytes), node.created_by, hashed(node.embed_hash, nodes_bytes),
-            node.tokens, held_embed_text(node.title, node.content, node.embed_text), " ".join(node.tags))
+            node.tokens, held_embed_text(node.title, node.content, node.embed_text), " ".join(node.tags), *moved)

@@ -47,15 +47,50 @@ def _with_fields(rows: Sequence[Sequence[Any]], keys: list[str]) -> list[Node]:
     return out
 
 
-def _linked(rows: Sequence[Sequence[Any]], keys: list[str] | None,
-            content: bool = False) -> tuple[dict[str, Node], list[Node]]:
+def _moved_fields(rows: Sequence[Sequence[Any]], keys: list[str]) -> list[Node]:
+    """``_with_fields`` for rows of a schema of migration 16: the moved props (``pg_props.MOVED``: string values; the
+    pair hash as its text, ``linked_sql``) come as the columns after the node's, so no props text is parsed unless the
+    caller reads another prop, or a text holds a moved key after all (a value not a string: not moved; null needs no
+    parse, the caller skips nulls as ``_with_fields`` does): checked once over the call's texts, then row by row only
+    when one does."""
+    at = {k: 18 + i for i, k in enumerate(pg_props.MOVED)}
+    texts = [k for k in keys if k not in at]
+    picks = [(k, at[k]) for k in keys if k in at]
+    probes = [(f'"{k}": ', f'"{k}": null') for k in keys if k in at]
+    joined = "\x1e".join(r[7] or "" for r in rows)
+    fast = not texts and all(joined.count(p) == joined.count(n) for p, n in probes)
+    out = []
+    for r in rows:
+        text = r[7]
+        if fast or not (texts or any(p in text and text.count(p) != text.count(n) for p, n in probes)):
+            picked = {k: v for k, i in picks if (v := r[i]) is not None}
+            if "updated_at" in keys and text and text.startswith(pg_props.MARK) and "created_at" in picked:
+                picked["updated_at"] = picked["created_at"]
+        else:  # as _with_fields: the props whole (the moved ones given back), or the keys asked when all are text
+            props = pg_props.whole(text)
+            props.update({k: v for k, i in at.items() if (v := r[i]) is not None})
+            if text and text.startswith(pg_props.MARK):
+                pg_props.give_back(props)
+            props = dict(sorted(props.items()))
+            picked = {k: v for k in keys if (v := props.get(k)) is not None}
+            if not all(type(v) is str for v in picked.values()):
+                picked = props
+        out.append(Node(id=r[0], kind=r[1], namespace=r[2], key=r[3], title=r[4], summary=r[5], content=r[6],
+                        props=picked, version=r[13], content_hash=hash_text(r[14]), created_by=r[15] or "",
+                        embed_hash=hash_text(r[16]), tokens=r[17]))
+    return out
+
+
+def _linked(rows: Sequence[Sequence[Any]], keys: list[str] | None, content: bool = False,
+            moved: bool = False) -> tuple[dict[str, Node], list[Node]]:
     """``nodes_linked``'s two parts from ``linked_sql``'s rows (``keys``: the props kept, or None: all; ``content``:
     the followers came with theirs, and a follower also of the first part is that part's node itself)."""
     first = [r[2:] for r in rows if r[0] == 0]
     ids = {r[0] for r in first}
     follows = sorted((r for r in rows if r[0] == 1), key=lambda r: r[1])
     parsed = first + [r[2:] for r in follows if r[2] not in ids]
-    made = [row_to_node(r) for r in parsed] if keys is None else _with_fields(parsed, keys)
+    made = ([row_to_node(r) for r in parsed] if keys is None else _moved_fields(parsed, keys) if moved
+            else _with_fields(parsed, keys))
     named = dict(zip([r[0] for r in first], made))
     read = dict(zip([r[0] for r in parsed[len(first):]], made[len(first):]))
     followers: dict[str, Node] = {}
@@ -90,7 +125,7 @@ class PgSearch(Part):
         where = self._node_where(namespace, kind, None, None, tags, valid_at)
         where.add("n.retracted_at IS NULL")
         if props:
-            held = pg_props.WHOLE_SQL if self.store._nb and "updated_at" in props else "(n.props::jsonb)"
+            held = pg_props.filter_sql(list(props), self.store._nb, self.store._pc)  # migrations 13, 16
             where.add(f"{held} @> ?::jsonb", json.dumps(props))
         if titles is not None:
             where.eq_any("n.title", list(titles) or [""])
@@ -118,8 +153,9 @@ class PgSearch(Part):
         if not wanted:
             return {}, []
         keys = None if fields is None else list(dict.fromkeys([name, *(check_prop(f) for f in fields)]))
-        rows = self._read(linked_sql(name, keys, content), {"ids": wanted, "ns": namespace, "kind": kind})
-        return _linked(rows, keys, content)
+        moved = pg_props.MOVED if self.store._pc else ()  # the ranking's props as columns (migration 16)
+        rows = self._read(linked_sql(name, keys, content, moved), {"ids": wanted, "ns": namespace, "kind": kind})
+        return _linked(rows, keys, content, bool(moved))
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:
         if n <= 0:

@@ -8,6 +8,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from .migrations.postgres import INDEXED_CHARS  # noqa: F401  (how much of a body is text-searchable)
+from .pg_props import read_sql
 from .rows import NODE_COLS, Where
 
 
@@ -57,7 +58,7 @@ class PgWhere(Where):
 RANKED_COLS = ("id", "kind", "namespace", "key", "title", "summary", "content", "embed_hash")
 
 
-def linked_sql(prop: str, fields: Sequence[str] | None = None, content: bool = False) -> str:
+def linked_sql(prop: str, fields: Sequence[str] | None = None, content: bool = False, moved: Sequence[str] = ()) -> str:
     """The active nodes of one namespace and kind among the ids (an array) and those they name in ``props[prop]``
     (every column), then the nodes naming any of those and the nodes naming those (without content), in one
     statement: ``part`` 0 or 1, ``rid``, the node columns. Each node comes once as a follower (one of two levels),
@@ -75,21 +76,30 @@ def linked_sql(prop: str, fields: Sequence[str] | None = None, content: bool = F
     ones: at 200,000 memories ~235 of the ~680 keys a query; the B-tree's array scan had shared most of their pages,
     so it saves only ~2.5% of the statement's buffer reads). The turns named that were asked too are left out of
     the second part of ``named`` by id (``UNION ALL``): a ``UNION`` hashed every named row whole, content and props
-    (the statement's execution 0.69x-0.74x without it, the same rows)."""
-    link = f"((n.props::jsonb) ->> '{prop}')"
+    (the statement's execution 0.69x-0.74x without it, the same rows). ``moved`` (a schema of migration 16: the props
+    held as columns, ``pg_props.MOVED``): every row brings those columns after the node's (``fields``: its props text as
+    held, the client gives back what it reads; else the props whole), and a moved ``prop`` links by its column
+    (``nodes_prev``, a plain btree)."""
+    link = f"n.{prop}" if prop in moved else f"((n.props::jsonb) ->> '{prop}')"
+    named_link = f"a.{prop}" if prop in moved else f"(a.props::jsonb) ->> '{prop}'"
+    collate = "" if prop in moved else ' COLLATE "default"'  # the column is "C", as the ids are
     cols = NODE_COLS.split(", ")
-    shaped = [f"n.{c}" if fields is None or c in RANKED_COLS or c == "props" else f"NULL AS {c}" for c in cols]
+    whole = f"{read_sql('n')} AS props" if moved and fields is None else "n.props"
+    shaped = [(whole if c == "props" else f"n.{c}") if fields is None or c in RANKED_COLS or c == "props"
+              else f"NULL AS {c}" for c in cols] + [f"n.{c}" for c in moved]
+    if fields is not None:  # the pair hash as its text (``actx_hex``): no conversion a row in the client
+        shaped = ["actx_hex(n.pair_hash) AS pair_hash" if c == "n.pair_hash" else c for c in shaped]
     light = ", ".join("'' AS content" if c == "n.content" and not content else c for c in shaped)
     full = ", ".join(shaped)
     live = "n.namespace = %(ns)s AND n.kind = %(kind)s AND n.retracted_at IS NULL"
     blank = ", NULL" * (len(shaped) - 1)  # a named follower's columns after its id
 
     def naming(cte: str, but: str = "") -> str:
-        return f"{link} = ANY(ARRAY(SELECT id COLLATE \"default\" FROM {cte}{but}))"
+        return f"{link} = ANY(ARRAY(SELECT id{collate} FROM {cte}{but}))"
 
     return (f"WITH asked AS MATERIALIZED (SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY(%(ids)s) AND {live}), "
             f"named AS MATERIALIZED (SELECT * FROM asked UNION ALL SELECT n.rid, {full} FROM nodes n WHERE n.id = ANY("
-            f"ARRAY(SELECT (a.props::jsonb) ->> '{prop}' FROM asked a)) AND {live} AND n.id NOT IN "
+            f"ARRAY(SELECT {named_link} FROM asked a)) AND {live} AND n.id NOT IN "
             "(SELECT id FROM asked)), "
             f"f1 AS MATERIALIZED (SELECT n.rid, {light} FROM nodes n WHERE {naming('named')} AND {live}), "
             f"f2 AS (SELECT n.rid, {light} FROM nodes n WHERE {naming('f1', ' WHERE id NOT IN (SELECT id FROM named)')}"

@@ -28,7 +28,7 @@ from . import (pg_bulk, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg
                transfer)
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
-from .rows import NODE_COLS, Where, held_embed_text
+from .rows import LIGHT_COLS, NODE_COLS, Where, held_embed_text
 from .pg_fts import PgText, TextStatsRow
 from .pg_search import PgSearch
 from .sql_base import SQLStore
@@ -107,6 +107,11 @@ class PostgresStore(SQLStore):
         self._delta = pg_delta.has_delta(db)  # False only for a store pinned to an older schema (tests pin one)
         self._q8 = pg_q8.has_q8(db)  # context vectors held as int8 (migration 9)
         self._hb, self._nb = pg_hash.key_forms(self)  # the hashes as bytes: vectors' (migration 10), nodes' (13)
+        self._pc = pg_props.has_columns(db)  # the ranking's props as columns (migration 16)
+        if self._pc:
+            self.PROPS_READ = pg_props.read_sql()
+            self.NODE_READ = NODE_COLS.replace(" props,", f" {self.PROPS_READ} AS props,")
+            self.LIGHT_READ = LIGHT_COLS.replace(" props,", f" {self.PROPS_READ} AS props,")
         self.prewarmed, self.warmed = _warm(self, prewarm, warm_up)
 
     def _connect(self) -> None:
@@ -237,8 +242,10 @@ class PostgresStore(SQLStore):
         rows = [(*r[:text], held_embed_text(r[title], r[content], r[text]), *r[text + 1:]) for r in rows]
         embed = names.index("embed_hash")
         hashes = sorted({r[embed] for r in rows if r[embed]})
-        self._bulk_insert("nodes", f"{', '.join(names)}, tag_text",
-                          [(*r, " ".join(r[8] or [])) for r in pg_bulk.hashes_held(rows, names, self._nb)])
+        moved = f", {', '.join(pg_props.MOVED)}" if self._pc else ""  # schema 16: the props split (pg_props)
+        tagged = [(*r, " ".join(r[8] or [])) for r in rows]
+        self._bulk_insert("nodes", f"{', '.join(names)}, tag_text{moved}",
+                          pg_bulk.hashes_held(tagged, [*names, "tag_text"], self._nb, self._pc))
         pg_bulk.mark_searched(self._db, hashes, self._building(), self._delta, self._q8, self._hb)
         # a version row copied before its node is the live row now (migration 4: the current version is held once)
         self._db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = ANY(%s) AND v.id = n.id AND "
@@ -296,7 +303,8 @@ class PostgresStore(SQLStore):
 
     def _versions_as_of(self, cols: str, as_of: str) -> tuple[str, list[Any]]:
         # the live row when it was recorded by then (it is the latest version), else the latest superseded one
-        return (f"SELECT DISTINCT ON (id) {cols} FROM (SELECT {VERSION_COLS} FROM nodes WHERE recorded_at <= %s "
+        live = VERSION_COLS.replace(" props,", f" {self.PROPS_READ} AS props,")  # (schema 16: pg_props)
+        return (f"SELECT DISTINCT ON (id) {cols} FROM (SELECT {live} FROM nodes WHERE recorded_at <= %s "
                 f"UNION ALL SELECT {VERSION_COLS} FROM node_versions WHERE recorded_at <= %s) v "
                 "ORDER BY id, version DESC", [as_of, as_of])
 
@@ -309,11 +317,11 @@ class PostgresStore(SQLStore):
         and the live rows updated from the stage, one statement each (``pg_bulk``); no row costs a round trip."""
         inserts, updates = [], []
         for node, old, props_json in changed:
-            (updates if old else inserts).append(pg_bulk.live_row(node, props_json, self._nb))
+            (updates if old else inserts).append(pg_bulk.live_row(node, props_json, self._nb, self._pc))
         if updates:
-            pg_bulk.update_nodes(self._db, updates, self._nb)
+            pg_bulk.update_nodes(self._db, updates, self._nb, self._pc)
         if inserts:
-            self._bulk_insert("nodes", f"{NODE_COLS}, embed_text, tag_text", inserts)
+            self._bulk_insert("nodes", pg_bulk.live_cols(self._pc), inserts)
         pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}),
                               self._building(), self._delta, self._q8, self._hb)
 
@@ -337,11 +345,14 @@ class PostgresStore(SQLStore):
         return self._text.term_counts(query, namespace)
 
     def _prop_in(self, where: Where, name: str, values: list[str]) -> None:
+        if self._pc and name in pg_props.MOVED:  # a column (migration 16): index nodes_prev answers prev
+            where.add(f"n.{name} = ANY(?)", pg_props.column_params(name, values))
+            return
         where.add(f"((n.props::jsonb) ->> '{name}') = ANY(?)", list(values))  # index nodes_prev answers prev
 
     def _props_hold(self, where: Where, path: list[str], value: str) -> None:
         # jsonb containment: a list holding the string, or the string itself
-        held = pg_props.WHOLE_SQL if self._nb and path[:1] == ["updated_at"] else "(n.props::jsonb)"  # migration 13
+        held = pg_props.filter_sql(path[:1], self._nb, self._pc)  # migrations 13 and 16
         where.add(f"({held} #> ?::text[]) @> to_jsonb(?::text)", path, value)
 
     def phrase_search(self, phrase: str, namespace=None, kind=None, limit: int | None = None) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 import numpy as np
 
 from ..model import Node
-from .rows import Where
+from .rows import LIGHT_COLS, NODE_COLS, Where
 
 T = TypeVar("T")
 
@@ -39,6 +39,8 @@ class SQLDialect(ABC):
     # Where every version of a node reads from, the current one included: node_versions holds them all, unless the
     # backend keeps only superseded versions there and the live row is the current one (SQLite, migration 6)
     VERSIONS = "node_versions"
+    # a node row's columns as read (PostgreSQL's schema 16 gives its props back from columns: pg_props.read_sql)
+    NODE_READ, LIGHT_READ, PROPS_READ = NODE_COLS, LIGHT_COLS, "props"
     CURRENT_IN_VERSIONS = True
     LIKE_ANY_CASE = "ILIKE"  # a pattern match that folds case (SQLite's LIKE folds ASCII letters by itself)
     COPY_ARMS: dict[str, tuple[str, ...]] = {}  # table: the tables its copy reads, merged in page order

@@ -40,7 +40,7 @@ class Nodes(Part):
 
     def get_node(self, id: str, as_of: str | None = None, include_retracted: bool = False) -> Node | None:
         if as_of is None and include_retracted:
-            rows = self._read(self._q(f"SELECT {NODE_COLS} FROM nodes WHERE id = ?"), (id,))
+            rows = self._read(self._q(f"SELECT {self.NODE_READ} FROM nodes WHERE id = ?"), (id,))
             return row_to_node(rows[0]) if rows else None
         return self.get_nodes([id], as_of=as_of).get(id)
 
@@ -78,7 +78,7 @@ class Nodes(Part):
                         "summary, content, props, tags, valid_from, valid_until, ?, ?, version + 1, content_hash, "
                         f"created_by, embed_hash, tokens, NULL FROM nodes WHERE {live}"), [at, at, *live_params])
                 else:  # the live row becomes the retraction; the version it held is superseded
-                    self._exec(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {NODE_COLS}, NULL "
+                    self._exec(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {self.NODE_READ}, NULL "
                                f"FROM nodes WHERE {live}", live_params)
                 self._exec(self._q(f"UPDATE nodes SET retracted_at = ?, recorded_at = ?, version = version + 1 "
                                    f"WHERE {live}"), [at, at, *live_params])

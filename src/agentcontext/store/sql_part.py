@@ -55,6 +55,14 @@ class Part:
         return self.store.VERSIONS
 
     @property
+    def NODE_READ(self) -> str:  # noqa: N802
+        return self.store.NODE_READ
+
+    @property
+    def PROPS_READ(self) -> str:  # noqa: N802
+        return self.store.PROPS_READ
+
+    @property
     def CURRENT_IN_VERSIONS(self) -> bool:  # noqa: N802
         return self.store.CURRENT_IN_VERSIONS
 

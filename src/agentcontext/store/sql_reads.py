@@ -21,13 +21,13 @@ from .rows import EDGE_COLS, LIGHT_COLS, NODE_COLS, NODE_ORDERS, Where, as_list,
 
 def select_nodes(store: Any, where: Where, as_of: str | None, with_content: bool = True,
                  order: str = "", limit: int | None = None, offset: int = 0) -> list[Node]:
-    cols = NODE_COLS if with_content else LIGHT_COLS
     page = store._page(limit, offset)
-    if as_of is None:
+    if as_of is None:  # (PostgreSQL's schema 16: the props given back from their columns, ``pg_props``)
+        cols = store.NODE_READ if with_content else store.LIGHT_READ
         sql = f"SELECT {cols} FROM nodes n{where.hint}{where.sql()}{order}{page}"
         return [row_to_node(r) for r in store._read(sql, where.params)]
     # The graph as it stood at as_of: the latest version recorded by then, unless retracted.
-    inner, params = store._versions_as_of(cols, as_of)
+    inner, params = store._versions_as_of(NODE_COLS if with_content else LIGHT_COLS, as_of)
     live = (" AND " if where.parts else " WHERE ") + "n.retracted_at IS NULL"
     sql = f"SELECT * FROM ({inner}) n{where.sql()}{live}{order}{page}"
     return [row_to_node(r) for r in store._read(sql, [*params, *where.params])]
@@ -100,7 +100,8 @@ def node_briefs(store: Any, ids: Sequence[str]) -> dict[str, NodeBrief]:
     for chunk in store._chunks(list(ids)):
         clause, params = store._in("id", chunk)
         for nid, kind, content, props in store._read(
-                f"SELECT id, kind, content, props FROM nodes WHERE {clause} AND retracted_at IS NULL", params):
+                f"SELECT id, kind, content, {store.PROPS_READ} FROM nodes WHERE {clause} AND retracted_at IS NULL",
+                params):
             out[nid] = (kind, content, whole_props(props) if props and props != "{}" else {})
     return out
 
@@ -139,7 +140,7 @@ def nodes_naming(store: Any, prop: str, values: Sequence[str], namespace=None, k
         where.eq_any("n.kind", as_list(kind))
         where.add("n.retracted_at IS NULL")
         store._prop_in(where, name, list(chunk))
-        rows.extend(store._read(f"SELECT n.rid, {LIGHT_COLS} FROM nodes n{where.sql()}", where.params))
+        rows.extend(store._read(f"SELECT n.rid, {store.LIGHT_READ} FROM nodes n{where.sql()}", where.params))
     rows.sort(key=lambda r: r[0])
     return [row_to_node(r[1:]) for r in rows]
 

@@ -358,3 +358,40 @@ def packed_context_vectors(db) -> None:
         db.execute("ALTER TABLE vectors ALTER COLUMN q8_scale TYPE REAL USING q8_scale + 0")  # the rewrite
     if packed:
         db.execute("ANALYZE vectors")
+
+
+@MIGRATIONS.step(16, "the props a ranking reads held as columns of nodes: conversation_id, created_at, pair_hash "
+                     "(bytes), prev, user_id when their value is a string, cut from the props text; nodes_prev a "
+                     "plain btree of the prev column (store/pg_props.py)")
+def props_columns(db) -> None:
+    """One rewrite of ``nodes`` (five columns added, then filled and the props text cut in one ALTER ... TYPE ...
+    USING: every USING reads the row as it was) and its indexes built again (``maintenance_work_mem`` raised, as a
+    bulk load does); ``nodes_prev`` made again over the column, the view ``versions`` made again with the nodes' props
+    whole (``actx_props``). ``node_versions`` keeps whole texts. A text the cut would not give back exactly stays whole
+    (``actx_props_split``), its columns filled all the same. Run again on a schema it already changed (an adopted one),
+    it changes no row."""
+    from ..pg_props import READ_SQL, SPLIT_SQL, read_sql
+    from ..pg_vectors import raise_build_settings
+
+    db.execute(SPLIT_SQL)
+    db.execute(READ_SQL)
+    if db.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = "
+                  "'nodes' AND column_name = 'pair_hash'").fetchone():
+        return
+    raise_build_settings(db)
+    db.execute("DROP VIEW IF EXISTS versions")
+    db.execute("DROP INDEX IF EXISTS nodes_prev")
+    db.execute(f"ALTER TABLE nodes ADD COLUMN conversation_id {T}, ADD COLUMN created_at {T}, "
+               f"ADD COLUMN pair_hash bytea, ADD COLUMN prev {T}, ADD COLUMN user_id {T}")
+    # each column a string value of the props (a jsonb read: every props text parses, the GIN index nodes_props
+    # reads each so), the props text cut where that gives it back exactly (actx_props_split)
+    moved = {k: f"CASE WHEN jsonb_typeof(props::jsonb -> '{k}') = 'string' THEN props::jsonb ->> '{k}' END"
+             for k in ("conversation_id", "created_at", "pair_hash", "prev", "user_id")}
+    db.execute("ALTER TABLE nodes " + ", ".join(
+        f"ALTER COLUMN {k} TYPE bytea USING actx_hash({v})" if k == "pair_hash" else f"ALTER COLUMN {k} TYPE {T} "
+        f"USING {v}" for k, v in moved.items()) + f", ALTER COLUMN props TYPE {T} USING (actx_props_split(props))[1]")
+    db.execute("CREATE INDEX nodes_prev ON nodes (prev) WHERE prev IS NOT NULL")  # a turn's followers
+    live = VERSION_COLS.replace(" props,", f" {read_sql()} AS props,")
+    db.execute(f"CREATE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
+               f"UNION ALL SELECT {live}, NULL AS embed_text FROM nodes")
+    db.execute("ANALYZE nodes")
