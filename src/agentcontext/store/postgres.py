@@ -56,6 +56,26 @@ class RawVector(Loader):
         return bytes(data)
 
 
+# what a strict scrub cannot reach (its receipt says so)
+MAY_REMAIN = (
+    "WAL segments written before the erasure, until the server recycles and overwrites them (longer with "
+    "wal_keep_size, replication slots or WAL archiving)",
+    "base backups, WAL archives and replicas made before the erasure",
+    "blocks the filesystem or the storage device freed but did not overwrite",
+)
+
+
+def _props_reads(db: Any) -> tuple[bool, str, str, str, str]:
+    """Whether the ranking's props are columns of ``nodes`` (migration 16), and the SQL that reads a node's props,
+    its columns, its light columns and its version columns with those props put back (``pg_props.read_sql``)."""
+    if not pg_props.has_columns(db):
+        return False, "props", NODE_COLS, LIGHT_COLS, VERSION_COLS
+    props = pg_props.read_sql()
+    whole = f" {props} AS props,"
+    return (True, props, NODE_COLS.replace(" props,", whole), LIGHT_COLS.replace(" props,", whole),
+            VERSION_COLS.replace(" props,", whole))
+
+
 class PostgresStore(SQLStore):
     """PostgreSQL store. One connection per instance (thread-safe by a lock); processes share the database."""
 
@@ -107,11 +127,7 @@ class PostgresStore(SQLStore):
         self._delta = pg_delta.has_delta(db)  # False only for a store pinned to an older schema (tests pin one)
         self._q8 = pg_q8.has_q8(db)  # context vectors held as int8 (migration 9)
         self._hb, self._nb = pg_hash.key_forms(self)  # the hashes as bytes: vectors' (migration 10), nodes' (13)
-        self._pc = pg_props.has_columns(db)  # the ranking's props as columns (migration 16)
-        if self._pc:
-            self.PROPS_READ = pg_props.read_sql()
-            self.NODE_READ = NODE_COLS.replace(" props,", f" {self.PROPS_READ} AS props,")
-            self.LIGHT_READ = LIGHT_COLS.replace(" props,", f" {self.PROPS_READ} AS props,")
+        self._pc, self.PROPS_READ, self.NODE_READ, self.LIGHT_READ, self._version_read = _props_reads(db)
         self.prewarmed, self.warmed = _warm(self, prewarm, warm_up)
 
     def _connect(self) -> None:
@@ -303,8 +319,7 @@ class PostgresStore(SQLStore):
 
     def _versions_as_of(self, cols: str, as_of: str) -> tuple[str, list[Any]]:
         # the live row when it was recorded by then (it is the latest version), else the latest superseded one
-        live = VERSION_COLS.replace(" props,", f" {self.PROPS_READ} AS props,")  # (schema 16: pg_props)
-        return (f"SELECT DISTINCT ON (id) {cols} FROM (SELECT {live} FROM nodes WHERE recorded_at <= %s "
+        return (f"SELECT DISTINCT ON (id) {cols} FROM (SELECT {self._version_read} FROM nodes WHERE recorded_at <= %s "
                 f"UNION ALL SELECT {VERSION_COLS} FROM node_versions WHERE recorded_at <= %s) v "
                 "ORDER BY id, version DESC", [as_of, as_of])
 
@@ -380,12 +395,7 @@ class PostgresStore(SQLStore):
                 reason = exc.diag.message_primary or str(exc)
                 out["checkpoint"] = f"not allowed for this role ({reason}); the server's own checkpoints follow"
         out["status"] = "clean" if strict else "deferred"
-        out["may_remain"] = [
-            "WAL segments written before the erasure, until the server recycles and overwrites them (longer with "
-            "wal_keep_size, replication slots or WAL archiving)",
-            "base backups, WAL archives and replicas made before the erasure",
-            "blocks the filesystem or the storage device freed but did not overwrite",
-        ]
+        out["may_remain"] = list(MAY_REMAIN)
         if not strict:
             out["may_remain"].insert(0, f"dead tuples of {', '.join(names)} in the heap and index files, until "
                                         "overwritten or VACUUM FULL")
