@@ -14,9 +14,9 @@ a search or a write has been asked (the first query, or a command that only writ
 the store's lock, told by those calls; the report says where it yielded). Only stores whose search indexes are large
 enough to be prewarmed (``pg_prewarm.MIN_BLOCKS``) are warmed: a small one's first query is fast anyway. After the
 search's steps (all there is to do on a warm server) the same thread loads the search indexes a probe finds cold into
-the server's buffers, a chunk a step (``pg_prewarm.probe`` / ``load``: on a server just started, what the first query
-would otherwise read block by block from the OS cache; the open itself loads nothing); a refusal there (a role that
-may not use ``pg_prewarm``) is reported in ``store.prewarmed.failed`` and ends only the load.
+the server's buffers, a few milliseconds a step (``pg_prewarm.probe`` / ``Steps``: on a server just started, what the
+first query would otherwise read block by block from the OS cache; the open itself loads nothing); a refusal there (a
+role that may not use ``pg_prewarm``) is reported in ``store.prewarmed.failed`` and ends only the load.
 
 It reads only (a replica or a read-only role is warmed the same way) and changes nothing a query returns. A step that
 fails (the role may not read a table, the connection broke) never fails the open: ``WarmUpReport.failed`` names the
@@ -178,15 +178,18 @@ class WarmUp:
             return out
 
     def _prewarm(self, report: pg_prewarm.PrewarmReport, found: list[tuple[str, int]]) -> None:
-        """The cold search indexes loaded into the server's buffers (pg_prewarm.py): a probe, then a chunk a step
+        """The cold search indexes loaded into the server's buffers (pg_prewarm.py): a probe, then ~STEP_MS a step
         (``load <index>`` sums an index's); a refusal by the server (the role may not use the extension) is named in
         ``report.failed`` and the search steps go on."""
         db = self.store._db
         self.report.backend_pid = db.info.backend_pid
         try:
             plan = self._timed("prewarm", lambda: pg_prewarm.probe(db, report, found))
-            for step in pg_prewarm.chunks(plan) if plan is not None else ():
-                self._timed(f"load {step[1]}", lambda s=step: pg_prewarm.load(db, plan, *s, report))
+            steps = pg_prewarm.Steps(plan) if plan is not None else ()
+            for step in steps:  # each sized to take about STEP_MS: what a search asked meanwhile waits for
+                t = time.perf_counter()
+                done = self._timed(f"load {step[1]}", lambda s=step: pg_prewarm.load(db, plan, *s, report))
+                steps.took(step[0], done, (time.perf_counter() - t) * 1000)
         except psycopg.Error as exc:
             if self._stop.is_set():
                 raise
