@@ -9,7 +9,7 @@ store's data (a memory of its most common namespace: its vector, its two longest
 thread, each step under the store's lock: the process meanwhile loads its embedding model (half a second and more),
 so on a machine with a core to spare the warm-up costs a new process no time from its start (on a busy one its
 backend's CPU is taken from the model's load beside it: docs/POSTGRES_SCALE.md). A call of the store from another
-thread never runs beside a step: it waits for the step in flight (tens of milliseconds at 1,000,000 memories); once
+thread never runs beside a step: it waits for the step in flight (a few milliseconds: ``pg_prewarm.Steps``); once
 a search or a write has been asked (the first query, or a command that only writes), the warm-up stops (``Gate``:
 the store's lock, told by those calls; the report says where it yielded). Only stores whose search indexes are large
 enough to be prewarmed (``pg_prewarm.MIN_BLOCKS``) are warmed: a small one's first query is fast anyway. After the
@@ -50,7 +50,8 @@ _WORD = re.compile(r"[^\W\d_]{4,}")
 class WarmUpReport:
     """What the warm-up did: each step's milliseconds, the backend it warmed, why it did not run, or the step that
     failed and its error; ``started`` / ``ended``: ``time.perf_counter()`` when it began and ended, ``client_cpu_ms``
-    the CPU time its thread took in this process. ``wait`` blocks until it has ended (at once when it never
+    the CPU time its thread took in this process, ``waited_ms`` how long the search or write it yielded to waited
+    for the step in flight. ``wait`` blocks until it has ended (at once when it never
     started)."""
 
     steps: dict[str, float] = field(default_factory=dict)
@@ -60,6 +61,7 @@ class WarmUpReport:
     skipped: str | None = None
     failed: str | None = None
     backend_pid: int | None = None
+    waited_ms: float | None = None  # how long the call that made it yield waited for the step in flight
     done: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -75,9 +77,12 @@ class Gate:
         self._lock = threading.RLock()
         self.warmer: int | None = None
         self.wanted = False
+        self.wanted_at: float | None = None  # ``time.perf_counter()`` of the first call that wanted the store
 
     def want(self) -> None:
         if self.warmer is not None and threading.get_ident() != self.warmer:
+            if not self.wanted:
+                self.wanted_at = time.perf_counter()
             self.wanted = True
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
@@ -167,6 +172,8 @@ class WarmUp:
             elif self._stop.is_set():
                 raise _Stopped(f"stopped by close before {name}")
             elif gate.wanted:
+                if gate.wanted_at is not None:  # how long that call waited for the step in flight
+                    self.report.waited_ms = round((time.perf_counter() - gate.wanted_at) * 1000, 1)
                 raise _Stopped(f"yielded to the store's first search or write before {name}")
             self._step, self._running = name, True
             t = time.perf_counter()
