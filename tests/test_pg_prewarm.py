@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -221,43 +222,50 @@ def test_a_new_process_runs_its_first_full_collection_when_a_store_opens_not_dur
     assert not pg_prewarm.collect_once()  # once a process: a full collection has run in this one
 
 
-def test_a_warm_up_sizes_its_load_steps_to_the_rate_measured_so_a_search_waits_a_few_milliseconds_at_most():
-    """A warm-up's load steps (``Steps``) take about ``STEP_MS`` each at the rate the steps before loaded (a search
-    asked meanwhile waits for the step in flight: fixed steps of 2,048 blocks took 15-35 ms at 1,000,000); every block
-    of the plan is stepped over once, in order; a prefetch's rate is its own."""
-    plan = pg_prewarm.Plan("public.pg_prewarm", load=[("a", 5000), ("b", 300)], prefetch=[("c", 4000)])
-    steps = pg_prewarm.Steps(plan)
-    seen: list[tuple[str, str, int, int]] = []
-    for step in steps:
-        seen.append(step)
-        mode, _, first, last = step
-        steps.took(mode, last - first + 1, (last - first + 1) * (0.01 if mode == "buffer" else 0.001))
-    assert seen[0] == ("buffer", "a", 0, pg_prewarm.FIRST_STEP - 1)  # before any rate: the first step's blocks
-    assert seen[1] == ("buffer", "a", pg_prewarm.FIRST_STEP, pg_prewarm.FIRST_STEP + 399)  # 4 ms at 0.01 ms a block
-    for name, blocks in (("a", 5000), ("b", 300), ("c", 4000)):  # each block once, the steps adjoining
-        ranges = [(first, last) for _, n, first, last in seen if n == name]
-        assert ranges[0][0] == 0 and ranges[-1][1] == blocks - 1
-        assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:]))
-    prefetch = [last - first + 1 for mode, _, first, last in seen if mode == "prefetch"]
-    assert prefetch[0] == pg_prewarm.FIRST_STEP and max(prefetch) == pg_prewarm.MAX_STEP  # its own (cheaper) rate
-    slow = pg_prewarm.Steps(plan)
-    slow.took("buffer", 256, 256 * 1.0)  # a very busy machine: 1 ms a block
-    assert slow.size("buffer") == pg_prewarm.MIN_STEP
-
-
-def test_a_cold_server_s_indexes_are_loaded_in_steps_of_a_few_milliseconds(kept):
-    """On a server just started the warm-up loads the cold indexes in the steps ``Steps`` sizes (here held at 16
-    blocks: this store's indexes are small), all of the plan, each counted."""
+def test_the_load_runs_on_a_connection_of_its_own_so_no_call_of_the_store_waits_for_a_load_step(kept):
+    """On a server just started the warm-up's load (``CHUNK`` blocks a step: here 1, so that it lasts) runs on a
+    connection opened for it, not under the store's lock: a thread holding the lock from the first load step on does
+    not hold the load up (it used to wait for every step in between); the steps are counted; the connection is closed
+    after the load; a search asked during the load stops it, having waited for no step."""
     server = _restarted(kept)
     try:
         with pytest.MonkeyPatch.context() as patch:
-            for name in ("FIRST_STEP", "MIN_STEP", "MAX_STEP"):
-                patch.setattr(pg_prewarm, name, 16)
+            patch.setattr(pg_prewarm, "CHUNK", 1)
             store = PostgresStore(_url(server))
-            assert store.warmed.wait(60) and store.warmed.failed is None, store.warmed
+            deadline = time.monotonic() + 60
+            while not any(step.startswith("load ") for step in store.warmed.steps) and not store.warmed.done.is_set():
+                assert time.monotonic() < deadline
+                time.sleep(0.001)
+            with store._lock:  # held by another thread (a plain holder: it does not ask for the store)
+                assert store.warmed.wait(60) and store.warmed.failed is None, store.warmed
         loaded = store.prewarmed
-        assert loaded.loaded == loaded.planned and max(loaded.loaded.values()) > 16, loaded
-        assert loaded.steps == sum(-(-blocks // 16) for blocks in loaded.planned.values()), loaded
+        assert loaded.loaded == loaded.planned and loaded.steps == sum(loaded.planned.values()) > 1, loaded
+        assert store.warmed.loader.startswith("its own (backend "), store.warmed
+        while not store._ahead.opened:  # the second connection (opened in the background at open)
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        with psycopg.connect(split_url(_url(server))[0], autocommit=True) as admin:
+            others = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND "
+                                   "pid <> pg_backend_pid()").fetchone()[0]
+        assert others == 2  # the store's connection and its second: the loader's is closed
+        store.close()
+    finally:
+        server.stop()
+    server = _restarted(kept)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(pg_prewarm, "CHUNK", 1)
+            store = PostgresStore(_url(server))
+            deadline = time.monotonic() + 60
+            while not any(step.startswith("load ") for step in store.warmed.steps):
+                assert time.monotonic() < deadline and not store.warmed.done.is_set(), store.warmed
+                time.sleep(0.001)
+            query = np.random.default_rng(7).standard_normal(DIM).astype(np.float32)
+            assert store.nearest(query, MODEL, 10, namespace="ns")
+            assert store.warmed.wait(60)
+        assert store.warmed.failed.startswith("yielded to the store's first search or write before load "), \
+            store.warmed
+        assert store.warmed.waited_ms == 0.0 and 0 < store.prewarmed.steps < sum(store.prewarmed.planned.values())
         store.close()
     finally:
         server.stop()

@@ -15,12 +15,12 @@ of a few of its blocks (``PROBE`` at its middle and end): when most of them are 
 a new process on a warm server pays about a millisecond.
 
 A store that warms up at open (pg_warmup.py, the default for a store whose search indexes are at least
-``MIN_BLOCKS``) runs this in its warm-up thread, not in the open: ``probe`` as one step, then steps of about
-``STEP_MS`` each (``Steps`` / ``load``: as many blocks as the steps before loaded in that time), so the open returns at
-once and a search asked meanwhile waits for a few milliseconds at most, and stops the loading (the report then says
-how far it got). ``prewarm`` runs it all at once (a store opened with ``warm_up=False``). A server without the
-extension (or a role that may not create or use it) is searched as it is: ``PrewarmReport.skipped`` / ``failed`` say
-why; neither fails the open.
+``MIN_BLOCKS``) runs this in its warm-up thread, not in the open, on a connection of the warm-up's own: ``probe`` as
+one step, then ``CHUNK`` blocks a step (``chunks`` / ``load``), so the open returns at once, a search asked meanwhile
+waits for none of it and stops the loading after the step in flight (the report then says how far it got).
+``prewarm`` runs it all at once (a store opened with ``warm_up=False``). A server without the extension (or a role
+that may not create or use it) is searched as it is: ``PrewarmReport.skipped`` / ``failed`` say why; neither fails the
+open.
 
 The process is prewarmed too (``collect_once``): Python runs its first full garbage collection once the second
 generation has been collected ten times, whatever the heap holds, and in a new process that fell on its first or
@@ -41,11 +41,8 @@ SHARE = 0.75  # of shared_buffers at most, for the loaded indexes together (1M: 
 PROBE = 32  # blocks probed at an index's middle and at its end (64 in all)
 MIN_BLOCKS = 64  # search indexes smaller than this together (512 KB) are left alone: read in a millisecond anyway
 COLD = 0.25  # a probe that misses more than this share of its blocks: the index is loaded
-CHUNK = 2048  # blocks a step of ``prewarm`` (all at once, in the open) reads (16 MB: 15-35 ms from the OS cache)
-# a warm-up's load step (``Steps``) is sized to take about STEP_MS at the rate its previous steps loaded: what a search
-# asked meanwhile waits for (at 1M a cold block costs ~7 us of CPU, 6 of it in the server's IO workers: ~570 blocks;
-# fixed steps of CHUNK took 15-35 ms); FIRST_STEP blocks before a rate is known, never more than MAX_STEP
-STEP_MS, FIRST_STEP, MIN_STEP, MAX_STEP = 4.0, 256, 32, 1024
+CHUNK = 2048  # blocks a load step reads (16 MB: 15-35 ms from the OS cache; at 1M a cold block costs ~7 us of CPU, 6 of
+# it in the server's IO workers); a warm-up loads on a connection of its own, so no search waits for a step
 # the indexes a memory search walks, loaded before the HNSW ones (``vectors_ann_*``), in this order: candidates by id,
 # followers by ``props.prev``, similarities by key; then ``LAST``: the nodes' join to their vectors and the text index.
 # The share of an index's blocks a first retrieve on a cold server (nothing loaded) read at 1M, three questions:
@@ -173,36 +170,8 @@ def chunks(plan: Plan) -> Iterator[tuple[str, str, int, int]]:
                 yield mode, name, first, min(blocks, first + CHUNK) - 1
 
 
-class Steps:
-    """The plan's steps for a warm-up (``chunks``' order), each sized to take about ``STEP_MS`` at the rate (ms a
-    block, of its mode: a prefetch is cheaper than a load) of the steps before it, told by ``took``: the step in flight
-    is what a search asked meanwhile waits for, however busy the machine (module doc)."""
-
-    def __init__(self, plan: Plan) -> None:
-        self.plan = plan
-        self.rate: dict[str, float] = {}  # mode: ms a block, smoothed over the steps so far
-
-    def size(self, mode: str) -> int:
-        rate = self.rate.get(mode)
-        return FIRST_STEP if rate is None else max(MIN_STEP, min(MAX_STEP, int(STEP_MS / max(rate, 1e-6))))
-
-    def took(self, mode: str, blocks: int, ms: float) -> None:
-        if blocks > 0:
-            rate = ms / blocks
-            self.rate[mode] = rate if mode not in self.rate else (self.rate[mode] + rate) / 2
-
-    def __iter__(self) -> Iterator[tuple[str, str, int, int]]:
-        for mode, indexes in (("buffer", self.plan.load), ("prefetch", self.plan.prefetch)):
-            for name, blocks in indexes:
-                first = 0
-                while first < blocks:
-                    last = min(blocks, first + self.size(mode)) - 1
-                    yield mode, name, first, last
-                    first = last + 1
-
-
 def load(db: Any, plan: Plan, mode: str, name: str, first: int, last: int, report: PrewarmReport) -> int:
-    """One step of ``chunks(plan)`` or ``Steps(plan)``: the blocks read (or prefetched), counted in ``report``."""
+    """One step of ``chunks(plan)``: the blocks read (or prefetched), counted in ``report``."""
     done = int(db.execute(f"SELECT {plan.function}(%s::regclass, %s, 'main', %s, %s)",
                           (name, mode, first, last)).fetchone()[0])
     into = report.loaded if mode == "buffer" else report.prefetched
