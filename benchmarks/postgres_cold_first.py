@@ -71,6 +71,11 @@ def snapshot():
             with s._lock:
                 s._db.execute("SELECT pg_stat_force_next_flush()")
                 s._db.execute("SELECT 1")
+    loader = getattr(getattr(store, "_warm_up", None), "_db", None)  # the warm-up's load connection, while it runs:
+    try:  # its reads so far counted before the query, not flushed after it
+        loader is not None and loader.execute("SELECT pg_stat_force_next_flush()")
+    except psycopg.Error:
+        pass  # closed meanwhile (the load ended: its backend flushed its counts as it exited)
     conninfo, schema = split_url(url)
     with psycopg.connect(conninfo, autocommit=True) as db:
         return {r[0]: (r[1] or 0, r[2] or 0) for r in db.execute(SQL, (schema, schema)).fetchall()}
