@@ -60,7 +60,7 @@ def test_a_server_just_started_gets_the_search_indexes_loaded_when_a_store_opens
         warm = PostgresStore(url)  # a second process on the same server: nothing to load
         assert warm.warmed.wait(60)
         assert warm.prewarmed.loaded == {}
-        assert index in warm.prewarmed.warm
+        assert index in warm.prewarmed.warm and warm.warmed.loader is None  # no connection opened to load nothing
         warm.close()
         assert PostgresStore(url, prewarm=False).prewarmed.skipped == "not asked"
         server.stop()
@@ -118,9 +118,10 @@ def test_the_load_never_holds_the_open_a_first_search_stops_it_and_it_leaves_not
         found = store.nearest(query, MODEL, 10, namespace="ns")  # the process's first search, right after the open
         assert store.warmed.wait(60)
         index = ann_index_name(MODEL, DIM)
-        assert store.warmed.failed == "yielded to the store's first search or write before nearest", store.warmed
+        # (the warm-up's search step after "sample" may take the lock before the search asks: a race of the test's)
+        assert store.warmed.failed.startswith("yielded to the store's first search or write before "), store.warmed
         assert store.prewarmed.loaded == {} and store.prewarmed.planned == {}, store.prewarmed
-        assert set(store.warmed.steps) == {"sample"}
+        assert set(store.warmed.steps) <= {"sample", "nearest"} and "prewarm" not in store.warmed.steps
         other = PostgresStore(url)  # a second process: its warm-up runs whole and loads the cold indexes
         assert other.warmed.wait(60) and other.warmed.failed is None, other.warmed
         assert other.prewarmed.loaded.get(index, 0) > 1 and other.prewarmed.loaded == other.prewarmed.planned

@@ -191,18 +191,23 @@ class WarmUp:
             return out
 
     def _prewarm(self, report: pg_prewarm.PrewarmReport, found: list[tuple[str, int]]) -> None:
-        """The cold search indexes loaded into the server's buffers (pg_prewarm.py): a probe, then a chunk a step
-        (``load <index>`` sums an index's), on a connection of the warm-up's own (``_loader``), so neither a search
-        nor another read waits for a step: the steps stop once a search or a write has been asked; where that
-        connection cannot be opened, on the store's, step by step under its lock as the search's steps. A refusal by
-        the server (the role may not use the extension) is named in ``report.failed`` and the search steps go on."""
-        self.report.backend_pid = self.store._db.info.backend_pid
-        loader = self._loader()
-        db = loader if loader is not None else self.store._db
-        step = self._timed if loader is None else self._beside
+        """The cold search indexes loaded into the server's buffers (pg_prewarm.py): a probe (on the store's
+        connection, a step under its lock), then, when any is cold, a chunk a step (``load <index>`` sums an index's)
+        on a connection of the warm-up's own (``_loader``), so neither a search nor another read waits for a step:
+        the steps stop once a search or a write has been asked; where that connection cannot be opened, on the
+        store's, step by step under its lock as the search's steps. A refusal by the server (the role may not use the
+        extension) is named in ``report.failed`` and the search steps go on."""
+        main = self.store._db
+        self.report.backend_pid = main.info.backend_pid
+        loader = None
         try:
-            plan = step("prewarm", lambda: pg_prewarm.probe(db, report, found))
-            for chunk in pg_prewarm.chunks(plan) if plan is not None else ():
+            plan = self._timed("prewarm", lambda: pg_prewarm.probe(main, report, found))  # a ms on a warm server
+            if plan is None or not (plan.load or plan.prefetch):
+                return  # nothing cold: no connection opened for the load
+            loader = self._loader()
+            db = loader if loader is not None else main
+            step = self._timed if loader is None else self._beside
+            for chunk in pg_prewarm.chunks(plan):
                 step(f"load {chunk[1]}", lambda c=chunk: pg_prewarm.load(db, plan, *c, report))
         except psycopg.Error as exc:
             if self._stop.is_set():
