@@ -227,8 +227,7 @@ def test_the_load_runs_on_a_connection_of_its_own_so_no_call_of_the_store_waits_
     """On a server just started the warm-up's load (``CHUNK`` blocks a step: here 1, so that it lasts) runs on a
     connection opened for it, not under the store's lock: a thread holding the lock from the first load step on does
     not hold the load up (it used to wait for every step in between); the steps are counted; the connection is closed
-    after the load; a search asked during the load (its first read started ahead on the second connection) stops it,
-    having waited for no step."""
+    after the load; a search asked during the load stops it, having waited for no step."""
     server = _restarted(kept)
     try:
         with pytest.MonkeyPatch.context() as patch:
@@ -262,8 +261,8 @@ def test_the_load_runs_on_a_connection_of_its_own_so_no_call_of_the_store_waits_
             while not any(step.startswith("load ") for step in store.warmed.steps):
                 assert time.monotonic() < deadline and not store.warmed.done.is_set(), store.warmed
                 time.sleep(0.001)
-            query = np.random.default_rng(7).standard_normal(DIM).astype(np.float32)  # a search's first read, ahead
-            assert store.read_ahead(lambda s: s.nearest(query, MODEL, 10, namespace="ns")).result()
+            query = np.random.default_rng(7).standard_normal(DIM).astype(np.float32)
+            assert store.nearest(query, MODEL, 10, namespace="ns")
             assert store.warmed.wait(60)
         assert store.warmed.failed.startswith("yielded to the store's first search or write before load "), \
             store.warmed

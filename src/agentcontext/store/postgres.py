@@ -439,7 +439,6 @@ class PostgresStore(SQLStore):
 
     def read_ahead(self, read: Callable[[PostgresStore], T]) -> pg_parallel.Pending:
         """Start ``read(store)`` on the second connection and go on (``result()`` answers): pg_parallel.read_ahead."""
-        self._lock.want()  # a search's first read: a warm-up still running stops (its load beside it too)
         return pg_parallel.read_ahead(self, read)
 
     def close(self) -> None:
