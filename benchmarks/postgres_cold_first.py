@@ -15,8 +15,10 @@ figures of that mode are not the timed ones; without it they are counted too, th
 a chunk it loads meanwhile may count). The first query's CPU time, the client's and its server backends' (the main
 and the second connection's, ``/proc/<pid>/schedstat``: less bent by the machine's load than the wall time). Also
 the retrieve p50 of each process's later queries.
+``--load-at-start``: the search indexes loaded from the server's start by a connection of the benchmark (what a server
+that reloads its buffers at start, ``shared_preload_libraries = 'pg_prewarm'``, would give; it writes nothing).
 Run: flock /work/locks/1m.lock nice -n 10 .venv/bin/python benchmarks/postgres_cold_first.py --data DIR
---before-src /work/wt/before [--before-data DIR] [--runs 5] [--relations]
+--before-src /work/wt/before [--before-data DIR] [--runs 5] [--relations] [--load-at-start]
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._util import report  # noqa: E402
 from benchmarks.postgres_scale import SERVER, base_corpus  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
+
+import psycopg  # noqa: E402
+from psycopg import sql as pgsql  # noqa: E402
+
+from agentcontext.store import pg_prewarm  # noqa: E402
+from agentcontext.store.postgres import split_url  # noqa: E402
 
 TARGET_MS = 200
 CLIENT = """
@@ -62,6 +71,11 @@ def snapshot():
             with s._lock:
                 s._db.execute("SELECT pg_stat_force_next_flush()")
                 s._db.execute("SELECT 1")
+    loader = getattr(getattr(store, "_warm_up", None), "_db", None)  # the warm-up's load connection, while it runs:
+    try:  # its reads so far counted before the query, not flushed after it
+        loader is not None and loader.execute("SELECT pg_stat_force_next_flush()")
+    except psycopg.Error:
+        pass  # closed meanwhile (the load ended: its backend flushed its counts as it exited)
     conninfo, schema = split_url(url)
     with psycopg.connect(conninfo, autocommit=True) as db:
         return {r[0]: (r[1] or 0, r[2] or 0) for r in db.execute(SQL, (schema, schema)).fetchall()}
@@ -95,6 +109,7 @@ w = getattr(store, "warmed", None)
 print(json.dumps({"imports_s": t_imports - t_start, "open_s": t_open - t_imports, "model_s": t_ready - t_open,
                   "since_start_s": since_start, "latencies_s": lat, "read": read, "first_cpu": first_cpu,
                   "prewarmed": repr(getattr(store, "prewarmed", None)), "warmed": repr(w),
+                  "waited_ms": getattr(w, "waited_ms", None),
                   "warm_up_from_start_s": [getattr(w, k, None) and getattr(w, k) - t_start
                                            for k in ("started", "ended")] if w is not None else None}))
 """
@@ -108,6 +123,19 @@ def client(url: str, questions: list[str], src: Path | None, relations: bool) ->
     if proc.returncode:
         raise RuntimeError(proc.stderr[-3000:])
     return json.loads(proc.stdout)
+
+
+def start_load(url: str) -> threading.Thread:
+    """The search indexes loaded on a connection of the benchmark's, in a thread, from the server's start: as a
+    server with ``shared_preload_libraries = 'pg_prewarm'`` (autoprewarm) reloads its buffers at start, without its
+    file of blocks (that would write to the kept cluster)."""
+    def load() -> None:
+        with psycopg.connect(split_url(url)[0], autocommit=True) as db:
+            db.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(split_url(url)[1])))
+            pg_prewarm.prewarm(db)
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    return thread
 
 
 def ms(values: list[float]) -> dict[str, Any]:
@@ -129,6 +157,8 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
             [x * 1000 for r in cold + warm for x in r["latencies_s"][1:]]), 1),
         "cold: warm-up (began, ended) ms from the process start": [
             [round(x * 1000) if x else None for x in r["warm_up_from_start_s"] or []] for r in cold],
+        "cold: the first search's wait for the warm-up's step in flight ms (None: not reported)": [
+            r.get("waited_ms") for r in cold],
         "cold: prewarmed": [r["prewarmed"] for r in cold],
         "cold: warmed": [r["warmed"] for r in cold],
         "cold: first query CPU ms, client / its backends (main and second connection)": [
@@ -159,6 +189,9 @@ def main() -> None:
                         "(the warm-up is waited for first: not the timed figures)")
     parser.add_argument("--skip", type=int, default=300, help="the questions start here (fresh ones)")
     parser.add_argument("--out", default="postgres_cold_first", help="the results' name")
+    parser.add_argument("--load-at-start", action="store_true", help="after each start, a connection of the "
+                        "benchmark loads the search indexes (pg_prewarm.prewarm) while the process starts: what a "
+                        "server that reloads its buffers at start (autoprewarm) would give; writes nothing")
     args = parser.parse_args()
     _, _, questions, _ = base_corpus(args.data)
     codes = [("this", None)] + ([("before", args.before_src.resolve() / "src")] if args.before_src else [])
@@ -176,8 +209,11 @@ def main() -> None:
                 if server.reused:
                     raise SystemExit("a server already runs on this cluster: stop it first (the rounds restart it)")
                 url = server.url("scale")
+                loader = start_load(url) if args.load_at_start else None
                 time.sleep(1.0)
                 cold = client(url, asked[:3], src, args.relations)
+                if loader is not None:
+                    loader.join()
                 warm = client(url, asked[3:], src, args.relations)
                 runs[name].append({"cold": cold, "warm": warm})
                 print(name, r, round(cold["latencies_s"][0] * 1000, 1), round(warm["latencies_s"][0] * 1000, 1),
@@ -187,6 +223,7 @@ def main() -> None:
         if server is not None:
             server.stop()
     figures: dict[str, Any] = {"server": SERVER, "runs": args.runs, "relations mode": args.relations,
+                               "load at start (autoprewarm emulated)": args.load_at_start,
                                "note": "busy shared 2-core machine (load below); OS cache kept across restarts "
                                        "(dropping it needs root)",
                                "load_average (1, 5, 15 min) per round": [[round(x, 2) for x in lo] for lo in loads],

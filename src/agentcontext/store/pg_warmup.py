@@ -9,14 +9,17 @@ store's data (a memory of its most common namespace: its vector, its two longest
 thread, each step under the store's lock: the process meanwhile loads its embedding model (half a second and more),
 so on a machine with a core to spare the warm-up costs a new process no time from its start (on a busy one its
 backend's CPU is taken from the model's load beside it: docs/POSTGRES_SCALE.md). A call of the store from another
-thread never runs beside a step: it waits for the step in flight (tens of milliseconds at 1,000,000 memories); once
+thread never runs beside a search step: it waits for the step in flight (tens of milliseconds at 1,000,000); once
 a search or a write has been asked (the first query, or a command that only writes), the warm-up stops (``Gate``:
 the store's lock, told by those calls; the report says where it yielded). Only stores whose search indexes are large
 enough to be prewarmed (``pg_prewarm.MIN_BLOCKS``) are warmed: a small one's first query is fast anyway. After the
 search's steps (all there is to do on a warm server) the same thread loads the search indexes a probe finds cold into
 the server's buffers, a chunk a step (``pg_prewarm.probe`` / ``load``: on a server just started, what the first query
-would otherwise read block by block from the OS cache; the open itself loads nothing); a refusal there (a role that
-may not use ``pg_prewarm``) is reported in ``store.prewarmed.failed`` and ends only the load.
+would otherwise read block by block from the OS cache; the open itself loads nothing), on a connection of its own
+opened for the load and closed after it, so no call of the store waits for a load step (the first search stops the
+load after the step in flight, which runs on beside it; where that connection cannot be opened, the load runs on the
+store's, a step under its lock); a refusal there (a role that may not use ``pg_prewarm``) is reported in
+``store.prewarmed.failed`` and ends only the load.
 
 It reads only (a replica or a read-only role is warmed the same way) and changes nothing a query returns. A step that
 fails (the role may not read a table, the connection broke) never fails the open: ``WarmUpReport.failed`` names the
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg import sql as pgsql
 
 from ..errors import AgentContextError
 from . import pg_hash, pg_prewarm
@@ -50,7 +54,8 @@ _WORD = re.compile(r"[^\W\d_]{4,}")
 class WarmUpReport:
     """What the warm-up did: each step's milliseconds, the backend it warmed, why it did not run, or the step that
     failed and its error; ``started`` / ``ended``: ``time.perf_counter()`` when it began and ended, ``client_cpu_ms``
-    the CPU time its thread took in this process. ``wait`` blocks until it has ended (at once when it never
+    the CPU time its thread took in this process, ``waited_ms`` how long the search or write it yielded to waited
+    for the step in flight. ``wait`` blocks until it has ended (at once when it never
     started)."""
 
     steps: dict[str, float] = field(default_factory=dict)
@@ -60,6 +65,8 @@ class WarmUpReport:
     skipped: str | None = None
     failed: str | None = None
     backend_pid: int | None = None
+    waited_ms: float | None = None  # how long the call that made it yield waited for the step in flight
+    loader: str | None = None  # the connection the indexes were loaded on (pg_prewarm.py), or why the store's
     done: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -75,9 +82,12 @@ class Gate:
         self._lock = threading.RLock()
         self.warmer: int | None = None
         self.wanted = False
+        self.wanted_at: float | None = None  # ``time.perf_counter()`` of the first call that wanted the store
 
     def want(self) -> None:
         if self.warmer is not None and threading.get_ident() != self.warmer:
+            if not self.wanted:
+                self.wanted_at = time.perf_counter()
             self.wanted = True
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
@@ -105,6 +115,7 @@ class WarmUp:
         self._thread: threading.Thread | None = None
         self._step = "sample"
         self._taken: threading.Event | None = None
+        self._db: psycopg.Connection | None = None  # the load's own connection while it runs (``_loader``)
         self.plan: tuple[pg_prewarm.PrewarmReport, list[tuple[str, int]]] | None = None  # set by ``_warm``: load
 
     def skip(self, reason: str) -> WarmUpReport:
@@ -128,7 +139,7 @@ class WarmUp:
             return
         if self._running:
             try:
-                self.store._db.cancel_safe(timeout=timeout)
+                (self._db or self.store._db).cancel_safe(timeout=timeout)
             except (psycopg.Error, AttributeError):  # a connection already closed, or a psycopg before cancel_safe
                 pass
         self._thread.join(timeout)
@@ -167,6 +178,8 @@ class WarmUp:
             elif self._stop.is_set():
                 raise _Stopped(f"stopped by close before {name}")
             elif gate.wanted:
+                if gate.wanted_at is not None:  # how long that call waited for the step in flight
+                    self.report.waited_ms = round((time.perf_counter() - gate.wanted_at) * 1000, 1)
                 raise _Stopped(f"yielded to the store's first search or write before {name}")
             self._step, self._running = name, True
             t = time.perf_counter()
@@ -178,19 +191,66 @@ class WarmUp:
             return out
 
     def _prewarm(self, report: pg_prewarm.PrewarmReport, found: list[tuple[str, int]]) -> None:
-        """The cold search indexes loaded into the server's buffers (pg_prewarm.py): a probe, then a chunk a step
-        (``load <index>`` sums an index's); a refusal by the server (the role may not use the extension) is named in
-        ``report.failed`` and the search steps go on."""
-        db = self.store._db
-        self.report.backend_pid = db.info.backend_pid
+        """The cold search indexes loaded into the server's buffers (pg_prewarm.py): a probe (on the store's
+        connection, a step under its lock), then, when any is cold, a chunk a step (``load <index>`` sums an index's)
+        on a connection of the warm-up's own (``_loader``), so neither a search nor another read waits for a step:
+        the steps stop once a search or a write has been asked; where that connection cannot be opened, on the
+        store's, step by step under its lock as the search's steps. A refusal by the server (the role may not use the
+        extension) is named in ``report.failed`` and the search steps go on."""
+        main = self.store._db
+        self.report.backend_pid = main.info.backend_pid
+        loader = None
         try:
-            plan = self._timed("prewarm", lambda: pg_prewarm.probe(db, report, found))
-            for step in pg_prewarm.chunks(plan) if plan is not None else ():
-                self._timed(f"load {step[1]}", lambda s=step: pg_prewarm.load(db, plan, *s, report))
+            plan = self._timed("prewarm", lambda: pg_prewarm.probe(main, report, found))  # a ms on a warm server
+            if plan is None or not (plan.load or plan.prefetch):
+                return  # nothing cold: no connection opened for the load
+            loader = self._loader()
+            db = loader if loader is not None else main
+            step = self._timed if loader is None else self._beside
+            for chunk in pg_prewarm.chunks(plan):
+                step(f"load {chunk[1]}", lambda c=chunk: pg_prewarm.load(db, plan, *c, report))
         except psycopg.Error as exc:
             if self._stop.is_set():
                 raise
             report.failed = f"{self._step}: {type(exc).__name__}: {str(exc).strip()}"
+        finally:
+            if loader is not None:
+                self._db = None
+                loader.close()
+
+    def _loader(self) -> psycopg.Connection | None:
+        """A connection of its own for the load (the store's conninfo, role and schema), or None when it cannot be
+        opened (``report.loader`` says why: the load then runs on the store's connection)."""
+        store = self.store
+        try:
+            db = psycopg.connect(store._conninfo, autocommit=True,
+                                 connect_timeout=int(store.CONNECT_TIMEOUT or store._timeout))
+            if store.schema:
+                db.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(store.schema)))
+        except psycopg.Error as exc:
+            self.report.loader = f"the store's connection ({type(exc).__name__}: {str(exc).strip()})"
+            return None
+        self.report.loader = f"its own (backend {db.info.backend_pid})"
+        self._db = db
+        return db
+
+    def _beside(self, name: str, fn: Any) -> Any:
+        """One load step on the warm-up's own connection: no lock taken; none once ``close`` or a search or a write
+        asked for the store (it did not wait for the step: ``waited_ms`` 0)."""
+        gate = self.store._lock
+        if self._stop.is_set():
+            raise _Stopped(f"stopped by close before {name}")
+        if gate.wanted:
+            self.report.waited_ms = 0.0
+            raise _Stopped(f"yielded to the store's first search or write before {name}")
+        self._step, self._running = name, True
+        t = time.perf_counter()
+        try:
+            out = fn()
+        finally:
+            self._running = False
+        self.report.steps[name] = round(self.report.steps.get(name, 0.0) + (time.perf_counter() - t) * 1000, 1)
+        return out
 
     def _search(self) -> None:
         store = self.store
