@@ -81,3 +81,14 @@ def test_a_record_of_a_service_never_changes_kind(store):
     assert store.get_node("n1").content == "the decision" and store.get_node("n2").kind == "entity"
     assert store.put_nodes([node(2, ns="graph:default", kind="person")]) == [2]  # an entity gets a type
     assert store.put_nodes([node(3, ns="lib:eng", kind="decision")]) == [2]  # a doc's kind is its manifest's
+
+
+@pytest.mark.parametrize("field", ["key", "title", "summary", "content", "kind", "namespace"])
+def test_a_text_field_that_is_not_a_string_is_refused_naming_the_node(store, field):
+    """Not the driver's NOT NULL error: our ValidationError naming the node and the field, and nothing written
+    (the batch's good nodes neither)."""
+    bad = node(2)
+    setattr(bad, field, None)
+    with pytest.raises(ValidationError, match=f"node 'n2'.*{field}"):
+        store.put_nodes([node(1), bad])
+    assert store.get_nodes(["n1", "n2"], include_retracted=True) == {}

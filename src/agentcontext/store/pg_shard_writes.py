@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import ShardUnavailableError
 from ..model import Edge, Node, reserved_namespace
 from . import pg_hash
+from .rows import check_text_fields
 
 
 def _add(totals: dict[str, int], part: dict[str, int]) -> dict[str, int]:
@@ -35,6 +36,8 @@ class ShardWrites:
             from ..errors import ValidationError
 
             raise ValidationError("put_nodes got the same id twice in one call; merge them first")
+        for node in nodes:  # before a namespace picks a shard
+            check_text_fields(node)
         versions: dict[str, int] = {}
         with self.transaction():
             groups = self._by_tenant(list(nodes), lambda n: n.namespace)

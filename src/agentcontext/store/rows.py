@@ -121,6 +121,19 @@ RECORD_KINDS = frozenset({"memory", "decision", "policy", "policy_exception", "a
 PACK_FAMILIES = ("lib:", "pkg:")
 
 
+TEXT_FIELDS = ("id", "kind", "namespace", "key", "title", "summary", "content")
+
+
+def check_text_fields(node: Node) -> None:
+    """A node's text fields are strings: one that is not is our ValidationError naming the node and the field
+    (before, the driver's NOT NULL or type error reached the caller, naming neither)."""
+    for name in TEXT_FIELDS:
+        value = getattr(node, name)
+        if not isinstance(value, str):
+            raise ValidationError(f"node {node.id!r}: {name} must be a string, got {type(value).__name__}; pass "
+                                  f"'' for an empty {name}", id=str(node.id), field=name)
+
+
 def plan_versions(nodes: Sequence[Node], existing: dict[str, tuple], at: str,
                   actor: str) -> tuple[list[int], list[tuple[Node, tuple | None, str]]]:
     """Hash each node against its live row (``EXISTING_COLS``): an unchanged one keeps its version, the rest
@@ -134,6 +147,7 @@ def plan_versions(nodes: Sequence[Node], existing: dict[str, tuple], at: str,
     versions: list[int] = []
     changed: list[tuple[Node, tuple | None, str]] = []
     for node in nodes:
+        check_text_fields(node)
         reserved = reserved_namespace(node.id)
         if reserved is not None and reserved != node.namespace:
             raise ValidationError(f"id {node.id!r} is reserved for {reserved}; a record of {node.namespace} cannot "
