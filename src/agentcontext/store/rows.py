@@ -128,7 +128,7 @@ def check_text_fields(node: Node) -> None:
     """A node's text fields are strings: one that is not is our ValidationError naming the node and the field
     (before, the driver's NOT NULL or type error reached the caller, naming neither)."""
     for name in TEXT_FIELDS:
-        value = getattr(node, name)
+        value = getattr(node, name)  # the fields by name: one check, one message for each
         if not isinstance(value, str):
             raise ValidationError(f"node {node.id!r}: {name} must be a string, got {type(value).__name__}; pass "
                                   f"'' for an empty {name}", id=str(node.id), field=name)
