@@ -2,10 +2,14 @@
 statements, in the caller's transaction (versions, change log and the text index, a generated column, with them), so
 no row costs a round trip and a batch is all or nothing.
 
-Vectors are sent in binary (float32, pgvector's own form) and stored as halfvec (migration 5); a context vector stays
-whole until a pack (``pg_q8.compact``, migration 15): writing it as int8 at once needed a lookup a row through the
-props' GIN index (is the row a node's ``pair_hash``?) that read the whole posting list of the key at 1,000,000 memories
-(~294 pages, 2.5 ms a row: a 10,000-memory batch 0.17x as fast; measured and reverted in session 17). Their HNSW index
+Vectors are sent in binary (float32, pgvector's own form) and stored as halfvec (migration 5); a conversation turn's
+context vector (a node's ``props.pair_hash`` that no node's text has) as int8 at once (``pg_q8``: its int8 form sent
+beside its values, the one INSERT keeping it), known without a lookup a row: the pair hashes the nodes of the same
+transaction named (``VectorLoader.name_pairs``: ``batch_store`` writes its nodes first), and, for a load that rebuilds
+the HNSW index (large beside the store: a first load, a copy, the 1M build), every node's pair hash read once into a
+stage (``PAIRS_SQL``: one pass over ``nodes``, cheap beside the index build). Any other context row (its node in an
+earlier, small transaction) stays whole until a pack (``pg_q8.compact``). (Session 17 looked each staged row up
+through the props' GIN index instead: 2.5 ms a row at 1,000,000 memories, reverted.) Their HNSW index
 is the costly part of a load: one row inserted into it costs about ten times its share of a bulk build
 (``REBUILD_RATIO``), so a load that is large beside what its model holds drops the index and builds it again after the
 rows, with more memory and a parallel worker for the build (``pg_vectors.BUILD_MEMORY``, ``BUILD_WORKERS``), just before
@@ -43,6 +47,8 @@ NODE_FIELDS_BYTES = NODE_FIELDS.replace(f"content_hash {T}", "content_hash BYTEA
                                                                                           "embed_hash BYTEA")
 STAGES = {
     "stage_vectors": f"hash {T}, model {T}, dim INTEGER, vector vector",
+    "stage_vectors_q8": f"hash {T}, model {T}, dim INTEGER, vector vector, q8 BYTEA, q8_scale REAL, named BOOLEAN",
+    "stage_pairs": f"hash {T} PRIMARY KEY",
     "stage_nodes": f"id {T} NOT NULL, {NODE_FIELDS}, tag_text {T}",
     "stage_versions": f"id {T} NOT NULL, {NODE_FIELDS}",
     "stage_nodes_b": f"id {T} NOT NULL, {NODE_FIELDS_BYTES}, tag_text {T}",
@@ -85,6 +91,18 @@ def stage(db: Any, name: str, cols: str, rows: Sequence[Sequence[Any]], types: l
     """Fill the session's temporary table ``name`` with ``rows`` by COPY (binary when ``types`` are given). It
     lives as long as the connection and is emptied at every commit; rows staged earlier in this transaction go.
     (A connection in ``SHARED_STAGES``: an unlogged table of the schema, emptied by ``clear_stages``.)"""
+    emptied(db, name)
+    binary = " (FORMAT BINARY)" if types else ""
+    with db.cursor() as cur, cur.copy(f"COPY {name} ({cols}) FROM STDIN{binary}") as copy:
+        if types:
+            copy.set_types(types)
+        for row in rows:
+            copy.write_row(row)
+
+
+def emptied(db: Any, name: str) -> None:
+    """The stage ``name`` made if this connection has none yet (temporary; a connection in ``SHARED_STAGES``: an
+    unlogged table of the schema) and emptied."""
     used = SHARED_STAGES.get(db)
     if used is None:
         db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} ({STAGES[name]}) ON COMMIT DELETE ROWS")
@@ -92,12 +110,6 @@ def stage(db: Any, name: str, cols: str, rows: Sequence[Sequence[Any]], types: l
         db.execute(f"CREATE UNLOGGED TABLE IF NOT EXISTS {name} ({STAGES[name]})")
         used.add(name)
     db.execute(f"DELETE FROM {name}")
-    binary = " (FORMAT BINARY)" if types else ""
-    with db.cursor() as cur, cur.copy(f"COPY {name} ({cols}) FROM STDIN{binary}") as copy:
-        if types:
-            copy.set_types(types)
-        for row in rows:
-            copy.write_row(row)
 
 
 def clear_stages(db: Any) -> None:
@@ -155,6 +167,31 @@ def _check_range(items: Sequence[tuple[str, Any]], arrays: list[np.ndarray], mat
                               "(embeddings are usually unit length)", hash=h)
 
 
+# every node's pair hash (a turn's context vector: ``props.pair_hash``, text), read once for a load that rebuilds the
+# HNSW index (one pass over nodes; at 200,000 memories ~PAIRS_S s, see POSTGRES_SCALE.md)
+PAIRS_SQL = ("INSERT INTO stage_pairs (hash) SELECT (n.props::jsonb) ->> 'pair_hash' FROM nodes n WHERE n.props LIKE "
+             "'%%\"pair_hash\"%%' AND (n.props::jsonb) ->> 'pair_hash' IS NOT NULL ON CONFLICT DO NOTHING")
+
+
+def packed_rows(rows: Sequence[tuple], named: set[str], every: bool) -> list[tuple]:
+    """Vector rows (hash, model, dim, float32 values) each with its int8 form and scale (``pg_q8.quantize``: one numpy
+    pass a shape) and whether a node of this transaction named it as its pair vector (``named``): the form a context
+    row is written in. Quantized are the rows named, or every row (``every``: the server checks them against every
+    node's pair hash, ``PAIRS_SQL``); the others and an empty vector have none (NULL)."""
+    out: list[tuple] = [(*r, None, None, r[0] in named) for r in rows]
+    shapes: dict[int, list[int]] = {}
+    for i, r in enumerate(rows):
+        if every or r[0] in named:
+            shapes.setdefault(int(np.shape(r[3])[0]) if np.ndim(r[3]) == 1 else -1, []).append(i)
+    for size, at in shapes.items():
+        if size <= 0:
+            continue
+        packed, scale = pg_q8.quantize(np.stack([np.asarray(rows[i][3], dtype=np.float32) for i in at]))
+        for i, b, sc in zip(at, packed, scale):
+            out[i] = (*rows[i], b, float(sc), out[i][-1])
+    return out
+
+
 class VectorLoader:
     """Vectors of one transaction: staged, then inserted (or upserted) in one statement each; decides per (model,
     dim) whether to keep the HNSW index or drop it and build it after the rows (``finish``)."""
@@ -168,6 +205,23 @@ class VectorLoader:
         self.new: dict[tuple[str, int], int] = {}  # rows this transaction added, by (model, dim)
         self.build: set[tuple[str, int]] = set()  # indexes to build in ``finish``
         self.pending = 0  # rows this transaction staged into the delta (``pg_delta``)
+        self.named: set[str] = set()  # pair hashes the nodes this transaction wrote name (``name_pairs``)
+        self.every = False  # stage_pairs holds every node's pair hash (``PAIRS_SQL``: a load rebuilding the index)
+
+    def name_pairs(self, hashes: Sequence[str]) -> None:
+        """The pair hashes (``props.pair_hash``) of nodes this transaction wrote: their vectors, put later in it, are
+        context rows, written as int8 (unless a node's text has them)."""
+        self.named.update(h for h in hashes if h)
+
+    def _stage(self, rows: Sequence[tuple]) -> str:
+        """``rows`` staged (binary COPY), with their int8 forms where a context row may be written so; the stage's
+        name."""
+        if not self.q8:
+            stage(self.db, "stage_vectors", "hash, model, dim, vector", rows, ["text", "text", "int4", "vector"])
+            return "stage_vectors"
+        stage(self.db, "stage_vectors_q8", "hash, model, dim, vector, q8, q8_scale, named",
+              packed_rows(rows, self.named, self.every), ["text", "text", "int4", "vector", "bytea", "float4", "bool"])
+        return "stage_vectors_q8"
 
     def load(self, rows: Sequence[tuple], upsert: bool) -> None:
         """``rows``: (hash, model, dim, float32 vector). A row a node's text has lands ``searched`` (in the HNSW
@@ -176,12 +230,18 @@ class VectorLoader:
         if not rows:
             return
         db = self.db
-        stage(db, "stage_vectors", "hash, model, dim, vector", rows, ["text", "text", "int4", "vector"])
+        name = self._stage(rows)
         staged: dict[tuple[str, int], int] = {}
         for r in rows:
             staged[(r[1], int(r[2]))] = staged.get((r[1], int(r[2])), 0) + 1
         for key in sorted(staged):
-            self._plan(*key, staged[key])
+            self._plan(*key, staged[key], name)
+        if self.q8 and self.build and not self.every:  # a load rebuilding the index: every node's pair hash, once
+            emptied(db, "stage_pairs")
+            db.execute(PAIRS_SQL)
+            db.execute("ANALYZE stage_pairs")
+            self.every = True
+            name = self._stage(rows)  # again, every row with its int8 form
         direct = sorted(f"{m}\x1f{d}" for m, d in staged if (m, d) in self.build or not 0 < d <= MAX_INDEXED_DIM)
         self.pending += sum(n for (m, d), n in staged.items() if f"{m}\x1f{d}" not in direct)
         # wanted: a node's text has it (put_nodes marks the vectors put before their nodes: mark_searched); a
@@ -193,17 +253,27 @@ class VectorLoader:
             self.pending = 0
         flags = "wanted AND direct, wanted AND NOT direct" if self.delta else "wanted"
         held_key = pg_hash.into("s.hash", self.hb)  # the stage's text hash as vectors holds it
-        insert = (f"INSERT INTO vectors(hash, model, dim, vector, searched{', pending' if self.delta else ''}) SELECT "
-                  f"hash, model, dim, vector, {flags} FROM (SELECT {held_key} AS hash, s.model, s.dim, "
+        # a context row (named as a node's pair vector, that no node's text has) written as int8 at once: a load
+        # comes out as compact as a pack and a rewrite leave it. A vector no node names (an embedding cache filled
+        # before the nodes) is written whole, so a node's own vector is never rebuilt from int8 bytes
+        paired = ""
+        if self.q8:
+            named = "(s.named OR EXISTS (SELECT 1 FROM stage_pairs p WHERE p.hash = s.hash))" if self.every else "s.named"
+            paired = f", s.q8 IS NOT NULL AND l.wanted IS NULL AND {named} AS paired, s.q8, s.q8_scale"
+        held = (", CASE WHEN paired THEN NULL ELSE vector END, CASE WHEN paired THEN q8 END, CASE WHEN paired THEN "
+                "q8_scale END" if self.q8 else ", vector")
+        cols = ", vector, q8, q8_scale" if self.q8 else ", vector"
+        insert = (f"INSERT INTO vectors(hash, model, dim{cols}, searched{', pending' if self.delta else ''}) SELECT "
+                  f"hash, model, dim{held}, {flags} FROM (SELECT {held_key} AS hash, s.model, s.dim, "
                   f"s.vector::{STORED} AS vector, l.wanted IS NOT NULL AS wanted, (s.model || E'\\x1f' || s.dim) = "
-                  "ANY(%s) AS direct FROM stage_vectors s LEFT JOIN LATERAL (SELECT true AS wanted FROM nodes n "
+                  f"ANY(%s) AS direct{paired} FROM {name} s LEFT JOIN LATERAL (SELECT true AS wanted FROM nodes n "
                   f"WHERE n.embed_hash = {pg_hash.into('s.hash', self.nb)} LIMIT 1) l ON true) s "
                   "ORDER BY hash, model")
         same = "vectors.dim = excluded.dim AND vectors.vector = excluded.vector"
         if upsert and self.delta:  # a vector put again unchanged is left alone; a changed one leaves the index
             kept = f"((vectors.searched AND {same}) OR excluded.searched)"
-            cleared = ", q8 = NULL, q8_scale = NULL" if self.q8 else ""  # a q8 row's ``same`` is NULL: updated
-            # only when a node has its text now (excluded searched or pending), which needs the whole values
+            cleared = ", q8 = excluded.q8, q8_scale = excluded.q8_scale" if self.q8 else ""  # a q8 row's ``same``
+            # is NULL: updated only when a node has its text now (excluded searched or pending: whole values)
             insert += (f" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector"
                        f"{cleared}, searched = {kept}, pending = NOT {kept} AND (vectors.pending OR "
                        f"vectors.searched OR excluded.pending) WHERE NOT ({same}) OR (excluded.searched AND NOT "
@@ -218,7 +288,7 @@ class VectorLoader:
         for model, dim, fresh in counted:
             self.new[(model, dim)] = self.new.get((model, dim), 0) + fresh
 
-    def _plan(self, model: str, dim: int, staged: int) -> None:
+    def _plan(self, model: str, dim: int, staged: int, name: str = "stage_vectors") -> None:
         """Keep the HNSW index of (model, dim) (the rows go into the delta) or drop it and build it after the rows
         (``finish``), by ``REBUILD_RATIO``: ``staged`` rows are about to be put, ``self.new`` were this
         transaction's so far."""
@@ -235,7 +305,7 @@ class VectorLoader:
             # it held were already far more than the load, new or not: a load into a large store)
             fresh = staged  # only rows not held yet cost an index insert
             if staged >= REBUILD_MIN:
-                fresh = db.execute("SELECT count(*) FROM stage_vectors s WHERE s.model = %s AND s.dim = %s AND NOT "
+                fresh = db.execute(f"SELECT count(*) FROM {name} s WHERE s.model = %s AND s.dim = %s AND NOT "
                                    f"EXISTS (SELECT 1 FROM vectors v WHERE v.hash = {pg_hash.into('s.hash', self.hb)} "
                                    "AND v.model = s.model)",
                                    key).fetchone()[0]

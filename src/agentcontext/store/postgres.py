@@ -339,6 +339,8 @@ class PostgresStore(SQLStore):
             self._bulk_insert("nodes", pg_bulk.live_cols(self._pc), inserts)
         pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}),
                               self._building(), self._delta, self._q8, self._hb)
+        if self._q8:  # their pair vectors, put later in this transaction, are written as int8 (pg_bulk)
+            self._loader.name_pairs([(n.props or {}).get("pair_hash") for n, _, _ in changed])
 
     # --- text index ------------------------------------------------------------------------
     def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
