@@ -1,8 +1,8 @@
 """A bulk load writes a context (pair) vector as int8 at once, with no lookup a row (issue 23 s2, store/pg_bulk.py):
-``batch_store`` knows the pair hashes from the nodes it wrote in the same transaction (their props name them), and a
-load that rebuilds the HNSW index (large beside the store: a first load, a copy, the 1M build) reads every node's pair
-hash once; what a reader gets back is what a pack gives (the same int8 bytes and scale); a vector whose node came in
-an earlier, small transaction stays whole (packed later); a strict erasure leaves none of the int8 bytes."""
+``batch_store`` knows the pair hashes from the nodes it wrote in the same transaction (their props name them); what a
+reader gets back is what a pack gives (the same int8 bytes and scale); a vector whose node came in an earlier
+transaction stays whole (packed later); a copy (migrate) holds as int8 at once only the rows the source held so
+(exact: the digests hold); a strict erasure leaves none of the int8 bytes."""
 from __future__ import annotations
 
 import numpy as np
@@ -61,30 +61,58 @@ def test_batch_store_writes_the_context_vectors_of_its_own_turns_as_int8(pg_url)
     ws.close()
 
 
-def test_a_load_that_rebuilds_the_index_packs_the_pair_vectors_every_node_names(pg_url):
-    """``import_rows`` of the vectors after the nodes (a copy, the 1M build: one transaction a table), large enough
-    that the HNSW index is built after the rows: the pair vectors the nodes name land as int8, a vector no node names
-    (an embedding cache) and the nodes' own vectors whole."""
-    from agentcontext.store.pg_bulk import REBUILD_MIN
-
-    rng = np.random.default_rng(2)
-    n = REBUILD_MIN // 2 + 10
-    store = open_store(pg_url)
+def fill(store, rng, n: int) -> tuple[dict, dict, dict]:
+    """``n`` turns (put alone), then their own vectors, their pair vectors and 5 vectors no node names (an embedding
+    cache), put in a transaction of their own: all whole until a pack."""
     store.put_nodes(turns(n))
     own = {content_hash(f"turn {i}"): v for i, v in enumerate(unit(rng, n))}
     context = {content_hash(f"pair {i}"): v for i, v in enumerate(unit(rng, n))}
     loose = {content_hash(f"cache {i}"): v for i, v in enumerate(unit(rng, 5))}
-    rows = [{"hash": h, "model": "m", "dim": DIM, "vector": v} for h, v in {**own, **context, **loose}.items()]
-    store.import_rows("vectors", [rows[:REBUILD_MIN + 10], rows[REBUILD_MIN + 10:]])  # the first one decides
-    assert store._read("SELECT count(*) FROM vectors") == [(len(rows),)]
-    assert forms(store) == {**{h: "halfvec" for h in own}, **{h: "q8" for h in context},
-                            **{h: "halfvec" for h in loose}}
-    values = store.get_vectors(list(context), "m")
-    assert all(np.abs(values[h] - v).max() <= np.abs(v).max() / 254 + 1e-3 for h, v in context.items())
-    near = store.nearest(own[content_hash("turn 3")], "m", 1, namespace="ns")
-    assert near[0][0] == "n3"
-    assert store.pack()["packed"] == 5  # only the cache rows no node names are left for a pack
-    store.close()
+    store.put_vectors({**own, **context, **loose}, "m")
+    return own, context, loose
+
+
+def test_a_copy_of_a_packed_store_comes_out_packed_and_migrate_digests_hold(pg_server, tmp_path):
+    """A copy (``import_rows``: migrate) is exact: a row whose values are an int8 row's (rebuilt by the export) is held
+    as int8 again at once, with the same bytes and scale; a row the source holds whole stays whole (a SQLite source:
+    every row), so both stores' digests are equal. Large enough that the copy rebuilds the HNSW index."""
+    from agentcontext.migrate import migrate
+    from agentcontext.store.pg_bulk import REBUILD_MIN
+
+    rng = np.random.default_rng(2)
+    n = REBUILD_MIN // 2 + 10
+    source_url = pg_server.url()
+    source = open_store(source_url)
+    own, context, loose = fill(source, rng, n)
+    assert source.pack()["packed"] == n + 5
+    late = {content_hash(f"late {i}"): v for i, v in enumerate(unit(rng, 3))}
+    source.put_vectors(late, "m")  # whole: no node named them in their transaction
+    want = forms(source)
+    assert want == {**{h: "halfvec" for h in own}, **{h: "q8" for h in [*context, *loose]},
+                    **{h: "halfvec" for h in late}}
+    packed = source._read("SELECT q8, q8_scale FROM vectors WHERE q8 IS NOT NULL ORDER BY hash")
+    q = unit(rng, 1)[0]
+    near = source.nearest(q, "m", 5, namespace="ns")
+    source.close()
+
+    copy_url = pg_server.url()
+    assert migrate(source_url, copy_url)["digests_equal"]
+    copy = open_store(copy_url)
+    assert forms(copy) == want  # packed at once: no pack, no rewrite
+    assert copy._read("SELECT q8, q8_scale FROM vectors WHERE q8 IS NOT NULL ORDER BY hash") == packed
+    assert copy.nearest(q, "m", 5, namespace="ns") == near
+    assert copy.pack()["packed"] == 3
+    copy.close()
+
+    sqlite_url = f"sqlite:///{tmp_path}/whole.db"  # every vector whole (float32): copied whole, digests equal
+    lite = open_store(sqlite_url)
+    fill(lite, np.random.default_rng(3), n)
+    lite.close()
+    from_lite = pg_server.url()
+    assert migrate(sqlite_url, from_lite)["digests_equal"]
+    copy = open_store(from_lite)
+    assert set(forms(copy).values()) == {"halfvec"}
+    copy.close()
 
 
 def test_a_small_load_whose_nodes_came_earlier_stays_whole(pg_url):

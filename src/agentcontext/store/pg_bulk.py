@@ -4,12 +4,13 @@ no row costs a round trip and a batch is all or nothing.
 
 Vectors are sent in binary (float32, pgvector's own form) and stored as halfvec (migration 5); a conversation turn's
 context vector (a node's ``props.pair_hash`` that no node's text has) as int8 at once (``pg_q8``: its int8 form sent
-beside its values, the one INSERT keeping it), known without a lookup a row: the pair hashes the nodes of the same
-transaction named (``VectorLoader.name_pairs``: ``batch_store`` writes its nodes first), and, for a load that rebuilds
-the HNSW index (large beside the store: a first load, a copy, the 1M build), every node's pair hash read once into a
-stage (``PAIRS_SQL``: one pass over ``nodes``, cheap beside the index build). Any other context row (its node in an
-earlier, small transaction) stays whole until a pack (``pg_q8.compact``). (Session 17 looked each staged row up
-through the props' GIN index instead: 2.5 ms a row at 1,000,000 memories, reverted.) Their HNSW index
+beside its values, the one INSERT keeping it), known without a lookup a row: a write (``put_vectors``: batch_store
+writes its nodes first) packs the pair hashes the nodes of the same transaction named (``VectorLoader.name_pairs``); a
+copy (``import_rows``: migrate, a tenant move, the 1M build) is exact, so it packs only rows whose values are an int8
+row's already (quantized again they come back bit for bit: a packed store copied comes out packed, and ``migrate``'s
+digests hold). Any other context row (its node in an earlier transaction; a copied whole one) stays whole until a pack
+(``pg_q8.compact``). (Session 17 looked each staged row up through the props' GIN index instead: 2.5 ms a row at
+1,000,000 memories, reverted.) Their HNSW index
 is the costly part of a load: one row inserted into it costs about ten times its share of a bulk build
 (``REBUILD_RATIO``), so a load that is large beside what its model holds drops the index and builds it again after the
 rows, with more memory and a parallel worker for the build (``pg_vectors.BUILD_MEMORY``, ``BUILD_WORKERS``), just before
@@ -47,8 +48,7 @@ NODE_FIELDS_BYTES = NODE_FIELDS.replace(f"content_hash {T}", "content_hash BYTEA
                                                                                           "embed_hash BYTEA")
 STAGES = {
     "stage_vectors": f"hash {T}, model {T}, dim INTEGER, vector vector",
-    "stage_vectors_q8": f"hash {T}, model {T}, dim INTEGER, vector vector, q8 BYTEA, q8_scale REAL, named BOOLEAN",
-    "stage_pairs": f"hash {T} PRIMARY KEY",
+    "stage_vectors_q8": f"hash {T}, model {T}, dim INTEGER, vector vector, q8 BYTEA, q8_scale REAL",
     "stage_nodes": f"id {T} NOT NULL, {NODE_FIELDS}, tag_text {T}",
     "stage_versions": f"id {T} NOT NULL, {NODE_FIELDS}",
     "stage_nodes_b": f"id {T} NOT NULL, {NODE_FIELDS_BYTES}, tag_text {T}",
@@ -91,18 +91,6 @@ def stage(db: Any, name: str, cols: str, rows: Sequence[Sequence[Any]], types: l
     """Fill the session's temporary table ``name`` with ``rows`` by COPY (binary when ``types`` are given). It
     lives as long as the connection and is emptied at every commit; rows staged earlier in this transaction go.
     (A connection in ``SHARED_STAGES``: an unlogged table of the schema, emptied by ``clear_stages``.)"""
-    emptied(db, name)
-    binary = " (FORMAT BINARY)" if types else ""
-    with db.cursor() as cur, cur.copy(f"COPY {name} ({cols}) FROM STDIN{binary}") as copy:
-        if types:
-            copy.set_types(types)
-        for row in rows:
-            copy.write_row(row)
-
-
-def emptied(db: Any, name: str) -> None:
-    """The stage ``name`` made if this connection has none yet (temporary; a connection in ``SHARED_STAGES``: an
-    unlogged table of the schema) and emptied."""
     used = SHARED_STAGES.get(db)
     if used is None:
         db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} ({STAGES[name]}) ON COMMIT DELETE ROWS")
@@ -110,6 +98,12 @@ def emptied(db: Any, name: str) -> None:
         db.execute(f"CREATE UNLOGGED TABLE IF NOT EXISTS {name} ({STAGES[name]})")
         used.add(name)
     db.execute(f"DELETE FROM {name}")
+    binary = " (FORMAT BINARY)" if types else ""
+    with db.cursor() as cur, cur.copy(f"COPY {name} ({cols}) FROM STDIN{binary}") as copy:
+        if types:
+            copy.set_types(types)
+        for row in rows:
+            copy.write_row(row)
 
 
 def clear_stages(db: Any) -> None:
@@ -167,28 +161,25 @@ def _check_range(items: Sequence[tuple[str, Any]], arrays: list[np.ndarray], mat
                               "(embeddings are usually unit length)", hash=h)
 
 
-# every node's pair hash (a turn's context vector: ``props.pair_hash``, text), read once for a load that rebuilds the
-# HNSW index (one pass over nodes; at 200,000 memories ~PAIRS_S s, see POSTGRES_SCALE.md)
-PAIRS_SQL = ("INSERT INTO stage_pairs (hash) SELECT (n.props::jsonb) ->> 'pair_hash' FROM nodes n WHERE n.props LIKE "
-             "'%%\"pair_hash\"%%' AND (n.props::jsonb) ->> 'pair_hash' IS NOT NULL ON CONFLICT DO NOTHING")
-
-
-def packed_rows(rows: Sequence[tuple], named: set[str], every: bool) -> list[tuple]:
-    """Vector rows (hash, model, dim, float32 values) each with its int8 form and scale (``pg_q8.quantize``: one numpy
-    pass a shape) and whether a node of this transaction named it as its pair vector (``named``): the form a context
-    row is written in. Quantized are the rows named, or every row (``every``: the server checks them against every
-    node's pair hash, ``PAIRS_SQL``); the others and an empty vector have none (NULL)."""
-    out: list[tuple] = [(*r, None, None, r[0] in named) for r in rows]
+def packed_rows(rows: Sequence[tuple], named: set[str], copied: bool) -> list[tuple]:
+    """Vector rows (hash, model, dim, float32 values) each with the int8 form and scale it is written in when no node's
+    text has it (``pg_q8.quantize``: one numpy pass a shape), or none (NULL): for a row a node of this transaction
+    named as its pair vector (``named``), or, in a copy (``copied``), for a row whose values are an int8 row's already
+    (rebuilt from its bytes by the export: quantized again, they come back bit for bit, so the copy loses nothing)."""
+    out: list[tuple] = [(*r, None, None) for r in rows]
     shapes: dict[int, list[int]] = {}
     for i, r in enumerate(rows):
-        if every or r[0] in named:
+        if copied or r[0] in named:
             shapes.setdefault(int(np.shape(r[3])[0]) if np.ndim(r[3]) == 1 else -1, []).append(i)
     for size, at in shapes.items():
         if size <= 0:
             continue
-        packed, scale = pg_q8.quantize(np.stack([np.asarray(rows[i][3], dtype=np.float32) for i in at]))
-        for i, b, sc in zip(at, packed, scale):
-            out[i] = (*rows[i], b, float(sc), out[i][-1])
+        values = np.stack([np.asarray(rows[i][3], dtype=np.float32) for i in at])
+        packed, scale = pg_q8.quantize(values)
+        exact = pg_q8.exact(values, packed, scale) if copied else np.ones(len(at), dtype=bool)
+        for i, b, sc, ok in zip(at, packed, scale, exact):
+            if ok:
+                out[i] = (*rows[i], b, float(sc))
     return out
 
 
@@ -206,42 +197,35 @@ class VectorLoader:
         self.build: set[tuple[str, int]] = set()  # indexes to build in ``finish``
         self.pending = 0  # rows this transaction staged into the delta (``pg_delta``)
         self.named: set[str] = set()  # pair hashes the nodes this transaction wrote name (``name_pairs``)
-        self.every = False  # stage_pairs holds every node's pair hash (``PAIRS_SQL``: a load rebuilding the index)
 
     def name_pairs(self, hashes: Sequence[str]) -> None:
         """The pair hashes (``props.pair_hash``) of nodes this transaction wrote: their vectors, put later in it, are
         context rows, written as int8 (unless a node's text has them)."""
         self.named.update(h for h in hashes if h)
 
-    def _stage(self, rows: Sequence[tuple]) -> str:
-        """``rows`` staged (binary COPY), with their int8 forms where a context row may be written so; the stage's
-        name."""
+    def _stage(self, rows: Sequence[tuple], copied: bool) -> str:
+        """``rows`` staged (binary COPY), with their int8 forms where a context row is written so
+        (``packed_rows``); the stage's name."""
         if not self.q8:
             stage(self.db, "stage_vectors", "hash, model, dim, vector", rows, ["text", "text", "int4", "vector"])
             return "stage_vectors"
-        stage(self.db, "stage_vectors_q8", "hash, model, dim, vector, q8, q8_scale, named",
-              packed_rows(rows, self.named, self.every), ["text", "text", "int4", "vector", "bytea", "float4", "bool"])
+        stage(self.db, "stage_vectors_q8", "hash, model, dim, vector, q8, q8_scale",
+              packed_rows(rows, self.named, copied), ["text", "text", "int4", "vector", "bytea", "float4"])
         return "stage_vectors_q8"
 
-    def load(self, rows: Sequence[tuple], upsert: bool) -> None:
+    def load(self, rows: Sequence[tuple], upsert: bool, copied: bool = False) -> None:
         """``rows``: (hash, model, dim, float32 vector). A row a node's text has lands ``searched`` (in the HNSW
         index) when its model's index is built after the rows or cannot be made (too many dimensions), else
         ``pending``: in the delta, outside the index (``pg_delta``), so no write pays for an HNSW insert."""
         if not rows:
             return
         db = self.db
-        name = self._stage(rows)
+        name = self._stage(rows, copied)
         staged: dict[tuple[str, int], int] = {}
         for r in rows:
             staged[(r[1], int(r[2]))] = staged.get((r[1], int(r[2])), 0) + 1
         for key in sorted(staged):
             self._plan(*key, staged[key], name)
-        if self.q8 and self.build and not self.every:  # a load rebuilding the index: every node's pair hash, once
-            emptied(db, "stage_pairs")
-            db.execute(PAIRS_SQL)
-            db.execute("ANALYZE stage_pairs")
-            self.every = True
-            name = self._stage(rows)  # again, every row with its int8 form
         direct = sorted(f"{m}\x1f{d}" for m, d in staged if (m, d) in self.build or not 0 < d <= MAX_INDEXED_DIM)
         self.pending += sum(n for (m, d), n in staged.items() if f"{m}\x1f{d}" not in direct)
         # wanted: a node's text has it (put_nodes marks the vectors put before their nodes: mark_searched); a
@@ -253,13 +237,11 @@ class VectorLoader:
             self.pending = 0
         flags = "wanted AND direct, wanted AND NOT direct" if self.delta else "wanted"
         held_key = pg_hash.into("s.hash", self.hb)  # the stage's text hash as vectors holds it
-        # a context row (named as a node's pair vector, that no node's text has) written as int8 at once: a load
-        # comes out as compact as a pack and a rewrite leave it. A vector no node names (an embedding cache filled
-        # before the nodes) is written whole, so a node's own vector is never rebuilt from int8 bytes
-        paired = ""
-        if self.q8:
-            named = "(s.named OR EXISTS (SELECT 1 FROM stage_pairs p WHERE p.hash = s.hash))" if self.every else "s.named"
-            paired = f", s.q8 IS NOT NULL AND l.wanted IS NULL AND {named} AS paired, s.q8, s.q8_scale"
+        # a context row (staged with its int8 form: ``packed_rows``) that no node's text has is written as int8 at
+        # once: a load comes out as compact as a pack and a rewrite leave it. A vector no node of the transaction
+        # names (an embedding cache filled before the nodes) is written whole, so a node's own vector is never
+        # rebuilt from int8 bytes
+        paired = ", s.q8 IS NOT NULL AND l.wanted IS NULL AS paired, s.q8, s.q8_scale" if self.q8 else ""
         held = (", CASE WHEN paired THEN NULL ELSE vector END, CASE WHEN paired THEN q8 END, CASE WHEN paired THEN "
                 "q8_scale END" if self.q8 else ", vector")
         cols = ", vector, q8, q8_scale" if self.q8 else ", vector"

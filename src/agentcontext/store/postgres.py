@@ -222,7 +222,7 @@ class PostgresStore(SQLStore):
 
     def _bulk_insert(self, table: str, cols: str, rows: Sequence[Sequence[Any]]) -> None:
         if table == "vectors":  # copied vectors (import_rows): staged, HNSW indexes dropped for a large load
-            self._loader.load(rows, upsert=False)
+            self._loader.load(rows, upsert=False, copied=True)
             return
         if table == "tombstones":  # keyed by (id, namespace) (migration 7): one naming no namespace has ''
             rows = [(r[0], self.NO_NAMESPACE if r[1] is None else r[1], *r[2:]) for r in rows]
