@@ -165,3 +165,32 @@ def test_a_strict_erasure_leaves_none_of_a_context_vectors_int8_bytes(pg_url, pg
     ws.store._db.execute("CHECKPOINT")
     assert found() == set()
     ws.close()
+
+
+def test_a_context_vector_held_already_and_put_again_changed_takes_the_new_values(pg_url):
+    """A pair vector the store holds (whole, from an earlier transaction), put again with other values in a transaction
+    whose node names it: the row takes the new values (as int8: a context row), as a put did before; put again with
+    the same values, it is left alone; changed again, it takes those."""
+    rng = np.random.default_rng(5)
+    store = open_store(pg_url)
+    first, second, third = unit(rng, 3)
+    h = content_hash("pair 0")
+    store.put_vectors({h: first}, "m")
+    with store.transaction():
+        store.put_nodes(turns(1))
+        store.put_vectors({h: second}, "m")
+    assert forms(store) == {h: "q8"}
+    got = store.get_vectors([h], "m")[h]
+    assert np.abs(got - second).max() <= np.abs(second).max() / 254 + 1e-3
+    xmin = store._read("SELECT xmin::text FROM vectors")
+    for again, values in enumerate((second, third)):
+        with store.transaction():  # the node written again (a new version), naming its pair vector
+            store.put_nodes([Node(id="n0", kind="memory", namespace="ns", content="turn 0", embed_text="turn 0",
+                                  props={"pair_hash": h, "again": again})])
+            store.put_vectors({h: values}, "m")
+        if values is second:
+            assert store._read("SELECT xmin::text FROM vectors") == xmin  # the same bytes: no new row version
+    got = store.get_vectors([h], "m")[h]
+    assert np.abs(got - third).max() <= np.abs(third).max() / 254 + 1e-3
+    assert store._read("SELECT count(*) FROM vectors WHERE vector IS NULL AND (searched OR pending)") == [(0,)]
+    store.close()

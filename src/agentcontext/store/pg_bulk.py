@@ -253,13 +253,22 @@ class VectorLoader:
                   "ORDER BY hash, model")
         same = "vectors.dim = excluded.dim AND vectors.vector = excluded.vector"
         if upsert and self.delta:  # a vector put again unchanged is left alone; a changed one leaves the index
+            guard = ""
+            if self.q8:  # an int8 row put again is compared by its bytes and scale (a whole row with a whole row)
+                same = ("vectors.dim = excluded.dim AND CASE WHEN excluded.q8 IS NULL THEN vectors.vector = "
+                        "excluded.vector ELSE vectors.q8 IS NOT DISTINCT FROM excluded.q8 AND vectors.q8_scale IS NOT "
+                        "DISTINCT FROM excluded.q8_scale END")
+                guard = " AND (excluded.q8 IS NULL OR NOT (vectors.searched OR vectors.pending))"  # (never so)
             kept = f"((vectors.searched AND {same}) OR excluded.searched)"
-            cleared = ", q8 = excluded.q8, q8_scale = excluded.q8_scale" if self.q8 else ""  # a q8 row's ``same``
-            # is NULL: updated only when a node has its text now (excluded searched or pending: whole values)
+            # a row taking whole values holds no int8 form; one taking an int8 form (a changed context vector a node
+            # of the transaction names, or a whole context row held as int8 now) no halfvec. A q8 row put whole
+            # again: ``same`` is NULL, updated only when a node has its text now (excluded searched or pending)
+            cleared = ", q8 = excluded.q8, q8_scale = excluded.q8_scale" if self.q8 else ""
             insert += (f" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector"
                        f"{cleared}, searched = {kept}, pending = NOT {kept} AND (vectors.pending OR "
-                       f"vectors.searched OR excluded.pending) WHERE NOT ({same}) OR (excluded.searched AND NOT "
-                       "vectors.searched) OR (excluded.pending AND NOT vectors.searched AND NOT vectors.pending)")
+                       f"vectors.searched OR excluded.pending) WHERE (NOT ({same}) OR (excluded.searched AND NOT "
+                       "vectors.searched) OR (excluded.pending AND NOT vectors.searched AND NOT vectors.pending))"
+                       f"{guard}")
         elif upsert:
             insert += (" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
                        f"searched = vectors.searched OR excluded.searched WHERE NOT ({same}) OR (excluded.searched "
