@@ -174,7 +174,18 @@ def packed_rows(rows: Sequence[tuple], named: set[str], copied: bool) -> list[tu
     for size, at in shapes.items():
         if size <= 0:
             continue
+        if copied:  # only values float16 holds exactly can be an int8 row's (a float32 source's are not: dropped on
+            # their first value, without quantizing a whole copy of float vectors, a 1M build's)
+            first = np.fromiter((rows[i][3][0] for i in at), dtype=np.float32, count=len(at))
+            at = [i for i, ok in zip(at, first == first.astype(np.float16).astype(np.float32)) if ok]
+            if not at:
+                continue
         values = np.stack([np.asarray(rows[i][3], dtype=np.float32) for i in at])
+        if copied:  # then only rows whose first values are whole steps of their scale (a halfvec row's are not)
+            keep = pg_q8.stepped(values)
+            at, values = [i for i, ok in zip(at, keep) if ok], values[keep]
+            if not at:
+                continue
         packed, scale = pg_q8.quantize(values)
         exact = pg_q8.exact(values, packed, scale) if copied else np.ones(len(at), dtype=bool)
         for i, b, sc, ok in zip(at, packed, scale, exact):

@@ -75,6 +75,16 @@ def exact(values: np.ndarray, packed: Sequence[bytes], scale: np.ndarray) -> np.
     return (rebuilt.view(np.uint16) == held.view(np.uint16)).all(axis=1)
 
 
+def stepped(values: np.ndarray, head: int = 8) -> np.ndarray:
+    """Per row: whether its first ``head`` values are within float16's rounding of whole steps of its scale (its
+    largest magnitude / 127), as an int8 row's values are; a cheap test before ``exact`` (a halfvec row passes it
+    with a chance of about 0.14 ** 8)."""
+    m = np.asarray(values, dtype=np.float32)
+    scale = np.abs(m).max(axis=1) / 127
+    steps = m[:, :head] / np.where(scale > 0, scale, 1)[:, None]
+    return (np.abs(steps - np.rint(steps)) <= 0.07).all(axis=1)
+
+
 def unpack(raws: Sequence[bytes]) -> np.ndarray:
     """int8 values of one length (``q8`` as read) as one matrix."""
     return np.frombuffer(b"".join(raws), dtype=np.int8).reshape(len(raws), -1)
