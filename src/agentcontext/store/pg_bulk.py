@@ -212,7 +212,8 @@ class VectorLoader:
     def name_pairs(self, hashes: Sequence[str]) -> None:
         """The pair hashes (``props.pair_hash``) of nodes this transaction wrote: their vectors, put later in it, are
         context rows, written as int8 (unless a node's text has them)."""
-        self.named.update(h for h in hashes if h)
+        if self.q8:  # (a schema without int8 rows: nothing to note)
+            self.named.update(h for h in hashes if h)
 
     def _stage(self, rows: Sequence[tuple], copied: bool) -> str:
         """``rows`` staged (binary COPY), with their int8 forms where a context row is written so
