@@ -2,10 +2,15 @@
 statements, in the caller's transaction (versions, change log and the text index, a generated column, with them), so
 no row costs a round trip and a batch is all or nothing.
 
-Vectors are sent in binary (float32, pgvector's own form) and stored as halfvec (migration 5); a context vector stays
-whole until a pack (``pg_q8.compact``, migration 15): writing it as int8 at once needed a lookup a row through the
-props' GIN index (is the row a node's ``pair_hash``?) that read the whole posting list of the key at 1,000,000 memories
-(~294 pages, 2.5 ms a row: a 10,000-memory batch 0.17x as fast; measured and reverted in session 17). Their HNSW index
+Vectors are sent in binary (float32, pgvector's own form) and stored as halfvec (migration 5); a conversation turn's
+context vector (a node's ``props.pair_hash`` that no node's text has) as int8 at once (``pg_q8``: its int8 form sent
+beside its values, the one INSERT keeping it), known without a lookup a row: a write (``put_vectors``: batch_store
+writes its nodes first) packs the pair hashes the nodes of the same transaction named (``VectorLoader.name_pairs``); a
+copy (``import_rows``: migrate, a tenant move, the 1M build) is exact, so it packs only rows whose values are an int8
+row's already (quantized again they come back bit for bit: a packed store copied comes out packed, and ``migrate``'s
+digests hold). Any other context row (its node in an earlier transaction; a copied whole one) stays whole until a pack
+(``pg_q8.compact``). (Session 17 looked each staged row up through the props' GIN index instead: 2.5 ms a row at
+1,000,000 memories, reverted.) Their HNSW index
 is the costly part of a load: one row inserted into it costs about ten times its share of a bulk build
 (``REBUILD_RATIO``), so a load that is large beside what its model holds drops the index and builds it again after the
 rows, with more memory and a parallel worker for the build (``pg_vectors.BUILD_MEMORY``, ``BUILD_WORKERS``), just before
@@ -43,6 +48,7 @@ NODE_FIELDS_BYTES = NODE_FIELDS.replace(f"content_hash {T}", "content_hash BYTEA
                                                                                           "embed_hash BYTEA")
 STAGES = {
     "stage_vectors": f"hash {T}, model {T}, dim INTEGER, vector vector",
+    "stage_vectors_q8": f"hash {T}, model {T}, dim INTEGER, vector vector, q8 BYTEA, q8_scale REAL",
     "stage_nodes": f"id {T} NOT NULL, {NODE_FIELDS}, tag_text {T}",
     "stage_versions": f"id {T} NOT NULL, {NODE_FIELDS}",
     "stage_nodes_b": f"id {T} NOT NULL, {NODE_FIELDS_BYTES}, tag_text {T}",
@@ -155,6 +161,39 @@ def _check_range(items: Sequence[tuple[str, Any]], arrays: list[np.ndarray], mat
                               "(embeddings are usually unit length)", hash=h)
 
 
+def packed_rows(rows: Sequence[tuple], named: set[str], copied: bool) -> list[tuple]:
+    """Vector rows (hash, model, dim, float32 values) each with the int8 form and scale it is written in when no node's
+    text has it (``pg_q8.quantize``: one numpy pass a shape), or none (NULL): for a row a node of this transaction
+    named as its pair vector (``named``), or, in a copy (``copied``), for a row whose values are an int8 row's already
+    (rebuilt from its bytes by the export: quantized again, they come back bit for bit, so the copy loses nothing)."""
+    out: list[tuple] = [(*r, None, None) for r in rows]
+    shapes: dict[int, list[int]] = {}
+    for i, r in enumerate(rows):
+        if copied or r[0] in named:
+            shapes.setdefault(int(np.shape(r[3])[0]) if np.ndim(r[3]) == 1 else -1, []).append(i)
+    for size, at in shapes.items():
+        if size <= 0:
+            continue
+        if copied:  # only values float16 holds exactly can be an int8 row's (a float32 source's are not: dropped on
+            # their first value, without quantizing a whole copy of float vectors, a 1M build's)
+            first = np.fromiter((rows[i][3][0] for i in at), dtype=np.float32, count=len(at))
+            at = [i for i, ok in zip(at, first == first.astype(np.float16).astype(np.float32)) if ok]
+            if not at:
+                continue
+        values = np.stack([np.asarray(rows[i][3], dtype=np.float32) for i in at])
+        if copied:  # then only rows whose first values are whole steps of their scale (a halfvec row's are not)
+            keep = pg_q8.stepped(values)
+            at, values = [i for i, ok in zip(at, keep) if ok], values[keep]
+            if not at:
+                continue
+        packed, scale = pg_q8.quantize(values)
+        exact = pg_q8.exact(values, packed, scale) if copied else np.ones(len(at), dtype=bool)
+        for i, b, sc, ok in zip(at, packed, scale, exact):
+            if ok:
+                out[i] = (*rows[i], b, float(sc))
+    return out
+
+
 class VectorLoader:
     """Vectors of one transaction: staged, then inserted (or upserted) in one statement each; decides per (model,
     dim) whether to keep the HNSW index or drop it and build it after the rows (``finish``)."""
@@ -168,20 +207,37 @@ class VectorLoader:
         self.new: dict[tuple[str, int], int] = {}  # rows this transaction added, by (model, dim)
         self.build: set[tuple[str, int]] = set()  # indexes to build in ``finish``
         self.pending = 0  # rows this transaction staged into the delta (``pg_delta``)
+        self.named: set[str] = set()  # pair hashes the nodes this transaction wrote name (``name_pairs``)
 
-    def load(self, rows: Sequence[tuple], upsert: bool) -> None:
+    def name_pairs(self, hashes: Sequence[str]) -> None:
+        """The pair hashes (``props.pair_hash``) of nodes this transaction wrote: their vectors, put later in it, are
+        context rows, written as int8 (unless a node's text has them)."""
+        if self.q8:  # (a schema without int8 rows: nothing to note)
+            self.named.update(h for h in hashes if h)
+
+    def _stage(self, rows: Sequence[tuple], copied: bool) -> str:
+        """``rows`` staged (binary COPY), with their int8 forms where a context row is written so
+        (``packed_rows``); the stage's name."""
+        if not self.q8:
+            stage(self.db, "stage_vectors", "hash, model, dim, vector", rows, ["text", "text", "int4", "vector"])
+            return "stage_vectors"
+        stage(self.db, "stage_vectors_q8", "hash, model, dim, vector, q8, q8_scale",
+              packed_rows(rows, self.named, copied), ["text", "text", "int4", "vector", "bytea", "float4"])
+        return "stage_vectors_q8"
+
+    def load(self, rows: Sequence[tuple], upsert: bool, copied: bool = False) -> None:
         """``rows``: (hash, model, dim, float32 vector). A row a node's text has lands ``searched`` (in the HNSW
         index) when its model's index is built after the rows or cannot be made (too many dimensions), else
         ``pending``: in the delta, outside the index (``pg_delta``), so no write pays for an HNSW insert."""
         if not rows:
             return
         db = self.db
-        stage(db, "stage_vectors", "hash, model, dim, vector", rows, ["text", "text", "int4", "vector"])
+        name = self._stage(rows, copied)
         staged: dict[tuple[str, int], int] = {}
         for r in rows:
             staged[(r[1], int(r[2]))] = staged.get((r[1], int(r[2])), 0) + 1
         for key in sorted(staged):
-            self._plan(*key, staged[key])
+            self._plan(*key, staged[key], name)
         direct = sorted(f"{m}\x1f{d}" for m, d in staged if (m, d) in self.build or not 0 < d <= MAX_INDEXED_DIM)
         self.pending += sum(n for (m, d), n in staged.items() if f"{m}\x1f{d}" not in direct)
         # wanted: a node's text has it (put_nodes marks the vectors put before their nodes: mark_searched); a
@@ -193,21 +249,38 @@ class VectorLoader:
             self.pending = 0
         flags = "wanted AND direct, wanted AND NOT direct" if self.delta else "wanted"
         held_key = pg_hash.into("s.hash", self.hb)  # the stage's text hash as vectors holds it
-        insert = (f"INSERT INTO vectors(hash, model, dim, vector, searched{', pending' if self.delta else ''}) SELECT "
-                  f"hash, model, dim, vector, {flags} FROM (SELECT {held_key} AS hash, s.model, s.dim, "
+        # a context row (staged with its int8 form: ``packed_rows``) that no node's text has is written as int8 at
+        # once: a load comes out as compact as a pack and a rewrite leave it. A vector no node of the transaction
+        # names (an embedding cache filled before the nodes) is written whole, so a node's own vector is never
+        # rebuilt from int8 bytes
+        paired = ", s.q8 IS NOT NULL AND l.wanted IS NULL AS paired, s.q8, s.q8_scale" if self.q8 else ""
+        held = (", CASE WHEN paired THEN NULL ELSE vector END, CASE WHEN paired THEN q8 END, CASE WHEN paired THEN "
+                "q8_scale END" if self.q8 else ", vector")
+        cols = ", vector, q8, q8_scale" if self.q8 else ", vector"
+        insert = (f"INSERT INTO vectors(hash, model, dim{cols}, searched{', pending' if self.delta else ''}) SELECT "
+                  f"hash, model, dim{held}, {flags} FROM (SELECT {held_key} AS hash, s.model, s.dim, "
                   f"s.vector::{STORED} AS vector, l.wanted IS NOT NULL AS wanted, (s.model || E'\\x1f' || s.dim) = "
-                  "ANY(%s) AS direct FROM stage_vectors s LEFT JOIN LATERAL (SELECT true AS wanted FROM nodes n "
+                  f"ANY(%s) AS direct{paired} FROM {name} s LEFT JOIN LATERAL (SELECT true AS wanted FROM nodes n "
                   f"WHERE n.embed_hash = {pg_hash.into('s.hash', self.nb)} LIMIT 1) l ON true) s "
                   "ORDER BY hash, model")
         same = "vectors.dim = excluded.dim AND vectors.vector = excluded.vector"
         if upsert and self.delta:  # a vector put again unchanged is left alone; a changed one leaves the index
+            guard = ""
+            if self.q8:  # an int8 row put again is compared by its bytes and scale (a whole row with a whole row)
+                same = ("vectors.dim = excluded.dim AND CASE WHEN excluded.q8 IS NULL THEN vectors.vector = "
+                        "excluded.vector ELSE vectors.q8 IS NOT DISTINCT FROM excluded.q8 AND vectors.q8_scale IS NOT "
+                        "DISTINCT FROM excluded.q8_scale END")
+                guard = " AND (excluded.q8 IS NULL OR NOT (vectors.searched OR vectors.pending))"  # (never so)
             kept = f"((vectors.searched AND {same}) OR excluded.searched)"
-            cleared = ", q8 = NULL, q8_scale = NULL" if self.q8 else ""  # a q8 row's ``same`` is NULL: updated
-            # only when a node has its text now (excluded searched or pending), which needs the whole values
+            # a row taking whole values holds no int8 form; one taking an int8 form (a changed context vector a node
+            # of the transaction names, or a whole context row held as int8 now) no halfvec. A q8 row put whole
+            # again: ``same`` is NULL, updated only when a node has its text now (excluded searched or pending)
+            cleared = ", q8 = excluded.q8, q8_scale = excluded.q8_scale" if self.q8 else ""
             insert += (f" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector"
                        f"{cleared}, searched = {kept}, pending = NOT {kept} AND (vectors.pending OR "
-                       f"vectors.searched OR excluded.pending) WHERE NOT ({same}) OR (excluded.searched AND NOT "
-                       "vectors.searched) OR (excluded.pending AND NOT vectors.searched AND NOT vectors.pending)")
+                       f"vectors.searched OR excluded.pending) WHERE (NOT ({same}) OR (excluded.searched AND NOT "
+                       "vectors.searched) OR (excluded.pending AND NOT vectors.searched AND NOT vectors.pending))"
+                       f"{guard}")
         elif upsert:
             insert += (" ON CONFLICT (hash, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
                        f"searched = vectors.searched OR excluded.searched WHERE NOT ({same}) OR (excluded.searched "
@@ -218,7 +291,7 @@ class VectorLoader:
         for model, dim, fresh in counted:
             self.new[(model, dim)] = self.new.get((model, dim), 0) + fresh
 
-    def _plan(self, model: str, dim: int, staged: int) -> None:
+    def _plan(self, model: str, dim: int, staged: int, name: str = "stage_vectors") -> None:
         """Keep the HNSW index of (model, dim) (the rows go into the delta) or drop it and build it after the rows
         (``finish``), by ``REBUILD_RATIO``: ``staged`` rows are about to be put, ``self.new`` were this
         transaction's so far."""
@@ -235,7 +308,7 @@ class VectorLoader:
             # it held were already far more than the load, new or not: a load into a large store)
             fresh = staged  # only rows not held yet cost an index insert
             if staged >= REBUILD_MIN:
-                fresh = db.execute("SELECT count(*) FROM stage_vectors s WHERE s.model = %s AND s.dim = %s AND NOT "
+                fresh = db.execute(f"SELECT count(*) FROM {name} s WHERE s.model = %s AND s.dim = %s AND NOT "
                                    f"EXISTS (SELECT 1 FROM vectors v WHERE v.hash = {pg_hash.into('s.hash', self.hb)} "
                                    "AND v.model = s.model)",
                                    key).fetchone()[0]

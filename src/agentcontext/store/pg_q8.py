@@ -18,10 +18,11 @@ the client (``quantize``; the migration and ``compact`` too). Every other reader
 reads
 ``value_sql`` (the values as a ``halfvec``, rebuilt in the server with pgvector's casts: ~0.05 ms a row). A q8 row
 whose text becomes a node's (``pg_bulk.mark_searched``) gets its values back from the bytes (``value_sql``); a put of
-the same hash with a node behind it writes the full values again. A load writes context rows whole (holding them
-as int8 at once needed a lookup a row through the props' GIN index: 2.5 ms a row at 1,000,000 memories, reverted;
-``pg_bulk``); migration 15 packs what a load left whole, once. ``compact`` (run by ``pg_delta.fold``) turns the
-context rows written whole since into q8 rows; their old row versions are space the table reuses."""
+the same hash with a node behind it writes the full values again. A load writes a context row as int8 at once when a
+node of the same transaction names it (``pg_bulk.VectorLoader``: batch_store), and a copy a row whose values are an
+int8 row's already (``exact``); other context rows whole, packed later: migration 15 packs what a load left whole,
+once, and ``compact`` (run by ``pg_delta.fold``) the rows written whole since; their old row versions are space the
+table reuses."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -63,6 +64,25 @@ def quantize(values: np.ndarray) -> tuple[list[bytes], np.ndarray]:
     safe = np.where(scale > 0, scale, np.float32(1))
     q = np.clip(np.rint(m / safe[:, None]), -127, 127).astype(np.int8)
     return [row.tobytes() for row in q], scale
+
+
+def exact(values: np.ndarray, packed: Sequence[bytes], scale: np.ndarray) -> np.ndarray:
+    """Per row: whether ``values`` are what the server rebuilds from their int8 form (``quantize``: ``packed``,
+    ``scale``), bit for bit as float16 (``value_sql``: each byte times the scale in float4, then halfvec): so values
+    an export rebuilt from an int8 row, which a copy may hold as int8 again without losing a bit."""
+    rebuilt = (unpack(packed).astype(np.float32) * np.asarray(scale, dtype=np.float32)[:, None]).astype(np.float16)
+    held = np.asarray(values, dtype=np.float32).astype(np.float16)
+    return (rebuilt.view(np.uint16) == held.view(np.uint16)).all(axis=1)
+
+
+def stepped(values: np.ndarray, head: int = 8) -> np.ndarray:
+    """Per row: whether its first ``head`` values are within float16's rounding of whole steps of its scale (its
+    largest magnitude / 127), as an int8 row's values are; a cheap test before ``exact`` (a halfvec row passes it
+    with a chance of about 0.14 ** 8)."""
+    m = np.asarray(values, dtype=np.float32)
+    scale = np.abs(m).max(axis=1) / 127
+    steps = m[:, :head] / np.where(scale > 0, scale, 1)[:, None]
+    return (np.abs(steps - np.rint(steps)) <= 0.07).all(axis=1)
 
 
 def unpack(raws: Sequence[bytes]) -> np.ndarray:

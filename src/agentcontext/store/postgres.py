@@ -222,7 +222,7 @@ class PostgresStore(SQLStore):
 
     def _bulk_insert(self, table: str, cols: str, rows: Sequence[Sequence[Any]]) -> None:
         if table == "vectors":  # copied vectors (import_rows): staged, HNSW indexes dropped for a large load
-            self._loader.load(rows, upsert=False)
+            self._loader.load(rows, upsert=False, copied=True)
             return
         if table == "tombstones":  # keyed by (id, namespace) (migration 7): one naming no namespace has ''
             rows = [(r[0], self.NO_NAMESPACE if r[1] is None else r[1], *r[2:]) for r in rows]
@@ -328,8 +328,7 @@ class PostgresStore(SQLStore):
         where.add("n.tags @> ?::text[]", tags)
 
     def _write_nodes(self, changed: list[tuple[Node, tuple | None, str]], existing: dict[str, tuple]) -> None:
-        """New rows by COPY; rows that change are staged by COPY, their current versions moved to node_versions
-        and the live rows updated from the stage, one statement each (``pg_bulk``); no row costs a round trip."""
+        """New rows by COPY, changed ones staged and updated set-wise (``pg_bulk``); the pair hashes they name noted."""
         inserts, updates = [], []
         for node, old, props_json in changed:
             (updates if old else inserts).append(pg_bulk.live_row(node, props_json, self._nb, self._pc))
@@ -339,6 +338,7 @@ class PostgresStore(SQLStore):
             self._bulk_insert("nodes", pg_bulk.live_cols(self._pc), inserts)
         pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}),
                               self._building(), self._delta, self._q8, self._hb)
+        self._loader.name_pairs([(n.props or {}).get("pair_hash") for n, _, _ in changed])
 
     # --- text index ------------------------------------------------------------------------
     def _bm25_stats(self, query: str, namespace=None, within: Sequence[str] | None = None) -> TextStatsRow:
