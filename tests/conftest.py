@@ -58,17 +58,26 @@ def write_pack(tmp_path):
 
 # --- several workers (pytest-xdist, `make test`): the slowest files first, a line per test file -----------------
 
-# The files that took longest in `--durations` runs (seconds on a busy 2-core machine), slowest first. Under xdist
-# each file runs whole on one worker and files are handed out in collection order (`--no-loadscope-reorder`), so
-# these go first and the last minute is not one worker finishing a long file alone. Only the order changes; a file
-# missing here runs after them, in its usual place.
-SLOW_FILES = ("test_parity.py", "test_mcp_inspector.py", "test_examples.py", "test_mcp_fuzz.py",
-              "test_web_browser.py", "test_memory_cli.py", "test_embed_fusion.py", "test_examples_frameworks.py",
-              "test_locomo.py", "test_access_interfaces.py", "test_pg_replicas.py", "test_langgraph.py",
-              "test_nenjo_cli.py", "test_mcp_transports.py", "test_postgres_concurrency.py",
-              "test_store_postgres.py", "test_cli_knowledge.py", "test_cli_habits.py", "test_memory_reliability.py",
-              "test_memory_chains.py", "test_graph_oracle.py", "test_graph_doors.py", "test_mcp_config.py",
-              "test_versions.py", "test_conformance_postgres.py", "test_conformance_shards.py", "test_pg_shards.py")
+# The files that took longest (wall seconds per file from session 18's `--durations=0` run of the whole suite on two
+# workers, at load 5-10 on the 2-core machine; each file of 20 s and more, slowest first; then the
+# rest of the earlier list). Under xdist each file runs
+# whole on one worker and files are handed out in collection order (`--no-loadscope-reorder`), so these go first and
+# the last minute is not one worker finishing a long file alone (test_mpnet_int8.py, 161 s there, was not listed and
+# started at 940 s of 1,386). Only the order changes; a file missing here runs after them, in its usual place.
+SLOW_FILES = ("test_mpnet_int8.py", "test_conformance_shards.py", "test_parity.py", "test_examples.py",
+              "test_mcp_inspector.py", "test_server_rank.py", "test_operations.py", "test_embed_models.py",
+              "test_web_browser.py", "test_index_files.py", "test_graph_oracle.py", "test_precedent_scope.py",
+              "test_pg_shards.py", "test_conformance_postgres.py", "test_embed_fusion.py", "test_memory_cli.py",
+              "test_cli_habits.py", "test_erasure_bytescan.py", "test_pg_shard_commit.py", "test_mcp_fuzz.py",
+              "test_cli_knowledge.py", "test_cli_build.py", "test_pg_prewarm.py", "test_examples_frameworks.py",
+              "test_embed_batching.py", "test_import_safety.py", "test_cli_literal.py", "test_pg_bulk.py",
+              "test_locomo.py", "test_text_stats_scope.py", "test_node2vec.py", "test_memory_writes.py",
+              "test_pg_replicas.py", "test_record_ids.py", "test_layers.py", "test_graph_doors.py",
+              "test_memory_postgres.py", "test_access_interfaces.py", "test_pg_delta.py", "test_access_paths.py",
+              "test_cli_store.py", "test_nenjo_cli.py", "test_graph_algorithms.py", "test_mcp_stdio_frames.py",
+              "test_existence_oracle.py", "test_packs.py", "test_langgraph.py", "test_mcp_transports.py",
+              "test_postgres_concurrency.py", "test_store_postgres.py", "test_memory_reliability.py",
+              "test_memory_chains.py", "test_mcp_config.py", "test_versions.py")
 
 
 def pytest_collection_modifyitems(config, items) -> None:

@@ -36,15 +36,21 @@ def memory(home) -> AgentMemory:
     return AgentMemory(vector_store=VectorStore(home=home), max_memory_size=10**6)
 
 
-@pytest.fixture
-def home(tmp_path):
-    """A workspace of N memories in conversations whose index was built once (and so saved)."""
-    folder = tmp_path / "ws"
+@pytest.fixture(scope="module")
+def built_home(tmp_path_factory):
+    """A workspace of N memories in conversations whose index was built once (and so saved), made once a module."""
+    folder = tmp_path_factory.mktemp("index-files") / "ws"
     mem = memory(folder)
     mem.batch_store(items(N, 1))
     mem._index()
     mem.workspace.close()
     return folder
+
+
+@pytest.fixture
+def home(built_home, tmp_path):
+    """A copy of that workspace (its store file and its index file) for each test, which may change or damage it."""
+    return shutil.copytree(built_home, tmp_path / "ws")
 
 
 def index_file(home):
