@@ -181,14 +181,18 @@ class WarmUp:
                 if gate.wanted_at is not None:  # how long that call waited for the step in flight
                     self.report.waited_ms = round((time.perf_counter() - gate.wanted_at) * 1000, 1)
                 raise _Stopped(f"yielded to the store's first search or write before {name}")
-            self._step, self._running = name, True
-            t = time.perf_counter()
-            try:
-                out = fn()
-            finally:
-                self._running = False
-            self.report.steps[name] = round(self.report.steps.get(name, 0.0) + (time.perf_counter() - t) * 1000, 1)
-            return out
+            return self._time_step(name, fn)
+
+    def _time_step(self, name: str, fn: Any) -> Any:
+        """Run one step, its time added to ``report.steps[name]`` (a name's chunks sum)."""
+        self._step, self._running = name, True
+        t = time.perf_counter()
+        try:
+            out = fn()
+        finally:
+            self._running = False
+        self.report.steps[name] = round(self.report.steps.get(name, 0.0) + (time.perf_counter() - t) * 1000, 1)
+        return out
 
     def _prewarm(self, report: pg_prewarm.PrewarmReport, found: list[tuple[str, int]]) -> None:
         """The cold search indexes loaded into the server's buffers (pg_prewarm.py): a probe (on the store's
@@ -243,14 +247,7 @@ class WarmUp:
         if gate.wanted:
             self.report.waited_ms = 0.0
             raise _Stopped(f"yielded to the store's first search or write before {name}")
-        self._step, self._running = name, True
-        t = time.perf_counter()
-        try:
-            out = fn()
-        finally:
-            self._running = False
-        self.report.steps[name] = round(self.report.steps.get(name, 0.0) + (time.perf_counter() - t) * 1000, 1)
-        return out
+        return self._time_step(name, fn)
 
     def _search(self) -> None:
         store = self.store
