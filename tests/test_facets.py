@@ -163,3 +163,21 @@ def test_a_postgresql_store_ranks_with_the_facets_as_the_index_does(pg_server, c
                 assert contents(got) == contents(local.results(q, max_results=10, count_use=False))
     finally:
         ws.close()
+
+
+def test_a_principal_without_read_gets_no_facet_search(tmp_path):
+    """The facets' searches run behind the question's access check: a principal without read on the memory is
+    refused (AccessDeniedError, audited) before any search, facets or not."""
+    from agentcontext.errors import AccessDeniedError
+    from agentcontext import access
+
+    store = VectorStore(home=tmp_path / ".agentcontext")
+    owner = AgentMemory(vector_store=store, max_memory_size=None)
+    owner.store("Melanie painted a sunrise and went camping with her kids")
+    access.grant(store.workspace, "reader", "memory:default", "read")  # someone else exists: every call checked
+    stranger = AgentMemory(vector_store=store, max_memory_size=None, ranker="facets", principal="stranger")
+    with pytest.raises(AccessDeniedError):
+        stranger.retrieve("What did Melanie paint and where did she go camping?")
+    reader = AgentMemory(vector_store=store, max_memory_size=None, ranker="facets", principal="reader")
+    assert reader.retrieve("What did Melanie paint and where did she go camping?")
+    assert "denied" in [r["outcome"] for r in store.workspace.store.audit(principal="stranger")]
