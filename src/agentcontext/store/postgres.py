@@ -24,8 +24,8 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import (pg_bulk, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_text_counts, pg_warmup, scrub,
-               transfer)
+from . import (pg_bulk, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_scrub, pg_text_counts,
+               pg_warmup, transfer)
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import LIGHT_COLS, NODE_COLS, Where, held_embed_text
@@ -54,15 +54,6 @@ class RawVector(Loader):
 
     def load(self, data: Any) -> bytes:
         return bytes(data)
-
-
-# what a strict scrub cannot reach (its receipt says so)
-MAY_REMAIN = (
-    "WAL segments written before the erasure, until the server recycles and overwrites them (longer with "
-    "wal_keep_size, replication slots or WAL archiving)",
-    "base backups, WAL archives and replicas made before the erasure",
-    "blocks the filesystem or the storage device freed but did not overwrite",
-)
 
 
 def _props_reads(db: Any) -> tuple[bool, str, str, str, str]:
@@ -96,6 +87,7 @@ class PostgresStore(SQLStore):
                               Capability.SERVER_QUERIES, Capability.VECTOR_DELTA, Capability.READ_AHEAD})
     CONNECT_TIMEOUT: float | None = None  # seconds a connection attempt may take (None: the store's timeout)
     READ_AHEAD = True  # reads may start ahead on a second connection (``read_ahead``; pg_parallel.py)
+    SCRUB_WAIT_S = pg_scrub.WAIT_S  # a strict scrub's wait for transactions older than the erasure
 
     def __init__(self, url: str, schema: str | None = None, timeout: float = 60.0, prewarm: bool = True,
                  fold_at: int | None = pg_delta.FOLD_AT, warm_up: bool | None = None) -> None:
@@ -378,28 +370,14 @@ class PostgresStore(SQLStore):
     def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
         """PostgreSQL keeps a deleted row's bytes in its dead tuple (plain VACUUM only marks the space free) and in
         the WAL. ``strict``: VACUUM FULL of ``tables`` writes each table (its TOAST and indexes, the text index
-        included) into new files and drops the old ones, so the heap files hold no erased byte; it takes an
-        exclusive lock on each table while it runs. Then a CHECKPOINT, so the WAL before it can be recycled.
-        Not ``strict``: plain VACUUM, and the receipt says the dead tuples' bytes remain until overwritten."""
-        names = [t for t in (tables or scrub.TABLES) if t in scrub.TABLES]
-        out: dict[str, Any] = {"backend": self.backend, "tables": names,
-                               "vacuum": "full" if strict else "plain"}
+        included) into new files and drops the old ones, after waiting up to ``SCRUB_WAIT_S`` for transactions
+        older than the erasure (they may still see the erased rows, so VACUUM FULL would copy them: status
+        ``held``, see ``pg_scrub``); it takes an exclusive lock on each table while it runs. Then a CHECKPOINT, so
+        the WAL before it can be recycled. Not ``strict``: plain VACUUM, and the receipt says the dead tuples' bytes
+        remain until overwritten."""
         with self._lock:
-            for name in names:
-                statement = pgsql.SQL("VACUUM (FULL) {}" if strict else "VACUUM {}").format(pgsql.Identifier(name))
-                self._guard(lambda statement=statement: self._db.execute(statement))
-            try:
-                self._db.execute("CHECKPOINT")
-                out["checkpoint"] = "done"
-            except psycopg.Error as exc:  # needs superuser or pg_checkpoint; the server checkpoints on its own too
-                reason = exc.diag.message_primary or str(exc)
-                out["checkpoint"] = f"not allowed for this role ({reason}); the server's own checkpoints follow"
-        out["status"] = "clean" if strict else "deferred"
-        out["may_remain"] = list(MAY_REMAIN)
-        if not strict:
-            out["may_remain"].insert(0, f"dead tuples of {', '.join(names)} in the heap and index files, until "
-                                        "overwritten or VACUUM FULL")
-        return out
+            return pg_scrub.run(self._db, lambda statement: self._guard(lambda: self._db.execute(statement)), tables,
+                                strict, self.SCRUB_WAIT_S, self.backend)
 
     # --- vectors ---------------------------------------------------------------------------
     def nearest(self, vector: np.ndarray, model: str, k: int, namespace=None, kind=None, tags=None,
