@@ -44,7 +44,17 @@ SAVE_LAG = 1000  # save the index file again once the index is this many changes
 FILE_KIND = "memory-index"
 log = logging.getLogger(__name__)
 # the versions of the code that derived the file's columns and word counts (module doc)
-DERIVED = {"time_bits": TIME_BITS_VERSION, "df": "stems", "asks": 1}
+DERIVED = {"time_bits": TIME_BITS_VERSION, "df": "stems of the text index's fields", "asks": 1}
+
+
+def indexed_text(node: Node) -> str:
+    """The fields the text index holds (SQLite's FTS columns, PostgreSQL's tsv: key, title, summary, tags,
+    content), so ``df`` counts the memories a keyword can match by each word: a date word in every memory's
+    summary ("1 May 2023") is common, as the server's own counts say, not rare."""
+    return " ".join([node.key or "", node.title or "", node.summary or "", " ".join(node.tags or ()),
+                     node.content or ""])
+
+
 PAIR, DENSE = "pair", "dense"  # context vector planes, added once the first pair vector arrives
 COLUMNS = {"has_pair": Column(bool, False), "prev": Column(np.int64, -1), "next": Column(np.int64, -1),
            "title": Column(np.int32, 0, coded=True), "conversation": Column(np.int32, -1, coded=True),
@@ -239,7 +249,7 @@ class MemoryIndex:
         self.props.extend(props)
         rows.put([node.id for node in nodes], own, values)
         for node in nodes:
-            self.df.update(set(map(stemmed, words((node.title or "") + " " + (node.content or "")))))
+            self.df.update(set(map(stemmed, words(indexed_text(node)))))
         existing_next = rows.column("next")
         for k in earlier:  # a row whose next turn arrived later (or out of order) links up too
             j = int(prev[k])
