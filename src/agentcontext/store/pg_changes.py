@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Sequence
 
 CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00")
@@ -39,7 +40,12 @@ def has_times(db: Any) -> bool:
 
 def canonical(at: Any) -> bool:
     """Whether ``at`` is a text a timestamp gives back exactly (``AT_READ``)."""
-    if not isinstance(at, str) or not CANONICAL.fullmatch(at):
+    return isinstance(at, str) and _canonical(at)
+
+
+@lru_cache(maxsize=256)  # the rows of one write share their time: a bulk load splits it once
+def _canonical(at: str) -> bool:
+    if not CANONICAL.fullmatch(at):
         return False
     try:
         when = datetime.strptime(at, "%Y-%m-%dT%H:%M:%S.%f+00:00")
