@@ -24,8 +24,8 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import (pg_bulk, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_scrub, pg_text_counts,
-               pg_warmup, transfer)
+from . import (pg_bulk, pg_changes, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_scrub,
+               pg_text_counts, pg_warmup, transfer)
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import LIGHT_COLS, NODE_COLS, Where, held_embed_text
@@ -120,6 +120,8 @@ class PostgresStore(SQLStore):
         self._q8 = pg_q8.has_q8(db)  # context vectors held as int8 (migration 9)
         self._hb, self._nb = pg_hash.key_forms(self)  # the hashes as bytes: vectors' (migration 10), nodes' (13)
         self._pc, self.PROPS_READ, self.NODE_READ, self.LIGHT_READ, self._version_read = _props_reads(db)
+        self._ct = pg_changes.has_times(db)  # the change log's time a timestamp (migration 17)
+        self.CHANGE_AT = pg_changes.AT_READ if self._ct else "at"
         self.prewarmed, self.warmed = _warm(self, prewarm, warm_up)
 
     def _connect(self) -> None:
@@ -218,9 +220,18 @@ class PostgresStore(SQLStore):
             return
         if table == "tombstones":  # keyed by (id, namespace) (migration 7): one naming no namespace has ''
             rows = [(r[0], self.NO_NAMESPACE if r[1] is None else r[1], *r[2:]) for r in rows]
+        if table == "changes" and self._ct:  # the time a timestamp, or its text when none gives it back (pg_changes)
+            cols, at = pg_changes.split_cols(cols)
+            rows = pg_changes.split_rows(rows, at)
         with self._db.cursor() as cur, cur.copy(f"COPY {table}({cols}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
+
+    def _insert_changes(self, rows: Sequence[Sequence[Any]]) -> None:
+        if not self._ct:
+            super()._insert_changes(rows)
+        elif rows:
+            self._execmany(pg_changes.INSERT, pg_changes.split_rows(rows))
 
     def _upsert_vectors(self, rows: list[tuple]) -> None:
         """``put_vectors``' rows (checked finite by SQLStore.put_vectors) staged by binary COPY and upserted in one

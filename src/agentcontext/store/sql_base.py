@@ -40,6 +40,7 @@ class SQLStore(SQLDialect):
     backend: str
     MIGRATIONS: Migrations
     VECTOR_DTYPE: type = np.float32  # what a vector is held as (base.Store)
+    CHANGE_AT = "at"  # the change log's time as its text (PostgreSQL's schema 17 renders a timestamp: pg_changes)
     capabilities: frozenset[Capability] = frozenset({Capability.PERSISTENT, Capability.SHARED})
 
     def __init__(self, url: str, timeout: float) -> None:
@@ -59,7 +60,11 @@ class SQLStore(SQLDialect):
         return self._tx_at if self._depth else utcnow()
 
     def _log(self, at: str, actor: str, op: str, target: str, namespace: str = "", detail: dict | None = None) -> None:
-        self._exec(self._q(CHANGE_INSERT), (at, actor, op, target, namespace, json.dumps(detail or {})))
+        self._insert_changes([(at, actor, op, target, namespace, json.dumps(detail or {}))])
+
+    def _insert_changes(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Change-log rows (``sql_part.CHANGE_COLS``: the time as the text written first)."""
+        self._execmany(self._q(CHANGE_INSERT), rows)
 
     # --- lifecycle and schema ------------------------------------------------------------------
     @contextmanager

@@ -10,7 +10,7 @@ from ..ids import check_id
 from . import scrub
 from .pg_hash import text as hash_text
 from .rows import as_list
-from .sql_part import CHANGE_INSERT, Part, tombstone_upsert
+from .sql_part import Part, tombstone_upsert
 
 
 class Erasure(Part):
@@ -46,8 +46,8 @@ class Erasure(Part):
                         f"DELETE FROM vectors WHERE {used} AND {self._vectors_unused()}", used_params)
                 self._execmany(self._q(tombstone_upsert(self.TOMBSTONE_KEY)),
                                [(r[0], r[2], r[3], at, reason, actor, erasure) for r in rows])
-                self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.purge", r[0], r[2],
-                                                         json.dumps({"reason": reason})) for r in rows])
+                self._insert_changes([(at, actor, "node.purge", r[0], r[2], json.dumps({"reason": reason}))
+                                      for r in rows])
         return totals
 
     def tombstones(self, namespace=None, ids: Sequence[str] | None = None) -> list[dict[str, Any]]:

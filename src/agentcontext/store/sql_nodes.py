@@ -8,7 +8,7 @@ from ..errors import ValidationError
 from ..ids import id_problem
 from ..model import Node
 from .rows import EXISTING_COLS, NODE_COLS, plan_versions, put_detail, row_to_node
-from .sql_part import CHANGE_COLS, CHANGE_INSERT, Part
+from .sql_part import CHANGE_COLS, Part
 
 
 class Nodes(Part):
@@ -90,6 +90,6 @@ class Nodes(Part):
                 else:
                     self._exec(self._q(f"UPDATE edges SET retracted_at = ? WHERE retracted_at IS NULL AND {src}"),
                                [at, *src_params])
-                self._execmany(self._q(CHANGE_INSERT), [(at, actor, "node.retract", r[0], r[2], "{}") for r in rows])
+                self._insert_changes([(at, actor, "node.retract", r[0], r[2], "{}") for r in rows])
                 count += len(rows)
         return count

@@ -59,6 +59,10 @@ class Part:
         return self.store.NODE_READ
 
     @property
+    def CHANGE_AT(self) -> str:  # noqa: N802 (PostgreSQL's schema 17: the time's text from a timestamp, pg_changes)
+        return self.store.CHANGE_AT
+
+    @property
     def PROPS_READ(self) -> str:  # noqa: N802
         return self.store.PROPS_READ
 
@@ -107,6 +111,9 @@ class Part:
 
     def _log(self, at: str, actor: str, op: str, target: str, namespace: str = "", detail: dict | None = None) -> None:
         self.store._log(at, actor, op, target, namespace, detail)
+
+    def _insert_changes(self, rows: Sequence[Sequence[Any]]) -> None:
+        self.store._insert_changes(rows)
 
     def _refuse_new(self, ids: Sequence[Any], what: str) -> None:
         self.store._refuse_new(ids, what)

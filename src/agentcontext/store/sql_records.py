@@ -5,7 +5,7 @@ import json
 from typing import Any
 
 from ..model import Change
-from .sql_part import CHANGE_INSERT, Part
+from .sql_part import Part
 
 
 class Records(Part):
@@ -20,8 +20,7 @@ class Records(Part):
                 "INSERT INTO records(kind, key, value, updated_at) VALUES (?,?,?,?) ON CONFLICT (kind, key) "
                 "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"),
                 [(kind, key, json.dumps(value, sort_keys=True, default=str), at) for key, value in values.items()])
-            self._execmany(self._q(CHANGE_INSERT), [(at, actor, "record.put", f"{kind}/{key}", "", "{}")
-                                                    for key in values])
+            self._insert_changes([(at, actor, "record.put", f"{kind}/{key}", "", "{}") for key in values])
 
     def get_record(self, kind: str, key: str) -> dict[str, Any] | None:
         rows = self._read(self._q("SELECT value FROM records WHERE kind = ? AND key = ?"), (kind, key))
@@ -68,6 +67,6 @@ class Records(Part):
 
     def changes_since(self, seq: int, limit: int | None = None) -> list[Change]:
         page = f" LIMIT {int(limit)}" if limit else ""
-        rows = self._read(self._q(f"SELECT seq, at, actor, op, target, namespace, detail FROM changes WHERE seq > ? "
-                                  f"ORDER BY seq{page}"), (seq,))
+        rows = self._read(self._q(f"SELECT seq, {self.CHANGE_AT}, actor, op, target, namespace, "
+                                  f"detail FROM changes WHERE seq > ? ORDER BY seq{page}"), (seq,))
         return [Change(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]

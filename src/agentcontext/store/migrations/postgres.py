@@ -395,3 +395,21 @@ def props_columns(db) -> None:
     db.execute(f"CREATE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
                f"UNION ALL SELECT {live}, NULL AS embed_text FROM nodes")
     db.execute("ANALYZE nodes")
+
+
+@MIGRATIONS.step(17, "the change log's time held as a timestamp: changes.at timestamptz, changes.at_text the text only "
+                     "where a timestamp would not give it back exactly (store/pg_changes.py)")
+def change_times(db) -> None:
+    """One rewrite of ``changes`` (a column added, then it and ``at`` filled in one ALTER ... TYPE ... USING: every
+    USING reads the row as it was) and its key built again; each row's text is kept (``actx_at``: the canonical ones
+    as timestamps, any other in ``at_text``), and a row holds one or the other (``changes_at_held``). Run again on a
+    schema it already changed (an adopted one), it changes no row."""
+    from ..pg_changes import AT_SQL, has_times
+
+    db.execute(AT_SQL)
+    if has_times(db):
+        return
+    db.execute(f"ALTER TABLE changes ADD COLUMN at_text {T}")
+    db.execute(f"ALTER TABLE changes ALTER COLUMN at_text TYPE {T} USING CASE WHEN actx_at(at) IS NULL THEN at END, "
+               "ALTER COLUMN at TYPE timestamptz USING actx_at(at), ALTER COLUMN at DROP NOT NULL, "
+               "ADD CONSTRAINT changes_at_held CHECK (at IS NOT NULL OR at_text IS NOT NULL)")
