@@ -196,3 +196,6 @@ class ShardWrites:
 
     def redact_audit(self, targets: Sequence[str], note: dict[str, Any]) -> int:
         return self.on(self.names[0], lambda s: s.redact_audit(targets, note), write=True)
+
+    def erase_records(self, kind: str, keys: Sequence[str], actor: str = "") -> int:
+        return self.on(self.names[0], lambda s: s.erase_records(kind, keys, actor), write=True)

@@ -213,6 +213,9 @@ class SQLStore(SQLDialect):
     def redact_audit(self, targets: Sequence[str], note: dict[str, Any]) -> int:
         return scrub.redact_audit(self, targets, note)
 
+    def erase_records(self, kind: str, keys: Sequence[str], actor: str = "") -> int:
+        return scrub.erase_records(self, kind, keys, actor)
+
     # --- edges ---------------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
         return self._edges.put_edges(edges, actor, at)
