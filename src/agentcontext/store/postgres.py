@@ -186,6 +186,9 @@ class PostgresStore(SQLStore):
             raise StoreError(f"the store at {self.url} stayed locked too long; another process holds a long write",
                              url=self.url) from exc
 
+    def _refused(self, exc: BaseException) -> Exception | None:
+        return pg_text_counts.refused(exc, self.url, self._db.info.user, self.schema)
+
     def _commit(self) -> None:
         grew = self._vector_loader is not None and self._vector_loader.pending
         self._finish_loads()

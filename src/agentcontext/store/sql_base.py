@@ -82,9 +82,12 @@ class SQLStore(SQLDialect):
             self._depth = 1
             try:
                 yield
-            except BaseException:
+            except BaseException as exc:
                 self._depth = 0
                 self._rollback()
+                refused = self._refused(exc)  # the server refused the role a table: ours, naming the grant
+                if refused is not None:
+                    raise refused from exc
                 raise
             self._depth = 0
             self._commit()
