@@ -27,6 +27,8 @@ def fill(ws, secret: str) -> tuple[str, str]:
     memory.store("Joe said hello", metadata={"entities": [ENTITY]}, conversation_id=kept)
     memory.store("Ann said hello back", conversation_id=kept)
     memory.store("Something else", conversation_id="other")
+    memory.retrieve("what did Joe ask about his card")  # the memory index is built and saved beside the store
+    ws.index_files.wait()
     return gone, kept
 
 
@@ -56,6 +58,7 @@ def test_sqlite_no_file_holds_the_conversation_id_after_the_erasure(tmp_path):
     gone, kept = fill(ws, secret)
     ws.store.scrub()  # the WAL folded into the store: the id is in the store file itself
     assert hits(folder_files(home), gone), "the conversation id is in the store before the erasure"
+    assert hits(folder_files(home / "indexes"), gone), "and in the memory index's file"
     receipt = erase_workspace_entity(ws, ENTITY, reason="GDPR")
     assert receipt.complete and receipt.stores["memory"]["items"] == 3
     assert hits(folder_files(home), gone) == {}
