@@ -435,9 +435,15 @@ class ErasureCoordinator:
             return {"status": "not_configured",
                     "detail": "no store of record is bound: what the bound objects do with their bytes is theirs"}
         results = list(self._unreadable)
+        strict = self.physical == "strict"
         for store, _ in plans:
             try:
-                results.append({"url": store.url, **store.scrub(tables, strict=self.physical == "strict")})
+                result = {"url": store.url, **store.scrub(tables, strict=strict)}
+                if strict:  # PostgreSQL: the values ANALYZE sampled before, in pg_statistic
+                    stats = store.forget_statistics(tables)
+                    result["statistics"] = stats["statistics"]
+                    result["may_remain"] = [*result.get("may_remain", []), *stats["may_remain"]]
+                results.append(result)
             except Exception as exc:
                 results.append({"url": store.url, **_failed(exc), "status": "incomplete"})
         if len(results) == 1:  # the store's URL is in receipt.audit

@@ -129,6 +129,12 @@ class ShardWrites:
         remain = [f"on shard {name}: {item}" for name, p in parts.items() for item in p.get("may_remain", [])]
         return {**first, "status": status, "may_remain": remain, "shards": parts}
 
+    def forget_statistics(self, tables: Sequence[str] | None = None) -> dict[str, Any]:
+        """Every shard's planner statistics (PostgresStore.forget_statistics); what may remain, shard by shard."""
+        parts = {name: self.on(name, lambda s: s.forget_statistics(tables), write=True) for name in self.names}
+        return {"statistics": "; ".join(f"{name}: {p['statistics']}" for name, p in parts.items()),
+                "may_remain": [f"on shard {name}: {item}" for name, p in parts.items() for item in p["may_remain"]]}
+
     # --- edges ---------------------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
         with self.transaction():

@@ -25,7 +25,7 @@ from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
 from . import (pg_bulk, pg_changes, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_scrub,
-               pg_text_counts, pg_warmup, transfer)
+               pg_statistics, pg_text_counts, pg_warmup, scrub, transfer)
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import LIGHT_COLS, NODE_COLS, Where, held_embed_text
@@ -395,6 +395,13 @@ class PostgresStore(SQLStore):
         with self._lock:
             return pg_scrub.run(self._db, lambda statement: self._guard(lambda: self._db.execute(statement)), tables,
                                 strict, self.SCRUB_WAIT_S, self.backend)
+
+    def forget_statistics(self, tables: Sequence[str] | None = None) -> dict[str, Any]:
+        """After a strict scrub: the planner's statistics sampled from ``tables`` before it, out of the database's
+        files as far as the role may (pg_statistics.py)."""
+        names = [t for t in (tables or scrub.TABLES) if t in scrub.TABLES]
+        with self._lock:
+            return self._guard(lambda: pg_statistics.forget(self, names))
 
     # --- vectors ---------------------------------------------------------------------------
     def nearest(self, vector: np.ndarray, model: str, k: int, namespace=None, kind=None, tags=None,

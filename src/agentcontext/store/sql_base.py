@@ -216,6 +216,9 @@ class SQLStore(SQLDialect):
     def redact_audit(self, targets: Sequence[str], note: dict[str, Any]) -> int:
         return scrub.redact_audit(self, targets, note)
 
+    def forget_statistics(self, tables: Sequence[str] | None = None) -> dict[str, Any]:
+        return {"statistics": "none kept", "may_remain": []}  # PostgresStore's are pg_statistics.py
+
     def erase_records(self, kind: str, keys: Sequence[str], actor: str = "") -> int:
         return scrub.erase_records(self, kind, keys, actor)
 

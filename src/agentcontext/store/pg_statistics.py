@@ -1,0 +1,58 @@
+"""The planner's statistics after an erasure on PostgreSQL: ANALYZE (autovacuum runs it as a table grows) keeps a
+sample of each column's values in the catalog ``pg_statistic`` (its most common values and histogram bounds: a
+memory's text, its conversation id, a node's key), in the database's own files. VACUUM FULL of a table rewrites
+the table, not its statistics, so an erased value sampled before stays there.
+
+``forget(store, tables)``, after the tables' VACUUM FULL: ANALYZE each (its statistics now sample the rows that
+remain; the old ones become dead tuples of ``pg_statistic``), then VACUUM FULL of ``pg_statistic`` itself (its heap
+and TOAST files rewritten without them) where the role may (a superuser, a role with MAINTAIN on it: PostgreSQL 17's
+``pg_maintain``; before 17 the database's owner too). A role that may not is told what remains and who can clear
+it. A table ANALYZE finds empty keeps its old statistics (PostgreSQL writes none from no rows): they are cleared
+(``pg_clear_attribute_stats``, PostgreSQL 18), or said to remain before 18.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+CATALOG = "pg_catalog.pg_statistic"
+MAY_VACUUM = (
+    "SELECT r.rolsuper OR CASE WHEN current_setting('server_version_num')::int >= 170000 "
+    "THEN has_table_privilege('pg_catalog.pg_statistic', 'MAINTAIN') "
+    "ELSE d.datdba = r.oid END FROM pg_roles r, pg_database d "
+    "WHERE r.rolname = current_user AND d.datname = current_database()")
+
+
+def forget(store: Any, tables: Sequence[str]) -> dict[str, Any]:
+    """ANALYZE ``tables`` (of the store's schema) and rewrite ``pg_statistic``; returns ``statistics`` (what was
+    done) and ``may_remain`` (what the role could not clear: empty when nothing)."""
+    import psycopg
+    from psycopg import sql as pgsql
+
+    db = store._db
+    empty = []
+    for name in tables:
+        db.execute(pgsql.SQL("ANALYZE {}").format(pgsql.Identifier(name)))
+        if db.execute(pgsql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {})").format(pgsql.Identifier(name))
+                      ).fetchone()[0]:
+            empty.append(name)
+    remain = []
+    if empty and db.execute("SELECT current_setting('server_version_num')::int >= 180000").fetchone()[0]:
+        for name in empty:  # PostgreSQL 18: the statistics of each column cleared (the table's owner may)
+            db.execute("SELECT pg_clear_attribute_stats(schemaname, tablename, attname, inherited) FROM pg_stats "
+                       "WHERE schemaname = current_schema() AND tablename = %s", (name,))
+        empty = []
+    if empty:
+        remain.append(f"planner statistics of {', '.join(empty)} sampled before the erasure (pg_statistic: ANALYZE "
+                      "writes none for an empty table), until the table holds rows and is analyzed again")
+    if db.execute(MAY_VACUUM).fetchone()[0]:
+        db.execute(f"VACUUM (FULL) {CATALOG}")
+        done = "analyzed; pg_statistic rewritten"
+    else:
+        done = "analyzed; pg_statistic not rewritten (the role may not vacuum it)"
+        remain.append("the planner statistics sampled before the erasure, in pg_statistic's dead tuples, until a "
+                      f"superuser (or a role with MAINTAIN on it) runs VACUUM FULL {CATALOG}")
+    try:
+        db.execute("CHECKPOINT")  # the old files go (as after the tables' scrub)
+    except psycopg.Error:  # needs superuser or pg_checkpoint; the server checkpoints on its own too
+        pass
+    return {"statistics": done, "may_remain": remain}
