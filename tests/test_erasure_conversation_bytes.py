@@ -85,3 +85,19 @@ def test_postgres_no_heap_file_holds_the_conversation_id_after_a_strict_erasure(
     assert hits(folder_files(base), gone) == {}
     check_after(ws, gone, kept)
     ws.close()
+
+
+def test_forget_of_a_conversation_drops_its_head_record_and_its_key_in_the_change_log(tmp_path):
+    """forget(conversation_id=...) takes the head record too (not an erasure: its audit row names what it was
+    given, and the files are not scrubbed; concepts.memory)."""
+    from agentcontext.workspace import Workspace
+
+    ws = Workspace.open(home=tmp_path / ".agentcontext", create=True)
+    secret = new_secret()
+    gone, kept = fill(ws, secret)
+    memory = AgentMemory(vector_store=VectorStore(workspace=ws), namespace="default")
+    assert memory.forget(conversation_id=gone) == 2
+    assert heads(ws) == {kept, "other"}
+    assert not any(gone in c.target for c in ws.store.changes_since(0))
+    assert [a["detail"]["conversation_id"] for a in ws.store.audit() if a["action"] == "memory.forget"] == [gone]
+    ws.close()
