@@ -73,3 +73,32 @@ def test_a_role_that_may_not_rewrite_the_catalog_is_told_what_remains(pg_url):
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
             admin.execute(f"DROP OWNED BY {ROLE}")
             admin.execute(f"DROP ROLE {ROLE}")
+
+
+def test_a_reader_older_than_the_analyze_keeps_the_old_samples_and_is_named(pg_url, pg_server):
+    """VACUUM FULL keeps a dead row some transaction may still see, pg_statistic's as any table's: a reader whose
+    snapshot predates the ANALYZE is waited for, then named in what may remain; once it ends, forget again clears
+    them."""
+    conninfo, schema = split_url(pg_url)
+    store = PostgresStore(pg_url, prewarm=False)
+    reader = psycopg.connect(conninfo)
+    try:
+        secret = new_secret()
+        fill(store, secret)
+        store._db.execute("ANALYZE")
+        store.purge_nodes(["x"], reason="erasure")
+        store.scrub(CONTENT_TABLES)
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        reader.execute(f'SELECT count(*) FROM "{schema}".nodes').fetchone()  # its snapshot, before the ANALYZE
+        done = pg_statistics.forget(store, CONTENT_TABLES, wait_s=0.3)
+        assert done["statistics"] == "analyzed; pg_statistic rewritten while 1 older reader(s) ran", done
+        assert any("older than its ANALYZE" in line for line in done["may_remain"]), done
+        store._db.execute("CHECKPOINT")
+        assert hits(folder_files(pg_server.data / "base"), secret)  # kept for the reader
+        reader.rollback()
+        assert pg_statistics.forget(store, CONTENT_TABLES, wait_s=0.3)["may_remain"] == []
+        store._db.execute("CHECKPOINT")
+        assert hits(folder_files(pg_server.data / "base"), secret) == {}
+    finally:
+        reader.close()
+        store.close()

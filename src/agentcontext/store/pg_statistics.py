@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from . import pg_scrub
+
 CATALOG = "pg_catalog.pg_statistic"
+HORIZON = "SELECT xid(pg_snapshot_xmax(pg_current_snapshot()))::text"  # the next transaction id (as pg_scrub's)
 MAY_VACUUM = (
     "SELECT r.rolsuper OR CASE WHEN current_setting('server_version_num')::int >= 170000 "
     "THEN has_table_privilege('pg_catalog.pg_statistic', 'MAINTAIN') "
@@ -22,9 +25,10 @@ MAY_VACUUM = (
     "WHERE r.rolname = current_user AND d.datname = current_database()")
 
 
-def forget(store: Any, tables: Sequence[str]) -> dict[str, Any]:
-    """ANALYZE ``tables`` (of the store's schema) and rewrite ``pg_statistic``; returns ``statistics`` (what was
-    done) and ``may_remain`` (what the role could not clear: empty when nothing)."""
+def forget(store: Any, tables: Sequence[str], wait_s: float = pg_scrub.WAIT_S) -> dict[str, Any]:
+    """ANALYZE ``tables`` (of the store's schema) and rewrite ``pg_statistic``, after waiting up to ``wait_s`` for
+    the transactions that may still see the old samples (VACUUM FULL keeps them for those, as for any row:
+    pg_scrub.py); returns ``statistics`` (what was done) and ``may_remain`` (what could not be cleared)."""
     import psycopg
     from psycopg import sql as pgsql
 
@@ -45,8 +49,14 @@ def forget(store: Any, tables: Sequence[str]) -> dict[str, Any]:
         remain.append(f"planner statistics of {', '.join(empty)} sampled before the erasure (pg_statistic: ANALYZE "
                       "writes none for an empty table), until the table holds rows and is analyzed again")
     if db.execute(MAY_VACUUM).fetchone()[0]:
+        readers = pg_scrub.wait_for_readers(db, db.execute(HORIZON).fetchone()[0], wait_s)
         db.execute(f"VACUUM (FULL) {CATALOG}")
         done = "analyzed; pg_statistic rewritten"
+        if readers:
+            done += f" while {len(readers)} older reader(s) ran"
+            who = "; ".join(f"{r['kind']} {r['who']} ({r['what']})" for r in readers[:5])
+            remain.append(f"planner statistics sampled before the erasure, kept in pg_statistic for reader(s) "
+                          f"older than its ANALYZE ({who}); once they end, erase again to rewrite it")
     else:
         done = "analyzed; pg_statistic not rewritten (the role may not vacuum it)"
         remain.append("the planner statistics sampled before the erasure, in pg_statistic's dead tuples, until a "

@@ -401,7 +401,7 @@ class PostgresStore(SQLStore):
         files as far as the role may (pg_statistics.py)."""
         names = [t for t in (tables or scrub.TABLES) if t in scrub.TABLES]
         with self._lock:
-            return self._guard(lambda: pg_statistics.forget(self, names))
+            return self._guard(lambda: pg_statistics.forget(self, names, self.SCRUB_WAIT_S))
 
     # --- vectors ---------------------------------------------------------------------------
     def nearest(self, vector: np.ndarray, model: str, k: int, namespace=None, kind=None, tags=None,
