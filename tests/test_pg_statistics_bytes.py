@@ -16,6 +16,7 @@ from .bytescan import folder_files, hits, new_secret
 
 pytestmark = pytest.mark.postgres
 ROLE = "actx_schema_owner"
+WRITER = "actx_writer_only"
 
 
 def fill(store, secret: str) -> None:
@@ -102,3 +103,31 @@ def test_a_reader_older_than_the_analyze_keeps_the_old_samples_and_is_named(pg_u
     finally:
         reader.close()
         store.close()
+
+
+def test_a_role_that_may_not_analyze_a_table_is_told_what_remains(pg_url):
+    """A role that writes every table but owns none: PostgreSQL would skip its ANALYZE with a warning and keep the
+    old samples live; the step says so instead of claiming them analyzed."""
+    owner = PostgresStore(pg_url, prewarm=False)
+    conninfo, schema = split_url(pg_url)
+    with psycopg.connect(conninfo, autocommit=True) as admin:
+        if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (WRITER,)).fetchone():
+            admin.execute(f"DROP OWNED BY {WRITER}")
+            admin.execute(f"DROP ROLE {WRITER}")
+        admin.execute(f"CREATE ROLE {WRITER} LOGIN")
+        admin.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO {WRITER}')
+        admin.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO {WRITER}')
+        admin.execute(f'GRANT USAGE ON ALL SEQUENCES IN SCHEMA "{schema}" TO {WRITER}')
+    writer = PostgresStore(pg_url.replace("postgresql://postgres@", f"postgresql://{WRITER}@"), prewarm=False)
+    try:
+        fill(writer, new_secret())
+        writer.purge_nodes(["x"], reason="erasure")
+        done = pg_statistics.forget(writer, ["nodes", "edges"])
+        assert any(line.startswith("planner statistics of nodes, edges") and "may not ANALYZE" in line
+                   for line in done["may_remain"]), done
+    finally:
+        writer.close()
+        owner.close()
+        with psycopg.connect(conninfo, autocommit=True) as admin:
+            admin.execute(f"DROP OWNED BY {WRITER}")
+            admin.execute(f"DROP ROLE {WRITER}")

@@ -17,6 +17,11 @@ from typing import Any, Sequence
 from . import pg_scrub
 
 CATALOG = "pg_catalog.pg_statistic"
+MAY_ANALYZE = (
+    "SELECT CASE WHEN current_setting('server_version_num')::int >= 170000 THEN has_table_privilege(c.oid, 'MAINTAIN') "
+    "ELSE pg_has_role(c.relowner, 'USAGE') OR r.rolsuper OR d.datdba = r.oid END "
+    "FROM pg_class c, pg_roles r, pg_database d "
+    "WHERE c.oid = to_regclass(%s) AND r.rolname = current_user AND d.datname = current_database()")
 HORIZON = "SELECT xid(pg_snapshot_xmax(pg_current_snapshot()))::text"  # the next transaction id (as pg_scrub's)
 MAY_VACUUM = (
     "SELECT r.rolsuper OR CASE WHEN current_setting('server_version_num')::int >= 170000 "
@@ -33,8 +38,11 @@ def forget(store: Any, tables: Sequence[str], wait_s: float = pg_scrub.WAIT_S) -
     from psycopg import sql as pgsql
 
     db = store._db
-    empty = []
+    empty, refused = [], []
     for name in tables:
+        if not db.execute(MAY_ANALYZE, (name,)).fetchone()[0]:
+            refused.append(name)  # PostgreSQL would skip it with a warning: its old samples stay live
+            continue
         db.execute(pgsql.SQL("ANALYZE {}").format(pgsql.Identifier(name)))
         if db.execute(pgsql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {})").format(pgsql.Identifier(name))
                       ).fetchone()[0]:
@@ -45,6 +53,10 @@ def forget(store: Any, tables: Sequence[str], wait_s: float = pg_scrub.WAIT_S) -
             db.execute("SELECT pg_clear_attribute_stats(schemaname, tablename, attname, inherited) FROM pg_stats "
                        "WHERE schemaname = current_schema() AND tablename = %s", (name,))
         empty = []
+    if refused:
+        remain.append(f"planner statistics of {', '.join(refused)} sampled before the erasure (pg_statistic): the "
+                      "role may not ANALYZE them; their owner (or a role with MAINTAIN on them) can, then VACUUM FULL "
+                      f"{CATALOG}")
     if empty:
         remain.append(f"planner statistics of {', '.join(empty)} sampled before the erasure (pg_statistic: ANALYZE "
                       "writes none for an empty table), until the table holds rows and is analyzed again")
