@@ -40,7 +40,10 @@ def forget(store: Any, tables: Sequence[str], wait_s: float = pg_scrub.WAIT_S) -
     db = store._db
     empty, refused = [], []
     for name in tables:
-        if not db.execute(MAY_ANALYZE, (name,)).fetchone()[0]:
+        may = db.execute(MAY_ANALYZE, (name,)).fetchone()
+        if may is None:  # no such table in this schema (one pinned to an older version)
+            continue
+        if not may[0]:
             refused.append(name)  # PostgreSQL would skip it with a warning: its old samples stay live
             continue
         db.execute(pgsql.SQL("ANALYZE {}").format(pgsql.Identifier(name)))
