@@ -36,7 +36,6 @@ def before_store(url):
 
     class Before(PostgresStore):
         MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:mine() - 1])
-        READ_AHEAD = False  # its second connection would open the schema with every migration (upgrade it)
 
     return Before(url)
 

@@ -18,6 +18,7 @@ from agentcontext.store import open_store
 from agentcontext.store.pg_shards import ShardedStore
 from agentcontext.store.shard_directory import home_of, parse_shards
 
+from .bytescan import folder_files, hits, new_secret
 from .pg_replica import BASE_OPTIONS
 from .pg_server import PgServer
 
@@ -302,15 +303,24 @@ def test_erasure_reaches_every_shard_with_one_receipt(servers):
     try:
         graph = workspace_graph(ws, None)
         graph.add_node("customer-4471", "customer", content="Jane Roe, 12 Main St")
+        secret = new_secret()  # in the memories' text and in the conversation id (kept on the directory shard)
         for user in (first, second):
             memory = workspace_memory(ws, user, None)
-            memory.store("Customer 4471 (Jane Roe) asked for a refund", metadata={"entities": ["customer-4471"]})
+            memory.store(f"Customer 4471 (Jane Roe) asked for a refund on card {secret}",
+                         metadata={"entities": ["customer-4471"]}, conversation_id=f"jane-roe-{secret}")
             memory.store("The office closes at six")
+        for server in servers.values():  # as autovacuum does: samples of the values in pg_statistic
+            for table in ("nodes", "node_versions", "records", "changes"):
+                held_on(server, schema, f"ANALYZE {table}")
+            held_on(server, schema, "CHECKPOINT")
+        assert all(hits(folder_files(servers[n].data / "base"), secret) for n in ("b", "c"))
         homes = {ns: shard for ns, (shard, _, _) in ws.store.directory.rows(fresh=True).items()}
         assert {homes[f"memory:{first}"], homes[f"memory:{second}"]} == {"b", "c"}
         receipt = erase_workspace_entity(ws, "customer-4471", reason="GDPR", namespace=first, erase_mentions=True)
         assert receipt.complete, receipt.to_dict()
-        for name in names:
+        for name in names:  # no shard's files hold a byte of the text or the conversation id (the byte scan)
+            held_on(servers[name], schema, "CHECKPOINT")
+            assert hits(folder_files(servers[name].data / "base"), secret) == {}, name
             for table in ("nodes", "node_versions"):
                 assert held_on(servers[name], schema, f"SELECT count(*) FROM {table} WHERE content LIKE "
                                                       "'%Jane Roe%'") == [(0,)], (name, table)

@@ -1,4 +1,4 @@
-"""erased(), purge_history(), redact_audit(), scrub() and the erasure mark on tombstones."""
+"""erased(), purge_history(), redact_audit(), scrub(), forget_statistics() and the erasure mark on tombstones."""
 from __future__ import annotations
 
 import numpy as np
@@ -57,6 +57,9 @@ def test_scrub_says_what_it_did_and_what_may_remain(store):
     assert out["backend"] == store.backend and out["status"] == "clean"
     assert out["may_remain"] and all(isinstance(x, str) for x in out["may_remain"])
     assert store.get_node("n1") is None and store.check_integrity() == "ok"
+    stats = store.forget_statistics(["nodes", "node_versions"])  # the planner's samples (PostgreSQL's ANALYZE)
+    assert isinstance(stats["statistics"], str) and all(isinstance(x, str) for x in stats["may_remain"])
+    assert store.count_nodes() == 0 and store.check_integrity() == "ok"
 
 
 def test_find_by_props_matches_a_value_or_a_list_element(store):

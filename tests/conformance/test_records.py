@@ -55,3 +55,20 @@ def test_put_records_is_put_record_of_each(store):
         ("record.put", "head/a", "bob", {}), ("record.put", "head/b\x1fc", "bob", {})]
     store.put_records("head", {})
     assert store.change_counter() == c0 + 2
+
+
+def test_erase_records_takes_their_keys_out_of_the_change_log(store):
+    """erase_records(): the records go, and the change log's rows about them keep what was done when by whom, not
+    the key (a key may name an erased subject: a conversation's head record, memory/chain.py)."""
+    store.put_records("head", {"ns\x1fjoe-card-4242": {"id": "m1"}, "ns\x1fother": {"id": "m2"}}, actor="bob")
+    store.put_record("head", "ns\x1fjoe-card-4242", {"id": "m3"}, actor="bob")
+    c0 = store.change_counter()
+    assert store.erase_records("head", ["ns\x1fjoe-card-4242", "ns\x1fnever"], actor="eraser") == 3  # 1 + 2 rows
+    assert store.list_records("head") == [("ns\x1fother", {"id": "m2"})]
+    changes = store.changes_since(0)
+    assert not any("joe-card" in c.target for c in changes)
+    assert [(c.op, c.target, c.actor) for c in changes if c.op.startswith("record.")] == [
+        ("record.put", "head/(erased)", "bob"), ("record.put", "head/ns\x1fother", "bob"),
+        ("record.put", "head/(erased)", "bob"), ("record.erase", "head/(erased)", "eraser")]
+    assert store.change_counter() == c0 + 1
+    assert store.erase_records("head", ["ns\x1fjoe-card-4242"]) == 0 and store.change_counter() == c0 + 1

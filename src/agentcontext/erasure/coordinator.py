@@ -27,7 +27,7 @@ from ..graph.writes import retracted_node
 from ..store import Store
 from ..seams import (Checked, ErasableMemory, ErasableVectors, DeletesVectors, NamedBackend, PurgeableGraph,
                      store_of, workspace_of)
-from ..store.scrub import CONTENT_TABLES
+from ..store.scrub import CONTENT_TABLES, LOG_TABLES
 from . import subject as found
 from .receipt import ErasureReceipt
 
@@ -185,6 +185,7 @@ class ErasureCoordinator:
             if store is not None:
                 totals = purge_memories(store, ids, "erasure", self.actor, erasure=entity_id)
                 tally["vectors"] += totals["vectors"]
+                tally["records"] += totals["records"]
                 deleted = totals["nodes"]
                 if self._our_memory is not None:
                     self._our_memory.retention.forgotten(ids)
@@ -229,6 +230,7 @@ class ErasureCoordinator:
                     groups.setdefault(entry["action"], []).append(entry["id"])
                 if groups.get("memory"):
                     totals = purge_memories(store, groups["memory"], reason, self.actor, erasure=entity_id)
+                    tally["records"] += totals["records"]
                     out["memories"] += totals["nodes"]
                     tally["vectors"] += totals["vectors"]
                 if groups.get("graph"):
@@ -324,7 +326,7 @@ class ErasureCoordinator:
             memory_store = self._memory_store()
             memory_ids = list(dict.fromkeys([*memory_ids, *(i for st, subj in plans if st is memory_store
                                                             for i in subj.memories)]))
-        tally: dict[str, Any] = {"vectors": 0, "touched": set(memory_ids or [])}
+        tally: dict[str, Any] = {"vectors": 0, "records": 0, "touched": set(memory_ids or [])}
         in_store = self._vectors_in_store()
         if not in_store:
             receipt.stores["vectors"] = self._foreign_vectors(list(vector_ids) if vector_ids is not None
@@ -345,7 +347,7 @@ class ErasureCoordinator:
             receipt.stores["vectors"] = self._store_vectors(receipt, tally["vectors"], len(memory_ids or []))
         self._drop_derived()
         receipt.external_copies = self._copies(plans, tally["touched"])
-        receipt.physical = self._physical(plans)
+        receipt.physical = self._physical(plans, CONTENT_TABLES + (LOG_TABLES if tally["records"] else ()))
         self._audit(receipt)
         return receipt
 
@@ -427,14 +429,21 @@ class ErasureCoordinator:
             out += copies.holding(store, ids | set(subj.mentions), {n for n in namespaces if n})
         return out
 
-    def _physical(self, plans: list[tuple[Store, found.Subject]]) -> dict[str, Any]:
+    def _physical(self, plans: list[tuple[Store, found.Subject]], tables: tuple[str, ...]) -> dict[str, Any]:
+        """Scrub each store of record's ``tables`` (the change log's too when a record keyed by the subject went)."""
         if not plans and not self._unreadable:
             return {"status": "not_configured",
                     "detail": "no store of record is bound: what the bound objects do with their bytes is theirs"}
         results = list(self._unreadable)
+        strict = self.physical == "strict"
         for store, _ in plans:
             try:
-                results.append({"url": store.url, **store.scrub(CONTENT_TABLES, strict=self.physical == "strict")})
+                result = {"url": store.url, **store.scrub(tables, strict=strict)}
+                if strict:  # PostgreSQL: the values ANALYZE sampled before, in pg_statistic
+                    stats = store.forget_statistics(tables)
+                    result["statistics"] = stats["statistics"]
+                    result["may_remain"] = [*result.get("may_remain", []), *stats["may_remain"]]
+                results.append(result)
             except Exception as exc:
                 results.append({"url": store.url, **_failed(exc), "status": "incomplete"})
         if len(results) == 1:  # the store's URL is in receipt.audit

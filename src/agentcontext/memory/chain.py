@@ -21,7 +21,8 @@ HEAD = "memory.chain_head"
 FEW_HEADS = 16  # at most this many conversations: their head records read by key; more: the namespace's listed
 
 
-def _key(namespace: str, conversation_id: str) -> str:
+def head_key(namespace: str, conversation_id: str) -> str:
+    """The key of a conversation's head record."""
     return f"{namespace}\x1f{conversation_id}"
 
 
@@ -37,9 +38,9 @@ def heads(db: Any, namespace: str, conversation_ids: list[str]) -> dict[str, Nod
     (``_scan``)."""
     wanted = list(dict.fromkeys(conversation_ids))
     if len(wanted) <= FEW_HEADS or Capability.SERVER_QUERIES not in db.capabilities:  # embedded: a read is cheap
-        records = {c: r for c in wanted if (r := db.get_record(HEAD, _key(namespace, c)))}
+        records = {c: r for c in wanted if (r := db.get_record(HEAD, head_key(namespace, c)))}
     else:
-        prefix = _key(namespace, "")
+        prefix = head_key(namespace, "")
         listed = dict(db.list_records(HEAD, prefix=prefix))
         records = {c: r for c in wanted if (r := listed.get(prefix + c))}
     nodes = db.get_nodes([r["id"] for r in records.values() if r.get("id")])
@@ -88,4 +89,5 @@ def relink(db: Any, embedder: Callable[[], Any], namespace: str, first: dict[str
 
 
 def set_heads(db: Any, namespace: str, heads: dict[str, str], actor: str = "") -> None:
-    db.put_records(HEAD, {_key(namespace, conv): {"id": memory_id} for conv, memory_id in heads.items()}, actor=actor)
+    db.put_records(HEAD, {head_key(namespace, conv): {"id": memory_id} for conv, memory_id in heads.items()},
+                   actor=actor)

@@ -5,22 +5,30 @@ may name the same previous turn when writers raced before chains were read insid
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
+from .chain import HEAD, head_key
 from .records import CONV, KIND, STATE_KIND
 
 
-def pair_hashes(store: Any, ids: Sequence[str]) -> set[str]:
-    """The pair-vector hashes computed from the text of these memories: their own and their followers'."""
-    nodes = store.get_nodes(list(ids), include_retracted=True)  # a retracted memory's pair vector holds its text too
-    gone = set(ids)
-    pairs = {(n.props or {}).get("pair_hash") for n in nodes.values()}
+def conversations(nodes: Iterable[Any]) -> list[tuple[str, str]]:
+    """The (namespace, conversation id) of these memories' conversations, each once."""
     by_conv: dict[tuple[str, str], None] = {}
-    for n in nodes.values():
+    for n in nodes:
         conv = (n.props or {}).get("conversation_id")
         if conv is not None:
             by_conv[(n.namespace, str(conv))] = None
-    for namespace, conv in by_conv:
+    return list(by_conv)
+
+
+def pair_hashes(store: Any, ids: Sequence[str], nodes: dict[str, Any] | None = None) -> set[str]:
+    """The pair-vector hashes computed from the text of these memories (``nodes``: them, read with the retracted
+    ones, if the caller has): their own and their followers'."""
+    if nodes is None:  # a retracted memory's pair vector holds its text too
+        nodes = store.get_nodes(list(ids), include_retracted=True)
+    gone = set(ids)
+    pairs = {(n.props or {}).get("pair_hash") for n in nodes.values()}
+    for namespace, conv in conversations(nodes.values()):
         for turn in store.find_nodes(namespace=namespace, kind=KIND, tags=[CONV + conv], with_content=False,
                                      order="none"):
             props = turn.props or {}
@@ -33,16 +41,31 @@ def pair_hashes(store: Any, ids: Sequence[str]) -> set[str]:
 def purge_memories(store: Any, ids: Sequence[str], reason: str, actor: str = "",
                    erasure: str | None = None) -> dict[str, int]:
     """Purge memories and every vector derived from their text, in one transaction; returns the store's totals
-    with ``vectors`` counting the pair vectors too."""
+    with ``vectors`` counting the pair vectors too, and ``records``: the rows the conversations they ended changed
+    (``ended``)."""
     ids = list(dict.fromkeys(ids))
     if not ids:
-        return {"nodes": 0, "versions": 0, "edges": 0, "vectors": 0}
+        return {"nodes": 0, "versions": 0, "edges": 0, "vectors": 0, "records": 0}
     with store.transaction():
-        pairs = pair_hashes(store, ids)
+        nodes = store.get_nodes(ids, include_retracted=True)
+        pairs = pair_hashes(store, ids, nodes)
         totals = store.purge_nodes(ids, reason=reason, actor=actor, erasure=erasure)
         if pairs:
             totals["vectors"] += store.delete_vectors(sorted(pairs))
+        totals["records"] = ended(store, conversations(nodes.values()), actor)
     return totals
+
+
+def ended(store: Any, convs: Sequence[tuple[str, str]], actor: str = "") -> int:
+    """Drop the head record (memory/chain.py) of each of these conversations no live turn is left in, and its key
+    from the change log (``Store.erase_records``): the id may name the subject (``joe-card-4242``), and nothing
+    else keeps it once its turns are gone. Returns how many rows that changed."""
+    done = [(ns, conv) for ns, conv in convs
+            if not store.find_nodes(namespace=ns, kind=KIND, tags=[CONV + conv], with_content=False, order="none",
+                                    limit=1)]
+    if not done:
+        return 0
+    return store.erase_records(HEAD, [head_key(ns, conv) for ns, conv in done], actor)
 
 
 def about(store: Any, entity_id: str, namespace: str | None = None, include_retracted: bool = False) -> list[Any]:

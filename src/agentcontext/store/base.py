@@ -322,6 +322,16 @@ class Erasable(Protocol):
         """Replace the detail of audit entries about ``targets`` with ``note`` (who, what, when and the target
         stay; erasure receipts are never changed). Returns how many entries changed."""
 
+    def forget_statistics(self, tables: Sequence[str] | None = None) -> dict[str, Any]:
+        """After a strict scrub: the query planner's samples of column values taken before it (PostgreSQL's
+        ``pg_statistic``, filled by ANALYZE) out of the store's files as far as the role may. Returns what was done
+        (``statistics``) and ``may_remain``. SQLite keeps no sample of a value (no ANALYZE is run): nothing to do."""
+
+    def erase_records(self, kind: str, keys: Sequence[str], actor: str = "") -> int:
+        """Delete these records and take their keys out of the change log's rows about them (what was done when by
+        whom stays): for a record whose key may name an erased subject. Returns how many rows changed (then
+        scrub the change log too: ``scrub.LOG_TABLES``)."""
+
     def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
         """After deletes: make the deleted rows' bytes unreadable from the store's files as far as the backend
         can (SQLite: a TRUNCATE checkpoint; PostgreSQL: VACUUM FULL of ``tables`` when ``strict``). Returns what

@@ -129,6 +129,12 @@ class ShardWrites:
         remain = [f"on shard {name}: {item}" for name, p in parts.items() for item in p.get("may_remain", [])]
         return {**first, "status": status, "may_remain": remain, "shards": parts}
 
+    def forget_statistics(self, tables: Sequence[str] | None = None) -> dict[str, Any]:
+        """Every shard's planner statistics (PostgresStore.forget_statistics); what may remain, shard by shard."""
+        parts = {name: self.on(name, lambda s: s.forget_statistics(tables), write=True) for name in self.names}
+        return {"statistics": "; ".join(f"{name}: {p['statistics']}" for name, p in parts.items()),
+                "may_remain": [f"on shard {name}: {item}" for name, p in parts.items() for item in p["may_remain"]]}
+
     # --- edges ---------------------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:
         with self.transaction():
@@ -196,3 +202,6 @@ class ShardWrites:
 
     def redact_audit(self, targets: Sequence[str], note: dict[str, Any]) -> int:
         return self.on(self.names[0], lambda s: s.redact_audit(targets, note), write=True)
+
+    def erase_records(self, kind: str, keys: Sequence[str], actor: str = "") -> int:
+        return self.on(self.names[0], lambda s: s.erase_records(kind, keys, actor), write=True)

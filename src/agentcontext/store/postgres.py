@@ -25,7 +25,7 @@ from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
 from . import (pg_bulk, pg_changes, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_scrub,
-               pg_text_counts, pg_warmup, transfer)
+               pg_statistics, pg_text_counts, pg_warmup, scrub, transfer)
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import LIGHT_COLS, NODE_COLS, Where, held_embed_text
@@ -99,10 +99,12 @@ class PostgresStore(SQLStore):
         self._vector_loader: pg_bulk.VectorLoader | None = None
         self._dropped: dict[str, list[str]] = {}  # an import's table: the indexes it dropped (pg_bulk.drop_indexes)
         self.fold_at = fold_at  # a commit leaving more vectors pending starts a background fold (None: never)
-        self.folder = pg_delta.Folder(lambda: PostgresStore(conninfo, self.schema, timeout, False, None))
+        # the store's other connections open the schema as this one found it: never a migration (SecondConnection)
+        self.folder = pg_delta.Folder(lambda: SecondConnection(conninfo, self.schema, timeout, False, None,
+                                                               version=self.opened_version))
         self._ahead = pg_parallel.ReadAhead(
             lambda warm: SecondConnection(conninfo, self.schema, timeout, False, None, warm_up=warm,
-                                          counts=self._counts), self.url)
+                                          counts=self._counts, version=self.opened_version), self.url)
         self._search = PgSearch(self)
         self._text = PgText(self)
         self._counts = pg_text_counts.Recent()  # BM25's counts read last (the second connection shares them)
@@ -116,6 +118,7 @@ class PostgresStore(SQLStore):
         self._ensure_vector_extension()
         register_vector(db)
         self._open()
+        self.opened_version = self.schema_version()  # what its other connections must find (SecondConnection)
         self._delta = pg_delta.has_delta(db)  # False only for a store pinned to an older schema (tests pin one)
         self._q8 = pg_q8.has_q8(db)  # context vectors held as int8 (migration 9)
         self._hb, self._nb = pg_hash.key_forms(self)  # the hashes as bytes: vectors' (migration 10), nodes' (13)
@@ -182,6 +185,9 @@ class PostgresStore(SQLStore):
             self._db.execute("ROLLBACK")
             raise StoreError(f"the store at {self.url} stayed locked too long; another process holds a long write",
                              url=self.url) from exc
+
+    def _refused(self, exc: BaseException) -> Exception | None:
+        return pg_text_counts.refused(exc, self.url, self._db.info.user, self.schema)
 
     def _commit(self) -> None:
         grew = self._vector_loader is not None and self._vector_loader.pending
@@ -390,6 +396,13 @@ class PostgresStore(SQLStore):
             return pg_scrub.run(self._db, lambda statement: self._guard(lambda: self._db.execute(statement)), tables,
                                 strict, self.SCRUB_WAIT_S, self.backend)
 
+    def forget_statistics(self, tables: Sequence[str] | None = None) -> dict[str, Any]:
+        """After a strict scrub: the planner's statistics sampled from ``tables`` before it, out of the database's
+        files as far as the role may (pg_statistics.py)."""
+        names = [t for t in (tables or scrub.TABLES) if t in scrub.TABLES]
+        with self._lock:
+            return self._guard(lambda: pg_statistics.forget(self, names, self.SCRUB_WAIT_S))
+
     # --- vectors ---------------------------------------------------------------------------
     def nearest(self, vector: np.ndarray, model: str, k: int, namespace=None, kind=None, tags=None,
                 valid_at: str | None = None, props: dict[str, Any] | None = None,
@@ -468,14 +481,29 @@ class PostgresStore(SQLStore):
 
 
 class SecondConnection(PostgresStore):
-    """The store a ``PostgresStore`` reads ahead on (pg_parallel.py): the same conninfo, schema and role; it opens
-    no further connection of its own."""
+    """Another connection of a ``PostgresStore``: the one it reads ahead on (pg_parallel.py; ``counts``: the first
+    connection's BM25 counts, shared) or its background fold's (pg_delta.py). The same conninfo, schema and role; it
+    reads ahead on no further connection of its own, and it never changes the schema: it runs no migration (a store
+    pinned to an older schema, or opened by an older agentcontext, stays at its version) and refuses a schema whose
+    version is not ``version``, the one the store found when it opened (another process upgraded it since)."""
 
     READ_AHEAD = False
 
-    def __init__(self, *args: Any, counts: pg_text_counts.Recent, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, version: int, counts: pg_text_counts.Recent | None = None, **kwargs: Any) -> None:
+        self._expected = version
         super().__init__(*args, **kwargs)
-        self._counts = counts  # the first connection's: its commits forget them for both
+        if counts is not None:
+            self._counts = counts  # the first connection's: its commits forget them for both
+
+    def _open(self) -> None:
+        """Check the schema's version instead of bringing it up to date (SQLStore._open)."""
+        found = self.schema_version()
+        if found != self._expected:
+            self._closed = True
+            self._db.close()
+            raise StoreError(f"the schema of the store at {self.url} is at version {found}, not {self._expected} as "
+                             "when the store was opened: another process changed it since; open the store again",
+                             url=self.url, version=found, expected=self._expected)
 
 
 def _warm(store: PostgresStore, prewarm: bool, warm_up: bool | None) -> tuple[pg_prewarm.PrewarmReport,

@@ -17,7 +17,10 @@ ERASE_ACTION = "erase_entity"  # the receipts themselves are never redacted
 TABLES = ("nodes", "node_versions", "edges", "vectors", "tombstones", "records", "audit", "changes", "text_counts")
 CONTENT_TABLES = ("nodes", "node_versions", "edges", "vectors", "records", "audit", "text_counts")
 """The tables whose rows an erasure deletes or rewrites (tombstones and the change log only gain rows that hold ids,
-never content, so their files need no rewrite)."""
+never content, so their files need no rewrite; but for the change log's rows about records whose key names the
+subject, which ``erase_records`` rewrites: then the change log is scrubbed too, ``LOG_TABLES``)."""
+LOG_TABLES = ("changes",)
+ERASED_KEY = "(erased)"  # what the change log's rows about an erased record name instead of its key
 
 
 def key_path(path: Sequence[str]) -> list[str]:
@@ -99,3 +102,22 @@ def redact_audit(store: Any, targets: Sequence[str], note: dict[str, Any]) -> in
                                           "AND (detail IS NULL OR detail <> ?)"),  # one redacted before: not again
                                  [detail, *params, ERASE_ACTION, detail])
     return count
+
+
+def erase_records(store: Any, kind: str, keys: Sequence[str], actor: str = "") -> int:
+    """Delete these records of ``kind`` and take their keys out of the change log (a key may name the subject: a
+    conversation's head record is keyed by the conversation id, memory/chain.py): the rows about them keep what
+    was done when by whom, their target becomes ``kind/(erased)``; one ``record.erase`` row says how many went.
+    Returns how many rows changed (records and change log rows: scrub ``LOG_TABLES`` too when any did)."""
+    keys = list(dict.fromkeys(keys))
+    changed = 0
+    with store.transaction():
+        for chunk in store._chunks(keys, per_statement=2):
+            clause, params = store._in("key", chunk)
+            gone = store._exec(store._q(f"DELETE FROM records WHERE kind = ? AND {clause}"), [kind, *params])
+            named, named_params = store._in("target", [f"{kind}/{k}" for k in chunk])
+            changed += gone + store._exec(store._q(f"UPDATE changes SET target = ? WHERE {named}"),
+                                          [f"{kind}/{ERASED_KEY}", *named_params])
+        if changed:
+            store._log(store._now(), actor, "record.erase", f"{kind}/{ERASED_KEY}", "", {"keys": len(keys)})
+    return changed

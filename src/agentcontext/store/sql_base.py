@@ -82,9 +82,12 @@ class SQLStore(SQLDialect):
             self._depth = 1
             try:
                 yield
-            except BaseException:
+            except BaseException as exc:
                 self._depth = 0
                 self._rollback()
+                refused = self._refused(exc)  # the server refused the role a table: ours, naming the grant
+                if refused is not None:
+                    raise refused from exc
                 raise
             self._depth = 0
             self._commit()
@@ -212,6 +215,12 @@ class SQLStore(SQLDialect):
 
     def redact_audit(self, targets: Sequence[str], note: dict[str, Any]) -> int:
         return scrub.redact_audit(self, targets, note)
+
+    def forget_statistics(self, tables: Sequence[str] | None = None) -> dict[str, Any]:
+        return {"statistics": "none kept", "may_remain": []}  # PostgresStore's are pg_statistics.py
+
+    def erase_records(self, kind: str, keys: Sequence[str], actor: str = "") -> int:
+        return scrub.erase_records(self, kind, keys, actor)
 
     # --- edges ---------------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:

@@ -59,6 +59,10 @@ class SQLDialect(ABC):
     @abstractmethod
     def _commit(self) -> None: ...
 
+    def _refused(self, exc: BaseException) -> Exception | None:
+        """Our error for a write the server refused the connection's role (a table it may not write), or None."""
+        return None
+
     @abstractmethod
     def _rollback(self) -> None: ...
 
