@@ -69,3 +69,9 @@ def split_cols(cols: str) -> tuple[str, int]:
     names = [c.strip() for c in cols.split(",")]
     at = names.index("at")
     return ", ".join([*names[:at + 1], "at_text", *names[at + 1:]]), at
+
+
+def copy_form(cols: str, rows: Sequence[Sequence[Any]]) -> tuple[str, list[tuple]]:
+    """A copy's column list and rows with ``at`` split in two (``split_cols``, ``split_rows``)."""
+    cols, at = split_cols(cols)
+    return cols, split_rows(rows, at)

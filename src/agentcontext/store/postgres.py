@@ -56,6 +56,14 @@ class RawVector(Loader):
         return bytes(data)
 
 
+def _refuse_nul(nodes: Sequence[Node]) -> None:
+    for node in nodes:
+        if any("\x00" in (text or "") for text in (node.id, node.key, node.title, node.summary, node.content,
+                                                     node.embed_text, *node.tags)):
+            raise ValidationError(f"node {node.id!r} holds a NUL character, which PostgreSQL text cannot store; "
+                                  "remove it", id=node.id)
+
+
 def _props_reads(db: Any) -> tuple[bool, str, str, str, str]:
     """Whether the ranking's props are columns of ``nodes`` (migration 16), and the SQL that reads a node's props,
     its columns, its light columns and its version columns with those props put back (``pg_props.read_sql``)."""
@@ -227,8 +235,7 @@ class PostgresStore(SQLStore):
         if table == "tombstones":  # keyed by (id, namespace) (migration 7): one naming no namespace has ''
             rows = [(r[0], self.NO_NAMESPACE if r[1] is None else r[1], *r[2:]) for r in rows]
         if table == "changes" and self._ct:  # the time a timestamp, or its text when none gives it back (pg_changes)
-            cols, at = pg_changes.split_cols(cols)
-            rows = pg_changes.split_rows(rows, at)
+            cols, rows = pg_changes.copy_form(cols, rows)
         with self._db.cursor() as cur, cur.copy(f"COPY {table}({cols}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
@@ -317,11 +324,7 @@ class PostgresStore(SQLStore):
         return "\x00" not in text  # no node can have it: PostgreSQL text holds no NUL
 
     def _check_text(self, nodes: Sequence[Node]) -> None:
-        for node in nodes:
-            if any("\x00" in (text or "") for text in (node.id, node.key, node.title, node.summary, node.content,
-                                                         node.embed_text, *node.tags)):
-                raise ValidationError(f"node {node.id!r} holds a NUL character, which PostgreSQL text cannot store; "
-                                      "remove it", id=node.id)
+        _refuse_nul(nodes)
 
     def _unindex(self, rids: Sequence[int], purge: bool) -> None:
         """Nothing to do: the text index is a column of the row (and queries skip retracted rows)."""
@@ -385,20 +388,14 @@ class PostgresStore(SQLStore):
 
     # --- erasure ---------------------------------------------------------------------------
     def scrub(self, tables: Sequence[str] | None = None, strict: bool = True) -> dict[str, Any]:
-        """PostgreSQL keeps a deleted row's bytes in its dead tuple (plain VACUUM only marks the space free) and in
-        the WAL. ``strict``: VACUUM FULL of ``tables`` writes each table (its TOAST and indexes, the text index
-        included) into new files and drops the old ones, after waiting up to ``SCRUB_WAIT_S`` for transactions
-        older than the erasure (they may still see the erased rows, so VACUUM FULL would copy them: status
-        ``held``, see ``pg_scrub``); it takes an exclusive lock on each table while it runs. Then a CHECKPOINT, so
-        the WAL before it can be recycled. Not ``strict``: plain VACUUM, and the receipt says the dead tuples' bytes
-        remain until overwritten."""
+        """VACUUM (FULL when ``strict``) of ``tables``, after waiting ``SCRUB_WAIT_S`` for readers older than the
+        erasure, then a CHECKPOINT; what it does and what its receipt says: pg_scrub.py."""
         with self._lock:
             return pg_scrub.run(self._db, lambda statement: self._guard(lambda: self._db.execute(statement)), tables,
                                 strict, self.SCRUB_WAIT_S, self.backend)
 
     def forget_statistics(self, tables: Sequence[str] | None = None) -> dict[str, Any]:
-        """After a strict scrub: the planner's statistics sampled from ``tables`` before it, out of the database's
-        files as far as the role may (pg_statistics.py)."""
+        """After a strict scrub: the planner's statistics of ``tables`` out of the files, as the role may."""
         names = [t for t in (tables or scrub.TABLES) if t in scrub.TABLES]
         with self._lock:
             return self._guard(lambda: pg_statistics.forget(self, names, self.SCRUB_WAIT_S))
