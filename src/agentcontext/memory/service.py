@@ -76,9 +76,11 @@ class AgentMemory(ConfiguredRecall):
                  weights: FusionWeights | None = None, actor: str = "", entity_graph: GraphLike | None = None,
                  principal: str | None = None, rerank: bool | None = None,
                  embedding_model: str | None = None, scope: Scope | None = None,
-                 config: RetrievalConfig | None = None, ranker: str | None = None) -> None:
+                 config: RetrievalConfig | None = None, ranker: str | None = None, places: bool = False) -> None:
         """``scope`` (the facade's) is the workspace and the principal at once; ``workspace=`` and ``principal=``
-        (or its older name ``actor=``) say them one at a time."""
+        (or its older name ``actor=``) say them one at a time. ``places``: each memory stored or edited through
+        this object gets the glosses of the places it names (memory/places.py; the ``places`` extra) in its
+        embedded and indexed text, never in its content."""
         if scope is not None:
             workspace, principal = scope.workspace, scope.principal
         if workspace is None:
@@ -92,6 +94,7 @@ class AgentMemory(ConfiguredRecall):
         self.retention = Retention(workspace.store, self.namespace, parse_retention(retention_policy),
                                    int(max_memory_size) if max_memory_size is not None else None, self._purge, actor)
         self.context_turns = context_turns
+        self.places = bool(places)
         # Who acts: checked on every call (``actor`` is the older name of the same thing).
         self.principal = principal_of(principal, actor)
         # With a graph, a stored memory whose metadata lists ``entities`` is linked to those entity nodes (links.py).
@@ -227,7 +230,7 @@ class AgentMemory(ConfiguredRecall):
     def _plan(self, items: list[dict[str, Any]]) -> tuple:
         """The nodes of ``items`` (linked to their conversations' heads as read now), each conversation's last and
         first node, the pair texts to embed, the vectors supplied (by hash) and the heads assumed (plan.py)."""
-        return plan_items(items, self.namespace, self.context_turns, self.db, lambda: self.dimension)
+        return plan_items(items, self.namespace, self.context_turns, self.db, lambda: self.dimension, self.places)
 
     def _land(self, nodes: list[Node], last: dict[str, Node | None], first: dict[str, Node],
               supplied: dict[str, np.ndarray], audit: str | None) -> None:
@@ -271,7 +274,7 @@ class AgentMemory(ConfiguredRecall):
 
     def _rewrite(self, node: Node, content: str, metadata: dict[str, Any], updated_at: str) -> None:
         """Write a new version of ``node`` with exactly this content and metadata."""
-        new, texts = rewritten(self.db, self.namespace, node, content, metadata, updated_at)
+        new, texts = rewritten(self.db, self.namespace, node, content, metadata, updated_at, self.places)
         embed_texts(self.db, self.workspace.embedder, texts)
         self.db.put_nodes([new], actor=self.actor)
         self.retention.touch([node.id])
