@@ -79,3 +79,19 @@ def test_eval_locomo_prints_the_places_row(tmp_path):
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert result["options"]["places"] is True and result["recall"]["1"] == 1.0
+
+
+def test_the_next_turn_pairs_with_the_glossed_text_of_the_turn_before():
+    from agentcontext.memory.records import memory_text
+    from agentcontext.model import content_hash
+
+    memory = AgentMemory(VectorStore(backend="inmemory"), places=True)
+    first = memory.store(TAMPA, metadata={"speaker": "Nate"}, conversation_id="c")
+    second = memory.store("Sounds lovely, was it warm?", metadata={"speaker": "Joanna"}, conversation_id="c")
+    node = memory.workspace.store.get_node(second)
+    before = memory.workspace.store.get_node(first)
+    glossed = memory_text("Nate", TAMPA, places=True)
+    assert "Florida" in glossed and node.props["prev"] == first and "Florida" in before.summary
+    reply = memory_text("Joanna", "Sounds lovely, was it warm?")
+    assert node.props["pair_hash"] == content_hash(glossed + "\n" + reply)
+    memory.workspace.close()

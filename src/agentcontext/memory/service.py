@@ -218,7 +218,8 @@ class AgentMemory(ConfiguredRecall):
             self._embed(nodes, pair_texts, supplied, progress)
             with collector_paused(len(items)), self.db.transaction():  # the vectors and memories: one commit
                 # The heads are read again under the write lock: a writer that appended meanwhile is linked to.
-                chain.relink(self.db, lambda: self.workspace.embedder, self.namespace, first, assumed)
+                chain.relink(self.db, lambda: self.workspace.embedder, self.namespace, first, assumed,
+                             self.places)
                 self._land(nodes, last, first, supplied, audit)
         if self.rerank:  # the reranking model's vectors of these memories, cached before a retrieve needs them
             reranking.prepare(self.db, [n.embed_text for n in nodes if n.embed_text])
