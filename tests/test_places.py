@@ -95,3 +95,11 @@ def test_the_next_turn_pairs_with_the_glossed_text_of_the_turn_before():
     reply = memory_text("Joanna", "Sounds lovely, was it warm?")
     assert node.props["pair_hash"] == content_hash(glossed + "\n" + reply)
     memory.workspace.close()
+
+
+def test_an_import_embeds_the_glossed_text_ahead(tmp_path):
+    memory = AgentMemory(VectorStore(backend="inmemory"), places=True)
+    assert memory.import_data([{"content": TAMPA, "metadata": {"speaker": "Nate"}}]) == 1
+    found = memory.retrieve("Florida", max_results=1)
+    assert found[0]["content"] == TAMPA and found[0]["signals"]["keyword"] > 0
+    memory.workspace.close()

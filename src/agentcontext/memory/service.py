@@ -440,7 +440,7 @@ class AgentMemory(ConfiguredRecall):
                                   "memory.import", "a memory id", "import items without ids, or ask a principal "
                                   "who reads everything to import them")
         plan = memory_io.plan_import(items, self.db.get_nodes([i["id"] for i in items if i.get("id")]),
-                                     self.namespace)
+                                     self.namespace, self.places)  # the texts embedded ahead are the glossed ones
         if not plan.new and not plan.changed:
             return memory_io.ImportResult(0, skipped)
         embed_texts(self.db, self.workspace.embedder, plan.texts)  # the slow part, outside the write lock
