@@ -284,15 +284,18 @@ class Question:
     speaker: np.ndarray | None = None
 
 
-def gather_questions(path: str, model: str | None = None, embedder: object | None = None) -> list[Question]:
+def gather_questions(path: str, model: str | None = None, embedder: object | None = None,
+                     places: bool = False) -> list[Question]:
     """Every question's signals, memory search as shipped with the registered embedding model ``model``
-    (embed/models.py; None: the default) or with ``embedder`` (benchmarks/embed_disk_cache.py's, say)."""
+    (embed/models.py; None: the default) or with ``embedder`` (benchmarks/embed_disk_cache.py's, say); ``places``:
+    the turns stored with their place glosses (memory/places.py, benchmarks/locomo_places.py)."""
     if embedder is None:
         embedder = load_model(model) if model else default_embedder()
     out: list[Question] = []
     for sample in load(path):
         sid = str(sample.get("sample_id", "conv"))
-        memory = AgentMemory(VectorStore(backend="inmemory", embedder=embedder), max_memory_size=10**9)
+        memory = AgentMemory(VectorStore(backend="inmemory", embedder=embedder), max_memory_size=10**9,
+                             places=places)
         ts = turns(sample)
         memory.batch_store([{"content": turn_text(t), "conversation_id": sid,
                              "metadata": {"speaker": t.get("speaker", ""), "dia_id": t["dia_id"],

@@ -67,10 +67,12 @@ def retrieves(folder: Path, n: int, queries: int, dim: int = 384, learned: bool 
             **{f"{name}_cpu": statistics.median(v) for name, v in cpu.items()}}
 
 
-def store_p50(folder: Path, count: int) -> float:
-    """p50 ms of one ``store()`` with its embedding (distinct texts, the model warm), as writes.py measures it."""
+def store_p50(folder: Path, count: int, places: bool = False) -> float:
+    """p50 ms of one ``store()`` with its embedding (distinct texts, the model warm), as writes.py measures it;
+    ``places``: with the place glosses (memory/places.py; the facts name cities: "... near Lisbon")."""
     texts = [f"{t} (entry {i})" for i, t in enumerate(facts(count + 10, 77))]
-    mem = fresh(folder, "single")
+    mem = fresh(folder, "single-places" if places else "single")
+    mem.places = places
     for t in texts[:10]:
         mem.store(t)
     lat = []
@@ -145,12 +147,14 @@ def main() -> None:
     ap.add_argument("--facets", action="store_true",
                     help="also retrieve with ranker='facets' (memory/facet_search.py) on two-clause questions")
     ap.add_argument("--retrieve-only", action="store_true", help="skip the store() figure")
+    ap.add_argument("--places", action="store_true",
+                    help="also store() with the place glosses on (AgentMemory(places=True), memory/places.py)")
     args = ap.parse_args()
     if args.models:
         names = [spec_of(m).name for m in args.models.split(",") if m.strip()]
         by_model([MINILM, *[n for n in names if n != MINILM]], args)
         return
-    stores, embeds, shipped, before, learned, cpu, faceted = [0.0], [0.0], [], [], [], [], []
+    stores, embeds, shipped, before, learned, cpu, faceted, placed = [0.0], [0.0], [], [], [], [], [], []
     if not args.retrieve_only:
         stores, embeds = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -161,6 +165,9 @@ def main() -> None:
                 single = single_stores(folder, args.stores)
                 stores.append(single["ours"]["p50_ms"])
                 embeds.append(single["embedding_alone"]["p50_ms"])
+                if args.places:
+                    placed.append(store_p50(folder, args.stores, places=True))
+                    print(f"run {r + 1}: store() p50 with the place glosses {placed[-1]:.2f} ms", flush=True)
             got = retrieves(folder, 10000, args.queries, learned=args.learned, facets=args.facets)
             if args.facets:
                 faceted.append(got["facets"])
@@ -185,6 +192,11 @@ def main() -> None:
     print(f"retrieve p50 at 10,000 memories {q:.1f} ms (runs {min(shipped):.1f}-{max(shipped):.1f}; without the "
           f"answer stage {b:.1f} ms, ratio {q / b:.2f}; target <= {RETRIEVE_TARGET_MS:.0f} ms: "
           f"{'met' if q <= RETRIEVE_TARGET_MS else 'missed'})")
+    if placed:
+        m = statistics.median(placed)
+        print(f"store() with embedding and the place glosses p50 {m:.2f} ms (runs {min(placed):.2f}-{max(placed):.2f}; "
+              f"ratio to without {m / s:.2f}; target <= {STORE_TARGET_MS:.0f} ms: "
+              f"{'met' if m <= STORE_TARGET_MS else 'missed'})")
     if learned:
         m = statistics.median(learned)
         print(f"retrieve p50 at 10,000 memories with the learned ranker {m:.1f} ms (runs {min(learned):.1f}-"

@@ -25,6 +25,9 @@ def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samp
                                     "default), learned (the fusion's first 80 in the learned trees' order, "
                                     "engine/ltr.py) or facets (the candidates of the question's clauses merged in "
                                     "after its first 5, memory/facet_search.py)."),
+               places: bool = Option(False, "--places", help="Each turn's embedded and indexed text gets the "
+                                     "glosses of the places it names (a city's state and country; "
+                                     "memory/places.py, the places extra)."),
                rewrite: bool = Option(False, "--rewrite", help="Also score each question through query "
                                             "rewriting with the provider of AGENTCONTEXT_LLM_BASE_URL / _MODEL / "
                                             "_API_KEY (memory/rewrite.py), printed as a separate row."),
@@ -54,10 +57,11 @@ def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samp
     with progress_bar(not json_out) as report:
         weights = weights_for(spec_of(model).name if model else MINILM)  # the model's own, if fitted for it
         weights = weights if answers else replace(weights, answer=0.0)
-        result = evaluate(file, ks, progress=report, memory_options={"weights": weights, "ranker": ranker},
+        result = evaluate(file, ks, progress=report, memory_options={"weights": weights, "ranker": ranker,
+                                                                        "places": places},
                           model=model, rerank=rerank,
                           rewrite=llm)
-    result["options"] = {"answers": answers}
+    result["options"] = {"answers": answers, "places": places}
     result["ranker"] = ranker
 
     def human(d: dict[str, Any]) -> None:

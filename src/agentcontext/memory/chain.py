@@ -66,7 +66,7 @@ def _scan(db: Any, namespace: str, conversation_id: str) -> Node | None:
 
 
 def relink(db: Any, embedder: Callable[[], Any], namespace: str, first: dict[str, Node],
-           assumed: dict[str, str | None]) -> None:
+           assumed: dict[str, str | None], places: bool = False) -> None:
     """Inside the write transaction: re-read each conversation's head; where another writer appended since
     ``assumed`` was read, link the batch's first turn of that conversation to the new head instead (and
     embed the new pair, a few texts at most: ``embedder()`` gives the model, loaded only then)."""
@@ -81,7 +81,7 @@ def relink(db: Any, embedder: Callable[[], Any], namespace: str, first: dict[str
         node.props.pop("prev", None)
         if current is not None:
             node.props["prev"] = current_id
-            pair = memory_text(current.title, current.content) + "\n" + (node.embed_text or "")
+            pair = memory_text(current.title, current.content, places) + "\n" + (node.embed_text or "")
             node.props["pair_hash"] = content_hash(pair)
             pairs.append(pair)
     if pairs:

@@ -137,7 +137,8 @@ class ImportPlan:
     texts: list[str] = field(default_factory=list)
 
 
-def plan_import(items: list[dict[str, Any]], existing: dict[str, Node], namespace: str) -> ImportPlan:
+def plan_import(items: list[dict[str, Any]], existing: dict[str, Node], namespace: str,
+                places: bool = False) -> ImportPlan:
     """What importing ``items`` does, given the ``existing`` nodes of their ids. Every item is checked exactly as
     the write will check it, so a bad one is refused before anything is written; an id owned by anything but this
     memory store is refused; unchanged memories are left out, so a re-import is a no-op."""
@@ -151,7 +152,7 @@ def plan_import(items: list[dict[str, Any]], existing: dict[str, Node], namespac
         props = (node.props or {}) if node is not None else {}
         meta = item.get("metadata") or {}
         text = build_node(namespace, item["content"], meta, item.get("conversation_id"),
-                          item.get("user_id")).embed_text or ""
+                          item.get("user_id"), places=places).embed_text or ""
         if node is None:
             plan.texts.append(text)
             plan.new.append({k: item.get(k) for k in ("id", "content", "metadata", "conversation_id", "user_id",

@@ -59,7 +59,7 @@ def checked_vector(value: Any, seq: int, name: str, dimension: Callable[[], int]
 
 
 def plan_items(items: list[dict[str, Any]], namespace: str, context_turns: bool, store: Store,
-           dimension: Callable[[], int]) -> tuple:
+           dimension: Callable[[], int], places: bool = False) -> tuple:
     """The nodes of ``items`` (linked to their conversations' heads as read now), each conversation's last and
     first node, the pair texts to embed, the vectors supplied (by hash) and the heads assumed."""
     stamp = now_iso()
@@ -83,7 +83,7 @@ def plan_items(items: list[dict[str, Any]], namespace: str, context_turns: bool,
             if conv not in prev_text:
                 before = last.get(conv)
                 if before is not None:
-                    prev_text[conv] = memory_text(before.title, before.content)
+                    prev_text[conv] = memory_text(before.title, before.content, places)
                     last[conv] = before
             before = last.get(conv)
             prev_id = before.id if before is not None else None
@@ -96,7 +96,7 @@ def plan_items(items: list[dict[str, Any]], namespace: str, context_turns: bool,
                               memory_id=item.get("id"),
                               created_at=iso_with_offset(created, "created_at") if created else stamp,
                               updated_at=iso_with_offset(updated, "updated_at") if updated else None,
-                              seq=seq, prev=prev_id)
+                              seq=seq, prev=prev_id, places=places)
         except ValidationError as exc:  # one bad item refuses the batch, naming it (nothing written yet)
             raise ValidationError(f"{item_name(seq, item)}: {exc.message}; nothing of this batch was stored",
                                   **{**exc.data, "index": seq}) from exc
@@ -146,13 +146,13 @@ def embed_missing(store: Store, embedder: Embedder, nodes: list[Node], pair_text
 
 
 def rewritten(store: Store, namespace: str, node: Node, content: str, metadata: dict[str, Any],
-              updated_at: str) -> tuple[Node, list[str]]:
+              updated_at: str, places: bool = False) -> tuple[Node, list[str]]:
     """A new version of ``node`` with exactly this content and metadata (same id, key and place in its
     conversation), and the texts to embed for it: its own, and the pair with its previous turn unless kept."""
     props = node.props or {}
     new = build_node(namespace, content, metadata, props.get("conversation_id"), props.get("user_id"),
                      memory_id=node.id, created_at=props.get("created_at"), updated_at=updated_at,
-                     prev=props.get("prev"))
+                     prev=props.get("prev"), places=places)
     new.key = node.key
     texts = [new.embed_text or ""]
     if props.get("pair_hash") and content == node.content and new.title == node.title:
@@ -160,7 +160,7 @@ def rewritten(store: Store, namespace: str, node: Node, content: str, metadata: 
     elif props.get("prev"):
         before = store.get_node(props["prev"])
         if before is not None:
-            pair = memory_text(before.title, before.content) + "\n" + (new.embed_text or "")
+            pair = memory_text(before.title, before.content, places) + "\n" + (new.embed_text or "")
             new.props["pair_hash"] = content_hash(pair)
             texts.append(pair)
     return new, texts

@@ -86,9 +86,19 @@ def human_date(created: str | None) -> str:
     return f"{dt.day} {dt.strftime('%B')} {dt.year}"
 
 
-def memory_text(title: str, content: str) -> str:
-    """The text that is embedded: the speaker, then what was said."""
-    return f"{title}: {content}" if title else content
+def memory_text(title: str, content: str, places: bool = False) -> str:
+    """The text that is embedded: the speaker, then what was said; with ``places``, the glosses of the places it
+    names after it (memory/places.py: "Tampa: a city in Florida, a US state, ...")."""
+    text = f"{title}: {content}" if title else content
+    gloss = place_gloss(title, content) if places else ""
+    return f"{text} {gloss}" if gloss else text
+
+
+def place_gloss(title: str, content: str) -> str:
+    """The glosses of the places ``content`` names (never the speaker's own name)."""
+    from .places import annotate  # the gazetteer loads on first use only
+
+    return annotate(content, skip=[title] if title else [])
 
 
 def iso_with_offset(value: Any, field: str) -> str:
@@ -143,7 +153,7 @@ def check_nesting(value: Any, what: str = "metadata", limit: int = MAX_NESTING) 
 def build_node(namespace: str, content: str, metadata: dict[str, Any] | None, conversation_id: str | None,
                user_id: str | None, memory_id: str | None = None, created_at: str | None = None,
                updated_at: str | None = None, seq: int = 0, prev: str | None = None,
-               pair_hash: str | None = None) -> Node:
+               pair_hash: str | None = None, places: bool = False) -> Node:
     if not isinstance(content, str) or not content.strip():
         raise ValidationError("a memory needs non-empty text content", content=repr(content)[:80])
     check_nesting(metadata)
@@ -169,9 +179,13 @@ def build_node(namespace: str, content: str, metadata: dict[str, Any] | None, co
     if pair_hash:
         props["pair_hash"] = pair_hash
     title = str(speaker) if isinstance(speaker, str) else ""
+    summary = human_date(created)
+    if places:  # the glosses are indexed for text search beside the date, and embedded after the text
+        gloss = place_gloss(title, content)
+        summary = f"{summary} {gloss}" if gloss else summary
     return Node(
-        id=mid, kind=KIND, namespace=namespace, key=time_key(created, seq), title=title, summary=human_date(created),
-        content=content, props=props, tags=tags, embed_text=memory_text(title, content),
+        id=mid, kind=KIND, namespace=namespace, key=time_key(created, seq), title=title, summary=summary,
+        content=content, props=props, tags=tags, embed_text=memory_text(title, content, places),
     )
 
 

@@ -76,9 +76,11 @@ class AgentMemory(ConfiguredRecall):
                  weights: FusionWeights | None = None, actor: str = "", entity_graph: GraphLike | None = None,
                  principal: str | None = None, rerank: bool | None = None,
                  embedding_model: str | None = None, scope: Scope | None = None,
-                 config: RetrievalConfig | None = None, ranker: str | None = None) -> None:
+                 config: RetrievalConfig | None = None, ranker: str | None = None, places: bool = False) -> None:
         """``scope`` (the facade's) is the workspace and the principal at once; ``workspace=`` and ``principal=``
-        (or its older name ``actor=``) say them one at a time."""
+        (or its older name ``actor=``) say them one at a time. ``places``: each memory stored or edited through
+        this object gets the glosses of the places it names (memory/places.py; the ``places`` extra) in its
+        embedded and indexed text, never in its content."""
         if scope is not None:
             workspace, principal = scope.workspace, scope.principal
         if workspace is None:
@@ -92,6 +94,7 @@ class AgentMemory(ConfiguredRecall):
         self.retention = Retention(workspace.store, self.namespace, parse_retention(retention_policy),
                                    int(max_memory_size) if max_memory_size is not None else None, self._purge, actor)
         self.context_turns = context_turns
+        self.places = bool(places)
         # Who acts: checked on every call (``actor`` is the older name of the same thing).
         self.principal = principal_of(principal, actor)
         # With a graph, a stored memory whose metadata lists ``entities`` is linked to those entity nodes (links.py).
@@ -215,7 +218,8 @@ class AgentMemory(ConfiguredRecall):
             self._embed(nodes, pair_texts, supplied, progress)
             with collector_paused(len(items)), self.db.transaction():  # the vectors and memories: one commit
                 # The heads are read again under the write lock: a writer that appended meanwhile is linked to.
-                chain.relink(self.db, lambda: self.workspace.embedder, self.namespace, first, assumed)
+                chain.relink(self.db, lambda: self.workspace.embedder, self.namespace, first, assumed,
+                             self.places)
                 self._land(nodes, last, first, supplied, audit)
         if self.rerank:  # the reranking model's vectors of these memories, cached before a retrieve needs them
             reranking.prepare(self.db, [n.embed_text for n in nodes if n.embed_text])
@@ -227,7 +231,7 @@ class AgentMemory(ConfiguredRecall):
     def _plan(self, items: list[dict[str, Any]]) -> tuple:
         """The nodes of ``items`` (linked to their conversations' heads as read now), each conversation's last and
         first node, the pair texts to embed, the vectors supplied (by hash) and the heads assumed (plan.py)."""
-        return plan_items(items, self.namespace, self.context_turns, self.db, lambda: self.dimension)
+        return plan_items(items, self.namespace, self.context_turns, self.db, lambda: self.dimension, self.places)
 
     def _land(self, nodes: list[Node], last: dict[str, Node | None], first: dict[str, Node],
               supplied: dict[str, np.ndarray], audit: str | None) -> None:
@@ -271,7 +275,7 @@ class AgentMemory(ConfiguredRecall):
 
     def _rewrite(self, node: Node, content: str, metadata: dict[str, Any], updated_at: str) -> None:
         """Write a new version of ``node`` with exactly this content and metadata."""
-        new, texts = rewritten(self.db, self.namespace, node, content, metadata, updated_at)
+        new, texts = rewritten(self.db, self.namespace, node, content, metadata, updated_at, self.places)
         embed_texts(self.db, self.workspace.embedder, texts)
         self.db.put_nodes([new], actor=self.actor)
         self.retention.touch([node.id])
@@ -436,7 +440,7 @@ class AgentMemory(ConfiguredRecall):
                                   "memory.import", "a memory id", "import items without ids, or ask a principal "
                                   "who reads everything to import them")
         plan = memory_io.plan_import(items, self.db.get_nodes([i["id"] for i in items if i.get("id")]),
-                                     self.namespace)
+                                     self.namespace, self.places)  # the texts embedded ahead are the glossed ones
         if not plan.new and not plan.changed:
             return memory_io.ImportResult(0, skipped)
         embed_texts(self.db, self.workspace.embedder, plan.texts)  # the slow part, outside the write lock
