@@ -45,6 +45,40 @@ def _zombie(pid: int) -> bool:
         return False
 
 
+_STARTED: list["PgServer"] = []  # the servers this process started (their CPU: servers_cpu)
+_RETIRED = [0.0]  # the CPU seconds of those stopped since, as last read
+
+
+def _proc_cpu(pid: int, reaped: bool = False) -> float:
+    """A process's CPU seconds (user + system; with ``reaped``, its children it waited for too); 0 if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = sum(int(f) for f in fields[11:15 if reaped else 13])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _server_cpu(server: "PgServer") -> float:
+    try:
+        postmaster = int((server.data / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    total = _proc_cpu(postmaster, reaped=True)  # its backends that exited are in its children's times
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                total += _proc_cpu(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def servers_cpu() -> float:
+    """CPU seconds of the PostgreSQL servers this process started, the stopped ones included (tests/cpu_report.py)."""
+    return _RETIRED[0] + sum(_server_cpu(server) for server in _STARTED)
+
+
 class PgServer:
     """initdb + pg_ctl start on 127.0.0.1:<free port>; ``url(schema)`` names a fresh schema.
 
@@ -172,6 +206,7 @@ class PgServer:
                       "--locale-provider=builtin", "--builtin-locale=C.UTF-8", "--no-sync", "--no-instructions")
         self._running = True  # from here whatever comes up in self.data is this object's (stop() stops it)
         atexit.register(self.stop)
+        _STARTED.append(self)
         for attempt in range(3):  # a free port can be taken between probing and binding
             self.port = _free_port()
             options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories='' "
@@ -208,6 +243,9 @@ class PgServer:
     def stop(self) -> None:
         """Stop the server this object started (a reused one keeps running) and delete a temporary folder."""
         running, self._running = self._running, False
+        if self in _STARTED:
+            _STARTED.remove(self)
+            _RETIRED[0] += _server_cpu(self)
         try:
             if running and (self.data / "postmaster.pid").exists():  # a temporary cluster is deleted next: no
                 mode = "fast" if self.kept else "immediate"  # shutdown checkpoint for it (a kept one is checkpointed)
