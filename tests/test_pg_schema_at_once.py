@@ -126,3 +126,31 @@ def test_only_an_empty_schema_is_made_in_one_step_and_an_old_one_upgrades_by_the
                            "table_name = 'nodes' AND column_name = 'pair_hash'")  # the last step's column
     finally:
         store.close()
+
+
+def test_stores_opening_one_new_schema_at_once_make_it_once(pg_server):
+    """Four threads open the same new schema together: one makes it (under the schema's writer lock), the others find
+    it made; one row a step in the bookkeeping."""
+    import threading
+
+    url, opened, errors = pg_server.url(), [], []
+    start = threading.Barrier(4)
+
+    def open_one() -> None:
+        start.wait()
+        try:
+            opened.append(PostgresStore(url))
+        except Exception as exc:  # reported below, with the others
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    try:
+        assert errors == [] and len(opened) == 4
+        assert [row["version"] for row in applied(opened[0])] == [s.version for s in PostgresStore.MIGRATIONS]
+    finally:
+        for store in opened:
+            store.close()
