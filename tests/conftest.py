@@ -148,6 +148,9 @@ def compile_package() -> None:
 def pytest_configure(config) -> None:
     if not hasattr(config, "workerinput"):  # the one process that runs the session (not an xdist worker)
         compile_package()
+    from tests import cpu_report
+
+    cpu_report.register(config)  # per-file CPU seconds, when AGENTCONTEXT_CPU_REPORT names a file
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:

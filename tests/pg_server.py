@@ -22,6 +22,11 @@ import pytest
 
 PG_USER = "postgres"
 PREFIX = "actx-pg-"
+# A temporary (test) cluster runs without autovacuum: its workers analyzed and vacuumed the hundreds of small schemas
+# a session makes (server CPU spent on nothing a test asks), and an autoanalyze holds a snapshot while it runs, so
+# a strict erasure's VACUUM FULL at that moment keeps the dead row versions it should drop (a byte scan then fails
+# at random). A kept cluster (benchmarks) keeps the server's defaults.
+TEST_ONLY = "-c autovacuum=off "
 
 
 def _bin_dir() -> Path:
@@ -43,6 +48,40 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return False
+
+
+_STARTED: list["PgServer"] = []  # the servers this process started (their CPU: servers_cpu)
+_RETIRED = [0.0]  # the CPU seconds of those stopped since, as last read
+
+
+def _proc_cpu(pid: int, reaped: bool = False) -> float:
+    """A process's CPU seconds (user + system; with ``reaped``, its children it waited for too); 0 if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = sum(int(f) for f in fields[11:15 if reaped else 13])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _server_cpu(server: "PgServer") -> float:
+    try:
+        postmaster = int((server.data / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    total = _proc_cpu(postmaster, reaped=True)  # its backends that exited are in its children's times
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                total += _proc_cpu(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def servers_cpu() -> float:
+    """CPU seconds of the PostgreSQL servers this process started, the stopped ones included (tests/cpu_report.py)."""
+    return _RETIRED[0] + sum(_server_cpu(server) for server in _STARTED)
 
 
 class PgServer:
@@ -172,12 +211,13 @@ class PgServer:
                       "--locale-provider=builtin", "--builtin-locale=C.UTF-8", "--no-sync", "--no-instructions")
         self._running = True  # from here whatever comes up in self.data is this object's (stop() stops it)
         atexit.register(self.stop)
+        _STARTED.append(self)
         for attempt in range(3):  # a free port can be taken between probing and binding
             self.port = _free_port()
             options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories='' "
                        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
                        "-c max_prepared_transactions=20 "
-                       + self.options)
+                       + ("" if self.kept else TEST_ONLY) + self.options)
             try:
                 self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "60",
                           "-o", options, "start")
@@ -208,6 +248,9 @@ class PgServer:
     def stop(self) -> None:
         """Stop the server this object started (a reused one keeps running) and delete a temporary folder."""
         running, self._running = self._running, False
+        if self in _STARTED:
+            _STARTED.remove(self)
+            _RETIRED[0] += _server_cpu(self)
         try:
             if running and (self.data / "postmaster.pid").exists():  # a temporary cluster is deleted next: no
                 mode = "fast" if self.kept else "immediate"  # shutdown checkpoint for it (a kept one is checkpointed)

@@ -14,7 +14,7 @@ from agentcontext.knowledge import packs
 from agentcontext.web import create_app
 from tests.conftest import PACKS
 
-HOLD = 1.5
+HOLD = 3.0  # the fast requests are allowed a third of it (before they waited ~HOLD - 0.2 s): room on a loaded machine
 
 
 def test_a_slow_page_does_not_delay_a_fast_one(ws):
@@ -42,7 +42,7 @@ def test_a_slow_page_does_not_delay_a_fast_one(ws):
         for path in ("/static/app.css", "/login"):
             started = time.monotonic()
             assert client.get(path).status_code == 200
-            assert time.monotonic() - started < 0.5, path  # before: about HOLD - 0.2 s
+            assert time.monotonic() - started < HOLD / 3, path  # before: about HOLD - 0.2 s
         reader.join(10)
     assert slow["status"] == 200 and slow["took"] >= HOLD - 0.3  # the slow page was slow, and then answered
 

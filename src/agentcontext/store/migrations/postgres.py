@@ -413,3 +413,80 @@ def change_times(db) -> None:
     db.execute(f"ALTER TABLE changes ALTER COLUMN at_text TYPE {T} USING CASE WHEN actx_at(at) IS NULL THEN at END, "
                "ALTER COLUMN at TYPE timestamptz USING actx_at(at), ALTER COLUMN at DROP NOT NULL, "
                "ADD CONSTRAINT changes_at_held CHECK (at IS NOT NULL OR at_text IS NOT NULL)")
+
+
+# --- a new store: the schema at the latest version in one step ---------------------------------------------------
+
+# The node columns as steps 13 and 16 left them (the hashes bytea since step 13), in the order the steps added them.
+_NODE_FIELDS_NOW = NODE_FIELDS.replace(f"content_hash {T}", "content_hash bytea").replace(f"embed_hash {T}",
+                                                                                          "embed_hash bytea")
+
+
+def _latest_tables() -> list[str]:
+    from ..pg_q8 import UNPACKED_INDEX
+    from ..pg_text import PENDING_KB
+
+    return [
+        f"""CREATE TABLE nodes (rid BIGINT GENERATED ALWAYS AS IDENTITY, id {T} NOT NULL UNIQUE, {_NODE_FIELDS_NOW},
+            tag_text {T} NOT NULL DEFAULT '', tsv tsvector GENERATED ALWAYS AS ({TSV}) STORED,
+            conversation_id {T}, created_at {T}, pair_hash bytea, prev {T}, user_id {T},
+            PRIMARY KEY (rid, namespace))""",
+        "CREATE INDEX nodes_ns_key ON nodes(namespace, key)",
+        "CREATE INDEX nodes_ns_kind ON nodes(namespace, kind, key)",
+        "CREATE INDEX nodes_kind ON nodes(kind, key)",
+        "CREATE INDEX nodes_embed ON nodes(embed_hash)",
+        "CREATE INDEX nodes_tags ON nodes USING gin(tags)",
+        f"CREATE INDEX nodes_tsv ON nodes USING gin(tsv) WITH (gin_pending_list_limit = {int(PENDING_KB)})",
+        "CREATE INDEX nodes_props ON nodes USING gin ((props::jsonb) jsonb_path_ops)",
+        "CREATE INDEX nodes_ns_kind_title ON nodes(namespace, kind, title)",
+        "CREATE INDEX nodes_prev ON nodes (prev) WHERE prev IS NOT NULL",
+        f"CREATE TABLE node_versions (id {T} NOT NULL, {_NODE_FIELDS_NOW}, PRIMARY KEY (id, version, namespace))",
+        "CREATE INDEX versions_ns ON node_versions(namespace, recorded_at)",
+        "CREATE INDEX versions_embed ON node_versions(embed_hash)",
+        f"""CREATE TABLE edges (
+            rid BIGINT GENERATED ALWAYS AS IDENTITY, eid {T} NOT NULL, src {T} NOT NULL,
+            type {T} NOT NULL, dst {T} NOT NULL, namespace {T} NOT NULL DEFAULT '',
+            weight DOUBLE PRECISION NOT NULL DEFAULT 1.0, props {T}, valid_from {T}, valid_until {T},
+            recorded_at {T} NOT NULL, retracted_at {T}, position BIGINT NOT NULL DEFAULT 0,
+            PRIMARY KEY (namespace, rid))""",
+        "CREATE UNIQUE INDEX edges_live ON edges(eid) WHERE retracted_at IS NULL",
+        "CREATE INDEX edges_src ON edges(src, type)",
+        "CREATE INDEX edges_dst ON edges(dst, type)",
+        "CREATE INDEX edges_ns ON edges(namespace, type)",
+        f"""CREATE TABLE vectors (hash bytea NOT NULL, model {T} NOT NULL, dim INTEGER NOT NULL, vector halfvec,
+            searched BOOLEAN NOT NULL DEFAULT false, pending BOOLEAN NOT NULL DEFAULT false, q8 BYTEA, q8_scale REAL,
+            PRIMARY KEY (hash, model),
+            CONSTRAINT vectors_held CHECK (CASE WHEN vector IS NULL THEN q8 IS NOT NULL AND q8_scale IS NOT NULL
+                AND NOT searched AND NOT pending ELSE q8 IS NULL END))""",
+        "ALTER TABLE vectors ADD CONSTRAINT vectors_one_state CHECK (NOT (searched AND pending)) NOT VALID",
+        "CREATE INDEX vectors_pending ON vectors (model, dim) WHERE pending",
+        UNPACKED_INDEX,
+        f"""CREATE TABLE tombstones (id {T}, namespace {T} NOT NULL DEFAULT '', kind {T}, purged_at {T},
+            reason {T}, actor {T}, erasure {T}, PRIMARY KEY (id, namespace))""",
+        *INITIAL[-4:-1],  # records, audit and its index: as step 1 made them
+        f"""CREATE TABLE changes (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at timestamptz,
+            actor {T}, op {T} NOT NULL, target {T} NOT NULL, namespace {T}, detail {T}, at_text {T},
+            CONSTRAINT changes_at_held CHECK (at IS NOT NULL OR at_text IS NOT NULL))""",
+        "REINDEX INDEX changes_pkey",  # as step 17's rewrite left it: no statistics (reltuples -1; a new index's 0)
+    ]
+
+
+@MIGRATIONS.create(17, "the schema at version 17 in one step (a new store)")
+def latest_schema(db) -> None:
+    """Every table, index, function, trigger and the view as the 17 steps leave them on an empty store, sent as one
+    statement string (one round trip; the steps rewrote tables a dozen times: ~0.15 s a new store), then the same
+    ANALYZEs (the planner's estimates of an empty table differ before and after one). Must stay identical to the
+    replayed schema: tests/test_pg_schema_at_once.py compares their catalogs."""
+    from .. import pg_text_counts
+    from ..pg_changes import AT_SQL
+    from ..pg_hash import FUNCTIONS
+    from ..pg_props import HELD_SQL, READ_SQL, SPLIT_SQL, read_sql
+
+    live = VERSION_COLS.replace(" props,", f" {read_sql()} AS props,")
+    statements = [*FUNCTIONS, HELD_SQL, SPLIT_SQL, READ_SQL, AT_SQL, *_latest_tables(), *pg_text_counts.TABLES,
+                  *(pg_text_counts._function(event) for event in pg_text_counts.EVENTS), *pg_text_counts.TRIGGERS,
+                  f"CREATE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
+                  f"UNION ALL SELECT {live}, NULL AS embed_text FROM nodes",
+                  *(f"ANALYZE {table}" for table in ("vectors", "nodes", "node_versions", "text_counts",
+                                                      "text_totals"))]
+    db.execute(";\n".join(statements))
