@@ -4,7 +4,9 @@
 N memories' rows (``postgres_scale.batch``: LoCoMo-like texts, 384-d own and pair vectors) are made once, then
 imported table by table (nodes, node versions, change log, vectors; the HNSW index built at the vectors' commit) into
 a fresh schema of one temporary server by a new process with one tree's code on its path, alternating
-(before, this, this, before). Printed per code: the median seconds of each table and the total, and the ratios.
+(before, this, this, before). Printed per code: the median seconds of each table (and of its part after the last
+batch went in: the indexes built after the rows, BM25's counts, the HNSW build, the commit) and the total, and the
+ratios.
 Run: nice -n 10 .venv/bin/python benchmarks/postgres_import_empty.py --before-src DIR [--memories 50000]
 """
 from __future__ import annotations
@@ -37,13 +39,16 @@ url, folder, batches, tables = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.a
 store = open_store(url)
 spent = {}
 for table in tables:
+    ended = {}
     def each():
         for i in range(batches):
             made = pickle.load(open(f"{folder}/{i:05d}-{table}.pkl", "rb"))
             yield made
+        ended["rows"] = time.perf_counter()
     t = time.perf_counter()
     store.import_rows(table, each())
     spent[table] = time.perf_counter() - t
+    spent[f"  {table}: after the rows"] = time.perf_counter() - ended["rows"]
 store.close()
 print(json.dumps(spent))
 """
@@ -91,7 +96,7 @@ def main() -> None:
             if proc.returncode:
                 raise RuntimeError(proc.stderr[-3000:])
             spent = json.loads(proc.stdout)
-            spent["total"] = sum(spent.values())
+            spent["total"] = sum(v for k, v in spent.items() if not k.startswith(" "))
             runs.append((name, spent))
             print(name, {t: round(s, 1) for t, s in spent.items()}, flush=True)
     finally:

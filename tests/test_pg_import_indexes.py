@@ -64,6 +64,10 @@ def test_an_import_into_an_empty_table_builds_its_indexes_once_after_the_rows(so
     rebuilt = {k for k in before["nodes"] if after["nodes"][k][0] != before["nodes"][k][0]}
     assert {"nodes_tsv", "nodes_tags", "nodes_props", "nodes_embed", "nodes_prev"} <= rebuilt
     assert {"nodes_pkey", "nodes_id_key"}.isdisjoint(rebuilt)  # keys stay: the load's lookups use them
+    # the vectors' key is built after the rows (a new index), not kept through the load and REINDEXed (same oid)
+    assert after["vectors"]["vectors_pkey"][0] != before["vectors"]["vectors_pkey"][0]
+    assert dst._read("SELECT contype FROM pg_constraint WHERE conname = 'vectors_pkey' AND conrelid = "
+                     "'vectors'::regclass") == [("p",)]
     assert dst._read("SELECT reltuples FROM pg_class WHERE relname = 'nodes' AND relnamespace = "
                      "current_schema()::regnamespace")[0][0] == 300  # analyzed: the planner last saw it empty
     keep = "id, kind, namespace, title, content, props, tags, version, embed_hash, tsv::text"
@@ -72,6 +76,22 @@ def test_an_import_into_an_empty_table_builds_its_indexes_once_after_the_rows(so
         assert dst.text_search(query, limit=20) == src.text_search(query, limit=20)
     probe = src.export_rows("vectors", None, 1)[0][0]["vector"]
     assert dst.nearest(probe, model, 10) == src.nearest(probe, model, 10)
+    dst.close()
+
+
+def test_a_copy_holding_a_vector_twice_is_refused_whole_and_leaves_the_key(source, pg_server):
+    """The vectors' key built after the rows still refuses a row held twice (by its build: the whole import goes),
+    and the table keeps its key and indexes."""
+    src, _ = source
+    dst = open_store(pg_server.url("import_twice"))
+    held = _indexes(dst, "vectors")
+    rows = src.export_rows("vectors", None, 100_000)[0]
+    with pytest.raises(Exception, match="vectors_pkey"):
+        dst.import_rows("vectors", [rows[:300], rows[299:]])
+    assert _indexes(dst, "vectors") == held and dst._read("SELECT count(*) FROM vectors") == [(0,)]
+    dst.import_rows("vectors", [rows[:300], rows[300:]])
+    assert dst._read("SELECT count(*) FROM vectors") == [(len(rows),)]
+    assert set(_indexes(dst, "vectors")) >= set(held)
     dst.close()
 
 
@@ -130,4 +150,8 @@ def test_a_client_killed_mid_import_leaves_nothing_and_every_index(source, pg_se
     dst.close()
     dst = open_store(dst_url)
     assert dst.count_nodes() == 0 and _indexes(dst, "nodes") == held
+    # BM25's counts: none of the killed load's rows, and their triggers enabled (the load had disabled them)
+    assert dst._read("SELECT count(*) FROM text_counts") == [(0,)]
+    assert dst._read("SELECT DISTINCT tgenabled FROM pg_trigger WHERE tgrelid = 'nodes'::regclass AND "
+                     "starts_with(tgname, 'actx_text_counts')") == [("O",)]
     dst.close()

@@ -281,3 +281,17 @@ def test_the_mcp_read_path_gives_the_same_memories_after_the_upgrade(pg_url):
     assert ws.store._pc and reads(ws, ids) == before
     assert ws.store._read("SELECT count(*) FROM nodes WHERE conversation_id = 'ops' AND user_id = 'kim'") == [(2,)]
     ws.close()
+
+
+@pytest.mark.parametrize("i", range(12))
+def test_an_imports_props_split_in_one_pass_equals_the_two_steps(i):
+    """``held_split_text`` (the import's one parse: pg_bulk.hashes_held) makes what the two steps made, for the turns'
+    props and odd texts (not what ``json.dumps`` makes, marked, cut, not an object, empty)."""
+    from agentcontext.model import json_text
+    from agentcontext.store import pg_props
+
+    text = json_text(sort_keys=True)(turns(i))
+    odd = [text, text.replace(": ", ":"), "{ " + text[1:], text[:-1] + "\t}", "[1, 2]", '"x"', "", None, "{}",
+           '{"a": 1}', text.replace('"created_at"', '"created_at" ')]
+    for t in odd:
+        assert pg_props.held_split_text(t) == pg_props.split_text(pg_props.held_text(t)), t

@@ -110,6 +110,48 @@ def test_every_write_path_keeps_the_counts_exact(pg_url):
         store.close()
 
 
+def test_an_import_into_an_empty_store_counts_once_after_the_rows_what_the_triggers_count(pg_server):
+    """A copy into an empty ``nodes`` (import_rows: migrate, the 1M build) runs without the counts' triggers and
+    counts the rows once at its end (pg_text_counts.suspend / resume): the counts equal those the triggers kept in
+    the source, row path and batches, retractions and namespaces included; an import into a table holding rows
+    keeps the triggers."""
+    src, dst = open_store(pg_server.url("counts_src")), open_store(pg_server.url("counts_dst"))
+    try:
+        for node in nodes(20, 31):
+            src.put_nodes([node])
+        src.put_nodes(nodes(700, 32, start=20))
+        src.put_nodes(nodes(250, 33, namespace="other"))
+        src.retract_nodes([f"ns/{i}" for i in range(40, 90)])
+        exact(src)
+        rows = src.export_rows("nodes", None, 100_000)[0]
+        enabled = []
+
+        def batches():
+            for i in range(0, len(rows), 300):
+                yield rows[i:i + 300]
+                enabled.append(dst._read("SELECT tgenabled FROM pg_trigger WHERE tgname = "
+                                         "'actx_text_counts_insert' AND tgrelid = 'nodes'::regclass")[0][0])
+
+        dst.import_rows("nodes", batches())
+        assert enabled[0] == "D" and len(enabled) == 4  # disabled while the rows went in
+        assert kept(dst) == kept(src)
+        exact(dst)
+        dst.put_nodes(nodes(30, 34, namespace="ns", start=5000))  # the triggers keep them again after
+        exact(dst)
+        more = open_store(pg_server.url("counts_more"))
+        more.put_nodes(nodes(5, 35))
+        seen = []
+        more.import_rows("nodes", [[r for r in rows if r["id"] not in {f"ns/{i}" for i in range(5)}]])
+        seen.append(more._read("SELECT tgenabled FROM pg_trigger WHERE tgname = 'actx_text_counts_insert' AND "
+                               "tgrelid = 'nodes'::regclass")[0][0])
+        assert seen == ["O"]
+        exact(more)
+        more.close()
+    finally:
+        src.close()
+        dst.close()
+
+
 def test_a_retrieves_searches_read_the_counts_once_and_another_writer_shows_within_a_second(pg_url, monkeypatch):
     """The searches of one retrieve ask the same words three to five times: the counts read are used again for
     ``COUNTS_SECONDS`` (one statement a search: its rows); a write of this store forgets them at once, another

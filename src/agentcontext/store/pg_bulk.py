@@ -73,10 +73,11 @@ def hashes_held(rows: Sequence[Sequence[Any]], names: Sequence[str], nb: bool,
         r = list(r)
         for i in at:
             r[i] = pg_hash.node_param(r[i], True)
-        r[props] = pg_props.held_text(r[props])
-        if pc:
-            r[props], moved = pg_props.split_text(r[props])
+        if pc:  # (one parse of the text: pg_props.held_split_text)
+            r[props], moved = pg_props.held_split_text(r[props])
             r.extend(moved)
+        else:
+            r[props] = pg_props.held_text(r[props])
         out.append(r)
     return out
 
@@ -208,6 +209,7 @@ class VectorLoader:
         self.build: set[tuple[str, int]] = set()  # indexes to build in ``finish``
         self.pending = 0  # rows this transaction staged into the delta (``pg_delta``)
         self.named: set[str] = set()  # pair hashes the nodes this transaction wrote name (``name_pairs``)
+        self.key_built = False  # the key was dropped for this load and built after its rows (``drop_indexes``)
 
     def name_pairs(self, hashes: Sequence[str]) -> None:
         """The pair hashes (``props.pair_hash``) of nodes this transaction wrote: their vectors, put later in it, are
@@ -336,8 +338,10 @@ class VectorLoader:
                 create_ann_index(self.db, model, dim)
             # the key, grown row by row in hash order across batches (pages split half full: ~100 bytes a row at
             # 1,000,000 memories), built again as one sorted pass (~68): a load this large rewrote most of it anyway
-            key = self.db.execute("SELECT conindid::regclass::text FROM pg_constraint WHERE conrelid = "
-                                  "'vectors'::regclass AND contype = 'p'").fetchone()
+            # (an import into an empty table built it after its rows already: ``drop_indexes``)
+            key = None if self.key_built else self.db.execute(
+                "SELECT conindid::regclass::text FROM pg_constraint WHERE conrelid = 'vectors'::regclass AND "
+                "contype = 'p'").fetchone()
             if key:
                 self.db.execute(f"REINDEX INDEX {key[0]}")
         self.build = set()
@@ -397,14 +401,25 @@ def import_versions(db: Any, rows: Sequence[tuple], nb: bool = False) -> None:
                "LIMIT 1) l ON true WHERE l.live IS NULL")
 
 
+# the tables whose primary key an import into them when empty drops and builds after the rows: the vectors' key,
+# maintained row by row across batches in hash order, split its pages half full, and was REINDEXed after a large load
+# (the same ~68 bytes a row, built once); no statement of the copy looks a vector up by it (``VectorLoader._plan``
+# counts the staged rows against the table only before its first build decision, when the table is empty)
+KEYS_AFTER = ("vectors",)
+KEY_AFTER = "ADD CONSTRAINT"  # how the definition of a key built after the rows reads
+COUNTS_AFTER = "-- counts"  # a mark among an import's dropped definitions: BM25's counts made after the rows
+
+
 def drop_indexes(db: Any, table: str) -> list[str]:
     """For an import into an empty ``table`` (``Store.import_rows``: a whole store copied, a large load): drop its
     indexes and return their definitions, so ``rebuild_indexes`` builds each once over every row instead of every row
     being inserted into each (the nodes' three GIN indexes, the text index's above all, cost more a row inserted than
     the row itself). Kept: the indexes of keys and unique constraints (the load's statements look rows up by them and
-    uniqueness is checked as rows come) and the HNSW ones (``VectorLoader`` decides on those). Nothing is dropped
-    when the table holds a row. The drop holds the table's lock until the commit, as a rebuilt HNSW index does:
-    readers of that table wait for the load (of an empty table: no reader has anything to read in it yet)."""
+    uniqueness is checked as rows come; but the key of a ``KEYS_AFTER`` table, dropped and built after the rows by
+    its definition ``ALTER TABLE ... ADD CONSTRAINT``) and the HNSW ones (``VectorLoader`` decides on those).
+    Nothing is dropped when the table holds a row. The drop holds the table's lock until the commit, as a rebuilt
+    HNSW index does: readers of that table wait for the load (of an empty table: no reader has anything to read in
+    it yet)."""
     if db.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]:
         return []
     found = db.execute("SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i "
@@ -412,9 +427,15 @@ def drop_indexes(db: Any, table: str) -> list[str]:
                        "WHERE i.indrelid = %s::regclass AND NOT i.indisunique AND a.amname <> 'hnsw' AND NOT EXISTS "
                        "(SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid) ORDER BY 1",
                        (table,)).fetchall()
+    keys = []
+    if table in KEYS_AFTER:  # (a duplicate row of the copy is refused by the key's build, as by the insert before)
+        keys = db.execute("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
+                          "%s::regclass AND contype = 'p'", (table,)).fetchall()
+    for name, _ in keys:
+        db.execute(f"ALTER TABLE {table} DROP CONSTRAINT {name}")
     for name, _ in found:
         db.execute(f"DROP INDEX {name}")
-    return [definition for _, definition in found]
+    return [f"ALTER TABLE {table} {KEY_AFTER} {name} {d}" for name, d in keys] + [d for _, d in found]
 
 
 def rebuild_indexes(db: Any, table: str, definitions: Sequence[str]) -> None:

@@ -97,6 +97,32 @@ def install(db) -> None:
     db.execute("ANALYZE text_totals")
 
 
+def suspend(db) -> bool:
+    """For a bulk load into an empty ``nodes`` (``Store.import_rows``: a store copied whole, the 1,000,000-memory
+    build): the counts' triggers disabled for the rest of the load's transaction, so no batch pays for its counts
+    (an aggregate and an upsert of its lexemes a statement); ``resume`` counts the rows once at the end, in the same
+    transaction. Whether it did (nothing when the store has no counts or ``nodes`` holds a row). The ALTER is
+    transactional: a load rolled back or killed leaves the triggers as they were, and no count of its rows."""
+    if not installed(db) or db.execute("SELECT EXISTS (SELECT 1 FROM nodes)").fetchone()[0]:
+        return False
+    db.execute("ALTER TABLE nodes " + ", ".join(f"DISABLE TRIGGER actx_text_counts_{e.lower()}" for e in EVENTS))
+    return True
+
+
+def resume(db) -> None:
+    """After a load ``suspend`` let in: the triggers enabled again and the counts made from the live rows, one pass
+    over their tsvectors (``FILL``; ``nodes`` was empty before the load, so every count is the rows' own: what the
+    triggers would have kept, exactly)."""
+    db.execute("ALTER TABLE nodes " + ", ".join(f"ENABLE TRIGGER actx_text_counts_{e.lower()}" for e in EVENTS))
+    db.execute("SELECT set_config('work_mem', greatest(pg_size_bytes(current_setting('work_mem')), "
+               "pg_size_bytes('256MB')) / 1024 || 'kB', true)")
+    db.execute("DELETE FROM text_counts")
+    db.execute("DELETE FROM text_totals")
+    for statement in FILL:
+        db.execute(statement)
+    db.execute("ANALYZE text_counts")
+
+
 # (term, lexeme, rows holding it) per query term's lexeme, in the terms' order, then (NULL, NULL, rows) and
 # (NULL, '', lexemes of those rows added up): every count BM25 ranks with, in one statement. {scope}: the
 # namespaces (``namespace = ANY(%s)``) or none (every namespace).
