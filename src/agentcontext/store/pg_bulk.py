@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from .migrations.postgres import NODE_FIELDS, T
-from . import pg_hash, pg_props, pg_q8
+from . import pg_hash, pg_props, pg_q8, pg_text_counts
 from .pg_vectors import (HALF_MAX, MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index,
                          raise_build_settings)
 from .rows import NODE_COLS, held_embed_text
@@ -464,3 +464,23 @@ def live_row(node: Any, props_json: str, nodes_bytes: bool, columns: bool = Fals
             list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None, node.version,
             hashed(node.content_hash, nodes_bytes), node.created_by, hashed(node.embed_hash, nodes_bytes),
             node.tokens, held_embed_text(node.title, node.content, node.embed_text), " ".join(node.tags), *moved)
+
+
+def start_import(store: Any, table: str) -> list[str]:
+    """An import into an empty table: its indexes dropped, built again once after the rows (``drop_indexes``; the
+    vectors' key too: the loader then leaves it as built); into an empty ``nodes``, BM25's counts made once after
+    the rows (``pg_text_counts.suspend``). Returns what ``finish_import`` makes again."""
+    dropped = drop_indexes(store._db, table)
+    if table == "vectors" and KEY_AFTER in "".join(dropped):
+        store._loader.key_built = True
+    if table == "nodes" and pg_text_counts.suspend(store._db):
+        dropped.append(COUNTS_AFTER)
+    return dropped
+
+
+def finish_import(db: Any, table: str, dropped: list[str]) -> None:
+    """After an import's rows: BM25's counts when they were suspended, then the dropped indexes."""
+    if COUNTS_AFTER in dropped:
+        dropped = [d for d in dropped if d != COUNTS_AFTER]
+        pg_text_counts.resume(db)
+    rebuild_indexes(db, table, dropped)

@@ -296,21 +296,10 @@ class PostgresStore(SQLStore):
                                       "store; remove it from the source first", table=table, row=str(row[0]))
 
     def _importing(self, table: str) -> None:
-        """Into an empty table: its indexes dropped, built again once after the rows (``pg_bulk.drop_indexes``; the
-        vectors' key too: the loader then leaves it as built); into an empty ``nodes``, BM25's counts made once after
-        the rows (``pg_text_counts.suspend``)."""
-        self._dropped[table] = dropped = pg_bulk.drop_indexes(self._db, table)
-        if table == "vectors" and pg_bulk.KEY_AFTER in "".join(dropped):
-            self._loader.key_built = True
-        if table == "nodes" and pg_text_counts.suspend(self._db):
-            self._dropped[table].append(pg_bulk.COUNTS_AFTER)
+        self._dropped[table] = pg_bulk.start_import(self, table)
 
     def _imported(self, table: str) -> None:
-        dropped = self._dropped.pop(table, [])
-        if pg_bulk.COUNTS_AFTER in dropped:
-            dropped.remove(pg_bulk.COUNTS_AFTER)
-            pg_text_counts.resume(self._db)
-        pg_bulk.rebuild_indexes(self._db, table, dropped)
+        pg_bulk.finish_import(self._db, table, self._dropped.pop(table, []))
         if table in ("audit", "changes"):  # copied sequence numbers: the next one follows the largest
             self._exec(f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'), coalesce(max(seq), 1), "
                        f"max(seq) IS NOT NULL) FROM {table}")
