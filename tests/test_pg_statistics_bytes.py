@@ -41,7 +41,7 @@ def test_an_erased_value_sampled_by_analyze_leaves_the_files_after_forget(pg_url
         catalog = hits(folder_files(base), secret)
         assert catalog and all(p.endswith(f"/{_filenode(store)}") for p in catalog), catalog  # only pg_statistic
         done = pg_statistics.forget(store, [*CONTENT_TABLES, "no_such_table"])  # (a table an older schema lacks)
-        assert done == {"statistics": "analyzed; pg_statistic rewritten", "may_remain": []}
+        assert done == {"statistics": "analyzed; pg_statistic rewritten", "may_remain": [], "held": False}
         store._db.execute("CHECKPOINT")
         assert hits(folder_files(base), secret) == {}
         assert store.count_nodes(namespace="ns") == 20
@@ -94,10 +94,12 @@ def test_a_reader_older_than_the_analyze_keeps_the_old_samples_and_is_named(pg_u
         done = pg_statistics.forget(store, CONTENT_TABLES, wait_s=0.3)
         assert done["statistics"] == "analyzed; pg_statistic rewritten while 1 older reader(s) ran", done
         assert any("older than its ANALYZE" in line for line in done["may_remain"]), done
+        assert done["held"] is True  # the erasure's receipt says held (not clean), as for a scrub's reader
         store._db.execute("CHECKPOINT")
         assert hits(folder_files(pg_server.data / "base"), secret)  # kept for the reader
         reader.rollback()
-        assert pg_statistics.forget(store, CONTENT_TABLES, wait_s=0.3)["may_remain"] == []
+        again = pg_statistics.forget(store, CONTENT_TABLES, wait_s=0.3)
+        assert again["may_remain"] == [] and again["held"] is False
         store._db.execute("CHECKPOINT")
         assert hits(folder_files(pg_server.data / "base"), secret) == {}
     finally:

@@ -443,6 +443,8 @@ class ErasureCoordinator:
                     stats = store.forget_statistics(tables)
                     result["statistics"] = stats["statistics"]
                     result["may_remain"] = [*result.get("may_remain", []), *stats["may_remain"]]
+                    if stats.get("held"):  # a reader older than its ANALYZE kept the old samples
+                        result["status"] = "held"
                 results.append(result)
             except Exception as exc:
                 results.append({"url": store.url, **_failed(exc), "status": "incomplete"})

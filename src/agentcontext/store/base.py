@@ -325,7 +325,8 @@ class Erasable(Protocol):
     def forget_statistics(self, tables: Sequence[str] | None = None) -> dict[str, Any]:
         """After a strict scrub: the query planner's samples of column values taken before it (PostgreSQL's
         ``pg_statistic``, filled by ANALYZE) out of the store's files as far as the role may. Returns what was done
-        (``statistics``) and ``may_remain``. SQLite keeps no sample of a value (no ANALYZE is run): nothing to do."""
+        (``statistics``), ``may_remain`` and ``held`` (a reader older than the step kept the old samples). SQLite
+        keeps no sample of a value (no ANALYZE is run): nothing to do."""
 
     def erase_records(self, kind: str, keys: Sequence[str], actor: str = "") -> int:
         """Delete these records and take their keys out of the change log's rows about them (what was done when by

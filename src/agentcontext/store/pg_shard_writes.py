@@ -133,7 +133,8 @@ class ShardWrites:
         """Every shard's planner statistics (PostgresStore.forget_statistics); what may remain, shard by shard."""
         parts = {name: self.on(name, lambda s: s.forget_statistics(tables), write=True) for name in self.names}
         return {"statistics": "; ".join(f"{name}: {p['statistics']}" for name, p in parts.items()),
-                "may_remain": [f"on shard {name}: {item}" for name, p in parts.items() for item in p["may_remain"]]}
+                "may_remain": [f"on shard {name}: {item}" for name, p in parts.items() for item in p["may_remain"]],
+                "held": any(p.get("held") for p in parts.values())}
 
     # --- edges ---------------------------------------------------------------------------------------
     def put_edges(self, edges: Sequence[Edge], actor: str = "", at: str | None = None) -> int:

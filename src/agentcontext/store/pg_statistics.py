@@ -33,12 +33,13 @@ MAY_VACUUM = (
 def forget(store: Any, tables: Sequence[str], wait_s: float = pg_scrub.WAIT_S) -> dict[str, Any]:
     """ANALYZE ``tables`` (of the store's schema) and rewrite ``pg_statistic``, after waiting up to ``wait_s`` for
     the transactions that may still see the old samples (VACUUM FULL keeps them for those, as for any row:
-    pg_scrub.py); returns ``statistics`` (what was done) and ``may_remain`` (what could not be cleared)."""
+    pg_scrub.py); returns ``statistics`` (what was done), ``may_remain`` (what could not be cleared) and ``held``
+    (a reader kept the old samples: the erasure is not clean, as a scrub's ``held``)."""
     import psycopg
     from psycopg import sql as pgsql
 
     db = store._db
-    empty, refused = [], []
+    empty, refused, readers = [], [], []
     for name in tables:
         may = db.execute(MAY_ANALYZE, (name,)).fetchone()
         if may is None:  # no such table in this schema (one pinned to an older version)
@@ -80,4 +81,4 @@ def forget(store: Any, tables: Sequence[str], wait_s: float = pg_scrub.WAIT_S) -
         db.execute("CHECKPOINT")  # the old files go (as after the tables' scrub)
     except psycopg.Error:  # needs superuser or pg_checkpoint; the server checkpoints on its own too
         pass
-    return {"statistics": done, "may_remain": remain}
+    return {"statistics": done, "may_remain": remain, "held": bool(readers)}

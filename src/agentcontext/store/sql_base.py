@@ -217,7 +217,7 @@ class SQLStore(SQLDialect):
         return scrub.redact_audit(self, targets, note)
 
     def forget_statistics(self, tables: Sequence[str] | None = None) -> dict[str, Any]:
-        return {"statistics": "none kept", "may_remain": []}  # PostgresStore's are pg_statistics.py
+        return {"statistics": "none kept", "may_remain": [], "held": False}  # PostgresStore's: pg_statistics.py
 
     def erase_records(self, kind: str, keys: Sequence[str], actor: str = "") -> int:
         return scrub.erase_records(self, kind, keys, actor)
