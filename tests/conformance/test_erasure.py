@@ -59,6 +59,7 @@ def test_scrub_says_what_it_did_and_what_may_remain(store):
     assert store.get_node("n1") is None and store.check_integrity() == "ok"
     stats = store.forget_statistics(["nodes", "node_versions"])  # the planner's samples (PostgreSQL's ANALYZE)
     assert isinstance(stats["statistics"], str) and all(isinstance(x, str) for x in stats["may_remain"])
+    assert stats["held"] is False  # no reader older than the step
     assert store.count_nodes() == 0 and store.check_integrity() == "ok"
 
 
