@@ -45,14 +45,19 @@ def _erase(ws):
     return erase_workspace_entity(ws, "customer-9", reason="GDPR", erase_mentions=True).to_dict()
 
 
-def _found(pg_server, secret: str) -> dict[str, int]:
+def _found(ws, pg_server, secret: str) -> dict[str, int]:
+    """The server's files that hold the secret, after a CHECKPOINT (so the old files of a rewrite are gone)."""
+    ws.store._db.execute("CHECKPOINT")
     return hits(folder_files(pg_server.data / "base"), secret)
+
+
+def _assert_clean(receipt: dict) -> None:
+    assert receipt["complete"] is True and receipt["physical"]["status"] == "clean", receipt["physical"]
 
 
 def test_a_reader_older_than_the_erasure_is_waited_for_then_the_files_come_out_clean(pg_url, pg_server):
     ws, secret = _open(pg_url)
-    ws.store._db.execute("CHECKPOINT")
-    assert _found(pg_server, secret), "the secret is in the heap before the erasure"
+    assert _found(ws, pg_server, secret), "the secret is in the heap before the erasure"
     reader = _reader(pg_server)
     ended = threading.Timer(1.5, reader.rollback)
     ended.start()
@@ -61,10 +66,9 @@ def test_a_reader_older_than_the_erasure_is_waited_for_then_the_files_come_out_c
     waited = time.monotonic() - started
     ended.join()
     reader.close()
-    assert receipt["complete"] is True and receipt["physical"]["status"] == "clean", receipt["physical"]
+    _assert_clean(receipt)
     assert waited >= 1.4  # it waited for the reader rather than rewriting while the rows were still visible
-    ws.store._db.execute("CHECKPOINT")
-    assert _found(pg_server, secret) == {}
+    assert _found(ws, pg_server, secret) == {}
     ws.close()
 
 
@@ -81,15 +85,12 @@ def test_a_reader_that_outlasts_the_wait_makes_the_receipt_say_held_and_a_second
     assert physical["held_by"][0]["state"] == "idle in transaction"
     assert "older than the erasure" in physical["may_remain"][0] and str(pid) in physical["may_remain"][0]
     assert secret not in str(receipt)
-    ws.store._db.execute("CHECKPOINT")
-    assert _found(pg_server, secret), "the receipt is right: VACUUM FULL kept the rows the reader could see"
+    assert _found(ws, pg_server, secret), "the receipt is right: VACUUM FULL kept the rows the reader could see"
 
     reader.rollback()
     reader.close()
-    again = _erase(ws)
-    assert again["complete"] is True and again["physical"]["status"] == "clean", again["physical"]
-    ws.store._db.execute("CHECKPOINT")
-    assert _found(pg_server, secret) == {}
+    _assert_clean(_erase(ws))
+    assert _found(ws, pg_server, secret) == {}
     ws.close()
 
 

@@ -73,12 +73,21 @@ def wait_for_readers(db: Any, ref: str, wait_s: float) -> list[dict[str, Any]]:
     return readers
 
 
+def wait_for_older(db: Any, wait_s: float) -> list[dict[str, Any]]:
+    """``wait_for_readers`` of the transactions older than now (the next transaction id): those still there."""
+    return wait_for_readers(db, db.execute(_HORIZON).fetchone()[0], wait_s)
+
+
+def shown(readers: list[dict[str, Any]]) -> str:
+    """The first five readers, each as kind, who, what, state and since when; how many more."""
+    listed = "; ".join(f"{r['kind']} {r['who']} ({r['what']}, {r['state']}" +
+                       (f", since {r['since']})" if r["since"] else ")") for r in readers[:5])
+    return listed + (f" and {len(readers) - 5} more" if len(readers) > 5 else "")
+
+
 def _held(readers: list[dict[str, Any]]) -> str:
-    shown = "; ".join(f"{r['kind']} {r['who']} ({r['what']}, {r['state']}" +
-                      (f", since {r['since']})" if r["since"] else ")") for r in readers[:5])
-    more = f" and {len(readers) - 5} more" if len(readers) > 5 else ""
     return (f"dead versions of the erased rows in the heap and index files: {len(readers)} reader(s) older than the "
-            f"erasure could still see them when the tables were rewritten ({shown}{more}); once they end, erase "
+            f"erasure could still see them when the tables were rewritten ({shown(readers)}); once they end, erase "
             "again (the scrub runs again) to rewrite the files without them")
 
 
@@ -91,7 +100,7 @@ def run(db: Any, execute: Callable[[Any], Any], tables: Sequence[str] | None, st
     out: dict[str, Any] = {"backend": backend, "tables": names, "vacuum": "full" if strict else "plain"}
     readers: list[dict[str, Any]] = []
     if strict:
-        readers = wait_for_readers(db, db.execute(_HORIZON).fetchone()[0], wait_s)
+        readers = wait_for_older(db, wait_s)
     for name in names:
         execute(pgsql.SQL("VACUUM (FULL) {}" if strict else "VACUUM {}").format(pgsql.Identifier(name)))
     try:

@@ -22,7 +22,6 @@ MAY_ANALYZE = (
     "ELSE pg_has_role(c.relowner, 'USAGE') OR r.rolsuper OR d.datdba = r.oid END "
     "FROM pg_class c, pg_roles r, pg_database d "
     "WHERE c.oid = to_regclass(%s) AND r.rolname = current_user AND d.datname = current_database()")
-HORIZON = "SELECT xid(pg_snapshot_xmax(pg_current_snapshot()))::text"  # the next transaction id (as pg_scrub's)
 MAY_VACUUM = (
     "SELECT r.rolsuper OR CASE WHEN current_setting('server_version_num')::int >= 170000 "
     "THEN has_table_privilege('pg_catalog.pg_statistic', 'MAINTAIN') "
@@ -65,14 +64,14 @@ def forget(store: Any, tables: Sequence[str], wait_s: float = pg_scrub.WAIT_S) -
         remain.append(f"planner statistics of {', '.join(empty)} sampled before the erasure (pg_statistic: ANALYZE "
                       "writes none for an empty table), until the table holds rows and is analyzed again")
     if db.execute(MAY_VACUUM).fetchone()[0]:
-        readers = pg_scrub.wait_for_readers(db, db.execute(HORIZON).fetchone()[0], wait_s)
+        readers = pg_scrub.wait_for_older(db, wait_s)
         db.execute(f"VACUUM (FULL) {CATALOG}")
         done = "analyzed; pg_statistic rewritten"
         if readers:
             done += f" while {len(readers)} older reader(s) ran"
-            who = "; ".join(f"{r['kind']} {r['who']} ({r['what']})" for r in readers[:5])
             remain.append(f"planner statistics sampled before the erasure, kept in pg_statistic for reader(s) "
-                          f"older than its ANALYZE ({who}); once they end, erase again to rewrite it")
+                          f"older than its ANALYZE ({pg_scrub.shown(readers)}); once they end, erase again to "
+                          "rewrite it")
     else:
         done = "analyzed; pg_statistic not rewritten (the role may not vacuum it)"
         remain.append("the planner statistics sampled before the erasure, in pg_statistic's dead tuples, until a "
