@@ -167,7 +167,14 @@ class _Query:
                     reads.start("text", (keywords, text_pool), lambda s: s.text_search(
                         keywords, namespace=self.namespace, kind=KIND, limit=text_pool, common=self.common))
         where = {"namespace": self.namespace, "kind": KIND, "tags": self.tags, "props": self.contains}
-        reads.start("nearest", (meaning, pool), lambda s: s.nearest(qv, self.model, pool, **where))
+        fields = self.links.fields
+
+        def nearest(s: Any) -> tuple[list[tuple[str, float]], Any]:  # with their nodes (``_Links.load``'s read)
+            found = s.nearest(qv, self.model, pool, **where)
+            return found, s.nodes_linked([i for i, _ in found], "prev", self.namespace, KIND, fields=fields,
+                                         content=True)
+
+        reads.start("nearest", (meaning, pool), nearest)
         if named:
             titles = sorted(named)
             reads.start("named", (meaning, named_pool, tuple(titles)),
@@ -234,9 +241,12 @@ class _Query:
                         text_hits = store.text_search(keywords, namespace=namespace, kind=KIND, limit=text_pool,
                                                       common=self.common) if keywords else []
                     raw = dict(text_hits)
-        nearest = reads.take("nearest", (self.meaning, pool))
-        if nearest is None:  # the guess missed the names
+        taken = reads.take("nearest", (self.meaning, pool))
+        if taken is None:  # the guess missed the names
             nearest = self._nearest(pool)
+        else:  # read with their nodes on the second connection
+            nearest, linked = taken
+            links.add([i for i, _ in nearest], *linked)
         nodes = links.load([i for i, _ in nearest] + list(raw))
         ahead = self._sims_ahead(reads, nearest, text_hits)
         named = self.named = _named(self.text, nodes.values(), self.weights)
@@ -380,18 +390,24 @@ class _Links:
         """These nodes (the memories of the namespace among them), read once, with their neighbourhood."""
         todo = [i for i in dict.fromkeys(ids) if i and i not in self._full and i not in self._gone]
         if todo:
-            named, followers = self.store.nodes_linked(todo, "prev", self.namespace, KIND, fields=self.fields,
-                                                       content=True)
-            self.nodes.update(named)
-            self._full.update(named)
-            self._gone.update(set(todo) - set(named))
-            first = [n.id for n in followers if prev_of(n) in named]
-            for node in followers:  # insertion order: the first follower of each node is its next turn
-                self.next.setdefault(node.props["prev"], node.id)
-                self.nodes.setdefault(node.id, node)
-                self._whole.setdefault(node.id, node)  # with its text (``whole``: no ``get_nodes`` for it)
-            self._asked.update(named, first)
+            self.add(todo, *self.store.nodes_linked(todo, "prev", self.namespace, KIND, fields=self.fields,
+                                                    content=True))
         return {i: self.nodes[i] for i in dict.fromkeys(ids) if i in self.nodes}
+
+    def add(self, ids: list[str], named: dict[str, Node], followers: list[Node]) -> None:
+        """What ``nodes_linked`` (with ``fields`` and content) gave for ``ids``, kept as ``load`` keeps it: a node read
+        before stays as it was read (a node's followers are all read whenever any are, so its next turn is the
+        same whichever read found it)."""
+        named = {i: n for i, n in named.items() if i not in self._full}
+        self.nodes.update(named)
+        self._full.update(named)
+        self._gone.update(i for i in ids if i not in named and i not in self._full)
+        first = [n.id for n in followers if prev_of(n) in named]
+        for node in followers:  # insertion order: the first follower of each node is its next turn
+            self.next.setdefault(node.props["prev"], node.id)
+            self.nodes.setdefault(node.id, node)
+            self._whole.setdefault(node.id, node)  # with its text (``whole``: no ``get_nodes`` for it)
+        self._asked.update(named, first)
 
     def whole(self, nodes: list[Node]) -> list[Node]:
         """These nodes with their content: a turn read only as a follower through ``nodes_naming`` (which sends
@@ -408,9 +424,16 @@ class _Links:
         self._asked.update(todo)
         if not todo:
             return
-        for node in self.store.nodes_naming("prev", todo, namespace=self.namespace, kind=KIND):
-            self.next.setdefault(node.props["prev"], node.id)  # the first follower, in insertion order
-            self.nodes.setdefault(node.id, node)
+        named, followers = self.store.nodes_linked(todo, "prev", self.namespace, KIND, fields=self.fields,
+                                                   content=True)
+        for i, node in named.items():  # a node read before keeps its object (a candidate may hold it): its text
+            if i in self.nodes:  # is kept for ``whole``
+                self._whole.setdefault(i, node)
+            else:
+                self.nodes[i] = node
+                self._full.add(i)
+        self.add([], {}, followers)
+        self._asked.update(named, (n.id for n in followers if prev_of(n) in named))
 
     def around(self, ids: list[str]) -> list[Node]:
         """These nodes and their neighbours."""
