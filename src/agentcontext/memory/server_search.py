@@ -20,9 +20,9 @@ heard, while the first text search runs, and are taken only when the guess held 
 store/pg_parallel.py): the same hits and scores, sooner. The dense pool's read there brings its nodes too
 (``nodes_linked`` right after ``nearest``, on that connection: the main one reads the text hits' meanwhile; a node read
 by both is kept as first read, and its neighbours are the same whichever read found them; ``DENSE_NODES_AHEAD``). At
-1,000,000 memories on the busy machine (load 10-13, session 20) the main connection's links stage fell to 0.66x-0.74x
+1,000,000 memories on the busy machine (load 10-13, session 20) the main connection's links stage fell to 0.65x-0.74x
 and the wait for the dense pool grew by as much (the dense walk, not the text hits, was the longer path there):
-retrieve p50 1.02x-1.12x, p95 0.88x-1.03x of the code before, the process's CPU the same and the main thread's 0.93x;
+retrieve p50 0.96x-1.12x, p95 0.88x-1.06x of the code before (four runs), the process's CPU the same and the main thread's 0.93x;
 quiet, the text hits' path is likely the longer one (session 15: the walk 10.8-13.3 ms; the main text search
 12-14 ms at load 5, then its nodes' read), and the dense pool's nodes' read then leaves the clock: not measured
 quiet yet (benchmarks/results/postgres_scale_1000000_s20_pgfast.json). The second stages
