@@ -17,7 +17,15 @@ round; a query that names a speaker then asks the text search once more, without
 that need only the names (that second text search, the dense pool, the named speakers' nearest, the own vectors'
 inner products) start on the store's second connection on a guess of the names, from the speakers earlier queries
 heard, while the first text search runs, and are taken only when the guess held (memory/server_gather.py,
-store/pg_parallel.py): the same hits and scores, sooner. The second stages
+store/pg_parallel.py): the same hits and scores, sooner. The dense pool's read there brings its nodes too
+(``nodes_linked`` right after ``nearest``, on that connection: the main one reads the text hits' meanwhile; a node read
+by both is kept as first read, and its neighbours are the same whichever read found them; ``DENSE_NODES_AHEAD``). At
+1,000,000 memories on the busy machine (load 10-13, session 20) the main connection's links stage fell to 0.65x-0.74x
+and the wait for the dense pool grew by as much (the dense walk, not the text hits, was the longer path there):
+retrieve p50 0.96x-1.12x, p95 0.88x-1.06x of the code before (four runs), the process's CPU the same and the main thread's 0.93x;
+quiet, the text hits' path is likely the longer one (session 15: the walk 10.8-13.3 ms; the main text search
+12-14 ms at load 5, then its nodes' read), and the dense pool's nodes' read then leaves the clock: not measured
+quiet yet (benchmarks/results/postgres_scale_1000000_s20_pgfast.json). The second stages
 run as in process: the replies to the questions that follow the k best (memory/answers.py) and, for a query that
 asks when, the turns around the best hit become candidates and are lifted (memory/server_rank.py).
 
@@ -73,6 +81,9 @@ LARGE_EXPAND: int | None = None
 # and the context vectors' inner products are read only for the candidates that can still reach the k best on what
 # the first stage read (memory/server_bound.py; False: for every candidate)
 LARGE_BOUND = True
+# the dense pool's nodes read with it, on the second connection, right after ``nearest`` (False: on the main one, once
+# the text hits' are read)
+DENSE_NODES_AHEAD = True
 Keep = Callable[[dict[str, Any]], bool]
 # the props of a candidate the ranking reads (``_Query.passes``, ``prev_of``, ``server_rank``): the linked
 # nodes bring only these (no JSON decoded in the client: at 200,000 memories ~2,000 rows a query, 98 ms of 169)
@@ -167,7 +178,16 @@ class _Query:
                     reads.start("text", (keywords, text_pool), lambda s: s.text_search(
                         keywords, namespace=self.namespace, kind=KIND, limit=text_pool, common=self.common))
         where = {"namespace": self.namespace, "kind": KIND, "tags": self.tags, "props": self.contains}
-        reads.start("nearest", (meaning, pool), lambda s: s.nearest(qv, self.model, pool, **where))
+        fields = self.links.fields
+
+        def nearest(s: Any) -> tuple[list[tuple[str, float]], Any]:  # with their nodes (``_Links.load``'s read)
+            found = s.nearest(qv, self.model, pool, **where)
+            if not DENSE_NODES_AHEAD:
+                return found, None
+            return found, s.nodes_linked([i for i, _ in found], "prev", self.namespace, KIND, fields=fields,
+                                         content=True)
+
+        reads.start("nearest", (meaning, pool), nearest)
         if named:
             titles = sorted(named)
             reads.start("named", (meaning, named_pool, tuple(titles)),
@@ -234,9 +254,13 @@ class _Query:
                         text_hits = store.text_search(keywords, namespace=namespace, kind=KIND, limit=text_pool,
                                                       common=self.common) if keywords else []
                     raw = dict(text_hits)
-        nearest = reads.take("nearest", (self.meaning, pool))
-        if nearest is None:  # the guess missed the names
+        taken = reads.take("nearest", (self.meaning, pool))
+        if taken is None:  # the guess missed the names
             nearest = self._nearest(pool)
+        else:  # read with their nodes on the second connection
+            nearest, linked = taken
+            if linked is not None:
+                links.add([i for i, _ in nearest], *linked)
         nodes = links.load([i for i, _ in nearest] + list(raw))
         ahead = self._sims_ahead(reads, nearest, text_hits)
         named = self.named = _named(self.text, nodes.values(), self.weights)
@@ -364,8 +388,12 @@ def _named(query: str, nodes: Any, weights: FusionWeights) -> set[str]:
 class _Links:
     """Candidate nodes with their previous and next turns (``props.prev`` and the first turn naming it), read from
     the store with the candidates: ``nodes_linked`` brings a batch of nodes, the turns they name and two levels of
-    followers (with their text: ``whole`` reads a turn's text again only for a follower ``nodes_naming`` found) in
-    one round trip, so ``around`` and ``complete`` find what they need already read."""
+    followers, with their text, in one round trip, so ``around`` and ``complete`` find what they need already read;
+    the followers a second stage asks for (``_followers``: the replies to the best hits' questions, the turns around
+    a when-question's best hit) come the same way, with their text and their own followers (before, ``nodes_naming``
+    sent them without their text, and ``whole`` read it with ``get_nodes``: at 1,000,000 memories, 30 questions, the
+    main connection's reads of turns inside a search were nodes_linked 2.2 + nodes_naming 1.6 + get_nodes 0.6 a
+    query, now nodes_linked 2.8, and the dense pool's on the second connection)."""
 
     def __init__(self, ws: Workspace, namespace: str, fields: tuple[str, ...] = FIELDS) -> None:
         self.store, self.namespace, self.fields = ws.store, namespace, fields
@@ -380,24 +408,29 @@ class _Links:
         """These nodes (the memories of the namespace among them), read once, with their neighbourhood."""
         todo = [i for i in dict.fromkeys(ids) if i and i not in self._full and i not in self._gone]
         if todo:
-            named, followers = self.store.nodes_linked(todo, "prev", self.namespace, KIND, fields=self.fields,
-                                                       content=True)
-            self.nodes.update(named)
-            self._full.update(named)
-            self._gone.update(set(todo) - set(named))
-            first = [n.id for n in followers if prev_of(n) in named]
-            for node in followers:  # insertion order: the first follower of each node is its next turn
-                self.next.setdefault(node.props["prev"], node.id)
-                self.nodes.setdefault(node.id, node)
-                self._whole.setdefault(node.id, node)  # with its text (``whole``: no ``get_nodes`` for it)
-            self._asked.update(named, first)
+            self.add(todo, *self.store.nodes_linked(todo, "prev", self.namespace, KIND, fields=self.fields,
+                                                    content=True))
         return {i: self.nodes[i] for i in dict.fromkeys(ids) if i in self.nodes}
 
+    def add(self, ids: list[str], named: dict[str, Node], followers: list[Node]) -> None:
+        """What ``nodes_linked`` (with ``fields`` and content) gave for ``ids``, kept as ``load`` keeps it: a node read
+        before stays as it was read (a node's followers are all read whenever any are, so its next turn is the
+        same whichever read found it)."""
+        named = {i: n for i, n in named.items() if i not in self._full}
+        self.nodes.update(named)
+        self._full.update(named)
+        self._gone.update(i for i in ids if i not in named and i not in self._full)
+        first = [n.id for n in followers if prev_of(n) in named]
+        for node in followers:  # insertion order: the first follower of each node is its next turn
+            self.next.setdefault(node.props["prev"], node.id)
+            self.nodes.setdefault(node.id, node)
+            self._whole.setdefault(node.id, node)  # with its text (``whole``: no ``get_nodes`` for it)
+        self._asked.update(named, first)
+
     def whole(self, nodes: list[Node]) -> list[Node]:
-        """These nodes with their content: a turn read only as a follower through ``nodes_naming`` (which sends
-        them without it) is read whole, once (``get_nodes``), so its time expressions count as in process; the
-        followers ``nodes_linked`` sent came with their text (at 200,000 memories that was 4.8 ``get_nodes`` a
-        query, ~28 turns)."""
+        """These nodes with their content, so their time expressions count as in process: every read here brings the
+        text (``nodes_linked`` with ``content``), so ``get_nodes`` reads only a node that came some other way (at
+        200,000 memories the followers read without it cost 4.8 ``get_nodes`` a query, ~28 turns)."""
         light = [n.id for n in nodes if n.id not in self._full and n.id not in self._whole]
         if light:
             self._whole.update(self.store.get_nodes(light))
@@ -408,9 +441,16 @@ class _Links:
         self._asked.update(todo)
         if not todo:
             return
-        for node in self.store.nodes_naming("prev", todo, namespace=self.namespace, kind=KIND):
-            self.next.setdefault(node.props["prev"], node.id)  # the first follower, in insertion order
-            self.nodes.setdefault(node.id, node)
+        named, followers = self.store.nodes_linked(todo, "prev", self.namespace, KIND, fields=self.fields,
+                                                   content=True)
+        for i, node in named.items():  # a node read before keeps its object (a candidate may hold it): its text
+            if i in self.nodes:  # is kept for ``whole``
+                self._whole.setdefault(i, node)
+            else:
+                self.nodes[i] = node
+                self._full.add(i)
+        self.add([], {}, followers)
+        self._asked.update(named, (n.id for n in followers if prev_of(n) in named))
 
     def around(self, ids: list[str]) -> list[Node]:
         """These nodes and their neighbours."""
