@@ -174,8 +174,9 @@ class AgentMemory(ConfiguredRecall):
         With an ``entity_graph``, memories whose metadata lists ``entities`` are linked to those entities, and
         every memory to the graph's known entities its text names (memory/links.py)."""
         self.check("write", "memory.store")
-        with collector_paused(len(items)):
-            items = [self._item(x, None, None, None, i) for i, x in enumerate(items)]
+        with collector_paused(len(items)):  # a dict of known keys is read as it is (a key left out reads as None)
+            items = [x if type(x) is dict and _ITEM_KEYS.issuperset(x) else self._item(x, None, None, None, i)
+                     for i, x in enumerate(items)]
         access.require_chosen_ids(self.workspace, self.principal, [str(x["id"]) for x in items if x.get("id")],
                                   "memory.store", "a memory id", "leave id out: the store assigns one")
         linking = self.entity_graph is not None and any(entity_ids(x.get("metadata")) for x in items)
