@@ -58,21 +58,6 @@ def checked_vector(value: Any, seq: int, name: str, dimension: Callable[[], int]
     return vec
 
 
-class Dimension:
-    """The store's dimension, asked once a batch (and only when a vector is supplied): a batch of 10,000 asked it
-    through the service's property chain once a vector."""
-
-    __slots__ = ("ask", "shape")
-
-    def __init__(self, ask: Callable[[], int]) -> None:
-        self.ask, self.shape = ask, None
-
-    def __call__(self) -> int:
-        if self.shape is None:
-            self.shape = (self.ask(),)
-        return self.shape[0]
-
-
 def plan_items(items: list[dict[str, Any]], namespace: str, context_turns: bool, store: Store,
            dimension: Callable[[], int], places: bool = False) -> tuple:
     """The nodes of ``items`` (linked to their conversations' heads as read now), each conversation's last and
@@ -88,30 +73,30 @@ def plan_items(items: list[dict[str, Any]], namespace: str, context_turns: bool,
     if context_turns:  # every conversation's head in one read (chain.heads), not one read each
         convs = [str(c) for item in items if (c := item.get("conversation_id")) is not None]
         last.update(chain.heads(store, namespace, list(dict.fromkeys(convs))) if convs else {})
-    dimension = Dimension(dimension)
     for seq, item in enumerate(items):
-        get = item.get
-        content = get("content") if "content" in item else get("text")
-        conv = get("conversation_id")
-        prev_id = None
+        content = item.get("content", item.get("text"))
+        conv = item.get("conversation_id")
         if conv is not None:
             conv = str(conv)
-            if context_turns:
-                if conv not in prev_text:
-                    before = last.get(conv)
-                    if before is not None:
-                        prev_text[conv] = memory_text(before.title, before.content, places)
-                        last[conv] = before
+        prev_id = None
+        if conv is not None and context_turns:
+            if conv not in prev_text:
                 before = last.get(conv)
-                prev_id = before.id if before is not None else None
-                assumed.setdefault(conv, prev_id)
-        created = get("created_at")
-        updated = get("updated_at")
-        user = get("user_id")
+                if before is not None:
+                    prev_text[conv] = memory_text(before.title, before.content, places)
+                    last[conv] = before
+            before = last.get(conv)
+            prev_id = before.id if before is not None else None
+            assumed.setdefault(conv, prev_id)
+        created = item.get("created_at")
+        updated = item.get("updated_at")
         try:
-            node = build_node(namespace, content, get("metadata"), conv, None if user is None else str(user),
-                              get("id"), iso_with_offset(created, "created_at") if created else stamp,
-                              iso_with_offset(updated, "updated_at") if updated else None, seq, prev_id, None, places)
+            node = build_node(namespace, content, item.get("metadata"), conv,
+                              None if item.get("user_id") is None else str(item["user_id"]),
+                              memory_id=item.get("id"),
+                              created_at=iso_with_offset(created, "created_at") if created else stamp,
+                              updated_at=iso_with_offset(updated, "updated_at") if updated else None,
+                              seq=seq, prev=prev_id, places=places)
         except ValidationError as exc:  # one bad item refuses the batch, naming it (nothing written yet)
             raise ValidationError(f"{item_name(seq, item)}: {exc.message}; nothing of this batch was stored",
                                   **{**exc.data, "index": seq}) from exc
@@ -120,7 +105,7 @@ def plan_items(items: list[dict[str, Any]], namespace: str, context_turns: bool,
             if conv in prev_text:
                 pair = prev_text[conv] + "\n" + own
                 node.props["pair_hash"] = content_hash(pair)
-                context = get("context_vector")
+                context = item.get("context_vector")
                 if context is not None:
                     supplied[node.props["pair_hash"]] = checked_vector(context, seq, "context_vector", dimension)
                 else:
@@ -129,7 +114,7 @@ def plan_items(items: list[dict[str, Any]], namespace: str, context_turns: bool,
             last[conv] = node
             first.setdefault(conv, node)
         node.embed_hash = content_hash(node.embed_text)  # hashed once here (the store checks it again)
-        vector = get("vector") if "vector" in item else get("embedding")
+        vector = item.get("vector", item.get("embedding"))
         if vector is not None:
             supplied[node.embed_hash] = checked_vector(vector, seq, "vector", dimension)
         nodes.append(node)
