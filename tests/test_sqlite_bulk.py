@@ -4,6 +4,7 @@ PostgreSQL refuses it; a process killed mid-load (SIGKILL) leaves each batch who
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -254,3 +255,53 @@ def test_json_text_makes_its_encoder_once_a_thread_and_writes_what_json_dumps_wr
     other.start()
     other.join()
     assert len(made) == 2
+
+
+
+def test_the_text_index_read_back_from_new_rows_holds_what_a_row_at_a_time_gives_it(tmp_path):
+    """A batch of new nodes reaches the text index in one statement that reads their rows back (the tags cut from
+    their JSON); a batch with a tag whose JSON holds an escape (a quote, a backslash, a non-ASCII or control character)
+    or with a rewritten node gives its rows one at a time, as before. Either way the index is the same, segment for
+    segment, as the rows given one at a time, and every term and tag finds its rows."""
+    import json
+
+    from agentcontext.model import Node
+    from agentcontext.store import sqlite_nodes
+
+    plain = [[], ["conversation:c1"], ["conversation:c1", "user:u 2", "type:fact"], [""], ["[]"], ["a, b"], ["x y"]]
+    escaped = [['q"uote'], ["back\\slash"], ["caf\u00e9"], ["tab\tinside"]]
+
+    def nodes(start, labels):
+        return [Node(id=f"n{start + i}", kind="note", namespace="ns", key=f"k{start + i:04d}", title=f"title {i}",
+                     summary="s", content=f"content word{i % 5} {i}", tags=list(labels[i % len(labels)]))
+                for i in range(40)]
+
+    batches = [nodes(0, plain), nodes(100, plain + escaped[:1]), nodes(200, escaped), nodes(300, plain),
+               nodes(10, plain)[:3] + nodes(400, plain)]  # the last rewrites three nodes beside new ones
+    stores, statements = {}, {}
+    for name, from_rows in (("statement", True), ("rows", False)):
+        store = SQLiteStore(tmp_path / f"{name}.db")
+        store.FTS_FROM_ROWS = from_rows
+        seen = []
+        store._db.set_trace_callback(lambda sql, seen=seen: seen.append(sql.startswith("INSERT INTO fts(rowid") and
+                                                                        " SELECT rid, " in sql))
+        for batch in batches:
+            store.put_nodes(batch)
+        store._db.set_trace_callback(None)
+        stores[name], statements[name] = store, sum(seen)
+    assert statements == {"statement": 2, "rows": 0}  # the all-plain, all-new batches (the first and the fourth)
+    index = {name: (s._read("SELECT id, block FROM fts_data ORDER BY id"), s._read("SELECT * FROM fts_idx"),
+                    s._read("SELECT * FROM fts_docsize ORDER BY id")) for name, s in stores.items()}
+    assert index["statement"] == index["rows"]
+    live = {n.id: n for batch in batches for n in batch}  # the rewritten ones hold the same text
+    store = stores["statement"]
+    cut = dict(store._read(f"SELECT id, {sqlite_nodes.FTS_TAGS} FROM nodes"))  # the text the statement gives
+    assert all(cut[i] == " ".join(n.tags) for i, n in live.items() if "\\" not in json.dumps(n.tags))
+    for term in ("conversation", "c1", "user", "u", "2", "fact", "a", "b", "x", "y", "q", "uote", "back", "slash",
+                 "café", "tab", "inside"):
+        want = sum(any(term in re.split(r"[^\w]+", t.lower()) for t in n.tags) for n in live.values())
+        got = store._read("SELECT count(*) FROM fts WHERE fts MATCH ?", (f'tags:"{term}"',))[0][0]
+        assert got == want > 0, term
+    assert store._read("SELECT count(*) FROM fts WHERE fts MATCH 'content'")[0][0] == len(live)
+    for s in stores.values():
+        s.close()

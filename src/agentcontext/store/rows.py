@@ -146,25 +146,30 @@ def plan_versions(nodes: Sequence[Node], existing: dict[str, tuple], at: str,
     service's record kind (``RECORD_KINDS``) and another kind (a ConflictError)."""
     versions: list[int] = []
     changed: list[tuple[Node, tuple | None, str]] = []
+    get = existing.get
     for node in nodes:
-        check_text_fields(node)
-        reserved = reserved_namespace(node.id)
+        nid = node.id
+        if not (type(nid) is str and type(node.kind) is str and type(node.namespace) is str  # noqa: E721
+                and type(node.key) is str and type(node.title) is str and type(node.summary) is str  # noqa: E721
+                and type(node.content) is str):  # noqa: E721 (the exact type first: one test for the usual node)
+            check_text_fields(node)
+        reserved = reserved_namespace(nid) if "/" in nid else None
         if reserved is not None and reserved != node.namespace:
-            raise ValidationError(f"id {node.id!r} is reserved for {reserved}; a record of {node.namespace} cannot "
-                                  "take it", id=node.id, namespace=node.namespace, reserved_for=reserved)
-        held = existing.get(node.id)
-        if held is not None and held[8] != node.namespace:
-            raise ConflictError(f"id {node.id!r} already names a record of another namespace; a record of "
-                                f"{node.namespace} cannot take it: choose another id", id=node.id,
-                                namespace=node.namespace)
-        if (held is not None and held[9] != node.kind and not node.namespace.startswith(PACK_FAMILIES)
-                and (held[9] in RECORD_KINDS or node.kind in RECORD_KINDS)):
-            raise ConflictError(f"id {node.id!r} already names a record of kind {held[9]!r}; it cannot become a "
-                                f"{node.kind!r}: choose another id", id=node.id, kind=node.kind)
+            raise ValidationError(f"id {nid!r} is reserved for {reserved}; a record of {node.namespace} cannot "
+                                  "take it", id=nid, namespace=node.namespace, reserved_for=reserved)
+        old = get(nid)
+        if old is not None:
+            if old[8] != node.namespace:
+                raise ConflictError(f"id {nid!r} already names a record of another namespace; a record of "
+                                    f"{node.namespace} cannot take it: choose another id", id=nid,
+                                    namespace=node.namespace)
+            if (old[9] != node.kind and not node.namespace.startswith(PACK_FAMILIES)
+                    and (old[9] in RECORD_KINDS or node.kind in RECORD_KINDS)):
+                raise ConflictError(f"id {nid!r} already names a record of kind {old[9]!r}; it cannot become a "
+                                    f"{node.kind!r}: choose another id", id=nid, kind=node.kind)
         props_json = props_to_json(node.props)
         node.content_hash = node.compute_hash(props_json)
         node.embed_hash = content_hash(node.embed_text) if node.embed_text else None
-        old = existing.get(node.id)
         if (old and hash_text(old[3]) == node.content_hash and old[4] is None
                 and hash_text(old[5]) == node.embed_hash):
             node.version, node.recorded_at = old[2], old[6]

@@ -8,7 +8,6 @@ file whose text index has secure-delete on cannot be searched by an older SQLite
 format``); every other table still reads."""
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import os
@@ -24,8 +23,8 @@ from ..errors import StoreError
 from ..model import Node
 from .base import Capability
 from .migrations.sqlite import MIGRATIONS
-from .rows import NODE_COLS, Where
-from . import sqlite_text, sqlite_vectors, transfer
+from .rows import Where
+from . import sqlite_nodes, sqlite_text, sqlite_vectors, transfer
 from .sql_base import SQLStore
 from .sqlite_fts import SQLiteText, SqlWhere
 
@@ -42,11 +41,6 @@ def _same(value: Any) -> Any:
 # there. Registered as themselves they bind exactly as before (NULL, BLOB), found by one dictionary lookup.
 sqlite3.register_adapter(type(None), _same)
 sqlite3.register_adapter(bytes, _same)
-
-
-@functools.lru_cache(maxsize=4096)  # memories share a few tag sets (a conversation, a user, a type): encode each once
-def tags_json(tags: tuple[str, ...]) -> str:
-    return json.dumps(list(tags))
 
 
 FTS_DELETE = "INSERT INTO fts(fts, rowid, key, title, summary, content, tags) VALUES ('delete', ?, ?, ?, ?, ?, ?)"
@@ -99,6 +93,9 @@ class SQLiteStore(SQLStore):
     # Host parameters a multi-row INSERT binds (SQLite >= 3.32 takes 32,766 a statement; sqlean brings >= 3.42): rows
     # land by hundreds a statement, not one statement step and reset each (a new memory's node row 1-2 us less)
     MULTI_ROW_PARAMS = 10_000
+    # A batch of new nodes reaches the text index by one statement reading their rows back (FTS_FROM_NODES): about
+    # 1 us a memory less than a statement step a row (the driver's loop, binding the texts again). False: one step a row
+    FTS_FROM_ROWS = True
 
     def __init__(self, path: str | Path, timeout: float = 60.0) -> None:
         self.path = Path(path)
@@ -296,56 +293,7 @@ class SQLiteStore(SQLStore):
                   f"({','.join('?' * len(tags))}) GROUP BY x.id HAVING count(DISTINCT t.tag) = {len(tags)})", *tags)
 
     def _write_nodes(self, changed: list[tuple[Node, tuple | None, str]], existing: dict[str, tuple]) -> None:
-        db = self._db
-        self._batch_cache(len(changed))
-        # Row ids are ours to give inside the write transaction (BEGIN IMMEDIATE holds the lock), so the
-        # text index and tag rows need no second lookup.
-        top = 0
-        if any(old is None for _, old, _ in changed):
-            top = db.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0]
-            seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'nodes'").fetchone()
-            top = max(top, seq[0] if seq else 0)  # AUTOINCREMENT never reuses a purged node's rid
-        inserts, updates, version_rows, fts_rows, tag_rows, rewritten = [], [], [], [], [], []
-        twice = self.CURRENT_IN_VERSIONS  # schema 5 and before: the current version was a version row too
-        for node, old, props_json in changed:  # one pass: every row of every table, in the order given
-            tags = node.tags
-            row = (
-                node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content,
-                props_json, tags_json(tuple(tags)),
-                node.valid_from, node.valid_until, node.recorded_at, None, node.version,
-                node.content_hash, node.created_by, node.embed_hash, node.tokens,
-            )
-            embed_text = node.embed_text
-            if embed_text == node.content:  # held once (migration 5): readers coalesce(embed_text, content)
-                embed_text = None
-            if old is None:
-                top += 1
-                rid = top
-                inserts.append((rid, *row, embed_text))
-            else:
-                rid = old[1]
-                rewritten.append(rid)
-                updates.append((*row[1:], embed_text, node.id))
-            if twice:
-                version_rows.append((*row, None))  # the text to embed is only ever read from the live row
-            fts_rows.append((rid, node.key, node.title, node.summary, node.content, " ".join(tags)))
-            tag_rows.extend((rid, t) for t in set(tags))
-        if rewritten:
-            self._unindex(rewritten, purge=True)
-            for chunk in [] if twice else self._chunks(rewritten):  # the versions they held are superseded
-                db.execute(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {NODE_COLS}, NULL FROM nodes "
-                           f"WHERE rid IN ({','.join('?' * len(chunk))})", chunk)
-            db.executemany(
-                "UPDATE nodes SET kind=?, namespace=?, key=?, title=?, summary=?, content=?, props=?, tags=?, "
-                "valid_from=?, valid_until=?, recorded_at=?, retracted_at=?, version=?, content_hash=?, "
-                "created_by=?, embed_hash=?, tokens=?, embed_text=? WHERE id=?", updates)
-        if inserts:
-            self._insert_rows(f"INSERT INTO nodes(rid, {NODE_COLS}, embed_text)", inserts)
-        if version_rows:
-            db.executemany(f"INSERT INTO node_versions({NODE_COLS}, embed_text) VALUES ({','.join('?' * 19)})",
-                           version_rows)
-        db.executemany("INSERT INTO fts(rowid, key, title, summary, content, tags) VALUES (?,?,?,?,?,?)", fts_rows)
-        db.executemany("INSERT OR IGNORE INTO node_tags(rid, tag) VALUES (?,?)", tag_rows)
+        sqlite_nodes.write_nodes(self, changed)
 
     def _import_nodes(self, rows: list[tuple]) -> None:
         """Copied rows keep their order; the text index holds the live ones, the tag rows all of them."""
