@@ -138,7 +138,7 @@ def loco(qs: list[Question], combos: list[dict], per: list[np.ndarray], label: s
     for c in sorted(set(conv)):
         train = conv != c
 
-        def allowed(r: np.ndarray) -> bool:
+        def allowed(r: np.ndarray, train: np.ndarray = train) -> bool:
             return all(r[train & (cats == k), 1].mean() >= base[train & (cats == k), 1].mean() - 1e-9
                        for k in sorted(set(cats[train])))
 
@@ -186,7 +186,7 @@ def main() -> None:
     default = recalls(qs, [np.argsort(-b, kind="stable")[: max(K)] for b in bases])
     figures: dict = {"file": args.file, "questions": len(qs)}
     held = {}
-    for name, grid, stage in (("neighbour credit", NEIGHBOUR_GRID, None), ("bridge", BRIDGE_GRID, None)):
+    for name, grid in (("neighbour credit", NEIGHBOUR_GRID), ("bridge", BRIDGE_GRID)):
         combos = [dict(zip(grid, c)) for c in product(*grid.values())]
         per = [default]
         for v in combos:

@@ -285,9 +285,11 @@ def main() -> None:
     ap.add_argument("--save", action="store_true", help="fit on all five and write engine/ltr_weights.json")
     ap.add_argument("--facet-features", default="", help="a locomo_facets.py facets pickle: four facet-coverage "
                     "columns appended to each candidate's features (measured only; the shipped trees take none)")
+    ap.add_argument("--places", action="store_true", help="the signals of the turns stored with their place glosses "
+                    "(memory/places.py; both columns, the linear fusion's and the learned ranker's, with them)")
     args = ap.parse_args()
     started = time.perf_counter()
-    qs = questions(args.file, "minilm", Path(args.cache))
+    qs = questions(args.file, "minilm", Path(args.cache), places=args.places)
     meta = texts(args.file)
     assert len(meta) == len(qs), (len(meta), len(qs))
     rows, xs, ys = [], [], []
@@ -341,7 +343,7 @@ def main() -> None:
         out["learned_fitted_on_all"] = table(qs, fitted)  # what `agentcontext eval locomo --ranker learned` gives
         print("  learned, fitted on all five (not a held-out figure) "
               + "  ".join(f"{k} {v['5']:.3f}/{v['10']:.3f}" for k, v in out["learned_fitted_on_all"].items()))
-    report("locomo_ltr", out, quiet=True)
+    report("locomo_ltr_places" if args.places else "locomo_ltr", out, quiet=True)
 
 
 if __name__ == "__main__":

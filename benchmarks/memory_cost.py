@@ -50,7 +50,8 @@ def retrieves(folder: Path, n: int, queries: int, dim: int = 384, learned: bool 
     mem.retrieve("warm up the index", max_results=5)
     shipped, before = mem.weights, replace(mem.weights, answer=0.0)
     runs = (("shipped", shipped), ("before", before)) + ((("learned", shipped),) if learned else ()) \
-        + ((("facets", shipped),) if facets else ()) + ((("bridge", replace(shipped, bridge=BRIDGE)),) if bridge else ())
+        + ((("facets", shipped),) if facets else ()) \
+        + ((("bridge", replace(shipped, bridge=BRIDGE)),) if bridge else ())
     lat: dict[str, list[float]] = {name: [] for name, _ in runs}
     cpu: dict[str, list[float]] = {name: [] for name, _ in runs}  # the process's CPU a call (a busy machine)
     for i in range(queries):

@@ -2,15 +2,20 @@
 the first hits hold and the query does not pull up the other memories that hold them.
 
 A multi-hop question's evidence lies in more than one session (26 of 27 multi-hop misses of the issue's failure
-analysis): one turn is found through the question's words, and the turn of another session that names the same place,
-person or event again is the rest of the answer, though it names nothing the question does. So each of the first ``bridge_hits`` hits (value above 0) gives its capitalised words (the
-entities it names) that the query does not hold, that are no speaker's name nor a stopword, and that at most
-``bridge_rare`` memories of the namespace hold (the memory index's word counts, by stem); every other candidate memory
-holding one of them (found by the text index: a rare word's memories are few) gains ``bridge`` times that hit's value,
-once per hit. Measured by leave-one-conversation-out on LoCoMo's dev split (benchmarks/locomo_bridge.py): held out
-R@5 / R@10 0.741 / 0.830 -> 0.746 / 0.832, every category up or equal (multi-hop R@5 0.401 -> 0.415); an option, not
-the default: the gain is small, it reads the text index once per rare word, and a store that searches itself
-(PostgreSQL) has no such stage (``recall`` refuses the weight there rather than ignore it).
+analysis): one turn is found through the question's words, and the turn of another session that names the same
+place, person or event again is the rest of the answer, though it names nothing the question does. So each of the
+first ``bridge_hits`` hits (value above 0) gives its capitalised words (``names``: the entities it names, and a
+sentence's first word) that the query does not hold, that are no speaker's name nor a stopword, and that 1 to
+``bridge_rare`` memories of the namespace hold (the memory index's word counts, by stem); every other candidate
+memory holding one of them (found by the text index: a rare word's memories are few) gains ``bridge`` times that
+hit's value, once per hit, and reports ``bridge``. Measured by leave-one-conversation-out on LoCoMo's dev split
+(benchmarks/locomo_bridge.py: hits, rarity, weight and variants chosen per fold): held out R@5 / R@10 0.741 / 0.830
+-> 0.746 / 0.832, every category up or equal (multi-hop R@5 0.401 -> 0.415, open-domain 0.445 -> 0.456); with the
+option's values on all five (``agentcontext eval locomo --bridge``) 0.748 / 0.834. An option, not the default: the
+gain is small, and a store that searches itself (PostgreSQL, memory/server_search.py) has no such stage, so the
+default would break the parity of the two backends' rankings (``recall`` refuses the weight there rather than
+ignore it). Cost: one read of the first hits' texts and one text-index query per rare name; retrieve p50 at 10,000
+memories 1.01x without it (benchmarks/memory_cost.py --bridge, same run).
 """
 from __future__ import annotations
 
