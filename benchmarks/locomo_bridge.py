@@ -1,7 +1,7 @@
 """Issue 29 (recall, second edition, session 20): two second stages for evidence that spans sessions, on the LOCO
 protocol beside the default in the same run.
 
-Run: nice -n 5 .venv/bin/python benchmarks/locomo_bridge.py [FILE] [--cache DIR]
+Run: nice -n 5 .venv/bin/python benchmarks/locomo_bridge.py [FILE] [--cache DIR] [--places]
      (the signals: benchmarks/locomo_gather_cached.py's pickle of memory search as shipped, MiniLM; gathered on
      first use)
 
@@ -171,8 +171,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("file", nargs="?", default=str(DEFAULT))
     ap.add_argument("--cache", default=str(CACHE))
+    ap.add_argument("--places", action="store_true", help="the turns stored with their place glosses (memory/places.py;"
+                    " the default row is then places alone, and the names are read from the turns' text without them)")
     args = ap.parse_args()
-    qs = questions(args.file, MINILM, Path(args.cache))
+    qs = questions(args.file, MINILM, Path(args.cache), places=args.places)
     texts = {str(s.get("sample_id", "conv")): Texts(s) for s in load(args.file)}
     w = weights_of(SHIPPED, 1)
     bases = [values(q, w, max(K)) for q in qs]
@@ -184,7 +186,7 @@ def main() -> None:
         assert np.array_equal(np.isin(t.dia, list(ev)), q.evidence)
         qstems.append({stemmed(x) for x in words(s) if x not in STOPWORDS} - t.speakers)
     default = recalls(qs, [np.argsort(-b, kind="stable")[: max(K)] for b in bases])
-    figures: dict = {"file": args.file, "questions": len(qs)}
+    figures: dict = {"file": args.file, "questions": len(qs), "places": args.places}
     held = {}
     for name, grid in (("neighbour credit", NEIGHBOUR_GRID), ("bridge", BRIDGE_GRID)):
         combos = [dict(zip(grid, c)) for c in product(*grid.values())]
@@ -209,7 +211,7 @@ def main() -> None:
                          "best_fitted": {"variant": ([None] + combos)[best],
                                          "recall": {str(k): round(v, 4) for k, v in fitted[best].items()}}}
     figures["per_category"] = table(qs, default, held)
-    report("locomo_bridge", figures, quiet=True)
+    report("locomo_bridge_places" if args.places else "locomo_bridge", figures, quiet=True)
 
 
 def load_questions(path: str) -> list[tuple[str, set[str]]]:
