@@ -24,6 +24,31 @@ score every question; for each conversation held out, the variant with the best 
 those that lower no category's R@10 there (the default first: it wins ties) is applied to it; pooled over the five
 folds, every category printed beside the default in the same run (which is the same on all five: nothing of it is
 chosen here) and the issue's targets.
+
+Measured (session 20, recall32; load 5-11; the signals of main fc145ab, MiniLM; each run ~4 min over the cache):
+- neighbour credit, 48 variants: no fold chose any (each lowers some category's R@10 on its training folds); held
+  out = the default, 0.741 / 0.830. The best on all five, m 3 / 1 turn / share 0.5 / max: 0.741 / 0.829 (multi-hop
+  R@10 0.573 -> 0.569, open-domain 0.587 -> 0.576). The neighbours signal (fusion weight 0.36, the keywords of the
+  previous and next turn) and the near and answer stages take what a turn next to a strong hit has to give.
+- bridge, first grid (m 1/3/5, rare 2/5/10, caps 0/1, qword 0/1, weight 0.05-0.3, other sessions only): every fold
+  chose capitalised names, rare 5, no question word, weight 0.2, m 5 (conv-26's 3): held out 0.741 / 0.830 -> 0.745
+  / 0.833 (multi-hop 0.401 / 0.573 -> 0.409 / 0.582, single-hop 0.831 / 0.902 -> 0.836 / 0.904, the others equal).
+- bridge, the grid above (360 variants; chosen after the first grid's result: m 8 and the same-session turns added,
+  so a protocol choice with the held-out figures in view): folds chose m 8 (three) or 5, rare 5, caps 1, qword 0,
+  weight 0.2 (three) or 0.15, any other turn (four; conv-26's fold other sessions only); caps 2 (names not opening
+  a sentence) never. Held out, pooled, against the default in the same run (R@5 / R@10):
+      multi-hop 0.401 / 0.573 -> 0.415 / 0.576   temporal 0.894 / 0.942 -> 0.894 / 0.942
+      open-domain 0.445 / 0.587 -> 0.456 / 0.587   single-hop 0.831 / 0.902 -> 0.834 / 0.904
+      all 0.741 / 0.830 -> 0.746 / 0.832 (targets R@5 >= 0.78, R@10 >= 0.87, multi-hop R@10 >= 0.65: missed)
+  Shipped as an option (memory/bridge.py, ``FusionWeights(bridge=0.2)``, 8 hits, rare 5: the modes), not the
+  default (its docstring says why). ``agentcontext eval locomo --bridge`` (the library's stage, all five, the
+  option's values) gives what this script's variant gives on all five: 0.748 / 0.834 (multi-hop 0.413 / 0.574,
+  temporal 0.894 / 0.942, open-domain 0.456 / 0.598, single-hop 0.839 / 0.906) against 0.741 / 0.830.
+- ``--places`` (the bridge over the place-glossed turns, the default row places alone; results/
+  locomo_bridge_places.json): folds chose m 5 or 8, rare 5, caps 1, qword 0, weight 0.1-0.25, any other turn; held
+  out 0.745 / 0.833 -> 0.748 / 0.834, multi-hop 0.414 / 0.582 -> 0.414 / 0.578 (down), open-domain 0.468 / 0.610 ->
+  0.479 / 0.621, single-hop 0.831 / 0.902 -> 0.836 / 0.904, temporal equal: the two do not combine without a
+  category lower.
 """
 from __future__ import annotations
 

@@ -73,3 +73,18 @@ def test_the_bridge_never_brings_a_memory_the_callers_filter_leaves_out(chat):
     finally:
         chat.weights = FusionWeights()
     assert hits == []
+
+
+def test_a_store_that_searches_itself_refuses_the_bridge_weight():
+    """PostgreSQL ranks in its server (memory/server_search.py), which has no bridge stage: the weight is an error
+    there, not a setting silently ignored."""
+    from types import SimpleNamespace
+
+    from agentcontext.errors import ValidationError
+    from agentcontext.memory.recall import recall
+    from agentcontext.store.base import Capability
+
+    ws = SimpleNamespace(store=SimpleNamespace(capabilities={Capability.VECTOR_SEARCH}))
+    with pytest.raises(ValidationError, match="bridge"):
+        recall(ws, "memory", lambda: None, "q", 5, 0.0, None, None, {}, None,  # type: ignore[arg-type]
+               replace(FusionWeights(), bridge=BRIDGE), False)
