@@ -33,6 +33,26 @@ their own first 10, its best value for one), the shipped configuration (logistic
 run each, held out, pooled: without 0.752 / 0.832 (multi-hop 0.410 / 0.581, temporal 0.889 / 0.942, open-domain
 0.456 / 0.587, single-hop 0.848 / 0.901); with 0.754 / 0.831 (0.408 / 0.583, 0.880 / 0.942, 0.479 / 0.587, 0.853 /
 0.899): temporal R@5 -0.009 and single-hop R@10 -0.002; not kept (no other configuration tried with them).
+
+Session 20 (recall32, issue 29: do the options combine?), the shipped configuration (logistic, depth 2, 120 trees,
+rate 0.1), main fc145ab's signals, load 5-11, held out, pooled (results/locomo_ltr_main_s20.json,
+locomo_ltr_places.json):
+  linear (default)          all 0.742 / 0.830  multi-hop 0.402 / 0.573  temporal 0.894 / 0.942
+                            open-domain 0.445 / 0.587  single-hop 0.831 / 0.901
+  learned                   all 0.747 / 0.833  multi-hop 0.402 / 0.582  temporal 0.884 / 0.948
+                            open-domain 0.456 / 0.587  single-hop 0.843 / 0.901
+  places, linear            all 0.745 / 0.833  multi-hop 0.414 / 0.582  temporal 0.894 / 0.942
+                            open-domain 0.468 / 0.610  single-hop 0.831 / 0.901
+  places + learned          all 0.751 / 0.837  multi-hop 0.410 / 0.590  temporal 0.884 / 0.948
+                            open-domain 0.479 / 0.610  single-hop 0.846 / 0.904
+(``--places``: the turns stored with their place glosses, both the linear pool and the trees fitted on them; the
+keyword-term features still read the turns' text without the glosses.) The two combine in the code (and at R@10,
+every category of places + learned is at or above either alone), but at R@5 the learned part lowers temporal by
+0.010 against the linear fusion on this main (and places + learned's multi-hop is 0.004 under places alone) (session 17 measured 0.889 against 0.885 on its main; main's word counts changed
+since, which lifted the linear temporal R@5 to 0.894), so neither learned row keeps every category. The reranker
+(engine/rerank.py) could not join: its model (all-mpnet-base-v2's packages) is not installed in this session's venv.
+``agentcontext eval locomo --places --ranker learned`` on all five (the shipped trees, fitted on all five: not a
+held-out figure) 0.766 / 0.839, with ``--bridge`` too 0.769 / 0.840 (multi-hop R@10 0.593 -> 0.591).
 """
 from __future__ import annotations
 
