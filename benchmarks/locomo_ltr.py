@@ -48,8 +48,9 @@ locomo_ltr_places.json):
 (``--places``: the turns stored with their place glosses, both the linear pool and the trees fitted on them; the
 keyword-term features still read the turns' text without the glosses.) The two combine in the code (and at R@10,
 every category of places + learned is at or above either alone), but at R@5 the learned part lowers temporal by
-0.010 against the linear fusion on this main (and places + learned's multi-hop is 0.004 under places alone) (session 17 measured 0.889 against 0.885 on its main; main's word counts changed
-since, which lifted the linear temporal R@5 to 0.894), so neither learned row keeps every category. The reranker
+0.010 against the linear fusion on this main (and places + learned's multi-hop is 0.004 under places alone):
+session 17 measured 0.889 against 0.885 on its main, and main's word counts changed since, which lifted the linear
+temporal R@5 to 0.894. So neither learned row keeps every category. The reranker
 (engine/rerank.py) could not join: its model (all-mpnet-base-v2's packages) is not installed in this session's venv.
 ``agentcontext eval locomo --places --ranker learned`` on all five (the shipped trees, fitted on all five: not a
 held-out figure) 0.766 / 0.839, with ``--bridge`` too 0.769 / 0.840 (multi-hop R@10 0.593 -> 0.591).
