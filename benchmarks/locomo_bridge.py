@@ -49,6 +49,10 @@ Measured (session 20, recall32; load 5-11; the signals of main fc145ab, MiniLM; 
   out 0.745 / 0.833 -> 0.748 / 0.834, multi-hop 0.414 / 0.582 -> 0.414 / 0.578 (down), open-domain 0.468 / 0.610 ->
   0.479 / 0.621, single-hop 0.831 / 0.902 -> 0.836 / 0.904, temporal equal: the two do not combine without a
   category lower.
+- The stage before the answer stage instead of after it (so the replies to bridged turns are lifted too; a copy of
+  this protocol, not kept in the repository: m 5 / 8, rare 5, caps 1, weight 0.15-0.25, both placements in one
+  grid): on all five 0.745-0.749 / 0.832-0.834 (after: 0.747-0.748 / 0.832-0.834); held out 0.745 / 0.833, two folds
+  of five choosing "before": no gain over the stage after, left as it is.
 """
 from __future__ import annotations
 
