@@ -15,7 +15,8 @@ option's values on all five (``agentcontext eval locomo --bridge``) 0.748 / 0.83
 gain is small, and a store that searches itself (PostgreSQL, memory/server_search.py) has no such stage, so the
 default would break the parity of the two backends' rankings (``recall`` refuses the weight there rather than
 ignore it). Cost: one read of the first hits' texts and one text-index query per rare name; retrieve p50 at 10,000
-memories 1.01x without it (benchmarks/memory_cost.py --bridge, same run).
+memories 1.01x without it (benchmarks/memory_cost.py --bridge, same run; its facts hold few rare names), on LoCoMo's
+conversations 1.05-1.20x (benchmarks/locomo_bridge_cost.py, three runs at load 10-13).
 """
 from __future__ import annotations
 
