@@ -53,6 +53,9 @@ Measured (session 20, recall32; load 5-11; the signals of main fc145ab, MiniLM; 
   this protocol, not kept in the repository: m 5 / 8, rare 5, caps 1, weight 0.15-0.25, both placements in one
   grid): on all five 0.745-0.749 / 0.832-0.834 (after: 0.747-0.748 / 0.832-0.834); held out 0.745 / 0.833, two folds
   of five choosing "before": no gain over the stage after, left as it is.
+- The names of each hit's exchange (its previous and next turn's too) instead of its own (same kind of copy; m 5 /
+  8, rare 5, weight 0.15-0.25): on all five 0.737-0.745 / 0.825-0.835, temporal R@5 0.894 -> 0.881 in every variant;
+  held out (both in one grid, conv-42's fold chose the exchange) 0.745 / 0.833 with temporal R@5 0.887: left out.
 """
 from __future__ import annotations
 
