@@ -22,10 +22,11 @@ from agentcontext.embed.models import load_model, spec_of  # noqa: E402
 CACHE = Path("/work/recall29-cache")
 
 
-def questions(path: str, model: str, cache: Path = CACHE) -> list:
-    """The questions of ``gather_questions`` with ``model``, from ``cache`` when gathered before."""
+def questions(path: str, model: str, cache: Path = CACHE, places: bool = False) -> list:
+    """The questions of ``gather_questions`` with ``model``, from ``cache`` when gathered before; ``places``: the
+    turns stored with their place glosses (memory/places.py)."""
     name = spec_of(model).name
-    pickled = cache / f"questions-{name}-{Path(path).stem}.pkl"
+    pickled = cache / f"questions-{name}{'-places' if places else ''}-{Path(path).stem}.pkl"
     if pickled.exists():
         with open(pickled, "rb") as f:
             return pickle.load(f)
@@ -33,7 +34,7 @@ def questions(path: str, model: str, cache: Path = CACHE) -> list:
     embedder = parts[0]
     started = time.perf_counter()
     try:
-        qs = gather_questions(path, name, embedder=embedder)
+        qs = gather_questions(path, name, embedder=embedder, places=places)
     finally:
         for part in parts:
             part.save()

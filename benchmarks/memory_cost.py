@@ -32,14 +32,17 @@ from memory import OBJECTS, PLACES, RELATIONS, facts, fresh  # noqa: E402
 from agentcontext.embed.models import ENV, MINILM, load_model, spec_of  # noqa: E402
 from writes import single_stores  # noqa: E402
 
+from agentcontext.memory.bridge import BRIDGE  # noqa: E402
+
 STORE_TARGET_MS, RETRIEVE_TARGET_MS = 12.0, 50.0
 
 
 def retrieves(folder: Path, n: int, queries: int, dim: int = 384, learned: bool = False,
-              facets: bool = False) -> dict[str, float]:
+              facets: bool = False, bridge: bool = False) -> dict[str, float]:
     """p50 ms of ``retrieve`` (k 10) at ``n`` memories, shipped and without the answer stage (and with ``learned``
     the learned ranker, engine/ltr.py; with ``facets`` ``ranker="facets"``, memory/facet_search.py, on a question of
-    two clauses, so three searches: the question's and its two clauses'), interleaved."""
+    two clauses, so three searches: the question's and its two clauses'; with ``bridge`` the bridge stage on,
+    memory/bridge.py), interleaved."""
     mem = fresh(folder, "retrieve")
     for start in range(0, n, 20000):
         m = min(20000, n - start)
@@ -47,7 +50,8 @@ def retrieves(folder: Path, n: int, queries: int, dim: int = 384, learned: bool 
     mem.retrieve("warm up the index", max_results=5)
     shipped, before = mem.weights, replace(mem.weights, answer=0.0)
     runs = (("shipped", shipped), ("before", before)) + ((("learned", shipped),) if learned else ()) \
-        + ((("facets", shipped),) if facets else ())
+        + ((("facets", shipped),) if facets else ()) \
+        + ((("bridge", replace(shipped, bridge=BRIDGE)),) if bridge else ())
     lat: dict[str, list[float]] = {name: [] for name, _ in runs}
     cpu: dict[str, list[float]] = {name: [] for name, _ in runs}  # the process's CPU a call (a busy machine)
     for i in range(queries):
@@ -146,6 +150,7 @@ def main() -> None:
     ap.add_argument("--learned", action="store_true", help="also retrieve with the learned ranker (engine/ltr.py)")
     ap.add_argument("--facets", action="store_true",
                     help="also retrieve with ranker='facets' (memory/facet_search.py) on two-clause questions")
+    ap.add_argument("--bridge", action="store_true", help="also retrieve with the bridge stage (memory/bridge.py)")
     ap.add_argument("--retrieve-only", action="store_true", help="skip the store() figure")
     ap.add_argument("--places", action="store_true",
                     help="also store() with the place glosses on (AgentMemory(places=True), memory/places.py)")
@@ -155,6 +160,7 @@ def main() -> None:
         by_model([MINILM, *[n for n in names if n != MINILM]], args)
         return
     stores, embeds, shipped, before, learned, cpu, faceted, placed = [0.0], [0.0], [], [], [], [], [], []
+    bridged: list[float] = []
     if not args.retrieve_only:
         stores, embeds = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -168,7 +174,11 @@ def main() -> None:
                 if args.places:
                     placed.append(store_p50(folder, args.stores, places=True))
                     print(f"run {r + 1}: store() p50 with the place glosses {placed[-1]:.2f} ms", flush=True)
-            got = retrieves(folder, 10000, args.queries, learned=args.learned, facets=args.facets)
+            got = retrieves(folder, 10000, args.queries, learned=args.learned, facets=args.facets, bridge=args.bridge)
+            if args.bridge:
+                bridged.append(got["bridge"])
+                print(f"run {r + 1}: retrieve p50 at 10,000 with the bridge stage {bridged[-1]:.1f} ms "
+                      f"(shipped {got['shipped']:.1f} ms)", flush=True)
             if args.facets:
                 faceted.append(got["facets"])
                 print(f"run {r + 1}: retrieve p50 at 10,000 with the facets (two-clause questions) "
@@ -192,6 +202,11 @@ def main() -> None:
     print(f"retrieve p50 at 10,000 memories {q:.1f} ms (runs {min(shipped):.1f}-{max(shipped):.1f}; without the "
           f"answer stage {b:.1f} ms, ratio {q / b:.2f}; target <= {RETRIEVE_TARGET_MS:.0f} ms: "
           f"{'met' if q <= RETRIEVE_TARGET_MS else 'missed'})")
+    if bridged:
+        m = statistics.median(bridged)
+        print(f"retrieve p50 at 10,000 memories with the bridge stage {m:.1f} ms (runs {min(bridged):.1f}-"
+              f"{max(bridged):.1f}; ratio to shipped {m / q:.2f}; target <= {RETRIEVE_TARGET_MS:.0f} ms: "
+              f"{'met' if m <= RETRIEVE_TARGET_MS else 'missed'})")
     if placed:
         m = statistics.median(placed)
         print(f"store() with embedding and the place glosses p50 {m:.2f} ms (runs {min(placed):.2f}-{max(placed):.2f}; "

@@ -70,7 +70,7 @@ def test_cli_eval_locomo_json(tmp_path):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["k"] == [1, 3] and data["questions"] == 3 and set(data["recall"]) == {"1", "3"}
-    assert data["options"] == {"answers": True, "places": False}  # the answer stage (issue 29) on by default
+    assert data["options"] == {"answers": True, "places": False, "bridge": False}  # the answer stage (issue 29) on
     proc = subprocess.run([sys.executable, "-m", "agentcontext.cli", "eval", "locomo", str(path), "--k", "1,3",
                            "--no-answers"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

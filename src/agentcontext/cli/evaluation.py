@@ -28,6 +28,8 @@ def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samp
                places: bool = Option(False, "--places", help="Each turn's embedded and indexed text gets the "
                                      "glosses of the places it names (a city's state and country; "
                                      "memory/places.py, the places extra)."),
+               bridge: bool = Option(False, "--bridge", help="Memory search's bridge stage: the rare names of "
+                                     "the first hits pull up the other memories naming them (memory/bridge.py)."),
                rewrite: bool = Option(False, "--rewrite", help="Also score each question through query "
                                             "rewriting with the provider of AGENTCONTEXT_LLM_BASE_URL / _MODEL / "
                                             "_API_KEY (memory/rewrite.py), printed as a separate row."),
@@ -39,6 +41,7 @@ def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samp
     from ..embed.models import MINILM, spec_of
     from ..engine.fusion import weights_for
     from ..eval_locomo import evaluate
+    from ..memory.bridge import BRIDGE
 
     try:
         ks = [int(x) for x in k.split(",") if x.strip()]
@@ -57,11 +60,12 @@ def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samp
     with progress_bar(not json_out) as report:
         weights = weights_for(spec_of(model).name if model else MINILM)  # the model's own, if fitted for it
         weights = weights if answers else replace(weights, answer=0.0)
+        weights = replace(weights, bridge=BRIDGE) if bridge else weights
         result = evaluate(file, ks, progress=report, memory_options={"weights": weights, "ranker": ranker,
                                                                         "places": places},
                           model=model, rerank=rerank,
                           rewrite=llm)
-    result["options"] = {"answers": answers, "places": places}
+    result["options"] = {"answers": answers, "places": places, "bridge": bridge}
     result["ranker"] = ranker
 
     def human(d: dict[str, Any]) -> None:

@@ -151,6 +151,14 @@ class FusionWeights:
     # does; memory/answers.py). 0: off. Chosen by leave-one-conversation-out (benchmarks/locomo_loco.py, issue 29:
     # four folds chose 0.75, one 0.7)
     answer: float = 0.75
+    # The bridge stage (memory/bridge.py; 0: off, the default): the capitalised words (names) of the first
+    # ``bridge_hits`` hits that the query does not hold and at most ``bridge_rare`` memories hold pull up the other
+    # memories holding them, by ``bridge`` times the hit's value. The option's values: the modes of
+    # benchmarks/locomo_bridge.py's leave-one-conversation-out choices (0.2 in three folds, 0.15 in two; 8 hits in
+    # three, 5 in two; rare 5 in all five)
+    bridge: float = 0.0
+    bridge_hits: int = 8
+    bridge_rare: int = 5
 
     def content(self) -> dict[str, float]:
         return {"dense": self.dense, "keyword": self.keyword, "neighbour": self.neighbour}

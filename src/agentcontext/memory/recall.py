@@ -13,6 +13,7 @@ from ..engine import rerank as reranking
 from ..engine.fusion import FusionWeights
 from ..engine.retrieval_config import above
 from ..engine.retrieved import RetrievedContext
+from ..errors import ValidationError
 from ..store.base import Capability
 from ..workspace import Workspace
 from . import server_search
@@ -37,6 +38,11 @@ def recall(ws: Workspace, namespace: str, index: Callable[[], MemoryIndex], quer
         pool = max(pool, ltr.POOL)
     built = None
     if Capability.VECTOR_SEARCH in ws.store.capabilities:  # candidates from the server, nothing mirrored here
+        if weights.bridge:
+            raise ValidationError("the bridge stage (FusionWeights.bridge, memory/bridge.py) runs over the in-process "
+                                  "memory index; this store searches itself: set bridge to 0 or use a SQLite store",
+                                  field="bridge")
+
         def run(text: str, k: int, w: FusionWeights) -> list:
             return server_search.search(ws, namespace, text, k, conversation_id, user_id, keep, wanted, w)
     else:

@@ -2,7 +2,9 @@
 + time (memories that state when, dates the query names; memory/dates.py), fused linearly and calibrated into an
 absolute relevance in [0, 1] (engine/fusion.py says how); a turn answering a question ranks at least a share of the
 value of the turn the question followed, when that one is among the best (memory/answers.py ``answer_best``); for a
-query that asks when, the turns around the best hit rank at least a share of its value (``near_best``)."""
+query that asks when, the turns around the best hit rank at least a share of its value (``near_best``); with
+``FusionWeights.bridge`` set, the rare names of the first hits pull up the other memories naming them
+(memory/bridge.py ``bridge_best``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ from ..engine.fusion import (FusionWeights, fuse, keyword_coverage, keyword_scor
 from ..engine.vectors import top_k
 from ..workspace import Workspace
 from .answers import answer_best
+from .bridge import bridge_best
 from .dates import TIMED, asks_when, date_matches, month_named, named_dates
 from .index import MemoryIndex
 from .records import KIND
@@ -224,12 +227,14 @@ def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int
         fused = content.copy()
         fused[at] += weights.mention * mention[at] * weights.gate(content[at])
     gate = lambda at: weights.gate(content[at])  # noqa: E731
-    best, values = top_with_time(query, index, sig.rows, fused, gate, weights, k)
+    wanted = max(k, weights.bridge_hits) if weights.bridge else k  # the bridge stage reads the first bridge_hits
+    best, values = top_with_time(query, index, sig.rows, fused, gate, weights, wanted)
     def own(at: np.ndarray) -> np.ndarray:  # the values of these positions with their time lifts
         return fused[at] + fuse(time_signals(query, index, sig.rows[at]), time_weights(query, weights)) * gate(at)
 
-    best, values, answered = answer_best(index.next, index.asks, sig.rows, best, values, own, weights, k)
-    best, fused, raised = near_best(query, index, sig.rows, best, values, fused, gate, weights, k)
+    best, values, answered = answer_best(index.next, index.asks, sig.rows, best, values, own, weights, wanted)
+    best, values, raised = near_best(query, index, sig.rows, best, values, fused, gate, weights, wanted)
+    best, fused, bridged = bridge_best(ws, index, namespace, query, sig.rows, best, values, own, weights, k)
     timing = time_signals(query, index, sig.rows[best])
     scores = weights.calibration(fused)
     out: list[Hit] = []
@@ -254,5 +259,7 @@ def search(ws: Workspace, index: MemoryIndex, namespace: str, query: str, k: int
             signals["near"] = 1.0
         if j in answered:
             signals["answer"] = 1.0
+        if j in bridged:
+            signals["bridge"] = 1.0
         out.append(Hit(index.ids[i], float(score), signals))
     return out
