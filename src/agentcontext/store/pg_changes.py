@@ -4,6 +4,11 @@ row, ~21 bytes a memory at 200,000 with the row's alignment), and ``changes.at_t
 timestamp would not give it back exactly (another form a copy brought: ``...Z``, no microseconds, not a time at all),
 so ``changes_since``, export and ``migrate``'s digests see the text that was written, byte for byte.
 
+The operation's name (``node.put``, ...) is held as a small id from migration 18 on: ``changes.op`` a ``smallint``
+(2 bytes where ``node.put`` took 9; one row a memory) numbering ``OPS``, the names the store logs, and
+``changes.op_text`` the name only when it is not one of them (a copy from another store may bring any text), read
+back by ``OP_READ``. ``OPS`` is part of the schema: append to it, never reorder or remove a name.
+
 A text is held as a timestamp when it is canonical: ``YYYY-MM-DDTHH:MM:SS.ffffff+00:00`` naming a real instant, the
 form ``AT_READ`` renders (``split`` in the client for writes, ``actx_at`` in SQL for the migration's one pass; the
 two agree, and each keeps a text whole rather than guess). The session's time zone plays no part: a text names its
@@ -20,8 +25,6 @@ CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00")
 FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'
 # the text a row gives back: the one it was written with when it was not canonical, else its timestamp rendered
 AT_READ = f"coalesce(at_text, to_char(at AT TIME ZONE 'UTC', '{FORMAT}'))"
-INSERT = ("INSERT INTO changes(at, at_text, actor, op, target, namespace, detail) VALUES (%s::timestamptz, %s, %s, %s, "
-          "%s, %s, %s)")
 # the migration's test of a text (no cast is tried before the text is known to name a real day: a bad one would
 # fail the statement); STABLE, as the text -> timestamptz cast it makes
 PATTERN = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}"
@@ -32,10 +35,30 @@ SELECT CASE WHEN t ~ '{PATTERN}' AND left(t, 4) <> '0000' THEN CASE WHEN substr(
   to_char(t::timestamptz AT TIME ZONE 'UTC', '{FORMAT}') = t THEN t::timestamptz END END END $$"""
 
 
+# migration 18: the names the store logs (sql_*.py, scrub.py, pg_shard_move.py), numbered from 1 in this order
+OPS = ("node.put", "node.retract", "node.purge", "record.put", "record.delete", "record.erase", "vectors.put",
+       "vectors.delete", "edges.put", "edges.retract", "tombstones.put", "history.purge", "tenant.move")
+OP_IDS = {op: i for i, op in enumerate(OPS, 1)}
+_OP_ARRAY = "ARRAY[" + ", ".join(f"'{op}'" for op in OPS) + "]::text[]"
+OP_ID_SQL = f"array_position({_OP_ARRAY}, {{col}} COLLATE \"C\")::smallint"  # a name's id in SQL (NULL: not one of OPS)
+OP_READ = f"coalesce(op_text, ({_OP_ARRAY})[op])"  # the name a row gives back
+
+
 def has_times(db: Any) -> bool:
     """Whether the change log's time is a timestamp (migration 17)."""
     return db.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
                       "table_name = 'changes' AND column_name = 'at_text'").fetchone() is not None
+
+
+def has_op_ids(db: Any) -> bool:
+    """Whether the change log's operation is a small id (migration 18)."""
+    return db.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
+                      "table_name = 'changes' AND column_name = 'op_text'").fetchone() is not None
+
+
+def reads(times: bool, ops: bool) -> tuple[str, str]:
+    """The SQL that reads a change's time and operation as the texts written (``CHANGE_AT``, ``CHANGE_OP``)."""
+    return (AT_READ if times else "at"), (OP_READ if ops else "op")
 
 
 def canonical(at: Any) -> bool:
@@ -59,19 +82,29 @@ def split(at: Any) -> tuple[Any, Any]:
     return (at, None) if canonical(at) else (None, at)
 
 
-def split_rows(rows: Sequence[Sequence[Any]], at: int = 0) -> list[tuple]:
-    """Change rows whose column ``at`` is the text written, with that column as the two (``split``)."""
-    return [(*r[:at], *split(r[at]), *r[at + 1:]) for r in rows]
+def split_op(op: Any) -> tuple[Any, Any]:
+    """(the name's id, the name kept): one of them None."""
+    held = OP_IDS.get(op) if isinstance(op, str) else None
+    return (held, None) if held is not None else (None, op)
 
 
-def split_cols(cols: str) -> tuple[str, int]:
-    """A column list naming ``at``, with ``at_text`` after it, and where ``at`` stands."""
+def copy_form(cols: str, rows: Sequence[Sequence[Any]], times: bool = True,
+              ops: bool = False) -> tuple[str, list[tuple]]:
+    """A change row's column list (naming ``at`` and ``op``) and rows, as the schema holds them: with ``times``
+    (migration 17) ``at`` split in two (``at``, ``at_text``: ``split``), with ``ops`` (18) ``op`` too (``op``,
+    ``op_text``: ``split_op``)."""
     names = [c.strip() for c in cols.split(",")]
-    at = names.index("at")
-    return ", ".join([*names[:at + 1], "at_text", *names[at + 1:]]), at
+    out: Sequence[Sequence[Any]] = rows
+    for held, name, split_one in ((times, "at", split), (ops, "op", split_op)):
+        if held:
+            i = names.index(name)
+            names[i + 1:i + 1] = [f"{name}_text"]
+            out = [(*r[:i], *split_one(r[i]), *r[i + 1:]) for r in out]
+    return ", ".join(names), list(out)
 
 
-def copy_form(cols: str, rows: Sequence[Sequence[Any]]) -> tuple[str, list[tuple]]:
-    """A copy's column list and rows with ``at`` split in two (``split_cols``, ``split_rows``)."""
-    cols, at = split_cols(cols)
-    return cols, split_rows(rows, at)
+def insert(rows: Sequence[Sequence[Any]], times: bool, ops: bool) -> tuple[str, list[tuple]]:
+    """The statement and rows that log changes given as ``sql_part.CHANGE_COLS`` (the texts written)."""
+    cols, out = copy_form("at, actor, op, target, namespace, detail", rows, times, ops)
+    values = ", ".join("%s::timestamptz" if c == "at" and times else "%s" for c in cols.split(", "))
+    return f"INSERT INTO changes({cols}) VALUES ({values})", out

@@ -131,8 +131,8 @@ class PostgresStore(SQLStore):
         self._q8 = pg_q8.has_q8(db)  # context vectors held as int8 (migration 9)
         self._hb, self._nb = pg_hash.key_forms(self)  # the hashes as bytes: vectors' (migration 10), nodes' (13)
         self._pc, self.PROPS_READ, self.NODE_READ, self.LIGHT_READ, self._version_read = _props_reads(db)
-        self._ct = pg_changes.has_times(db)  # the change log's time a timestamp (migration 17)
-        self.CHANGE_AT = pg_changes.AT_READ if self._ct else "at"
+        self._ct, self._co = pg_changes.has_times(db), pg_changes.has_op_ids(db)  # its time, its op (migrations 17, 18)
+        self.CHANGE_AT, self.CHANGE_OP = pg_changes.reads(self._ct, self._co)
         self.prewarmed, self.warmed = _warm(self, prewarm, warm_up)
 
     def _connect(self) -> None:
@@ -234,17 +234,15 @@ class PostgresStore(SQLStore):
             return
         if table == "tombstones":  # keyed by (id, namespace) (migration 7): one naming no namespace has ''
             rows = [(r[0], self.NO_NAMESPACE if r[1] is None else r[1], *r[2:]) for r in rows]
-        if table == "changes" and self._ct:  # the time a timestamp, or its text when none gives it back (pg_changes)
-            cols, rows = pg_changes.copy_form(cols, rows)
+        if table == "changes":  # the time a timestamp, the op an id, or their texts when none gives them back
+            cols, rows = pg_changes.copy_form(cols, rows, self._ct, self._co)  # (pg_changes)
         with self._db.cursor() as cur, cur.copy(f"COPY {table}({cols}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
 
     def _insert_changes(self, rows: Sequence[Sequence[Any]]) -> None:
-        if not self._ct:
-            super()._insert_changes(rows)
-        elif rows:
-            self._execmany(pg_changes.INSERT, pg_changes.split_rows(rows))
+        if rows:  # as the schema holds them (pg_changes: migrations 17 and 18)
+            self._execmany(*pg_changes.insert(rows, self._ct, self._co))
 
     def _upsert_vectors(self, rows: list[tuple]) -> None:
         """``put_vectors``' rows (checked finite by SQLStore.put_vectors) staged by binary COPY and upserted in one

@@ -63,6 +63,10 @@ class Part:
         return self.store.CHANGE_AT
 
     @property
+    def CHANGE_OP(self) -> str:  # noqa: N802 (PostgreSQL's schema 18: the op's name from an id, pg_changes)
+        return self.store.CHANGE_OP
+
+    @property
     def PROPS_READ(self) -> str:  # noqa: N802
         return self.store.PROPS_READ
 

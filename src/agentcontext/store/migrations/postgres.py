@@ -415,6 +415,24 @@ def change_times(db) -> None:
                "ADD CONSTRAINT changes_at_held CHECK (at IS NOT NULL OR at_text IS NOT NULL)")
 
 
+@MIGRATIONS.step(18, "the change log's operation held as a small id: changes.op smallint numbering pg_changes.OPS, "
+                     "changes.op_text the name only where it is not one of them (store/pg_changes.py)")
+def change_op_ids(db) -> None:
+    """One rewrite of ``changes`` (a column added, then it and ``op`` filled in one ALTER ... TYPE ... USING: every
+    USING reads the row as it was) and its key built again; each row's name is kept (``pg_changes.OP_ID_SQL``: the
+    store's own names as ids, any other in ``op_text``), and a row holds one or the other (``changes_op_held``).
+    Run again on a schema it already changed (an adopted one), it changes no row."""
+    from ..pg_changes import OP_ID_SQL, has_op_ids
+
+    if has_op_ids(db):
+        return
+    op_id = OP_ID_SQL.format(col="op")
+    db.execute(f"ALTER TABLE changes ADD COLUMN op_text {T}")
+    db.execute(f"ALTER TABLE changes ALTER COLUMN op_text TYPE {T} USING CASE WHEN {op_id} IS NULL THEN op END, "
+               f"ALTER COLUMN op TYPE smallint USING {op_id}, ALTER COLUMN op DROP NOT NULL, "
+               "ADD CONSTRAINT changes_op_held CHECK (op IS NOT NULL OR op_text IS NOT NULL)")
+
+
 # --- a new store: the schema at the latest version in one step ---------------------------------------------------
 
 # The node columns as steps 13 and 16 left them (the hashes bytea since step 13), in the order the steps added them.
@@ -465,15 +483,16 @@ def _latest_tables() -> list[str]:
             reason {T}, actor {T}, erasure {T}, PRIMARY KEY (id, namespace))""",
         *INITIAL[-4:-1],  # records, audit and its index: as step 1 made them
         f"""CREATE TABLE changes (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at timestamptz,
-            actor {T}, op {T} NOT NULL, target {T} NOT NULL, namespace {T}, detail {T}, at_text {T},
-            CONSTRAINT changes_at_held CHECK (at IS NOT NULL OR at_text IS NOT NULL))""",
-        "REINDEX INDEX changes_pkey",  # as step 17's rewrite left it: no statistics (reltuples -1; a new index's 0)
+            actor {T}, op smallint, target {T} NOT NULL, namespace {T}, detail {T}, at_text {T}, op_text {T},
+            CONSTRAINT changes_at_held CHECK (at IS NOT NULL OR at_text IS NOT NULL),
+            CONSTRAINT changes_op_held CHECK (op IS NOT NULL OR op_text IS NOT NULL))""",
+        "REINDEX INDEX changes_pkey",  # as steps 17, 18 left it: no statistics (reltuples -1; a new index's 0)
     ]
 
 
-@MIGRATIONS.create(17, "the schema at version 17 in one step (a new store)")
+@MIGRATIONS.create(18, "the schema at version 18 in one step (a new store)")
 def latest_schema(db) -> None:
-    """Every table, index, function, trigger and the view as the 17 steps leave them on an empty store, sent as one
+    """Every table, index, function, trigger and the view as the 18 steps leave them on an empty store, sent as one
     statement string (one round trip; the steps rewrote tables a dozen times: ~0.15 s a new store), then the same
     ANALYZEs (the planner's estimates of an empty table differ before and after one). Must stay identical to the
     replayed schema: tests/test_pg_schema_at_once.py compares their catalogs."""
