@@ -415,27 +415,47 @@ def change_times(db) -> None:
                "ADD CONSTRAINT changes_at_held CHECK (at IS NOT NULL OR at_text IS NOT NULL)")
 
 
-@MIGRATIONS.step(18, "the change log's operation held as a small id: changes.op smallint numbering pg_changes.OPS, "
-                     "changes.op_text the name only where it is not one of them (store/pg_changes.py)")
-def change_op_ids(db) -> None:
-    """One rewrite of ``changes`` (a column added, then it and ``op`` filled in one ALTER ... TYPE ... USING: every
-    USING reads the row as it was) and its key built again; each row's name is kept (``pg_changes.OP_ID_SQL``: the
-    store's own names as ids, any other in ``op_text``), and a row holds one or the other (``changes_op_held``).
-    Run again on a schema it already changed (an adopted one), it changes no row."""
-    from ..pg_changes import OP_ID_SQL, has_op_ids
+@MIGRATIONS.step(18, "small columns: the change log's operation held as a small id (changes.op smallint numbering "
+                     "pg_changes.OPS, changes.op_text the name only where it is not one of them) and a node's recorded "
+                     "time as a timestamp (nodes.recorded_at timestamptz, nodes.recorded_text the text only where a "
+                     "timestamp would not give it back exactly: store/pg_changes.py, pg_recorded.py)")
+def small_columns(db) -> None:
+    """One rewrite of ``changes`` and one of ``nodes`` (a column added to each, then it and the one it takes from
+    filled in one ALTER ... TYPE ... USING: every USING reads the row as it was) and their indexes built again
+    (``maintenance_work_mem`` raised, as a bulk load does); the view ``versions`` made again with the live rows' time
+    read back as text (``pg_recorded.read_sql``). Each row's text is kept: an operation the store logs as its id
+    (``pg_changes.OP_ID_SQL``), any other in ``op_text``, a row holding one or the other (``changes_op_held``); a
+    canonical time as a timestamp (``actx_at``, migration 17's test), any other in ``recorded_text``. Run again on a
+    schema it already changed (an adopted one), it changes no row."""
+    from ..pg_changes import AT_SQL, OP_ID_SQL, has_op_ids
+    from ..pg_props import read_sql
+    from ..pg_recorded import has_times, reads
+    from ..pg_vectors import raise_build_settings
 
-    if has_op_ids(db):
+    raise_build_settings(db)
+    if not has_op_ids(db):
+        op_id = OP_ID_SQL.format(col="op")
+        db.execute(f"ALTER TABLE changes ADD COLUMN op_text {T}")
+        db.execute(f"ALTER TABLE changes ALTER COLUMN op_text TYPE {T} USING CASE WHEN {op_id} IS NULL THEN op END, "
+                   f"ALTER COLUMN op TYPE smallint USING {op_id}, ALTER COLUMN op DROP NOT NULL, "
+                   "ADD CONSTRAINT changes_op_held CHECK (op IS NOT NULL OR op_text IS NOT NULL)")
+    if has_times(db):
         return
-    op_id = OP_ID_SQL.format(col="op")
-    db.execute(f"ALTER TABLE changes ADD COLUMN op_text {T}")
-    db.execute(f"ALTER TABLE changes ALTER COLUMN op_text TYPE {T} USING CASE WHEN {op_id} IS NULL THEN op END, "
-               f"ALTER COLUMN op TYPE smallint USING {op_id}, ALTER COLUMN op DROP NOT NULL, "
-               "ADD CONSTRAINT changes_op_held CHECK (op IS NOT NULL OR op_text IS NOT NULL)")
+    db.execute(AT_SQL)  # (migration 17 made it: the same function)
+    db.execute("DROP VIEW IF EXISTS versions")  # a view's column types cannot change under it
+    db.execute(f"ALTER TABLE nodes ADD COLUMN recorded_text {T}")
+    db.execute(f"ALTER TABLE nodes ALTER COLUMN recorded_text TYPE {T} USING CASE WHEN actx_at(recorded_at) IS NULL "
+               "THEN recorded_at END, ALTER COLUMN recorded_at TYPE timestamptz USING actx_at(recorded_at)")
+    live = reads(VERSION_COLS.replace(" props,", f" {read_sql()} AS props,"))
+    db.execute(f"CREATE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
+               f"UNION ALL SELECT {live}, NULL AS embed_text FROM nodes")
+    db.execute("ANALYZE nodes")
 
 
 # --- a new store: the schema at the latest version in one step ---------------------------------------------------
 
-# The node columns as steps 13 and 16 left them (the hashes bytea since step 13), in the order the steps added them.
+# The node columns as steps 13 and 16 left them (the hashes bytea since step 13), in the order the steps added them
+# (nodes.recorded_at a timestamp since step 18; node_versions' a text).
 _NODE_FIELDS_NOW = NODE_FIELDS.replace(f"content_hash {T}", "content_hash bytea").replace(f"embed_hash {T}",
                                                                                           "embed_hash bytea")
 
@@ -445,9 +465,10 @@ def _latest_tables() -> list[str]:
     from ..pg_text import PENDING_KB
 
     return [
-        f"""CREATE TABLE nodes (rid BIGINT GENERATED ALWAYS AS IDENTITY, id {T} NOT NULL UNIQUE, {_NODE_FIELDS_NOW},
+        f"""CREATE TABLE nodes (rid BIGINT GENERATED ALWAYS AS IDENTITY, id {T} NOT NULL UNIQUE,
+            {_NODE_FIELDS_NOW.replace(f"recorded_at {T}", "recorded_at timestamptz")},
             tag_text {T} NOT NULL DEFAULT '', tsv tsvector GENERATED ALWAYS AS ({TSV}) STORED,
-            conversation_id {T}, created_at {T}, pair_hash bytea, prev {T}, user_id {T},
+            conversation_id {T}, created_at {T}, pair_hash bytea, prev {T}, user_id {T}, recorded_text {T},
             PRIMARY KEY (rid, namespace))""",
         "CREATE INDEX nodes_ns_key ON nodes(namespace, key)",
         "CREATE INDEX nodes_ns_kind ON nodes(namespace, kind, key)",
@@ -500,8 +521,9 @@ def latest_schema(db) -> None:
     from ..pg_changes import AT_SQL
     from ..pg_hash import FUNCTIONS
     from ..pg_props import HELD_SQL, READ_SQL, SPLIT_SQL, read_sql
+    from ..pg_recorded import reads
 
-    live = VERSION_COLS.replace(" props,", f" {read_sql()} AS props,")
+    live = reads(VERSION_COLS.replace(" props,", f" {read_sql()} AS props,"))
     statements = [*FUNCTIONS, HELD_SQL, SPLIT_SQL, READ_SQL, AT_SQL, *_latest_tables(), *pg_text_counts.TABLES,
                   *(pg_text_counts._function(event) for event in pg_text_counts.EVENTS), *pg_text_counts.TRIGGERS,
                   f"CREATE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
