@@ -130,8 +130,10 @@ def compact_layout(db) -> None:
     db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = v.id AND n.version = v.version")
     db.execute("CREATE INDEX versions_ns ON node_versions(namespace, recorded_at)")
     db.execute("CREATE INDEX versions_embed ON node_versions(embed_hash)")
-    db.execute(f"CREATE OR REPLACE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
-               f"UNION ALL SELECT {VERSION_COLS}, NULL AS embed_text FROM nodes")
+    from ..pg_recorded import has_times  # a schema adopted from step 18 on: the view stands as that step made it
+    if not has_times(db):  # (its nodes' recorded time a timestamp, which this view cannot union with the text)
+        db.execute(f"CREATE OR REPLACE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
+                   f"UNION ALL SELECT {VERSION_COLS}, NULL AS embed_text FROM nodes")
     for model, dim in db.execute("SELECT DISTINCT model, dim FROM vectors ORDER BY model, dim").fetchall():
         create_ann_index(db, model, dim)
 
