@@ -56,13 +56,12 @@ def write_everything(store, rng) -> None:
 
 def odd_rows(store) -> None:
     """Change rows whose time is not the form ``utcnow`` writes (what a copy from elsewhere may hold)."""
-    op = "op_text" if store._co else "op"  # the names 'odd' and 'good' are no id's (migration 18: pg_changes.OPS)
     with store.transaction():
-        store._execmany(f"INSERT INTO changes(at, actor, {op}, target, namespace, detail) VALUES (%s, 'x', 'odd', %s, "
+        store._execmany("INSERT INTO changes(at, actor, op, target, namespace, detail) VALUES (%s, 'x', 'odd', %s, "
                         "'', '{}')" if not store._ct else
-                        f"INSERT INTO changes(at, at_text, actor, {op}, target, namespace, detail) VALUES (NULL, %s, "
-                        "'x', 'odd', %s, '', '{}')", [(t, f"t{i}") for i, t in enumerate(ODD)])
-        store._execmany(f"INSERT INTO changes(at, actor, {op}, target, namespace, detail) VALUES (%s" +
+                        "INSERT INTO changes(at, at_text, actor, op, target, namespace, detail) VALUES (NULL, %s, 'x', "
+                        "'odd', %s, '', '{}')", [(t, f"t{i}") for i, t in enumerate(ODD)])
+        store._execmany("INSERT INTO changes(at, actor, op, target, namespace, detail) VALUES (%s" +
                         ("::timestamptz" if store._ct else "") + ", 'x', 'good', %s, '', '{}')",
                         [(t, f"g{i}") for i, t in enumerate(GOOD)])
 

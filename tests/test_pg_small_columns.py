@@ -1,11 +1,11 @@
-"""Small columns on PostgreSQL (migration 18, issue 23 s2): the change log's operation held as a small id
-(``changes.op`` a ``smallint`` numbering ``pg_changes.OPS``, the names the store logs; ``changes.op_text`` the name
-only when it is not one of them) and a node's recorded time as a timestamp (``nodes.recorded_at`` a ``timestamptz``,
-``nodes.recorded_text`` the text only where a timestamp would not give it back: store/pg_recorded.py), so the API is
-unchanged: an upgrade from the step before keeps every change's name and every node's time (``changes_since``, reads,
-listings in recorded order, ``as_of``, versions, export), a crash mid-upgrade leaves the step before whole, every
-write path lands them in the new columns, and ``migrate``'s digests still hold between a store at 18 and one copied
-from it."""
+"""Small columns on PostgreSQL (migration 18, issue 23 s2): the change log's operation held as a one-character code
+(``changes.op``: the names the store logs, ``pg_changes.OPS``, as the control character numbering them; any other
+name as it is, behind an escape where it would read as a code) and a node's recorded time as a timestamp
+(``nodes.recorded_at`` a ``timestamptz``, ``nodes.recorded_text`` the text only where a timestamp would not give it
+back: store/pg_recorded.py), so the API is unchanged: an upgrade from the step before keeps every change's name and
+every node's time (``changes_since``, reads, listings in recorded order, ``as_of``, versions, export), a crash
+mid-upgrade leaves the step before whole, every write path lands them in their new forms, and ``migrate``'s digests
+still hold between a store at 18 and one copied from it."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,14 +14,15 @@ import pytest
 from agentcontext.model import Node
 from agentcontext.store import open_store
 from agentcontext.store.migrations import Migrations
-from agentcontext.store.pg_changes import OP_ID_SQL, OP_IDS, OPS, canonical, split_op
+from agentcontext.store.pg_changes import CODES, ESCAPE, OP_HOLD_SQL, OP_READ, OPS, canonical, hold_op
 
 from .test_pg_change_times import GOOD, ODD, log, odd_rows, write_everything
 from .upgrade_crash import kill_mid_step
 
 pytestmark = pytest.mark.postgres
 # names a copy may bring (another store's log, an old export): each must come back byte for byte
-ODD_OPS = ["", "node.put ", "NODE.PUT", "node.put\n", "x" * 300, "nöde.put", "node"]
+ODD_OPS = ["", "node.put ", "NODE.PUT", "node.put\n", "x" * 300, "nöde.put", "node", "\x01", "\x01x", "\x7f",
+           "\x7fnode.put", "\x1f", " ", "\tnode.put", "~", "\x7f\x01"]
 
 
 def mine() -> int:
@@ -50,16 +51,18 @@ def odd_ops(store) -> None:
 
 
 def held(store) -> dict:
-    """How each row holds its operation: (its id, the name kept)."""
-    return {r[0]: (r[1], r[2]) for r in store._read("SELECT target, op, op_text FROM changes")}
+    """How each row holds its operation (the column's text)."""
+    return dict(store._read("SELECT target, op FROM changes"))
 
 
-def test_the_client_and_the_migration_agree_on_which_names_are_ids(pg_url):
+def test_the_client_and_the_migration_agree_on_each_names_code(pg_url):
     store = open_store(pg_url)
     for name in [*ODD_OPS, *OPS]:
-        got, = store._read(f"SELECT {OP_ID_SQL.format(col='%s::text')}", [name])[0]
-        assert got == split_op(name)[0] == OP_IDS.get(name), name
-    assert OPS[0] == "node.put" and len(set(OPS)) == len(OPS)  # the ids are the schema's: never reordered
+        code, back = store._read(f"SELECT {OP_HOLD_SQL.format(col='%(n)s::text')}, (SELECT {OP_READ} FROM (SELECT "
+                                 f"{OP_HOLD_SQL.format(col='%(n)s::text')} AS op) c)", {"n": name})[0]
+        assert code == hold_op(name) and back == name, name
+        assert (code == CODES.get(name)) if name in OPS else (code in (name, ESCAPE + name)), name
+    assert OPS[0] == "node.put" and len(set(OPS)) == len(OPS)  # the codes are the schema's: never reordered
     store.close()
 
 
@@ -77,14 +80,12 @@ def test_an_upgrade_from_the_step_before_keeps_every_change(pg_url):
     assert store.schema_version() >= mine() and store._co
     assert log(store) == before
     kept = held(store)
-    assert all(kept[f"o{i}"] == (None, op) for i, op in enumerate(ODD_OPS))
-    assert all(kept[f"o{len(ODD_OPS) + i}"] == (i + 1, None) for i in range(len(OPS)))
-    assert kept["n0"] == (OP_IDS["node.put"], None) and kept["n3"] == (OP_IDS["node.purge"], None)
-    assert store._read("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
-                       "'changes'::regclass AND attname = 'op'") == [("smallint",)]
+    assert all(kept[f"o{i}"] == hold_op(op) for i, op in enumerate(ODD_OPS))
+    assert all(kept[f"o{len(ODD_OPS) + i}"] == chr(i + 1) for i in range(len(OPS)))
+    assert kept["n0"] == CODES["node.put"] == "\x01" and kept["n3"] == CODES["node.purge"]
     store.put_nodes([Node(id="after", kind="memory", namespace="ns", content="written at 18")])
     last = store.changes_since(0)[-1]
-    assert (last.target, last.op) == ("after", "node.put") and held(store)["after"] == (1, None)
+    assert (last.target, last.op) == ("after", "node.put") and held(store)["after"] == "\x01"
     store.close()
 
 
@@ -97,8 +98,10 @@ def test_a_crash_mid_upgrade_leaves_the_step_before(pg_url, tmp_path):
     kill_mid_step(pg_url, "small_columns", tmp_path)
     kept = before_store(pg_url)
     assert kept.schema_version() == mine() - 1 and not kept._co
+    raw = held(kept)  # every name as written, none coded
+    assert all(raw[f"o{i}"] == op for i, op in enumerate([*ODD_OPS, *OPS]))
     assert kept._read("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
-                      "'changes'::regclass AND attname = 'op'") == [("text",)]
+                      "'nodes'::regclass AND attname = 'recorded_at'") == [("text",)]
     assert log(kept) == before
     kept.close()
     store = open_store(pg_url)  # the next open upgrades it whole
@@ -120,7 +123,8 @@ def test_every_write_path_lands_the_names_in_the_new_columns(pg_url, pg_server, 
     ws = Workspace(store)
     AgentMemory(workspace=ws, max_memory_size=None).batch_store(
         [{"id": f"b{i}", "content": f"fact {i}", "vector": unit(rng, 1, 384)[0]} for i in range(4)])
-    assert store._read("SELECT count(*) FROM changes WHERE op IS NULL OR op_text IS NOT NULL") == [(0,)]
+    assert {c.op for c in store.changes_since(0)} >= {"node.put", "node.retract", "record.put", "vectors.put"}
+    assert store._read("SELECT count(*) FROM changes WHERE length(op) > 1") == [(0,)]  # every name a code
     odd_ops(store)
     before = log(store)
     copy_url = pg_server.url()  # export and import: a whole-store copy (import_rows, COPY into the two columns)
@@ -156,7 +160,8 @@ def nodes_read(store) -> dict:
             "recorded": store.find_nodes(namespace="ns", order="recorded"),
             "recorded_desc": store.find_nodes(namespace="ns", order="recorded_desc", with_content=False),
             "versions": {i: store.node_versions(i) for i in ids},
-            "export": {t: [r for page in transfer.pages(store, t, 7) for r in page] for t in ("nodes", "node_versions")}}
+            "export": {t: [r for page in transfer.pages(store, t, 7) for r in page]
+                       for t in ("nodes", "node_versions")}}
 
 
 def test_an_upgrade_keeps_every_nodes_time(pg_url):

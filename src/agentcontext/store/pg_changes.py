@@ -4,10 +4,13 @@ row, ~21 bytes a memory at 200,000 with the row's alignment), and ``changes.at_t
 timestamp would not give it back exactly (another form a copy brought: ``...Z``, no microseconds, not a time at all),
 so ``changes_since``, export and ``migrate``'s digests see the text that was written, byte for byte.
 
-The operation's name (``node.put``, ...) is held as a small id from migration 18 on: ``changes.op`` a ``smallint``
-(2 bytes where ``node.put`` took 9; one row a memory) numbering ``OPS``, the names the store logs, and
-``changes.op_text`` the name only when it is not one of them (a copy from another store may bring any text), read
-back by ``OP_READ``. ``OPS`` is part of the schema: append to it, never reorder or remove a name.
+The operation's name (``node.put``, ...) is held as a one-character code from migration 18 on (``hold_op``): a
+name of ``OPS``, the names the store logs, as the control character numbering it (``chr(1)`` for ``node.put``: 2
+bytes where the name took 9, one row a memory); any other name as it is (a copy from another store may bring any
+text), behind ``ESCAPE`` when it would read as a code or starts with the escape itself (empty, or a first character
+below a space, or ``ESCAPE``). ``OP_READ`` reads the name back. The code stays in the text column ``op``: a new
+column would grow the row's null bitmap past a byte and its header from 24 to 32 bytes, more than the code saves.
+``OPS`` is part of the schema: append to it (up to 31 names), never reorder or remove a name.
 
 A text is held as a timestamp when it is canonical: ``YYYY-MM-DDTHH:MM:SS.ffffff+00:00`` naming a real instant, the
 form ``AT_READ`` renders (``split`` in the client for writes, ``actx_at`` in SQL for the migration's one pass; the
@@ -38,22 +41,22 @@ SELECT CASE WHEN t ~ '{PATTERN}' AND left(t, 4) <> '0000' THEN CASE WHEN substr(
 # migration 18: the names the store logs (sql_*.py, scrub.py, pg_shard_move.py), numbered from 1 in this order
 OPS = ("node.put", "node.retract", "node.purge", "record.put", "record.delete", "record.erase", "vectors.put",
        "vectors.delete", "edges.put", "edges.retract", "tombstones.put", "history.purge", "tenant.move")
-OP_IDS = {op: i for i, op in enumerate(OPS, 1)}
+assert len(OPS) < 32  # a code is a character below a space
+CODES = {op: chr(i) for i, op in enumerate(OPS, 1)}
+ESCAPE = "\x7f"  # (DEL) before a name held as it is that would otherwise read as a code
 _OP_ARRAY = "ARRAY[" + ", ".join(f"'{op}'" for op in OPS) + "]::text[]"
-OP_ID_SQL = f"array_position({_OP_ARRAY}, {{col}} COLLATE \"C\")::smallint"  # a name's id in SQL (NULL: not one of OPS)
-OP_READ = f"coalesce(op_text, ({_OP_ARRAY})[op])"  # the name a row gives back
+# SQL: a name as held (``hold_op``; the migration's one pass), and the name a row gives back
+OP_HOLD_SQL = (f"CASE WHEN array_position({_OP_ARRAY}, {{col}} COLLATE \"C\") IS NOT NULL THEN chr(array_position("
+               f"{_OP_ARRAY}, {{col}} COLLATE \"C\")) WHEN {{col}} COLLATE \"C\" < ' ' OR left({{col}}, 1) = chr(127) "
+               "THEN chr(127) || {col} ELSE {col} END")
+OP_READ = (f"CASE WHEN op < ' ' THEN ({_OP_ARRAY})[ascii(op)] WHEN left(op, 1) = chr(127) THEN substr(op, 2) "
+           "ELSE op END")
 
 
 def has_times(db: Any) -> bool:
     """Whether the change log's time is a timestamp (migration 17)."""
     return db.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
                       "table_name = 'changes' AND column_name = 'at_text'").fetchone() is not None
-
-
-def has_op_ids(db: Any) -> bool:
-    """Whether the change log's operation is a small id (migration 18)."""
-    return db.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
-                      "table_name = 'changes' AND column_name = 'op_text'").fetchone() is not None
 
 
 def reads(times: bool, ops: bool) -> tuple[str, str]:
@@ -82,24 +85,30 @@ def split(at: Any) -> tuple[Any, Any]:
     return (at, None) if canonical(at) else (None, at)
 
 
-def split_op(op: Any) -> tuple[Any, Any]:
-    """(the name's id, the name kept): one of them None."""
-    held = OP_IDS.get(op) if isinstance(op, str) else None
-    return (held, None) if held is not None else (None, op)
+def hold_op(op: Any) -> Any:
+    """An operation's name as ``changes.op`` holds it from migration 18 on (the module's docstring)."""
+    if not isinstance(op, str):
+        return op  # (None: refused by the column, as before)
+    code = CODES.get(op)
+    if code is not None:
+        return code
+    return ESCAPE + op if op == "" or op[0] < " " or op[0] == ESCAPE else op
 
 
 def copy_form(cols: str, rows: Sequence[Sequence[Any]], times: bool = True,
               ops: bool = False) -> tuple[str, list[tuple]]:
     """A change row's column list (naming ``at`` and ``op``) and rows, as the schema holds them: with ``times``
-    (migration 17) ``at`` split in two (``at``, ``at_text``: ``split``), with ``ops`` (18) ``op`` too (``op``,
-    ``op_text``: ``split_op``)."""
+    (migration 17) ``at`` split in two (``at``, ``at_text``: ``split``), with ``ops`` (18) ``op`` coded
+    (``hold_op``)."""
     names = [c.strip() for c in cols.split(",")]
     out: Sequence[Sequence[Any]] = rows
-    for held, name, split_one in ((times, "at", split), (ops, "op", split_op)):
-        if held:
-            i = names.index(name)
-            names[i + 1:i + 1] = [f"{name}_text"]
-            out = [(*r[:i], *split_one(r[i]), *r[i + 1:]) for r in out]
+    if ops:
+        i = names.index("op")
+        out = [(*r[:i], hold_op(r[i]), *r[i + 1:]) for r in out]
+    if times:
+        i = names.index("at")
+        names[i + 1:i + 1] = ["at_text"]
+        out = [(*r[:i], *split(r[i]), *r[i + 1:]) for r in out]
     return ", ".join(names), list(out)
 
 

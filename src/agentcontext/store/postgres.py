@@ -69,7 +69,7 @@ def _schema_reads(store: "PostgresStore", db: Any) -> None:
     ranking's props as columns of ``nodes`` (migration 16: ``pg_props.read_sql``), the change log's time and operation
     (17, 18: ``pg_changes``), a node's recorded time (18: ``pg_recorded``)."""
     store._pc, store._rt = pg_props.has_columns(db), pg_recorded.has_times(db)
-    store._ct, store._co = pg_changes.has_times(db), pg_changes.has_op_ids(db)
+    store._ct, store._co = pg_changes.has_times(db), store._rt  # (the op's code: the same step as the time's, 18)
     store.CHANGE_AT, store.CHANGE_OP = pg_changes.reads(store._ct, store._co)
     store.PROPS_READ = pg_props.read_sql() if store._pc else "props"
     cols = [c.replace(" props,", f" {store.PROPS_READ} AS props,") if store._pc else c

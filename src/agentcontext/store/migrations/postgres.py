@@ -417,32 +417,27 @@ def change_times(db) -> None:
                "ADD CONSTRAINT changes_at_held CHECK (at IS NOT NULL OR at_text IS NOT NULL)")
 
 
-@MIGRATIONS.step(18, "small columns: the change log's operation held as a small id (changes.op smallint numbering "
-                     "pg_changes.OPS, changes.op_text the name only where it is not one of them) and a node's recorded "
-                     "time as a timestamp (nodes.recorded_at timestamptz, nodes.recorded_text the text only where a "
-                     "timestamp would not give it back exactly: store/pg_changes.py, pg_recorded.py)")
+@MIGRATIONS.step(18, "small columns: the change log's operation held as a one-character code (changes.op, the names "
+                     "pg_changes.OPS numbered, any other name as it is) and a node's recorded time as a timestamp "
+                     "(nodes.recorded_at timestamptz, nodes.recorded_text the text only where a timestamp would not "
+                     "give it back exactly: store/pg_changes.py, pg_recorded.py)")
 def small_columns(db) -> None:
-    """One rewrite of ``changes`` and one of ``nodes`` (a column added to each, then it and the one it takes from
-    filled in one ALTER ... TYPE ... USING: every USING reads the row as it was) and their indexes built again
-    (``maintenance_work_mem`` raised, as a bulk load does); the view ``versions`` made again with the live rows' time
-    read back as text (``pg_recorded.read_sql``). Each row's text is kept: an operation the store logs as its id
-    (``pg_changes.OP_ID_SQL``), any other in ``op_text``, a row holding one or the other (``changes_op_held``); a
-    canonical time as a timestamp (``actx_at``, migration 17's test), any other in ``recorded_text``. Run again on a
-    schema it already changed (an adopted one), it changes no row."""
-    from ..pg_changes import AT_SQL, OP_ID_SQL, has_op_ids
+    """One rewrite of ``changes`` (``op`` through ``pg_changes.OP_HOLD_SQL``: the store's own names as their codes,
+    any other kept, behind the escape where it would read as a code) and one of ``nodes`` (a column added, then it
+    and ``recorded_at`` filled in one ALTER ... TYPE ... USING: every USING reads the row as it was: a canonical time
+    as a timestamp, ``actx_at`` of migration 17, any other in ``recorded_text``), their indexes built again
+    (``maintenance_work_mem`` raised, as a bulk load does), and the view ``versions`` made again with the live rows'
+    time read back as text (``pg_recorded.read_sql``). Run again on a schema it already changed (an adopted one: the
+    nodes' ``recorded_text`` says so, both rewrites being one transaction), it changes no row."""
+    from ..pg_changes import AT_SQL, OP_HOLD_SQL
     from ..pg_props import read_sql
     from ..pg_recorded import has_times, reads
     from ..pg_vectors import raise_build_settings
 
-    raise_build_settings(db)
-    if not has_op_ids(db):
-        op_id = OP_ID_SQL.format(col="op")
-        db.execute(f"ALTER TABLE changes ADD COLUMN op_text {T}")
-        db.execute(f"ALTER TABLE changes ALTER COLUMN op_text TYPE {T} USING CASE WHEN {op_id} IS NULL THEN op END, "
-                   f"ALTER COLUMN op TYPE smallint USING {op_id}, ALTER COLUMN op DROP NOT NULL, "
-                   "ADD CONSTRAINT changes_op_held CHECK (op IS NOT NULL OR op_text IS NOT NULL)")
     if has_times(db):
         return
+    raise_build_settings(db)
+    db.execute(f"ALTER TABLE changes ALTER COLUMN op TYPE {T} USING {OP_HOLD_SQL.format(col='op')}")
     db.execute(AT_SQL)  # (migration 17 made it: the same function)
     db.execute("DROP VIEW IF EXISTS versions")  # a view's column types cannot change under it
     db.execute(f"ALTER TABLE nodes ADD COLUMN recorded_text {T}")
@@ -506,9 +501,8 @@ def _latest_tables() -> list[str]:
             reason {T}, actor {T}, erasure {T}, PRIMARY KEY (id, namespace))""",
         *INITIAL[-4:-1],  # records, audit and its index: as step 1 made them
         f"""CREATE TABLE changes (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at timestamptz,
-            actor {T}, op smallint, target {T} NOT NULL, namespace {T}, detail {T}, at_text {T}, op_text {T},
-            CONSTRAINT changes_at_held CHECK (at IS NOT NULL OR at_text IS NOT NULL),
-            CONSTRAINT changes_op_held CHECK (op IS NOT NULL OR op_text IS NOT NULL))""",
+            actor {T}, op {T} NOT NULL, target {T} NOT NULL, namespace {T}, detail {T}, at_text {T},
+            CONSTRAINT changes_at_held CHECK (at IS NOT NULL OR at_text IS NOT NULL))""",
         "REINDEX INDEX changes_pkey",  # as steps 17, 18 left it: no statistics (reltuples -1; a new index's 0)
     ]
 
