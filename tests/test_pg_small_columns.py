@@ -156,7 +156,9 @@ def nodes_read(store) -> dict:
 
     ids = [f"t{i}" for i in range(len(ODD) + len(GOOD))]
     return {"get": store.get_nodes(ids, include_retracted=True),
-            "as_of": {t: store.get_nodes(ids, as_of=t) for t in [*GOOD, "2024-12-31T00:00:00Z", "9"]},
+            "as_of": {t: store.get_nodes(ids, as_of=t) for t in [*GOOD, *ODD, "2024-12-31", "9", "0", "z"] if t},
+            "listed as_of": {t: store.find_nodes(namespace="ns", as_of=t, order="recorded")
+                             for t in GOOD[:2] + ODD[:2]},
             "recorded": store.find_nodes(namespace="ns", order="recorded"),
             "recorded_desc": store.find_nodes(namespace="ns", order="recorded_desc", with_content=False),
             "versions": {i: store.node_versions(i) for i in ids},

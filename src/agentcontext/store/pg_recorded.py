@@ -8,15 +8,43 @@ that was written, byte for byte, and compares it as text, as SQLite does. ``node
 """
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any, Sequence
 
 from .pg_changes import FORMAT, split
+
+_FIRST, _LAST = datetime(1, 1, 1), datetime(9999, 12, 31, 23, 59, 59, 999999)  # the timestamps a text names (4 digits)
 
 
 def read_sql(alias: str = "") -> str:
     """SQL: a node row's recorded time as the text written (the row of ``alias``, or unqualified)."""
     a = f"{alias}." if alias else ""
     return f"coalesce({a}recorded_text, to_char({a}recorded_at AT TIME ZONE 'UTC', '{FORMAT}'))"
+
+
+def latest_held(text: str) -> str | None:
+    """The latest canonical time (``pg_changes.canonical``) whose text sorts at or before ``text`` (None: none does).
+    Canonical texts sort as their times do, so a row held as a timestamp reads as at most ``text`` exactly when its
+    timestamp is at most this one: ``at_most`` compares timestamps, not every row's rendered text."""
+    def form(t: datetime) -> str:
+        return t.isoformat(timespec="microseconds") + "+00:00"
+
+    if form(_FIRST) > text:
+        return None
+    low, high = 0, (_LAST - _FIRST) // timedelta(microseconds=1)  # form(low) <= text; find the last such
+    while low < high:
+        mid = (low + high + 1) // 2
+        if form(_FIRST + timedelta(microseconds=mid)) <= text:
+            low = mid
+        else:
+            high = mid - 1
+    return form(_FIRST + timedelta(microseconds=low))
+
+
+def at_most(as_of: str) -> tuple[str, list[Any]]:
+    """SQL (``%s`` placeholders) and params: a node row's recorded time, as its text, at or before ``as_of`` (text
+    order, as SQLite compares): a timestamp at most ``latest_held``, or a kept text at most ``as_of``."""
+    return "(recorded_at <= %s::timestamptz OR recorded_text <= %s)", [latest_held(as_of), as_of]
 
 
 def has_times(db: Any) -> bool:

@@ -329,9 +329,10 @@ class PostgresStore(SQLStore):
 
     def _versions_as_of(self, cols: str, as_of: str) -> tuple[str, list[Any]]:
         # the live row when it was recorded by then (it is the latest version), else the latest superseded one
-        return (f"SELECT DISTINCT ON (id) {cols} FROM (SELECT {self._version_read} FROM nodes WHERE {self.RECORDED_AT}"
-                f" <= %s UNION ALL SELECT {VERSION_COLS} FROM node_versions WHERE recorded_at <= %s) v "
-                "ORDER BY id, version DESC", [as_of, as_of])
+        live, params = pg_recorded.at_most(as_of) if self._rt else ("recorded_at <= %s", [as_of])  # (schema 18)
+        return (f"SELECT DISTINCT ON (id) {cols} FROM (SELECT {self._version_read} FROM nodes WHERE {live} "
+                f"UNION ALL SELECT {VERSION_COLS} FROM node_versions WHERE recorded_at <= %s) v "
+                "ORDER BY id, version DESC", [*params, as_of])
 
     def _filter_tags(self, where: Where, tags: list[str], as_of: str | None) -> None:
         # as_of needs nothing here: tags are a column of whichever rows (live or versions) are selected
