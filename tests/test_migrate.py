@@ -138,9 +138,13 @@ def test_a_copy_carries_every_column_but_what_a_backend_derives(pg_url, tmp_path
     # values held as int8 (store/pg_q8.py), copied as its ``vector``; vid (SQLite, migration 8): the row's key, as rid
     # nodes' conversation_id, created_at, pair_hash, prev, user_id (PostgreSQL, migration 16): props held as columns,
     # copied inside the props (store/pg_props.py); changes.at_text (PostgreSQL, migration 17): a change's time held
-    # as its text where a timestamp would not give it back, copied as ``at`` (store/pg_changes.py)
-    derived = {"nodes": {"rid", "tag_text", "tsv", "conversation_id", "created_at", "pair_hash", "prev", "user_id"},
-               "edges": {"rid"}, "vectors": {"searched", "pending", "q8", "q8_scale", "vid"}, "changes": {"at_text"}}
+    # as its text where a timestamp would not give it back, copied as ``at`` (store/pg_changes.py);
+    # nodes.recorded_text (PostgreSQL, migration 18): a node's recorded time where a timestamp would not give it back,
+    # copied as ``recorded_at`` (store/pg_recorded.py)
+    derived = {"nodes": {"rid", "tag_text", "tsv", "conversation_id", "created_at", "pair_hash", "prev", "user_id",
+                         "recorded_text"},
+               "edges": {"rid"}, "vectors": {"searched", "pending", "q8", "q8_scale", "vid"},
+               "changes": {"at_text"}}
     lite, pg = open_store(tmp_path / "x.db"), open_store(pg_url)
     try:
         for table in COPY_TABLES:

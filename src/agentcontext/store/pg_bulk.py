@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from .migrations.postgres import NODE_FIELDS, T
-from . import pg_hash, pg_props, pg_q8, pg_text_counts
+from . import pg_changes, pg_hash, pg_props, pg_q8, pg_recorded, pg_text_counts
 from .pg_vectors import (HALF_MAX, MAX_INDEXED_DIM, STORED, ann_index_name, create_ann_index,
                          raise_build_settings)
 from .rows import NODE_COLS, held_embed_text
@@ -56,17 +56,30 @@ STAGES = {
     # migration 16: the ranking's props as columns (pg_props.MOVED)
     "stage_nodes_c": f"id {T} NOT NULL, {NODE_FIELDS_BYTES}, tag_text {T}, conversation_id {T}, created_at {T}, "
                      f"pair_hash BYTEA, prev {T}, user_id {T}",
+    # migration 18: a node's recorded time a timestamp, its text kept where none gives it back (pg_recorded)
+    "stage_nodes_d": f"id {T} NOT NULL, {NODE_FIELDS_BYTES.replace(f'recorded_at {T}', 'recorded_at timestamptz')}, "
+                     f"tag_text {T}, conversation_id {T}, created_at {T}, pair_hash BYTEA, prev {T}, user_id {T}, "
+                     f"recorded_text {T}",
 }
 HASH_COLS = ("content_hash", "embed_hash")  # a node's hashes: bytes on a schema of migration 13
 
 
+def held_cols(pc: bool, rt: bool) -> str:
+    """The columns a node row of ``nodes`` holds after its others: the props the ranking reads (``pc``, migration 16:
+    ``pg_props.MOVED``), the recorded time's text where no timestamp gives it back (``rt``, 18: ``pg_recorded``)."""
+    return "".join(f", {c}" for c in (*(pg_props.MOVED if pc else ()), *(("recorded_text",) if rt else ())))
+
+
 def hashes_held(rows: Sequence[Sequence[Any]], names: Sequence[str], nb: bool,
-                pc: bool = False) -> Sequence[Sequence[Any]]:
+                pc: bool = False, rt: bool = False) -> Sequence[Sequence[Any]]:
     """Copied node rows (columns ``names``) as ``nodes`` holds them (``nb``, migration 13): their text hashes as bytes,
     their props without an updated_at equal to their created_at (``pg_props``); ``pc`` (migration 16): the props the
-    ranking reads cut from the text, each row followed by their columns (``pg_props.MOVED``)."""
+    ranking reads cut from the text, each row followed by their columns (``pg_props.MOVED``); ``rt`` (18): the
+    recorded time split (``pg_recorded.split_rows``), its kept text last (``held_cols``)."""
     if not nb:
         return rows
+    if rt:
+        return pg_recorded.split_rows(hashes_held(rows, names, nb, pc), names)
     at, props = [names.index(c) for c in HASH_COLS], names.index("props")
     out = []
     for r in rows:
@@ -366,19 +379,22 @@ def mark_searched(db: Any, hashes: Sequence[str], building: Sequence[tuple[str, 
                    (direct, direct, keys))
 
 
-def live_cols(pc: bool) -> str:
+def live_cols(pc: bool, rt: bool = False) -> str:
     """The columns of a ``live_row``."""
-    return f"{NODE_COLS}, embed_text, tag_text" + (f", {', '.join(pg_props.MOVED)}" if pc else "")
+    return f"{NODE_COLS}, embed_text, tag_text{held_cols(pc, rt)}"
 
 
-def update_nodes(db: Any, rows: Sequence[tuple], nb: bool = False, pc: bool = False) -> None:
+def update_nodes(db: Any, rows: Sequence[tuple], nb: bool = False, pc: bool = False, rt: bool = False) -> None:
     """Live rows that change (``live_cols``): their current versions move to node_versions (the superseded ones; their
-    props whole), then the live rows take the staged values; two statements. ``nb``: the rows' hashes are bytes
-    (migration 13); ``pc``: the ranking's props are columns (migration 16)."""
-    staged = "stage_nodes_c" if pc else "stage_nodes_b" if nb else "stage_nodes"
-    cols = live_cols(pc)
+    props whole, their recorded time as text), then the live rows take the staged values; two statements. ``nb``: the
+    rows' hashes are bytes (migration 13); ``pc``: the ranking's props are columns (migration 16); ``rt``: the
+    recorded time a timestamp (migration 18)."""
+    staged = "stage_nodes_d" if rt else "stage_nodes_c" if pc else "stage_nodes_b" if nb else "stage_nodes"
+    cols = live_cols(pc, rt)
     stage(db, staged, cols, rows)
-    old = ", ".join(pg_props.read_sql("n") if pc and c == "props" else f"n.{c}" for c in NODE_COLS.split(", "))
+    read = {"props": pg_props.read_sql("n") if pc else "n.props",
+            "recorded_at": pg_recorded.read_sql("n") if rt else "n.recorded_at"}
+    old = ", ".join(read.get(c, f"n.{c}") for c in NODE_COLS.split(", "))
     db.execute(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {old}, NULL FROM nodes n "
                f"JOIN {staged} s ON s.id = n.id AND s.namespace = n.namespace")
     sets = ", ".join(f"{c} = s.{c}" for c in cols.split(", ")[1:])
@@ -450,20 +466,23 @@ def rebuild_indexes(db: Any, table: str, definitions: Sequence[str]) -> None:
     db.execute(f"ANALYZE {table}")
 
 
-def live_row(node: Any, props_json: str, nodes_bytes: bool, columns: bool = False) -> tuple:
+def live_row(node: Any, props_json: str, nodes_bytes: bool, columns: bool = False, recorded: bool = False) -> tuple:
     """A node's live row as ``nodes`` holds it (``live_cols``): on a schema of migration 13 (``nodes_bytes``) its
     hashes as bytes and ``updated_at`` held once, of migration 16 (``columns``) the props the ranking reads as
-    columns (pg_props)."""
+    columns (pg_props), of 18 (``recorded``) its recorded time split (the timestamp's text or None, the text kept last:
+    ``pg_recorded``)."""
     moved: tuple = ()
     if columns:  # (migration 16 holds the nodes' hashes as bytes too)
         props_json, moved = pg_props.held_split(node.props, props_json)
     elif nodes_bytes:
         props_json = pg_props.held(node.props, props_json)
     hashed = pg_hash.node_param
+    at, kept = pg_changes.split(node.recorded_at) if recorded else (node.recorded_at, None)
     return (node.id, node.kind, node.namespace, node.key, node.title, node.summary, node.content, props_json,
-            list(node.tags), node.valid_from, node.valid_until, node.recorded_at, None, node.version,
+            list(node.tags), node.valid_from, node.valid_until, at, None, node.version,
             hashed(node.content_hash, nodes_bytes), node.created_by, hashed(node.embed_hash, nodes_bytes),
-            node.tokens, held_embed_text(node.title, node.content, node.embed_text), " ".join(node.tags), *moved)
+            node.tokens, held_embed_text(node.title, node.content, node.embed_text), " ".join(node.tags), *moved,
+            *((kept,) if recorded else ()))
 
 
 def start_import(store: Any, table: str) -> list[str]:

@@ -154,7 +154,8 @@ class PgSearch(Part):
             return {}, []
         keys = None if fields is None else list(dict.fromkeys([name, *(check_prop(f) for f in fields)]))
         moved = pg_props.MOVED if self.store._pc else ()  # the ranking's props as columns (migration 16)
-        rows = self._read(linked_sql(name, keys, content, moved), {"ids": wanted, "ns": namespace, "kind": kind})
+        rows = self._read(linked_sql(name, keys, content, moved, self.store._rt),  # (18: pg_recorded)
+                          {"ids": wanted, "ns": namespace, "kind": kind})
         return _linked(rows, keys, content, bool(moved))
 
     def holds_at_least(self, n: int, namespace: str, kind: str) -> bool:

@@ -9,6 +9,7 @@ import numpy as np
 
 from .migrations.postgres import INDEXED_CHARS  # noqa: F401  (how much of a body is text-searchable)
 from .pg_props import read_sql
+from .pg_recorded import read_sql as recorded_sql
 from .rows import NODE_COLS, Where
 
 
@@ -58,7 +59,8 @@ class PgWhere(Where):
 RANKED_COLS = ("id", "kind", "namespace", "key", "title", "summary", "content", "embed_hash")
 
 
-def linked_sql(prop: str, fields: Sequence[str] | None = None, content: bool = False, moved: Sequence[str] = ()) -> str:
+def linked_sql(prop: str, fields: Sequence[str] | None = None, content: bool = False, moved: Sequence[str] = (),
+               recorded: bool = False) -> str:
     """The active nodes of one namespace and kind among the ids (an array) and those they name in ``props[prop]``
     (every column), then the nodes naming any of those and the nodes naming those (without content), in one
     statement: ``part`` 0 or 1, ``rid``, the node columns. Each node comes once as a follower (one of two levels),
@@ -79,13 +81,15 @@ def linked_sql(prop: str, fields: Sequence[str] | None = None, content: bool = F
     (the statement's execution 0.69x-0.74x without it, the same rows). ``moved`` (a schema of migration 16: the props
     held as columns, ``pg_props.MOVED``): every row brings those columns after the node's (``fields``: its props text as
     held, the client gives back what it reads; else the props whole), and a moved ``prop`` links by its column
-    (``nodes_prev``, a plain btree)."""
+    (``nodes_prev``, a plain btree). ``recorded`` (a schema of migration 18): the recorded time read back as its text
+    (``pg_recorded``)."""
     link = f"n.{prop}" if prop in moved else f"((n.props::jsonb) ->> '{prop}')"
     named_link = f"a.{prop}" if prop in moved else f"(a.props::jsonb) ->> '{prop}'"
     collate = "" if prop in moved else ' COLLATE "default"'  # the column is "C", as the ids are
     cols = NODE_COLS.split(", ")
     whole = f"{read_sql('n')} AS props" if moved and fields is None else "n.props"
-    shaped = [(whole if c == "props" else f"n.{c}") if fields is None or c in RANKED_COLS or c == "props"
+    read = {"props": whole, "recorded_at": f"{recorded_sql('n')} AS recorded_at" if recorded else "n.recorded_at"}
+    shaped = [read.get(c, f"n.{c}") if fields is None or c in RANKED_COLS or c == "props"
               else f"NULL AS {c}" for c in cols] + [f"n.{c}" for c in moved]
     if fields is not None:  # the pair hash as its text (``actx_hex``): no conversion a row in the client
         shaped = ["actx_hex(n.pair_hash) AS pair_hash" if c == "n.pair_hash" else c for c in shaped]

@@ -24,8 +24,8 @@ from ..errors import DependencyMissingError, StoreError, ValidationError
 from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
-from . import (pg_bulk, pg_changes, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_scrub,
-               pg_statistics, pg_text_counts, pg_warmup, scrub, transfer)
+from . import (pg_bulk, pg_changes, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_recorded,
+               pg_scrub, pg_statistics, pg_text_counts, pg_warmup, scrub, transfer)
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import LIGHT_COLS, NODE_COLS, Where, held_embed_text
@@ -64,15 +64,19 @@ def _refuse_nul(nodes: Sequence[Node]) -> None:
                                   "remove it", id=node.id)
 
 
-def _props_reads(db: Any) -> tuple[bool, str, str, str, str]:
-    """Whether the ranking's props are columns of ``nodes`` (migration 16), and the SQL that reads a node's props,
-    its columns, its light columns and its version columns with those props put back (``pg_props.read_sql``)."""
-    if not pg_props.has_columns(db):
-        return False, "props", NODE_COLS, LIGHT_COLS, VERSION_COLS
-    props = pg_props.read_sql()
-    whole = f" {props} AS props,"
-    return (True, props, NODE_COLS.replace(" props,", whole), LIGHT_COLS.replace(" props,", whole),
-            VERSION_COLS.replace(" props,", whole))
+def _schema_reads(store: "PostgresStore", db: Any) -> None:
+    """What the schema holds in forms the API does not (each read back by SQL) and that SQL, set on ``store``: the
+    ranking's props as columns of ``nodes`` (migration 16: ``pg_props.read_sql``), the change log's time and operation
+    (17, 18: ``pg_changes``), a node's recorded time (18: ``pg_recorded``)."""
+    store._pc, store._rt = pg_props.has_columns(db), pg_recorded.has_times(db)
+    store._ct, store._co = pg_changes.has_times(db), store._rt  # (the op's code: the same step as the time's, 18)
+    store.CHANGE_AT, store.CHANGE_OP = pg_changes.reads(store._ct, store._co)
+    store.PROPS_READ = pg_props.read_sql() if store._pc else "props"
+    cols = [c.replace(" props,", f" {store.PROPS_READ} AS props,") if store._pc else c
+            for c in (NODE_COLS, LIGHT_COLS, VERSION_COLS)]
+    store.NODE_READ, store.LIGHT_READ, store._version_read = [pg_recorded.reads(c) if store._rt else c for c in cols]
+    store.RECORDED_AT = pg_recorded.read_sql() if store._rt else "recorded_at"
+    store.RECORDED_SET, store._recorded_params = pg_recorded.setter(store._rt)
 
 
 class PostgresStore(SQLStore):
@@ -130,9 +134,7 @@ class PostgresStore(SQLStore):
         self._delta = pg_delta.has_delta(db)  # False only for a store pinned to an older schema (tests pin one)
         self._q8 = pg_q8.has_q8(db)  # context vectors held as int8 (migration 9)
         self._hb, self._nb = pg_hash.key_forms(self)  # the hashes as bytes: vectors' (migration 10), nodes' (13)
-        self._pc, self.PROPS_READ, self.NODE_READ, self.LIGHT_READ, self._version_read = _props_reads(db)
-        self._ct = pg_changes.has_times(db)  # the change log's time a timestamp (migration 17)
-        self.CHANGE_AT = pg_changes.AT_READ if self._ct else "at"
+        _schema_reads(self, db)  # props as columns (migration 16), the change log's and nodes' small columns (17, 18)
         self.prewarmed, self.warmed = _warm(self, prewarm, warm_up)
 
     def _connect(self) -> None:
@@ -234,17 +236,15 @@ class PostgresStore(SQLStore):
             return
         if table == "tombstones":  # keyed by (id, namespace) (migration 7): one naming no namespace has ''
             rows = [(r[0], self.NO_NAMESPACE if r[1] is None else r[1], *r[2:]) for r in rows]
-        if table == "changes" and self._ct:  # the time a timestamp, or its text when none gives it back (pg_changes)
-            cols, rows = pg_changes.copy_form(cols, rows)
+        if table == "changes":  # the time a timestamp, the op an id, or their texts when none gives them back
+            cols, rows = pg_changes.copy_form(cols, rows, self._ct, self._co)  # (pg_changes)
         with self._db.cursor() as cur, cur.copy(f"COPY {table}({cols}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
 
     def _insert_changes(self, rows: Sequence[Sequence[Any]]) -> None:
-        if not self._ct:
-            super()._insert_changes(rows)
-        elif rows:
-            self._execmany(pg_changes.INSERT, pg_changes.split_rows(rows))
+        if rows:  # as the schema holds them (pg_changes: migrations 17 and 18)
+            self._execmany(*pg_changes.insert(rows, self._ct, self._co))
 
     def _upsert_vectors(self, rows: list[tuple]) -> None:
         """``put_vectors``' rows (checked finite by SQLStore.put_vectors) staged by binary COPY and upserted in one
@@ -274,10 +274,9 @@ class PostgresStore(SQLStore):
         rows = [(*r[:text], held_embed_text(r[title], r[content], r[text]), *r[text + 1:]) for r in rows]
         embed = names.index("embed_hash")
         hashes = sorted({r[embed] for r in rows if r[embed]})
-        moved = f", {', '.join(pg_props.MOVED)}" if self._pc else ""  # schema 16: the props split (pg_props)
-        tagged = [(*r, " ".join(r[8] or [])) for r in rows]
-        self._bulk_insert("nodes", f"{', '.join(names)}, tag_text{moved}",
-                          pg_bulk.hashes_held(tagged, [*names, "tag_text"], self._nb, self._pc))
+        tagged = [(*r, " ".join(r[8] or [])) for r in rows]  # schemas 16, 18: props split, the time too (pg_bulk)
+        self._bulk_insert("nodes", f"{', '.join(names)}, tag_text{pg_bulk.held_cols(self._pc, self._rt)}",
+                          pg_bulk.hashes_held(tagged, [*names, "tag_text"], self._nb, self._pc, self._rt))
         pg_bulk.mark_searched(self._db, hashes, self._building(), self._delta, self._q8, self._hb)
         # a version row copied before its node is the live row now (migration 4: the current version is held once)
         self._db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = ANY(%s) AND v.id = n.id AND "
@@ -330,9 +329,10 @@ class PostgresStore(SQLStore):
 
     def _versions_as_of(self, cols: str, as_of: str) -> tuple[str, list[Any]]:
         # the live row when it was recorded by then (it is the latest version), else the latest superseded one
-        return (f"SELECT DISTINCT ON (id) {cols} FROM (SELECT {self._version_read} FROM nodes WHERE recorded_at <= %s "
+        live, params = pg_recorded.at_most(as_of) if self._rt else ("recorded_at <= %s", [as_of])  # (schema 18)
+        return (f"SELECT DISTINCT ON (id) {cols} FROM (SELECT {self._version_read} FROM nodes WHERE {live} "
                 f"UNION ALL SELECT {VERSION_COLS} FROM node_versions WHERE recorded_at <= %s) v "
-                "ORDER BY id, version DESC", [as_of, as_of])
+                "ORDER BY id, version DESC", [*params, as_of])
 
     def _filter_tags(self, where: Where, tags: list[str], as_of: str | None) -> None:
         # as_of needs nothing here: tags are a column of whichever rows (live or versions) are selected
@@ -342,11 +342,11 @@ class PostgresStore(SQLStore):
         """New rows by COPY, changed ones staged and updated set-wise (``pg_bulk``); the pair hashes they name noted."""
         inserts, updates = [], []
         for node, old, props_json in changed:
-            (updates if old else inserts).append(pg_bulk.live_row(node, props_json, self._nb, self._pc))
+            (updates if old else inserts).append(pg_bulk.live_row(node, props_json, self._nb, self._pc, self._rt))
         if updates:
-            pg_bulk.update_nodes(self._db, updates, self._nb, self._pc)
+            pg_bulk.update_nodes(self._db, updates, self._nb, self._pc, self._rt)
         if inserts:
-            self._bulk_insert("nodes", pg_bulk.live_cols(self._pc), inserts)
+            self._bulk_insert("nodes", pg_bulk.live_cols(self._pc, self._rt), inserts)
         pg_bulk.mark_searched(self._db, sorted({n.embed_hash for n, _, _ in changed if n.embed_hash}),
                               self._building(), self._delta, self._q8, self._hb)
         self._loader.name_pairs([(n.props or {}).get("pair_hash") for n, _, _ in changed])

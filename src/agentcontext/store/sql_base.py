@@ -41,6 +41,7 @@ class SQLStore(SQLDialect):
     MIGRATIONS: Migrations
     VECTOR_DTYPE: type = np.float32  # what a vector is held as (base.Store)
     CHANGE_AT = "at"  # the change log's time as its text (PostgreSQL's schema 17 renders a timestamp: pg_changes)
+    CHANGE_OP = "op"  # its operation's name (PostgreSQL's schema 18 holds an id: pg_changes)
     capabilities: frozenset[Capability] = frozenset({Capability.PERSISTENT, Capability.SHARED})
 
     def __init__(self, url: str, timeout: float) -> None:

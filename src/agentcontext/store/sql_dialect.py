@@ -41,6 +41,13 @@ class SQLDialect(ABC):
     VERSIONS = "node_versions"
     # a node row's columns as read (PostgreSQL's schema 16 gives its props back from columns: pg_props.read_sql)
     NODE_READ, LIGHT_READ, PROPS_READ = NODE_COLS, LIGHT_COLS, "props"
+    # a live node's recorded time as its text, and the SET clause writing it with the params it takes for a text
+    # (PostgreSQL's schema 18 holds a timestamp: pg_recorded)
+    RECORDED_AT, RECORDED_SET = "recorded_at", "recorded_at = ?"
+
+    @staticmethod
+    def _recorded_params(at: str | None) -> list[Any]:
+        return [at]
     CURRENT_IN_VERSIONS = True
     LIKE_ANY_CASE = "ILIKE"  # a pattern match that folds case (SQLite's LIKE folds ASCII letters by itself)
     COPY_ARMS: dict[str, tuple[str, ...]] = {}  # table: the tables its copy reads, merged in page order

@@ -29,7 +29,8 @@ class Nodes(Part):
             existing: dict[str, tuple] = {}
             for chunk in self._chunks(ids):
                 clause, params = self._in("id", chunk)
-                for row in self._db.execute(f"SELECT {EXISTING_COLS} FROM nodes WHERE {clause}", params):
+                read = EXISTING_COLS.replace(" recorded_at,", f" {self.RECORDED_AT},")  # (pg_recorded)
+                for row in self._db.execute(f"SELECT {read} FROM nodes WHERE {clause}", params):
                     existing[row[0]] = row
             versions, changed = plan_versions(nodes, existing, at, actor)
             if changed:
@@ -80,8 +81,8 @@ class Nodes(Part):
                 else:  # the live row becomes the retraction; the version it held is superseded
                     self._exec(f"INSERT INTO node_versions({NODE_COLS}, embed_text) SELECT {self.NODE_READ}, NULL "
                                f"FROM nodes WHERE {live}", live_params)
-                self._exec(self._q(f"UPDATE nodes SET retracted_at = ?, recorded_at = ?, version = version + 1 "
-                                   f"WHERE {live}"), [at, at, *live_params])
+                self._exec(self._q(f"UPDATE nodes SET retracted_at = ?, {self.RECORDED_SET}, version = version + 1 "
+                                   f"WHERE {live}"), [at, *self._recorded_params(at), *live_params])
                 src, src_params = self._in("src", [r[0] for r in rows])
                 if edges == "both":
                     dst, dst_params = self._in("dst", [r[0] for r in rows])

@@ -63,6 +63,21 @@ class Part:
         return self.store.CHANGE_AT
 
     @property
+    def RECORDED_AT(self) -> str:  # noqa: N802 (PostgreSQL's schema 18: a node's time's text, pg_recorded)
+        return self.store.RECORDED_AT
+
+    @property
+    def RECORDED_SET(self) -> str:  # noqa: N802
+        return self.store.RECORDED_SET
+
+    def _recorded_params(self, at: str | None) -> list[Any]:
+        return self.store._recorded_params(at)
+
+    @property
+    def CHANGE_OP(self) -> str:  # noqa: N802 (PostgreSQL's schema 18: the op's name from an id, pg_changes)
+        return self.store.CHANGE_OP
+
+    @property
     def PROPS_READ(self) -> str:  # noqa: N802
         return self.store.PROPS_READ
 

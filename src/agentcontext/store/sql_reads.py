@@ -24,6 +24,7 @@ def select_nodes(store: Any, where: Where, as_of: str | None, with_content: bool
     page = store._page(limit, offset)
     if as_of is None:  # (PostgreSQL's schema 16: the props given back from their columns, ``pg_props``)
         cols = store.NODE_READ if with_content else store.LIGHT_READ
+        order = order.replace("n.recorded_at", store.RECORDED_AT)  # (PostgreSQL's schema 18: pg_recorded)
         sql = f"SELECT {cols} FROM nodes n{where.hint}{where.sql()}{order}{page}"
         return [row_to_node(r) for r in store._read(sql, where.params)]
     # The graph as it stood at as_of: the latest version recorded by then, unless retracted.

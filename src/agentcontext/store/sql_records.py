@@ -67,6 +67,6 @@ class Records(Part):
 
     def changes_since(self, seq: int, limit: int | None = None) -> list[Change]:
         page = f" LIMIT {int(limit)}" if limit else ""
-        rows = self._read(self._q(f"SELECT seq, {self.CHANGE_AT}, actor, op, target, namespace, "
+        rows = self._read(self._q(f"SELECT seq, {self.CHANGE_AT}, actor, {self.CHANGE_OP}, target, namespace, "
                                   f"detail FROM changes WHERE seq > ? ORDER BY seq{page}"), (seq,))
         return [Change(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]

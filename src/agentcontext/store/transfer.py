@@ -69,10 +69,12 @@ def export_rows(store: Any, table: str, after: Sequence[Any] | None, limit: int,
     selects = []
     for i, source in enumerate(arms):  # a version row never holds the live row's text to embed: NULL, as before
         picked = cols if i == 0 else [("NULL AS embed_text" if c == "embed_text" else c) for c in cols]
-        if source == "nodes" and "props" in picked:  # PostgreSQL's schema 16: the props whole again (pg_props)
-            picked = [(f"{store.PROPS_READ} AS props" if c == "props" else c) for c in picked]
-        if table == "changes":  # PostgreSQL's schema 17: the time's text from a timestamp (pg_changes)
-            picked = [(f"{store.CHANGE_AT} AS at" if c == "at" else c) for c in picked]
+        if source == "nodes" and "props" in picked:  # PostgreSQL's schemas 16, 18: the props whole again (pg_props),
+            reads = {"props": f"{store.PROPS_READ} AS props", "recorded_at": f"{store.RECORDED_AT} AS recorded_at"}
+            picked = [reads.get(c, c) for c in picked]  # the recorded time's text (pg_recorded)
+        if table == "changes":  # PostgreSQL's schemas 17, 18: the time's text from a timestamp, the op's from an id
+            reads = {"at": f"{store.CHANGE_AT} AS at", "op": f"{store.CHANGE_OP} AS op"}  # (pg_changes)
+            picked = [reads.get(c, c) for c in picked]
         if table == "vectors":  # PostgreSQL holds a context vector as int8 (pg_q8): its values rebuilt
             picked = [(f"{store._vector_sql()} AS vector" if c == "vector" else c) for c in picked]
         keys = list(order)

@@ -130,8 +130,10 @@ def compact_layout(db) -> None:
     db.execute("DELETE FROM node_versions v USING nodes n WHERE n.id = v.id AND n.version = v.version")
     db.execute("CREATE INDEX versions_ns ON node_versions(namespace, recorded_at)")
     db.execute("CREATE INDEX versions_embed ON node_versions(embed_hash)")
-    db.execute(f"CREATE OR REPLACE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
-               f"UNION ALL SELECT {VERSION_COLS}, NULL AS embed_text FROM nodes")
+    from ..pg_recorded import has_times  # a schema adopted from step 18 on: the view stands as that step made it
+    if not has_times(db):  # (its nodes' recorded time a timestamp, which this view cannot union with the text)
+        db.execute(f"CREATE OR REPLACE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
+                   f"UNION ALL SELECT {VERSION_COLS}, NULL AS embed_text FROM nodes")
     for model, dim in db.execute("SELECT DISTINCT model, dim FROM vectors ORDER BY model, dim").fetchall():
         create_ann_index(db, model, dim)
 
@@ -415,9 +417,42 @@ def change_times(db) -> None:
                "ADD CONSTRAINT changes_at_held CHECK (at IS NOT NULL OR at_text IS NOT NULL)")
 
 
+@MIGRATIONS.step(18, "small columns: the change log's operation held as a one-character code (changes.op, the names "
+                     "pg_changes.OPS numbered, any other name as it is) and a node's recorded time as a timestamp "
+                     "(nodes.recorded_at timestamptz, nodes.recorded_text the text only where a timestamp would not "
+                     "give it back exactly: store/pg_changes.py, pg_recorded.py)")
+def small_columns(db) -> None:
+    """One rewrite of ``changes`` (``op`` through ``pg_changes.OP_HOLD_SQL``: the store's own names as their codes,
+    any other kept, behind the escape where it would read as a code) and one of ``nodes`` (a column added, then it
+    and ``recorded_at`` filled in one ALTER ... TYPE ... USING: every USING reads the row as it was: a canonical time
+    as a timestamp, ``actx_at`` of migration 17, any other in ``recorded_text``), their indexes built again
+    (``maintenance_work_mem`` raised, as a bulk load does), and the view ``versions`` made again with the live rows'
+    time read back as text (``pg_recorded.read_sql``). Run again on a schema it already changed (an adopted one: the
+    nodes' ``recorded_text`` says so, both rewrites being one transaction), it changes no row."""
+    from ..pg_changes import AT_SQL, OP_HOLD_SQL
+    from ..pg_props import read_sql
+    from ..pg_recorded import has_times, reads
+    from ..pg_vectors import raise_build_settings
+
+    if has_times(db):
+        return
+    raise_build_settings(db)
+    db.execute(f"ALTER TABLE changes ALTER COLUMN op TYPE {T} USING {OP_HOLD_SQL.format(col='op')}")
+    db.execute(AT_SQL)  # (migration 17 made it: the same function)
+    db.execute("DROP VIEW IF EXISTS versions")  # a view's column types cannot change under it
+    db.execute(f"ALTER TABLE nodes ADD COLUMN recorded_text {T}")
+    db.execute(f"ALTER TABLE nodes ALTER COLUMN recorded_text TYPE {T} USING CASE WHEN actx_at(recorded_at) IS NULL "
+               "THEN recorded_at END, ALTER COLUMN recorded_at TYPE timestamptz USING actx_at(recorded_at)")
+    live = reads(VERSION_COLS.replace(" props,", f" {read_sql()} AS props,"))
+    db.execute(f"CREATE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
+               f"UNION ALL SELECT {live}, NULL AS embed_text FROM nodes")
+    db.execute("ANALYZE nodes")
+
+
 # --- a new store: the schema at the latest version in one step ---------------------------------------------------
 
-# The node columns as steps 13 and 16 left them (the hashes bytea since step 13), in the order the steps added them.
+# The node columns as steps 13 and 16 left them (the hashes bytea since step 13), in the order the steps added them
+# (nodes.recorded_at a timestamp since step 18; node_versions' a text).
 _NODE_FIELDS_NOW = NODE_FIELDS.replace(f"content_hash {T}", "content_hash bytea").replace(f"embed_hash {T}",
                                                                                           "embed_hash bytea")
 
@@ -427,9 +462,10 @@ def _latest_tables() -> list[str]:
     from ..pg_text import PENDING_KB
 
     return [
-        f"""CREATE TABLE nodes (rid BIGINT GENERATED ALWAYS AS IDENTITY, id {T} NOT NULL UNIQUE, {_NODE_FIELDS_NOW},
+        f"""CREATE TABLE nodes (rid BIGINT GENERATED ALWAYS AS IDENTITY, id {T} NOT NULL UNIQUE,
+            {_NODE_FIELDS_NOW.replace(f"recorded_at {T}", "recorded_at timestamptz")},
             tag_text {T} NOT NULL DEFAULT '', tsv tsvector GENERATED ALWAYS AS ({TSV}) STORED,
-            conversation_id {T}, created_at {T}, pair_hash bytea, prev {T}, user_id {T},
+            conversation_id {T}, created_at {T}, pair_hash bytea, prev {T}, user_id {T}, recorded_text {T},
             PRIMARY KEY (rid, namespace))""",
         "CREATE INDEX nodes_ns_key ON nodes(namespace, key)",
         "CREATE INDEX nodes_ns_kind ON nodes(namespace, kind, key)",
@@ -467,13 +503,13 @@ def _latest_tables() -> list[str]:
         f"""CREATE TABLE changes (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at timestamptz,
             actor {T}, op {T} NOT NULL, target {T} NOT NULL, namespace {T}, detail {T}, at_text {T},
             CONSTRAINT changes_at_held CHECK (at IS NOT NULL OR at_text IS NOT NULL))""",
-        "REINDEX INDEX changes_pkey",  # as step 17's rewrite left it: no statistics (reltuples -1; a new index's 0)
+        "REINDEX INDEX changes_pkey",  # as steps 17, 18 left it: no statistics (reltuples -1; a new index's 0)
     ]
 
 
-@MIGRATIONS.create(17, "the schema at version 17 in one step (a new store)")
+@MIGRATIONS.create(18, "the schema at version 18 in one step (a new store)")
 def latest_schema(db) -> None:
-    """Every table, index, function, trigger and the view as the 17 steps leave them on an empty store, sent as one
+    """Every table, index, function, trigger and the view as the 18 steps leave them on an empty store, sent as one
     statement string (one round trip; the steps rewrote tables a dozen times: ~0.15 s a new store), then the same
     ANALYZEs (the planner's estimates of an empty table differ before and after one). Must stay identical to the
     replayed schema: tests/test_pg_schema_at_once.py compares their catalogs."""
@@ -481,8 +517,9 @@ def latest_schema(db) -> None:
     from ..pg_changes import AT_SQL
     from ..pg_hash import FUNCTIONS
     from ..pg_props import HELD_SQL, READ_SQL, SPLIT_SQL, read_sql
+    from ..pg_recorded import reads
 
-    live = VERSION_COLS.replace(" props,", f" {read_sql()} AS props,")
+    live = reads(VERSION_COLS.replace(" props,", f" {read_sql()} AS props,"))
     statements = [*FUNCTIONS, HELD_SQL, SPLIT_SQL, READ_SQL, AT_SQL, *_latest_tables(), *pg_text_counts.TABLES,
                   *(pg_text_counts._function(event) for event in pg_text_counts.EVENTS), *pg_text_counts.TRIGGERS,
                   f"CREATE VIEW versions AS SELECT {VERSION_COLS}, embed_text FROM node_versions "
