@@ -17,15 +17,13 @@ round; a query that names a speaker then asks the text search once more, without
 that need only the names (that second text search, the dense pool, the named speakers' nearest, the own vectors'
 inner products) start on the store's second connection on a guess of the names, from the speakers earlier queries
 heard, while the first text search runs, and are taken only when the guess held (memory/server_gather.py,
-store/pg_parallel.py): the same hits and scores, sooner. The dense pool's read there brings its nodes too
-(``nodes_linked`` right after ``nearest``, on that connection: the main one reads the text hits' meanwhile; a node read
-by both is kept as first read, and its neighbours are the same whichever read found them; ``DENSE_NODES_AHEAD``). At
-1,000,000 memories on the busy machine (load 10-13, session 20) the main connection's links stage fell to 0.65x-0.74x
-and the wait for the dense pool grew by as much (the dense walk, not the text hits, was the longer path there):
-retrieve p50 0.96x-1.12x, p95 0.88x-1.06x of the code before (four runs), the process's CPU the same and the main thread's 0.93x;
-quiet, the text hits' path is likely the longer one (session 15: the walk 10.8-13.3 ms; the main text search
-12-14 ms at load 5, then its nodes' read), and the dense pool's nodes' read then leaves the clock: not measured
-quiet yet (benchmarks/results/postgres_scale_1000000_s20_pgfast.json). The second stages
+store/pg_parallel.py): the same hits and scores, sooner. The dense pool's read there can bring its nodes too
+(``DENSE_NODES_AHEAD``, off: ``nodes_linked`` right after ``nearest``, on that connection, while the main one reads the
+text hits'; a node read by both is kept as first read). Measured at 1,000,000 memories, same top 10 and scores every
+run: busy (load 10-13) retrieve p50 0.96x-1.12x, p95 0.88x-1.06x of the code before (four runs; the main connection's
+links stage 0.65x-0.74x, the wait for the dense pool longer by as much); quiet (load ~2, session 20, on against off in
+the same run) p50 1.056x / 0.984x, p95 1.041x / 0.961x (benchmarks/results/postgres_scale_1000000_quiet_s20_runB*.json):
+no gain, so off. The second stages
 run as in process: the replies to the questions that follow the k best (memory/answers.py) and, for a query that
 asks when, the turns around the best hit become candidates and are lifted (memory/server_rank.py).
 
@@ -83,7 +81,7 @@ LARGE_EXPAND: int | None = None
 LARGE_BOUND = True
 # the dense pool's nodes read with it, on the second connection, right after ``nearest`` (False: on the main one, once
 # the text hits' are read)
-DENSE_NODES_AHEAD = True
+DENSE_NODES_AHEAD = False
 Keep = Callable[[dict[str, Any]], bool]
 # the props of a candidate the ranking reads (``_Query.passes``, ``prev_of``, ``server_rank``): the linked
 # nodes bring only these (no JSON decoded in the client: at 200,000 memories ~2,000 rows a query, 98 ms of 169)
