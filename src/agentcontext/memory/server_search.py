@@ -17,13 +17,13 @@ round; a query that names a speaker then asks the text search once more, without
 that need only the names (that second text search, the dense pool, the named speakers' nearest, the own vectors'
 inner products) start on the store's second connection on a guess of the names, from the speakers earlier queries
 heard, while the first text search runs, and are taken only when the guess held (memory/server_gather.py,
-store/pg_parallel.py): the same hits and scores, sooner. The dense pool's read there can bring its nodes too
-(``DENSE_NODES_AHEAD``, off: ``nodes_linked`` right after ``nearest``, on that connection, while the main one reads the
-text hits'; a node read by both is kept as first read). Measured at 1,000,000 memories, same top 10 and scores every
+store/pg_parallel.py): the same hits and scores, sooner. Reading the dense pool's nodes there too
+(``nodes_linked`` right after ``nearest``, on that connection, while the main one reads the text hits') was built and
+measured in session 20, and removed: at 1,000,000 memories, the same top 10 and scores every
 run: busy (load 10-13) retrieve p50 0.96x-1.12x, p95 0.88x-1.06x of the code before (four runs; the main connection's
 links stage 0.65x-0.74x, the wait for the dense pool longer by as much); quiet (load ~2, session 20, on against off in
 the same run) p50 1.056x / 0.984x, p95 1.041x / 0.961x (benchmarks/results/postgres_scale_1000000_quiet_s20_runB*.json):
-no gain, so off. The second stages
+no gain. The second stages
 run as in process: the replies to the questions that follow the k best (memory/answers.py) and, for a query that
 asks when, the turns around the best hit become candidates and are lifted (memory/server_rank.py).
 
@@ -79,9 +79,6 @@ LARGE_EXPAND: int | None = None
 # and the context vectors' inner products are read only for the candidates that can still reach the k best on what
 # the first stage read (memory/server_bound.py; False: for every candidate)
 LARGE_BOUND = True
-# the dense pool's nodes read with it, on the second connection, right after ``nearest`` (False: on the main one, once
-# the text hits' are read)
-DENSE_NODES_AHEAD = False
 Keep = Callable[[dict[str, Any]], bool]
 # the props of a candidate the ranking reads (``_Query.passes``, ``prev_of``, ``server_rank``): the linked
 # nodes bring only these (no JSON decoded in the client: at 200,000 memories ~2,000 rows a query, 98 ms of 169)
@@ -176,16 +173,7 @@ class _Query:
                     reads.start("text", (keywords, text_pool), lambda s: s.text_search(
                         keywords, namespace=self.namespace, kind=KIND, limit=text_pool, common=self.common))
         where = {"namespace": self.namespace, "kind": KIND, "tags": self.tags, "props": self.contains}
-        fields = self.links.fields
-
-        def nearest(s: Any) -> tuple[list[tuple[str, float]], Any]:  # with their nodes (``_Links.load``'s read)
-            found = s.nearest(qv, self.model, pool, **where)
-            if not DENSE_NODES_AHEAD:
-                return found, None
-            return found, s.nodes_linked([i for i, _ in found], "prev", self.namespace, KIND, fields=fields,
-                                         content=True)
-
-        reads.start("nearest", (meaning, pool), nearest)
+        reads.start("nearest", (meaning, pool), lambda s: s.nearest(qv, self.model, pool, **where))
         if named:
             titles = sorted(named)
             reads.start("named", (meaning, named_pool, tuple(titles)),
@@ -252,13 +240,9 @@ class _Query:
                         text_hits = store.text_search(keywords, namespace=namespace, kind=KIND, limit=text_pool,
                                                       common=self.common) if keywords else []
                     raw = dict(text_hits)
-        taken = reads.take("nearest", (self.meaning, pool))
-        if taken is None:  # the guess missed the names
+        nearest = reads.take("nearest", (self.meaning, pool))
+        if nearest is None:  # the guess missed the names
             nearest = self._nearest(pool)
-        else:  # read with their nodes on the second connection
-            nearest, linked = taken
-            if linked is not None:
-                links.add([i for i, _ in nearest], *linked)
         nodes = links.load([i for i, _ in nearest] + list(raw))
         ahead = self._sims_ahead(reads, nearest, text_hits)
         named = self.named = _named(self.text, nodes.values(), self.weights)
@@ -391,7 +375,7 @@ class _Links:
     a when-question's best hit) come the same way, with their text and their own followers (before, ``nodes_naming``
     sent them without their text, and ``whole`` read it with ``get_nodes``: at 1,000,000 memories, 30 questions, the
     main connection's reads of turns inside a search were nodes_linked 2.2 + nodes_naming 1.6 + get_nodes 0.6 a
-    query, now nodes_linked 2.8, and the dense pool's on the second connection)."""
+    query, now nodes_linked 2.8)."""
 
     def __init__(self, ws: Workspace, namespace: str, fields: tuple[str, ...] = FIELDS) -> None:
         self.store, self.namespace, self.fields = ws.store, namespace, fields
