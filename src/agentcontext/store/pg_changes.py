@@ -49,8 +49,9 @@ _OP_ARRAY = "ARRAY[" + ", ".join(f"'{op}'" for op in OPS) + "]::text[]"
 OP_HOLD_SQL = (f"CASE WHEN array_position({_OP_ARRAY}, {{col}} COLLATE \"C\") IS NOT NULL THEN chr(array_position("
                f"{_OP_ARRAY}, {{col}} COLLATE \"C\")) WHEN {{col}} COLLATE \"C\" < ' ' OR left({{col}}, 1) = chr(127) "
                "THEN chr(127) || {col} ELSE {col} END")
-OP_READ = (f"CASE WHEN op < ' ' THEN ({_OP_ARRAY})[ascii(op)] WHEN left(op, 1) = chr(127) THEN substr(op, 2) "
-           "ELSE op END")
+# (byte order, ``COLLATE "C"``, in both: a database's own collation, en_US say, may ignore control characters)
+OP_READ = (f"CASE WHEN op COLLATE \"C\" < ' ' THEN ({_OP_ARRAY})[ascii(op)] WHEN left(op, 1) = chr(127) THEN "
+           "substr(op, 2) ELSE op END")
 
 
 def has_times(db: Any) -> bool:
