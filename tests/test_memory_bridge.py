@@ -32,8 +32,8 @@ BRIDGED = TURNS[4][1]  # names the puppy by its name, not "puppy"
 def chat(tmp_path_factory):
     store = VectorStore(home=tmp_path_factory.mktemp("bridge") / ".agentcontext")
     m = AgentMemory(vector_store=store, max_memory_size=None)
-    m.batch_store([{"content": t, "conversation_id": "c", "user_id": s, "metadata": {"speaker": s}}
-                   for s, t in TURNS])
+    m.batch_store([{"content": t, "conversation_id": "c", "user_id": "u4" if t == BRIDGED else "u",
+                    "metadata": {"speaker": s}} for s, t in TURNS])
     yield m
     store.close()
 
@@ -67,24 +67,11 @@ def test_the_bridge_pulls_up_the_memory_naming_the_first_hits_name(chat):
 
 
 def test_the_bridge_never_brings_a_memory_the_callers_filter_leaves_out(chat):
+    """The bridged turn belongs to another user: a filter to the first hit's user keeps it out, bridge or not."""
     chat.weights = replace(FusionWeights(), bridge=BRIDGE)
     try:
-        hits = chat.retrieve(QUESTION, max_results=5, user_id="nobody")
+        hits = [h["content"] for h in chat.retrieve(QUESTION, max_results=5, user_id="u")]
+        assert hits and hits[0] == TURNS[0][1] and BRIDGED not in hits
+        assert BRIDGED in [h["content"] for h in chat.retrieve(QUESTION, max_results=5)]  # unfiltered, it comes
     finally:
         chat.weights = FusionWeights()
-    assert hits == []
-
-
-def test_a_store_that_searches_itself_refuses_the_bridge_weight():
-    """PostgreSQL ranks in its server (memory/server_search.py), which has no bridge stage: the weight is an error
-    there, not a setting silently ignored."""
-    from types import SimpleNamespace
-
-    from agentcontext.errors import ValidationError
-    from agentcontext.memory.recall import recall
-    from agentcontext.store.base import Capability
-
-    ws = SimpleNamespace(store=SimpleNamespace(capabilities={Capability.VECTOR_SEARCH}))
-    with pytest.raises(ValidationError, match="bridge"):
-        recall(ws, "memory", lambda: None, "q", 5, 0.0, None, None, {}, None,  # type: ignore[arg-type]
-               replace(FusionWeights(), bridge=BRIDGE), False)

@@ -277,3 +277,23 @@ def test_the_replies_to_the_questions_after_the_best_hits_are_read_and_lifted_as
     finally:
         lite.weights = pg.weights = FusionWeights()
     assert lifted
+
+
+def test_a_store_that_searches_itself_refuses_the_bridge_weight(pair):
+    """PostgreSQL ranks in its server (memory/server_search.py), which has no bridge stage (memory/bridge.py): the
+    weight is our ValidationError there, not a setting silently ignored; SQLite's memory takes it."""
+    from dataclasses import replace
+
+    from agentcontext.errors import ValidationError
+    from agentcontext.memory.bridge import BRIDGE
+
+    lite, pg, questions = pair
+    question = questions[0][0]
+    for memory in (lite, pg):
+        memory.weights = replace(FusionWeights(), bridge=BRIDGE)
+    try:
+        assert lite.retrieve(question, max_results=5)
+        with pytest.raises(ValidationError, match="bridge"):
+            pg.retrieve(question, max_results=5)
+    finally:
+        lite.weights = pg.weights = FusionWeights()

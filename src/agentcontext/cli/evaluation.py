@@ -29,7 +29,8 @@ def locomo_cmd(file: Path = Argument(..., help="A LoCoMo JSON file (list of samp
                                      "glosses of the places it names (a city's state and country; "
                                      "memory/places.py, the places extra)."),
                bridge: bool = Option(False, "--bridge", help="Memory search's bridge stage: the rare names of "
-                                     "the first hits pull up the other memories naming them (memory/bridge.py)."),
+                                     "the first hits pull up the other memories naming them (memory/bridge.py; "
+                                     "SQLite workspaces: a PostgreSQL one refuses it)."),
                rewrite: bool = Option(False, "--rewrite", help="Also score each question through query "
                                             "rewriting with the provider of AGENTCONTEXT_LLM_BASE_URL / _MODEL / "
                                             "_API_KEY (memory/rewrite.py), printed as a separate row."),
