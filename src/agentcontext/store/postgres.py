@@ -25,7 +25,7 @@ from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
 from . import (pg_bulk, pg_changes, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_recorded,
-               pg_scrub, pg_statistics, pg_text_counts, pg_warmup, scrub, transfer)
+               pg_refused, pg_scrub, pg_statistics, pg_text_counts, pg_warmup, scrub, transfer)
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import LIGHT_COLS, NODE_COLS, Where, held_embed_text
@@ -172,9 +172,12 @@ class PostgresStore(SQLStore):
     # --- transactions and reads ------------------------------------------------------------
     def _guard(self, fn: Callable[[], T]) -> T:
         """Run ``fn``; if the connection was lost (server restart, idle timeout, terminated backend) and no
-        transaction is open, reconnect once and run it again."""
+        transaction is open, reconnect once and run it again. A read the server refused the role: ours (pg_refused)."""
         try:
             return fn()
+        except psycopg.errors.InsufficientPrivilege as exc:
+            pg_refused.raise_read(exc, self)
+            raise
         except psycopg.OperationalError:
             if self._closed or self._depth or not (self._db.broken or self._db.closed):
                 raise
@@ -197,7 +200,7 @@ class PostgresStore(SQLStore):
                              url=self.url) from exc
 
     def _refused(self, exc: BaseException) -> Exception | None:
-        return pg_text_counts.refused(exc, self.url, self._db.info.user, self.schema)
+        return pg_refused.refused(exc, self, reading=False)
 
     def _commit(self) -> None:
         grew = self._vector_loader is not None and self._vector_loader.pending
