@@ -103,3 +103,33 @@ def test_an_import_embeds_the_glossed_text_ahead(tmp_path):
     found = memory.retrieve("Florida", max_results=1)
     assert found[0]["content"] == TAMPA and found[0]["signals"]["keyword"] > 0
     memory.workspace.close()
+
+
+def test_reindex_says_it_adds_no_glosses_to_memories_stored_without_them(tmp_path):
+    """Memories stored before places was on keep no glosses: ``agentcontext reindex`` embeds what is missing and says
+    so (its output, ``--json``'s ``note``); an edit through ``AgentMemory(places=True)`` glosses one."""
+    from agentcontext.workspace import Workspace
+
+    home = tmp_path / ".agentcontext"
+
+    def reindex(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-m", "agentcontext.cli", "--home", str(home), "reindex", *args],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    ws = Workspace.open(home=home, create=True)
+    assert "note" not in json.loads(reindex("--json").stdout)  # no memories: nothing to say
+    plain = AgentMemory(workspace=ws, namespace="default")
+    tampa = plain.store(TAMPA, metadata={"speaker": "Nate"}, conversation_id="c")
+    ws.close()
+    as_json = json.loads(reindex("--json").stdout)
+    assert "adds none" in as_json["note"] and "AgentMemory(places=True)" in as_json["note"]
+    assert "reindex embeds what is missing and adds none" in reindex().stdout
+    ws = Workspace.open(home=home)
+    glossing = AgentMemory(workspace=ws, namespace="default", places=True)
+    assert not glossing.retrieve("Florida", max_results=1)[0]["signals"].get("keyword")  # still unglossed
+    glossing.update(tampa, content=TAMPA)  # an edit through it glosses the memory
+    found = glossing.retrieve("Florida", max_results=1)
+    assert found[0]["id"] == tampa and found[0]["signals"]["keyword"] > 0
+    ws.close()

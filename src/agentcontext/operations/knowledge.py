@@ -227,7 +227,19 @@ def _reindex(ctx: Caller, a: ReindexArgs) -> dict[str, Any]:
                           hint="reindex one pack you may write (reindex PACK), or ask the owner to reindex them all")
     embedded = packs.embed_pack(ctx.ws, a.pack, ctx.progress)
     access.record(ctx.ws, ctx.principal, "pack.reindex", a.pack or "*", {"embedded": embedded})
-    return {"pack": a.pack, "embedded": embedded}
+    return {"pack": a.pack, "embedded": embedded, **_no_glosses(ctx, a.pack)}
+
+
+NO_GLOSSES = ("memories keep the place glosses they were stored with: reindex embeds what is missing and adds none. "
+              "A memory stored without AgentMemory(places=True) gets its glosses when it is stored again or edited "
+              "through AgentMemory(places=True)")
+
+
+def _no_glosses(ctx: Caller, pack: str | None) -> dict[str, str]:
+    """``note``: what reindex does not do for memories (memory/places.py), when it ran over a workspace holding some."""
+    from ..memory.records import KIND
+
+    return {"note": NO_GLOSSES} if pack is None and ctx.ws.store.find_nodes(kind=KIND, limit=1) else {}
 
 
 def _move_model(ctx: Caller, model: str, pack: str | None) -> dict[str, Any]:
@@ -247,7 +259,7 @@ def _move_model(ctx: Caller, model: str, pack: str | None) -> dict[str, Any]:
     report = ctx.progress
     embedded = move_model(ctx.ws, name, (lambda done, total: report("embedding", done, total)) if report else None)
     access.record(ctx.ws, ctx.principal, "workspace.model", name, {"embedded": embedded})
-    return {"pack": None, "embedded": embedded, "model": name}
+    return {"pack": None, "embedded": embedded, "model": name, **_no_glosses(ctx, None)}
 
 
 # --- outputs ----------------------------------------------------------------------------------------------------
@@ -363,6 +375,7 @@ class ReindexOut(TypedDict):
     pack: Optional[str]
     embedded: int
     model: NotRequired[str]  # with --model: the model the workspace moved to
+    note: NotRequired[str]  # over every pack of a workspace holding memories: reindex adds no place glosses
 
 
 NO_WEB_DELETE = "the console does not delete docs (the CLI's `doc delete` and MCP do)"
@@ -432,7 +445,7 @@ REINDEX = Operation(
     "were embedded. Needs write access to the pack (the owner for every pack). With a model, moves the workspace "
     "to that embedding model (every text embedded with it; the owner only).",
     ReindexArgs, ReindexOut, _reindex, read_only=False,
-    cli=Cli(("reindex",), args=("pack",), pick=lambda r: {k: r[k] for k in ("embedded", "model") if k in r}),
+    cli=Cli(("reindex",), args=("pack",), pick=lambda r: {k: r[k] for k in ("embedded", "model", "note") if k in r}),
     skips={"mcp": "embedding a pack is long-running maintenance for the workspace's owner, not an agent's tool"})
 
 MCP_TOOLS = [LIST_PACKS, SEARCH, NEIGHBORS, READ, FLASH, CREATE, UPDATE, DELETE]  # in the order clients list them
