@@ -76,6 +76,7 @@ def _schema_reads(store: "PostgresStore", db: Any) -> None:
             for c in (NODE_COLS, LIGHT_COLS, VERSION_COLS)]
     store.NODE_READ, store.LIGHT_READ, store._version_read = [pg_recorded.reads(c) if store._rt else c for c in cols]
     store.RECORDED_AT = pg_recorded.read_sql() if store._rt else "recorded_at"
+    store.TIMED_PAGES = store._rt  # a page in recorded order: sorted by the timestamp (pg_recorded.page)
     store.RECORDED_SET, store._recorded_params = pg_recorded.setter(store._rt)
 
 
