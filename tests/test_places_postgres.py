@@ -65,3 +65,28 @@ def test_a_search_by_country_or_state_finds_the_city_on_both_alike(both):
         assert [r["id"] for r in ours] == [r["id"] for r in theirs], question
         assert [r["score"] for r in ours] == pytest.approx([r["score"] for r in theirs], abs=0.01), question
         assert ours[0]["signals"]["keyword"] > 0 and theirs[0]["signals"]["keyword"] > 0, question
+
+
+def test_reindex_places_glosses_older_memories_on_postgresql_alike(both, pg_server):
+    """Memories stored without places on PostgreSQL, then glossed (``reindex --places``: memory/reglossed.py), hold
+    what the store that had places on from the start holds, and rank the same."""
+    from agentcontext.memory.reglossed import gloss_places
+
+    lite, pg, ids = both
+    ws = Workspace(open_store(pg_server.url("places_later")), embedder=lite.workspace.embedder)
+    try:
+        items = [{"content": text, "metadata": {"speaker": who}, "conversation_id": "c", "user_id": who,
+                  "created_at": f"2024-05-0{i + 1}T10:00:00Z", "id": mid}
+                 for i, ((who, text), mid) in enumerate(zip(TURNS, ids))]
+        later = AgentMemory(workspace=ws, max_memory_size=None)
+        later.batch_store(items)
+        assert gloss_places(ws) == 6 and gloss_places(ws) == 0  # three turns naming a city, three after them (pairs)
+        for i in ids:
+            ours, theirs = ws.store.get_node(i), pg.db.get_node(i)
+            assert (ours.summary, ours.embed_hash, ours.props.get("pair_hash")) == (
+                theirs.summary, theirs.embed_hash, theirs.props.get("pair_hash")), i
+        for question in QUESTIONS:
+            assert [r["id"] for r in later.retrieve(question, max_results=3)] == \
+                [r["id"] for r in pg.retrieve(question, max_results=3)], question
+    finally:
+        ws.close()
