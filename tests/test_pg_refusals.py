@@ -140,3 +140,30 @@ def test_a_server_that_is_not_there_or_refuses_the_role_at_the_connection(pg_url
         as_json = cli(url, tmp_path, "memory", "retrieve", "Lisbon", "--json")
         assert as_json.returncode == 1 and "Traceback" not in as_json.stderr, as_json.stderr
         assert json.loads(as_json.stdout)["error"]["type"] == "StoreError"
+
+
+def test_a_role_that_may_not_use_or_create_the_schema_is_told_so_at_the_open(pg_url, owned, tmp_path):
+    """Without USAGE on the store's schema PostgreSQL skips it on the search path (the tables would be looked for in
+    ``public``): the open says so; a schema that does not exist and that the role may not create, likewise."""
+    schema = split_url(pg_url)[1]
+    conninfo = split_url(pg_url)[0]
+    with psycopg.connect(conninfo, autocommit=True) as admin:
+        admin.execute(f"DROP ROLE IF EXISTS {ROLE}")
+        admin.execute(f"CREATE ROLE {ROLE} LOGIN")
+    try:
+        url = pg_url.replace("postgresql://postgres@", f"postgresql://{ROLE}@")
+        with pytest.raises(StoreError) as caught:
+            open_store(url)
+        assert caught.value.data["grant"] == f'GRANT USAGE ON SCHEMA "{schema}" TO {ROLE}'
+        assert f"may not use schema {schema} of the store" in str(caught.value)
+        elsewhere = url.replace(f"schema={schema}", "schema=actx_not_made")
+        with pytest.raises(StoreError) as caught:
+            open_store(elsewhere)
+        assert f'CREATE SCHEMA "actx_not_made" AUTHORIZATION {ROLE}' in str(caught.value)
+        assert caught.value.data["grant"] == f'GRANT CREATE ON DATABASE "postgres" TO {ROLE}'
+        as_json = cli(elsewhere, tmp_path, "memory", "retrieve", "Lisbon", "--json")
+        assert as_json.returncode == 1 and "Traceback" not in as_json.stderr, as_json.stderr
+        assert json.loads(as_json.stdout)["error"]["refused"] == "create schema"
+    finally:
+        with psycopg.connect(conninfo, autocommit=True) as admin:
+            admin.execute(f"DROP ROLE {ROLE}")

@@ -13,8 +13,11 @@ Three places meet a refusal, and each asks here:
   load after its rows) and a load's index drop: only a table's owner may create, drop or rebuild its indexes, so
   the message names the owner and ``GRANT <owner> TO <role>``.
 
-A sequence (the change log's and the audit's numbers) asks ``GRANT USAGE``, as does the schema itself. Any other
-error is not ours to explain here (None).
+A sequence (the change log's and the audit's numbers) asks ``GRANT USAGE``; a schema ``GRANT USAGE`` and, for the
+role that creates or upgrades the store's tables, ``CREATE``. Any other error is not ours to explain here (None).
+At the connection (``open_schema``): the store's schema (``?schema=``) is made when missing (a role that may not:
+our error, with the statement an administrator runs) and a role that may not use it is told so before any read
+(PostgreSQL would otherwise skip the schema on the search path and look for the tables in ``public``).
 """
 from __future__ import annotations
 
@@ -47,10 +50,7 @@ def refused(exc: BaseException, store: Any, reading: bool) -> StoreError | None:
         return None
     kind, name = denied.groups()
     if kind == "schema":
-        grant = f'GRANT USAGE ON SCHEMA "{name}" TO {role}'
-        return StoreError(f"the role {role} may not use schema {name} of the store at {url}; nothing was "
-                          f"{'read' if reading else 'written'}. Have the schema's owner run: {grant}", url=url,
-                          schema=name, role=role, grant=grant, refused="schema")
+        return _schema_refused(name, role, url, reading)
     if kind == "sequence":
         grant = f"GRANT USAGE ON SEQUENCE {_named(schema, (name,))} TO {role}"
         return StoreError(f"the role {role} may not use sequence {name} of the store at {url} (it numbers the change "
@@ -76,6 +76,43 @@ def raise_read(exc: BaseException, store: Any) -> None:
     error = refused(exc, store, reading=True)
     if error is not None:
         raise error from exc
+
+
+def _schema_refused(name: str, role: str, url: str, reading: bool) -> StoreError:
+    grant = f'GRANT USAGE ON SCHEMA "{name}" TO {role}'
+    create = f'GRANT CREATE ON SCHEMA "{name}" TO {role}'
+    return StoreError(f"the role {role} may not use schema {name} of the store at {url}; nothing was "
+                      f"{'read' if reading else 'written'}. Have the schema's owner run: {grant}; and {create} for "
+                      "a role that creates the store's tables or upgrades them (or open the store once as the "
+                      "schema's owner)", url=url, schema=name, role=role, grant=grant, refused="schema")
+
+
+def open_schema(db: Any, schema: str, url: str, lock_class: int) -> None:
+    """``schema`` made when missing (concurrent ``CREATE SCHEMA IF NOT EXISTS`` can collide: serialised by an
+    advisory lock), the role's use of it checked, and it first on the search path; on a refusal the connection is
+    closed and ours raised."""
+    import psycopg
+    from psycopg import sql as pgsql
+
+    role, database = db.info.user or "<role>", db.info.dbname
+    try:
+        if not db.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone():
+            with db.transaction():  # (a role without CREATE opens a schema that exists)
+                db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (lock_class,))
+                db.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(schema)))
+        if not db.execute("SELECT has_schema_privilege(%s, 'USAGE')", (schema,)).fetchone()[0]:
+            raise _schema_refused(schema, role, url, reading=True)
+        db.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(schema)))
+    except psycopg.errors.InsufficientPrivilege as exc:
+        db.close()
+        grant = f'GRANT CREATE ON DATABASE "{database}" TO {role}'
+        raise StoreError(f"the store at {url} names schema {schema}, which does not exist, and the role {role} may "
+                         f"not create it in database {database}. Have an administrator run: CREATE SCHEMA "
+                         f'"{schema}" AUTHORIZATION {role} (or {grant}), or name a schema that exists', url=url,
+                         schema=schema, role=role, grant=grant, refused="create schema") from exc
+    except StoreError:
+        db.close()
+        raise
 
 
 def _named(schema: str | None, tables: tuple[str, ...]) -> str:

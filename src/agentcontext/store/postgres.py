@@ -36,7 +36,6 @@ from .sql_base import SQLStore
 try:
     import psycopg
     from pgvector.psycopg import register_vector
-    from psycopg import sql as pgsql
     from psycopg.adapt import Loader
     from psycopg.pq import Format
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -150,12 +149,8 @@ class PostgresStore(SQLStore):
         db.execute(f"SET lock_timeout = '{int(self._timeout * 1000)}ms'")
         for statement in SESSION:  # HNSW search settings (pg_vectors.py)
             db.execute(statement)
-        if self.schema and not db.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone():
-            with db.transaction():  # (a role without CREATE opens a schema that exists) concurrent CREATE SCHEMA IF
-                db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))  # NOT EXISTS can collide: serialised
-                db.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(self.schema)))
-        if self.schema:
-            db.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(self.schema)))
+        if self.schema:  # made when missing, the role's use of it checked, first on the search path (pg_refused)
+            pg_refused.open_schema(db, self.schema, self.url, _LOCK_CLASS)
         self._db = db
 
     def _ensure_vector_extension(self) -> None:
