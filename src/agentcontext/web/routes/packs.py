@@ -150,8 +150,7 @@ async def reindex(request: Request) -> Response:
     where = done["pack"] or "every pack"
     return page(request, "result.html", title="Reindexed", issued=None, back="/packs", back_label="Back to the packs",
                 lines=[f"{where}: embedded {done['embedded']} texts" + (" (nothing was missing)."
-                                                                        if not done["embedded"] else "."),
-                       *([done["note"] + "."] if done.get("note") else [])])
+                                                                        if not done["embedded"] else ".")])
 
 
 ROUTES = [
