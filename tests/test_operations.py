@@ -216,6 +216,14 @@ def test_reindex_needs_write_on_the_pack_or_the_owner_for_every_pack(home):
         jsonschema.validate(done, op.output_schema())
         assert done["pack"] == "lib:semdag" and done["embedded"] >= 0
         assert op.run(Caller(ws), op.parse({"pack": "lib:semdag"}))["embedded"] == 0  # nothing left to embed
+        access.grant(ws, "editor", "lib:semdag", "write")  # glossing every memory is the owner's (memory/reglossed.py)
+        with pytest.raises(AccessDeniedError):
+            op.run(Caller(ws, "editor"), op.parse({"places": True}))
+        assert [r["outcome"] for r in access.audit_log(ws, None, action="memory.places")] == ["denied"]
+        glossed = op.run(Caller(ws), op.parse({"places": True}))
+        jsonschema.validate(glossed, op.output_schema())
+        assert glossed["glossed"] == 0 and [r["outcome"] for r in access.audit_log(ws, None, action="memory.places")
+                                            ] == ["denied", "ok"]
     finally:
         ws.close()
 

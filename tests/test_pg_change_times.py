@@ -10,11 +10,10 @@ import pytest
 
 from agentcontext.model import Node
 from agentcontext.store import open_store, transfer
-from agentcontext.store.migrations import Migrations
 from agentcontext.store.pg_changes import AT_SQL, canonical
 
 from .test_pg_node_hash_bytes import unit
-from .upgrade_crash import kill_mid_step
+from .upgrade_crash import crash_keeps_the_step_before, step_number, store_before
 
 pytestmark = pytest.mark.postgres
 # texts a copy may bring (another store's rows, an old export): each must come back byte for byte
@@ -26,21 +25,13 @@ GOOD = ["2024-12-31T00:00:00.000000+00:00", "0005-01-01T00:00:00.000001+00:00", 
 
 
 def mine() -> int:
-    """This step's number (the lead renumbers steps at a merge)."""
-    from agentcontext.store.postgres import PostgresStore
-
-    return next(m.version for m in PostgresStore.MIGRATIONS if m.apply.__name__ == "change_times")
+    """This step's number (17 when it was written)."""
+    return step_number("change_times")
 
 
 def before_store(url):
     """A store pinned to the step before this one (16 when it was written)."""
-    from agentcontext.store.postgres import PostgresStore
-
-    class Before(PostgresStore):
-        MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:mine() - 1])
-        READ_AHEAD = False  # its second connection would open the schema with every migration (upgrade it)
-
-    return Before(url)
+    return store_before(url, "change_times")
 
 
 def write_everything(store, rng) -> None:
@@ -113,21 +104,11 @@ def test_an_upgrade_from_the_step_before_keeps_every_change(pg_url):
 
 
 def test_a_crash_mid_upgrade_leaves_the_step_before(pg_url, tmp_path):
-    old = before_store(pg_url)
-    write_everything(old, np.random.default_rng(32))
-    odd_rows(old)
-    before = log(old)
-    old.close()
-    kill_mid_step(pg_url, "change_times", tmp_path)
-    kept = before_store(pg_url)
-    assert kept.schema_version() == mine() - 1 and not kept._ct
-    assert kept._read("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
-                      "'changes'::regclass AND attname = 'at'") == [("text",)]
-    assert log(kept) == before
-    kept.close()
-    store = open_store(pg_url)  # the next open upgrades it whole
-    assert store._ct and log(store) == before
-    store.close()
+    def fill(store) -> None:
+        write_everything(store, np.random.default_rng(32))
+        odd_rows(store)
+
+    crash_keeps_the_step_before(pg_url, tmp_path, "change_times", fill, log, ("changes", "at"), "_ct")
 
 
 def test_every_write_path_lands_the_time_in_the_new_columns(pg_url, pg_server, tmp_path):

@@ -13,11 +13,10 @@ import pytest
 
 from agentcontext.model import Node
 from agentcontext.store import open_store
-from agentcontext.store.migrations import Migrations
 from agentcontext.store.pg_changes import CODES, ESCAPE, OP_HOLD_SQL, OP_READ, OPS, canonical, hold_op
 
 from .test_pg_change_times import GOOD, ODD, log, odd_rows, write_everything
-from .upgrade_crash import kill_mid_step
+from .upgrade_crash import crash_keeps_the_step_before, step_number, store_before
 
 pytestmark = pytest.mark.postgres
 # names a copy may bring (another store's log, an old export): each must come back byte for byte
@@ -26,21 +25,13 @@ ODD_OPS = ["", "node.put ", "NODE.PUT", "node.put\n", "x" * 300, "nöde.put", "n
 
 
 def mine() -> int:
-    """This step's number (the lead renumbers steps at a merge)."""
-    from agentcontext.store.postgres import PostgresStore
-
-    return next(m.version for m in PostgresStore.MIGRATIONS if m.apply.__name__ == "small_columns")
+    """This step's number (18 when it was written)."""
+    return step_number("small_columns")
 
 
 def before_store(url):
     """A store pinned to the step before this one (17 when it was written)."""
-    from agentcontext.store.postgres import PostgresStore
-
-    class Before(PostgresStore):
-        MIGRATIONS = Migrations("postgresql", list(PostgresStore.MIGRATIONS)[:mine() - 1])
-        READ_AHEAD = False  # its second connection would open the schema with every migration (upgrade it)
-
-    return Before(url)
+    return store_before(url, "small_columns")
 
 
 def odd_ops(store) -> None:
@@ -90,23 +81,16 @@ def test_an_upgrade_from_the_step_before_keeps_every_change(pg_url):
 
 
 def test_a_crash_mid_upgrade_leaves_the_step_before(pg_url, tmp_path):
-    old = before_store(pg_url)
-    write_everything(old, np.random.default_rng(42))
-    odd_ops(old)
-    before = log(old)
-    old.close()
-    kill_mid_step(pg_url, "small_columns", tmp_path)
-    kept = before_store(pg_url)
-    assert kept.schema_version() == mine() - 1 and not kept._co
-    raw = held(kept)  # every name as written, none coded
-    assert all(raw[f"o{i}"] == op for i, op in enumerate([*ODD_OPS, *OPS]))
-    assert kept._read("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
-                      "'nodes'::regclass AND attname = 'recorded_at'") == [("text",)]
-    assert log(kept) == before
-    kept.close()
-    store = open_store(pg_url)  # the next open upgrades it whole
-    assert store._co and log(store) == before
-    store.close()
+    def fill(store) -> None:
+        write_everything(store, np.random.default_rng(42))
+        odd_ops(store)
+
+    def every_name_as_written(store) -> None:
+        raw = held(store)  # none coded
+        assert all(raw[f"o{i}"] == op for i, op in enumerate([*ODD_OPS, *OPS]))
+
+    crash_keeps_the_step_before(pg_url, tmp_path, "small_columns", fill, log, ("nodes", "recorded_at"), "_co",
+                                every_name_as_written)
 
 
 def test_every_write_path_lands_the_names_in_the_new_columns(pg_url, pg_server, tmp_path):

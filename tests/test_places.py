@@ -103,3 +103,43 @@ def test_an_import_embeds_the_glossed_text_ahead(tmp_path):
     found = memory.retrieve("Florida", max_results=1)
     assert found[0]["content"] == TAMPA and found[0]["signals"]["keyword"] > 0
     memory.workspace.close()
+
+
+def test_reindex_places_glosses_the_memories_stored_without_them(tmp_path):
+    """``agentcontext reindex --places`` (memory/reglossed.py): memories stored before places was on get the text
+    ``AgentMemory(places=True)`` stores (summary, embedded text, the pair with the turn before) as a new version, their
+    content kept; plain ``reindex`` glosses nothing, a second ``--places`` run nothing more; the owner's to run."""
+    from agentcontext.workspace import Workspace
+
+    home, fresh = tmp_path / ".agentcontext", tmp_path / "fresh" / ".agentcontext"
+    items = [{"content": TAMPA, "metadata": {"speaker": "Nate"}, "conversation_id": "c"},
+             {"content": "Sounds lovely, was it warm?", "metadata": {"speaker": "Joanna"}, "conversation_id": "c"},
+             {"content": "I baked bread with my sister on Sunday.", "metadata": {"speaker": "Joanna"},
+              "conversation_id": "d"}]
+
+    def reindex(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-m", "agentcontext.cli", "--home", str(home), "reindex", *args],
+                              capture_output=True, text=True, timeout=300)
+        assert (done.returncode == 0) == ok, done.stderr
+        return done
+
+    ws = Workspace.open(home=home, create=True)
+    ids = AgentMemory(workspace=ws, namespace="default").batch_store(items)
+    ws.close()
+    assert "glossed" not in json.loads(reindex("--json").stdout)
+    assert json.loads(reindex("--places", "--json").stdout)["glossed"] == 2  # Tampa's turn and the reply after it
+    assert "glossed 0 memories" in reindex("--places").stdout
+    assert "ValidationError" in reindex("lib:x", "--places", ok=False).stderr
+
+    ws, want_ws = Workspace.open(home=home), Workspace.open(home=fresh, create=True)
+    want = AgentMemory(workspace=want_ws, namespace="default", places=True)
+    want.batch_store([{**item, "id": i} for item, i in zip(items, ids)])
+    for i in ids:
+        got, wanted = ws.store.get_node(i), want_ws.store.get_node(i)
+        assert (got.summary, got.embed_hash, got.content, got.props.get("pair_hash")) == (
+            wanted.summary, wanted.embed_hash, wanted.content, wanted.props.get("pair_hash")), i
+    assert [v.version for v in ws.store.node_versions(ids[0])] == [1, 2] and ws.store.get_node(ids[2]).version == 1
+    found = AgentMemory(workspace=ws, namespace="default").retrieve("Florida", max_results=1)
+    assert found[0]["id"] == ids[0] and found[0]["content"] == TAMPA and found[0]["signals"]["keyword"] > 0
+    ws.close()
+    want_ws.close()

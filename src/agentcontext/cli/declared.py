@@ -288,7 +288,8 @@ HUMAN: dict[str, Callable[[Any, Any], None]] = {
     "read_knowledge_doc": _doc,
     "flash_knowledge": _flash,
     "reindex_knowledge": lambda d, _: out.print(f"embedded {d['embedded']} texts"
-                                                + (f"; the workspace now uses {d['model']}" if d.get("model") else "")),
+                                                + (f"; the workspace now uses {d['model']}" if d.get("model") else "")
+                                                + (f"; glossed {d['glossed']} memories" if "glossed" in d else "")),
     "store_memory": lambda d, _: out.print(d["id"]),
     "retrieve_memories": _recalled,
     "forget_memories": lambda d, _: out.print(f"forgot {d['forgotten']} memories"),

@@ -202,6 +202,10 @@ class ReindexArgs(Args):
     model: Optional[str] = Field(None, min_length=1, max_length=100, description="Move the workspace to this "
                                  "embedding model (minilm, e5-small, mpnet): every text is embedded with it, and the "
                                  "workspace uses it from then on. Owner only; not with a pack.")
+    places: bool = Field(False, description="Also give the memories stored without place glosses theirs (what "
+                         "AgentMemory(places=True) stores; the places extra): each gets a new version with the glosses "
+                         "in its embedded and indexed text, never in its content. Owner only; not with a pack or a "
+                         "model.")
 
 
 def _search_all(ctx: Caller, a: SearchAllArgs) -> dict[str, Any]:
@@ -218,7 +222,13 @@ def _reindex(ctx: Caller, a: ReindexArgs) -> dict[str, Any]:
     from ..knowledge import packs
 
     if a.model is not None:
-        return _move_model(ctx, a.model, a.pack)
+        return _move_model(ctx, a.model, a.pack, a.places)
+    if a.places and a.pack is not None:
+        raise ValidationError("--places glosses the memories of the whole workspace, not a pack's docs: run reindex "
+                              "--places without a pack", pack=a.pack)
+    if a.places and not access.is_superadmin(ctx.ws, ctx.principal):
+        raise access.deny(ctx.ws, ctx.principal, "memory.places", "*", "admin", "*",
+                          hint="ask the workspace's owner to gloss its memories (reindex --places)")
     if a.pack is not None:
         access.require(ctx.ws, ctx.principal, a.pack, "write", "pack.reindex", a.pack)
         packs.get_pack(ctx.ws, a.pack, ctx.principal)  # NotFoundError for a pack that is not there
@@ -227,10 +237,23 @@ def _reindex(ctx: Caller, a: ReindexArgs) -> dict[str, Any]:
                           hint="reindex one pack you may write (reindex PACK), or ask the owner to reindex them all")
     embedded = packs.embed_pack(ctx.ws, a.pack, ctx.progress)
     access.record(ctx.ws, ctx.principal, "pack.reindex", a.pack or "*", {"embedded": embedded})
-    return {"pack": a.pack, "embedded": embedded}
+    return {"pack": a.pack, "embedded": embedded, **(_gloss(ctx) if a.places else {})}
 
 
-def _move_model(ctx: Caller, model: str, pack: str | None) -> dict[str, Any]:
+def _gloss(ctx: Caller) -> dict[str, int]:
+    """``glossed``: the memories stored without place glosses given them (memory/reglossed.py), every memory
+    namespace at once, so the owner's to do (checked before any embedding), audited."""
+    from .. import access
+    from ..memory.reglossed import gloss_places
+
+    report = ctx.progress
+    glossed = gloss_places(ctx.ws, access.effective_principal(ctx.ws, ctx.principal),
+                           (lambda done, total: report("glossing", done, total)) if report else None)
+    access.record(ctx.ws, ctx.principal, "memory.places", "*", {"glossed": glossed})
+    return {"glossed": glossed}
+
+
+def _move_model(ctx: Caller, model: str, pack: str | None, places: bool = False) -> dict[str, Any]:
     """The workspace's embedding model moved (embed/choice.py ``move_model``): every text of every namespace, so the
     owner's to do, audited."""
     from .. import access
@@ -241,6 +264,9 @@ def _move_model(ctx: Caller, model: str, pack: str | None) -> dict[str, Any]:
     if pack is not None:
         raise ValidationError(f"a model moves the whole workspace, not one pack: run reindex --model {model} "
                               "without a pack", pack=pack, model=model)
+    if places:
+        raise ValidationError(f"gloss the memories first (reindex --places), then move the model (reindex --model "
+                              f"{model}): one at a time", model=model)
     if not access.is_superadmin(ctx.ws, ctx.principal):
         raise access.deny(ctx.ws, ctx.principal, "workspace.model", "*", "admin", "*",
                           hint="ask the workspace's owner to move its embedding model")
@@ -363,6 +389,7 @@ class ReindexOut(TypedDict):
     pack: Optional[str]
     embedded: int
     model: NotRequired[str]  # with --model: the model the workspace moved to
+    glossed: NotRequired[int]  # with --places: the memories given their place glosses
 
 
 NO_WEB_DELETE = "the console does not delete docs (the CLI's `doc delete` and MCP do)"
@@ -430,9 +457,11 @@ REINDEX = Operation(
     "reindex_knowledge", "Reindex packs",
     "Compute the embeddings that deferred installs left out (one pack, or every pack); returns how many texts "
     "were embedded. Needs write access to the pack (the owner for every pack). With a model, moves the workspace "
-    "to that embedding model (every text embedded with it; the owner only).",
+    "to that embedding model (every text embedded with it; the owner only). With places, also glosses the places "
+    "the memories stored without them name (the owner only).",
     ReindexArgs, ReindexOut, _reindex, read_only=False,
-    cli=Cli(("reindex",), args=("pack",), pick=lambda r: {k: r[k] for k in ("embedded", "model") if k in r}),
+    cli=Cli(("reindex",), args=("pack",),
+            pick=lambda r: {k: r[k] for k in ("embedded", "model", "glossed") if k in r}),
     skips={"mcp": "embedding a pack is long-running maintenance for the workspace's owner, not an agent's tool"})
 
 MCP_TOOLS = [LIST_PACKS, SEARCH, NEIGHBORS, READ, FLASH, CREATE, UPDATE, DELETE]  # in the order clients list them

@@ -1,6 +1,10 @@
 """PostgreSQL's scrub: rewrite the tables an erasure touched so their files hold no erased byte, and say honestly
 when they cannot yet.
 
+Only a table's owner (a superuser; from PostgreSQL 17 a role with MAINTAIN on it) may VACUUM it: PostgreSQL skips
+any other with a warning, so the scrub asks first (``MAY_MAINTAIN``) and names the tables it could not rewrite
+(status ``refused``, ``refused``, and what to grant in ``may_remain``: the receipt is incomplete).
+
 A deleted row's bytes stay in its dead tuple until the table is rewritten. ``VACUUM FULL`` copies only the live
 rows into new files, but it must keep a dead row that some transaction may still see: one whose snapshot is older
 than the erasure (a long report, a backup's ``pg_dump``, an ``idle in transaction`` session, an ANALYZE of another
@@ -27,6 +31,13 @@ MAY_REMAIN = (
     "base backups, WAL archives and replicas made before the erasure",
     "blocks the filesystem or the storage device freed but did not overwrite",
 )
+# whether the role may VACUUM (and ANALYZE) a table of the schema (None: no such table): PostgreSQL skips one it
+# may not with a warning only, so a scrub that ran it would leave the erased rows' dead tuples and say it was clean
+MAY_MAINTAIN = (
+    "SELECT CASE WHEN current_setting('server_version_num')::int >= 170000 THEN has_table_privilege(c.oid, 'MAINTAIN') "
+    "ELSE pg_has_role(c.relowner, 'USAGE') OR r.rolsuper OR d.datdba = r.oid END "
+    "FROM pg_class c, pg_roles r, pg_database d "
+    "WHERE c.oid = to_regclass(%s) AND r.rolname = current_user AND d.datname = current_database()")
 WAIT_S = 30.0
 """How long a strict scrub waits for the transactions older than the erasure to end before it rewrites anyway."""
 POLL_S = 0.1
@@ -91,6 +102,14 @@ def _held(readers: list[dict[str, Any]]) -> str:
             "again (the scrub runs again) to rewrite the files without them")
 
 
+def _refused(tables: Sequence[str], role: str) -> str:
+    names = ", ".join(tables)
+    return (f"dead versions of the erased rows in {names}, whose files were not rewritten: the role {role} may not "
+            f"VACUUM them (only their owner, a superuser or, from PostgreSQL 17, a role with MAINTAIN on them); have "
+            f"the owner run GRANT MAINTAIN ON {names} TO {role} (PostgreSQL 17 or later), or erase as the owner, then "
+            "erase again (the scrub runs again)")
+
+
 def run(db: Any, execute: Callable[[Any], Any], tables: Sequence[str] | None, strict: bool, wait_s: float,
         backend: str = "postgres") -> dict[str, Any]:
     """VACUUM (FULL when ``strict``) of ``tables`` through ``execute`` (the store's guarded statement), after
@@ -99,18 +118,23 @@ def run(db: Any, execute: Callable[[Any], Any], tables: Sequence[str] | None, st
     names = [t for t in (tables or scrub_tables.TABLES) if t in scrub_tables.TABLES]
     out: dict[str, Any] = {"backend": backend, "tables": names, "vacuum": "full" if strict else "plain"}
     readers: list[dict[str, Any]] = []
+    refused = [n for n in names if (db.execute(MAY_MAINTAIN, (n,)).fetchone() or (True,))[0] is False]
     if strict:
         readers = wait_for_older(db, wait_s)
     for name in names:
-        execute(pgsql.SQL("VACUUM (FULL) {}" if strict else "VACUUM {}").format(pgsql.Identifier(name)))
+        if name not in refused:
+            execute(pgsql.SQL("VACUUM (FULL) {}" if strict else "VACUUM {}").format(pgsql.Identifier(name)))
     try:
         db.execute("CHECKPOINT")
         out["checkpoint"] = "done"
     except psycopg.Error as exc:  # needs superuser or pg_checkpoint; the server checkpoints on its own too
         reason = exc.diag.message_primary or str(exc)
         out["checkpoint"] = f"not allowed for this role ({reason}); the server's own checkpoints follow"
-    out["status"] = ("held" if readers else "clean") if strict else "deferred"
+    out["status"] = ("refused" if refused else "held" if readers else "clean") if strict else "deferred"
     out["may_remain"] = list(MAY_REMAIN)
+    if refused:
+        out["refused"] = refused
+        out["may_remain"].insert(0, _refused(refused, db.info.user or "<role>"))
     if readers:
         out["held_by"] = readers
         out["may_remain"].insert(0, _held(readers))

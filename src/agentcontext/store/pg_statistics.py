@@ -17,11 +17,6 @@ from typing import Any, Sequence
 from . import pg_scrub
 
 CATALOG = "pg_catalog.pg_statistic"
-MAY_ANALYZE = (
-    "SELECT CASE WHEN current_setting('server_version_num')::int >= 170000 THEN has_table_privilege(c.oid, 'MAINTAIN') "
-    "ELSE pg_has_role(c.relowner, 'USAGE') OR r.rolsuper OR d.datdba = r.oid END "
-    "FROM pg_class c, pg_roles r, pg_database d "
-    "WHERE c.oid = to_regclass(%s) AND r.rolname = current_user AND d.datname = current_database()")
 MAY_VACUUM = (
     "SELECT r.rolsuper OR CASE WHEN current_setting('server_version_num')::int >= 170000 "
     "THEN has_table_privilege('pg_catalog.pg_statistic', 'MAINTAIN') "
@@ -40,7 +35,7 @@ def forget(store: Any, tables: Sequence[str], wait_s: float = pg_scrub.WAIT_S) -
     db = store._db
     empty, refused, readers = [], [], []
     for name in tables:
-        may = db.execute(MAY_ANALYZE, (name,)).fetchone()
+        may = db.execute(pg_scrub.MAY_MAINTAIN, (name,)).fetchone()
         if may is None:  # no such table in this schema (one pinned to an older version)
             continue
         if not may[0]:

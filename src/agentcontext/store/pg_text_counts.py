@@ -17,11 +17,8 @@ sample): two stores of the same memories ranked differently (their top 10s agree
 """
 from __future__ import annotations
 
-import re
 import time
 from typing import Any, Callable, Sequence
-
-from ..errors import StoreError
 
 Read = Callable[[str, Sequence[Any]], list[tuple]]
 
@@ -205,29 +202,3 @@ class Recent:
             self._by_scope = {}
         self._by_scope = {**self._by_scope, key: (now, rows, avgdl, by_term)}
         return rows, avgdl, found
-
-
-COUNT_TABLES = ("text_counts", "text_totals")
-_DENIED = re.compile(r"permission denied for (?:table|relation) (\w+)")
-
-
-def refused(exc: BaseException, url: str, role: str | None, schema: str | None) -> StoreError | None:
-    """Our error for a write the server refused ``role`` on a table (``InsufficientPrivilege``), naming the grant to
-    give; None for any other error. A write to ``nodes`` keeps the counts in its own transaction, by triggers that
-    run with the writer's rights (not SECURITY DEFINER: the store takes no right the DBA did not give), so a role
-    that may write ``nodes`` needs write on both count tables too."""
-    import psycopg
-
-    if not isinstance(exc, psycopg.errors.InsufficientPrivilege):
-        return None
-    found = _DENIED.search(str(exc))
-    if found is None:
-        return None
-    table = found.group(1)
-    tables = COUNT_TABLES if table in COUNT_TABLES else (table,)
-    named = ", ".join(f"{schema}.{t}" if schema else t for t in tables)
-    grant = f"GRANT SELECT, INSERT, UPDATE, DELETE ON {named} TO {role or '<role>'}"
-    why = (" (a write to nodes keeps BM25's counts there in the same transaction, by triggers that run with the "
-           "writer's rights)" if table in COUNT_TABLES else "")
-    return StoreError(f"the role {role or '?'} may not write table {table} of the store at {url}{why}; nothing was "
-                      f"written. Have the schema's owner run: {grant}", url=url, table=table, grant=grant)

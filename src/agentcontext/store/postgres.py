@@ -25,7 +25,7 @@ from ..model import Node
 from .base import Capability
 from .migrations.postgres import MIGRATIONS, VERSION_COLS
 from . import (pg_bulk, pg_changes, pg_delta, pg_hash, pg_parallel, pg_prewarm, pg_props, pg_q8, pg_recorded,
-               pg_scrub, pg_statistics, pg_text_counts, pg_warmup, scrub, transfer)
+               pg_refused, pg_scrub, pg_statistics, pg_text_counts, pg_warmup, scrub, transfer)
 from .pg_sql import PgWhere, decode_vectors, redact, split_url
 from .pg_vectors import SESSION, STORED
 from .rows import LIGHT_COLS, NODE_COLS, Where, held_embed_text
@@ -36,7 +36,6 @@ from .sql_base import SQLStore
 try:
     import psycopg
     from pgvector.psycopg import register_vector
-    from psycopg import sql as pgsql
     from psycopg.adapt import Loader
     from psycopg.pq import Format
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -76,6 +75,7 @@ def _schema_reads(store: "PostgresStore", db: Any) -> None:
             for c in (NODE_COLS, LIGHT_COLS, VERSION_COLS)]
     store.NODE_READ, store.LIGHT_READ, store._version_read = [pg_recorded.reads(c) if store._rt else c for c in cols]
     store.RECORDED_AT = pg_recorded.read_sql() if store._rt else "recorded_at"
+    store.TIMED_PAGES = store._rt  # a page in recorded order: sorted by the timestamp (pg_recorded.page)
     store.RECORDED_SET, store._recorded_params = pg_recorded.setter(store._rt)
 
 
@@ -149,12 +149,8 @@ class PostgresStore(SQLStore):
         db.execute(f"SET lock_timeout = '{int(self._timeout * 1000)}ms'")
         for statement in SESSION:  # HNSW search settings (pg_vectors.py)
             db.execute(statement)
-        if self.schema and not db.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone():
-            with db.transaction():  # (a role without CREATE opens a schema that exists) concurrent CREATE SCHEMA IF
-                db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))  # NOT EXISTS can collide: serialised
-                db.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(self.schema)))
-        if self.schema:
-            db.execute(pgsql.SQL("SET search_path TO {}, public").format(pgsql.Identifier(self.schema)))
+        if self.schema:  # made when missing, the role's use of it checked, first on the search path (pg_refused)
+            pg_refused.open_schema(db, self.schema, self.url, _LOCK_CLASS)
         self._db = db
 
     def _ensure_vector_extension(self) -> None:
@@ -172,9 +168,12 @@ class PostgresStore(SQLStore):
     # --- transactions and reads ------------------------------------------------------------
     def _guard(self, fn: Callable[[], T]) -> T:
         """Run ``fn``; if the connection was lost (server restart, idle timeout, terminated backend) and no
-        transaction is open, reconnect once and run it again."""
+        transaction is open, reconnect once and run it again. A read the server refused the role: ours (pg_refused)."""
         try:
             return fn()
+        except psycopg.errors.InsufficientPrivilege as exc:
+            pg_refused.raise_read(exc, self)
+            raise
         except psycopg.OperationalError:
             if self._closed or self._depth or not (self._db.broken or self._db.closed):
                 raise
@@ -197,7 +196,7 @@ class PostgresStore(SQLStore):
                              url=self.url) from exc
 
     def _refused(self, exc: BaseException) -> Exception | None:
-        return pg_text_counts.refused(exc, self.url, self._db.info.user, self.schema)
+        return pg_refused.refused(exc, self, reading=False)
 
     def _commit(self) -> None:
         grew = self._vector_loader is not None and self._vector_loader.pending

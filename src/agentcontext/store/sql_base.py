@@ -86,12 +86,20 @@ class SQLStore(SQLDialect):
             except BaseException as exc:
                 self._depth = 0
                 self._rollback()
-                refused = self._refused(exc)  # the server refused the role a table: ours, naming the grant
-                if refused is not None:
-                    raise refused from exc
+                self._raise_refused(exc)
                 raise
             self._depth = 0
-            self._commit()
+            try:
+                self._commit()  # (its own steps too: an index a large vector load builds after its rows)
+            except BaseException as exc:
+                self._raise_refused(exc)
+                raise
+
+    def _raise_refused(self, exc: BaseException) -> None:
+        """The server refused the role a table (or the owner's right to build an index): ours, naming the grant."""
+        refused = self._refused(exc)
+        if refused is not None:
+            raise refused from exc
 
     def close(self) -> None:
         with self._lock:

@@ -44,6 +44,8 @@ class SQLDialect(ABC):
     # a live node's recorded time as its text, and the SET clause writing it with the params it takes for a text
     # (PostgreSQL's schema 18 holds a timestamp: pg_recorded)
     RECORDED_AT, RECORDED_SET = "recorded_at", "recorded_at = ?"
+    # a page of a listing in recorded order sorted by the timestamp, its text rendered after the page (pg_recorded)
+    TIMED_PAGES = False
 
     @staticmethod
     def _recorded_params(at: str | None) -> list[Any]:

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import ValidationError
 from ..model import Edge, Node
 from .base import Adjacency, EdgeColumns, Frontier, NodeBrief, TimedEdges
+from . import pg_recorded
 from .pg_hash import text as hash_text
 from .pg_props import whole as whole_props
 from .rows import EDGE_COLS, LIGHT_COLS, NODE_COLS, NODE_ORDERS, Where, as_list, check_prop, row_to_edge, row_to_node
@@ -24,6 +25,10 @@ def select_nodes(store: Any, where: Where, as_of: str | None, with_content: bool
     page = store._page(limit, offset)
     if as_of is None:  # (PostgreSQL's schema 16: the props given back from their columns, ``pg_props``)
         cols = store.NODE_READ if with_content else store.LIGHT_READ
+        if store.TIMED_PAGES and limit is not None and not offset:  # (PostgreSQL's schema 18: by the timestamp
+            rows = pg_recorded.page(store, cols, where, order, limit)  # where every row's text is canonical)
+            if rows is not None:
+                return [row_to_node(r) for r in rows]
         order = order.replace("n.recorded_at", store.RECORDED_AT)  # (PostgreSQL's schema 18: pg_recorded)
         sql = f"SELECT {cols} FROM nodes n{where.hint}{where.sql()}{order}{page}"
         return [row_to_node(r) for r in store._read(sql, where.params)]
