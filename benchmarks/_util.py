@@ -62,3 +62,15 @@ def fit_logistic(x: Any, y: Any, balanced: bool = True, iterations: int = 60) ->
         hess = (design * (p * (1 - p) * weight)[:, None]).T @ design + 1e-6 * np.eye(2)
         w -= np.linalg.solve(hess, grad)
     return float(w[0]), float(w[1])
+
+
+def before_tree(path: Path) -> Path:
+    """The ``src`` folder of the code before (``--before-src``): the tree's root or its ``src`` itself. A path holding
+    no ``agentcontext`` package is refused: a subprocess given it on PYTHONPATH would import this venv's install
+    instead, and the "before" runs would silently time the code after."""
+    path = Path(path).resolve()
+    for src in (path / "src", path):
+        if (src / "agentcontext" / "__init__.py").is_file():
+            return src
+    raise SystemExit(f"--before-src {path}: no agentcontext package in it or in its src/; pass the source tree of "
+                     "the code before (a git worktree's root, e.g. /work/wt/before)")

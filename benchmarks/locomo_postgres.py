@@ -26,6 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._util import before_tree  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
 from agentcontext.eval_locomo import evidence, turn_text, turns  # noqa: E402
@@ -134,7 +135,7 @@ def main() -> None:
         this = "this code (PostgreSQL vectors: halfvec, context vectors int8 once packed)"
         figures[this] = run(lambda n: server.url(f"after_{n}"), large)
         if args.before_src:
-            src = args.before_src.resolve()
+            src = before_tree(args.before_src).parent
             env = {**os.environ, "PYTHONPATH": str(src / "src")}
             out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--url", server.url(None)], env=env,
                                  cwd=src, capture_output=True, text=True, check=True)

@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._util import report  # noqa: E402
+from benchmarks._util import before_tree, report  # noqa: E402
 from benchmarks.postgres_scale import SERVER  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
@@ -104,8 +104,8 @@ def main() -> None:
     if args.before_data:
         servers.append(PgServer(root=args.before_data / "cluster", options=SERVER).start())
         before_url = servers[-1].url("scale")
-    order = [("before", args.before_src.resolve() / "src"), ("this", None), ("this", None),
-             ("before", args.before_src.resolve() / "src")] * args.pairs if args.before_src else [("this", None)]
+    order = [("before", before_tree(args.before_src)), ("this", None), ("this", None),
+             ("before", before_tree(args.before_src))] * args.pairs if args.before_src else [("this", None)]
     load_before = os.getloadavg()
     try:
         runs = [(name, run(before_url if name == "before" else server.url("scale"), args.memories, src))

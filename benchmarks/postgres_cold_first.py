@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._util import report  # noqa: E402
+from benchmarks._util import before_tree, report  # noqa: E402
 from benchmarks.postgres_scale import SERVER, base_corpus  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
@@ -194,7 +194,7 @@ def main() -> None:
                         "server that reloads its buffers at start (autoprewarm) would give; writes nothing")
     args = parser.parse_args()
     _, _, questions, _ = base_corpus(args.data)
-    codes = [("this", None)] + ([("before", args.before_src.resolve() / "src")] if args.before_src else [])
+    codes = [("this", None)] + ([("before", before_tree(args.before_src))] if args.before_src else [])
     data = {"this": args.data, "before": args.before_data or args.data}
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in codes}
     loads = [os.getloadavg()]

@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._util import report  # noqa: E402
+from benchmarks._util import before_tree, report  # noqa: E402
 from benchmarks.postgres_scale import SERVER, STAGES, base_corpus  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
@@ -174,7 +174,7 @@ def main() -> None:
                         "same questions, asked first by an untimed process: their pages are in the server's buffers, "
                         "so only what a new process pays is compared")
     args = parser.parse_args()
-    before = args.before_src.resolve() / "src"
+    before = before_tree(args.before_src)
     _, _, questions, _ = base_corpus(args.data)
     fresh = iter(range(10**6))
 

@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._util import report  # noqa: E402
+from benchmarks._util import before_tree, report  # noqa: E402
 from benchmarks.postgres_scale import SERVER, base_corpus  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
@@ -93,8 +93,8 @@ def main() -> None:
     asked = questions[: args.queries + 1]
     this = Path(__file__).resolve().parent.parent / "src"
     order = [("this", this)] if args.before_src is None else [
-        ("before", args.before_src.resolve() / "src"), ("this", this), ("this", this),
-        ("before", args.before_src.resolve() / "src")]
+        ("before", before_tree(args.before_src)), ("this", this), ("this", this),
+        ("before", before_tree(args.before_src))]
     load = [round(x, 2) for x in os.getloadavg()]
     server = PgServer(root=args.data / "cluster", options=SERVER).start()
     try:

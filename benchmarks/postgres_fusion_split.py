@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._util import report  # noqa: E402
+from benchmarks._util import before_tree, report  # noqa: E402
 from benchmarks.postgres_scale import SERVER, STAGES, base_corpus  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
@@ -218,7 +218,7 @@ def main() -> None:
     asked = questions[: args.queries + 1]
     this = Path(__file__).resolve().parent.parent / "src"
     codes = [("this", this)] if args.before_src is None else [
-        ("before", args.before_src.resolve() / "src"), ("this", this)]
+        ("before", before_tree(args.before_src)), ("this", this)]
     load = [round(x, 2) for x in os.getloadavg()]
     server = PgServer(root=args.data / "cluster", options=SERVER).start()
     out: dict[str, Any] = {"memories": json.loads((args.data / "built.json").read_text())["memories"],

@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._util import report  # noqa: E402
+from benchmarks._util import before_tree, report  # noqa: E402
 from benchmarks.postgres_q8 import shared, summary  # noqa: E402
 from benchmarks.postgres_scale import SERVER, base_corpus, client, stage_medians  # noqa: E402
 from benchmarks.postgres_sizes import TARGET, exact_top10, measure, recall_index, side_by_side  # noqa: E402
@@ -67,7 +67,7 @@ def main() -> None:
                 schema["this"]: round(got["this"][0], 4),
                 "median ms (before / this)": [round(got["before"][1], 1), round(got["this"][1], 1)]}
         asked = questions[: args.queries + 1]
-        src = args.before_src.resolve() / "src"
+        src = before_tree(args.before_src)
         runs: dict[str, list[dict[str, Any]]] = {"before": [], "this": []}
         for i in range(args.rounds):
             order = ("before", "this") if i % 2 == 0 else ("this", "before")

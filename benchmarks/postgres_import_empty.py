@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._util import report  # noqa: E402
+from benchmarks._util import before_tree, report  # noqa: E402
 from benchmarks.postgres_scale import BATCH, NAMESPACE, SERVER, base_corpus, batch, rows  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
@@ -83,8 +83,8 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="import-empty-"))
     make(n, folder, args.data)
     server = PgServer(options=SERVER).start()
-    order = [("before", args.before_src.resolve() / "src"), ("this", ROOT / "src"), ("this", ROOT / "src"),
-             ("before", args.before_src.resolve() / "src")]
+    order = [("before", before_tree(args.before_src)), ("this", ROOT / "src"), ("this", ROOT / "src"),
+             ("before", before_tree(args.before_src))]
     runs: list[tuple[str, dict[str, float]]] = []
     load_before = os.getloadavg()
     try:

@@ -48,7 +48,7 @@ def run(src: Path, url: str, runs: int, tag: str) -> dict:
 
 
 def main() -> None:
-    from benchmarks._util import report
+    from benchmarks._util import before_tree, report
     from tests.pg_server import PgServer
 
     parser = argparse.ArgumentParser()
@@ -58,7 +58,7 @@ def main() -> None:
     server = PgServer().start()
     try:
         url = server.url(None)
-        before = run(args.before_src.resolve() / "src", url, args.runs, "before")
+        before = run(before_tree(args.before_src), url, args.runs, "before")
         after = run(ROOT / "src", url, args.runs, "after")
     finally:
         server.stop()

@@ -21,7 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._util import report  # noqa: E402
+from benchmarks._util import before_tree, report  # noqa: E402
 from benchmarks.postgres_scale import SERVER, base_corpus, client, labelled, p95, stage_medians  # noqa: E402
 from benchmarks.postgres_sizes import TARGET, measure, side_by_side  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
@@ -67,7 +67,7 @@ def main() -> None:
         figures["bytes per memory (target %d)" % TARGET] = side_by_side(sizes["before"], sizes["this"])
         _, _, questions, _ = base_corpus(args.data)
         asked = questions[: args.queries + 1]
-        src = args.before_src.resolve() / "src"
+        src = before_tree(args.before_src)
         runs: dict[str, list[dict[str, Any]]] = {"before": [], "this": []}
         for i in range(args.rounds):
             order = ("before", "this") if i % 2 == 0 else ("this", "before")

@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._util import report  # noqa: E402
+from benchmarks._util import before_tree, report  # noqa: E402
 
 NAMESPACE = "memory:bench"
 TARGET_MS = 44.0  # the whole listing before schema 18 (session 20)
@@ -104,7 +104,7 @@ def main() -> None:
     try:
         url = server.url("recorded_order")
         build(url, args.memories, args.batch)
-        mine, before = str(ROOT / "src"), args.before_src
+        mine, before = str(ROOT / "src"), str(before_tree(args.before_src))
         rounds = []
         for r in range(args.rounds):
             order = [("this", mine), ("before", before)] if r % 2 == 0 else [("before", before), ("this", mine)]

@@ -45,6 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._util import before_tree  # noqa: E402
 from benchmarks.postgres_scale import SERVER, base_corpus  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
@@ -171,8 +172,8 @@ def main() -> None:
         url = server.url("scale")
         urls = {"this": url, "before": other.url("scale") if other else url}
         order = [("this", this)] if args.before_src is None else [
-            ("before", args.before_src.resolve() / "src"), ("this", this), ("this", this),
-            ("before", args.before_src.resolve() / "src")]
+            ("before", before_tree(args.before_src)), ("this", this), ("this", this),
+            ("before", before_tree(args.before_src))]
         runs = [(name, run(urls[name], asked, src, args.explain if i == 1 or len(order) == 1 else ""))
                 for i, (name, src) in enumerate(order)]
     finally:

@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._util import p95, report  # noqa: E402
+from benchmarks._util import before_tree, p95, report  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
 from agentcontext.embed.base import MINILM  # noqa: E402
@@ -520,7 +520,7 @@ def main() -> None:
         other = (PgServer(root=args.before_data / "cluster", options=SERVER).start()
                  if args.before_src and args.before_data else None)
         try:
-            compared = (before_and_after(url, asked, args.before_src.resolve() / "src", data, n,
+            compared = (before_and_after(url, asked, before_tree(args.before_src), data, n,
                                          other.url("scale") if other else None) if args.before_src else None)
         finally:
             if other:
@@ -534,7 +534,7 @@ def main() -> None:
                 return server.url("scale")
 
             fresh = questions[args.queries + 12: args.queries + 15]
-            cold = cold_first(restart, fresh, args.before_src.resolve() / "src")
+            cold = cold_first(restart, fresh, before_tree(args.before_src))
         load_after = os.getloadavg()
     finally:
         server.stop()

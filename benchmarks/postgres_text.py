@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._util import report  # noqa: E402
+from benchmarks._util import before_tree, report  # noqa: E402
 from benchmarks.postgres_scale import SERVER, base_corpus  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
@@ -111,7 +111,7 @@ def main() -> None:
                         help="a copy of --data at the before code's schema (when this tree's is newer): its runs there")
     args = parser.parse_args()
     this_src = Path(__file__).resolve().parent.parent / "src"
-    before_src = args.before_src.resolve() / "src"
+    before_src = before_tree(args.before_src)
     _, _, questions, _ = base_corpus(args.data)
     asked = questions[1: args.queries + 1]
     server = PgServer(root=args.data / "cluster", options=SERVER).start()
