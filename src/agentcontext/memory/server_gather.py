@@ -61,6 +61,12 @@ class Reads:
         else:
             self._started[label] = (key, _Later(lambda: read(store)))
 
+    def running(self, label: str) -> bool:
+        """Whether the read started under ``label`` is still in flight on the second connection (so the caller's
+        connection is free meanwhile)."""
+        started = self._started.get(label)
+        return started is not None and bool(getattr(started[1], "running", lambda: False)())
+
     def take(self, label: str, key: Hashable) -> Any | None:
         started = self._started.pop(label, None)
         if started is None or started[0] != key:
