@@ -156,8 +156,8 @@ def nearest_sql(db: Any, model: str, dim: int, node_where: str, k: int, count_wh
                 f"LIMIT {EXACT_ROWS + 1}), few AS (SELECT count(*) <= {EXACT_ROWS} AS yes FROM f) ")
     else:  # f is read only when few (it is inlined below the one-time filter)
         head = (f"WITH few AS MATERIALIZED (SELECT count(*) <= {EXACT_ROWS} AS yes FROM (SELECT 1 FROM nodes n"
-                f"{count_where} ORDER BY n.namespace, n.kind, n.title LIMIT {EXACT_ROWS + 1}) c), f AS (SELECT n.id, n.rid, n.embed_hash "
-                f"FROM nodes n{node_where}) ")
+                f"{count_where} ORDER BY n.namespace, n.kind, n.title LIMIT {EXACT_ROWS + 1}) c), "
+                f"f AS (SELECT n.id, n.rid, n.embed_hash FROM nodes n{node_where}) ")
     walked = (
         head + f"(SELECT f.id, f.rid, -({exact} <#> %s::vector({int(dim)})) AS score FROM f CROSS JOIN LATERAL (SELECT "
             f"vector FROM vectors v WHERE v.hash = {into('f.embed_hash', hb)} AND "
