@@ -8,9 +8,12 @@ the store's calls labelled). Printed, per store call: statements a query, the di
 server did with them in the run (``pg_prepared_statements`` of both connections: the texts prepared, and how many
 of their executions were planned anew, ``custom_plans``, or ran the cached ``generic_plans``); then each logged
 statement replayed on the main connection as ``EXPLAIN (ANALYZE, SUMMARY)`` (a custom plan: the parameters known):
-planning and execution ms a query (medians over the questions). ``--generic``: also each distinct statement text
-prepared and run under ``plan_cache_mode = force_generic_plan`` against ``force_custom_plan`` (``--repeat`` times
-each, the logged parameters, alternating; the wall ms of the execution and its plan, compared).
+planning and execution ms a query (medians and means over the questions), beside the retrieve p50 of the run and the
+issue's target. ``--generic``: also each distinct statement text prepared and run under ``plan_cache_mode =
+force_generic_plan`` against ``force_custom_plan`` in the same run (``--repeat`` times each, the logged parameters, a
+fresh connection a mode, the modes alternating; the wall ms of the executions with their planning, and the ratio).
+Measured (session 21, docs/POSTGRES_SCALE.md): at 1,000,000 memories planning is ~2.5 ms of a query's ~43-49 ms of
+server time, ``nodes_linked`` and ``get_nodes`` already on generic plans in the steady state.
 Run: nice -n 5 .venv/bin/python benchmarks/postgres_plan_time.py --data DIR [--queries 30] [--generic]
 """
 from __future__ import annotations
@@ -64,9 +67,12 @@ ws.embedder.embed(["warm the model up"])
 memory = AgentMemory(workspace=ws, namespace="scale", max_memory_size=None)
 memory.retrieve(questions[0], max_results=10)
 on[0] = True
+walls = []
 for i, q in enumerate(questions[1:]):
     q_at[0] = i
+    t = time.perf_counter()
     memory.retrieve(q, max_results=10)
+    walls.append((time.perf_counter() - t) * 1000)
 on[0] = False
 second = getattr(getattr(store, "_ahead", None), "_store", None)
 conns = {"main": store._db, **({"ahead": second._db} if second is not None else {})}
@@ -75,7 +81,9 @@ for cname, db in conns.items():
     for stmt, gp, cp in db.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"):
         prepared[stmt] = (cname, gp, cp)
 n = len(questions) - 1
-out = {"questions": n, "thresholds": {c: db.prepare_threshold for c, db in conns.items()}, "calls": {}}
+out = {"questions": n, "retrieve_p50_ms (statements logged)": round(statistics.median(walls), 1),
+       "target retrieve_p50_ms (issue 23)": 40,
+       "thresholds": {c: db.prepare_threshold for c, db in conns.items()}, "calls": {}}
 db = store._db
 def norm(sql):  # a statement's text with its placeholders (psycopg's %s / %(name)s, the server's $n) alike
     return re.sub(r"\$\d+|%(\(\w+\))?s", "?", sql.replace("%%", "%") if isinstance(sql, str) else str(sql))
