@@ -13,7 +13,7 @@ import pytest
 from agentcontext import access
 from agentcontext.errors import AccessDeniedError, StoreError
 from agentcontext.eval_locomo import turn_text, turns
-from agentcontext.memory import AgentMemory
+from agentcontext.memory import AgentMemory, server_gather, server_search
 from agentcontext.model import Node
 from agentcontext.store import open_store
 from agentcontext.workspace import Workspace
@@ -57,6 +57,20 @@ def test_the_concurrent_ranking_is_the_sequential_one(memory, monkeypatch):
     sequential = answers(mem, questions)
     assert concurrent == sequential and again == sequential
     assert all(len(a) == 10 for a in sequential)
+
+
+def test_the_text_hits_inner_products_read_during_the_walk_change_no_hit_or_score(memory, monkeypatch):
+    mem, questions = memory
+    store = mem.workspace.store
+    early = []
+    during_walk = server_search._Query._sims_early
+    monkeypatch.setattr(server_search._Query, "_sims_early", lambda self: early.append(1) or during_walk(self))
+    monkeypatch.setattr(server_gather.Reads, "running", lambda self, label: label in self._started)  # walk in flight
+    read_early = answers(mem, questions)
+    assert len(early) >= len(questions)  # a round of each query read them during the walk
+    monkeypatch.setattr(server_search, "EARLY_SIMS", False)
+    monkeypatch.setattr(store, "READ_AHEAD", False)  # the sequential chain: every inner product after the walk
+    assert answers(mem, questions) == read_early
 
 
 def test_reads_ahead_go_to_the_second_connection_and_see_what_is_committed(memory):

@@ -61,6 +61,12 @@ class Reads:
         else:
             self._started[label] = (key, _Later(lambda: read(store)))
 
+    def running(self, label: str) -> bool:
+        """Whether the read started under ``label`` is still in flight on the second connection (so the caller's
+        connection is free meanwhile)."""
+        started = self._started.get(label)
+        return started is not None and started[1].running()
+
     def take(self, label: str, key: Hashable) -> Any | None:
         started = self._started.pop(label, None)
         if started is None or started[0] != key:
@@ -71,3 +77,6 @@ class Reads:
 class _Later:
     def __init__(self, fn: Callable[[], Any]) -> None:
         self.result = fn
+
+    def running(self) -> bool:  # it runs when its answer is asked
+        return False

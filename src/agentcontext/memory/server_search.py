@@ -17,7 +17,10 @@ round; a query that names a speaker then asks the text search once more, without
 that need only the names (that second text search, the dense pool, the named speakers' nearest, the own vectors'
 inner products) start on the store's second connection on a guess of the names, from the speakers earlier queries
 heard, while the first text search runs, and are taken only when the guess held (memory/server_gather.py,
-store/pg_parallel.py): the same hits and scores, sooner. Reading the dense pool's nodes there too
+store/pg_parallel.py): the same hits and scores, sooner. While the dense pool is walked there, the main connection
+reads the inner products of the own vectors of the nodes the text hits brought (``_sims_early``), which the batch
+started after the walk read before (1,000,000 memories, session 21: retrieve p50 0.79x-1.08x, median 0.84x, of the
+code before over five runs at load 3-5). Reading the dense pool's nodes there too
 (``nodes_linked`` right after ``nearest``, on that connection, while the main one reads the text hits') was built and
 measured in session 20, and removed: at 1,000,000 memories, the same top 10 and scores every
 run: busy (load 10-13) retrieve p50 0.96x-1.12x, p95 0.88x-1.06x of the code before (four runs; the main connection's
@@ -79,6 +82,9 @@ LARGE_EXPAND: int | None = None
 # and the context vectors' inner products are read only for the candidates that can still reach the k best on what
 # the first stage read (memory/server_bound.py; False: for every candidate)
 LARGE_BOUND = True
+# the own vectors' inner products of the nodes the text hits brought are read on the main connection while the second
+# walks the dense pool (``_Query._sims_early``; False: all in the batch ``_sims_ahead`` starts after the walk)
+EARLY_SIMS = True
 Keep = Callable[[dict[str, Any]], bool]
 # the props of a candidate the ranking reads (``_Query.passes``, ``prev_of``, ``server_rank``): the linked
 # nodes bring only these (no JSON decoded in the client: at 200,000 memories ~2,000 rows a query, 98 ms of 169)
@@ -204,6 +210,21 @@ class _Query:
             reads.start("sims", self.meaning, lambda s: s.similarities(qv, self.model, hashes))
         return hashes
 
+    def _sims_early(self) -> None:
+        """The inner products of the own vectors of the nodes read so far (the text hits and their neighbours) with
+        the query, read on the main connection while the second one walks the dense pool, so ``_sims_ahead`` later
+        asks only for those of the dense pool's neighbourhood. The same rule as there (the own vectors only, no hash
+        a node read so far holds as its pair vector: those stay in the ranking's one batch), the same values (the
+        server scores each own vector alone), NaN where there is no such vector."""
+        nodes = self.links.nodes
+        context = {h for n in nodes.values() if (h := (n.props or {}).get("pair_hash"))}
+        hashes = list(dict.fromkeys(h for n in nodes.values() if (h := n.embed_hash) and h not in self.sims
+                                    and h not in context))
+        if hashes:
+            found = self.store.similarities(self.qv, self.model, hashes)
+            for h in hashes:
+                self.sims.setdefault(h, found.get(h, np.nan))
+
     def _context_of(self, ids: list[str]) -> list[str]:
         """The context vectors' hashes a ranking reads for these seeds and their neighbours as candidates: the pair
         vectors of the turn before, the seed, the next turn and the one after."""
@@ -240,6 +261,8 @@ class _Query:
                         text_hits = store.text_search(keywords, namespace=namespace, kind=KIND, limit=text_pool,
                                                       common=self.common) if keywords else []
                     raw = dict(text_hits)
+        if EARLY_SIMS and reads.running("nearest"):  # the main connection is free while the dense pool is walked
+            self._sims_early()
         nearest = reads.take("nearest", (self.meaning, pool))
         if nearest is None:  # the guess missed the names
             nearest = self._nearest(pool)

@@ -462,7 +462,8 @@ class ReadAhead(Protocol):
     def read_ahead(self, read: Callable[[Any], Any]) -> Any:
         """Start ``read(store)`` on a second connection of this store (outside a transaction; inside one, on this
         connection when the answer is asked) and return at once a pending read whose ``result()`` gives its answer
-        or raises the read's error (a ``StoreError`` when the store closed first)."""
+        or raises the read's error (a ``StoreError`` when the store closed first), and whose ``running()`` says
+        whether it is still in flight on the other connection (so this one is free meanwhile)."""
 
 
 OPTIONAL_METHODS: dict[Capability, type] = {Capability.VECTOR_SEARCH: VectorSearch,

@@ -34,6 +34,11 @@ class Pending:
     def __init__(self, future: Future | None = None, later: Callable[[], Any] | None = None, url: str = "") -> None:
         self._future, self._later, self._url = future, later, url
 
+    def running(self) -> bool:
+        """Whether the read is still in flight (queued or running) on the second connection: False once answered, and
+        for a read that runs on the main connection when ``result()`` asks."""
+        return self._future is not None and not self._future.done()
+
     def result(self) -> Any:
         if self._future is None:
             assert self._later is not None
