@@ -430,11 +430,10 @@ def choose(qs: list[Question], combos: list[dict[str, float]], per: list[np.ndar
     return best, best_value, best_r
 
 
-def issue29(qs: list[Question], label: str = "") -> dict:
-    """Issue 29's protocol: memory search before issue 29 (``MAIN``: main's shipped weights, no answer stage) against
-    the answer stage's share chosen per fold (``ANSWER_GRID``) on top of those weights: on the four training
-    conversations, the share with the best R@5 + R@10 among those that lower no category's R@10 there (the first in
-    grid order among equals), applied to the held-out one; pooled over the five folds."""
+def answer_held_out(qs: list[Question], label: str = "") -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+    """Issue 29's choice (``issue29``): per held-out conversation, the answer share (``ANSWER_GRID``, on ``MAIN``'s
+    weights) with the best R@5 + R@10 on the other four among those lowering no category's R@10 there. Returns the
+    per-question recalls (R@5, R@10) of ``MAIN`` and of the held-out choice, and the share chosen per conversation."""
     main_w = weights_of(MAIN, 1)
     combos = [{**main_w, "answer": a} for a in ANSWER_GRID]
     per = [per_question(qs, w) for w in combos]
@@ -456,6 +455,16 @@ def issue29(qs: list[Question], label: str = "") -> dict:
         held[conv == c] = per[best][conv == c]
         print(f"issue 29{label} held out {c}: chose answer {chosen[c]} (train R@5 + R@10 "
               f"{before_r[train].mean(axis=0).sum():.4f} -> {per[best][train].mean(axis=0).sum():.4f})", flush=True)
+    return before_r, held, chosen
+
+
+def issue29(qs: list[Question], label: str = "") -> dict:
+    """Issue 29's protocol: memory search before issue 29 (``MAIN``: main's shipped weights, no answer stage) against
+    the answer stage's share chosen per fold (``ANSWER_GRID``) on top of those weights: on the four training
+    conversations, the share with the best R@5 + R@10 among those that lower no category's R@10 there (the first in
+    grid order among equals), applied to the held-out one; pooled over the five folds."""
+    main_w = weights_of(MAIN, 1)
+    before_r, held, chosen = answer_held_out(qs, label)
     everywhere = np.ones(len(qs), dtype=bool)
     before, after = pooled(qs, before_r, everywhere), pooled(qs, held, everywhere)
     shipped = recalls(qs, weights_of(SHIPPED, 1))
