@@ -311,8 +311,10 @@ def held_out(path: str, qs: list[Question], trees: int, depth: int, rate: float,
              linear_when: bool = False, fac: list | None = None) -> tuple:
     """The learned ranker fitted on four conversations' questions and applied to the fifth's, for each conversation:
     (the linear fusion's per-question R@5 / R@10, the held-out learned ones, each question's pool rows and feature
-    rows and labels, and each question's held-out order: its pool's rows in the trees' order, or the pool in the
-    linear order for a question that asks when with ``linear_when``)."""
+    rows and labels, and each question's held-out order: its pool's rows in the trees' order, or, for a question that
+    asks when with ``linear_when``, the pool in the linear order, its answer stage over the whole pool, as memory
+    search ranks it with the learned ranker chosen: memory/recall.py asks for ``ltr.POOL`` hits. Session 20's
+    ``--linear-when`` figures scored such a question by the linear first 10 instead, the answer stage over 10)."""
     started = time.perf_counter()
     meta = texts(path)
     assert len(meta) == len(qs), (len(meta), len(qs))
@@ -331,7 +333,7 @@ def held_out(path: str, qs: list[Question], trees: int, depth: int, rate: float,
     conv = np.array([q.conversation for q in qs])
     base = np.array([recall(top(q, weights_of(SHIPPED, 1), 10), q.evidence) for q in qs])
     held = np.zeros_like(base)
-    order: list[np.ndarray] = [r for r in rows]
+    order: list[np.ndarray] = [r for r in rows]  # the pool in the linear order (its answer stage over the pool)
     for c in sorted(set(conv)):
         train = np.flatnonzero(conv != c)
         x = np.concatenate([xs[i] for i in train])
@@ -340,12 +342,9 @@ def held_out(path: str, qs: list[Question], trees: int, depth: int, rate: float,
         groups = [np.arange(bounds[j], bounds[j + 1]) for j in range(len(train))]
         model = fit(x, y, groups, trees, depth, rate, loss, prior)
         for i in np.flatnonzero(conv == c):
-            if linear_when and qs[i].when:
-                held[i] = base[i]
-                continue
-            ranked, _ = ltr.ranked(model, xs[i])
-            order[i] = rows[i][ranked]
-            held[i] = recall(order[i], qs[i].evidence)
+            if not (linear_when and qs[i].when):
+                order[i] = rows[i][ltr.ranked(model, xs[i])[0]]
+            held[i] = recall(order[i], qs[i].evidence)  # a when-question: the pool as it is (memory/learned.py)
         m = conv == c
         print(f"  held out {c}: linear R@5 {base[m, 0].mean():.3f} R@10 {base[m, 1].mean():.3f} -> learned "
               f"{held[m, 0].mean():.3f} / {held[m, 1].mean():.3f} ({time.perf_counter() - started:.0f} s)", flush=True)

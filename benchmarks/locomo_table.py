@@ -2,7 +2,7 @@
 on the LoCoMo dev split (held-out folds pooled), beside main's default, with their costs, all in one run.
 
     PYTHONPATH=src:/work/mpnet nice -n 5 .venv/bin/python benchmarks/locomo_table.py [FILE] [--cache DIR]
-        [--repeats 3] [--skip-costs] [--out locomo_table]
+        [--repeats 3] [--skip-costs | --costs-only] [--out locomo_table]
 
 (the reranker and the MPNet rows need all-mpnet-base-v2's five packages: embed/mpnet.py; without them those rows are
 left out and the output says so). The recorded table and what it means: benchmarks/locomo_loco.py's docstring (issue
@@ -202,6 +202,12 @@ COST_OF = {"default": ("store", "retrieve shipped", None), "places": ("store pla
            "places + learned + reranker": ("store reranker", "retrieve learned+rerank", "places+mpnet")}
 
 
+def baseline(key: str) -> str:
+    """The default's figure a cost is compared with, run by run: the same loop without the option."""
+    return "store reranker off" if key == "store reranker" else "store" if key.startswith("store") \
+        else "retrieve shipped"
+
+
 def mark(row: tuple[float, float], base: tuple[float, float]) -> str:
     """'+' when both recalls are at or above the default's, '-' when one is below."""
     return "+" if row[0] >= base[0] - 1e-9 and row[1] >= base[1] - 1e-9 else "-"
@@ -215,8 +221,19 @@ def main() -> None:
     ap.add_argument("--stores", type=int, default=100)
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--skip-costs", action="store_true")
+    ap.add_argument("--costs-only", action="store_true", help="the costs alone (a quieter moment's figures)")
     ap.add_argument("--out", default="locomo_table")
     args = ap.parse_args()
+    if args.costs_only:
+        cost, sizes = costs(args), install_mb()
+        ratio = {k: [round(a / b, 2) for a, b in zip(v, cost[baseline(k)])] for k, v in cost.items()}
+        for k, v in cost.items():
+            print(f"{k:<26} p50 {statistics.median(v):7.2f} ms  runs {v}  ratio to {baseline(k)}, run by run "
+                  f"{ratio[k]}")
+        print(f"install MB: {sizes}; load average {[round(x, 1) for x in os.getloadavg()]}")
+        report(args.out, {"costs": cost, "ratio_to_default": ratio, "install_mb": sizes,
+                          "load": [round(x, 1) for x in os.getloadavg()]}, quiet=True)
+        return
     per, chosen = recall_rows(args)
     qs = questions(args.file, MINILM, Path(args.cache))
     rows = {label: table(qs, r) for label, r in per.items()}
