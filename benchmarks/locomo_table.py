@@ -253,7 +253,7 @@ def main() -> None:
         sp = statistics.median(cost[s]) if cost.get(s) else float("nan")
         rp = statistics.median(cost[q]) if cost.get(q) else float("nan")
         mb = sum(v for key, v in sizes.items() if extra and key.split()[0] in extra.split("+"))
-        print(f"{label:<28} {cells} {sp:>7.2f} {rp:>8.1f}  " + (f"{mb:.0f} MB" if extra else "-"))
+        print(f"{label:<28} {cells} {sp:>7.2f} {rp:>8.1f}  " + (f"{mb:.0f} MB" if extra and sizes else "-"))
         out["rows"][label] = {"recall": {k: [round(v[0], 4), round(v[1], 4)] for k, v in row.items()},
                               "every_category_up_or_equal": all(row[k][0] >= base[k][0] - 1e-9 and
                                                                 row[k][1] >= base[k][1] - 1e-9 for k in cats),
