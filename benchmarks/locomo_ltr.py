@@ -76,6 +76,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -152,10 +153,13 @@ def linear(q: Question, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return value, answer, near, content
 
 
-def pool_of(q: Question, text: str, days: dict[int, float], said: list[tuple[str, str]]) -> tuple[np.ndarray,
-                                                                                                 np.ndarray]:
-    """(the pool's rows in the linear order, their feature rows)."""
+def pool_of(q: Question, text: str, days: dict[int, float], said: list[tuple[str, str]],
+            stage: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(the pool's rows in the linear order, their feature rows); ``stage``: a second stage over memory search's
+    values before the pool is taken (the bridge stage, benchmarks/locomo_table.py: memory search runs it before the
+    learned ranker reads its hits)."""
     value, answer, near, _ = linear(q, ltr.POOL)
+    value = stage(value) if stage is not None else value
     rows = np.argsort(-value, kind="stable")[:ltr.POOL]
     sig = q.signals
     zero = np.zeros(value.size)
@@ -308,7 +312,8 @@ def table(qs: list[Question], per: np.ndarray) -> dict[str, dict[str, float]]:
 
 
 def held_out(path: str, qs: list[Question], trees: int, depth: int, rate: float, loss: str, prior: float = 0.0,
-             linear_when: bool = False, fac: list | None = None) -> tuple:
+             linear_when: bool = False, fac: list | None = None,
+             stages: list[Callable[[np.ndarray], np.ndarray]] | None = None) -> tuple:
     """The learned ranker fitted on four conversations' questions and applied to the fifth's, for each conversation:
     (the linear fusion's per-question R@5 / R@10, the held-out learned ones, each question's pool rows and feature
     rows and labels, and each question's held-out order: its pool's rows in the trees' order, or, for a question that
@@ -323,7 +328,7 @@ def held_out(path: str, qs: list[Question], trees: int, depth: int, rate: float,
         assert len(fac) == len(qs)
     for n, (q, (text, days, said)) in enumerate(zip(qs, meta)):
         check_rows(q, said)
-        r, x = pool_of(q, text, days, said)
+        r, x = pool_of(q, text, days, said, stages[n] if stages else None)
         if fac is not None:
             x = np.concatenate([x, facet_columns(*fac[n], r)], axis=1)
         rows.append(r), xs.append(x), ys.append(q.evidence[r].astype(float))

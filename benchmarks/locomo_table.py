@@ -20,15 +20,17 @@ left out and the output says so). The recorded table and what it means: benchmar
   weight and pool chosen per fold (rerank_loco.py ``choose``), after the row it is named with: its first stage is
   that row's held-out order (the linear one: its first 30 with the answer stage over 30, as memory search ranks them
   with the reranker on; the learned one: its pool of 80 in the held-out trees' order);
-- the combinations: places + learned, learned + reranker, places + learned + reranker, places + bridge.
+- the combinations: places + learned, learned + reranker, places + learned + reranker, places + bridge, and the
+  learned ranker over the bridge stage's values (the option's values, not chosen: memory search runs the stage before
+  the learned ranker reads its hits), with and without places.
 
 Costs (same run, this machine, medians of ``--repeats`` runs, each interleaving its variants): ``store()`` with its
 embedding p50 (benchmarks/memory_cost.py ``store_p50``; with the place glosses; with the reranker on, which embeds by
-both models: rerank_cost.py ``store_p50``; with MPNet as the workspace's model) and ``retrieve`` p50 at 10,000
-memories (memory_cost.py ``retrieves``: shipped, learned, facets, bridge, reranker, learned + reranker; MPNet as the
-model), and the install size of what an option adds. Query rewriting (``--rewrite``) needs a provider (an LLM): not
-measured here (its recall is the provider's); ``agentcontext eval locomo --rewrite`` scores it against one.
-Saves benchmarks/results/<--out>.json.
+both models: rerank_cost.py ``store_p50``; with MPNet as the workspace's model) and ``retrieve`` p50 at 10,000 memories
+(memory_cost.py ``retrieves``: shipped, learned, facets, bridge, learned + bridge, reranker, learned + reranker; MPNet
+as the model), and the install size of what an option adds. Query rewriting (``--rewrite``) needs a provider (an LLM):
+not measured here (its recall is the provider's); ``agentcontext eval locomo --rewrite`` scores it against one. Saves
+benchmarks/results/<--out>.json.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +59,8 @@ from locomo_gather_cached import questions  # noqa: E402
 
 from agentcontext.embed.models import ENV, MINILM, MPNET, load_model  # noqa: E402
 from agentcontext.engine import ltr  # noqa: E402
+from agentcontext.engine.fusion import FusionWeights  # noqa: E402
+from agentcontext.memory.bridge import BRIDGE  # noqa: E402
 from agentcontext.engine.rerank import POOL, query_vector  # noqa: E402
 from agentcontext.errors import DependencyMissingError  # noqa: E402
 from agentcontext.eval_locomo import evidence, load, turn_text, turns  # noqa: E402
@@ -110,6 +115,15 @@ def reranked(qs: list, orders: list[np.ndarray], cos: list[np.ndarray], label: s
     return np.array([rerank_loco.recall(item, *chosen[item["conv"]]) for item in items]), chosen
 
 
+def bridged(path: str, qs: list) -> list:
+    """Each question's bridge stage with the option's values (``agentcontext eval locomo --bridge``: FusionWeights'
+    bridge_hits and bridge_rare, memory/bridge.py BRIDGE, names from any other turn), over memory search's values."""
+    _, _, texts, qstems = locomo_bridge.prepared(path, qs)
+    w = FusionWeights()
+    v = {"m": w.bridge_hits, "rare": w.bridge_rare, "caps": 1, "qword": 0, "weight": BRIDGE, "other": 0}
+    return [partial(locomo_bridge.bridge, q, texts[q.conversation], s, v=v) for q, s in zip(qs, qstems)]
+
+
 def recall_rows(args: argparse.Namespace) -> tuple[dict[str, dict], dict]:
     cache = Path(args.cache)
     per: dict[str, np.ndarray] = {}
@@ -127,6 +141,8 @@ def recall_rows(args: argparse.Namespace) -> tuple[dict[str, dict], dict]:
     for label, q in (("learned", qs), ("places + learned", qp)):
         _, per[label], _, _, _, learned[label] = locomo_ltr.held_out(args.file, q, 120, 2, 0.1, "logistic",
                                                                      linear_when=True)
+        _, per[f"{label} + bridge"], *_ = locomo_ltr.held_out(args.file, q, 120, 2, 0.1, "logistic",
+                                                              linear_when=True, stages=bridged(args.file, q))
     print(f"recall rows without the reranker: {time.perf_counter() - started:.0f} s", flush=True)
     try:
         qm = questions(args.file, MPNET, cache)
@@ -162,7 +178,7 @@ def costs(args: argparse.Namespace) -> dict[str, list[float]]:
             add("store reranker", rerank_cost.store_p50(folder / "rr1", True, args.stores))
             ret = memory_cost.retrieves(folder, 10_000, args.queries, learned=True, facets=True, bridge=True,
                                         rerank=True)
-            for name in ("shipped", "learned", "facets", "bridge", "rerank", "learned+rerank"):
+            for name in ("shipped", "learned", "facets", "bridge", "learned+bridge", "rerank", "learned+rerank"):
                 add(f"retrieve {name}", ret[name])
             os.environ[ENV] = MPNET
             try:
@@ -196,6 +212,8 @@ COST_OF = {"default": ("store", "retrieve shipped", None), "places": ("store pla
            "places + bridge": ("store places", "retrieve bridge", "places"),
            "facets": ("store", "retrieve facets", None), "learned": ("store", "retrieve learned", None),
            "places + learned": ("store places", "retrieve learned", "places"),
+           "learned + bridge": ("store", "retrieve learned+bridge", None),
+           "places + learned + bridge": ("store places", "retrieve learned+bridge", "places"),
            "reranker": ("store reranker", "retrieve rerank", "mpnet"),
            "places + reranker": ("store reranker", "retrieve rerank", "places+mpnet"),
            "learned + reranker": ("store reranker", "retrieve learned+rerank", "mpnet"),

@@ -42,12 +42,12 @@ STORE_TARGET_MS, RETRIEVE_TARGET_MS = 12.0, 50.0
 
 def retrieves(folder: Path, n: int, queries: int, dim: int = 384, learned: bool = False,
               facets: bool = False, bridge: bool = False, rerank: bool = False) -> dict[str, float]:
-    """p50 ms of ``retrieve`` (k 10) at ``n`` memories, shipped and without the answer stage (and with ``learned``
-    the learned ranker, engine/ltr.py; with ``facets`` ``ranker="facets"``, memory/facet_search.py, on a question of
-    two clauses, so three searches: the question's and its two clauses'; with ``bridge`` the bridge stage on,
-    memory/bridge.py; with ``rerank`` the reranker on, engine/rerank.py, after the linear fusion and after the learned
-    ranker: the memories' reranking vectors supplied as benchmarks/rerank_cost.py does, so the steady state),
-    interleaved."""
+    """p50 ms of ``retrieve`` (k 10) at ``n`` memories, shipped and without the answer stage (and with ``learned`` the
+    learned ranker, engine/ltr.py; with ``facets`` ``ranker="facets"``, memory/facet_search.py, on a question of two
+    clauses, so three searches: the question's and its two clauses'; with ``bridge`` the bridge stage on,
+    memory/bridge.py, and with ``learned`` too both; with ``rerank`` the reranker on, engine/rerank.py, after the linear
+    fusion and after the learned ranker: the memories' reranking vectors supplied as benchmarks/rerank_cost.py does, so
+    the steady state), interleaved."""
     mem = fresh(folder, "retrieve")
     for start in range(0, n, 20000):
         m = min(20000, n - start)
@@ -66,6 +66,7 @@ def retrieves(folder: Path, n: int, queries: int, dim: int = 384, learned: bool 
     runs = (("shipped", shipped), ("before", before)) + ((("learned", shipped),) if learned else ()) \
         + ((("facets", shipped),) if facets else ()) \
         + ((("bridge", replace(shipped, bridge=BRIDGE)),) if bridge else ()) \
+        + ((("learned+bridge", replace(shipped, bridge=BRIDGE)),) if learned and bridge else ()) \
         + ((("rerank", shipped),) if rerank else ()) + ((("learned+rerank", shipped),) if rerank and learned else ())
     lat: dict[str, list[float]] = {name: [] for name, _ in runs}
     cpu: dict[str, list[float]] = {name: [] for name, _ in runs}  # the process's CPU a call (a busy machine)
@@ -195,6 +196,9 @@ def main() -> None:
                 bridged.append(got["bridge"])
                 print(f"run {r + 1}: retrieve p50 at 10,000 with the bridge stage {bridged[-1]:.1f} ms "
                       f"(shipped {got['shipped']:.1f} ms)", flush=True)
+            if "learned+bridge" in got:
+                print(f"run {r + 1}: retrieve p50 at 10,000 with the learned ranker over the bridge stage "
+                      f"{got['learned+bridge']:.1f} ms", flush=True)
             if args.facets:
                 faceted.append(got["facets"])
                 print(f"run {r + 1}: retrieve p50 at 10,000 with the facets (two-clause questions) "
