@@ -199,6 +199,34 @@ def table(qs: list[Question], base: np.ndarray, rows: dict[str, np.ndarray]) -> 
     return out
 
 
+def prepared(path: str, qs: list[Question]) -> tuple[np.ndarray, list[np.ndarray], dict[str, Texts], list[set[str]]]:
+    """(the default's per-question R@5 / R@10, each question's values as memory search ranks them (shipped
+    weights), each conversation's ``Texts``, each question's stems without the speakers' names)."""
+    texts = {str(s.get("sample_id", "conv")): Texts(s) for s in load(path)}
+    w = weights_of(SHIPPED, 1)
+    bases = [values(q, w, max(K)) for q in qs]
+    asked = load_questions(path)
+    assert len(asked) == len(qs)
+    qstems = []
+    for q, (s, ev) in zip(qs, asked):  # the pickle's rows are the turns in order (what the stages read words by)
+        t = texts[q.conversation]
+        assert np.array_equal(np.isin(t.dia, list(ev)), q.evidence)
+        qstems.append({stemmed(x) for x in words(s) if x not in STOPWORDS} - t.speakers)
+    default = recalls(qs, [np.argsort(-b, kind="stable")[: max(K)] for b in bases])
+    return default, bases, texts, qstems
+
+
+def bridge_held_out(path: str, qs: list[Question]) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The bridge grid (``BRIDGE_GRID``) chosen per fold by ``loco``: (the default's per-question R@5 / R@10, the
+    held-out ones, the variant chosen per conversation)."""
+    default, bases, texts, qstems = prepared(path, qs)
+    combos = [dict(zip(BRIDGE_GRID, c)) for c in product(*BRIDGE_GRID.values())]
+    per = [default] + [recalls(qs, [np.argsort(-bridge(q, texts[q.conversation], s, b, v), kind="stable")[: max(K)]
+                                    for q, s, b in zip(qs, qstems, bases)]) for v in combos]
+    held, chosen = loco(qs, [None] + combos, per, "bridge")
+    return default, held, chosen
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("file", nargs="?", default=str(DEFAULT))
@@ -207,17 +235,7 @@ def main() -> None:
                     " the default row is then places alone, and the names are read from the turns' text without them)")
     args = ap.parse_args()
     qs = questions(args.file, MINILM, Path(args.cache), places=args.places)
-    texts = {str(s.get("sample_id", "conv")): Texts(s) for s in load(args.file)}
-    w = weights_of(SHIPPED, 1)
-    bases = [values(q, w, max(K)) for q in qs]
-    asked = load_questions(args.file)
-    assert len(asked) == len(qs)
-    qstems = []
-    for q, (s, ev) in zip(qs, asked):  # the pickle's rows are the turns in order (what the stages read words by)
-        t = texts[q.conversation]
-        assert np.array_equal(np.isin(t.dia, list(ev)), q.evidence)
-        qstems.append({stemmed(x) for x in words(s) if x not in STOPWORDS} - t.speakers)
-    default = recalls(qs, [np.argsort(-b, kind="stable")[: max(K)] for b in bases])
+    default, bases, texts, qstems = prepared(args.file, qs)
     figures: dict = {"file": args.file, "questions": len(qs), "places": args.places}
     held = {}
     for name, grid in (("neighbour credit", NEIGHBOUR_GRID), ("bridge", BRIDGE_GRID)):

@@ -214,27 +214,13 @@ def per_question(qs: list[Question], fac: list, bases: list[np.ndarray], setting
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("file", nargs="?", default=str(DEFAULT))
-    ap.add_argument("--cache", default=str(OWN_CACHE))
-    ap.add_argument("--merges", default="slot,max,add,tail,hits", help="the merges in the grid (comma-separated)")
-    ap.add_argument("--kinds", default="structure,all", help="the facet sets in the grid (structure, all)")
-    args = ap.parse_args()
-    cache = Path(args.cache)
-    cache.mkdir(parents=True, exist_ok=True)
-    for name in (f"{MINILM}.npz", f"questions-{MINILM}-{Path(args.file).stem}.pkl"):
-        if not (cache / name).exists() and (CACHE / name).exists():
-            shutil.copy(CACHE / name, cache / name)  # the earlier sessions' cache is read-only
-    started = time.perf_counter()
-    qs = questions(args.file, MINILM, cache)
-    fac = facet_signals(args.file, cache)
-    assert len(qs) == len(fac) and all(r.shape[1] == q.evidence.size for q, (_, r) in zip(qs, fac))
-    print(f"{len(qs)} questions, {sum(len(k) for k, _ in fac)} facets ({time.perf_counter() - started:.0f} s)",
-          flush=True)
+def held_out(qs: list[Question], fac: list, merges: str, kinds: str) -> tuple:
+    """The merges' grid (``settings``) chosen per fold (the best train R@5 + R@10 among the settings lowering no
+    category's train R@10; "off" first): (memory search as shipped's per-question R@5 / R@10, the held-out ones, the
+    setting chosen per conversation, every setting's per-question recalls, the grid)."""
     w = weights_of(SHIPPED, 1)
     bases = [values(q, w, max(K)) for q in qs]
-    grid = settings(args.merges, args.kinds)
+    grid = settings(merges, kinds)
     per = [per_question(qs, fac, bases, s) for s in grid]
     conv = np.array([q.conversation for q in qs])
     cats = np.array([str(q.category) for q in qs])
@@ -253,6 +239,29 @@ def main() -> None:
         chosen[c] = grid[best]
         held[conv == c] = per[best][conv == c]
         print(f"held out {c}: chose {grid[best]}", flush=True)
+    return before, held, chosen, per, grid
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file", nargs="?", default=str(DEFAULT))
+    ap.add_argument("--cache", default=str(OWN_CACHE))
+    ap.add_argument("--merges", default="slot,max,add,tail,hits", help="the merges in the grid (comma-separated)")
+    ap.add_argument("--kinds", default="structure,all", help="the facet sets in the grid (structure, all)")
+    args = ap.parse_args()
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    for name in (f"{MINILM}.npz", f"questions-{MINILM}-{Path(args.file).stem}.pkl"):
+        if not (cache / name).exists() and (CACHE / name).exists():
+            shutil.copy(CACHE / name, cache / name)  # the earlier sessions' cache is read-only
+    started = time.perf_counter()
+    qs = questions(args.file, MINILM, cache)
+    fac = facet_signals(args.file, cache)
+    assert len(qs) == len(fac) and all(r.shape[1] == q.evidence.size for q, (_, r) in zip(qs, fac))
+    print(f"{len(qs)} questions, {sum(len(k) for k, _ in fac)} facets ({time.perf_counter() - started:.0f} s)",
+          flush=True)
+    before, held, chosen, per, grid = held_out(qs, fac, args.merges, args.kinds)
+    cats = np.array([str(q.category) for q in qs])
     table = {}
     for key in sorted(set(cats)) + ["all"]:
         m = (cats == key) if key != "all" else np.ones(len(qs), dtype=bool)

@@ -76,6 +76,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -152,10 +153,13 @@ def linear(q: Question, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return value, answer, near, content
 
 
-def pool_of(q: Question, text: str, days: dict[int, float], said: list[tuple[str, str]]) -> tuple[np.ndarray,
-                                                                                                 np.ndarray]:
-    """(the pool's rows in the linear order, their feature rows)."""
+def pool_of(q: Question, text: str, days: dict[int, float], said: list[tuple[str, str]],
+            stage: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(the pool's rows in the linear order, their feature rows); ``stage``: a second stage over memory search's
+    values before the pool is taken (the bridge stage, benchmarks/locomo_table.py: memory search runs it before the
+    learned ranker reads its hits)."""
     value, answer, near, _ = linear(q, ltr.POOL)
+    value = stage(value) if stage is not None else value
     rows = np.argsort(-value, kind="stable")[:ltr.POOL]
     sig = q.signals
     zero = np.zeros(value.size)
@@ -307,6 +311,51 @@ def table(qs: list[Question], per: np.ndarray) -> dict[str, dict[str, float]]:
     return out
 
 
+def held_out(path: str, qs: list[Question], trees: int, depth: int, rate: float, loss: str, prior: float = 0.0,
+             linear_when: bool = False, fac: list | None = None,
+             stages: list[Callable[[np.ndarray], np.ndarray]] | None = None) -> tuple:
+    """The learned ranker fitted on four conversations' questions and applied to the fifth's, for each conversation:
+    (the linear fusion's per-question R@5 / R@10, the held-out learned ones, each question's pool rows and feature
+    rows and labels, and each question's held-out order: its pool's rows in the trees' order, or, for a question that
+    asks when with ``linear_when``, the pool in the linear order, its answer stage over the whole pool, as memory
+    search ranks it with the learned ranker chosen: memory/recall.py asks for ``ltr.POOL`` hits. Session 20's
+    ``--linear-when`` figures scored such a question by the linear first 10 instead, the answer stage over 10)."""
+    started = time.perf_counter()
+    meta = texts(path)
+    assert len(meta) == len(qs), (len(meta), len(qs))
+    rows, xs, ys = [], [], []
+    if fac is not None:
+        assert len(fac) == len(qs)
+    for n, (q, (text, days, said)) in enumerate(zip(qs, meta)):
+        check_rows(q, said)
+        r, x = pool_of(q, text, days, said, stages[n] if stages else None)
+        if fac is not None:
+            x = np.concatenate([x, facet_columns(*fac[n], r)], axis=1)
+        rows.append(r), xs.append(x), ys.append(q.evidence[r].astype(float))
+    print(f"{len(qs)} questions, pool {ltr.POOL}, {len(ltr.FEATURES)} features "
+          f"({time.perf_counter() - started:.0f} s); evidence in the pool: "
+          f"{sum(y.sum() for y in ys) / sum(q.evidence.sum() for q in qs):.3f}", flush=True)
+    conv = np.array([q.conversation for q in qs])
+    base = np.array([recall(top(q, weights_of(SHIPPED, 1), 10), q.evidence) for q in qs])
+    held = np.zeros_like(base)
+    order: list[np.ndarray] = [r for r in rows]  # the pool in the linear order (its answer stage over the pool)
+    for c in sorted(set(conv)):
+        train = np.flatnonzero(conv != c)
+        x = np.concatenate([xs[i] for i in train])
+        y = np.concatenate([ys[i] for i in train])
+        bounds = np.cumsum([0] + [xs[i].shape[0] for i in train])
+        groups = [np.arange(bounds[j], bounds[j + 1]) for j in range(len(train))]
+        model = fit(x, y, groups, trees, depth, rate, loss, prior)
+        for i in np.flatnonzero(conv == c):
+            if not (linear_when and qs[i].when):
+                order[i] = rows[i][ltr.ranked(model, xs[i])[0]]
+            held[i] = recall(order[i], qs[i].evidence)  # a when-question: the pool as it is (memory/learned.py)
+        m = conv == c
+        print(f"  held out {c}: linear R@5 {base[m, 0].mean():.3f} R@10 {base[m, 1].mean():.3f} -> learned "
+              f"{held[m, 0].mean():.3f} / {held[m, 1].mean():.3f} ({time.perf_counter() - started:.0f} s)", flush=True)
+    return base, held, rows, xs, ys, order
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("file", nargs="?", default=str(DEFAULT))
@@ -325,45 +374,14 @@ def main() -> None:
     ap.add_argument("--linear-when", action="store_true", help="a question that asks when (memory/dates.py asks_when)"
                     " keeps the linear order (the trees reorder the others)")
     args = ap.parse_args()
-    started = time.perf_counter()
     qs = questions(args.file, "minilm", Path(args.cache), places=args.places)
-    meta = texts(args.file)
-    assert len(meta) == len(qs), (len(meta), len(qs))
-    rows, xs, ys = [], [], []
     fac = None
     if args.facet_features:
         import pickle
         with open(args.facet_features, "rb") as f:
             fac = pickle.load(f)
-        assert len(fac) == len(qs)
-    for n, (q, (text, days, said)) in enumerate(zip(qs, meta)):
-        check_rows(q, said)
-        r, x = pool_of(q, text, days, said)
-        if fac is not None:
-            x = np.concatenate([x, facet_columns(*fac[n], r)], axis=1)
-        rows.append(r), xs.append(x), ys.append(q.evidence[r].astype(float))
-    print(f"{len(qs)} questions, pool {ltr.POOL}, {len(ltr.FEATURES)} features "
-          f"({time.perf_counter() - started:.0f} s); evidence in the pool: "
-          f"{sum(y.sum() for y in ys) / sum(q.evidence.sum() for q in qs):.3f}", flush=True)
-    conv = np.array([q.conversation for q in qs])
-    base = np.array([recall(top(q, weights_of(SHIPPED, 1), 10), q.evidence) for q in qs])
-    held = np.zeros_like(base)
-    for c in sorted(set(conv)):
-        train = np.flatnonzero(conv != c)
-        x = np.concatenate([xs[i] for i in train])
-        y = np.concatenate([ys[i] for i in train])
-        bounds = np.cumsum([0] + [xs[i].shape[0] for i in train])
-        groups = [np.arange(bounds[j], bounds[j + 1]) for j in range(len(train))]
-        model = fit(x, y, groups, args.trees, args.depth, args.rate, args.loss, args.prior)
-        for i in np.flatnonzero(conv == c):
-            if args.linear_when and qs[i].when:
-                held[i] = base[i]
-                continue
-            ranked, _ = ltr.ranked(model, xs[i])
-            held[i] = recall(rows[i][ranked], qs[i].evidence)
-        m = conv == c
-        print(f"  held out {c}: linear R@5 {base[m, 0].mean():.3f} R@10 {base[m, 1].mean():.3f} -> learned "
-              f"{held[m, 0].mean():.3f} / {held[m, 1].mean():.3f} ({time.perf_counter() - started:.0f} s)", flush=True)
+    base, held, rows, xs, ys, _ = held_out(args.file, qs, args.trees, args.depth, args.rate, args.loss, args.prior,
+                                           args.linear_when, fac)
     lin, got = table(qs, base), table(qs, held)
     print(f"\nheld out, pooled, R@5 / R@10 (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop); {vars(args)}")
     for label, row in (("linear fusion (shipped)", lin), ("learned ranker (LOCO)", got)):

@@ -32,26 +32,42 @@ from memory import OBJECTS, PLACES, RELATIONS, facts, fresh  # noqa: E402
 from agentcontext.embed.models import ENV, MINILM, load_model, spec_of  # noqa: E402
 from writes import single_stores  # noqa: E402
 
+from agentcontext.engine import rerank as reranking  # noqa: E402
 from agentcontext.memory.bridge import BRIDGE  # noqa: E402
+from agentcontext.memory.records import memory_text  # noqa: E402
+from agentcontext.model import content_hash  # noqa: E402
 
 STORE_TARGET_MS, RETRIEVE_TARGET_MS = 12.0, 50.0
 
 
 def retrieves(folder: Path, n: int, queries: int, dim: int = 384, learned: bool = False,
-              facets: bool = False, bridge: bool = False) -> dict[str, float]:
-    """p50 ms of ``retrieve`` (k 10) at ``n`` memories, shipped and without the answer stage (and with ``learned``
-    the learned ranker, engine/ltr.py; with ``facets`` ``ranker="facets"``, memory/facet_search.py, on a question of
-    two clauses, so three searches: the question's and its two clauses'; with ``bridge`` the bridge stage on,
-    memory/bridge.py), interleaved."""
+              facets: bool = False, bridge: bool = False, rerank: bool = False) -> dict[str, float]:
+    """p50 ms of ``retrieve`` (k 10) at ``n`` memories, shipped and without the answer stage (and with ``learned`` the
+    learned ranker, engine/ltr.py; with ``facets`` ``ranker="facets"``, memory/facet_search.py, on a question of two
+    clauses, so three searches: the question's and its two clauses'; with ``bridge`` the bridge stage on,
+    memory/bridge.py, and with ``learned`` too both; with ``rerank`` the reranker on, engine/rerank.py, after the linear
+    fusion and after the learned ranker: the memories' reranking vectors supplied as benchmarks/rerank_cost.py does, so
+    the steady state), interleaved."""
     mem = fresh(folder, "retrieve")
     for start in range(0, n, 20000):
         m = min(20000, n - start)
         mem.batch_store([{"content": t, "vector": v} for t, v in zip(facts(m, 100 + start), plain_dim(m, start, dim))])
+    if rerank:
+        ranker = reranking.reranker()
+        for start in range(0, n, 20000):
+            m = min(20000, n - start)
+            mem.db.put_vectors({content_hash(memory_text("", t)): v for t, v in
+                                zip(facts(m, 100 + start), plain_dim(m, start + 7, ranker.dimension))}, ranker.name)
+        mem.rerank = True
+        mem.retrieve("warm up the reranking model", max_results=5)  # loaded once, outside the timings
+        mem.rerank = False
     mem.retrieve("warm up the index", max_results=5)
     shipped, before = mem.weights, replace(mem.weights, answer=0.0)
     runs = (("shipped", shipped), ("before", before)) + ((("learned", shipped),) if learned else ()) \
         + ((("facets", shipped),) if facets else ()) \
-        + ((("bridge", replace(shipped, bridge=BRIDGE)),) if bridge else ())
+        + ((("bridge", replace(shipped, bridge=BRIDGE)),) if bridge else ()) \
+        + ((("learned+bridge", replace(shipped, bridge=BRIDGE)),) if learned and bridge else ()) \
+        + ((("rerank", shipped),) if rerank else ()) + ((("learned+rerank", shipped),) if rerank and learned else ())
     lat: dict[str, list[float]] = {name: [] for name, _ in runs}
     cpu: dict[str, list[float]] = {name: [] for name, _ in runs}  # the process's CPU a call (a busy machine)
     for i in range(queries):
@@ -59,7 +75,8 @@ def retrieves(folder: Path, n: int, queries: int, dim: int = 384, learned: bool 
              f"near {PLACES[(i * 3) % len(PLACES)]}")
         for name, weights in runs[:: 1 if i % 2 else -1]:
             mem.weights = weights
-            mem.ranker = name if name in ("learned", "facets") else "linear"
+            mem.ranker = name.split("+")[0] if name.split("+")[0] in ("learned", "facets") else "linear"
+            mem.rerank = name.endswith("rerank")
             asked = f"{q} ({name})" if name != "facets" else \
                 f"{q} and what {RELATIONS[(i * 5) % len(RELATIONS)]} the {OBJECTS[(i * 3) % len(OBJECTS)]}"
             t, c = time.perf_counter(), time.process_time()
@@ -179,6 +196,9 @@ def main() -> None:
                 bridged.append(got["bridge"])
                 print(f"run {r + 1}: retrieve p50 at 10,000 with the bridge stage {bridged[-1]:.1f} ms "
                       f"(shipped {got['shipped']:.1f} ms)", flush=True)
+            if "learned+bridge" in got:
+                print(f"run {r + 1}: retrieve p50 at 10,000 with the learned ranker over the bridge stage "
+                      f"{got['learned+bridge']:.1f} ms", flush=True)
             if args.facets:
                 faceted.append(got["facets"])
                 print(f"run {r + 1}: retrieve p50 at 10,000 with the facets (two-clause questions) "

