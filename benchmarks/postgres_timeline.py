@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._util import report  # noqa: E402
+from benchmarks._util import before_tree, report  # noqa: E402
 from benchmarks.postgres_scale import SERVER, base_corpus  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
@@ -111,7 +111,7 @@ def main() -> None:
     parser.add_argument("--name", default="", help="the results file's suffix")
     args = parser.parse_args()
     _, _, questions, _ = base_corpus(args.data)
-    src = args.src or Path(__file__).resolve().parent.parent / "src"
+    src = before_tree(args.src) if args.src else Path(__file__).resolve().parent.parent / "src"
     load = [round(x, 2) for x in os.getloadavg()]
     server = PgServer(root=args.data / "cluster", options=SERVER).start()
     try:
