@@ -15,7 +15,7 @@ from typing import Any, Callable
 from ..embed.cache import embed_texts
 from ..model import Node, content_hash
 from ..store import Capability
-from .records import CONV, KIND, conversation_of, memory_text
+from .records import CONV, KIND, conversation_of, pair_text
 
 HEAD = "memory.chain_head"
 FEW_HEADS = 16  # at most this many conversations: their head records read by key; more: the namespace's listed
@@ -81,7 +81,7 @@ def relink(db: Any, embedder: Callable[[], Any], namespace: str, first: dict[str
         node.props.pop("prev", None)
         if current is not None:
             node.props["prev"] = current_id
-            pair = memory_text(current.title, current.content, places) + "\n" + (node.embed_text or "")
+            pair = pair_text(current, node.embed_text or "", places)
             node.props["pair_hash"] = content_hash(pair)
             pairs.append(pair)
     if pairs:

@@ -17,7 +17,7 @@ from ..model import Node, content_hash
 from ..store.base import Store
 from . import chain
 from .items import item_name, refuse_not_finite
-from .records import build_node, iso_with_offset, memory_text, now_iso
+from .records import build_node, iso_with_offset, memory_text, now_iso, pair_text
 
 SMALL_BATCH = 64  # at most this many texts to embed: their vectors land in the memories' own transaction
 EMBED_STEP = 2048  # texts embedded and cached per step of a large batch
@@ -160,7 +160,7 @@ def rewritten(store: Store, namespace: str, node: Node, content: str, metadata: 
     elif props.get("prev"):
         before = store.get_node(props["prev"])
         if before is not None:
-            pair = memory_text(before.title, before.content, places) + "\n" + (new.embed_text or "")
+            pair = pair_text(before, new.embed_text or "", places)
             new.props["pair_hash"] = content_hash(pair)
             texts.append(pair)
     return new, texts

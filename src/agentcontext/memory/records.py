@@ -94,6 +94,12 @@ def memory_text(title: str, content: str, places: bool = False) -> str:
     return f"{text} {gloss}" if gloss else text
 
 
+def pair_text(before: Any, own: str, places: bool = False) -> str:
+    """The text a turn's context vector embeds (its ``pair_hash``): the turn before's embedded text (``before``: its
+    node), a newline, the turn's own embedded text."""
+    return memory_text(before.title, before.content, places) + "\n" + own
+
+
 def place_gloss(title: str, content: str) -> str:
     """The glosses of the places ``content`` names (never the speaker's own name)."""
     from .places import annotate  # the gazetteer loads on first use only

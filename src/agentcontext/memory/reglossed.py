@@ -12,7 +12,7 @@ from ..embed.cache import embed_texts
 from ..model import Node, content_hash
 from ..workspace import Workspace
 from .plan import rewritten
-from .records import KIND, memory_text
+from .records import KIND, pair_text
 
 
 CHUNK = 1000  # memories read, embedded and written at a time (a transaction each)
@@ -57,6 +57,6 @@ def _glossed(store, namespace: str, node: Node, by_id: dict[str, Node]) -> tuple
     before = (by_id.get(prev) or store.get_node(prev)) if prev and props.get("pair_hash") else None
     if before is None:
         return new, None
-    pair = memory_text(before.title, before.content, True) + "\n" + (new.embed_text or "")
+    pair = pair_text(before, new.embed_text or "", places=True)
     new.props["pair_hash"] = content_hash(pair)
     return new, pair
