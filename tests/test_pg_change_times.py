@@ -13,6 +13,7 @@ from agentcontext.store import open_store, transfer
 from agentcontext.store.pg_changes import AT_SQL, canonical
 
 from .test_pg_node_hash_bytes import unit
+from .copy_round_trip import copies_keep
 from .upgrade_crash import crash_keeps_the_step_before, step_number, store_before
 
 pytestmark = pytest.mark.postgres
@@ -113,7 +114,6 @@ def test_a_crash_mid_upgrade_leaves_the_step_before(pg_url, tmp_path):
 
 def test_every_write_path_lands_the_time_in_the_new_columns(pg_url, pg_server, tmp_path):
     from agentcontext import AgentMemory
-    from agentcontext.migrate import migrate
     from agentcontext.workspace import Workspace
 
     rng = np.random.default_rng(33)
@@ -128,13 +128,6 @@ def test_every_write_path_lands_the_time_in_the_new_columns(pg_url, pg_server, t
     assert store._read("SELECT count(*) FROM changes WHERE at IS NULL OR at_text IS NOT NULL") == [(0,)]
     assert all(canonical(c.at) for c in store.changes_since(0))
     odd_rows(store)
-    before = log(store)
-    copy_url = pg_server.url()  # export and import: a whole-store copy (import_rows, COPY into the two columns)
-    assert migrate(pg_url, copy_url)["digests_equal"]
-    target = open_store(copy_url)
-    assert log(target) == before and held(target) == held(store)
-    target.close()
-    sqlite = tmp_path / "copy.db"  # and out to SQLite, where the time stays text: the same texts
-    assert migrate(copy_url, str(sqlite))["digests_equal"]
-    assert log(open_store(str(sqlite)))["since"] == before["since"]
+    # export and import (COPY into the new columns), then out to SQLite, where the time stays text
+    copies_keep(pg_url, store, pg_server.url(), tmp_path / "copy.db", log, held)
     ws.close()
