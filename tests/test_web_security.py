@@ -187,3 +187,23 @@ def test_the_consoles_doc_forms_run_the_declared_create_and_update_operations(co
     refused = reading.post("/packs/lib:semdag/new", data={"csrf": csrf_of(reading), "selector": "x"})
     assert refused.status_code == 403 and ws.store.get_node("lib:semdag/x") is None
     assert ws.store.audit(principal="reader")[-1]["outcome"] == "denied"
+
+
+def test_a_reindex_post_asking_for_place_glosses_is_the_owners(console):
+    """The console's reindex form runs the declared reindex_knowledge; a POST naming ``places`` (the form offers no
+    such field) glosses every memory namespace, so only the owner's is run: a reader's is a 403, audited, and nothing
+    is glossed; the owner's says how many memories were glossed."""
+    ws, app, reader = console
+    client, _ = login(app, reader)
+    response = client.post("/reindex", data={"csrf": csrf_of(client), "places": "true"})
+    assert response.status_code == 403
+    assert [r["outcome"] for r in access.audit_log(ws, None, action="memory.places")] == ["denied"]
+    owner = TestClient(app)
+    owner.get(f"/login?launch={app.state.console.sessions.launch_token}")
+    done = owner.post("/reindex", data={"csrf": csrf_of(owner), "pack": "lib:secret"})
+    assert done.status_code == 200 and "Memories given their place glosses" not in done.text
+    bad = owner.post("/reindex", data={"csrf": csrf_of(owner), "pack": "lib:secret", "places": "true"})
+    assert bad.status_code == 400 and "--places glosses the memories of the whole workspace" in bad.text
+    glossed = owner.post("/reindex", data={"csrf": csrf_of(owner), "places": "true"})
+    assert glossed.status_code == 200 and "Memories given their place glosses: 0." in glossed.text
+    assert [r["outcome"] for r in access.audit_log(ws, None, action="memory.places")] == ["denied", "ok"]

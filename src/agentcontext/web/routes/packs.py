@@ -148,9 +148,11 @@ async def reindex(request: Request) -> Response:
     form = await checked_form(request)
     done = run(request, ops.REINDEX, form_input(ops.REINDEX, form))
     where = done["pack"] or "every pack"
+    lines = [f"{where}: embedded {done['embedded']} texts" + ("." if done["embedded"] else " (nothing was missing).")]
+    if "glossed" in done:  # (a form asking for places: the owner's, checked by the operation)
+        lines.append(f"Memories given their place glosses: {done['glossed']}.")
     return page(request, "result.html", title="Reindexed", issued=None, back="/packs", back_label="Back to the packs",
-                lines=[f"{where}: embedded {done['embedded']} texts" + (" (nothing was missing)."
-                                                                        if not done["embedded"] else ".")])
+                lines=lines)
 
 
 ROUTES = [
