@@ -143,3 +143,33 @@ def test_reindex_places_glosses_the_memories_stored_without_them(tmp_path):
     assert found[0]["id"] == ids[0] and found[0]["content"] == TAMPA and found[0]["signals"]["keyword"] > 0
     ws.close()
     want_ws.close()
+
+
+def test_an_erasure_leaves_no_byte_of_a_memory_glossed_by_reindex(tmp_path):
+    """A memory glossed after it was stored (``gloss_places``: a second version, a new embedded text, its own and its
+    pair vectors) and then erased: no file of the workspace holds its secret, nor either version's vector bytes."""
+    from agentcontext.erasure import erase_workspace_entity
+    from agentcontext.memory.reglossed import gloss_places
+    from agentcontext.workspace import Workspace
+
+    from .bytescan import folder_files, hits, new_secret
+
+    home = tmp_path / ".agentcontext"
+    ws = Workspace.open(home=home, create=True)
+    secret = new_secret()
+    memory = AgentMemory(workspace=ws, namespace="default")
+    first = memory.store(f"I flew to Tampa with card {secret}", metadata={"entities": ["customer-9"]},
+                         conversation_id="c")
+    memory.store("And was it warm there?", conversation_id="c")  # its pair vector embeds the secret's turn
+    plain = ws.store.get_node(first).embed_hash
+    assert gloss_places(ws) == 2
+    glossed = ws.store.get_node(first)
+    assert glossed.version == 2 and glossed.embed_hash != plain and "Florida" in (glossed.summary or "")
+    raw = [v.astype("<f4").tobytes() for v in ws.store.get_vectors([plain, glossed.embed_hash], ws.model_name).values()]
+    assert len(raw) == 2 and hits(folder_files(home), secret)
+    assert all(any(r in f.read_bytes() for f in folder_files(home) if f.is_file()) for r in raw)  # both versions'
+    receipt = erase_workspace_entity(ws, "customer-9", reason="test").to_dict()
+    assert receipt["complete"] is True and receipt["stores"]["memory"]["items"] == 1
+    assert hits(folder_files(home), secret) == {}
+    assert not any(r in f.read_bytes() for r in raw for f in folder_files(home) if f.is_file())
+    ws.close()
